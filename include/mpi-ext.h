@@ -1,0 +1,85 @@
+/*
+ * mpi-ext.h -- Steadfast extensions to the MPI 5.0 interface.
+ *
+ * Include this after (or instead of) mpi.h to use the fault-tolerance
+ * interface: the ULFM names (MPIX_Comm_revoke, MPIX_Comm_shrink,
+ * MPIX_Comm_agree, ...) with the signatures used by the ULFM proposal and
+ * its implementations, so existing fault-tolerant programs compile
+ * unchanged.
+ */
+#ifndef STEADFAST_MPI_EXT_H
+#define STEADFAST_MPI_EXT_H
+
+#include "mpi.h"
+
+#if defined(__cplusplus)
+extern "C" {
+#endif
+
+/* Lets programs detect this library at compile time. */
+#define STEADFAST_MPI                  1
+
+/* The ULFM fault-tolerance interface below is available. */
+#define MPIX_ULFM                      1
+
+/*
+ * Error classes for process failures.
+ *
+ * MPI 5.0 defines no value for these classes.  Its ABI assigns the standard
+ * classes from 0 upwards (0..62 today, MPI_T classes 1001..1018) and caps
+ * all predefined classes at MPI_ERR_LASTCODE (0x3fff).  Steadfast takes its
+ * own classes from the top of that space, 0x3ff0 and up, so that classes a
+ * later standard appends after 62 cannot collide with them.
+ */
+#define MPIX_ERR_PROC_FAILED           16368 /* 0x3ff0: a peer process failed */
+#define MPIX_ERR_PROC_FAILED_PENDING   16369 /* 0x3ff1: a failure blocks a wildcard receive */
+#define MPIX_ERR_REVOKED               16370 /* 0x3ff2: the communicator was revoked */
+
+/* Names the fault-tolerance proposal uses for the standard (MPI 6) spelling. */
+#ifndef MPI_ERR_PROC_FAILED
+#define MPI_ERR_PROC_FAILED            MPIX_ERR_PROC_FAILED
+#endif
+#ifndef MPI_ERR_PROC_FAILED_PENDING
+#define MPI_ERR_PROC_FAILED_PENDING    MPIX_ERR_PROC_FAILED_PENDING
+#endif
+#ifndef MPI_ERR_REVOKED
+#define MPI_ERR_REVOKED                MPIX_ERR_REVOKED
+#endif
+
+/* Revocation: make every pending and future operation on comm fail. */
+int MPIX_Comm_revoke(MPI_Comm comm);
+int MPIX_Comm_is_revoked(MPI_Comm comm, int *flag);
+
+/* Shrink: build a new communicator from the surviving processes. */
+int MPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
+int MPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
+
+/* Agreement: fault-tolerant bitwise AND of flag over the live processes. */
+int MPIX_Comm_agree(MPI_Comm comm, int *flag);
+int MPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request);
+
+/* Failure discovery and acknowledgement (current ULFM interface). */
+int MPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp);
+int MPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked);
+
+/* Failure acknowledgement (older ULFM interface, kept for existing programs). */
+int MPIX_Comm_failure_ack(MPI_Comm comm);
+int MPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp);
+
+/* Profiling twins */
+int PMPIX_Comm_revoke(MPI_Comm comm);
+int PMPIX_Comm_is_revoked(MPI_Comm comm, int *flag);
+int PMPIX_Comm_shrink(MPI_Comm comm, MPI_Comm *newcomm);
+int PMPIX_Comm_ishrink(MPI_Comm comm, MPI_Comm *newcomm, MPI_Request *request);
+int PMPIX_Comm_agree(MPI_Comm comm, int *flag);
+int PMPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request);
+int PMPIX_Comm_get_failed(MPI_Comm comm, MPI_Group *failedgrp);
+int PMPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked);
+int PMPIX_Comm_failure_ack(MPI_Comm comm);
+int PMPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp);
+
+#if defined(__cplusplus)
+}
+#endif
+
+#endif /* STEADFAST_MPI_EXT_H */
