@@ -1081,14 +1081,33 @@ const C8: TypeKind = TypeKind::Complex(FloatFormat::Binary64);
 const CX: TypeKind = TypeKind::Complex(FloatFormat::X87Extended);
 const C16: TypeKind = TypeKind::Complex(FloatFormat::Binary128);
 const fn logical(bytes: usize) -> TypeKind {
-    TypeKind::Bool { bytes, fortran: true }
+    TypeKind::Bool {
+        bytes,
+        fortran: true,
+    }
 }
 const fn pair(value: &'static TypeKind, index: &'static TypeKind, index_offset: usize) -> TypeKind {
-    TypeKind::Pair { value, index, index_offset }
+    TypeKind::Pair {
+        value,
+        index,
+        index_offset,
+    }
 }
 
-const fn t(handle: usize, name: &'static str, size: usize, extent: usize, kind: TypeKind) -> PredefinedType {
-    PredefinedType { handle, name, size, extent, kind }
+const fn t(
+    handle: usize,
+    name: &'static str,
+    size: usize,
+    extent: usize,
+    kind: TypeKind,
+) -> PredefinedType {
+    PredefinedType {
+        handle,
+        name,
+        size,
+        extent,
+        kind,
+    }
 }
 const fn s(handle: usize, name: &'static str, size: usize, kind: TypeKind) -> PredefinedType {
     t(handle, name, size, size, kind)
@@ -1130,20 +1149,52 @@ pub static PREDEFINED_TYPES: &[PredefinedType] = &[
     s(MPI_LONG_DOUBLE, "MPI_LONG_DOUBLE", 16, FX),
     s(MPI_C_FLOAT_COMPLEX, "MPI_C_FLOAT_COMPLEX", 8, C4),
     s(MPI_C_DOUBLE_COMPLEX, "MPI_C_DOUBLE_COMPLEX", 16, C8),
-    s(MPI_C_LONG_DOUBLE_COMPLEX, "MPI_C_LONG_DOUBLE_COMPLEX", 32, CX),
+    s(
+        MPI_C_LONG_DOUBLE_COMPLEX,
+        "MPI_C_LONG_DOUBLE_COMPLEX",
+        32,
+        CX,
+    ),
     s(MPI_CXX_FLOAT_COMPLEX, "MPI_CXX_FLOAT_COMPLEX", 8, C4),
     s(MPI_CXX_DOUBLE_COMPLEX, "MPI_CXX_DOUBLE_COMPLEX", 16, C8),
-    s(MPI_CXX_LONG_DOUBLE_COMPLEX, "MPI_CXX_LONG_DOUBLE_COMPLEX", 32, CX),
+    s(
+        MPI_CXX_LONG_DOUBLE_COMPLEX,
+        "MPI_CXX_LONG_DOUBLE_COMPLEX",
+        32,
+        CX,
+    ),
     // Booleans
-    s(MPI_C_BOOL, "MPI_C_BOOL", 1, TypeKind::Bool { bytes: 1, fortran: false }),
-    s(MPI_CXX_BOOL, "MPI_CXX_BOOL", 1, TypeKind::Bool { bytes: 1, fortran: false }),
+    s(
+        MPI_C_BOOL,
+        "MPI_C_BOOL",
+        1,
+        TypeKind::Bool {
+            bytes: 1,
+            fortran: false,
+        },
+    ),
+    s(
+        MPI_CXX_BOOL,
+        "MPI_CXX_BOOL",
+        1,
+        TypeKind::Bool {
+            bytes: 1,
+            fortran: false,
+        },
+    ),
     // C pairs: size counts value + int, extent is the padded struct
     s(MPI_FLOAT_INT, "MPI_FLOAT_INT", 8, pair(&F4, &I4, 4)),
     t(MPI_DOUBLE_INT, "MPI_DOUBLE_INT", 12, 16, pair(&F8, &I4, 8)),
     t(MPI_LONG_INT, "MPI_LONG_INT", 12, 16, pair(&I8, &I4, 8)),
     s(MPI_2INT, "MPI_2INT", 8, pair(&I4, &I4, 4)),
     t(MPI_SHORT_INT, "MPI_SHORT_INT", 6, 8, pair(&I2, &I4, 4)),
-    t(MPI_LONG_DOUBLE_INT, "MPI_LONG_DOUBLE_INT", 20, 32, pair(&FX, &I4, 16)),
+    t(
+        MPI_LONG_DOUBLE_INT,
+        "MPI_LONG_DOUBLE_INT",
+        20,
+        32,
+        pair(&FX, &I4, 16),
+    ),
     // Fortran (gfortran defaults: INTEGER, REAL, LOGICAL are 4 bytes)
     s(MPI_LOGICAL, "MPI_LOGICAL", 4, logical(4)),
     s(MPI_INTEGER, "MPI_INTEGER", 4, I4),
@@ -1151,10 +1202,20 @@ pub static PREDEFINED_TYPES: &[PredefinedType] = &[
     s(MPI_COMPLEX, "MPI_COMPLEX", 8, C4),
     s(MPI_DOUBLE_PRECISION, "MPI_DOUBLE_PRECISION", 8, F8),
     s(MPI_DOUBLE_COMPLEX, "MPI_DOUBLE_COMPLEX", 16, C8),
-    s(MPI_CHARACTER, "MPI_CHARACTER", 1, TypeKind::Char { bytes: 1 }),
+    s(
+        MPI_CHARACTER,
+        "MPI_CHARACTER",
+        1,
+        TypeKind::Char { bytes: 1 },
+    ),
     // Fortran pairs: the index has the value's type
     s(MPI_2REAL, "MPI_2REAL", 8, pair(&F4, &F4, 4)),
-    s(MPI_2DOUBLE_PRECISION, "MPI_2DOUBLE_PRECISION", 16, pair(&F8, &F8, 8)),
+    s(
+        MPI_2DOUBLE_PRECISION,
+        "MPI_2DOUBLE_PRECISION",
+        16,
+        pair(&F8, &F8, 8),
+    ),
     s(MPI_2INTEGER, "MPI_2INTEGER", 8, pair(&I4, &I4, 4)),
     // Fortran fixed-size types
     s(MPI_LOGICAL1, "MPI_LOGICAL1", 1, logical(1)),
@@ -1222,80 +1283,279 @@ pub static ERROR_CLASSES: &[(i32, &str, &str)] = &[
     (MPI_ERR_DIMS, "MPI_ERR_DIMS", "invalid dimension argument"),
     (MPI_ERR_ARG, "MPI_ERR_ARG", "invalid argument"),
     (MPI_ERR_UNKNOWN, "MPI_ERR_UNKNOWN", "unknown error"),
-    (MPI_ERR_TRUNCATE, "MPI_ERR_TRUNCATE", "message truncated on receive"),
-    (MPI_ERR_OTHER, "MPI_ERR_OTHER", "other error; see the error string of the code"),
-    (MPI_ERR_INTERN, "MPI_ERR_INTERN", "internal error in the MPI library"),
-    (MPI_ERR_PENDING, "MPI_ERR_PENDING", "operation still pending"),
-    (MPI_ERR_IN_STATUS, "MPI_ERR_IN_STATUS", "error code is in the status"),
+    (
+        MPI_ERR_TRUNCATE,
+        "MPI_ERR_TRUNCATE",
+        "message truncated on receive",
+    ),
+    (
+        MPI_ERR_OTHER,
+        "MPI_ERR_OTHER",
+        "other error; see the error string of the code",
+    ),
+    (
+        MPI_ERR_INTERN,
+        "MPI_ERR_INTERN",
+        "internal error in the MPI library",
+    ),
+    (
+        MPI_ERR_PENDING,
+        "MPI_ERR_PENDING",
+        "operation still pending",
+    ),
+    (
+        MPI_ERR_IN_STATUS,
+        "MPI_ERR_IN_STATUS",
+        "error code is in the status",
+    ),
     (MPI_ERR_ACCESS, "MPI_ERR_ACCESS", "permission denied"),
     (MPI_ERR_AMODE, "MPI_ERR_AMODE", "invalid file access mode"),
-    (MPI_ERR_ASSERT, "MPI_ERR_ASSERT", "invalid assertion argument"),
+    (
+        MPI_ERR_ASSERT,
+        "MPI_ERR_ASSERT",
+        "invalid assertion argument",
+    ),
     (MPI_ERR_BAD_FILE, "MPI_ERR_BAD_FILE", "invalid file name"),
     (MPI_ERR_BASE, "MPI_ERR_BASE", "invalid base address"),
-    (MPI_ERR_CONVERSION, "MPI_ERR_CONVERSION", "data conversion function failed"),
-    (MPI_ERR_DISP, "MPI_ERR_DISP", "invalid displacement argument"),
-    (MPI_ERR_DUP_DATAREP, "MPI_ERR_DUP_DATAREP", "data representation already registered"),
-    (MPI_ERR_FILE_EXISTS, "MPI_ERR_FILE_EXISTS", "file already exists"),
+    (
+        MPI_ERR_CONVERSION,
+        "MPI_ERR_CONVERSION",
+        "data conversion function failed",
+    ),
+    (
+        MPI_ERR_DISP,
+        "MPI_ERR_DISP",
+        "invalid displacement argument",
+    ),
+    (
+        MPI_ERR_DUP_DATAREP,
+        "MPI_ERR_DUP_DATAREP",
+        "data representation already registered",
+    ),
+    (
+        MPI_ERR_FILE_EXISTS,
+        "MPI_ERR_FILE_EXISTS",
+        "file already exists",
+    ),
     (MPI_ERR_FILE_IN_USE, "MPI_ERR_FILE_IN_USE", "file is in use"),
     (MPI_ERR_FILE, "MPI_ERR_FILE", "invalid file handle"),
-    (MPI_ERR_INFO_KEY, "MPI_ERR_INFO_KEY", "info key too long or empty"),
-    (MPI_ERR_INFO_NOKEY, "MPI_ERR_INFO_NOKEY", "info key not found"),
-    (MPI_ERR_INFO_VALUE, "MPI_ERR_INFO_VALUE", "info value too long or empty"),
+    (
+        MPI_ERR_INFO_KEY,
+        "MPI_ERR_INFO_KEY",
+        "info key too long or empty",
+    ),
+    (
+        MPI_ERR_INFO_NOKEY,
+        "MPI_ERR_INFO_NOKEY",
+        "info key not found",
+    ),
+    (
+        MPI_ERR_INFO_VALUE,
+        "MPI_ERR_INFO_VALUE",
+        "info value too long or empty",
+    ),
     (MPI_ERR_INFO, "MPI_ERR_INFO", "invalid info object"),
     (MPI_ERR_IO, "MPI_ERR_IO", "I/O error"),
     (MPI_ERR_KEYVAL, "MPI_ERR_KEYVAL", "invalid attribute key"),
     (MPI_ERR_LOCKTYPE, "MPI_ERR_LOCKTYPE", "invalid lock type"),
     (MPI_ERR_NAME, "MPI_ERR_NAME", "service name not published"),
     (MPI_ERR_NO_MEM, "MPI_ERR_NO_MEM", "out of memory"),
-    (MPI_ERR_NOT_SAME, "MPI_ERR_NOT_SAME", "collective arguments differ between processes"),
-    (MPI_ERR_NO_SPACE, "MPI_ERR_NO_SPACE", "no space left on device"),
-    (MPI_ERR_NO_SUCH_FILE, "MPI_ERR_NO_SUCH_FILE", "file does not exist"),
+    (
+        MPI_ERR_NOT_SAME,
+        "MPI_ERR_NOT_SAME",
+        "collective arguments differ between processes",
+    ),
+    (
+        MPI_ERR_NO_SPACE,
+        "MPI_ERR_NO_SPACE",
+        "no space left on device",
+    ),
+    (
+        MPI_ERR_NO_SUCH_FILE,
+        "MPI_ERR_NO_SUCH_FILE",
+        "file does not exist",
+    ),
     (MPI_ERR_PORT, "MPI_ERR_PORT", "invalid port name"),
     (MPI_ERR_QUOTA, "MPI_ERR_QUOTA", "quota exceeded"),
     (MPI_ERR_READ_ONLY, "MPI_ERR_READ_ONLY", "file is read-only"),
-    (MPI_ERR_RMA_ATTACH, "MPI_ERR_RMA_ATTACH", "memory cannot be attached to the window"),
-    (MPI_ERR_RMA_CONFLICT, "MPI_ERR_RMA_CONFLICT", "conflicting accesses to a window"),
-    (MPI_ERR_RMA_RANGE, "MPI_ERR_RMA_RANGE", "target memory outside the window"),
-    (MPI_ERR_RMA_SHARED, "MPI_ERR_RMA_SHARED", "memory cannot be shared"),
-    (MPI_ERR_RMA_SYNC, "MPI_ERR_RMA_SYNC", "wrong synchronization of one-sided calls"),
+    (
+        MPI_ERR_RMA_ATTACH,
+        "MPI_ERR_RMA_ATTACH",
+        "memory cannot be attached to the window",
+    ),
+    (
+        MPI_ERR_RMA_CONFLICT,
+        "MPI_ERR_RMA_CONFLICT",
+        "conflicting accesses to a window",
+    ),
+    (
+        MPI_ERR_RMA_RANGE,
+        "MPI_ERR_RMA_RANGE",
+        "target memory outside the window",
+    ),
+    (
+        MPI_ERR_RMA_SHARED,
+        "MPI_ERR_RMA_SHARED",
+        "memory cannot be shared",
+    ),
+    (
+        MPI_ERR_RMA_SYNC,
+        "MPI_ERR_RMA_SYNC",
+        "wrong synchronization of one-sided calls",
+    ),
     (MPI_ERR_SERVICE, "MPI_ERR_SERVICE", "invalid service name"),
     (MPI_ERR_SIZE, "MPI_ERR_SIZE", "invalid size argument"),
     (MPI_ERR_SPAWN, "MPI_ERR_SPAWN", "error spawning processes"),
-    (MPI_ERR_UNSUPPORTED_DATAREP, "MPI_ERR_UNSUPPORTED_DATAREP", "unsupported data representation"),
-    (MPI_ERR_UNSUPPORTED_OPERATION, "MPI_ERR_UNSUPPORTED_OPERATION", "unsupported operation"),
+    (
+        MPI_ERR_UNSUPPORTED_DATAREP,
+        "MPI_ERR_UNSUPPORTED_DATAREP",
+        "unsupported data representation",
+    ),
+    (
+        MPI_ERR_UNSUPPORTED_OPERATION,
+        "MPI_ERR_UNSUPPORTED_OPERATION",
+        "unsupported operation",
+    ),
     (MPI_ERR_WIN, "MPI_ERR_WIN", "invalid window"),
-    (MPI_ERR_RMA_FLAVOR, "MPI_ERR_RMA_FLAVOR", "wrong window flavor for this call"),
-    (MPI_ERR_PROC_ABORTED, "MPI_ERR_PROC_ABORTED", "operation involves a process that aborted"),
-    (MPI_ERR_VALUE_TOO_LARGE, "MPI_ERR_VALUE_TOO_LARGE", "value too large for the output argument"),
+    (
+        MPI_ERR_RMA_FLAVOR,
+        "MPI_ERR_RMA_FLAVOR",
+        "wrong window flavor for this call",
+    ),
+    (
+        MPI_ERR_PROC_ABORTED,
+        "MPI_ERR_PROC_ABORTED",
+        "operation involves a process that aborted",
+    ),
+    (
+        MPI_ERR_VALUE_TOO_LARGE,
+        "MPI_ERR_VALUE_TOO_LARGE",
+        "value too large for the output argument",
+    ),
     (MPI_ERR_SESSION, "MPI_ERR_SESSION", "invalid session"),
-    (MPI_ERR_ERRHANDLER, "MPI_ERR_ERRHANDLER", "invalid error handler"),
-    (MPI_ERR_ABI, "MPI_ERR_ABI", "ABI setting conflicts with an earlier setting"),
-    (MPI_T_ERR_CANNOT_INIT, "MPI_T_ERR_CANNOT_INIT", "tool interface cannot be initialized"),
-    (MPI_T_ERR_NOT_ACCESSIBLE, "MPI_T_ERR_NOT_ACCESSIBLE", "tool interface not accessible"),
-    (MPI_T_ERR_NOT_INITIALIZED, "MPI_T_ERR_NOT_INITIALIZED", "tool interface not initialized"),
-    (MPI_T_ERR_NOT_SUPPORTED, "MPI_T_ERR_NOT_SUPPORTED", "tool interface call not supported"),
-    (MPI_T_ERR_MEMORY, "MPI_T_ERR_MEMORY", "tool interface out of memory"),
-    (MPI_T_ERR_INVALID, "MPI_T_ERR_INVALID", "invalid tool interface argument"),
-    (MPI_T_ERR_INVALID_INDEX, "MPI_T_ERR_INVALID_INDEX", "invalid tool interface index"),
-    (MPI_T_ERR_INVALID_ITEM, "MPI_T_ERR_INVALID_ITEM", "invalid tool interface item"),
-    (MPI_T_ERR_INVALID_SESSION, "MPI_T_ERR_INVALID_SESSION", "invalid performance variable session"),
-    (MPI_T_ERR_INVALID_HANDLE, "MPI_T_ERR_INVALID_HANDLE", "invalid tool interface handle"),
-    (MPI_T_ERR_INVALID_NAME, "MPI_T_ERR_INVALID_NAME", "invalid tool interface variable name"),
-    (MPI_T_ERR_OUT_OF_HANDLES, "MPI_T_ERR_OUT_OF_HANDLES", "no more tool interface handles"),
-    (MPI_T_ERR_OUT_OF_SESSIONS, "MPI_T_ERR_OUT_OF_SESSIONS", "no more performance variable sessions"),
-    (MPI_T_ERR_CVAR_SET_NOT_NOW, "MPI_T_ERR_CVAR_SET_NOT_NOW", "control variable cannot be set now"),
-    (MPI_T_ERR_CVAR_SET_NEVER, "MPI_T_ERR_CVAR_SET_NEVER", "control variable can never be set"),
-    (MPI_T_ERR_PVAR_NO_WRITE, "MPI_T_ERR_PVAR_NO_WRITE", "performance variable cannot be written"),
-    (MPI_T_ERR_PVAR_NO_STARTSTOP, "MPI_T_ERR_PVAR_NO_STARTSTOP", "performance variable cannot be started or stopped"),
-    (MPI_T_ERR_PVAR_NO_ATOMIC, "MPI_T_ERR_PVAR_NO_ATOMIC", "performance variable cannot be read and reset atomically"),
-    (MPIX_ERR_PROC_FAILED, "MPIX_ERR_PROC_FAILED", "a process involved in the operation has failed"),
-    (MPIX_ERR_PROC_FAILED_PENDING, "MPIX_ERR_PROC_FAILED_PENDING", "a process failure prevents a wildcard receive from completing"),
-    (MPIX_ERR_REVOKED, "MPIX_ERR_REVOKED", "the communicator has been revoked"),
+    (
+        MPI_ERR_ERRHANDLER,
+        "MPI_ERR_ERRHANDLER",
+        "invalid error handler",
+    ),
+    (
+        MPI_ERR_ABI,
+        "MPI_ERR_ABI",
+        "ABI setting conflicts with an earlier setting",
+    ),
+    (
+        MPI_T_ERR_CANNOT_INIT,
+        "MPI_T_ERR_CANNOT_INIT",
+        "tool interface cannot be initialized",
+    ),
+    (
+        MPI_T_ERR_NOT_ACCESSIBLE,
+        "MPI_T_ERR_NOT_ACCESSIBLE",
+        "tool interface not accessible",
+    ),
+    (
+        MPI_T_ERR_NOT_INITIALIZED,
+        "MPI_T_ERR_NOT_INITIALIZED",
+        "tool interface not initialized",
+    ),
+    (
+        MPI_T_ERR_NOT_SUPPORTED,
+        "MPI_T_ERR_NOT_SUPPORTED",
+        "tool interface call not supported",
+    ),
+    (
+        MPI_T_ERR_MEMORY,
+        "MPI_T_ERR_MEMORY",
+        "tool interface out of memory",
+    ),
+    (
+        MPI_T_ERR_INVALID,
+        "MPI_T_ERR_INVALID",
+        "invalid tool interface argument",
+    ),
+    (
+        MPI_T_ERR_INVALID_INDEX,
+        "MPI_T_ERR_INVALID_INDEX",
+        "invalid tool interface index",
+    ),
+    (
+        MPI_T_ERR_INVALID_ITEM,
+        "MPI_T_ERR_INVALID_ITEM",
+        "invalid tool interface item",
+    ),
+    (
+        MPI_T_ERR_INVALID_SESSION,
+        "MPI_T_ERR_INVALID_SESSION",
+        "invalid performance variable session",
+    ),
+    (
+        MPI_T_ERR_INVALID_HANDLE,
+        "MPI_T_ERR_INVALID_HANDLE",
+        "invalid tool interface handle",
+    ),
+    (
+        MPI_T_ERR_INVALID_NAME,
+        "MPI_T_ERR_INVALID_NAME",
+        "invalid tool interface variable name",
+    ),
+    (
+        MPI_T_ERR_OUT_OF_HANDLES,
+        "MPI_T_ERR_OUT_OF_HANDLES",
+        "no more tool interface handles",
+    ),
+    (
+        MPI_T_ERR_OUT_OF_SESSIONS,
+        "MPI_T_ERR_OUT_OF_SESSIONS",
+        "no more performance variable sessions",
+    ),
+    (
+        MPI_T_ERR_CVAR_SET_NOT_NOW,
+        "MPI_T_ERR_CVAR_SET_NOT_NOW",
+        "control variable cannot be set now",
+    ),
+    (
+        MPI_T_ERR_CVAR_SET_NEVER,
+        "MPI_T_ERR_CVAR_SET_NEVER",
+        "control variable can never be set",
+    ),
+    (
+        MPI_T_ERR_PVAR_NO_WRITE,
+        "MPI_T_ERR_PVAR_NO_WRITE",
+        "performance variable cannot be written",
+    ),
+    (
+        MPI_T_ERR_PVAR_NO_STARTSTOP,
+        "MPI_T_ERR_PVAR_NO_STARTSTOP",
+        "performance variable cannot be started or stopped",
+    ),
+    (
+        MPI_T_ERR_PVAR_NO_ATOMIC,
+        "MPI_T_ERR_PVAR_NO_ATOMIC",
+        "performance variable cannot be read and reset atomically",
+    ),
+    (
+        MPIX_ERR_PROC_FAILED,
+        "MPIX_ERR_PROC_FAILED",
+        "a process involved in the operation has failed",
+    ),
+    (
+        MPIX_ERR_PROC_FAILED_PENDING,
+        "MPIX_ERR_PROC_FAILED_PENDING",
+        "a process failure prevents a wildcard receive from completing",
+    ),
+    (
+        MPIX_ERR_REVOKED,
+        "MPIX_ERR_REVOKED",
+        "the communicator has been revoked",
+    ),
 ];
 
 /// Readable text of an error class, if `class` is one.
 pub fn error_class_text(class: i32) -> Option<&'static str> {
-    ERROR_CLASSES.iter().find(|(v, _, _)| *v == class).map(|(_, _, text)| *text)
+    ERROR_CLASSES
+        .iter()
+        .find(|(v, _, _)| *v == class)
+        .map(|(_, _, text)| *text)
 }
 
 #[cfg(test)]
@@ -1313,7 +1573,10 @@ mod tests {
         let mut max = 0;
         for table in ALL_HANDLE_TABLES {
             for &(name, value) in table.entries {
-                assert!(is_predefined_handle(value), "{name} = {value:#x} outside 1..=0xfff");
+                assert!(
+                    is_predefined_handle(value),
+                    "{name} = {value:#x} outside 1..=0xfff"
+                );
                 max = max.max(value);
             }
         }
@@ -1346,7 +1609,10 @@ mod tests {
             assert!((0..=MPI_ERR_LASTCODE).contains(&value), "{name}");
             assert!(!text.is_empty(), "{name}");
         }
-        assert_eq!(error_class_text(MPI_ERR_COUNT), Some("invalid count argument"));
+        assert_eq!(
+            error_class_text(MPI_ERR_COUNT),
+            Some("invalid count argument")
+        );
         assert_eq!(error_class_text(-5), None);
     }
 
@@ -1362,11 +1628,19 @@ mod tests {
                 TypeKind::Float(f) => assert_eq!(f.storage_bytes(), ty.size, "{}", ty.name),
                 TypeKind::Complex(f) => assert_eq!(2 * f.storage_bytes(), ty.size, "{}", ty.name),
                 TypeKind::Byte | TypeKind::Packed => assert_eq!(ty.size, 1, "{}", ty.name),
-                TypeKind::Pair { value, index, index_offset } => {
+                TypeKind::Pair {
+                    value,
+                    index,
+                    index_offset,
+                } => {
                     let v = kind_bytes(value);
                     let i = kind_bytes(index);
                     assert_eq!(v + i, ty.size, "{}", ty.name);
-                    assert!(index_offset >= v && index_offset + i <= ty.extent, "{}", ty.name);
+                    assert!(
+                        index_offset >= v && index_offset + i <= ty.extent,
+                        "{}",
+                        ty.name
+                    );
                 }
             }
         }

@@ -37,7 +37,10 @@ fn parse_int(text: &str) -> Option<i64> {
         Some(rest) => (true, rest.trim()),
         None => (false, t),
     };
-    let v = if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+    let v = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
         i64::from_str_radix(hex, 16).ok()?
     } else {
         digits.parse::<i64>().ok()?
@@ -72,12 +75,18 @@ fn strip_outer_parens(text: &str) -> Option<&str> {
 fn parse_value(body: &str) -> Option<HeaderConst> {
     let mut t = body.trim();
     if let Some(v) = parse_int(t) {
-        return Some(HeaderConst { c_type: None, value: v });
+        return Some(HeaderConst {
+            c_type: None,
+            value: v,
+        });
     }
     while let Some(inner) = strip_outer_parens(t) {
         t = inner.trim();
         if let Some(v) = parse_int(t) {
-            return Some(HeaderConst { c_type: None, value: v });
+            return Some(HeaderConst {
+                c_type: None,
+                value: v,
+            });
         }
         // A cast: "(TYPE)VALUE"
         if t.starts_with('(') {
@@ -85,7 +94,10 @@ fn parse_value(body: &str) -> Option<HeaderConst> {
             let ty = t[1..close].trim().to_string();
             let rest = t[close + 1..].trim();
             let value = parse_int(rest)?;
-            return Some(HeaderConst { c_type: Some(ty), value });
+            return Some(HeaderConst {
+                c_type: Some(ty),
+                value,
+            });
         }
     }
     None
@@ -100,7 +112,9 @@ fn header_constants(text: &str) -> BTreeMap<String, HeaderConst> {
         let trimmed = line.trim();
         if let Some(rest) = trimmed.strip_prefix("#define") {
             let rest = rest.trim();
-            let name_end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+            let name_end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
             let name = &rest[..name_end];
             let body = rest[name_end..].trim();
             if rest[name_end..].starts_with('(') || body.is_empty() {
@@ -128,8 +142,12 @@ fn header_constants(text: &str) -> BTreeMap<String, HeaderConst> {
                 None => break,
             }
         }
-        let parsed = parse_value(&body).unwrap_or_else(|| panic!("cannot parse #define {name} {body}"));
-        assert!(out.insert(name.clone(), parsed).is_none(), "{name} defined twice");
+        let parsed =
+            parse_value(&body).unwrap_or_else(|| panic!("cannot parse #define {name} {body}"));
+        assert!(
+            out.insert(name.clone(), parsed).is_none(),
+            "{name} defined twice"
+        );
     }
     out
 }
@@ -149,7 +167,11 @@ fn rust_constants() -> Vec<(&'static str, Option<&'static str>, i64)> {
             v.push((name, Some(table.c_type), value as i64));
         }
     }
-    for table in [abi::VERSION_CONSTANTS, abi::ERROR_CLASS_CONSTANTS, abi::MISC_INT_CONSTANTS] {
+    for table in [
+        abi::VERSION_CONSTANTS,
+        abi::ERROR_CLASS_CONSTANTS,
+        abi::MISC_INT_CONSTANTS,
+    ] {
         for &(name, value) in table {
             v.push((name, None, i64::from(value)));
         }
@@ -157,7 +179,11 @@ fn rust_constants() -> Vec<(&'static str, Option<&'static str>, i64)> {
     for &(name, value) in abi::ADDRESS_CONSTANTS {
         v.push((name, Some("<pointer>"), value as i64));
     }
-    v.push(("MPI_DISPLACEMENT_CURRENT", Some("MPI_Offset"), abi::MPI_DISPLACEMENT_CURRENT));
+    v.push((
+        "MPI_DISPLACEMENT_CURRENT",
+        Some("MPI_Offset"),
+        abi::MPI_DISPLACEMENT_CURRENT,
+    ));
     v
 }
 
@@ -170,18 +196,31 @@ fn every_rust_constant_matches_mpi_h_and_back() {
         let Some(h) = header.get(name) else {
             panic!("{name} is in abi.rs but not in mpi.h");
         };
-        assert_eq!(h.value, value, "{name}: mpi.h has {:#x}, abi.rs has {value:#x}", h.value);
+        assert_eq!(
+            h.value, value,
+            "{name}: mpi.h has {:#x}, abi.rs has {value:#x}",
+            h.value
+        );
         match c_type {
             Some("<pointer>") => {
                 let ty = h.c_type.as_deref().unwrap_or("");
-                assert!(ty.ends_with('*') || ty.starts_with("MPI_T_"), "{name}: expected a pointer cast, got {ty:?}");
+                assert!(
+                    ty.ends_with('*') || ty.starts_with("MPI_T_"),
+                    "{name}: expected a pointer cast, got {ty:?}"
+                );
             }
             Some(ty) => assert_eq!(h.c_type.as_deref(), Some(ty), "{name}: wrong cast type"),
             None => assert_eq!(h.c_type, None, "{name}: unexpected cast"),
         }
     }
-    let missing: Vec<&String> = header.keys().filter(|n| !rust_names.contains(n.as_str())).collect();
-    assert!(missing.is_empty(), "constants in mpi.h without a twin in abi.rs: {missing:?}");
+    let missing: Vec<&String> = header
+        .keys()
+        .filter(|n| !rust_names.contains(n.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "constants in mpi.h without a twin in abi.rs: {missing:?}"
+    );
 }
 
 #[test]
@@ -190,15 +229,27 @@ fn every_extension_constant_matches_mpi_ext_h_and_back() {
     let mut rust_names = BTreeSet::new();
     for &(name, value) in abi::EXT_INT_CONSTANTS {
         rust_names.insert(name);
-        let h = header.get(name).unwrap_or_else(|| panic!("{name} missing from mpi-ext.h"));
+        let h = header
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} missing from mpi-ext.h"));
         assert_eq!(h.value, i64::from(value), "{name}");
         assert_eq!(h.c_type, None, "{name}");
     }
-    let missing: Vec<&String> = header.keys().filter(|n| !rust_names.contains(n.as_str())).collect();
-    assert!(missing.is_empty(), "constants in mpi-ext.h without a twin in abi.rs: {missing:?}");
+    let missing: Vec<&String> = header
+        .keys()
+        .filter(|n| !rust_names.contains(n.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "constants in mpi-ext.h without a twin in abi.rs: {missing:?}"
+    );
     // Extension classes must not collide with standard ones and must stay predefined.
     let std_classes: BTreeSet<i32> = abi::ERROR_CLASS_CONSTANTS.iter().map(|c| c.1).collect();
-    for class in [abi::MPIX_ERR_PROC_FAILED, abi::MPIX_ERR_PROC_FAILED_PENDING, abi::MPIX_ERR_REVOKED] {
+    for class in [
+        abi::MPIX_ERR_PROC_FAILED,
+        abi::MPIX_ERR_PROC_FAILED_PENDING,
+        abi::MPIX_ERR_REVOKED,
+    ] {
         assert!(!std_classes.contains(&class));
         assert!(class < abi::MPI_ERR_LASTCODE);
     }
@@ -211,33 +262,60 @@ fn tables_cover_every_datatype_op_and_error_class() {
 
     let header_types: BTreeSet<(&str, i64)> = header
         .iter()
-        .filter(|(n, h)| h.c_type.as_deref() == Some("MPI_Datatype") && *n != "MPI_DATATYPE_NULL" && !aliases.contains(&n.as_str()))
+        .filter(|(n, h)| {
+            h.c_type.as_deref() == Some("MPI_Datatype")
+                && *n != "MPI_DATATYPE_NULL"
+                && !aliases.contains(&n.as_str())
+        })
         .map(|(n, h)| (n.as_str(), h.value))
         .collect();
-    let table_types: BTreeSet<(&str, i64)> = abi::PREDEFINED_TYPES.iter().map(|t| (t.name, t.handle as i64)).collect();
-    assert_eq!(header_types, table_types, "PREDEFINED_TYPES differs from the datatypes of mpi.h");
+    let table_types: BTreeSet<(&str, i64)> = abi::PREDEFINED_TYPES
+        .iter()
+        .map(|t| (t.name, t.handle as i64))
+        .collect();
+    assert_eq!(
+        header_types, table_types,
+        "PREDEFINED_TYPES differs from the datatypes of mpi.h"
+    );
 
     let header_ops: BTreeSet<(&str, i64)> = header
         .iter()
         .filter(|(n, h)| h.c_type.as_deref() == Some("MPI_Op") && *n != "MPI_OP_NULL")
         .map(|(n, h)| (n.as_str(), h.value))
         .collect();
-    let table_ops: BTreeSet<(&str, i64)> = abi::PREDEFINED_OPS.iter().map(|&(h, n)| (n, h as i64)).collect();
-    assert_eq!(header_ops, table_ops, "PREDEFINED_OPS differs from the ops of mpi.h");
+    let table_ops: BTreeSet<(&str, i64)> = abi::PREDEFINED_OPS
+        .iter()
+        .map(|&(h, n)| (n, h as i64))
+        .collect();
+    assert_eq!(
+        header_ops, table_ops,
+        "PREDEFINED_OPS differs from the ops of mpi.h"
+    );
 
     let ext = header_constants(&read_header("mpi-ext.h"));
     let is_class = |n: &str| {
-        (n == "MPI_SUCCESS" || n.starts_with("MPI_ERR_") || n.starts_with("MPI_T_ERR_") || n.starts_with("MPIX_ERR_"))
+        (n == "MPI_SUCCESS"
+            || n.starts_with("MPI_ERR_")
+            || n.starts_with("MPI_T_ERR_")
+            || n.starts_with("MPIX_ERR_"))
             && n != "MPI_ERR_LASTCODE"
     };
     let header_classes: BTreeSet<(&str, i64)> = header
         .iter()
         .chain(ext.iter())
-        .filter(|(n, _)| is_class(n) && !n.starts_with("MPI_ERR_PROC_FAILED") && *n != "MPI_ERR_REVOKED")
+        .filter(|(n, _)| {
+            is_class(n) && !n.starts_with("MPI_ERR_PROC_FAILED") && *n != "MPI_ERR_REVOKED"
+        })
         .map(|(n, h)| (n.as_str(), h.value))
         .collect();
-    let table_classes: BTreeSet<(&str, i64)> = abi::ERROR_CLASSES.iter().map(|&(v, n, _)| (n, i64::from(v))).collect();
-    assert_eq!(header_classes, table_classes, "ERROR_CLASSES differs from the error classes of the headers");
+    let table_classes: BTreeSet<(&str, i64)> = abi::ERROR_CLASSES
+        .iter()
+        .map(|&(v, n, _)| (n, i64::from(v)))
+        .collect();
+    assert_eq!(
+        header_classes, table_classes,
+        "ERROR_CLASSES differs from the error classes of the headers"
+    );
 }
 
 /// Prototype lines: (function name, text after the name).
@@ -250,7 +328,9 @@ fn prototypes(text: &str, prefix: &str) -> BTreeMap<String, String> {
         }
         let Some(open) = line.find('(') else { continue };
         let head = &line[..open];
-        let Some(name) = head.split_whitespace().last() else { continue };
+        let Some(name) = head.split_whitespace().last() else {
+            continue;
+        };
         if let Some(rest) = name.strip_prefix(prefix) {
             let ret = head[..head.len() - name.len()].trim();
             out.insert(rest.to_string(), format!("{ret} | {}", &line[open..]));
@@ -272,14 +352,31 @@ fn every_binding_has_an_identical_pmpi_twin() {
             .filter(|n| mpi.get(*n) != pmpi.get(*n))
             .map(|n| format!("{n}: {:?} vs P: {:?}", mpi.get(n), pmpi.get(n)))
             .collect();
-        assert!(differ.is_empty(), "{file}: MPI and PMPI prototypes differ:\n{}", differ.join("\n"));
+        assert!(
+            differ.is_empty(),
+            "{file}: MPI and PMPI prototypes differ:\n{}",
+            differ.join("\n")
+        );
     }
     let mpi = prototypes(&read_header("mpi.h"), "MPI_");
     // Spot checks of the parts the library needs first.
-    for name in ["Init", "Send_c", "Irecv", "Waitall", "Type_create_struct_c", "Ialltoallw", "Abi_get_version", "Comm_toint", "Wtime"] {
+    for name in [
+        "Init",
+        "Send_c",
+        "Irecv",
+        "Waitall",
+        "Type_create_struct_c",
+        "Ialltoallw",
+        "Abi_get_version",
+        "Comm_toint",
+        "Wtime",
+    ] {
         assert!(mpi.contains_key(name), "MPI_{name} missing");
     }
-    eprintln!("mpi.h declares {} MPI_ functions and as many PMPI_ twins", mpi.len());
+    eprintln!(
+        "mpi.h declares {} MPI_ functions and as many PMPI_ twins",
+        mpi.len()
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -289,18 +386,27 @@ fn every_binding_has_an_identical_pmpi_twin() {
 fn find_compiler(candidates: &[&str]) -> Option<String> {
     candidates
         .iter()
-        .find(|c| Command::new(c).arg("--version").output().map(|o| o.status.success()).unwrap_or(false))
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+        })
         .map(|c| c.to_string())
 }
 
 fn scratch_dir(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("steadfast-abi-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+    std::fs::create_dir_all(&dir)
+        .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
     dir
 }
 
 fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
         "{cmd:?} failed:\n{}{}",
@@ -371,21 +477,45 @@ fn c_program() -> String {
     }
     src.push_str("\nint main(void)\n{\n");
     for (name, c_type, _) in rust_constants() {
-        src.push_str(&format!("    printf(\"{name} %lld\\n\", {});\n", c_value_expr(name, c_type)));
+        src.push_str(&format!(
+            "    printf(\"{name} %lld\\n\", {});\n",
+            c_value_expr(name, c_type)
+        ));
     }
     for &(name, _) in abi::EXT_INT_CONSTANTS {
-        src.push_str(&format!("    printf(\"{name} %lld\\n\", (long long)({name}));\n"));
+        src.push_str(&format!(
+            "    printf(\"{name} %lld\\n\", (long long)({name}));\n"
+        ));
     }
     let sizes = [
-        "MPI_Status", "MPI_Aint", "MPI_Offset", "MPI_Count", "MPI_Fint", "MPI_Comm", "MPI_Datatype",
-        "MPI_Errhandler", "MPI_File", "MPI_Group", "MPI_Info", "MPI_Message", "MPI_Op", "MPI_Request",
-        "MPI_Session", "MPI_Win", "MPI_T_cb_safety", "MPI_T_source_order",
+        "MPI_Status",
+        "MPI_Aint",
+        "MPI_Offset",
+        "MPI_Count",
+        "MPI_Fint",
+        "MPI_Comm",
+        "MPI_Datatype",
+        "MPI_Errhandler",
+        "MPI_File",
+        "MPI_Group",
+        "MPI_Info",
+        "MPI_Message",
+        "MPI_Op",
+        "MPI_Request",
+        "MPI_Session",
+        "MPI_Win",
+        "MPI_T_cb_safety",
+        "MPI_T_source_order",
     ];
     for ty in sizes {
-        src.push_str(&format!("    printf(\"sizeof {ty} %lld\\n\", (long long)sizeof({ty}));\n"));
+        src.push_str(&format!(
+            "    printf(\"sizeof {ty} %lld\\n\", (long long)sizeof({ty}));\n"
+        ));
     }
     for field in ["MPI_SOURCE", "MPI_TAG", "MPI_ERROR", "MPI_internal"] {
-        src.push_str(&format!("    printf(\"offsetof {field} %lld\\n\", (long long)offsetof(MPI_Status, {field}));\n"));
+        src.push_str(&format!(
+            "    printf(\"offsetof {field} %lld\\n\", (long long)offsetof(MPI_Status, {field}));\n"
+        ));
     }
     for (name, ty) in C_TYPES {
         src.push_str(&format!("    printf(\"type {name} %lld %lld\\n\", (long long)sizeof({ty}), (long long)sizeof({ty}));\n"));
@@ -421,18 +551,29 @@ fn c_compiler_agrees_with_rust() {
     let mut seen = BTreeMap::new();
     for line in output.lines() {
         let parts: Vec<&str> = line.split_whitespace().collect();
-        seen.insert(parts[..parts.len().saturating_sub(1)].join(" "), parts.last().copied().unwrap_or(""));
+        seen.insert(
+            parts[..parts.len().saturating_sub(1)].join(" "),
+            parts.last().copied().unwrap_or(""),
+        );
         match parts.as_slice() {
             ["type", name, size, _] => {
-                let ty = abi::PREDEFINED_TYPES.iter().find(|t| t.name == *name).expect("type in table");
+                let ty = abi::PREDEFINED_TYPES
+                    .iter()
+                    .find(|t| t.name == *name)
+                    .expect("type in table");
                 assert_eq!(ty.size.to_string(), *size, "{name}: size");
                 assert_eq!(ty.extent.to_string(), *size, "{name}: extent");
             }
             ["pair", name, size, extent, offset] => {
-                let ty = abi::PREDEFINED_TYPES.iter().find(|t| t.name == *name).expect("pair in table");
+                let ty = abi::PREDEFINED_TYPES
+                    .iter()
+                    .find(|t| t.name == *name)
+                    .expect("pair in table");
                 assert_eq!(ty.size.to_string(), *size, "{name}: size");
                 assert_eq!(ty.extent.to_string(), *extent, "{name}: extent");
-                let TypeKind::Pair { index_offset, .. } = ty.kind else { panic!("{name} is not a pair") };
+                let TypeKind::Pair { index_offset, .. } = ty.kind else {
+                    panic!("{name} is not a pair")
+                };
                 assert_eq!(index_offset.to_string(), *offset, "{name}: index offset");
             }
             _ => {}
@@ -440,10 +581,18 @@ fn c_compiler_agrees_with_rust() {
     }
     // Every constant as the C compiler evaluates it.
     for (name, _, value) in rust_constants() {
-        assert_eq!(seen.get(name).copied(), Some(value.to_string().as_str()), "{name} as compiled");
+        assert_eq!(
+            seen.get(name).copied(),
+            Some(value.to_string().as_str()),
+            "{name} as compiled"
+        );
     }
     for &(name, value) in abi::EXT_INT_CONSTANTS {
-        assert_eq!(seen.get(name).copied(), Some(value.to_string().as_str()), "{name} as compiled");
+        assert_eq!(
+            seen.get(name).copied(),
+            Some(value.to_string().as_str()),
+            "{name} as compiled"
+        );
     }
     // ABI type sizes.
     let expect = [
@@ -471,14 +620,22 @@ fn c_compiler_agrees_with_rust() {
         ("offsetof MPI_internal", 12),
     ];
     for (key, want) in expect {
-        assert_eq!(seen.get(key).copied(), Some(want.to_string().as_str()), "{key}");
+        assert_eq!(
+            seen.get(key).copied(),
+            Some(want.to_string().as_str()),
+            "{key}"
+        );
     }
     assert_eq!(std::mem::size_of::<abi::MPI_Status>(), 32);
     assert_eq!(std::mem::size_of::<abi::MPI_Aint>(), 8);
     assert_eq!(std::mem::size_of::<abi::MPI_Comm>(), 8);
     assert_eq!(std::mem::offset_of!(abi::MPI_Status, internal), 12);
     // The C program printed exactly what we asked for: no missing lines.
-    let asked = rust_constants().len() + abi::EXT_INT_CONSTANTS.len() + expect.len() + C_TYPES.len() + C_PAIRS.len();
+    let asked = rust_constants().len()
+        + abi::EXT_INT_CONSTANTS.len()
+        + expect.len()
+        + C_TYPES.len()
+        + C_PAIRS.len();
     assert_eq!(output.lines().count(), asked);
 }
 
@@ -513,14 +670,27 @@ int main()
 "#;
     std::fs::write(&src, program).expect("write C++ source");
     run(Command::new(&cxx)
-        .args(["-std=c++11", "-Wall", "-Wextra", "-pedantic", "-Werror", "-I"])
+        .args([
+            "-std=c++11",
+            "-Wall",
+            "-Wextra",
+            "-pedantic",
+            "-Werror",
+            "-I",
+        ])
         .arg(include_dir())
         .arg(&src)
         .arg("-o")
         .arg(&exe));
     let out = run(&mut Command::new(&exe));
     let _ = std::fs::remove_dir_all(&dir);
-    let want = format!("{} {} {} {}\n", abi::MPI_COMM_WORLD, abi::MPI_CXX_BOOL, abi::MPI_ANY_SOURCE, abi::MPIX_ERR_REVOKED);
+    let want = format!(
+        "{} {} {} {}\n",
+        abi::MPI_COMM_WORLD,
+        abi::MPI_CXX_BOOL,
+        abi::MPI_ANY_SOURCE,
+        abi::MPIX_ERR_REVOKED
+    );
     assert_eq!(out, want);
 }
 
