@@ -82,7 +82,8 @@ typedef struct MPI_Status {
 /* Every handle is a pointer to an incomplete struct, so the compiler        */
 /* rejects mixing handle kinds.  Predefined handles are small integers       */
 /* (1..4095, a Huffman-style code fixed by the standard) cast to the handle  */
-/* type; handles the library creates at run time are always above 4095.      */
+/* type.  Steadfast gives the handles it creates at run time values above    */
+/* 4095, so they never collide with the reserved range.                      */
 /* ------------------------------------------------------------------------ */
 
 typedef struct MPI_ABI_Comm       *MPI_Comm;
