@@ -1,0 +1,359 @@
+//! TCP path: one connection per ordered pair of ranks, opened by the sender on first use.
+//!
+//! Each rank listens on one address (published through the bootstrap); a sender connects,
+//! introduces itself with a hello carrying the job key and its rank, and from then on writes
+//! frames `[u32 len][header][payload]`. Using sender-opened connections only (data flows one
+//! way on each) keeps per-pair order trivially and avoids the simultaneous-connect race.
+//! Frames from a connection whose hello had the wrong key, or whose length field is out of
+//! range, are counted and the connection is dropped: nothing from it is delivered.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, IoSlice, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::Duration;
+
+use crate::{PacketSink, Path, PathCounters, PathError, RawHeader, SendStatus, HDR_LEN};
+
+const HELLO_MAGIC: u64 = 0x5354_4446_5443_5031; // "STDFTCP1"
+const HELLO_LEN: usize = 24;
+/// Largest payload of one frame; larger messages are cut into frames by the message layer.
+pub const TCP_MAX_PAYLOAD: usize = 512 << 10;
+/// Bytes a connection may hold unsent in user space before `send` answers Full.
+const OUT_LIMIT: usize = 4 << 20;
+const IN_BUF: usize = 2 * (TCP_MAX_PAYLOAD + HDR_LEN + 4);
+
+struct OutConn {
+    stream: TcpStream,
+    queue: VecDeque<u8>,
+}
+
+struct InConn {
+    stream: TcpStream,
+    peer: Option<u32>,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+/// TCP path for the ranks of one job.
+pub struct TcpPath {
+    rank: u32,
+    job_key: u64,
+    listener: TcpListener,
+    peers: Vec<Option<SocketAddr>>,
+    out: Vec<Option<OutConn>>,
+    inc: Vec<InConn>,
+    counters: PathCounters,
+}
+
+impl TcpPath {
+    /// Listen on `bind` (e.g. `127.0.0.1:0`) for a job of `nranks` ranks.
+    pub fn bind(bind: &str, rank: u32, nranks: u32, job_key: u64) -> Result<TcpPath, PathError> {
+        let listener = TcpListener::bind(bind).map_err(|e| PathError::Tcp(format!("listen on {bind}: {e}")))?;
+        listener.set_nonblocking(true)?;
+        Ok(TcpPath {
+            rank,
+            job_key,
+            listener,
+            peers: vec![None; nranks as usize],
+            out: (0..nranks).map(|_| None).collect(),
+            inc: Vec::new(),
+            counters: PathCounters::default(),
+        })
+    }
+
+    /// The address peers should connect to.
+    pub fn local_addr(&self) -> Result<SocketAddr, PathError> {
+        Ok(self.listener.local_addr()?)
+    }
+
+    /// Record where `peer` listens.
+    pub fn set_peer_addr(&mut self, peer: u32, addr: SocketAddr) {
+        if let Some(p) = self.peers.get_mut(peer as usize) {
+            *p = Some(addr);
+        }
+    }
+
+    fn connect(&mut self, peer: u32) -> Result<&mut OutConn, PathError> {
+        let idx = peer as usize;
+        if idx >= self.out.len() {
+            return Err(PathError::Tcp(format!("no such peer {peer}")));
+        }
+        if self.out[idx].is_none() {
+            let addr = self.peers[idx].ok_or_else(|| PathError::Tcp(format!("address of rank {peer} unknown")))?;
+            let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
+                .map_err(|e| PathError::PeerLost(peer, format!("connect {addr}: {e}")))?;
+            stream.set_nodelay(true)?;
+            let mut hello = [0u8; HELLO_LEN];
+            hello[0..8].copy_from_slice(&HELLO_MAGIC.to_le_bytes());
+            hello[8..16].copy_from_slice(&self.job_key.to_le_bytes());
+            hello[16..20].copy_from_slice(&self.rank.to_le_bytes());
+            stream.write_all(&hello).map_err(|e| PathError::PeerLost(peer, format!("hello: {e}")))?;
+            stream.set_nonblocking(true)?;
+            self.out[idx] = Some(OutConn { stream, queue: VecDeque::new() });
+        }
+        self.out[idx].as_mut().ok_or_else(|| PathError::Tcp("unreachable".into()))
+    }
+
+    fn flush_out(&mut self) -> Result<(), PathError> {
+        for (peer, slot) in self.out.iter_mut().enumerate() {
+            let Some(c) = slot else { continue };
+            while !c.queue.is_empty() {
+                let (a, b) = c.queue.as_slices();
+                match c.stream.write_vectored(&[IoSlice::new(a), IoSlice::new(b)]) {
+                    Ok(0) => return Err(PathError::PeerLost(peer as u32, "connection closed".into())),
+                    Ok(n) => {
+                        c.queue.drain(..n);
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(PathError::PeerLost(peer as u32, format!("write: {e}"))),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn accept_new(&mut self) -> Result<(), PathError> {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    stream.set_nonblocking(true)?;
+                    stream.set_nodelay(true)?;
+                    self.inc.push(InConn { stream, peer: None, buf: vec![0; IN_BUF], start: 0, end: 0 });
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => return Err(PathError::Tcp(format!("accept: {e}"))),
+            }
+        }
+    }
+}
+
+/// Result of parsing what one inbound connection has buffered.
+enum Parsed {
+    More,
+    Drop(&'static str),
+}
+
+impl InConn {
+    fn parse(&mut self, job_key: u64, nranks: usize, sink: &mut dyn PacketSink, counters: &mut PathCounters) -> Parsed {
+        loop {
+            let avail = &self.buf[self.start..self.end];
+            let Some(peer) = self.peer else {
+                if avail.len() < HELLO_LEN {
+                    return Parsed::More;
+                }
+                let magic = u64::from_le_bytes(avail[0..8].try_into().unwrap_or_default());
+                let key = u64::from_le_bytes(avail[8..16].try_into().unwrap_or_default());
+                let rank = u32::from_le_bytes(avail[16..20].try_into().unwrap_or_default());
+                if magic != HELLO_MAGIC || key != job_key || rank as usize >= nranks {
+                    return Parsed::Drop("bad hello (foreign process or wrong job key)");
+                }
+                self.peer = Some(rank);
+                self.start += HELLO_LEN;
+                continue;
+            };
+            if avail.len() < 4 {
+                return Parsed::More;
+            }
+            let len = u32::from_le_bytes(avail[0..4].try_into().unwrap_or_default()) as usize;
+            if !(HDR_LEN..=HDR_LEN + TCP_MAX_PAYLOAD).contains(&len) {
+                return Parsed::Drop("frame length out of range");
+            }
+            if avail.len() < 4 + len {
+                return Parsed::More;
+            }
+            let hdr: &RawHeader = match avail[4..4 + HDR_LEN].try_into() {
+                Ok(h) => h,
+                Err(_) => return Parsed::Drop("short header"),
+            };
+            sink.packet(peer, hdr, &avail[4 + HDR_LEN..4 + len]);
+            counters.packets_received += 1;
+            counters.bytes_received += (len - HDR_LEN) as u64;
+            self.start += 4 + len;
+        }
+    }
+
+    /// Make room at the end of the buffer by moving unparsed bytes to the front.
+    fn compact(&mut self) {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+    }
+}
+
+impl Path for TcpPath {
+    fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        if payload.len() > TCP_MAX_PAYLOAD {
+            return Err(PathError::Tcp(format!("payload {} exceeds frame limit", payload.len())));
+        }
+        let c = self.connect(peer)?;
+        if c.queue.len() > OUT_LIMIT {
+            return Ok(SendStatus::Full);
+        }
+        let len = ((HDR_LEN + payload.len()) as u32).to_le_bytes();
+        let total = 4 + HDR_LEN + payload.len();
+        let mut written = 0;
+        if c.queue.is_empty() {
+            loop {
+                let parts = [IoSlice::new(&len), IoSlice::new(hdr), IoSlice::new(payload)];
+                match c.stream.write_vectored(&parts) {
+                    Ok(n) => {
+                        written = n;
+                        break;
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(PathError::PeerLost(peer, format!("write: {e}"))),
+                }
+            }
+        }
+        if written < total {
+            // Keep the unsent rest so the caller's buffer is free; order is kept by the queue.
+            let mut skip = written;
+            for part in [&len[..], &hdr[..], payload] {
+                if skip >= part.len() {
+                    skip -= part.len();
+                    continue;
+                }
+                c.queue.extend(&part[skip..]);
+                skip = 0;
+            }
+        }
+        self.counters.packets_sent += 1;
+        self.counters.bytes_sent += payload.len() as u64;
+        Ok(SendStatus::Done)
+    }
+
+    fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
+        self.flush_out()?;
+        self.accept_new()?;
+        let before = self.counters.packets_received;
+        let nranks = self.peers.len();
+        let mut i = 0;
+        while i < self.inc.len() {
+            let mut drop_reason = None;
+            let c = &mut self.inc[i];
+            loop {
+                if c.end == c.buf.len() {
+                    c.compact();
+                }
+                match c.stream.read(&mut c.buf[c.end..]) {
+                    Ok(0) => {
+                        drop_reason = Some("closed");
+                        break;
+                    }
+                    Ok(n) => {
+                        c.end += n;
+                        if let Parsed::Drop(why) = c.parse(self.job_key, nranks, sink, &mut self.counters) {
+                            self.counters.frames_dropped += 1;
+                            drop_reason = Some(why);
+                            break;
+                        }
+                        if c.start == c.end {
+                            c.start = 0;
+                            c.end = 0;
+                        }
+                    }
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => {
+                        drop_reason = Some("read error");
+                        break;
+                    }
+                }
+            }
+            if let Some(why) = drop_reason {
+                if why != "closed" {
+                    tracing::warn!(rank = self.rank, "dropping inbound connection: {why}");
+                }
+                self.inc.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        Ok((self.counters.packets_received - before) as usize)
+    }
+
+    fn max_payload(&self) -> usize {
+        TCP_MAX_PAYLOAD
+    }
+
+    fn wait(&mut self, timeout: Duration) -> Result<(), PathError> {
+        let mut fds = Vec::with_capacity(self.inc.len() + 1 + self.out.len());
+        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        for c in &self.inc {
+            fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        }
+        for c in self.out.iter().flatten() {
+            if !c.queue.is_empty() {
+                fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
+            }
+        }
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: fds is a valid array of pollfd for the duration of the call.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        Ok(())
+    }
+
+    fn backlog(&self) -> usize {
+        self.out.iter().flatten().map(|c| c.queue.len()).sum()
+    }
+
+    fn counters(&self) -> PathCounters {
+        self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Collect(Vec<(u32, Vec<u8>)>);
+    impl PacketSink for Collect {
+        fn packet(&mut self, peer: u32, _hdr: &RawHeader, payload: &[u8]) {
+            self.0.push((peer, payload.to_vec()));
+        }
+    }
+
+    #[test]
+    fn frames_arrive_in_order_and_foreign_hello_is_dropped() {
+        let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 42).unwrap();
+        let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 42).unwrap();
+        let baddr = b.local_addr().unwrap();
+        a.set_peer_addr(1, baddr);
+        // A foreign process connecting with the wrong key must not get anything delivered.
+        let mut foreign = TcpStream::connect(baddr).unwrap();
+        let mut hello = [0u8; HELLO_LEN];
+        hello[0..8].copy_from_slice(&HELLO_MAGIC.to_le_bytes());
+        hello[8..16].copy_from_slice(&7u64.to_le_bytes());
+        foreign.write_all(&hello).unwrap();
+        foreign.write_all(&[48, 0, 0, 0]).unwrap();
+        foreign.write_all(&[0u8; 48]).unwrap();
+        let mut sent = Vec::new();
+        let mut got = Collect(Vec::new());
+        for i in 0..200u32 {
+            let p: Vec<u8> = (0..(i as usize * 997) % 300_000).map(|j| (j as u32 ^ i) as u8).collect();
+            while a.send(1, &[0; HDR_LEN], &p).unwrap() == SendStatus::Full {
+                a.poll(&mut Collect(Vec::new())).unwrap();
+                b.poll(&mut got).unwrap();
+            }
+            sent.push(p);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while got.0.len() < sent.len() && std::time::Instant::now() < deadline {
+            a.poll(&mut Collect(Vec::new())).unwrap();
+            b.poll(&mut got).unwrap();
+        }
+        assert_eq!(got.0.len(), sent.len());
+        for ((peer, p), s) in got.0.iter().zip(&sent) {
+            assert_eq!(*peer, 0);
+            assert_eq!(p, s);
+        }
+        assert!(b.counters().frames_dropped >= 1);
+    }
+}
