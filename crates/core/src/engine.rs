@@ -1,0 +1,1077 @@
+//! The point-to-point engine: sending (eager and rendezvous), matching arrivals, progress.
+//!
+//! Protocols:
+//! - **eager** (length ≤ eager limit, not synchronous): the whole message in one packet;
+//!   the send completes as soon as a path took it.
+//! - **rendezvous**: an RTS announces the message. When it matches, the receiver either reads
+//!   the sender's buffer directly with `process_vm_readv` (same host, contiguous data) and
+//!   answers FIN, or answers CTS and the sender streams DATA chunks. A synchronous send always
+//!   uses rendezvous, so it cannot complete before a matching receive was posted.
+//!
+//! Order: every packet to a peer goes through that peer's queue when the queue is not empty,
+//! so packets leave in the order they were produced; paths keep per-pair order.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use steadfast_paths::{cma, shm::ShmPath, tcp::TcpPath, PacketSink, Path, RawHeader, SendStatus};
+
+use crate::comm::Comm;
+use crate::config::Config;
+use crate::datatype::TypeRef;
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::matching::{Matcher, Unexpected, ANY_SOURCE, ANY_TAG};
+use crate::mpi_err;
+use crate::request::{Mode, Op, RecvSpec, Request, SendSpec, Status};
+use crate::slab::{Handle, Slab};
+use crate::wire::{Header, Kind, FLAG_CMA};
+
+/// Rank value of MPI_PROC_NULL.
+pub const PROC_NULL: i32 = -3;
+
+/// The launcher services the engine needs (implemented over the runtime's bootstrap client).
+pub trait Bootstrap: Send {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), String>;
+    fn get(&mut self, key: &str) -> Result<String, String>;
+    fn fence(&mut self) -> Result<(), String>;
+    fn abort(&mut self, code: i32, msg: &str);
+    fn finalize(&mut self) -> Result<(), String>;
+}
+
+/// Which path carries traffic between ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathKind {
+    Shm,
+    Tcp,
+}
+
+/// What the launcher told this process about the job.
+#[derive(Debug, Clone)]
+pub struct JobInfo {
+    pub rank: u32,
+    pub size: u32,
+    pub jobdir: PathBuf,
+    pub job_key: u64,
+    pub path: PathKind,
+}
+
+/// An unexpected message's body.
+pub enum Body {
+    Eager { data: Vec<u8> },
+    Rts { peer: u32, len: u64, addr: u64, sreq: u64, flags: u8 },
+}
+
+impl Body {
+    fn len(&self) -> u64 {
+        match self {
+            Body::Eager { data } => data.len() as u64,
+            Body::Rts { len, .. } => *len,
+        }
+    }
+}
+
+/// A message removed from matching by a matched probe, waiting for MPI_Mrecv.
+pub struct ProbedMessage {
+    pub src: i32,
+    pub tag: i32,
+    pub body: Body,
+}
+
+enum OutOp {
+    Packet { hdr: RawHeader, payload: Vec<u8> },
+    Stream { sreq: Handle, rreq: u64, ptr: *const u8, len: usize, off: usize },
+}
+
+/// Everything packet handling touches (kept apart from the path so both can be borrowed).
+struct State {
+    rank: u32,
+    reqs: Slab<Request>,
+    comms: Slab<Comm>,
+    matcher: Matcher<Handle, Body>,
+    outq: Vec<VecDeque<OutOp>>,
+    busy_peers: Vec<u32>,
+    loopback: VecDeque<(RawHeader, Vec<u8>)>,
+    pids: Vec<u32>,
+    cma_ok: Vec<bool>,
+    events: u64,
+    dropped: u64,
+    bsend_used: usize,
+}
+
+/// The MPI engine of one process.
+pub struct Engine {
+    pub rank: u32,
+    pub size: u32,
+    pub cfg: Config,
+    pub world: Handle,
+    pub self_comm: Handle,
+    net: Option<Box<dyn Path>>,
+    boot: Option<Box<dyn Bootstrap>>,
+    st: State,
+    eager_limit: usize,
+    chunk: usize,
+    next_ctx: u32,
+    messages: Slab<ProbedMessage>,
+    /// Bytes of the attached Bsend buffer (0 = none).
+    pub bsend_capacity: usize,
+    finalized: bool,
+}
+
+struct Sink<'a>(&'a mut State);
+
+impl PacketSink for Sink<'_> {
+    fn packet(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) {
+        self.0.handle_packet(peer, hdr, payload);
+    }
+}
+
+fn status_null() -> Status {
+    Status { source: PROC_NULL, tag: ANY_TAG, error: None, bytes: 0, cancelled: false }
+}
+
+impl Engine {
+    /// Start the engine: singleton when `job` is None, else connect to the job's peers.
+    pub fn init(job: Option<JobInfo>, mut boot: Option<Box<dyn Bootstrap>>) -> MpiResult<Engine> {
+        let cfg = Config::from_env();
+        let (rank, size) = job.as_ref().map_or((0, 1), |j| (j.rank, j.size));
+        let mut net: Option<Box<dyn Path>> = None;
+        let mut pids = vec![0u32; size as usize];
+        pids[rank as usize] = std::process::id();
+        let mut eager_limit = 64 << 10;
+        if let (Some(job), Some(b)) = (&job, boot.as_mut()) {
+            let boot_err = |e: String| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}"));
+            match job.path {
+                PathKind::Shm => {
+                    cma::allow_peer_reads();
+                    let ring = cfg.shm_ring.unwrap_or_else(|| steadfast_paths::shm::default_ring_size(job.size));
+                    let p = ShmPath::create(&job.jobdir, job.rank, job.size, ring)
+                        .map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                    b.fence().map_err(boot_err)?;
+                    eager_limit = cfg.eager_limit.unwrap_or(16 << 10).min(p.max_payload());
+                    let mut p = p;
+                    for peer in 0..job.size {
+                        if peer != job.rank {
+                            pids[peer as usize] =
+                                p.peer_pid(peer).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                        }
+                    }
+                    net = Some(Box::new(p));
+                }
+                PathKind::Tcp => {
+                    let mut p = TcpPath::bind("127.0.0.1:0", job.rank, job.size, job.job_key)
+                        .map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                    let addr = p.local_addr().map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                    b.put(&format!("tcp.{}", job.rank), &addr.to_string()).map_err(boot_err)?;
+                    b.fence().map_err(boot_err)?;
+                    for peer in 0..job.size {
+                        if peer == job.rank {
+                            continue;
+                        }
+                        let a = b.get(&format!("tcp.{peer}")).map_err(boot_err)?;
+                        let sa = a
+                            .parse()
+                            .map_err(|_| MpiError::new(ErrorClass::Other, format!("bad address {a:?} for rank {peer}")))?;
+                        p.set_peer_addr(peer, sa);
+                    }
+                    eager_limit = cfg.eager_limit.unwrap_or(64 << 10);
+                    net = Some(Box::new(p));
+                }
+            }
+        }
+        let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
+        eager_limit = eager_limit.min(chunk);
+        let cma_enabled = cfg.cma && job.as_ref().is_some_and(|j| j.path == PathKind::Shm);
+        let mut st = State {
+            rank,
+            reqs: Slab::default(),
+            comms: Slab::default(),
+            matcher: Matcher::default(),
+            outq: (0..size).map(|_| VecDeque::new()).collect(),
+            busy_peers: Vec::new(),
+            loopback: VecDeque::new(),
+            pids,
+            cma_ok: vec![cma_enabled; size as usize],
+            events: 0,
+            dropped: 0,
+            bsend_used: 0,
+        };
+        let world = st.comms.insert(Comm {
+            ctx: 0,
+            rank: rank as i32,
+            group: Arc::new((0..size).collect()),
+            remote: None,
+            name: "MPI_COMM_WORLD".into(),
+            errhandler: 0,
+        });
+        let self_comm = st.comms.insert(Comm {
+            ctx: 2,
+            rank: 0,
+            group: Arc::new(vec![rank]),
+            remote: None,
+            name: "MPI_COMM_SELF".into(),
+            errhandler: 0,
+        });
+        Ok(Engine {
+            rank,
+            size,
+            cfg,
+            world,
+            self_comm,
+            net,
+            boot,
+            st,
+            eager_limit,
+            chunk,
+            next_ctx: 4,
+            messages: Slab::default(),
+            bsend_capacity: 0,
+            finalized: false,
+        })
+    }
+
+    /// Flush everything this rank still has to send, then leave the job.
+    pub fn finalize(&mut self) -> MpiResult<()> {
+        if self.finalized {
+            return Ok(());
+        }
+        self.block_until(|e| e.st.busy_peers.is_empty() && e.net.as_ref().map_or(0, |n| n.backlog()) == 0)?;
+        if let Some(b) = self.boot.as_mut() {
+            b.fence().map_err(|e| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}")))?;
+            b.finalize().map_err(|e| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}")))?;
+        }
+        if std::env::var("STEADFAST_STATS").is_ok_and(|v| v == "1") {
+            if let Some(n) = &self.net {
+                let c = n.counters();
+                eprintln!(
+                    "steadfast stats rank {}: packets sent {} received {} bytes sent {} received {} dropped {}",
+                    self.rank, c.packets_sent, c.packets_received, c.bytes_sent, c.bytes_received, c.frames_dropped + self.st.dropped
+                );
+            }
+        }
+        self.net = None;
+        self.finalized = true;
+        Ok(())
+    }
+
+    /// Ask the launcher to tear the job down with `code`; exits if there is no launcher.
+    pub fn abort(&mut self, code: i32, msg: &str) -> ! {
+        if let Some(b) = self.boot.as_mut() {
+            b.abort(code, msg);
+        }
+        eprintln!("steadfast: {msg}");
+        std::process::exit(if code == 0 { 1 } else { code & 0xff });
+    }
+
+    // ---- communicators -------------------------------------------------------------------
+
+    /// The communicator behind handle `c`.
+    pub fn comm(&self, c: Handle) -> MpiResult<&Comm> {
+        match self.st.comms.get(c) {
+            Some(c) => Ok(c),
+            None => mpi_err!(Comm, "invalid communicator"),
+        }
+    }
+
+    /// Mutable access to communicator `c`.
+    pub fn comm_mut(&mut self, c: Handle) -> MpiResult<&mut Comm> {
+        match self.st.comms.get_mut(c) {
+            Some(c) => Ok(c),
+            None => mpi_err!(Comm, "invalid communicator"),
+        }
+    }
+
+    /// Register a new communicator (its context id must already be agreed).
+    pub fn add_comm(&mut self, comm: Comm) -> Handle {
+        self.st.comms.insert(comm)
+    }
+
+    /// Remove communicator `c`.
+    pub fn free_comm(&mut self, c: Handle) -> MpiResult<Comm> {
+        if c == self.world || c == self.self_comm {
+            return mpi_err!(Comm, "cannot free a predefined communicator");
+        }
+        let comm = self.st.comms.remove(c).ok_or_else(|| MpiError::new(ErrorClass::Comm, "invalid communicator"))?;
+        self.st.matcher.drop_context(comm.ctx);
+        self.st.matcher.drop_context(comm.ctx + 1);
+        Ok(comm)
+    }
+
+    /// Agree on a fresh context id among the members of `c` (collective over `c`).
+    pub fn new_context(&mut self, c: Handle) -> MpiResult<u32> {
+        let mine = self.next_ctx as u64;
+        let agreed = self.allreduce_max_u64(c, mine)? as u32;
+        self.next_ctx = agreed + 2;
+        Ok(agreed)
+    }
+
+    /// Duplicate `c` (collective).
+    pub fn comm_dup(&mut self, c: Handle) -> MpiResult<Handle> {
+        let ctx = self.new_context(c)?;
+        let mut comm = self.comm(c)?.clone();
+        comm.ctx = ctx;
+        comm.name = String::new();
+        Ok(self.add_comm(comm))
+    }
+
+    // ---- requests ---------------------------------------------------------------------------
+
+    /// The request behind `h`.
+    pub fn request(&self, h: Handle) -> MpiResult<&Request> {
+        match self.st.reqs.get(h) {
+            Some(r) => Ok(r),
+            None => mpi_err!(Request, "invalid request handle"),
+        }
+    }
+
+    fn check_peer(&self, comm: &Comm, r: i32, what: &str, allow_any: bool) -> MpiResult<()> {
+        if r == PROC_NULL || (allow_any && r == ANY_SOURCE) || (0..comm.peer_size()).contains(&r) {
+            Ok(())
+        } else {
+            mpi_err!(Rank, "invalid {what} rank {r} (communicator has {} ranks)", comm.peer_size())
+        }
+    }
+
+    /// Create an (inactive) send request.
+    pub fn send_init(&mut self, spec: SendSpec, persistent: bool) -> MpiResult<Handle> {
+        let comm = self.comm(spec.comm)?;
+        self.check_peer(comm, spec.dest, "destination", false)?;
+        Ok(self.st.reqs.insert(Request::new(Op::Send(spec), persistent)))
+    }
+
+    /// Create an (inactive) receive request.
+    pub fn recv_init(&mut self, spec: RecvSpec, persistent: bool) -> MpiResult<Handle> {
+        let comm = self.comm(spec.comm)?;
+        self.check_peer(comm, spec.src, "source", true)?;
+        Ok(self.st.reqs.insert(Request::new(Op::Recv(spec), persistent)))
+    }
+
+    /// Nonblocking send: create and start.
+    pub fn isend(&mut self, spec: SendSpec) -> MpiResult<Handle> {
+        let h = self.send_init(spec, false)?;
+        self.start(h)?;
+        Ok(h)
+    }
+
+    /// Nonblocking receive: create and start.
+    pub fn irecv(&mut self, spec: RecvSpec) -> MpiResult<Handle> {
+        let h = self.recv_init(spec, false)?;
+        self.start(h)?;
+        Ok(h)
+    }
+
+    /// Start request `h` (MPI_Start for persistent requests; used by isend/irecv too).
+    pub fn start(&mut self, h: Handle) -> MpiResult<()> {
+        let r = self.st.reqs.get_mut(h).ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid request handle"))?;
+        if r.active && !r.complete {
+            return mpi_err!(Request, "request is already active");
+        }
+        r.active = true;
+        r.complete = false;
+        r.status = Status::default();
+        r.send = Default::default();
+        r.recv = Default::default();
+        match &r.op {
+            Op::Send(s) => {
+                let s = s.clone();
+                self.start_send(h, &s, false)
+            }
+            Op::Recv(s) => {
+                let s = s.clone();
+                self.start_recv(h, &s)
+            }
+            Op::Null => {
+                r.complete = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Send per `s` for request `h`; `coll` selects the communicator's collective context.
+    fn start_send(&mut self, h: Handle, s: &SendSpec, coll: bool) -> MpiResult<()> {
+        if s.dest == PROC_NULL {
+            self.st.complete(h, status_null());
+            return Ok(());
+        }
+        let comm = self.comm(s.comm)?;
+        let peer = comm.peer_world(s.dest).ok_or_else(|| MpiError::new(ErrorClass::Rank, "invalid destination"))?;
+        let ctx = if coll { comm.coll_ctx() } else { comm.ctx };
+        let src = comm.rank;
+        let len = s.dtype.packed_size(s.count);
+        let mut owned = None;
+        if !s.dtype.is_contiguous() || s.mode == Mode::Buffered {
+            let mut v = vec![0u8; len];
+            // SAFETY: the application passed a buffer valid for `count` elements of `dtype`.
+            unsafe { s.dtype.pack(s.buf, s.count, &mut v) };
+            owned = Some(v);
+        }
+        if s.mode == Mode::Buffered {
+            let need = len + crate::BSEND_OVERHEAD;
+            if self.st.bsend_used + need > self.bsend_capacity {
+                return mpi_err!(
+                    Buffer,
+                    "insufficient space in the attached Bsend buffer: need {need} bytes, {} of {} free",
+                    self.bsend_capacity - self.st.bsend_used,
+                    self.bsend_capacity
+                );
+            }
+            self.st.bsend_used += need;
+            if let Some(r) = self.st.reqs.get_mut(h) {
+                r.send.bsend_reserved = need;
+            }
+        }
+        let data_ptr = owned.as_ref().map_or(s.buf, |v| v.as_ptr());
+        if let Some(r) = self.st.reqs.get_mut(h) {
+            r.send.owned = owned;
+        }
+        let eager = s.mode != Mode::Synchronous && len <= self.eager_limit;
+        if eager {
+            let hdr = Header { kind: Kind::Eager, flags: 0, ctx, src, tag: s.tag, len: len as u64, a: 0, b: 0 }.encode();
+            // SAFETY: data_ptr is valid for len bytes (user buffer or our packed copy).
+            let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { data_ptr }, len) };
+            self.emit(peer, hdr, payload)?;
+            self.st.complete(h, Status { source: PROC_NULL, tag: s.tag, error: None, bytes: 0, cancelled: false });
+        } else {
+            let flags = if self.st.cma_ok[peer as usize] || peer == self.rank { FLAG_CMA } else { 0 };
+            let hdr = Header { kind: Kind::Rts, flags, ctx, src, tag: s.tag, len: len as u64, a: data_ptr as u64, b: h.0 }
+                .encode();
+            self.emit(peer, hdr, &[])?;
+        }
+        Ok(())
+    }
+
+    /// Send one packet to `peer`, queueing behind earlier packets if any are waiting.
+    fn emit(&mut self, peer: u32, hdr: RawHeader, payload: &[u8]) -> MpiResult<()> {
+        if peer == self.rank {
+            self.st.loopback.push_back((hdr, payload.to_vec()));
+            return Ok(());
+        }
+        if self.st.outq[peer as usize].is_empty() {
+            let net = self.net.as_mut().ok_or_else(|| MpiError::new(ErrorClass::Intern, "no path to peers"))?;
+            match net.send(peer, &hdr, payload) {
+                Ok(SendStatus::Done) => return Ok(()),
+                Ok(SendStatus::Full) => {}
+                Err(e) => return mpi_err!(Other, "sending to rank {peer}: {e}"),
+            }
+        }
+        self.st.queue(peer, OutOp::Packet { hdr, payload: payload.to_vec() });
+        Ok(())
+    }
+
+    fn start_recv(&mut self, h: Handle, s: &RecvSpec) -> MpiResult<()> {
+        if s.src == PROC_NULL {
+            self.st.complete(h, status_null());
+            return Ok(());
+        }
+        let ctx = self.comm(s.comm)?.ctx;
+        if let Some(r) = self.st.reqs.get_mut(h) {
+            r.recv.ctx = ctx;
+        }
+        match self.st.matcher.post(ctx, s.src, s.tag, h) {
+            Some(u) => self.st.deliver(h, u.src, u.tag, u.body_into()),
+            None => {
+                if let Some(r) = self.st.reqs.get_mut(h) {
+                    r.recv.posted = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether request `h` has completed (no progress is made).
+    pub fn is_complete(&self, h: Handle) -> MpiResult<bool> {
+        Ok(self.request(h)?.complete)
+    }
+
+    /// The status of request `h` (valid once complete).
+    pub fn status(&self, h: Handle) -> MpiResult<Status> {
+        Ok(self.request(h)?.status)
+    }
+
+    /// After the application saw `h` complete: free it (returns true) or, if persistent, make
+    /// it inactive (returns false).
+    pub fn release(&mut self, h: Handle) -> bool {
+        match self.st.reqs.get_mut(h) {
+            Some(r) if r.persistent => {
+                r.active = false;
+                false
+            }
+            Some(_) => {
+                self.st.reqs.remove(h);
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// Whether `h` is a persistent request that is not active (waits on it return at once).
+    pub fn is_inactive(&self, h: Handle) -> MpiResult<bool> {
+        let r = self.request(h)?;
+        Ok(r.persistent && !r.active)
+    }
+
+    /// MPI_Request_free: forget `h` now if done, else when it completes.
+    pub fn request_free(&mut self, h: Handle) -> MpiResult<()> {
+        let r = self.st.reqs.get_mut(h).ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid request handle"))?;
+        if r.complete || !r.active {
+            self.st.reqs.remove(h);
+        } else {
+            r.freed = true;
+            r.persistent = false;
+        }
+        Ok(())
+    }
+
+    /// MPI_Cancel: a posted receive is withdrawn; a send is left to complete normally.
+    pub fn cancel(&mut self, h: Handle) -> MpiResult<()> {
+        let r = self.st.reqs.get_mut(h).ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid request handle"))?;
+        if r.complete || !r.recv.posted {
+            return Ok(());
+        }
+        let ctx = r.recv.ctx;
+        if self.st.matcher.cancel(ctx, h) {
+            if let Some(r) = self.st.reqs.get_mut(h) {
+                r.recv.posted = false;
+            }
+            self.st.complete(h, Status { source: PROC_NULL, tag: ANY_TAG, error: None, bytes: 0, cancelled: true });
+        }
+        Ok(())
+    }
+
+    /// Account a buffered send's reservation when the application attaches/detaches.
+    pub fn bsend_in_use(&self) -> usize {
+        self.st.bsend_used
+    }
+
+    /// Ready for buffered sends: a user-visible request that is already complete.
+    pub fn completed_request(&mut self) -> Handle {
+        let mut r = Request::new(Op::Null, false);
+        r.active = true;
+        r.complete = true;
+        r.status = status_null();
+        self.st.reqs.insert(r)
+    }
+
+    /// Start a buffered send: the data is copied now and sent in the background.
+    pub fn bsend(&mut self, mut spec: SendSpec) -> MpiResult<()> {
+        spec.mode = Mode::Buffered;
+        let h = self.send_init(spec, false)?;
+        if let Some(r) = self.st.reqs.get_mut(h) {
+            r.freed = true;
+        }
+        let res = self.start(h);
+        if res.is_err() {
+            self.st.reqs.remove(h);
+        } else if self.st.reqs.get(h).is_some_and(|r| r.complete) {
+            self.st.reqs.remove(h);
+        }
+        res
+    }
+
+    // ---- probe ------------------------------------------------------------------------------
+
+    /// MPI_Iprobe: the status of a matching message, if one has arrived.
+    pub fn iprobe(&mut self, comm: Handle, src: i32, tag: i32) -> MpiResult<Option<Status>> {
+        let c = self.comm(comm)?;
+        self.check_peer(c, src, "source", true)?;
+        if src == PROC_NULL {
+            return Ok(Some(status_null()));
+        }
+        let ctx = c.ctx;
+        let found = |e: &Engine| {
+            e.st.matcher.peek(ctx, src, tag).map(|u| Status {
+                source: u.src,
+                tag: u.tag,
+                error: None,
+                bytes: u.msg.len(),
+                cancelled: false,
+            })
+        };
+        if let Some(s) = found(self) {
+            return Ok(Some(s));
+        }
+        self.progress()?;
+        Ok(found(self))
+    }
+
+    /// MPI_Improbe: remove a matching message from matching, returning a message handle.
+    pub fn improbe(&mut self, comm: Handle, src: i32, tag: i32) -> MpiResult<Option<(Option<Handle>, Status)>> {
+        let c = self.comm(comm)?;
+        self.check_peer(c, src, "source", true)?;
+        if src == PROC_NULL {
+            return Ok(Some((None, status_null())));
+        }
+        let ctx = c.ctx;
+        if self.st.matcher.peek(ctx, src, tag).is_none() {
+            self.progress()?;
+        }
+        Ok(self.st.matcher.take(ctx, src, tag).map(|u| {
+            let status = Status { source: u.src, tag: u.tag, error: None, bytes: u.msg.len(), cancelled: false };
+            let h = self.messages.insert(ProbedMessage { src: u.src, tag: u.tag, body: u.msg });
+            (Some(h), status)
+        }))
+    }
+
+    /// MPI_Imrecv: receive a probed message into a new request.
+    pub fn imrecv(&mut self, msg: Option<Handle>, spec: RecvSpec) -> MpiResult<Handle> {
+        let Some(m) = msg else {
+            let h = self.completed_request();
+            return Ok(h);
+        };
+        let pm = self.messages.remove(m).ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid message handle"))?;
+        let mut r = Request::new(Op::Recv(spec), false);
+        r.active = true;
+        let h = self.st.reqs.insert(r);
+        self.st.deliver(h, pm.src, pm.tag, pm.body);
+        Ok(h)
+    }
+
+    // ---- progress ---------------------------------------------------------------------------
+
+    /// One round of progress: take in packets, answer them, push queued output.
+    /// Returns whether anything happened.
+    pub fn progress(&mut self) -> MpiResult<bool> {
+        let before = self.st.events;
+        if let Some(net) = self.net.as_mut() {
+            if let Err(e) = net.poll(&mut Sink(&mut self.st)) {
+                return mpi_err!(Other, "{e}");
+            }
+        }
+        while let Some((hdr, payload)) = self.st.loopback.pop_front() {
+            let me = self.rank;
+            self.st.handle_packet(me, &hdr, &payload);
+        }
+        if !self.st.busy_peers.is_empty() {
+            self.flush()?;
+        }
+        Ok(self.st.events != before)
+    }
+
+    fn flush(&mut self) -> MpiResult<()> {
+        let Some(net) = self.net.as_mut() else { return Ok(()) };
+        let chunk = self.chunk;
+        let mut finished = Vec::new();
+        let mut i = 0;
+        while i < self.st.busy_peers.len() {
+            let peer = self.st.busy_peers[i];
+            let q = &mut self.st.outq[peer as usize];
+            while let Some(op) = q.front_mut() {
+                match op {
+                    OutOp::Packet { hdr, payload } => match net.send(peer, hdr, payload) {
+                        Ok(SendStatus::Done) => {
+                            q.pop_front();
+                            self.st.events += 1;
+                        }
+                        Ok(SendStatus::Full) => break,
+                        Err(e) => return mpi_err!(Other, "sending to rank {peer}: {e}"),
+                    },
+                    OutOp::Stream { sreq, rreq, ptr, len, off } => {
+                        let mut full = false;
+                        while *off < *len {
+                            let n = (*len - *off).min(chunk);
+                            let hdr = Header { kind: Kind::Data, flags: 0, ctx: 0, src: 0, tag: 0, len: *off as u64, a: *rreq, b: 0 }
+                                .encode();
+                            // SAFETY: the send request keeps its buffer valid until complete.
+                            let data = unsafe { std::slice::from_raw_parts(ptr.add(*off), n) };
+                            match net.send(peer, &hdr, data) {
+                                Ok(SendStatus::Done) => *off += n,
+                                Ok(SendStatus::Full) => {
+                                    full = true;
+                                    break;
+                                }
+                                Err(e) => return mpi_err!(Other, "sending to rank {peer}: {e}"),
+                            }
+                        }
+                        if full {
+                            break;
+                        }
+                        finished.push(*sreq);
+                        q.pop_front();
+                        self.st.events += 1;
+                    }
+                }
+            }
+            if self.st.outq[peer as usize].is_empty() {
+                self.st.busy_peers.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        for s in finished {
+            self.st.complete_send(s);
+        }
+        Ok(())
+    }
+
+    /// Make progress until `done` holds: spin, then yield, then sleep on the path.
+    pub fn block_until(&mut self, mut done: impl FnMut(&Engine) -> bool) -> MpiResult<()> {
+        let mut idle = 0u32;
+        loop {
+            if done(self) {
+                return Ok(());
+            }
+            if self.progress()? {
+                idle = 0;
+                continue;
+            }
+            idle += 1;
+            if idle < self.cfg.spin {
+                std::hint::spin_loop();
+            } else if idle < self.cfg.spin + self.cfg.yields {
+                std::thread::yield_now();
+            } else if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() && self.net.is_none() {
+                continue;
+            } else if let Some(net) = self.net.as_mut() {
+                net.wait(self.cfg.sleep).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                idle = self.cfg.spin;
+            } else {
+                // A singleton with nothing in flight can never be woken: the wait is a deadlock.
+                return mpi_err!(Other, "deadlock: waiting for a message that no process can send");
+            }
+        }
+    }
+
+    /// Wait for request `h` to complete and return its status.
+    pub fn wait(&mut self, h: Handle) -> MpiResult<Status> {
+        self.request(h)?;
+        self.block_until(|e| e.st.reqs.get(h).is_none_or(|r| r.complete || (r.persistent && !r.active)))?;
+        self.status(h)
+    }
+
+    /// Bytes of unexpected messages and posted receives outstanding on a context (for tests).
+    pub fn queue_depth(&self, ctx: u32) -> (usize, usize) {
+        self.st.matcher.depth(ctx)
+    }
+
+    // ---- internal collectives used by the engine itself ----------------------------------
+
+    /// Blocking send on the collective context of `c`.
+    pub fn coll_send(&mut self, c: Handle, dest: i32, tag: i32, data: &[u8]) -> MpiResult<()> {
+        let h = self.coll_isend(c, dest, tag, data)?;
+        self.wait(h)?;
+        self.release(h);
+        Ok(())
+    }
+
+    /// Nonblocking send on the collective context of `c`.
+    pub fn coll_isend(&mut self, c: Handle, dest: i32, tag: i32, data: &[u8]) -> MpiResult<Handle> {
+        let byte = self.byte_type();
+        let spec = SendSpec { buf: data.as_ptr(), count: data.len(), dtype: byte, comm: c, dest, tag, mode: Mode::Standard };
+        let h = self.st.reqs.insert(Request::new(Op::Send(spec.clone()), false));
+        let r = self.st.reqs.get_mut(h).ok_or_else(|| MpiError::new(ErrorClass::Intern, "lost request"))?;
+        r.active = true;
+        self.start_send(h, &spec, true)?;
+        Ok(h)
+    }
+
+    /// Nonblocking receive on the collective context of `c`.
+    pub fn coll_irecv(&mut self, c: Handle, src: i32, tag: i32, buf: &mut [u8]) -> MpiResult<Handle> {
+        let byte = self.byte_type();
+        let spec = RecvSpec { buf: buf.as_mut_ptr(), count: buf.len(), dtype: byte, comm: c, src, tag };
+        let mut r = Request::new(Op::Recv(spec.clone()), false);
+        r.active = true;
+        let h = self.st.reqs.insert(r);
+        let ctx = self.comm(c)?.coll_ctx();
+        if let Some(r) = self.st.reqs.get_mut(h) {
+            r.recv.ctx = ctx;
+        }
+        match self.st.matcher.post(ctx, src, tag, h) {
+            Some(u) => self.st.deliver(h, u.src, u.tag, u.body_into()),
+            None => {
+                if let Some(r) = self.st.reqs.get_mut(h) {
+                    r.recv.posted = true;
+                }
+            }
+        }
+        Ok(h)
+    }
+
+    /// Blocking receive on the collective context of `c`.
+    pub fn coll_recv(&mut self, c: Handle, src: i32, tag: i32, buf: &mut [u8]) -> MpiResult<Status> {
+        let h = self.coll_irecv(c, src, tag, buf)?;
+        let s = self.wait(h)?;
+        self.release(h);
+        Ok(s)
+    }
+
+    fn byte_type(&self) -> TypeRef {
+        thread_local! {
+            static BYTE: TypeRef = Arc::new(crate::datatype::Datatype::predefined(
+                "byte", 1, 1, crate::datatype::BasicKind::Opaque,
+                vec![crate::datatype::Block { off: 0, len: 1 }]));
+        }
+        BYTE.with(|b| b.clone())
+    }
+
+    /// Maximum of one u64 over the members of `c` (used to agree on context ids).
+    pub fn allreduce_max_u64(&mut self, c: Handle, v: u64) -> MpiResult<u64> {
+        const TAG: i32 = 0x7fff_0001;
+        let comm = self.comm(c)?;
+        let (rank, size) = (comm.rank, comm.size());
+        if comm.remote.is_some() {
+            return mpi_err!(Comm, "context agreement over an intercommunicator needs its local comm");
+        }
+        // Recursive doubling over the largest power of two, with the extra ranks folded in.
+        let mut pof2 = 1;
+        while pof2 * 2 <= size {
+            pof2 *= 2;
+        }
+        let mut acc = v;
+        let mut buf = [0u8; 8];
+        if rank >= pof2 {
+            self.coll_send(c, rank - pof2, TAG, &acc.to_le_bytes())?;
+            self.coll_recv(c, rank - pof2, TAG, &mut buf)?;
+            return Ok(u64::from_le_bytes(buf));
+        }
+        if rank + pof2 < size {
+            self.coll_recv(c, rank + pof2, TAG, &mut buf)?;
+            acc = acc.max(u64::from_le_bytes(buf));
+        }
+        let mut mask = 1;
+        while mask < pof2 {
+            let partner = rank ^ mask;
+            let s = self.coll_isend(c, partner, TAG, &acc.to_le_bytes())?;
+            self.coll_recv(c, partner, TAG, &mut buf)?;
+            self.wait(s)?;
+            self.release(s);
+            acc = acc.max(u64::from_le_bytes(buf));
+            mask <<= 1;
+        }
+        if rank + pof2 < size {
+            self.coll_send(c, rank + pof2, TAG, &acc.to_le_bytes())?;
+        }
+        Ok(acc)
+    }
+
+    /// MPI_Barrier by dissemination: ⌈log2 n⌉ rounds of zero-byte messages.
+    pub fn barrier(&mut self, c: Handle) -> MpiResult<()> {
+        const TAG: i32 = 0x7fff_0100;
+        let comm = self.comm(c)?;
+        let (rank, size) = (comm.rank, comm.size());
+        let mut k = 1;
+        let mut round = 0;
+        while k < size {
+            let to = (rank + k) % size;
+            let from = (rank - k + size) % size;
+            let s = self.coll_isend(c, to, TAG + round, &[])?;
+            self.coll_recv(c, from, TAG + round, &mut [])?;
+            self.wait(s)?;
+            self.release(s);
+            k *= 2;
+            round += 1;
+        }
+        Ok(())
+    }
+}
+
+impl Unexpected<Body> {
+    fn body_into(self) -> Body {
+        self.msg
+    }
+}
+
+impl State {
+    fn queue(&mut self, peer: u32, op: OutOp) {
+        let q = &mut self.outq[peer as usize];
+        if q.is_empty() {
+            self.busy_peers.push(peer);
+        }
+        q.push_back(op);
+    }
+
+    fn complete(&mut self, h: Handle, status: Status) {
+        self.events += 1;
+        let Some(r) = self.reqs.get_mut(h) else { return };
+        r.complete = true;
+        r.status = status;
+        r.recv.posted = false;
+        if r.send.bsend_reserved > 0 {
+            self.bsend_used -= r.send.bsend_reserved;
+            r.send.bsend_reserved = 0;
+        }
+        r.send.owned = None;
+        if r.freed {
+            self.reqs.remove(h);
+        }
+    }
+
+    fn complete_send(&mut self, sreq: Handle) {
+        let tag = match self.reqs.get(sreq).map(|r| &r.op) {
+            Some(Op::Send(s)) => s.tag,
+            _ => 0,
+        };
+        self.complete(sreq, Status { source: PROC_NULL, tag, error: None, bytes: 0, cancelled: false });
+    }
+
+    fn handle_packet(&mut self, peer: u32, raw: &RawHeader, payload: &[u8]) {
+        let Some(h) = Header::decode(raw) else {
+            self.dropped += 1;
+            tracing::warn!("dropping packet with unknown kind from rank {peer}");
+            return;
+        };
+        self.events += 1;
+        match h.kind {
+            Kind::Eager => {
+                if h.len != payload.len() as u64 {
+                    self.dropped += 1;
+                    return;
+                }
+                match self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec() }) {
+                    Some(r) => self.deliver_bytes(r, h.src, h.tag, payload, h.len),
+                    None => {}
+                }
+            }
+            Kind::Rts => {
+                let body = || Body::Rts { peer, len: h.len, addr: h.a, sreq: h.b, flags: h.flags };
+                if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, body) {
+                    self.deliver(r, h.src, h.tag, body());
+                }
+            }
+            Kind::Cts => {
+                let sreq = Handle(h.b);
+                let Some(req) = self.reqs.get(sreq) else {
+                    self.dropped += 1;
+                    return;
+                };
+                let Op::Send(s) = &req.op else {
+                    self.dropped += 1;
+                    return;
+                };
+                let ptr = req.send.owned.as_ref().map_or(s.buf, |v| v.as_ptr());
+                let len = s.dtype.packed_size(s.count);
+                self.queue(peer, OutOp::Stream { sreq, rreq: h.a, ptr, len, off: 0 });
+            }
+            Kind::Data => self.rndv_data(Handle(h.a), h.len, payload),
+            Kind::Fin => self.complete_send(Handle(h.b)),
+        }
+    }
+
+    /// Hand a matched message to receive `h`.
+    fn deliver(&mut self, h: Handle, src: i32, tag: i32, body: Body) {
+        match body {
+            Body::Eager { data } => {
+                let len = data.len() as u64;
+                self.deliver_bytes(h, src, tag, &data, len)
+            }
+            Body::Rts { peer, len, addr, sreq, flags } => self.start_rndv(h, src, tag, peer, len, addr, sreq, flags),
+        }
+    }
+
+    fn recv_target(&self, h: Handle) -> Option<(*mut u8, usize, TypeRef)> {
+        match &self.reqs.get(h)?.op {
+            Op::Recv(s) => Some((s.buf, s.count, s.dtype.clone())),
+            _ => None,
+        }
+    }
+
+    fn deliver_bytes(&mut self, h: Handle, src: i32, tag: i32, data: &[u8], total: u64) {
+        let Some((buf, count, dtype)) = self.recv_target(h) else { return };
+        let cap = dtype.packed_size(count);
+        let n = data.len().min(cap);
+        if n > 0 {
+            if dtype.is_contiguous() {
+                // SAFETY: the receive buffer holds `cap >= n` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, n) };
+            } else {
+                // SAFETY: as above, through the type map.
+                unsafe { dtype.unpack(&data[..n], buf, count) };
+            }
+        }
+        let error = (total > cap as u64).then_some(ErrorClass::Truncate);
+        self.complete(h, Status { source: src, tag, error, bytes: n as u64, cancelled: false });
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start_rndv(&mut self, h: Handle, src: i32, tag: i32, peer: u32, len: u64, addr: u64, sreq: u64, flags: u8) {
+        let Some((buf, count, dtype)) = self.recv_target(h) else { return };
+        let cap = dtype.packed_size(count);
+        let n = (len as usize).min(cap);
+        let error = (len > cap as u64).then_some(ErrorClass::Truncate);
+        let fin = Header { kind: Kind::Fin, flags: 0, ctx: 0, src: 0, tag: 0, len: 0, a: 0, b: sreq }.encode();
+        if peer == self.rank {
+            // Our own memory: one copy.
+            let mut tmp = vec![0u8; n];
+            // SAFETY: the sender's request keeps `addr` valid for `len` bytes until FIN.
+            unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, tmp.as_mut_ptr(), n) };
+            self.loopback.push_back((fin, Vec::new()));
+            self.deliver_bytes(h, src, tag, &tmp, len);
+            return;
+        }
+        if len == 0 || (flags & FLAG_CMA != 0 && self.cma_ok[peer as usize]) {
+            let ok = if n == 0 {
+                true
+            } else if dtype.is_contiguous() {
+                // SAFETY: buf holds cap >= n bytes.
+                match unsafe { cma::read_from(self.pids[peer as usize], addr, buf, n) } {
+                    Ok(()) => true,
+                    Err(e) => {
+                        tracing::info!("single-copy read from rank {peer} failed ({e}); using pipelined copy");
+                        self.cma_ok[peer as usize] = false;
+                        false
+                    }
+                }
+            } else {
+                let mut tmp = vec![0u8; n];
+                // SAFETY: tmp holds n bytes.
+                match unsafe { cma::read_from(self.pids[peer as usize], addr, tmp.as_mut_ptr(), n) } {
+                    Ok(()) => {
+                        // SAFETY: buf is valid for `count` elements of dtype.
+                        unsafe { dtype.unpack(&tmp, buf, count) };
+                        true
+                    }
+                    Err(_) => {
+                        self.cma_ok[peer as usize] = false;
+                        false
+                    }
+                }
+            };
+            if ok {
+                self.queue(peer, OutOp::Packet { hdr: fin, payload: Vec::new() });
+                self.complete(h, Status { source: src, tag, error, bytes: n as u64, cancelled: false });
+                return;
+            }
+        }
+        // Pipelined: ask the sender to stream the data.
+        if let Some(r) = self.reqs.get_mut(h) {
+            r.recv.expected = len;
+            r.recv.received = 0;
+            r.status = Status { source: src, tag, error, bytes: n as u64, cancelled: false };
+            if !dtype.is_contiguous() {
+                r.recv.temp = Some(vec![0u8; n]);
+            }
+        }
+        let cts = Header { kind: Kind::Cts, flags: 0, ctx: 0, src: 0, tag: 0, len, a: h.0, b: sreq }.encode();
+        self.queue(peer, OutOp::Packet { hdr: cts, payload: Vec::new() });
+    }
+
+    fn rndv_data(&mut self, h: Handle, off: u64, data: &[u8]) {
+        let Some((buf, count, dtype)) = self.recv_target(h) else {
+            self.dropped += 1;
+            return;
+        };
+        let Some(r) = self.reqs.get_mut(h) else { return };
+        if r.complete || off.checked_add(data.len() as u64).is_none_or(|end| end > r.recv.expected) {
+            self.dropped += 1;
+            return;
+        }
+        let cap = dtype.packed_size(count) as u64;
+        if off < cap {
+            let n = (data.len() as u64).min(cap - off) as usize;
+            match r.recv.temp.as_mut() {
+                Some(t) => t[off as usize..off as usize + n].copy_from_slice(&data[..n]),
+                // SAFETY: off + n <= cap, the size of the receive buffer.
+                None => unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.add(off as usize), n) },
+            }
+        }
+        r.recv.received += data.len() as u64;
+        if r.recv.received == r.recv.expected {
+            if let Some(t) = r.recv.temp.take() {
+                // SAFETY: buf is valid for `count` elements of dtype.
+                unsafe { dtype.unpack(&t, buf, count) };
+            }
+            let status = r.status;
+            self.complete(h, status);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Requests: one per pending operation, referenced by handle from C and from the wire.
+
+use crate::datatype::TypeRef;
+use crate::error::ErrorClass;
+
+/// Completion status of a request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Status {
+    pub source: i32,
+    pub tag: i32,
+    pub error: Option<ErrorClass>,
+    /// Bytes received (or, for sends, 0).
+    pub bytes: u64,
+    pub cancelled: bool,
+}
+
+/// Send modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Standard,
+    Synchronous,
+    Ready,
+    Buffered,
+}
+
+/// Parameters of a send, kept for persistent requests.
+#[derive(Debug, Clone)]
+pub struct SendSpec {
+    pub buf: *const u8,
+    pub count: usize,
+    pub dtype: TypeRef,
+    pub comm: crate::Handle,
+    pub dest: i32,
+    pub tag: i32,
+    pub mode: Mode,
+}
+
+/// Parameters of a receive, kept for persistent requests.
+#[derive(Debug, Clone)]
+pub struct RecvSpec {
+    pub buf: *mut u8,
+    pub count: usize,
+    pub dtype: TypeRef,
+    pub comm: crate::Handle,
+    pub src: i32,
+    pub tag: i32,
+}
+
+/// What a request does.
+#[derive(Debug)]
+pub enum Op {
+    Send(SendSpec),
+    Recv(RecvSpec),
+    /// Already complete at creation (e.g. PROC_NULL, a buffered send's user-visible request).
+    Null,
+}
+
+/// Progress of an active send.
+#[derive(Debug, Default)]
+pub struct SendState {
+    /// Packed copy of non-contiguous or buffered data (stable address for single copy).
+    pub owned: Option<Vec<u8>>,
+    /// Bytes reserved in the attached Bsend buffer, released at completion.
+    pub bsend_reserved: usize,
+}
+
+/// Progress of an active receive.
+#[derive(Debug, Default)]
+pub struct RecvState {
+    pub ctx: u32,
+    /// Posted in the matcher (cancellable).
+    pub posted: bool,
+    /// Total length announced by the sender.
+    pub expected: u64,
+    /// Bytes arrived so far (rendezvous data).
+    pub received: u64,
+    /// Staging buffer for non-contiguous receive types.
+    pub temp: Option<Vec<u8>>,
+}
+
+/// A request.
+#[derive(Debug)]
+pub struct Request {
+    pub op: Op,
+    pub persistent: bool,
+    pub active: bool,
+    pub complete: bool,
+    /// MPI_Request_free was called: drop when complete.
+    pub freed: bool,
+    pub status: Status,
+    pub send: SendState,
+    pub recv: RecvState,
+}
+
+// SAFETY: raw buffer pointers belong to the application, which guarantees them valid while
+// the request is active; the engine is used under one lock.
+unsafe impl Send for Request {}
+
+impl Request {
+    /// A new, inactive request for `op`.
+    pub fn new(op: Op, persistent: bool) -> Request {
+        Request {
+            op,
+            persistent,
+            active: false,
+            complete: false,
+            freed: false,
+            status: Status::default(),
+            send: SendState::default(),
+            recv: RecvState::default(),
+        }
+    }
+}

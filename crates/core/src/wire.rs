@@ -1,0 +1,102 @@
+//! The message layer's packet header: what travels in front of every payload on every path.
+//!
+//! ```text
+//! 0  kind u8 | 1 flags u8 | 2..4 reserved | 4..8 context id u32 | 8..12 source rank i32
+//! 12..16 tag i32 | 16..24 length or offset u64 | 24..32 a u64 | 32..40 b u64
+//! ```
+//! Rendezvous ids (`a`, `b`) are request handles of the side that will receive them back.
+
+use steadfast_paths::{RawHeader, HDR_LEN};
+
+/// Packet kinds of the point-to-point protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// Whole message inline. `len` = message length.
+    Eager = 1,
+    /// Request to send. `len` = message length, `a` = sender buffer address, `b` = send request.
+    Rts = 2,
+    /// Clear to send (no single-copy): `a` = receive request, `b` = send request.
+    Cts = 3,
+    /// Rendezvous data chunk: `a` = receive request, `len` = offset in the message.
+    Data = 4,
+    /// Receiver finished a single-copy read: `b` = send request.
+    Fin = 5,
+}
+
+impl Kind {
+    fn from_u8(v: u8) -> Option<Kind> {
+        Some(match v {
+            1 => Kind::Eager,
+            2 => Kind::Rts,
+            3 => Kind::Cts,
+            4 => Kind::Data,
+            5 => Kind::Fin,
+            _ => return None,
+        })
+    }
+}
+
+/// Decoded packet header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    pub kind: Kind,
+    pub flags: u8,
+    pub ctx: u32,
+    pub src: i32,
+    pub tag: i32,
+    pub len: u64,
+    pub a: u64,
+    pub b: u64,
+}
+
+/// Flag on Rts: the sender may be read with single copy (same host, contiguous buffer).
+pub const FLAG_CMA: u8 = 1;
+
+impl Header {
+    /// Encode into raw bytes.
+    pub fn encode(&self) -> RawHeader {
+        let mut h = [0u8; HDR_LEN];
+        h[0] = self.kind as u8;
+        h[1] = self.flags;
+        h[4..8].copy_from_slice(&self.ctx.to_le_bytes());
+        h[8..12].copy_from_slice(&self.src.to_le_bytes());
+        h[12..16].copy_from_slice(&self.tag.to_le_bytes());
+        h[16..24].copy_from_slice(&self.len.to_le_bytes());
+        h[24..32].copy_from_slice(&self.a.to_le_bytes());
+        h[32..40].copy_from_slice(&self.b.to_le_bytes());
+        h
+    }
+    /// Decode raw bytes; `None` for an unknown kind.
+    pub fn decode(h: &RawHeader) -> Option<Header> {
+        let u32at = |o: usize| u32::from_le_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]);
+        let u64at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&h[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        Some(Header {
+            kind: Kind::from_u8(h[0])?,
+            flags: h[1],
+            ctx: u32at(4),
+            src: u32at(8) as i32,
+            tag: u32at(12) as i32,
+            len: u64at(16),
+            a: u64at(24),
+            b: u64at(32),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn roundtrip() {
+        let h = Header { kind: Kind::Rts, flags: 1, ctx: 7, src: -3, tag: 99, len: 1 << 40, a: 5, b: u64::MAX };
+        assert_eq!(Header::decode(&h.encode()), Some(h));
+        let mut bad = h.encode();
+        bad[0] = 77;
+        assert_eq!(Header::decode(&bad), None);
+    }
+}
