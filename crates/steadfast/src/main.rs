@@ -1,1 +1,54 @@
-fn main() {}
+//! `steadfast`: the command-line program of the Steadfast MPI.
+//!
+//! Invoked as `mpiexec` or `mpirun` (a link to this binary) it behaves as `steadfast run`.
+
+mod run;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
+
+/// Steadfast: a fault-tolerant MPI.
+#[derive(Debug, Parser)]
+#[command(name = "steadfast", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// One variant per subcommand; each is one call in `main`.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Launch an MPI job (also installed as `mpiexec` / `mpirun`).
+    Run(run::RunArgs),
+    // Further subcommands go here, e.g.
+    //   Sim(steadfast_sim::cli::SimArgs),
+    //   Bench(steadfast_bench::cli::BenchArgs),
+}
+
+fn main() {
+    init_logging();
+    let argv = run::normalize_argv(std::env::args_os().collect::<Vec<OsString>>());
+    let matches = Cli::command().get_matches_from(argv);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let code = match cli.command {
+        Command::Run(args) => {
+            let sub = matches.subcommand_matches("run");
+            run::execute(args, sub)
+        }
+    };
+    std::process::exit(code);
+}
+
+/// `STEADFAST_LOG` (e.g. `debug`, `steadfast_runtime=trace`) enables logs on stderr;
+/// they are off by default.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("STEADFAST_LOG").unwrap_or_else(|_| EnvFilter::new("off"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
