@@ -42,12 +42,13 @@ impl Bootstrap {
 
     /// Connects to `env.control` and authenticates with `env.job_key`.
     pub fn connect(env: JobEnv) -> Result<Bootstrap, BootstrapError> {
-        let stream = TcpStream::connect_timeout(&env.control, CONNECT_TIMEOUT).map_err(|source| {
-            BootstrapError::Connect {
-                addr: env.control,
-                source,
-            }
-        })?;
+        let stream =
+            TcpStream::connect_timeout(&env.control, CONNECT_TIMEOUT).map_err(|source| {
+                BootstrapError::Connect {
+                    addr: env.control,
+                    source,
+                }
+            })?;
         // Requests are small and latency-bound (fence, get): do not let Nagle delay them.
         stream.set_nodelay(true)?;
         let mut bs = Bootstrap {
@@ -187,7 +188,11 @@ impl Bootstrap {
         if sent.is_err() {
             return;
         }
-        if self.stream.set_read_timeout(Some(ABORT_ACK_TIMEOUT)).is_err() {
+        if self
+            .stream
+            .set_read_timeout(Some(ABORT_ACK_TIMEOUT))
+            .is_err()
+        {
             return;
         }
         match self.recv_reply() {

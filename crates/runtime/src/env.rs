@@ -225,7 +225,9 @@ mod tests {
     fn vars_roundtrip() {
         let env = sample();
         let map: HashMap<_, _> = env.to_vars().into_iter().collect();
-        let back = JobEnv::from_lookup(|k| map.get(k).cloned()).unwrap().unwrap();
+        let back = JobEnv::from_lookup(|k| map.get(k).cloned())
+            .unwrap()
+            .unwrap();
         assert_eq!(back, env);
     }
 

@@ -20,7 +20,9 @@ pub enum BootstrapError {
     },
     /// The launcher closed the connection during the handshake (wrong job key, rank
     /// already connected, or protocol version mismatch).
-    #[error("the launcher rejected this process (wrong job key, duplicate rank, or version mismatch)")]
+    #[error(
+        "the launcher rejected this process (wrong job key, duplicate rank, or version mismatch)"
+    )]
     Rejected,
     /// The launcher's reply did not decode or was not the expected message.
     #[error("protocol error on the control connection: {0}")]

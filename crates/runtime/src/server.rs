@@ -230,12 +230,8 @@ impl ControlCore {
     }
 
     fn protocol_error(&mut self, conn: ConnId, rank: u32, error: String) {
-        self.out.push_back((
-            conn,
-            ServerMsg::Error {
-                msg: error.clone(),
-            },
-        ));
+        self.out
+            .push_back((conn, ServerMsg::Error { msg: error.clone() }));
         self.close.push_back(conn);
         self.conn_closed(conn);
         self.events
@@ -306,7 +302,8 @@ impl ControlCore {
             }
             ClientMsg::Abort { code, msg } => {
                 self.out.push_back((conn, ServerMsg::AbortAck));
-                self.events.push_back(ControlEvent::Abort { rank, code, msg });
+                self.events
+                    .push_back(ControlEvent::Abort { rank, code, msg });
             }
             ClientMsg::Finalize => {
                 let slot = &mut self.ranks[rank as usize];
@@ -469,7 +466,10 @@ mod tests {
         }
         // A wrong epoch is a protocol error, answered and closed.
         core.handle_frame(100, &frame(ClientMsg::Fence { epoch: 7 }));
-        assert!(matches!(drain(&mut core)[..], [(100, ServerMsg::Error { .. })]));
+        assert!(matches!(
+            drain(&mut core)[..],
+            [(100, ServerMsg::Error { .. })]
+        ));
         assert_eq!(core.poll_close(), Some(100));
     }
 
@@ -501,7 +501,10 @@ mod tests {
         core.handle_frame(1, &frame(ClientMsg::Finalize));
         assert_eq!(drain(&mut core), vec![(1, ServerMsg::FinalizeAck)]);
         core.handle_frame(0, &frame(ClientMsg::Fence { epoch: 1 }));
-        assert_eq!(drain(&mut core), vec![(0, ServerMsg::FenceDone { epoch: 1 })]);
+        assert_eq!(
+            drain(&mut core),
+            vec![(0, ServerMsg::FenceDone { epoch: 1 })]
+        );
         // A clean exit after finalize is not announced.
         core.rank_exited(1, ExitStatus::Exited(0));
         assert_eq!(drain(&mut core), vec![]);

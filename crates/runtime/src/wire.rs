@@ -448,7 +448,27 @@ mod tests {
             Err(WireError::BadUtf8)
         );
         assert_eq!(
-            ClientMsg::decode(&[tag::HELLO, b'X', b'F', b'B', b'T', 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            ClientMsg::decode(&[
+                tag::HELLO,
+                b'X',
+                b'F',
+                b'B',
+                b'T',
+                0,
+                1,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0
+            ]),
             Err(WireError::BadField("hello magic"))
         );
         // A string length near u32::MAX must not allocate or panic.

@@ -55,8 +55,11 @@ fn kvs(rounds: u32) -> Result<(), String> {
     }
     let t0 = Instant::now();
     for round in 0..rounds {
-        bs.put(&format!("card-{round}-{rank}"), &format!("addr-{round}-{rank}"))
-            .map_err(e)?;
+        bs.put(
+            &format!("card-{round}-{rank}"),
+            &format!("addr-{round}-{rank}"),
+        )
+        .map_err(e)?;
         bs.fence().map_err(e)?;
         for peer in 0..size {
             let v = bs.get(&format!("card-{round}-{peer}")).map_err(e)?;
@@ -137,7 +140,9 @@ fn runthrough(victim: u32) -> Result<(), String> {
         });
         if let Some((status, finalized)) = seen {
             if status != ExitStatus::Exited(3) || finalized {
-                return Err(format!("unexpected notice {status:?} finalized={finalized}"));
+                return Err(format!(
+                    "unexpected notice {status:?} finalized={finalized}"
+                ));
             }
             println!("ok rank {} saw rank {victim} exit with status 3", bs.rank());
             break;

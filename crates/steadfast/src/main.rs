@@ -9,7 +9,12 @@ use std::ffi::OsString;
 
 /// Steadfast: a fault-tolerant MPI.
 #[derive(Debug, Parser)]
-#[command(name = "steadfast", version, about, propagate_version = true)]
+#[command(
+    name = "steadfast",
+    version,
+    about = "Steadfast: a fault-tolerant MPI",
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -19,6 +24,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Launch an MPI job (also installed as `mpiexec` / `mpirun`).
+    ///
+    /// Starts PROGRAM as N ranks on this host. Output of every rank is forwarded line
+    /// by line; stdin goes to rank 0 only. The exit status is 0 if every rank exits 0;
+    /// otherwise the status of the first failed rank (128+signal if it was killed), the
+    /// MPI_Abort code, 124 after --timeout, or 128+signal if the launcher itself was
+    /// interrupted (the signal is forwarded to every rank first). MPICH and Open MPI
+    /// spellings such as `-np 4`, `-wdir DIR`, `-genv NAME VALUE` and `-x NAME=VALUE`
+    /// are accepted.
     Run(run::RunArgs),
     // Further subcommands go here, e.g.
     //   Sim(steadfast_sim::cli::SimArgs),

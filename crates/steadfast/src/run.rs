@@ -7,13 +7,7 @@ use std::time::Duration;
 use steadfast_runtime::launcher::{self, LaunchConfig, OnFailure};
 use steadfast_runtime::{FtMode, PathKind};
 
-/// Launch PROGRAM as N ranks of an MPI job on this host.
-///
-/// Output of every rank is forwarded line by line; stdin goes to rank 0 only. The exit
-/// status is 0 if every rank exits 0; otherwise the status of the first failed rank
-/// (128+signal if it was killed), the MPI_Abort code, 124 on --timeout, or 128+signal
-/// if the launcher itself was interrupted. MPICH/Open MPI spellings such as `-np 4`,
-/// `-wdir DIR`, `-genv NAME VALUE` and `-x NAME=VALUE` are accepted.
+/// Options of `steadfast run` (documented on `Command::Run`).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Environment given to each rank: STEADFAST_RANK, STEADFAST_SIZE, STEADFAST_LOCAL_RANK, \
@@ -78,7 +72,11 @@ pub struct RunArgs {
     pub program: OsString,
 
     /// Arguments passed to every rank.
-    #[arg(value_name = "ARGS", trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(
+        value_name = "ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     pub args: Vec<OsString>,
 }
 
@@ -110,7 +108,9 @@ pub enum OnFailureArg {
 }
 
 fn parse_secs(s: &str) -> Result<Duration, String> {
-    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
     Duration::try_from_secs_f64(v).map_err(|_| format!("{s:?} is not a valid duration"))
 }
 
@@ -236,7 +236,9 @@ fn collect_env(
             Some((k, v)) => ordered.push((pos, check_name(k)?, v.into())),
             None => match std::env::var_os(item) {
                 Some(v) => ordered.push((pos, check_name(item)?, v)),
-                None => eprintln!("steadfast run: warning: -x {item}: variable is not set; not exported"),
+                None => eprintln!(
+                    "steadfast run: warning: -x {item}: variable is not set; not exported"
+                ),
             },
         }
     }
@@ -277,12 +279,55 @@ mod tests {
     #[test]
     fn normalizes_mpich_spellings_but_not_program_args() {
         assert_eq!(
-            normalize_argv(v(&["/usr/bin/mpiexec", "-np", "4", "-genv", "A", "-np", "prog", "-np", "x"])),
-            v(&["/usr/bin/mpiexec", "run", "--np", "4", "--genv", "A", "-np", "prog", "-np", "x"])
+            normalize_argv(v(&[
+                "/usr/bin/mpiexec",
+                "-np",
+                "4",
+                "-genv",
+                "A",
+                "-np",
+                "prog",
+                "-np",
+                "x"
+            ])),
+            v(&[
+                "/usr/bin/mpiexec",
+                "run",
+                "--np",
+                "4",
+                "--genv",
+                "A",
+                "-np",
+                "prog",
+                "-np",
+                "x"
+            ])
         );
         assert_eq!(
-            normalize_argv(v(&["steadfast", "run", "-n", "2", "-wdir", "/tmp", "-x", "A=1", "sh", "-wdir"])),
-            v(&["steadfast", "run", "-n", "2", "--wdir", "/tmp", "-x", "A=1", "sh", "-wdir"])
+            normalize_argv(v(&[
+                "steadfast",
+                "run",
+                "-n",
+                "2",
+                "-wdir",
+                "/tmp",
+                "-x",
+                "A=1",
+                "sh",
+                "-wdir"
+            ])),
+            v(&[
+                "steadfast",
+                "run",
+                "-n",
+                "2",
+                "--wdir",
+                "/tmp",
+                "-x",
+                "A=1",
+                "sh",
+                "-wdir"
+            ])
         );
         assert_eq!(
             normalize_argv(v(&["steadfast", "sim", "-np"])),

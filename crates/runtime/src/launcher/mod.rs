@@ -213,7 +213,10 @@ impl Signals {
         for sig in [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             let flag = Arc::new(AtomicBool::new(false));
             ids.push(signal_hook::flag::register(sig, Arc::clone(&flag))?);
-            ids.push(signal_hook::low_level::pipe::register(sig, wake_tx.try_clone()?)?);
+            ids.push(signal_hook::low_level::pipe::register(
+                sig,
+                wake_tx.try_clone()?,
+            )?);
             flags.push((sig, flag));
         }
         Ok(Signals {
@@ -292,8 +295,12 @@ impl Launcher {
                 }
                 std::path::absolute(w).unwrap_or_else(|_| w.clone())
             }
-            None => std::env::current_dir()
-                .map_err(|e| (EXIT_SETUP, format!("cannot read the current directory: {e}")))?,
+            None => std::env::current_dir().map_err(|e| {
+                (
+                    EXIT_SETUP,
+                    format!("cannot read the current directory: {e}"),
+                )
+            })?,
         };
         let path_var = cfg
             .env
@@ -368,7 +375,11 @@ impl Launcher {
                 ..template.clone()
             };
             if let Err(e) = l.spawn_local(&exe, &env) {
-                let code = if e.kind() == ErrorKind::NotFound { 127 } else { 126 };
+                let code = if e.kind() == ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
                 l.stderr_sink.message(&format!(
                     "steadfast run: cannot start rank {}: {}: {e}",
                     place.rank,
@@ -528,7 +539,11 @@ impl Launcher {
         };
         self.stderr_sink
             .message(&format!("steadfast run: rank {rank} (pid {pid}) {what}"));
-        let code = if missing_finalize { 1 } else { status.shell_code() };
+        let code = if missing_finalize {
+            1
+        } else {
+            status.shell_code()
+        };
         self.exit_code.get_or_insert(code);
         if self.policy == OnFailure::Abort {
             self.begin_teardown(libc::SIGTERM, now);
@@ -633,7 +648,10 @@ impl Launcher {
                 }
             }
         }
-        let pipes_open = self.ranks.iter().any(|r| r.out.is_some() || r.err.is_some());
+        let pipes_open = self
+            .ranks
+            .iter()
+            .any(|r| r.out.is_some() || r.err.is_some());
         if pipes_open {
             let d = *self.drain_deadline.get_or_insert(now + DRAIN_WAIT);
             if now < d {
@@ -701,10 +719,18 @@ impl Launcher {
         }
         for (idx, r) in self.ranks.iter().enumerate() {
             if let Some(p) = &r.out {
-                add(p.fd.as_raw_fd(), sys::POLLIN, Token::Out(idx, StreamKind::Stdout));
+                add(
+                    p.fd.as_raw_fd(),
+                    sys::POLLIN,
+                    Token::Out(idx, StreamKind::Stdout),
+                );
             }
             if let Some(p) = &r.err {
-                add(p.fd.as_raw_fd(), sys::POLLIN, Token::Out(idx, StreamKind::Stderr));
+                add(
+                    p.fd.as_raw_fd(),
+                    sys::POLLIN,
+                    Token::Out(idx, StreamKind::Stderr),
+                );
             }
         }
         if let Some(p) = &self.stdin.pipe {
@@ -940,7 +966,11 @@ impl Launcher {
         // A closing connection gets one best-effort flush (its Error frame), no more.
         if c.closing || backlog > MAX_CONN_BACKLOG {
             if backlog > MAX_CONN_BACKLOG {
-                tracing::warn!(conn = id, backlog, "rank does not read its control connection; dropping it");
+                tracing::warn!(
+                    conn = id,
+                    backlog,
+                    "rank does not read its control connection; dropping it"
+                );
             }
             self.drop_conn(id);
         }
@@ -972,7 +1002,8 @@ impl Launcher {
             };
             for _ in 0..4 {
                 // SAFETY: reading into our own buffer from a descriptor we own.
-                let n = unsafe { libc::read(p.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+                let n =
+                    unsafe { libc::read(p.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
                 if n > 0 {
                     p.lines.push(&chunk[..n as usize], &mut out);
                     continue;

@@ -30,7 +30,11 @@ impl ProgramError {
 /// Resolves `program` to an absolute path. A name with a slash is taken relative to
 /// `cwd` (the ranks' working directory); a bare name is searched in `path_var` (the
 /// PATH the ranks will see), empty entries meaning the current directory.
-pub fn resolve(program: &OsStr, cwd: &Path, path_var: Option<&OsStr>) -> Result<PathBuf, ProgramError> {
+pub fn resolve(
+    program: &OsStr,
+    cwd: &Path,
+    path_var: Option<&OsStr>,
+) -> Result<PathBuf, ProgramError> {
     let shown = program.to_string_lossy().into_owned();
     if program.is_empty() {
         return Err(ProgramError::NotFound(shown));
@@ -83,7 +87,12 @@ mod tests {
     #[test]
     fn finds_sh_in_path_and_rejects_missing() {
         let cwd = std::env::current_dir().unwrap();
-        let sh = resolve(OsStr::new("sh"), &cwd, Some(OsStr::new("/nonexistent:/bin:/usr/bin"))).unwrap();
+        let sh = resolve(
+            OsStr::new("sh"),
+            &cwd,
+            Some(OsStr::new("/nonexistent:/bin:/usr/bin")),
+        )
+        .unwrap();
         assert!(sh.is_absolute() && sh.ends_with("sh"));
         assert!(matches!(
             resolve(OsStr::new("no-such-program-xyz"), &cwd, None),
