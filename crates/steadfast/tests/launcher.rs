@@ -640,3 +640,43 @@ fn help_describes_the_options() {
         assert!(r.stdout.contains(opt), "help lacks {opt}:\n{}", r.stdout);
     }
 }
+
+/// True if `pid` exists and is not a zombie.
+fn process_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.trim_start().as_bytes().first() != Some(&b'Z'))
+            .unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn ranks_die_with_a_sigkilled_launcher() {
+    let mut cmd = steadfast();
+    cmd.args(["run", "-n", "2", "sh", "-c", "echo $$; exec sleep 1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let pids: Vec<i32> = (0..2)
+        .map(|_| {
+            lines
+                .next()
+                .and_then(Result::ok)
+                .and_then(|l| l.trim().parse().ok())
+                .expect("rank pid")
+        })
+        .collect();
+    assert!(pids.iter().all(|p| process_alive(*p)));
+    child.kill().expect("SIGKILL launcher");
+    let _ = child.wait();
+    let t = Instant::now();
+    while pids.iter().any(|p| process_alive(*p)) {
+        assert!(t.elapsed() < Duration::from_secs(10), "ranks outlived the launcher");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -149,7 +149,7 @@ pub fn run(cfg: LaunchConfig) -> i32 {
     let mut errors = Sink::new(StreamKind::Stderr);
     match Launcher::setup(cfg) {
         Ok(mut l) => {
-            let code = l.run();
+            let code = exit_byte(l.run());
             tracing::debug!(code, "job finished");
             code
         }
@@ -418,6 +418,23 @@ impl Launcher {
             .process_group(0);
         if let Some(w) = &self.cfg.wdir {
             cmd.current_dir(w);
+        }
+        let launcher_pid = std::process::id() as i32;
+        // SAFETY: the closure runs between fork and exec and only makes
+        // async-signal-safe system calls (prctl, getppid).
+        unsafe {
+            cmd.pre_exec(move || {
+                // A rank must not outlive a launcher that was SIGKILLed (no teardown).
+                #[cfg(target_os = "linux")]
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The launcher may have died before the prctl took effect.
+                if libc::getppid() != launcher_pid {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
         }
         let give_stdin = env.rank == 0 && stdin_usable();
         cmd.stdin(if give_stdin {
@@ -1101,6 +1118,15 @@ impl Launcher {
     }
 }
 
+/// Maps a status to what a process can return (0..=255) without ever turning a
+/// failure into success: MPI_Abort(comm, 256) must not exit 0.
+fn exit_byte(code: i32) -> i32 {
+    match code & 0xff {
+        0 if code != 0 => 1,
+        c => c,
+    }
+}
+
 /// Whether we should forward our stdin: it must be open, and if it is a terminal we must
 /// be in its foreground process group (reading it from the background would stop us).
 fn stdin_usable() -> bool {
@@ -1114,4 +1140,30 @@ fn stdin_usable() -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_fit_a_byte_and_never_become_success() {
+        assert_eq!(exit_byte(0), 0);
+        assert_eq!(exit_byte(7), 7);
+        assert_eq!(exit_byte(255), 255);
+        assert_eq!(exit_byte(256), 1);
+        assert_eq!(exit_byte(-1), 255);
+        assert_eq!(exit_byte(-256), 1);
+        assert_eq!(exit_byte(300), 44);
+    }
+
+    #[test]
+    fn failure_policy_follows_ft_unless_given() {
+        let mut cfg = LaunchConfig::new(2, "true", vec![]);
+        assert_eq!(cfg.failure_policy(), OnFailure::Abort);
+        cfg.ft = FtMode::RunThrough;
+        assert_eq!(cfg.failure_policy(), OnFailure::Continue);
+        cfg.on_failure = Some(OnFailure::Abort);
+        assert_eq!(cfg.failure_policy(), OnFailure::Abort);
+    }
 }
