@@ -1,8 +1,8 @@
 //! A rank program for the launcher's tests: exercises the bootstrap client.
 //!
 //! Usage (under `steadfast run`): `bootstrap_probe MODE [ARG]` where MODE is one of
-//! `kvs [ROUNDS]`, `abort CODE`, `badkey`, `runthrough VICTIM`, `nofinalize`,
-//! `singleton`. Prints `ok ...` lines the tests check, and exits non-zero on any
+//! `kvs [ROUNDS]`, `fences [ROUNDS]`, `abort CODE`, `badkey`, `garbage`, `runthrough VICTIM`,
+//! `nofinalize`, `singleton`. Prints `ok ...` lines the tests check, and exits non-zero on any
 //! unexpected result.
 
 use std::time::{Duration, Instant};
@@ -18,6 +18,8 @@ fn main() {
         "badkey" => badkey(),
         "runthrough" => runthrough(arg.and_then(|a| a.parse().ok()).unwrap_or(1)),
         "nofinalize" => connect().map(|_| ()),
+        "garbage" => garbage(),
+        "fences" => fences(arg.and_then(|a| a.parse().ok()).unwrap_or(100)),
         "singleton" => match Bootstrap::from_env() {
             Ok(None) => {
                 println!("ok singleton");
@@ -158,5 +160,56 @@ fn runthrough(victim: u32) -> Result<(), String> {
     bs.fence().map_err(e)?;
     bs.finalize().map_err(e)?;
     println!("ok survivor {} finalized", bs.rank());
+    Ok(())
+}
+
+/// Sends junk on three raw connections (the launcher must refuse and count them, and
+/// keep serving), then bootstraps normally.
+fn garbage() -> Result<(), String> {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let env = steadfast_runtime::JobEnv::from_env()
+        .map_err(e)?
+        .ok_or("not started by a launcher")?;
+    let junk: [&[u8]; 3] = [
+        b"GET / HTTP/1.0\r\n\r\n",       // absurd length prefix
+        &[0, 0, 0, 5, 0xee, 1, 2, 3, 4], // well framed, unknown message
+        b"",                             // connect and hang up
+    ];
+    for bytes in junk {
+        let mut s = TcpStream::connect(env.control).map_err(|err| err.to_string())?;
+        s.write_all(bytes).map_err(|err| err.to_string())?;
+        if !bytes.is_empty() {
+            // The launcher closes without answering.
+            let mut buf = [0u8; 16];
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => {}
+                Ok(n) => return Err(format!("launcher answered junk with {n} bytes")),
+            }
+        }
+    }
+    let mut bs = Bootstrap::connect(env).map_err(e)?;
+    bs.fence().map_err(e)?;
+    bs.finalize().map_err(e)?;
+    println!("ok garbage rank {}", bs.rank());
+    Ok(())
+}
+
+/// Times `rounds` back-to-back fences (rank 0 prints the mean).
+fn fences(rounds: u32) -> Result<(), String> {
+    let mut bs = connect()?;
+    bs.fence().map_err(e)?;
+    let t0 = Instant::now();
+    for _ in 0..rounds {
+        bs.fence().map_err(e)?;
+    }
+    let per = t0.elapsed().as_secs_f64() * 1e6 / f64::from(rounds.max(1));
+    bs.finalize().map_err(e)?;
+    if bs.rank() == 0 {
+        println!(
+            "ok fences {rounds} over {} ranks: {per:.0} us each",
+            bs.size()
+        );
+    }
     Ok(())
 }

@@ -521,6 +521,18 @@ fn wrong_job_key_is_rejected_and_counted() {
 }
 
 #[test]
+fn junk_on_the_control_port_is_refused_and_counted() {
+    let r = probe_run(&["-n", "1"], &["garbage"]);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.stdout, "ok garbage rank 0\n");
+    assert!(
+        r.stderr.contains("refused 3 control connection(s)"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn exit_without_finalize_is_a_failure() {
     let r = probe_run(&["-n", "2"], &["nofinalize"]);
     assert_eq!(r.code(), 1, "{}", r.stderr);
@@ -676,7 +688,10 @@ fn ranks_die_with_a_sigkilled_launcher() {
     let _ = child.wait();
     let t = Instant::now();
     while pids.iter().any(|p| process_alive(*p)) {
-        assert!(t.elapsed() < Duration::from_secs(10), "ranks outlived the launcher");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "ranks outlived the launcher"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }

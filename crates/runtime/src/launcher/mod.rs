@@ -374,6 +374,11 @@ impl Launcher {
                 local_size: place.local_size,
                 ..template.clone()
             };
+            // Accept early connections as we go so a large job never overflows the
+            // listen backlog while it is still spawning.
+            if place.rank % 16 == 15 {
+                l.accept_all();
+            }
             if let Err(e) = l.spawn_local(&exe, &env) {
                 let code = if e.kind() == ErrorKind::NotFound {
                     127
@@ -538,6 +543,14 @@ impl Launcher {
         }
         proc_.status = Some(status);
         let pid = proc_.pid;
+        if idx == 0 {
+            // Nobody reads stdin any more: stop consuming ours.
+            self.stdin = StdinFwd {
+                pipe: None,
+                buf: Vec::new(),
+                input_open: false,
+            };
+        }
         let ever_connected = proc_.ever_connected;
         self.core.rank_exited(rank, status);
         tracing::debug!(rank, pid, %status, finalized, "rank exited");
@@ -581,9 +594,13 @@ impl Launcher {
         }
         if let Some(t) = &self.teardown {
             if !t.killed && now >= t.kill_at && !self.all_gone() {
-                let left = self.ranks.iter().filter(|r| r.status.is_none()).count();
+                let left = self
+                    .ranks
+                    .iter()
+                    .filter(|r| r.status.is_none() || (r.pid > 0 && sys::group_alive(r.pid)))
+                    .count();
                 self.stderr_sink.message(&format!(
-                    "steadfast run: {left} rank(s) still running {} s after SIGTERM; sending SIGKILL",
+                    "steadfast run: processes of {left} rank(s) still running {} s after SIGTERM; sending SIGKILL",
                     self.cfg.kill_grace.as_secs_f64()
                 ));
                 self.kill_all(now);
