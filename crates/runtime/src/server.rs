@@ -34,8 +34,8 @@ pub enum RejectReason {
 /// Job-level consequences of control traffic, for the launcher to act on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ControlEvent {
-    /// A rank authenticated.
-    Connected { rank: u32 },
+    /// A rank authenticated on connection `conn`.
+    Connected { rank: u32, conn: ConnId },
     /// A rank called MPI_Abort.
     Abort { rank: u32, code: i32, msg: String },
     /// A rank reached MPI_Finalize.
@@ -256,7 +256,8 @@ impl ControlCore {
         slot.conn = Some(conn);
         self.conns.insert(conn, rank);
         self.out.push_back((conn, ServerMsg::Welcome { size }));
-        self.events.push_back(ControlEvent::Connected { rank });
+        self.events
+            .push_back(ControlEvent::Connected { rank, conn });
     }
 
     fn handle_request(&mut self, conn: ConnId, rank: u32, msg: ClientMsg) {
@@ -367,7 +368,10 @@ mod tests {
             core.poll_transmit(),
             Some((conn, ServerMsg::Welcome { size: core.size() }))
         );
-        assert_eq!(core.poll_event(), Some(ControlEvent::Connected { rank }));
+        assert_eq!(
+            core.poll_event(),
+            Some(ControlEvent::Connected { rank, conn })
+        );
     }
 
     fn drain(core: &mut ControlCore) -> Vec<(ConnId, ServerMsg)> {

@@ -929,15 +929,13 @@ impl Launcher {
     fn on_control_event(&mut self, ev: ControlEvent) {
         let now = Instant::now();
         match ev {
-            ControlEvent::Connected { rank } => {
+            ControlEvent::Connected { rank, conn } => {
                 if let Some(r) = self.ranks.get_mut(rank as usize) {
                     r.ever_connected = true;
                 }
                 // The connection is authenticated now: no hello deadline.
-                if let Some(id) = self.conn_of(rank) {
-                    if let Some(c) = self.conns.get_mut(&id) {
-                        c.hello_deadline = None;
-                    }
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.hello_deadline = None;
                 }
                 tracing::debug!(rank, "rank connected");
             }
@@ -963,13 +961,6 @@ impl Launcher {
                 tracing::debug!(epoch, elapsed = ?self.start.elapsed(), "fence complete")
             }
         }
-    }
-
-    fn conn_of(&self, rank: u32) -> Option<ConnId> {
-        self.conns
-            .keys()
-            .copied()
-            .find(|id| self.core.rank_of(*id) == Some(rank))
     }
 
     fn flush_conn(&mut self, id: ConnId) {
