@@ -1,1 +1,23 @@
-//! placeholder
+//! Steadfast runtime: how ranks find each other.
+//!
+//! - [`Bootstrap`] (client, in every rank): reads the job from `STEADFAST_*` variables
+//!   ([`env`]), connects to the launcher's control server, and offers a key-value space
+//!   (`put`/`get`), a barrier (`fence`), `abort`, `finalize`, and asynchronous launcher
+//!   notices (`poll_events`).
+//! - [`launcher`] (server, `steadfast run`): spawns the ranks, runs the control server
+//!   (protocol logic in the sans-IO [`server::ControlCore`]), forwards output and
+//!   signals, and tears the job down.
+//! - [`wire`]: the length-prefixed control protocol shared by both sides.
+
+pub mod client;
+pub mod env;
+pub mod error;
+pub mod event;
+pub mod launcher;
+pub mod server;
+pub mod wire;
+
+pub use client::Bootstrap;
+pub use env::{FtMode, JobEnv, PathKind};
+pub use error::BootstrapError;
+pub use event::{ExitStatus, LauncherEvent};

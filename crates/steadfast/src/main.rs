@@ -1,1 +1,67 @@
-fn main() {}
+//! `steadfast`: the command-line program of the Steadfast MPI.
+//!
+//! Invoked as `mpiexec` or `mpirun` (a link to this binary) it behaves as `steadfast run`.
+
+mod run;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::ffi::OsString;
+
+/// Steadfast: a fault-tolerant MPI.
+#[derive(Debug, Parser)]
+#[command(
+    name = "steadfast",
+    version,
+    about = "Steadfast: a fault-tolerant MPI",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// One variant per subcommand; each is one call in `main`.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Launch an MPI job (also installed as `mpiexec` / `mpirun`).
+    ///
+    /// Starts PROGRAM as N ranks on this host. Output of every rank is forwarded line
+    /// by line; stdin goes to rank 0 only. The exit status is 0 if every rank exits 0;
+    /// otherwise the status of the first failed rank (128+signal if it was killed), the
+    /// MPI_Abort code, 124 after --timeout, or 128+signal if the launcher itself was
+    /// interrupted (the signal is forwarded to every rank first). MPICH and Open MPI
+    /// spellings such as `-np 4`, `-wdir DIR`, `-genv NAME VALUE` and `-x NAME=VALUE`
+    /// are accepted.
+    Run(run::RunArgs),
+    // Further subcommands go here, e.g.
+    //   Sim(steadfast_sim::cli::SimArgs),
+    //   Bench(steadfast_bench::cli::BenchArgs),
+}
+
+fn main() {
+    init_logging();
+    let argv = run::normalize_argv(std::env::args_os().collect::<Vec<OsString>>());
+    let matches = Cli::command().get_matches_from(argv);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let code = match cli.command {
+        Command::Run(args) => {
+            let sub = matches.subcommand_matches("run");
+            run::execute(args, sub)
+        }
+    };
+    std::process::exit(code);
+}
+
+/// `STEADFAST_LOG` (e.g. `debug`, `steadfast_runtime=trace`) enables logs on stderr;
+/// they are off by default.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("STEADFAST_LOG").unwrap_or_else(|_| EnvFilter::new("off"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

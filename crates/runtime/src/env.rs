@@ -1,0 +1,257 @@
+//! The environment contract between `steadfast run` and each rank.
+//!
+//! The launcher sets every variable below; a process started without `STEADFAST_RANK`
+//! is a singleton. Parsing lives here, in one place, for both sides.
+
+use crate::error::BootstrapError;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// This process's rank in the world, `0..STEADFAST_SIZE`.
+pub const RANK: &str = "STEADFAST_RANK";
+/// Number of ranks in the world.
+pub const SIZE: &str = "STEADFAST_SIZE";
+/// This process's index among the ranks on its host.
+pub const LOCAL_RANK: &str = "STEADFAST_LOCAL_RANK";
+/// Number of ranks on this host.
+pub const LOCAL_SIZE: &str = "STEADFAST_LOCAL_SIZE";
+/// Random hex string unique to the job.
+pub const JOBID: &str = "STEADFAST_JOBID";
+/// Random 64-bit secret, 16 hex digits, proven to the launcher on connect.
+pub const JOB_KEY: &str = "STEADFAST_JOB_KEY";
+/// Private (mode 0700) per-job directory, removed by the launcher at job end.
+pub const JOBDIR: &str = "STEADFAST_JOBDIR";
+/// `IP:PORT` of the launcher's control server.
+pub const CONTROL: &str = "STEADFAST_CONTROL";
+/// Data path between ranks: `shm` or `tcp`.
+pub const PATH: &str = "STEADFAST_PATH";
+/// Fault-tolerance mode: `abort` or `run-through`.
+pub const FT: &str = "STEADFAST_FT";
+
+/// Transport the ranks should use between themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PathKind {
+    /// Shared-memory rings (same host).
+    #[default]
+    Shm,
+    /// TCP sockets.
+    Tcp,
+}
+
+/// What happens to the job when a rank dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FtMode {
+    /// Tear the whole job down (classic MPI behaviour).
+    #[default]
+    Abort,
+    /// Survivors keep running and are told which rank died.
+    RunThrough,
+}
+
+/// A value that names no known variant.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown value {0:?}")]
+pub struct UnknownValue(pub String);
+
+impl FromStr for PathKind {
+    type Err = UnknownValue;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "shm" => Ok(PathKind::Shm),
+            "tcp" => Ok(PathKind::Tcp),
+            _ => Err(UnknownValue(s.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for PathKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PathKind::Shm => "shm",
+            PathKind::Tcp => "tcp",
+        })
+    }
+}
+
+impl FromStr for FtMode {
+    type Err = UnknownValue;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "abort" => Ok(FtMode::Abort),
+            "run-through" => Ok(FtMode::RunThrough),
+            _ => Err(UnknownValue(s.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for FtMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FtMode::Abort => "abort",
+            FtMode::RunThrough => "run-through",
+        })
+    }
+}
+
+/// Everything the launcher told a rank through its environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobEnv {
+    /// World rank.
+    pub rank: u32,
+    /// World size.
+    pub size: u32,
+    /// Rank among the ranks on this host.
+    pub local_rank: u32,
+    /// Ranks on this host.
+    pub local_size: u32,
+    /// Job identifier (hex).
+    pub jobid: String,
+    /// Job secret.
+    pub job_key: u64,
+    /// Per-job private directory.
+    pub jobdir: PathBuf,
+    /// Launcher control server address.
+    pub control: SocketAddr,
+    /// Data path between ranks.
+    pub path: PathKind,
+    /// Fault-tolerance mode.
+    pub ft: FtMode,
+}
+
+impl JobEnv {
+    /// Reads the contract from the process environment. `Ok(None)` means singleton
+    /// (no `STEADFAST_RANK`); any other missing or malformed variable is an error.
+    pub fn from_env() -> Result<Option<JobEnv>, BootstrapError> {
+        Self::from_lookup(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    /// Same as [`JobEnv::from_env`] with an arbitrary variable source (for tests).
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<JobEnv>, BootstrapError> {
+        if get(RANK).is_none() {
+            return Ok(None);
+        }
+        let var = |name: &'static str| get(name).ok_or(BootstrapError::MissingVar(name));
+        fn parse<T: FromStr>(name: &'static str, value: String) -> Result<T, BootstrapError>
+        where
+            T::Err: fmt::Display,
+        {
+            value.parse::<T>().map_err(|e| BootstrapError::BadVar {
+                name,
+                reason: format!("{value:?}: {e}"),
+            })
+        }
+        let env = JobEnv {
+            rank: parse(RANK, var(RANK)?)?,
+            size: parse(SIZE, var(SIZE)?)?,
+            local_rank: parse(LOCAL_RANK, var(LOCAL_RANK)?)?,
+            local_size: parse(LOCAL_SIZE, var(LOCAL_SIZE)?)?,
+            jobid: var(JOBID)?,
+            job_key: {
+                let raw = var(JOB_KEY)?;
+                u64::from_str_radix(&raw, 16).map_err(|e| BootstrapError::BadVar {
+                    name: JOB_KEY,
+                    reason: e.to_string(),
+                })?
+            },
+            jobdir: PathBuf::from(var(JOBDIR)?),
+            control: parse(CONTROL, var(CONTROL)?)?,
+            path: parse(PATH, var(PATH)?)?,
+            ft: parse(FT, var(FT)?)?,
+        };
+        let bad = |name, reason: &str| BootstrapError::BadVar {
+            name,
+            reason: reason.to_owned(),
+        };
+        if env.size == 0 {
+            return Err(bad(SIZE, "world size is zero"));
+        }
+        if env.rank >= env.size {
+            return Err(bad(RANK, "rank is not below the world size"));
+        }
+        if env.local_size == 0 || env.local_size > env.size {
+            return Err(bad(LOCAL_SIZE, "local size outside 1..=size"));
+        }
+        if env.local_rank >= env.local_size {
+            return Err(bad(LOCAL_RANK, "local rank is not below the local size"));
+        }
+        if env.jobid.is_empty() || !env.jobid.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad(JOBID, "job id must be non-empty hex"));
+        }
+        Ok(Some(env))
+    }
+
+    /// The variables a launcher must set for this rank, as (name, value) pairs.
+    pub fn to_vars(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (RANK, self.rank.to_string()),
+            (SIZE, self.size.to_string()),
+            (LOCAL_RANK, self.local_rank.to_string()),
+            (LOCAL_SIZE, self.local_size.to_string()),
+            (JOBID, self.jobid.clone()),
+            (JOB_KEY, format!("{:016x}", self.job_key)),
+            (JOBDIR, self.jobdir.to_string_lossy().into_owned()),
+            (CONTROL, self.control.to_string()),
+            (PATH, self.path.to_string()),
+            (FT, self.ft.to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn sample() -> JobEnv {
+        JobEnv {
+            rank: 3,
+            size: 8,
+            local_rank: 3,
+            local_size: 8,
+            jobid: "00ff12ab".into(),
+            job_key: 0x0123_4567_89ab_cdef,
+            jobdir: "/dev/shm/steadfast-00ff12ab".into(),
+            control: "127.0.0.1:4567".parse().unwrap(),
+            path: PathKind::Tcp,
+            ft: FtMode::RunThrough,
+        }
+    }
+
+    #[test]
+    fn vars_roundtrip() {
+        let env = sample();
+        let map: HashMap<_, _> = env.to_vars().into_iter().collect();
+        let back = JobEnv::from_lookup(|k| map.get(k).cloned())
+            .unwrap()
+            .unwrap();
+        assert_eq!(back, env);
+    }
+
+    #[test]
+    fn singleton_and_errors() {
+        assert_eq!(JobEnv::from_lookup(|_| None).unwrap(), None);
+        let env = sample();
+        let mut map: HashMap<_, _> = env.to_vars().into_iter().collect();
+        map.remove(CONTROL);
+        assert!(matches!(
+            JobEnv::from_lookup(|k| map.get(k).cloned()),
+            Err(BootstrapError::MissingVar(CONTROL))
+        ));
+        let mut map: HashMap<_, _> = env.to_vars().into_iter().collect();
+        map.insert(RANK, "8".into());
+        assert!(matches!(
+            JobEnv::from_lookup(|k| map.get(k).cloned()),
+            Err(BootstrapError::BadVar { name: RANK, .. })
+        ));
+        let mut map: HashMap<_, _> = env.to_vars().into_iter().collect();
+        map.insert(FT, "sometimes".into());
+        assert!(matches!(
+            JobEnv::from_lookup(|k| map.get(k).cloned()),
+            Err(BootstrapError::BadVar { name: FT, .. })
+        ));
+    }
+}

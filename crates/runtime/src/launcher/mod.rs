@@ -1,0 +1,1177 @@
+//! `steadfast run`: spawn the ranks of a single-host job, serve their control
+//! connections, forward their output, and tear the job down cleanly.
+//!
+//! One thread runs one `poll(2)` loop over: a self-pipe woken by signals (SIGCHLD,
+//! SIGINT, SIGTERM, SIGHUP), the control listener and connections, every rank's stdout
+//! and stderr pipe, and the stdin forwarding to rank 0. The control protocol logic lives
+//! in the sans-IO [`crate::server::ControlCore`]; this module only moves bytes and
+//! manages processes.
+//!
+//! Multi-host later: ranks are described by [`RankPlacement`] (host, local rank); a
+//! remote-start agent (ssh, `ip netns exec`) would replace `spawn_local` for ranks whose
+//! host is not this one, and the control server would bind a routable address.
+
+mod jobdir;
+pub mod output;
+pub mod program;
+mod sys;
+
+use crate::env::{FtMode, JobEnv, PathKind};
+use crate::event::{signal_name, ExitStatus};
+use crate::server::{ConnId, ControlCore, ControlEvent};
+use crate::wire::FrameBuf;
+use jobdir::JobDir;
+use output::{LineBuffer, Sink, StreamKind};
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Exit status when `--timeout` expires (as timeout(1)).
+pub const EXIT_TIMEOUT: i32 = 124;
+/// Exit status for launcher setup errors (bad working directory, no job directory, ...).
+pub const EXIT_SETUP: i32 = 1;
+/// An unauthenticated control connection is dropped after this long.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// After SIGKILL, give up waiting for unkillable processes after this long.
+const KILL_WAIT: Duration = Duration::from_secs(5);
+/// After the last rank exited, wait this long for its pipes to reach end-of-file
+/// (a descendant that escaped the process group may keep them open).
+const DRAIN_WAIT: Duration = Duration::from_secs(1);
+/// While tearing down, re-check process groups this often.
+const TEARDOWN_TICK: Duration = Duration::from_millis(50);
+/// Bytes buffered from our stdin for rank 0 before we stop reading.
+const STDIN_BUFFER: usize = 64 * 1024;
+/// A rank that does not read its control connection is dropped past this backlog.
+const MAX_CONN_BACKLOG: usize = 64 << 20;
+
+/// What to do with the job when a rank fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Tear the whole job down.
+    Abort,
+    /// Keep the survivors running.
+    Continue,
+}
+
+/// Everything `steadfast run` needs to start a job.
+#[derive(Debug, Clone)]
+pub struct LaunchConfig {
+    /// Number of ranks.
+    pub np: u32,
+    /// Program as given by the user (searched in PATH if it has no slash).
+    pub program: OsString,
+    /// Program arguments.
+    pub args: Vec<OsString>,
+    /// Working directory of the ranks (default: the launcher's).
+    pub wdir: Option<PathBuf>,
+    /// Environment additions/overrides, applied in order over the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Data path the ranks should use.
+    pub path: PathKind,
+    /// Fault-tolerance mode told to the ranks.
+    pub ft: FtMode,
+    /// Teardown policy; `None` follows `ft` (abort → Abort, run-through → Continue).
+    pub on_failure: Option<OnFailure>,
+    /// Kill the job after this long.
+    pub timeout: Option<Duration>,
+    /// Prefix output lines with `[1,R]<stdout>: ` / `[1,R]<stderr>: `.
+    pub tag_output: bool,
+    /// Time between SIGTERM and SIGKILL at teardown.
+    pub kill_grace: Duration,
+}
+
+impl LaunchConfig {
+    /// A configuration with defaults for everything but the ranks and program.
+    pub fn new(np: u32, program: impl Into<OsString>, args: Vec<OsString>) -> Self {
+        LaunchConfig {
+            np,
+            program: program.into(),
+            args,
+            wdir: None,
+            env: Vec::new(),
+            path: PathKind::Shm,
+            ft: FtMode::Abort,
+            on_failure: None,
+            timeout: None,
+            tag_output: false,
+            kill_grace: Duration::from_secs(2),
+        }
+    }
+
+    /// The effective failure policy.
+    pub fn failure_policy(&self) -> OnFailure {
+        self.on_failure.unwrap_or(match self.ft {
+            FtMode::Abort => OnFailure::Abort,
+            FtMode::RunThrough => OnFailure::Continue,
+        })
+    }
+}
+
+/// Where a rank runs. Single-host jobs put every rank on host 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RankPlacement {
+    /// World rank.
+    pub rank: u32,
+    /// Index of the host in the host list (0 = this host).
+    pub host: usize,
+    /// Rank among the ranks on that host.
+    pub local_rank: u32,
+    /// Ranks on that host.
+    pub local_size: u32,
+}
+
+/// Places `np` ranks on this host.
+pub fn place_single_host(np: u32) -> Vec<RankPlacement> {
+    (0..np)
+        .map(|rank| RankPlacement {
+            rank,
+            host: 0,
+            local_rank: rank,
+            local_size: np,
+        })
+        .collect()
+}
+
+/// Runs the job to completion and returns the launcher's exit status.
+///
+/// Reaps *every* child of the calling process (it becomes a child subreaper), so call it
+/// from a process that has no other children of its own, such as the `steadfast` binary.
+pub fn run(cfg: LaunchConfig) -> i32 {
+    let mut errors = Sink::new(StreamKind::Stderr);
+    match Launcher::setup(cfg) {
+        Ok(mut l) => {
+            let code = exit_byte(l.run());
+            tracing::debug!(code, "job finished");
+            code
+        }
+        Err((code, msg)) => {
+            errors.message(&format!("steadfast run: {msg}"));
+            code
+        }
+    }
+}
+
+struct Pipe {
+    fd: OwnedFd,
+    lines: LineBuffer,
+}
+
+struct RankProc {
+    pid: i32,
+    status: Option<ExitStatus>,
+    ever_connected: bool,
+    out: Option<Pipe>,
+    err: Option<Pipe>,
+}
+
+struct Conn {
+    stream: TcpStream,
+    rbuf: FrameBuf,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Set until the peer authenticates.
+    hello_deadline: Option<Instant>,
+    closing: bool,
+}
+
+/// Rank 0's stdin, fed from ours.
+struct StdinFwd {
+    pipe: Option<OwnedFd>,
+    buf: Vec<u8>,
+    input_open: bool,
+}
+
+struct Teardown {
+    kill_at: Instant,
+    killed: bool,
+    give_up_at: Option<Instant>,
+}
+
+/// Signals the launcher handles, each with a flag set by its handler.
+struct Signals {
+    wake_rx: UnixStream,
+    flags: Vec<(i32, Arc<AtomicBool>)>,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl Signals {
+    fn install() -> std::io::Result<Signals> {
+        let (wake_rx, wake_tx) = UnixStream::pair()?;
+        wake_rx.set_nonblocking(true)?;
+        wake_tx.set_nonblocking(true)?;
+        let mut flags = Vec::new();
+        let mut ids = Vec::new();
+        for sig in [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            let flag = Arc::new(AtomicBool::new(false));
+            ids.push(signal_hook::flag::register(sig, Arc::clone(&flag))?);
+            ids.push(signal_hook::low_level::pipe::register(
+                sig,
+                wake_tx.try_clone()?,
+            )?);
+            flags.push((sig, flag));
+        }
+        Ok(Signals {
+            wake_rx,
+            flags,
+            ids,
+        })
+    }
+
+    fn take(&self, sig: i32) -> bool {
+        self.flags
+            .iter()
+            .any(|(s, f)| *s == sig && f.swap(false, Ordering::SeqCst))
+    }
+
+    fn drain_wake(&mut self) {
+        let mut b = [0u8; 64];
+        while matches!(self.wake_rx.read(&mut b), Ok(n) if n > 0) {}
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Token {
+    Wake,
+    Listener,
+    Conn(ConnId),
+    Out(usize, StreamKind),
+    StdinIn,
+    StdinOut,
+}
+
+struct Launcher {
+    cfg: LaunchConfig,
+    policy: OnFailure,
+    signals: Signals,
+    listener: TcpListener,
+    core: ControlCore,
+    conns: HashMap<ConnId, Conn>,
+    next_conn: ConnId,
+    ranks: Vec<RankProc>,
+    pid_to_rank: HashMap<i32, usize>,
+    stdin: StdinFwd,
+    stdout_sink: Sink,
+    stderr_sink: Sink,
+    start: Instant,
+    deadline: Option<Instant>,
+    timed_out: bool,
+    teardown: Option<Teardown>,
+    drain_deadline: Option<Instant>,
+    exit_code: Option<i32>,
+    // Dropped last: removes the directory after every rank is gone.
+    _jobdir: JobDir,
+}
+
+impl Launcher {
+    fn setup(cfg: LaunchConfig) -> Result<Launcher, (i32, String)> {
+        let start = Instant::now();
+        if cfg.np == 0 {
+            return Err((EXIT_SETUP, "the number of ranks must be at least 1".into()));
+        }
+        let cwd = match &cfg.wdir {
+            Some(w) => {
+                if !w.is_dir() {
+                    return Err((
+                        EXIT_SETUP,
+                        format!("working directory {} does not exist", w.display()),
+                    ));
+                }
+                std::path::absolute(w).unwrap_or_else(|_| w.clone())
+            }
+            None => std::env::current_dir().map_err(|e| {
+                (
+                    EXIT_SETUP,
+                    format!("cannot read the current directory: {e}"),
+                )
+            })?,
+        };
+        let path_var = cfg
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var_os("PATH"));
+        let exe = program::resolve(&cfg.program, &cwd, path_var.as_deref())
+            .map_err(|e| (e.exit_code(), e.to_string()))?;
+
+        let rand = |what: &str| {
+            sys::random_u64().map_err(|e| (EXIT_SETUP, format!("cannot get random {what}: {e}")))
+        };
+        let jobid = format!("{:016x}", rand("job id")?);
+        let job_key = rand("job key")?;
+        let jobdir = JobDir::create(&jobid)
+            .map_err(|e| (EXIT_SETUP, format!("cannot create the job directory: {e}")))?;
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            .map_err(|e| (EXIT_SETUP, format!("cannot open the control port: {e}")))?;
+        let control: SocketAddr = listener
+            .local_addr()
+            .map_err(|e| (EXIT_SETUP, format!("control port: {e}")))?;
+        let signals = Signals::install()
+            .map_err(|e| (EXIT_SETUP, format!("cannot install signal handlers: {e}")))?;
+        sys::become_subreaper();
+
+        let mut l = Launcher {
+            policy: cfg.failure_policy(),
+            core: ControlCore::new(cfg.np, job_key),
+            deadline: cfg.timeout.map(|t| start + t),
+            cfg,
+            signals,
+            listener,
+            conns: HashMap::new(),
+            next_conn: 1,
+            ranks: Vec::new(),
+            pid_to_rank: HashMap::new(),
+            stdin: StdinFwd {
+                pipe: None,
+                buf: Vec::new(),
+                input_open: false,
+            },
+            stdout_sink: Sink::new(StreamKind::Stdout),
+            stderr_sink: Sink::new(StreamKind::Stderr),
+            start,
+            timed_out: false,
+            teardown: None,
+            drain_deadline: None,
+            exit_code: None,
+            _jobdir: jobdir,
+        };
+        let template = JobEnv {
+            rank: 0,
+            size: l.cfg.np,
+            local_rank: 0,
+            local_size: l.cfg.np,
+            jobid,
+            job_key,
+            jobdir: l._jobdir.path().to_path_buf(),
+            control,
+            path: l.cfg.path,
+            ft: l.cfg.ft,
+        };
+        tracing::debug!(np = l.cfg.np, exe = %exe.display(), %control, jobdir = %template.jobdir.display(), "starting job");
+        for place in place_single_host(l.cfg.np) {
+            let env = JobEnv {
+                rank: place.rank,
+                local_rank: place.local_rank,
+                local_size: place.local_size,
+                ..template.clone()
+            };
+            // Accept early connections as we go so a large job never overflows the
+            // listen backlog while it is still spawning.
+            if place.rank % 16 == 15 {
+                l.accept_all();
+            }
+            if let Err(e) = l.spawn_local(&exe, &env) {
+                let code = if e.kind() == ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
+                l.stderr_sink.message(&format!(
+                    "steadfast run: cannot start rank {}: {}: {e}",
+                    place.rank,
+                    l.cfg.program.to_string_lossy()
+                ));
+                l.exit_code.get_or_insert(code);
+                // Ranks never started count as exited so the job can finish.
+                let now = Instant::now();
+                for r in place.rank..l.cfg.np {
+                    l.ranks.push(RankProc {
+                        pid: 0,
+                        status: Some(ExitStatus::Exited(code)),
+                        ever_connected: false,
+                        out: None,
+                        err: None,
+                    });
+                    l.core.rank_exited(r, ExitStatus::Exited(code));
+                }
+                l.begin_teardown(libc::SIGTERM, now);
+                break;
+            }
+        }
+        tracing::debug!(elapsed = ?l.start.elapsed(), "all ranks spawned");
+        Ok(l)
+    }
+
+    /// Starts one rank on this host, in its own process group.
+    fn spawn_local(&mut self, exe: &Path, env: &JobEnv) -> std::io::Result<()> {
+        let mut cmd = Command::new(exe);
+        cmd.arg0(&self.cfg.program)
+            .args(&self.cfg.args)
+            .envs(self.cfg.env.iter().map(|(k, v)| (k, v)))
+            .envs(env.to_vars())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let Some(w) = &self.cfg.wdir {
+            cmd.current_dir(w);
+        }
+        let launcher_pid = std::process::id() as i32;
+        // SAFETY: the closure runs between fork and exec and only makes
+        // async-signal-safe system calls (prctl, getppid).
+        unsafe {
+            cmd.pre_exec(move || {
+                // A rank must not outlive a launcher that was SIGKILLed (no teardown).
+                #[cfg(target_os = "linux")]
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The launcher may have died before the prctl took effect.
+                if libc::getppid() != launcher_pid {
+                    return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+                }
+                Ok(())
+            });
+        }
+        let give_stdin = env.rank == 0 && stdin_usable();
+        cmd.stdin(if give_stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        });
+        let mut child = cmd.spawn()?;
+        let pid = child.id() as i32;
+        let tag = self.cfg.tag_output;
+        let pipe = |fd: Option<OwnedFd>, kind| -> std::io::Result<Option<Pipe>> {
+            let Some(fd) = fd else { return Ok(None) };
+            sys::set_nonblocking(fd.as_raw_fd(), true)?;
+            Ok(Some(Pipe {
+                fd,
+                lines: LineBuffer::new(env.rank, kind, tag),
+            }))
+        };
+        let out = pipe(child.stdout.take().map(OwnedFd::from), StreamKind::Stdout)?;
+        let err = pipe(child.stderr.take().map(OwnedFd::from), StreamKind::Stderr)?;
+        if let Some(sin) = child.stdin.take() {
+            let fd = OwnedFd::from(sin);
+            sys::set_nonblocking(fd.as_raw_fd(), true)?;
+            self.stdin.pipe = Some(fd);
+            self.stdin.input_open = true;
+        }
+        // The child is reaped by `reap`, not through `Child`; dropping it does not wait.
+        drop(child);
+        tracing::debug!(rank = env.rank, pid, "rank spawned");
+        self.pid_to_rank.insert(pid, self.ranks.len());
+        self.ranks.push(RankProc {
+            pid,
+            status: None,
+            ever_connected: false,
+            out,
+            err,
+        });
+        Ok(())
+    }
+
+    fn run(&mut self) -> i32 {
+        loop {
+            let now = Instant::now();
+            self.handle_signals(now);
+            self.check_timers(now);
+            self.pump_core();
+            if self.is_done(now) {
+                break;
+            }
+            self.poll_once(now);
+        }
+        if self.core.rejected() > 0 {
+            self.stderr_sink.message(&format!(
+                "steadfast run: refused {} control connection(s) (wrong job key or malformed handshake)",
+                self.core.rejected()
+            ));
+        }
+        self.exit_code.unwrap_or(0)
+    }
+
+    fn handle_signals(&mut self, now: Instant) {
+        // Reap on every pass: cheap, and immune to coalesced SIGCHLDs.
+        self.signals.take(libc::SIGCHLD);
+        while let Some((pid, status)) = sys::reap_one() {
+            match self.pid_to_rank.get(&pid).copied() {
+                Some(idx) => self.on_rank_exit(idx, status, now),
+                None => tracing::debug!(pid, %status, "reaped a descendant"),
+            }
+        }
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            if self.signals.take(sig) {
+                self.on_signal(sig, now);
+            }
+        }
+    }
+
+    fn on_signal(&mut self, sig: i32, now: Instant) {
+        if self.teardown.is_some() && self.exit_code.is_some() {
+            // A second interrupt means "now": skip the grace period.
+            self.stderr_sink.message(&format!(
+                "steadfast run: received {} again; killing all ranks",
+                signal_name(sig)
+            ));
+            self.kill_all(now);
+            return;
+        }
+        self.stderr_sink.message(&format!(
+            "steadfast run: received {}; forwarding it to all ranks",
+            signal_name(sig)
+        ));
+        self.exit_code.get_or_insert(128 + sig);
+        self.begin_teardown(sig, now);
+    }
+
+    fn on_rank_exit(&mut self, idx: usize, status: ExitStatus, now: Instant) {
+        let rank = idx as u32;
+        let finalized = self.core.is_finalized(rank);
+        let proc_ = &mut self.ranks[idx];
+        if proc_.status.is_some() {
+            return;
+        }
+        proc_.status = Some(status);
+        let pid = proc_.pid;
+        if idx == 0 {
+            // Nobody reads stdin any more: stop consuming ours.
+            self.stdin = StdinFwd {
+                pipe: None,
+                buf: Vec::new(),
+                input_open: false,
+            };
+        }
+        let ever_connected = proc_.ever_connected;
+        self.core.rank_exited(rank, status);
+        tracing::debug!(rank, pid, %status, finalized, "rank exited");
+        if self.teardown.is_some() {
+            // Exits during teardown are the teardown's doing, not new failures.
+            return;
+        }
+        let missing_finalize = status.success() && ever_connected && !finalized;
+        if status.success() && !missing_finalize {
+            return;
+        }
+        let what = if missing_finalize {
+            "exited with status 0 without calling MPI_Finalize".to_owned()
+        } else {
+            status.to_string()
+        };
+        self.stderr_sink
+            .message(&format!("steadfast run: rank {rank} (pid {pid}) {what}"));
+        let code = if missing_finalize {
+            1
+        } else {
+            status.shell_code()
+        };
+        self.exit_code.get_or_insert(code);
+        if self.policy == OnFailure::Abort {
+            self.begin_teardown(libc::SIGTERM, now);
+        }
+    }
+
+    fn check_timers(&mut self, now: Instant) {
+        if let Some(d) = self.deadline {
+            if now >= d && !self.timed_out && self.ranks.iter().any(|r| r.status.is_none()) {
+                self.timed_out = true;
+                let secs = self.cfg.timeout.map(|t| t.as_secs_f64()).unwrap_or(0.0);
+                self.stderr_sink.message(&format!(
+                    "steadfast run: job timed out after {secs} s; killing all ranks"
+                ));
+                self.exit_code.get_or_insert(EXIT_TIMEOUT);
+                self.begin_teardown(libc::SIGTERM, now);
+            }
+        }
+        if let Some(t) = &self.teardown {
+            if !t.killed && now >= t.kill_at && !self.all_gone() {
+                let left = self
+                    .ranks
+                    .iter()
+                    .filter(|r| r.status.is_none() || (r.pid > 0 && sys::group_alive(r.pid)))
+                    .count();
+                self.stderr_sink.message(&format!(
+                    "steadfast run: processes of {left} rank(s) still running {} s after SIGTERM; sending SIGKILL",
+                    self.cfg.kill_grace.as_secs_f64()
+                ));
+                self.kill_all(now);
+            }
+        }
+        let expired: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.hello_deadline.is_some_and(|d| now >= d))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            tracing::debug!(conn = id, "control connection never authenticated");
+            self.drop_conn(id);
+        }
+    }
+
+    /// Sends `sig` to every rank's process group and starts the SIGKILL countdown.
+    fn begin_teardown(&mut self, sig: i32, now: Instant) {
+        if self.teardown.is_none() {
+            self.teardown = Some(Teardown {
+                kill_at: now + self.cfg.kill_grace,
+                killed: false,
+                give_up_at: None,
+            });
+        }
+        self.signal_all(sig);
+    }
+
+    fn kill_all(&mut self, now: Instant) {
+        self.signal_all(libc::SIGKILL);
+        let t = self.teardown.get_or_insert(Teardown {
+            kill_at: now,
+            killed: true,
+            give_up_at: None,
+        });
+        t.killed = true;
+        t.give_up_at = Some(now + KILL_WAIT);
+    }
+
+    fn signal_all(&mut self, sig: i32) {
+        for r in &self.ranks {
+            // Each rank leads its own group (pgid == pid); the group outlives the
+            // leader while descendants remain, and we are their reaper.
+            if r.pid > 0 && sys::kill_group(r.pid, sig) {
+                tracing::debug!(pid = r.pid, sig, "signalled process group");
+            }
+        }
+    }
+
+    fn all_gone(&self) -> bool {
+        self.ranks
+            .iter()
+            .all(|r| r.status.is_some() && (r.pid == 0 || !sys::group_alive(r.pid)))
+    }
+
+    fn is_done(&mut self, now: Instant) -> bool {
+        if self.ranks.iter().any(|r| r.status.is_none()) {
+            return false;
+        }
+        match &self.teardown {
+            None => {
+                if !self.all_gone() {
+                    // Ranks are done but left processes behind in their groups.
+                    tracing::debug!("cleaning up leftover processes");
+                    self.begin_teardown(libc::SIGTERM, now);
+                    return false;
+                }
+            }
+            Some(t) => {
+                let gave_up = t.give_up_at.is_some_and(|g| now >= g);
+                if !self.all_gone() && !gave_up {
+                    return false;
+                }
+                if gave_up && !self.all_gone() {
+                    self.stderr_sink.message(
+                        "steadfast run: some processes could not be killed; giving up on them",
+                    );
+                }
+            }
+        }
+        let pipes_open = self
+            .ranks
+            .iter()
+            .any(|r| r.out.is_some() || r.err.is_some());
+        if pipes_open {
+            let d = *self.drain_deadline.get_or_insert(now + DRAIN_WAIT);
+            if now < d {
+                return false;
+            }
+        }
+        self.flush_partial_lines();
+        true
+    }
+
+    fn flush_partial_lines(&mut self) {
+        for idx in 0..self.ranks.len() {
+            for kind in [StreamKind::Stdout, StreamKind::Stderr] {
+                self.close_pipe(idx, kind);
+            }
+        }
+    }
+
+    fn next_timeout(&self, now: Instant) -> Option<Duration> {
+        let mut soonest: Option<Instant> = None;
+        let mut consider = |t: Instant| {
+            soonest = Some(soonest.map_or(t, |s| s.min(t)));
+        };
+        if let Some(d) = self.deadline {
+            if !self.timed_out {
+                consider(d);
+            }
+        }
+        if let Some(t) = &self.teardown {
+            consider(now + TEARDOWN_TICK);
+            if !t.killed {
+                consider(t.kill_at);
+            }
+            if let Some(g) = t.give_up_at {
+                consider(g);
+            }
+        }
+        if let Some(d) = self.drain_deadline {
+            consider(d);
+        }
+        for c in self.conns.values() {
+            if let Some(d) = c.hello_deadline {
+                consider(d);
+            }
+        }
+        soonest.map(|t| t.saturating_duration_since(now))
+    }
+
+    fn poll_once(&mut self, now: Instant) {
+        let mut fds = Vec::with_capacity(4 + self.conns.len() + 2 * self.ranks.len());
+        let mut tokens = Vec::with_capacity(fds.capacity());
+        let mut add = |fd: RawFd, ev: i16, t: Token| {
+            fds.push(sys::pollfd(fd, ev));
+            tokens.push(t);
+        };
+        add(self.signals.wake_rx.as_raw_fd(), sys::POLLIN, Token::Wake);
+        add(self.listener.as_raw_fd(), sys::POLLIN, Token::Listener);
+        for (id, c) in &self.conns {
+            let ev = if c.wpos < c.wbuf.len() {
+                sys::POLLIN | sys::POLLOUT
+            } else {
+                sys::POLLIN
+            };
+            add(c.stream.as_raw_fd(), ev, Token::Conn(*id));
+        }
+        for (idx, r) in self.ranks.iter().enumerate() {
+            if let Some(p) = &r.out {
+                add(
+                    p.fd.as_raw_fd(),
+                    sys::POLLIN,
+                    Token::Out(idx, StreamKind::Stdout),
+                );
+            }
+            if let Some(p) = &r.err {
+                add(
+                    p.fd.as_raw_fd(),
+                    sys::POLLIN,
+                    Token::Out(idx, StreamKind::Stderr),
+                );
+            }
+        }
+        if let Some(p) = &self.stdin.pipe {
+            if self.stdin.input_open && self.stdin.buf.len() < STDIN_BUFFER {
+                add(0, sys::POLLIN, Token::StdinIn);
+            }
+            if !self.stdin.buf.is_empty() {
+                add(p.as_raw_fd(), sys::POLLOUT, Token::StdinOut);
+            }
+        }
+        let timeout = self.next_timeout(now);
+        match sys::poll(&mut fds, timeout) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "poll failed");
+                std::thread::sleep(Duration::from_millis(10));
+                return;
+            }
+        }
+        for (pfd, token) in fds.iter().zip(tokens) {
+            let rev = pfd.revents;
+            if rev == 0 {
+                continue;
+            }
+            match token {
+                Token::Wake => self.signals.drain_wake(),
+                Token::Listener => self.accept_all(),
+                Token::Conn(id) => {
+                    if rev & (sys::POLLIN | sys::POLLERRS) != 0 {
+                        self.conn_readable(id);
+                    }
+                    if rev & sys::POLLOUT != 0 {
+                        self.flush_conn(id);
+                    }
+                }
+                Token::Out(idx, kind) => self.pipe_readable(idx, kind),
+                Token::StdinIn => self.stdin_readable(),
+                Token::StdinOut => self.stdin_writable(),
+            }
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, peer)) => {
+                    let id = self.next_conn;
+                    self.next_conn += 1;
+                    if self.conns.len() >= 4 * self.cfg.np as usize + 64 {
+                        tracing::warn!(%peer, "too many control connections; refusing");
+                        self.core.unauthenticated_closed(id);
+                        continue;
+                    }
+                    if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    tracing::debug!(conn = id, %peer, "control connection accepted");
+                    self.conns.insert(
+                        id,
+                        Conn {
+                            stream,
+                            rbuf: FrameBuf::new(),
+                            wbuf: Vec::new(),
+                            wpos: 0,
+                            hello_deadline: Some(Instant::now() + HELLO_TIMEOUT),
+                            closing: false,
+                        },
+                    );
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    break;
+                }
+            }
+        }
+    }
+
+    fn conn_readable(&mut self, id: ConnId) {
+        let mut chunk = [0u8; 16 * 1024];
+        // Bounded per wake-up so one chatty rank cannot starve the others.
+        for _ in 0..16 {
+            let Some(c) = self.conns.get_mut(&id) else {
+                return;
+            };
+            if c.closing {
+                return;
+            }
+            match c.stream.read(&mut chunk) {
+                Ok(0) => {
+                    tracing::debug!(conn = id, "control connection closed by peer");
+                    self.drop_conn(id);
+                    return;
+                }
+                Ok(n) => {
+                    c.rbuf.extend(&chunk[..n]);
+                    self.process_frames(id);
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!(conn = id, error = %e, "control connection failed");
+                    self.drop_conn(id);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn process_frames(&mut self, id: ConnId) {
+        loop {
+            let Some(c) = self.conns.get_mut(&id) else {
+                return;
+            };
+            if c.closing {
+                return;
+            }
+            match c.rbuf.next_body() {
+                Ok(Some(body)) => self.core.handle_frame(id, &body),
+                Ok(None) => return,
+                Err(e) => self.core.framing_error(id, e),
+            }
+            // Apply closes (and authentication) before reading the next frame.
+            self.pump_core();
+        }
+    }
+
+    /// Moves the control core's output to the sockets and acts on its events.
+    fn pump_core(&mut self) {
+        let mut touched = Vec::new();
+        while let Some((id, msg)) = self.core.poll_transmit() {
+            let Some(c) = self.conns.get_mut(&id) else {
+                continue;
+            };
+            match msg.encode() {
+                Ok(frame) => {
+                    c.wbuf.extend_from_slice(&frame);
+                    touched.push(id);
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot encode reply"),
+            }
+        }
+        while let Some(id) = self.core.poll_close() {
+            if let Some(c) = self.conns.get_mut(&id) {
+                c.closing = true;
+                touched.push(id);
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for id in touched {
+            self.flush_conn(id);
+        }
+        while let Some(ev) = self.core.poll_event() {
+            self.on_control_event(ev);
+        }
+    }
+
+    fn on_control_event(&mut self, ev: ControlEvent) {
+        let now = Instant::now();
+        match ev {
+            ControlEvent::Connected { rank, conn } => {
+                if let Some(r) = self.ranks.get_mut(rank as usize) {
+                    r.ever_connected = true;
+                }
+                // The connection is authenticated now: no hello deadline.
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.hello_deadline = None;
+                }
+                tracing::debug!(rank, "rank connected");
+            }
+            ControlEvent::Abort { rank, code, msg } => {
+                if self.teardown.is_some() {
+                    return;
+                }
+                self.stderr_sink.message(&format!(
+                    "steadfast run: rank {rank} called MPI_Abort with code {code}: {msg}"
+                ));
+                self.exit_code
+                    .get_or_insert(if code == 0 { 1 } else { code });
+                self.begin_teardown(libc::SIGTERM, now);
+            }
+            ControlEvent::Finalized { rank } => tracing::debug!(rank, "rank finalized"),
+            ControlEvent::Rejected { conn, reason } => {
+                tracing::warn!(conn, ?reason, "control connection refused");
+            }
+            ControlEvent::ProtocolError { rank, error } => {
+                tracing::warn!(rank, %error, "protocol error on control connection");
+            }
+            ControlEvent::FenceDone { epoch } => {
+                tracing::debug!(epoch, elapsed = ?self.start.elapsed(), "fence complete")
+            }
+        }
+    }
+
+    fn flush_conn(&mut self, id: ConnId) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        while c.wpos < c.wbuf.len() {
+            match c.stream.write(&c.wbuf[c.wpos..]) {
+                Ok(0) => break,
+                Ok(n) => c.wpos += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::debug!(conn = id, error = %e, "write to control connection failed");
+                    self.drop_conn(id);
+                    return;
+                }
+            }
+        }
+        if c.wpos == c.wbuf.len() {
+            c.wbuf.clear();
+            c.wpos = 0;
+        } else if c.wpos > 64 * 1024 {
+            c.wbuf.drain(..c.wpos);
+            c.wpos = 0;
+        }
+        let backlog = c.wbuf.len() - c.wpos;
+        // A closing connection gets one best-effort flush (its Error frame), no more.
+        if c.closing || backlog > MAX_CONN_BACKLOG {
+            if backlog > MAX_CONN_BACKLOG {
+                tracing::warn!(
+                    conn = id,
+                    backlog,
+                    "rank does not read its control connection; dropping it"
+                );
+            }
+            self.drop_conn(id);
+        }
+    }
+
+    fn drop_conn(&mut self, id: ConnId) {
+        let Some(c) = self.conns.remove(&id) else {
+            return;
+        };
+        if self.core.rank_of(id).is_some() {
+            self.core.conn_closed(id);
+        } else if !c.closing {
+            // Closed or timed out before authenticating (refusals were counted already).
+            self.core.unauthenticated_closed(id);
+        }
+    }
+
+    fn pipe_readable(&mut self, idx: usize, kind: StreamKind) {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut out = Vec::new();
+        let mut eof = false;
+        {
+            let r = &mut self.ranks[idx];
+            let Some(p) = (match kind {
+                StreamKind::Stdout => r.out.as_mut(),
+                StreamKind::Stderr => r.err.as_mut(),
+            }) else {
+                return;
+            };
+            for _ in 0..4 {
+                // SAFETY: reading into our own buffer from a descriptor we own.
+                let n =
+                    unsafe { libc::read(p.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+                if n > 0 {
+                    p.lines.push(&chunk[..n as usize], &mut out);
+                    continue;
+                }
+                if n == 0 {
+                    eof = true;
+                } else {
+                    let err = std::io::Error::last_os_error();
+                    match err.kind() {
+                        ErrorKind::WouldBlock => {}
+                        ErrorKind::Interrupted => continue,
+                        _ => eof = true,
+                    }
+                }
+                break;
+            }
+        }
+        self.sink(kind).write(&out);
+        if eof {
+            self.close_pipe(idx, kind);
+        }
+    }
+
+    fn close_pipe(&mut self, idx: usize, kind: StreamKind) {
+        let r = &mut self.ranks[idx];
+        let pipe = match kind {
+            StreamKind::Stdout => r.out.take(),
+            StreamKind::Stderr => r.err.take(),
+        };
+        if let Some(mut p) = pipe {
+            let mut out = Vec::new();
+            p.lines.finish(&mut out);
+            self.sink(kind).write(&out);
+        }
+    }
+
+    fn sink(&mut self, kind: StreamKind) -> &mut Sink {
+        match kind {
+            StreamKind::Stdout => &mut self.stdout_sink,
+            StreamKind::Stderr => &mut self.stderr_sink,
+        }
+    }
+
+    fn stdin_readable(&mut self) {
+        let mut chunk = vec![0u8; STDIN_BUFFER];
+        // One read per readiness report: stdin stays blocking (it is shared with our
+        // parent), and a single read after POLLIN does not block.
+        // SAFETY: reading into our own buffer.
+        let n = unsafe { libc::read(0, chunk.as_mut_ptr().cast(), chunk.len()) };
+        if n > 0 {
+            self.stdin.buf.extend_from_slice(&chunk[..n as usize]);
+            self.stdin_writable();
+        } else if n == 0 || std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
+            self.stdin.input_open = false;
+            if self.stdin.buf.is_empty() {
+                // End of input: close rank 0's stdin so it sees EOF.
+                self.stdin.pipe = None;
+            }
+        }
+    }
+
+    fn stdin_writable(&mut self) {
+        let Some(p) = &self.stdin.pipe else {
+            self.stdin.buf.clear();
+            return;
+        };
+        while !self.stdin.buf.is_empty() {
+            // SAFETY: writing from our own buffer to a descriptor we own.
+            let n = unsafe {
+                libc::write(
+                    p.as_raw_fd(),
+                    self.stdin.buf.as_ptr().cast(),
+                    self.stdin.buf.len(),
+                )
+            };
+            if n >= 0 {
+                self.stdin.buf.drain(..n as usize);
+                continue;
+            }
+            match std::io::Error::last_os_error().kind() {
+                ErrorKind::WouldBlock => return,
+                ErrorKind::Interrupted => continue,
+                _ => {
+                    // Rank 0 closed its stdin (or exited): stop consuming ours.
+                    self.stdin.pipe = None;
+                    self.stdin.buf.clear();
+                    self.stdin.input_open = false;
+                    return;
+                }
+            }
+        }
+        if !self.stdin.input_open {
+            self.stdin.pipe = None;
+        }
+    }
+}
+
+/// Maps a status to what a process can return (0..=255) without ever turning a
+/// failure into success: MPI_Abort(comm, 256) must not exit 0.
+fn exit_byte(code: i32) -> i32 {
+    match code & 0xff {
+        0 if code != 0 => 1,
+        c => c,
+    }
+}
+
+/// Whether we should forward our stdin: it must be open, and if it is a terminal we must
+/// be in its foreground process group (reading it from the background would stop us).
+fn stdin_usable() -> bool {
+    // SAFETY: plain integer system calls on descriptor 0.
+    unsafe {
+        if libc::fcntl(0, libc::F_GETFD) < 0 {
+            return false;
+        }
+        if libc::isatty(0) == 1 {
+            return libc::tcgetpgrp(0) == libc::getpgrp();
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_fit_a_byte_and_never_become_success() {
+        assert_eq!(exit_byte(0), 0);
+        assert_eq!(exit_byte(7), 7);
+        assert_eq!(exit_byte(255), 255);
+        assert_eq!(exit_byte(256), 1);
+        assert_eq!(exit_byte(-1), 255);
+        assert_eq!(exit_byte(-256), 1);
+        assert_eq!(exit_byte(300), 44);
+    }
+
+    #[test]
+    fn failure_policy_follows_ft_unless_given() {
+        let mut cfg = LaunchConfig::new(2, "true", vec![]);
+        assert_eq!(cfg.failure_policy(), OnFailure::Abort);
+        cfg.ft = FtMode::RunThrough;
+        assert_eq!(cfg.failure_policy(), OnFailure::Continue);
+        cfg.on_failure = Some(OnFailure::Abort);
+        assert_eq!(cfg.failure_policy(), OnFailure::Abort);
+    }
+}

@@ -1,0 +1,579 @@
+//! Launcher side of the control protocol as a sans-IO state machine.
+//!
+//! The launcher's event loop feeds it frames (`handle_frame`), connection closures and
+//! rank exits, and drains replies (`poll_transmit`), connections to drop (`poll_close`)
+//! and job-level events (`poll_event`). No sockets, clocks or threads in here, so every
+//! rule (authentication, key-value space, fence counting) is unit-tested directly.
+
+use crate::event::{ExitStatus, LauncherEvent};
+use crate::wire::{ClientMsg, ServerMsg, WireError, PROTOCOL_VERSION};
+use std::collections::{HashMap, VecDeque};
+
+/// Identifies one accepted connection; chosen by the I/O layer, never reused.
+pub type ConnId = u64;
+
+/// Why a connection was dropped before it was authenticated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RejectReason {
+    /// The first frame did not decode.
+    Malformed(WireError),
+    /// The first message was not `Hello`.
+    NotHello,
+    /// Wrong protocol version.
+    Version(u16),
+    /// The key did not match the job key.
+    BadKey,
+    /// The claimed rank is outside the world.
+    BadRank(u32),
+    /// The rank already has a live connection, or has exited.
+    DuplicateRank(u32),
+    /// The peer closed or timed out before authenticating.
+    Incomplete,
+}
+
+/// Job-level consequences of control traffic, for the launcher to act on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ControlEvent {
+    /// A rank authenticated on connection `conn`.
+    Connected { rank: u32, conn: ConnId },
+    /// A rank called MPI_Abort.
+    Abort { rank: u32, code: i32, msg: String },
+    /// A rank reached MPI_Finalize.
+    Finalized { rank: u32 },
+    /// A connection was refused before authentication (counted in `rejected`).
+    Rejected { conn: ConnId, reason: RejectReason },
+    /// An authenticated rank sent something invalid; its connection is closed.
+    ProtocolError { rank: u32, error: String },
+    /// A barrier completed.
+    FenceDone { epoch: u64 },
+}
+
+#[derive(Debug, Default, Clone)]
+struct RankSlot {
+    conn: Option<ConnId>,
+    finalized: bool,
+    exited: bool,
+    in_fence: bool,
+}
+
+/// Control server state: authentication, key-value space, fences and notices.
+#[derive(Debug)]
+pub struct ControlCore {
+    key: u64,
+    ranks: Vec<RankSlot>,
+    /// Authenticated connections and their rank.
+    conns: HashMap<ConnId, u32>,
+    kvs: HashMap<String, String>,
+    /// Connections blocked in `get` on a key nobody has put yet.
+    waiters: HashMap<String, Vec<ConnId>>,
+    fence_epoch: u64,
+    /// Live ranks (not exited, not finalized) that have not yet entered the fence.
+    fence_pending: u32,
+    fence_arrived: u32,
+    out: VecDeque<(ConnId, ServerMsg)>,
+    close: VecDeque<ConnId>,
+    events: VecDeque<ControlEvent>,
+    rejected: u64,
+}
+
+impl ControlCore {
+    /// A server for a job of `size` ranks protected by `key`.
+    pub fn new(size: u32, key: u64) -> Self {
+        ControlCore {
+            key,
+            ranks: vec![RankSlot::default(); size as usize],
+            conns: HashMap::new(),
+            kvs: HashMap::new(),
+            waiters: HashMap::new(),
+            fence_epoch: 0,
+            fence_pending: size,
+            fence_arrived: 0,
+            out: VecDeque::new(),
+            close: VecDeque::new(),
+            events: VecDeque::new(),
+            rejected: 0,
+        }
+    }
+
+    /// World size.
+    pub fn size(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+
+    /// Connections refused so far (bad key, malformed handshake, duplicates, ...).
+    pub fn rejected(&self) -> u64 {
+        self.rejected
+    }
+
+    /// Whether `rank` has authenticated at some point and still holds a connection.
+    pub fn is_connected(&self, rank: u32) -> bool {
+        self.slot(rank).is_some_and(|s| s.conn.is_some())
+    }
+
+    /// Whether `rank` reached MPI_Finalize.
+    pub fn is_finalized(&self, rank: u32) -> bool {
+        self.slot(rank).is_some_and(|s| s.finalized)
+    }
+
+    /// The rank served by an authenticated connection.
+    pub fn rank_of(&self, conn: ConnId) -> Option<u32> {
+        self.conns.get(&conn).copied()
+    }
+
+    /// Feeds one frame body received on `conn`.
+    pub fn handle_frame(&mut self, conn: ConnId, body: &[u8]) {
+        let msg = ClientMsg::decode(body);
+        match (self.conns.get(&conn).copied(), msg) {
+            (None, Ok(ClientMsg::Hello { version, rank, key })) => {
+                self.handle_hello(conn, version, rank, key)
+            }
+            (None, Ok(_)) => self.reject(conn, RejectReason::NotHello),
+            (None, Err(e)) => self.reject(conn, RejectReason::Malformed(e)),
+            (Some(rank), Ok(msg)) => self.handle_request(conn, rank, msg),
+            (Some(rank), Err(e)) => self.protocol_error(conn, rank, e.to_string()),
+        }
+    }
+
+    /// Reports that the framing of `conn`'s byte stream is broken (bad length prefix).
+    pub fn framing_error(&mut self, conn: ConnId, error: WireError) {
+        match self.conns.get(&conn).copied() {
+            Some(rank) => self.protocol_error(conn, rank, error.to_string()),
+            None => self.reject(conn, RejectReason::Malformed(error)),
+        }
+    }
+
+    /// Reports that a connection that never authenticated was closed or timed out.
+    pub fn unauthenticated_closed(&mut self, conn: ConnId) {
+        if !self.conns.contains_key(&conn) {
+            self.reject(conn, RejectReason::Incomplete);
+        }
+    }
+
+    /// Reports that `conn` is gone (peer closed, I/O error, or after `poll_close`).
+    pub fn conn_closed(&mut self, conn: ConnId) {
+        if let Some(rank) = self.conns.remove(&conn) {
+            if let Some(slot) = self.ranks.get_mut(rank as usize) {
+                if slot.conn == Some(conn) {
+                    slot.conn = None;
+                }
+            }
+        }
+        for list in self.waiters.values_mut() {
+            list.retain(|c| *c != conn);
+        }
+        self.waiters.retain(|_, list| !list.is_empty());
+    }
+
+    /// Records that `rank`'s process ended; notifies every connected survivor unless
+    /// the rank finalized and exited cleanly, and lets a fence complete without it.
+    pub fn rank_exited(&mut self, rank: u32, status: ExitStatus) {
+        let Some(slot) = self.ranks.get_mut(rank as usize) else {
+            return;
+        };
+        if slot.exited {
+            return;
+        }
+        slot.exited = true;
+        let finalized = slot.finalized;
+        // Finalized ranks already left the fence count at finalize time.
+        if !finalized {
+            if slot.in_fence {
+                self.fence_arrived = self.fence_arrived.saturating_sub(1);
+            } else {
+                self.fence_pending = self.fence_pending.saturating_sub(1);
+            }
+        }
+        slot.in_fence = false;
+        if !(finalized && status.success()) {
+            let ev = LauncherEvent::RankExited {
+                rank,
+                status,
+                finalized,
+            };
+            let targets: Vec<ConnId> = self
+                .ranks
+                .iter()
+                .filter(|s| !s.exited)
+                .filter_map(|s| s.conn)
+                .collect();
+            for conn in targets {
+                self.out.push_back((conn, ServerMsg::Event(ev.clone())));
+            }
+        }
+        self.try_complete_fence();
+    }
+
+    /// Next reply to write: (connection, message).
+    pub fn poll_transmit(&mut self) -> Option<(ConnId, ServerMsg)> {
+        self.out.pop_front()
+    }
+
+    /// Next connection to close (after writing what was queued for it before).
+    pub fn poll_close(&mut self) -> Option<ConnId> {
+        self.close.pop_front()
+    }
+
+    /// Next job-level event.
+    pub fn poll_event(&mut self) -> Option<ControlEvent> {
+        self.events.pop_front()
+    }
+
+    fn slot(&self, rank: u32) -> Option<&RankSlot> {
+        self.ranks.get(rank as usize)
+    }
+
+    fn reject(&mut self, conn: ConnId, reason: RejectReason) {
+        self.rejected += 1;
+        self.close.push_back(conn);
+        self.events
+            .push_back(ControlEvent::Rejected { conn, reason });
+    }
+
+    fn protocol_error(&mut self, conn: ConnId, rank: u32, error: String) {
+        self.out
+            .push_back((conn, ServerMsg::Error { msg: error.clone() }));
+        self.close.push_back(conn);
+        self.conn_closed(conn);
+        self.events
+            .push_back(ControlEvent::ProtocolError { rank, error });
+    }
+
+    fn handle_hello(&mut self, conn: ConnId, version: u16, rank: u32, key: u64) {
+        // Compare the key without an early exit so timing does not reveal matching bits.
+        if (key ^ self.key) != 0 {
+            return self.reject(conn, RejectReason::BadKey);
+        }
+        if version != PROTOCOL_VERSION {
+            return self.reject(conn, RejectReason::Version(version));
+        }
+        let size = self.size();
+        let Some(slot) = self.ranks.get_mut(rank as usize) else {
+            return self.reject(conn, RejectReason::BadRank(rank));
+        };
+        if slot.conn.is_some() || slot.exited || slot.finalized {
+            return self.reject(conn, RejectReason::DuplicateRank(rank));
+        }
+        slot.conn = Some(conn);
+        self.conns.insert(conn, rank);
+        self.out.push_back((conn, ServerMsg::Welcome { size }));
+        self.events
+            .push_back(ControlEvent::Connected { rank, conn });
+    }
+
+    fn handle_request(&mut self, conn: ConnId, rank: u32, msg: ClientMsg) {
+        match msg {
+            ClientMsg::Hello { .. } => {
+                self.protocol_error(conn, rank, "second Hello on a connection".into())
+            }
+            ClientMsg::Put { key, value } => {
+                if let Some(waiting) = self.waiters.remove(&key) {
+                    for w in waiting {
+                        self.out.push_back((
+                            w,
+                            ServerMsg::Value {
+                                key: key.clone(),
+                                value: value.clone(),
+                            },
+                        ));
+                    }
+                }
+                self.kvs.insert(key, value);
+            }
+            ClientMsg::Get { key } => match self.kvs.get(&key) {
+                Some(value) => {
+                    let value = value.clone();
+                    self.out.push_back((conn, ServerMsg::Value { key, value }));
+                }
+                None => self.waiters.entry(key).or_default().push(conn),
+            },
+            ClientMsg::Fence { epoch } => {
+                let idx = rank as usize;
+                if epoch != self.fence_epoch {
+                    let msg = format!("fence epoch {epoch}, expected {}", self.fence_epoch);
+                    return self.protocol_error(conn, rank, msg);
+                }
+                let slot = &mut self.ranks[idx];
+                if slot.in_fence || slot.finalized {
+                    return self.protocol_error(conn, rank, "fence entered twice".into());
+                }
+                slot.in_fence = true;
+                self.fence_pending = self.fence_pending.saturating_sub(1);
+                self.fence_arrived += 1;
+                self.try_complete_fence();
+            }
+            ClientMsg::Abort { code, msg } => {
+                self.out.push_back((conn, ServerMsg::AbortAck));
+                self.events
+                    .push_back(ControlEvent::Abort { rank, code, msg });
+            }
+            ClientMsg::Finalize => {
+                let slot = &mut self.ranks[rank as usize];
+                if slot.finalized {
+                    return self.protocol_error(conn, rank, "finalize called twice".into());
+                }
+                slot.finalized = true;
+                // A finalized rank no longer takes part in fences.
+                self.fence_pending = self.fence_pending.saturating_sub(1);
+                self.out.push_back((conn, ServerMsg::FinalizeAck));
+                self.events.push_back(ControlEvent::Finalized { rank });
+                self.try_complete_fence();
+            }
+        }
+    }
+
+    fn try_complete_fence(&mut self) {
+        if self.fence_pending > 0 || self.fence_arrived == 0 {
+            return;
+        }
+        let epoch = self.fence_epoch;
+        let mut live = 0;
+        for slot in &mut self.ranks {
+            if slot.in_fence {
+                slot.in_fence = false;
+                if let Some(conn) = slot.conn {
+                    self.out.push_back((conn, ServerMsg::FenceDone { epoch }));
+                }
+            }
+            if !slot.exited && !slot.finalized {
+                live += 1;
+            }
+        }
+        self.fence_epoch += 1;
+        self.fence_pending = live;
+        self.fence_arrived = 0;
+        self.events.push_back(ControlEvent::FenceDone { epoch });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: u64 = 0x1234_5678_9abc_def0;
+
+    fn frame(m: ClientMsg) -> Vec<u8> {
+        m.encode().unwrap()[4..].to_vec()
+    }
+
+    fn hello(core: &mut ControlCore, conn: ConnId, rank: u32) {
+        core.handle_frame(
+            conn,
+            &frame(ClientMsg::Hello {
+                version: PROTOCOL_VERSION,
+                rank,
+                key: KEY,
+            }),
+        );
+        assert_eq!(
+            core.poll_transmit(),
+            Some((conn, ServerMsg::Welcome { size: core.size() }))
+        );
+        assert_eq!(
+            core.poll_event(),
+            Some(ControlEvent::Connected { rank, conn })
+        );
+    }
+
+    fn drain(core: &mut ControlCore) -> Vec<(ConnId, ServerMsg)> {
+        std::iter::from_fn(|| core.poll_transmit()).collect()
+    }
+
+    #[test]
+    fn wrong_key_and_garbage_are_rejected_and_counted() {
+        let mut core = ControlCore::new(2, KEY);
+        core.handle_frame(
+            1,
+            &frame(ClientMsg::Hello {
+                version: PROTOCOL_VERSION,
+                rank: 0,
+                key: KEY ^ 1,
+            }),
+        );
+        core.handle_frame(2, &[0xee, 1, 2]);
+        core.handle_frame(3, &frame(ClientMsg::Get { key: "x".into() }));
+        core.handle_frame(
+            4,
+            &frame(ClientMsg::Hello {
+                version: PROTOCOL_VERSION,
+                rank: 2,
+                key: KEY,
+            }),
+        );
+        assert_eq!(core.rejected(), 4);
+        assert_eq!(drain(&mut core), vec![]);
+        let closed: Vec<_> = std::iter::from_fn(|| core.poll_close()).collect();
+        assert_eq!(closed, vec![1, 2, 3, 4]);
+        let events: Vec<_> = std::iter::from_fn(|| core.poll_event()).collect();
+        assert_eq!(events.len(), 4);
+        assert!(matches!(
+            events[0],
+            ControlEvent::Rejected {
+                conn: 1,
+                reason: RejectReason::BadKey
+            }
+        ));
+        assert!(!core.is_connected(0));
+        // The rank can still connect properly afterwards.
+        hello(&mut core, 5, 0);
+        // A second connection claiming the same rank is refused.
+        core.handle_frame(
+            6,
+            &frame(ClientMsg::Hello {
+                version: PROTOCOL_VERSION,
+                rank: 0,
+                key: KEY,
+            }),
+        );
+        assert_eq!(core.rejected(), 5);
+    }
+
+    #[test]
+    fn get_blocks_until_put() {
+        let mut core = ControlCore::new(2, KEY);
+        hello(&mut core, 10, 0);
+        hello(&mut core, 11, 1);
+        core.handle_frame(11, &frame(ClientMsg::Get { key: "a".into() }));
+        assert_eq!(drain(&mut core), vec![]);
+        core.handle_frame(
+            10,
+            &frame(ClientMsg::Put {
+                key: "a".into(),
+                value: "1".into(),
+            }),
+        );
+        let v = ServerMsg::Value {
+            key: "a".into(),
+            value: "1".into(),
+        };
+        assert_eq!(drain(&mut core), vec![(11, v.clone())]);
+        core.handle_frame(10, &frame(ClientMsg::Get { key: "a".into() }));
+        assert_eq!(drain(&mut core), vec![(10, v)]);
+    }
+
+    #[test]
+    fn fence_releases_all_once_everyone_arrived() {
+        let n = 4;
+        let mut core = ControlCore::new(n, KEY);
+        for r in 0..n {
+            hello(&mut core, 100 + r as u64, r);
+        }
+        for epoch in 0..3 {
+            for r in 0..n {
+                assert_eq!(drain(&mut core), vec![], "released early");
+                core.handle_frame(100 + r as u64, &frame(ClientMsg::Fence { epoch }));
+            }
+            let out = drain(&mut core);
+            assert_eq!(out.len(), n as usize);
+            assert!(out
+                .iter()
+                .all(|(_, m)| *m == ServerMsg::FenceDone { epoch }));
+        }
+        // A wrong epoch is a protocol error, answered and closed.
+        core.handle_frame(100, &frame(ClientMsg::Fence { epoch: 7 }));
+        assert!(matches!(
+            drain(&mut core)[..],
+            [(100, ServerMsg::Error { .. })]
+        ));
+        assert_eq!(core.poll_close(), Some(100));
+    }
+
+    #[test]
+    fn fence_completes_without_dead_or_finalized_ranks() {
+        let mut core = ControlCore::new(3, KEY);
+        for r in 0..3 {
+            hello(&mut core, r as u64, r);
+        }
+        core.handle_frame(0, &frame(ClientMsg::Fence { epoch: 0 }));
+        core.rank_exited(2, ExitStatus::Signaled(9));
+        let out = drain(&mut core);
+        // Survivors 0 and 1 hear about rank 2; the fence still waits for rank 1.
+        let ev = ServerMsg::Event(LauncherEvent::RankExited {
+            rank: 2,
+            status: ExitStatus::Signaled(9),
+            finalized: false,
+        });
+        assert_eq!(out, vec![(0, ev.clone()), (1, ev)]);
+        core.handle_frame(1, &frame(ClientMsg::Fence { epoch: 0 }));
+        assert_eq!(
+            drain(&mut core),
+            vec![
+                (0, ServerMsg::FenceDone { epoch: 0 }),
+                (1, ServerMsg::FenceDone { epoch: 0 })
+            ]
+        );
+        // Rank 1 finalizes; rank 0 fences alone.
+        core.handle_frame(1, &frame(ClientMsg::Finalize));
+        assert_eq!(drain(&mut core), vec![(1, ServerMsg::FinalizeAck)]);
+        core.handle_frame(0, &frame(ClientMsg::Fence { epoch: 1 }));
+        assert_eq!(
+            drain(&mut core),
+            vec![(0, ServerMsg::FenceDone { epoch: 1 })]
+        );
+        // A clean exit after finalize is not announced.
+        core.rank_exited(1, ExitStatus::Exited(0));
+        assert_eq!(drain(&mut core), vec![]);
+    }
+
+    #[test]
+    fn a_rank_dying_inside_a_fence_does_not_block_the_next_one() {
+        let mut core = ControlCore::new(3, KEY);
+        for r in 0..3 {
+            hello(&mut core, r as u64, r);
+        }
+        core.handle_frame(0, &frame(ClientMsg::Fence { epoch: 0 }));
+        core.handle_frame(1, &frame(ClientMsg::Fence { epoch: 0 }));
+        core.rank_exited(1, ExitStatus::Exited(3));
+        drain(&mut core);
+        core.handle_frame(2, &frame(ClientMsg::Fence { epoch: 0 }));
+        let out = drain(&mut core);
+        assert_eq!(
+            out,
+            vec![
+                (0, ServerMsg::FenceDone { epoch: 0 }),
+                (2, ServerMsg::FenceDone { epoch: 0 })
+            ]
+        );
+        core.handle_frame(0, &frame(ClientMsg::Fence { epoch: 1 }));
+        core.handle_frame(2, &frame(ClientMsg::Fence { epoch: 1 }));
+        assert_eq!(drain(&mut core).len(), 2);
+    }
+
+    #[test]
+    fn abort_is_acknowledged_and_reported() {
+        let mut core = ControlCore::new(1, KEY);
+        hello(&mut core, 9, 0);
+        core.handle_frame(
+            9,
+            &frame(ClientMsg::Abort {
+                code: 5,
+                msg: "boom".into(),
+            }),
+        );
+        assert_eq!(drain(&mut core), vec![(9, ServerMsg::AbortAck)]);
+        assert_eq!(
+            core.poll_event(),
+            Some(ControlEvent::Abort {
+                rank: 0,
+                code: 5,
+                msg: "boom".into()
+            })
+        );
+    }
+
+    #[test]
+    fn closed_waiters_are_forgotten() {
+        let mut core = ControlCore::new(2, KEY);
+        hello(&mut core, 1, 0);
+        hello(&mut core, 2, 1);
+        core.handle_frame(2, &frame(ClientMsg::Get { key: "k".into() }));
+        core.conn_closed(2);
+        core.handle_frame(
+            1,
+            &frame(ClientMsg::Put {
+                key: "k".into(),
+                value: "v".into(),
+            }),
+        );
+        assert_eq!(drain(&mut core), vec![]);
+    }
+}

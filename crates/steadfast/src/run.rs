@@ -1,0 +1,345 @@
+//! `steadfast run` / `mpiexec` / `mpirun`: command-line front end of the launcher.
+
+use clap::{ArgMatches, Args, ValueEnum};
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::time::Duration;
+use steadfast_runtime::launcher::{self, LaunchConfig, OnFailure};
+use steadfast_runtime::{FtMode, PathKind};
+
+/// Options of `steadfast run` (documented on `Command::Run`).
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Environment given to each rank: STEADFAST_RANK, STEADFAST_SIZE, STEADFAST_LOCAL_RANK, \
+STEADFAST_LOCAL_SIZE, STEADFAST_JOBID, STEADFAST_JOB_KEY, STEADFAST_JOBDIR, STEADFAST_CONTROL, \
+STEADFAST_PATH, STEADFAST_FT, plus the launcher's own environment.\n\
+Set STEADFAST_LOG=debug to see the launcher's logs."
+)]
+pub struct RunArgs {
+    /// Number of ranks to start.
+    #[arg(short = 'n', long = "np", value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub np: u32,
+
+    /// Working directory of the ranks (default: the current directory).
+    #[arg(long = "wdir", visible_alias = "wd", value_name = "DIR")]
+    pub wdir: Option<PathBuf>,
+
+    /// Export NAME with its current value, or set NAME=VALUE, in every rank (repeatable).
+    #[arg(short = 'x', value_name = "NAME[=VALUE]")]
+    pub export: Vec<String>,
+
+    /// Set NAME=VALUE in every rank (repeatable).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+
+    /// Set NAME to VALUE in every rank (MPICH spelling, repeatable).
+    #[arg(long = "genv", num_args = 2, value_names = ["NAME", "VALUE"])]
+    pub genv: Vec<String>,
+
+    /// Data path between ranks.
+    #[arg(long = "path", value_enum, default_value_t = PathArg::Shm)]
+    pub path: PathArg,
+
+    /// Fault-tolerance mode: `abort` tears the job down when a rank dies;
+    /// `run-through` keeps survivors running and tells them which rank died.
+    #[arg(long = "ft", value_enum, default_value_t = FtArg::Abort)]
+    pub ft: FtArg,
+
+    /// What the launcher does when a rank fails (default: abort, or continue with
+    /// --ft run-through).
+    #[arg(long = "on-failure", value_enum)]
+    pub on_failure: Option<OnFailureArg>,
+
+    /// Kill the job after SECS seconds and exit with status 124.
+    #[arg(long = "timeout", value_name = "SECS", value_parser = parse_secs)]
+    pub timeout: Option<Duration>,
+
+    /// Prefix every output line with `[1,RANK]<stdout>: ` or `[1,RANK]<stderr>: `.
+    #[arg(long = "tag-output")]
+    pub tag_output: bool,
+
+    /// Seconds between SIGTERM and SIGKILL when tearing the job down.
+    #[arg(long = "kill-grace", value_name = "SECS", value_parser = parse_secs, default_value = "2")]
+    pub kill_grace: Duration,
+
+    /// Accepted for Open MPI compatibility; oversubscription is always allowed.
+    #[arg(long = "oversubscribe", hide = true)]
+    pub oversubscribe: bool,
+
+    /// Program to run (searched in PATH when it contains no slash).
+    #[arg(value_name = "PROGRAM", required = true)]
+    pub program: OsString,
+
+    /// Arguments passed to every rank.
+    #[arg(
+        value_name = "ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub args: Vec<OsString>,
+}
+
+/// `--path` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PathArg {
+    /// Shared memory.
+    Shm,
+    /// TCP sockets.
+    Tcp,
+}
+
+/// `--ft` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FtArg {
+    /// Tear the job down when a rank dies.
+    Abort,
+    /// Survivors keep running.
+    RunThrough,
+}
+
+/// `--on-failure` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OnFailureArg {
+    /// Tear the job down.
+    Abort,
+    /// Keep the survivors running.
+    Continue,
+}
+
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    Duration::try_from_secs_f64(v).map_err(|_| format!("{s:?} is not a valid duration"))
+}
+
+/// Options written with one dash by MPICH / old Open MPI, and their spelling here.
+const SINGLE_DASH_LONG: &[(&str, &str)] = &[
+    ("-np", "--np"),
+    ("-wdir", "--wdir"),
+    ("-wd", "--wdir"),
+    ("-genv", "--genv"),
+    ("-env", "--genv"),
+    ("-tag-output", "--tag-output"),
+    ("-timeout", "--timeout"),
+    ("-oversubscribe", "--oversubscribe"),
+];
+
+/// Options that take values, with how many, so normalisation can find the program.
+const VALUE_OPTS: &[(&str, usize)] = &[
+    ("-n", 1),
+    ("--np", 1),
+    ("--wdir", 1),
+    ("--wd", 1),
+    ("-x", 1),
+    ("--env", 1),
+    ("--genv", 2),
+    ("--path", 1),
+    ("--ft", 1),
+    ("--on-failure", 1),
+    ("--timeout", 1),
+    ("--kill-grace", 1),
+];
+
+/// Rewrites argv so clap can parse it: inserts `run` when called as mpiexec/mpirun, and
+/// turns single-dash long options (`-np 4`) into their `--` form. Stops at the program
+/// name so the program's own arguments are never touched.
+pub fn normalize_argv(mut argv: Vec<OsString>) -> Vec<OsString> {
+    let invoked_as = argv
+        .first()
+        .map(|a0| {
+            PathBuf::from(a0)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .unwrap_or_default();
+    let start = if invoked_as.ends_with("mpiexec") || invoked_as.ends_with("mpirun") {
+        argv.insert(1.min(argv.len()), OsString::from("run"));
+        2
+    } else if argv.get(1).map(OsString::as_os_str) == Some(OsStr::new("run")) {
+        2
+    } else {
+        return argv;
+    };
+    let mut i = start;
+    while i < argv.len() {
+        let Some(tok) = argv[i].to_str().map(str::to_owned) else {
+            break; // not UTF-8: cannot be one of our options, so it is the program
+        };
+        if tok == "--" || !tok.starts_with('-') || tok == "-" {
+            break;
+        }
+        let tok = match SINGLE_DASH_LONG.iter().find(|(from, _)| *from == tok) {
+            Some((_, to)) => {
+                argv[i] = OsString::from(*to);
+                (*to).to_owned()
+            }
+            None => tok,
+        };
+        let takes = VALUE_OPTS
+            .iter()
+            .find(|(name, _)| *name == tok)
+            .map_or(0, |(_, n)| *n);
+        i += 1 + takes;
+    }
+    argv
+}
+
+/// Builds the launch configuration and runs the job; returns the exit status.
+pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
+    let env = match collect_env(&args, matches) {
+        Ok(env) => env,
+        Err(msg) => {
+            eprintln!("steadfast run: {msg}");
+            return 2;
+        }
+    };
+    let mut cfg = LaunchConfig::new(args.np, args.program, args.args);
+    cfg.wdir = args.wdir;
+    cfg.env = env;
+    cfg.path = match args.path {
+        PathArg::Shm => PathKind::Shm,
+        PathArg::Tcp => PathKind::Tcp,
+    };
+    cfg.ft = match args.ft {
+        FtArg::Abort => FtMode::Abort,
+        FtArg::RunThrough => FtMode::RunThrough,
+    };
+    cfg.on_failure = args.on_failure.map(|o| match o {
+        OnFailureArg::Abort => OnFailure::Abort,
+        OnFailureArg::Continue => OnFailure::Continue,
+    });
+    cfg.timeout = args.timeout;
+    cfg.tag_output = args.tag_output;
+    cfg.kill_grace = args.kill_grace;
+    launcher::run(cfg)
+}
+
+/// The environment overrides in command-line order (a later one wins).
+fn collect_env(
+    args: &RunArgs,
+    matches: Option<&ArgMatches>,
+) -> Result<Vec<(OsString, OsString)>, String> {
+    let indices = |id: &str| -> Vec<usize> {
+        matches
+            .and_then(|m| m.indices_of(id))
+            .map(|it| it.collect())
+            .unwrap_or_default()
+    };
+    let mut ordered: Vec<(usize, OsString, OsString)> = Vec::new();
+    let export_idx = indices("export");
+    for (n, item) in args.export.iter().enumerate() {
+        let pos = export_idx.get(n).copied().unwrap_or(0);
+        match item.split_once('=') {
+            Some((k, v)) => ordered.push((pos, check_name(k)?, v.into())),
+            None => match std::env::var_os(item) {
+                Some(v) => ordered.push((pos, check_name(item)?, v)),
+                None => eprintln!(
+                    "steadfast run: warning: -x {item}: variable is not set; not exported"
+                ),
+            },
+        }
+    }
+    let env_idx = indices("env");
+    for (n, item) in args.env.iter().enumerate() {
+        let pos = env_idx.get(n).copied().unwrap_or(0);
+        let (k, v) = item
+            .split_once('=')
+            .ok_or_else(|| format!("--env {item}: expected NAME=VALUE"))?;
+        ordered.push((pos, check_name(k)?, v.into()));
+    }
+    let genv_idx = indices("genv");
+    for (n, pair) in args.genv.chunks(2).enumerate() {
+        if let [k, v] = pair {
+            let pos = genv_idx.get(2 * n).copied().unwrap_or(0);
+            ordered.push((pos, check_name(k)?, v.into()));
+        }
+    }
+    ordered.sort_by_key(|(pos, _, _)| *pos);
+    Ok(ordered.into_iter().map(|(_, k, v)| (k, v)).collect())
+}
+
+fn check_name(name: &str) -> Result<OsString, String> {
+    if name.is_empty() || name.contains('=') || name.contains('\0') {
+        return Err(format!("invalid environment variable name {name:?}"));
+    }
+    Ok(name.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn normalizes_mpich_spellings_but_not_program_args() {
+        assert_eq!(
+            normalize_argv(v(&[
+                "/usr/bin/mpiexec",
+                "-np",
+                "4",
+                "-genv",
+                "A",
+                "-np",
+                "prog",
+                "-np",
+                "x"
+            ])),
+            v(&[
+                "/usr/bin/mpiexec",
+                "run",
+                "--np",
+                "4",
+                "--genv",
+                "A",
+                "-np",
+                "prog",
+                "-np",
+                "x"
+            ])
+        );
+        assert_eq!(
+            normalize_argv(v(&[
+                "steadfast",
+                "run",
+                "-n",
+                "2",
+                "-wdir",
+                "/tmp",
+                "-x",
+                "A=1",
+                "sh",
+                "-wdir"
+            ])),
+            v(&[
+                "steadfast",
+                "run",
+                "-n",
+                "2",
+                "--wdir",
+                "/tmp",
+                "-x",
+                "A=1",
+                "sh",
+                "-wdir"
+            ])
+        );
+        assert_eq!(
+            normalize_argv(v(&["steadfast", "sim", "-np"])),
+            v(&["steadfast", "sim", "-np"])
+        );
+        assert_eq!(normalize_argv(v(&["mpirun"])), v(&["mpirun", "run"]));
+    }
+
+    #[test]
+    fn secs_parse() {
+        assert_eq!(parse_secs("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_secs("-1").is_err());
+        assert!(parse_secs("soon").is_err());
+    }
+}
