@@ -1,1 +1,31 @@
+//! Steadfast's C ABI (`libmpi_abi.so`): the MPI 5.0 standard ABI over the Steadfast engine.
+//!
+//! Every `MPI_X` entry point has a `PMPI_X` twin (the profiling interface): the body lives in
+//! `PMPI_X`, and `MPI_X` calls it, so a tool library can interpose `MPI_X` and call through.
+//! This layer only checks arguments, translates handles and reports errors; MPI semantics
+//! live in `steadfast-core`.
+
+#![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
+
 pub mod abi;
+pub mod comm;
+pub mod datatype;
+pub mod env;
+pub mod global;
+pub mod pt2pt;
+
+/// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
+#[macro_export]
+macro_rules! mpi_api {
+    ($(
+        $(#[$m:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block
+    )*) => { paste::paste! { $(
+        $(#[$m])*
+        #[no_mangle]
+        pub unsafe extern "C" fn [<PMPI_ $name>]($($arg: $ty),*) -> $ret $body
+        #[doc = concat!("MPI_", stringify!($name), ": see PMPI_", stringify!($name), ".")]
+        #[no_mangle]
+        pub unsafe extern "C" fn [<MPI_ $name>]($($arg: $ty),*) -> $ret { [<PMPI_ $name>]($($arg),*) }
+    )* } };
+}

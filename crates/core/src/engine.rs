@@ -14,7 +14,6 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use steadfast_paths::{cma, shm::ShmPath, tcp::TcpPath, PacketSink, Path, RawHeader, SendStatus};
 
@@ -83,6 +82,10 @@ enum OutOp {
     Packet { hdr: RawHeader, payload: Vec<u8> },
     Stream { sreq: Handle, rreq: u64, ptr: *const u8, len: usize, off: usize },
 }
+
+// SAFETY: `ptr` is a send buffer the application keeps valid until the request completes;
+// the engine is only ever used under one lock.
+unsafe impl Send for OutOp {}
 
 /// Everything packet handling touches (kept apart from the path so both can be borrowed).
 struct State {
@@ -373,6 +376,13 @@ impl Engine {
         r.send = Default::default();
         r.recv = Default::default();
         match &r.op {
+            Op::Send(s) if s.mode == Mode::Buffered => {
+                // Buffered sends complete locally: the data moves to a detached internal send.
+                let s = s.clone();
+                self.bsend(s)?;
+                self.st.complete(h, status_null());
+                Ok(())
+            }
             Op::Send(s) => {
                 let s = s.clone();
                 self.start_send(h, &s, false)
@@ -556,11 +566,12 @@ impl Engine {
     /// Start a buffered send: the data is copied now and sent in the background.
     pub fn bsend(&mut self, mut spec: SendSpec) -> MpiResult<()> {
         spec.mode = Mode::Buffered;
-        let h = self.send_init(spec, false)?;
+        let h = self.send_init(spec.clone(), false)?;
         if let Some(r) = self.st.reqs.get_mut(h) {
             r.freed = true;
+            r.active = true;
         }
-        let res = self.start(h);
+        let res = self.start_send(h, &spec, false);
         if res.is_err() {
             self.st.reqs.remove(h);
         } else if self.st.reqs.get(h).is_some_and(|r| r.complete) {
@@ -593,6 +604,30 @@ impl Engine {
         }
         self.progress()?;
         Ok(found(self))
+    }
+
+    /// MPI_Probe: block until a matching message has arrived.
+    pub fn probe(&mut self, comm: Handle, src: i32, tag: i32) -> MpiResult<Status> {
+        let c = self.comm(comm)?;
+        self.check_peer(c, src, "source", true)?;
+        if src == PROC_NULL {
+            return Ok(status_null());
+        }
+        let ctx = c.ctx;
+        self.block_until(|e| e.st.matcher.peek(ctx, src, tag).is_some())?;
+        self.iprobe(comm, src, tag)?.ok_or_else(|| MpiError::new(ErrorClass::Intern, "probed message vanished"))
+    }
+
+    /// MPI_Mprobe: block until a matching message has arrived and take it out of matching.
+    pub fn mprobe(&mut self, comm: Handle, src: i32, tag: i32) -> MpiResult<(Option<Handle>, Status)> {
+        let c = self.comm(comm)?;
+        self.check_peer(c, src, "source", true)?;
+        if src == PROC_NULL {
+            return Ok((None, status_null()));
+        }
+        let ctx = c.ctx;
+        self.block_until(|e| e.st.matcher.peek(ctx, src, tag).is_some())?;
+        self.improbe(comm, src, tag)?.ok_or_else(|| MpiError::new(ErrorClass::Intern, "probed message vanished"))
     }
 
     /// MPI_Improbe: remove a matching message from matching, returning a message handle.

@@ -1,1 +1,22 @@
-//! placeholder
+//! Steadfast's MPI engine: communicators, datatypes, matching, requests and progress.
+//!
+//! The C layer (`capi`) checks arguments and maps handles; everything with MPI semantics
+//! lives here. Transports come from `steadfast-paths`.
+
+pub mod comm;
+pub mod config;
+pub mod datatype;
+pub mod engine;
+pub mod error;
+pub mod matching;
+pub mod request;
+pub mod slab;
+pub mod wire;
+
+pub use engine::{Bootstrap, Engine, JobInfo, PathKind, PROC_NULL};
+pub use error::{ErrorClass, MpiError, MpiResult};
+pub use slab::Handle;
+
+/// Bytes of bookkeeping each buffered send reserves in the attached buffer
+/// (the standard ABI's MPI_BSEND_OVERHEAD).
+pub const BSEND_OVERHEAD: usize = 512;

@@ -61,7 +61,7 @@ pub trait PacketSink {
 }
 
 /// A transport between the ranks of one job.
-pub trait Path {
+pub trait Path: Send {
     /// Hand one packet to the path for `peer`.
     fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError>;
     /// Deliver every complete packet that has arrived; returns how many were delivered.

@@ -1,0 +1,40 @@
+# Steadfast: `make` builds and installs into $(PREFIX); `make demo` runs the ring demo;
+# `make test` runs every test; `make bench` runs the side-by-side benchmarks.
+PREFIX ?= $(CURDIR)/install
+CARGO ?= cargo
+CC ?= cc
+RELEASE := target/release
+BUILD := build
+
+.PHONY: all build install demo test test-rust test-c bench clean
+
+all: install
+
+build:
+	$(CARGO) build --release -p steadfast -p steadfast-capi
+
+install: build
+	mkdir -p $(PREFIX)/bin $(PREFIX)/lib $(PREFIX)/include
+	install -m 755 $(RELEASE)/steadfast $(PREFIX)/bin/steadfast
+	ln -sf steadfast $(PREFIX)/bin/mpiexec
+	ln -sf steadfast $(PREFIX)/bin/mpirun
+	sed 's|@CC@|$(CC)|' tools/mpicc.in > $(PREFIX)/bin/mpicc && chmod 755 $(PREFIX)/bin/mpicc
+	install -m 755 $(RELEASE)/libmpi_abi.so $(PREFIX)/lib/libmpi_abi.so.1
+	ln -sf libmpi_abi.so.1 $(PREFIX)/lib/libmpi_abi.so
+	ln -sf libmpi_abi.so.1 $(PREFIX)/lib/libmpi.so
+	install -m 644 include/mpi.h include/mpi-ext.h $(PREFIX)/include/
+
+demo: install
+	mkdir -p $(BUILD)
+	$(PREFIX)/bin/mpicc -O2 -o $(BUILD)/ring examples/ring.c
+	$(PREFIX)/bin/mpiexec -n 4 $(BUILD)/ring
+
+test: install
+	scripts/test-all.sh $(PREFIX)
+
+bench: install
+	scripts/bench-pingpong.sh $(PREFIX)
+
+clean:
+	$(CARGO) clean
+	rm -rf $(BUILD) install

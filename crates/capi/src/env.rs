@@ -1,0 +1,325 @@
+//! Environment management: init, finalize, abort, versions, timers, error strings.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::Ordering;
+
+use steadfast_core::{Engine, ErrorClass, JobInfo, MpiError};
+
+use crate::abi;
+use crate::global::{self, api, api_anytime, class_of, lock, Global, PHASE, PHASE_DONE, PHASE_LIVE, PHASE_NONE};
+use crate::mpi_api;
+
+/// Library version string reported by MPI_Get_library_version.
+pub const LIBRARY_VERSION: &str = concat!(
+    "Steadfast ",
+    env!("CARGO_PKG_VERSION"),
+    " (fault-tolerant MPI; MPI 5.0 standard ABI 1.0; paths: shm, tcp)"
+);
+
+struct Boot(steadfast_runtime::Bootstrap);
+
+impl steadfast_core::Bootstrap for Boot {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), String> {
+        self.0.put(key, value).map_err(|e| e.to_string())
+    }
+    fn get(&mut self, key: &str) -> Result<String, String> {
+        self.0.get(key).map_err(|e| e.to_string())
+    }
+    fn fence(&mut self) -> Result<(), String> {
+        self.0.fence().map_err(|e| e.to_string())
+    }
+    fn abort(&mut self, code: i32, msg: &str) {
+        self.0.abort(code, msg)
+    }
+    fn finalize(&mut self) -> Result<(), String> {
+        self.0.finalize().map_err(|e| e.to_string())
+    }
+}
+
+fn init_logging() {
+    if let Ok(filter) = std::env::var("STEADFAST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+}
+
+fn do_init(required: c_int) -> Result<c_int, c_int> {
+    let mut guard = lock();
+    match PHASE.load(Ordering::Acquire) {
+        PHASE_NONE => {}
+        PHASE_LIVE => {
+            eprintln!("steadfast: MPI_Init called twice");
+            return Err(abi::MPI_ERR_OTHER);
+        }
+        _ => {
+            eprintln!("steadfast: MPI_Init called after MPI_Finalize");
+            return Err(abi::MPI_ERR_OTHER);
+        }
+    }
+    init_logging();
+    let boot = match steadfast_runtime::Bootstrap::from_env() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("steadfast: cannot join the job: {e}");
+            std::process::exit(1);
+        }
+    };
+    let job = boot.as_ref().map(|b| JobInfo {
+        rank: b.rank(),
+        size: b.size(),
+        jobdir: b.jobdir().to_path_buf(),
+        job_key: b.job_key(),
+        path: match b.path() {
+            steadfast_runtime::PathKind::Shm => steadfast_core::PathKind::Shm,
+            steadfast_runtime::PathKind::Tcp => steadfast_core::PathKind::Tcp,
+        },
+    });
+    let boot: Option<Box<dyn steadfast_core::Bootstrap>> = boot.map(|b| Box::new(Boot(b)) as _);
+    let mut eng = match Engine::init(job, boot) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("steadfast: MPI_Init failed: {e}");
+            std::process::exit(1);
+        }
+    };
+    for c in [eng.world, eng.self_comm] {
+        if let Ok(c) = eng.comm_mut(c) {
+            c.errhandler = abi::MPI_ERRORS_ARE_FATAL as u64;
+        }
+    }
+    // Everything runs under one lock, held across blocking calls: one thread at a time.
+    let provided = required.clamp(abi::MPI_THREAD_SINGLE, abi::MPI_THREAD_SERIALIZED);
+    *guard = Some(Global {
+        eng,
+        predef_types: global::predefined_types(),
+        types: Default::default(),
+        errors: Default::default(),
+        thread_level: provided,
+        main_thread: std::thread::current().id(),
+        bsend_buf: None,
+    });
+    PHASE.store(PHASE_LIVE, Ordering::Release);
+    Ok(provided)
+}
+
+mpi_api! {
+    fn Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
+        match do_init(abi::MPI_THREAD_SINGLE) {
+            Ok(_) => abi::MPI_SUCCESS,
+            Err(c) => c,
+        }
+    }
+
+    fn Init_thread(_argc: *mut c_int, _argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) -> c_int {
+        if provided.is_null() {
+            eprintln!("steadfast: MPI_Init_thread: provided is NULL");
+            return abi::MPI_ERR_ARG;
+        }
+        match do_init(required) {
+            Ok(p) => {
+                *provided = p;
+                abi::MPI_SUCCESS
+            }
+            Err(c) => c,
+        }
+    }
+
+    fn Finalize() -> c_int {
+        let rc = api("MPI_Finalize", None, |g| g.eng.finalize());
+        if rc == abi::MPI_SUCCESS {
+            *lock() = None;
+            PHASE.store(PHASE_DONE, Ordering::Release);
+        }
+        rc
+    }
+
+    fn Initialized(flag: *mut c_int) -> c_int {
+        api_anytime(|| {
+            if flag.is_null() {
+                return Err(abi::MPI_ERR_ARG);
+            }
+            *flag = (PHASE.load(Ordering::Acquire) != PHASE_NONE) as c_int;
+            Ok(())
+        })
+    }
+
+    fn Finalized(flag: *mut c_int) -> c_int {
+        api_anytime(|| {
+            if flag.is_null() {
+                return Err(abi::MPI_ERR_ARG);
+            }
+            *flag = (PHASE.load(Ordering::Acquire) == PHASE_DONE) as c_int;
+            Ok(())
+        })
+    }
+
+    fn Abort(comm: abi::MPI_Comm, errorcode: c_int) -> c_int {
+        let mut guard = lock();
+        let msg = format!("MPI_Abort called with error code {errorcode} on communicator {:#x}", comm as usize);
+        match guard.as_mut() {
+            Some(g) => g.eng.abort(errorcode, &msg),
+            None => {
+                eprintln!("steadfast: {msg}");
+                std::process::exit(if errorcode == 0 { 1 } else { errorcode & 0xff });
+            }
+        }
+    }
+
+    fn Query_thread(provided: *mut c_int) -> c_int {
+        api("MPI_Query_thread", None, |g| {
+            if provided.is_null() {
+                return Err(MpiError::new(ErrorClass::Arg, "provided is NULL"));
+            }
+            *provided = g.thread_level;
+            Ok(())
+        })
+    }
+
+    fn Is_thread_main(flag: *mut c_int) -> c_int {
+        api("MPI_Is_thread_main", None, |g| {
+            if flag.is_null() {
+                return Err(MpiError::new(ErrorClass::Arg, "flag is NULL"));
+            }
+            *flag = global::is_main_thread(g) as c_int;
+            Ok(())
+        })
+    }
+
+    fn Get_version(version: *mut c_int, subversion: *mut c_int) -> c_int {
+        api_anytime(|| {
+            if version.is_null() || subversion.is_null() {
+                return Err(abi::MPI_ERR_ARG);
+            }
+            *version = abi::MPI_VERSION;
+            *subversion = abi::MPI_SUBVERSION;
+            Ok(())
+        })
+    }
+
+    fn Get_library_version(version: *mut c_char, resultlen: *mut c_int) -> c_int {
+        api_anytime(|| {
+            if version.is_null() || resultlen.is_null() {
+                return Err(abi::MPI_ERR_ARG);
+            }
+            *resultlen = write_cstr(version, LIBRARY_VERSION, abi::MPI_MAX_LIBRARY_VERSION_STRING as usize);
+            Ok(())
+        })
+    }
+
+    fn Abi_get_version(abi_major: *mut c_int, abi_minor: *mut c_int) -> c_int {
+        api_anytime(|| {
+            if abi_major.is_null() || abi_minor.is_null() {
+                return Err(abi::MPI_ERR_ARG);
+            }
+            *abi_major = abi::MPI_ABI_VERSION;
+            *abi_minor = abi::MPI_ABI_SUBVERSION;
+            Ok(())
+        })
+    }
+
+    fn Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int {
+        api_anytime(|| {
+            if name.is_null() || resultlen.is_null() {
+                return Err(abi::MPI_ERR_ARG);
+            }
+            *resultlen = write_cstr(name, &hostname(), abi::MPI_MAX_PROCESSOR_NAME as usize);
+            Ok(())
+        })
+    }
+
+    fn Wtime() -> f64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    }
+
+    fn Wtick() -> f64 {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts);
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    }
+
+    fn Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
+        api_anytime(|| {
+            if errorclass.is_null() {
+                return Err(abi::MPI_ERR_ARG);
+            }
+            let class = class_of(errorcode);
+            if abi::error_class_text(class).is_none() && class != abi::MPI_SUCCESS {
+                return Err(abi::MPI_ERR_ARG);
+            }
+            *errorclass = class;
+            Ok(())
+        })
+    }
+
+    fn Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
+        api_anytime(|| {
+            if string.is_null() || resultlen.is_null() {
+                return Err(abi::MPI_ERR_ARG);
+            }
+            let class = class_of(errorcode);
+            let recorded = lock().as_ref().and_then(|g: &Global| g.errors.message(errorcode).map(str::to_owned));
+            let text = match (recorded, abi::error_class_text(class)) {
+                (Some(m), _) => m,
+                (None, Some(t)) => format!("{}: {t}", global::class_name(class)),
+                (None, None) if class == abi::MPI_SUCCESS => "MPI_SUCCESS: no error".to_string(),
+                (None, None) => return Err(abi::MPI_ERR_ARG),
+            };
+            *resultlen = write_cstr(string, &text, abi::MPI_MAX_ERROR_STRING as usize);
+            Ok(())
+        })
+    }
+
+    fn Pcontrol(_level: c_int) -> c_int {
+        abi::MPI_SUCCESS
+    }
+
+    fn Alloc_mem(size: abi::MPI_Aint, _info: abi::MPI_Info, baseptr: *mut c_void) -> c_int {
+        api("MPI_Alloc_mem", None, |_| {
+            if size < 0 {
+                return Err(MpiError::new(ErrorClass::Size, format!("negative size {size}")));
+            }
+            if baseptr.is_null() {
+                return Err(MpiError::new(ErrorClass::Arg, "baseptr is NULL"));
+            }
+            let p = libc::malloc((size as usize).max(1));
+            if p.is_null() {
+                return Err(MpiError::new(ErrorClass::NoMem, format!("cannot allocate {size} bytes")));
+            }
+            *(baseptr as *mut *mut c_void) = p;
+            Ok(())
+        })
+    }
+
+    fn Free_mem(base: *mut c_void) -> c_int {
+        api("MPI_Free_mem", None, |_| {
+            libc::free(base);
+            Ok(())
+        })
+    }
+}
+
+/// Copy `s` into a C buffer of `cap` bytes with a terminating NUL; returns the length written.
+///
+/// # Safety
+/// `dst` must be valid for `cap` bytes.
+pub unsafe fn write_cstr(dst: *mut c_char, s: &str, cap: usize) -> c_int {
+    let n = s.len().min(cap.saturating_sub(1));
+    std::ptr::copy_nonoverlapping(s.as_ptr() as *const c_char, dst, n);
+    *dst.add(n) = 0;
+    n as c_int
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is 256 bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut c_char, buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

@@ -1,0 +1,950 @@
+//! Point-to-point entry points: sends in every mode, receives, probes, requests, completion.
+
+use std::ffi::{c_int, c_void};
+
+use steadfast_core::request::{Mode, RecvSpec, SendSpec, Status};
+use steadfast_core::{ErrorClass, Handle, MpiError};
+
+use crate::abi::{self, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Message, MPI_Request, MPI_Status};
+use crate::global::{api, comm_handle, dtype, empty_status, put_status, status_count, Global};
+use crate::mpi_api;
+
+/// Largest tag value (the MPI_TAG_UB attribute).
+pub const TAG_UB: c_int = i32::MAX;
+
+fn err(class: ErrorClass, msg: impl Into<String>) -> MpiError {
+    MpiError::new(class, msg)
+}
+
+fn check_count(count: i64) -> Result<usize, MpiError> {
+    if count < 0 {
+        return Err(err(ErrorClass::Count, format!("count {count} is negative")));
+    }
+    Ok(count as usize)
+}
+
+fn check_buffer(buf: *const c_void, count: usize, t: &steadfast_core::datatype::Datatype) -> Result<(), MpiError> {
+    // MPI_BOTTOM (null) with count > 0 is only meaningful for types with absolute addresses.
+    if buf.is_null() && count > 0 && t.predefined && t.size > 0 {
+        return Err(err(ErrorClass::Buffer, format!("buffer is NULL with count {count} of {}", t.name)));
+    }
+    Ok(())
+}
+
+/// Validate a send's arguments and build its spec.
+pub fn send_spec(
+    g: &Global,
+    buf: *const c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: Mode,
+) -> Result<SendSpec, MpiError> {
+    let ch = comm_handle(g, comm as usize)?;
+    let count = check_count(count)?;
+    let t = dtype(g, datatype as usize)?;
+    if dest != abi::MPI_PROC_NULL && !(0..=TAG_UB).contains(&tag) {
+        return Err(err(ErrorClass::Tag, format!("invalid tag {tag} (valid: 0..={TAG_UB})")));
+    }
+    check_buffer(buf, count, &t)?;
+    Ok(SendSpec { buf: buf as *const u8, count, dtype: t, comm: ch, dest, tag, mode })
+}
+
+/// Validate a receive's arguments and build its spec.
+pub fn recv_spec(
+    g: &Global,
+    buf: *mut c_void,
+    count: i64,
+    datatype: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Result<RecvSpec, MpiError> {
+    let ch = comm_handle(g, comm as usize)?;
+    let count = check_count(count)?;
+    let t = dtype(g, datatype as usize)?;
+    if tag != abi::MPI_ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+        return Err(err(ErrorClass::Tag, format!("invalid tag {tag} (valid: 0..={TAG_UB} or MPI_ANY_TAG)")));
+    }
+    check_buffer(buf, count, &t)?;
+    Ok(RecvSpec { buf: buf as *mut u8, count, dtype: t, comm: ch, src, tag })
+}
+
+fn truncated(s: &Status) -> Result<(), MpiError> {
+    match s.error {
+        Some(ErrorClass::Truncate) => Err(err(
+            ErrorClass::Truncate,
+            format!("message from rank {} with tag {} was longer than the receive buffer", s.source, s.tag),
+        )),
+        Some(c) => Err(err(c, "receive failed")),
+        None => Ok(()),
+    }
+}
+
+unsafe fn out_request(request: *mut MPI_Request, h: Handle) -> Result<(), MpiError> {
+    if request.is_null() {
+        return Err(err(ErrorClass::Arg, "request pointer is NULL"));
+    }
+    *request = h.0 as MPI_Request;
+    Ok(())
+}
+
+fn req_of(r: MPI_Request) -> Option<Handle> {
+    if r as usize == abi::MPI_REQUEST_NULL {
+        None
+    } else {
+        Some(Handle(r as u64))
+    }
+}
+
+unsafe fn send_impl(func: &str, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> c_int {
+    api(func, Some(comm as usize), |g| {
+        let spec = send_spec(g, buf, count, dt, dest, tag, comm, mode)?;
+        if mode == Mode::Buffered {
+            return g.eng.bsend(spec);
+        }
+        let h = g.eng.isend(spec)?;
+        g.eng.wait(h)?;
+        g.eng.release(h);
+        Ok(())
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn isend_impl(
+    func: &str,
+    buf: *const c_void,
+    count: i64,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: Mode,
+    request: *mut MPI_Request,
+) -> c_int {
+    api(func, Some(comm as usize), |g| {
+        let spec = send_spec(g, buf, count, dt, dest, tag, comm, mode)?;
+        let h = if mode == Mode::Buffered {
+            g.eng.bsend(spec)?;
+            g.eng.completed_request()
+        } else {
+            g.eng.isend(spec)?
+        };
+        out_request(request, h)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn send_init_impl(
+    func: &str,
+    buf: *const c_void,
+    count: i64,
+    dt: MPI_Datatype,
+    dest: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    mode: Mode,
+    request: *mut MPI_Request,
+) -> c_int {
+    api(func, Some(comm as usize), |g| {
+        let spec = send_spec(g, buf, count, dt, dest, tag, comm, mode)?;
+        let h = g.eng.send_init(spec, true)?;
+        out_request(request, h)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn recv_impl(
+    func: &str,
+    buf: *mut c_void,
+    count: i64,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    api(func, Some(comm as usize), |g| {
+        let spec = recv_spec(g, buf, count, dt, src, tag, comm)?;
+        let h = g.eng.irecv(spec)?;
+        let s = g.eng.wait(h)?;
+        g.eng.release(h);
+        put_status(status, &s, None);
+        truncated(&s)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn irecv_impl(
+    func: &str,
+    buf: *mut c_void,
+    count: i64,
+    dt: MPI_Datatype,
+    src: c_int,
+    tag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+    persistent: bool,
+) -> c_int {
+    api(func, Some(comm as usize), |g| {
+        let spec = recv_spec(g, buf, count, dt, src, tag, comm)?;
+        let h = if persistent { g.eng.recv_init(spec, true)? } else { g.eng.irecv(spec)? };
+        out_request(request, h)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_impl(
+    func: &str,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    api(func, Some(comm as usize), |g| {
+        let sspec = send_spec(g, sendbuf, sendcount, sendtype, dest, sendtag, comm, Mode::Standard)?;
+        let rspec = recv_spec(g, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+        let r = g.eng.irecv(rspec)?;
+        let s = g.eng.isend(sspec)?;
+        g.eng.wait(s)?;
+        g.eng.release(s);
+        let st = g.eng.wait(r)?;
+        g.eng.release(r);
+        put_status(status, &st, None);
+        truncated(&st)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn sendrecv_replace_impl(
+    func: &str,
+    buf: *mut c_void,
+    count: i64,
+    dt: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    status: *mut MPI_Status,
+) -> c_int {
+    api(func, Some(comm as usize), |g| {
+        let sspec = send_spec(g, buf, count, dt, dest, sendtag, comm, Mode::Standard)?;
+        let rspec = recv_spec(g, buf, count, dt, source, recvtag, comm)?;
+        // Send from a packed copy so the receive may overwrite the buffer at once.
+        let n = sspec.dtype.packed_size(sspec.count);
+        let mut copy = vec![0u8; n];
+        sspec.dtype.pack(sspec.buf, sspec.count, &mut copy);
+        let byte = dtype(g, abi::MPI_BYTE)?;
+        let packed = SendSpec { buf: copy.as_ptr(), count: n, dtype: byte, ..sspec };
+        let r = g.eng.irecv(rspec)?;
+        let s = g.eng.isend(packed)?;
+        g.eng.wait(s)?;
+        g.eng.release(s);
+        let st = g.eng.wait(r)?;
+        g.eng.release(r);
+        drop(copy);
+        put_status(status, &st, None);
+        truncated(&st)
+    })
+}
+
+unsafe fn request_slice<'a>(count: c_int, reqs: *mut MPI_Request) -> Result<&'a mut [MPI_Request], MpiError> {
+    if count < 0 {
+        return Err(err(ErrorClass::Count, format!("count {count} is negative")));
+    }
+    if count > 0 && reqs.is_null() {
+        return Err(err(ErrorClass::Arg, "array of requests is NULL"));
+    }
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    Ok(std::slice::from_raw_parts_mut(reqs, count as usize))
+}
+
+/// A request that waits/tests consider: not null and not an inactive persistent request.
+fn live(g: &Global, r: MPI_Request) -> Result<Option<Handle>, MpiError> {
+    match req_of(r) {
+        None => Ok(None),
+        Some(h) => Ok(if g.eng.is_inactive(h)? { None } else { Some(h) }),
+    }
+}
+
+/// Record the completion of `reqs[i]`: fill the status, release the request.
+unsafe fn finish(g: &mut Global, reqs: &mut [MPI_Request], i: usize) -> Result<Status, MpiError> {
+    let h = req_of(reqs[i]).ok_or_else(|| err(ErrorClass::Intern, "finishing a null request"))?;
+    let s = g.eng.status(h)?;
+    if g.eng.release(h) {
+        reqs[i] = abi::MPI_REQUEST_NULL as MPI_Request;
+    }
+    Ok(s)
+}
+
+fn error_code_of(s: &Status) -> c_int {
+    s.error.map_or(abi::MPI_SUCCESS, crate::global::abi_class)
+}
+
+mpi_api! {
+    fn Send(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_impl("MPI_Send", buf, count as i64, datatype, dest, tag, comm, Mode::Standard)
+    }
+    fn Send_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_impl("MPI_Send_c", buf, count, datatype, dest, tag, comm, Mode::Standard)
+    }
+    fn Ssend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_impl("MPI_Ssend", buf, count as i64, datatype, dest, tag, comm, Mode::Synchronous)
+    }
+    fn Ssend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_impl("MPI_Ssend_c", buf, count, datatype, dest, tag, comm, Mode::Synchronous)
+    }
+    fn Rsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_impl("MPI_Rsend", buf, count as i64, datatype, dest, tag, comm, Mode::Ready)
+    }
+    fn Rsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_impl("MPI_Rsend_c", buf, count, datatype, dest, tag, comm, Mode::Ready)
+    }
+    fn Bsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_impl("MPI_Bsend", buf, count as i64, datatype, dest, tag, comm, Mode::Buffered)
+    }
+    fn Bsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm) -> c_int {
+        send_impl("MPI_Bsend_c", buf, count, datatype, dest, tag, comm, Mode::Buffered)
+    }
+
+    fn Isend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_impl("MPI_Isend", buf, count as i64, datatype, dest, tag, comm, Mode::Standard, request)
+    }
+    fn Isend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_impl("MPI_Isend_c", buf, count, datatype, dest, tag, comm, Mode::Standard, request)
+    }
+    fn Issend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_impl("MPI_Issend", buf, count as i64, datatype, dest, tag, comm, Mode::Synchronous, request)
+    }
+    fn Issend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_impl("MPI_Issend_c", buf, count, datatype, dest, tag, comm, Mode::Synchronous, request)
+    }
+    fn Irsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_impl("MPI_Irsend", buf, count as i64, datatype, dest, tag, comm, Mode::Ready, request)
+    }
+    fn Irsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_impl("MPI_Irsend_c", buf, count, datatype, dest, tag, comm, Mode::Ready, request)
+    }
+    fn Ibsend(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_impl("MPI_Ibsend", buf, count as i64, datatype, dest, tag, comm, Mode::Buffered, request)
+    }
+    fn Ibsend_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isend_impl("MPI_Ibsend_c", buf, count, datatype, dest, tag, comm, Mode::Buffered, request)
+    }
+
+    fn Send_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_impl("MPI_Send_init", buf, count as i64, datatype, dest, tag, comm, Mode::Standard, request)
+    }
+    fn Send_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_impl("MPI_Send_init_c", buf, count, datatype, dest, tag, comm, Mode::Standard, request)
+    }
+    fn Ssend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_impl("MPI_Ssend_init", buf, count as i64, datatype, dest, tag, comm, Mode::Synchronous, request)
+    }
+    fn Ssend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_impl("MPI_Ssend_init_c", buf, count, datatype, dest, tag, comm, Mode::Synchronous, request)
+    }
+    fn Rsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_impl("MPI_Rsend_init", buf, count as i64, datatype, dest, tag, comm, Mode::Ready, request)
+    }
+    fn Rsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_impl("MPI_Rsend_init_c", buf, count, datatype, dest, tag, comm, Mode::Ready, request)
+    }
+    fn Bsend_init(buf: *const c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_impl("MPI_Bsend_init", buf, count as i64, datatype, dest, tag, comm, Mode::Buffered, request)
+    }
+    fn Bsend_init_c(buf: *const c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        send_init_impl("MPI_Bsend_init_c", buf, count, datatype, dest, tag, comm, Mode::Buffered, request)
+    }
+
+    fn Recv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        recv_impl("MPI_Recv", buf, count as i64, datatype, source, tag, comm, status)
+    }
+    fn Recv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        recv_impl("MPI_Recv_c", buf, count, datatype, source, tag, comm, status)
+    }
+    fn Irecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        irecv_impl("MPI_Irecv", buf, count as i64, datatype, source, tag, comm, request, false)
+    }
+    fn Irecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        irecv_impl("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request, false)
+    }
+    fn Recv_init(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        irecv_impl("MPI_Recv_init", buf, count as i64, datatype, source, tag, comm, request, true)
+    }
+    fn Recv_init_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, source: c_int, tag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        irecv_impl("MPI_Recv_init_c", buf, count, datatype, source, tag, comm, request, true)
+    }
+
+    fn Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+                comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        sendrecv_impl("MPI_Sendrecv", sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, status)
+    }
+    fn Sendrecv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+                comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        sendrecv_impl("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+    }
+    fn Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                        source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        sendrecv_replace_impl("MPI_Sendrecv_replace", buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, status)
+    }
+    fn Sendrecv_replace_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                        source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        sendrecv_replace_impl("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+    }
+
+    fn Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
+        buffer_attach("MPI_Buffer_attach", buffer, size as i64)
+    }
+    fn Buffer_attach_c(buffer: *mut c_void, size: MPI_Count) -> c_int {
+        buffer_attach("MPI_Buffer_attach_c", buffer, size)
+    }
+    fn Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+        let mut sz: i64 = 0;
+        let rc = buffer_detach("MPI_Buffer_detach", buffer_addr, &mut sz);
+        if rc == abi::MPI_SUCCESS && !size.is_null() {
+            *size = sz as c_int;
+        }
+        rc
+    }
+    fn Buffer_detach_c(buffer_addr: *mut c_void, size: *mut MPI_Count) -> c_int {
+        let mut sz: i64 = 0;
+        let rc = buffer_detach("MPI_Buffer_detach_c", buffer_addr, &mut sz);
+        if rc == abi::MPI_SUCCESS && !size.is_null() {
+            *size = sz;
+        }
+        rc
+    }
+
+    fn Start(request: *mut MPI_Request) -> c_int {
+        api("MPI_Start", None, |g| {
+            if request.is_null() {
+                return Err(err(ErrorClass::Request, "request pointer is NULL"));
+            }
+            let h = req_of(*request).ok_or_else(|| err(ErrorClass::Request, "MPI_REQUEST_NULL cannot be started"))?;
+            if !g.eng.request(h)?.persistent {
+                return Err(err(ErrorClass::Request, "only persistent requests can be started"));
+            }
+            g.eng.start(h)
+        })
+    }
+    fn Startall(count: c_int, array_of_requests: *mut MPI_Request) -> c_int {
+        api("MPI_Startall", None, |g| {
+            let reqs = request_slice(count, array_of_requests)?;
+            for r in reqs.iter() {
+                let h = req_of(*r).ok_or_else(|| err(ErrorClass::Request, "MPI_REQUEST_NULL cannot be started"))?;
+                if !g.eng.request(h)?.persistent {
+                    return Err(err(ErrorClass::Request, "only persistent requests can be started"));
+                }
+            }
+            for r in reqs.iter() {
+                g.eng.start(Handle(*r as u64))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
+        api("MPI_Wait", None, |g| {
+            if request.is_null() {
+                return Err(err(ErrorClass::Request, "request pointer is NULL"));
+            }
+            let reqs = std::slice::from_raw_parts_mut(request, 1);
+            let Some(h) = live(g, reqs[0])? else {
+                put_status(status, &empty_status(), None);
+                return Ok(());
+            };
+            g.eng.wait(h)?;
+            let s = finish(g, reqs, 0)?;
+            put_status(status, &s, None);
+            truncated(&s)
+        })
+    }
+
+    fn Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+        api("MPI_Test", None, |g| {
+            if request.is_null() || flag.is_null() {
+                return Err(err(ErrorClass::Arg, "request or flag pointer is NULL"));
+            }
+            let reqs = std::slice::from_raw_parts_mut(request, 1);
+            let Some(h) = live(g, reqs[0])? else {
+                *flag = 1;
+                put_status(status, &empty_status(), None);
+                return Ok(());
+            };
+            if !g.eng.is_complete(h)? {
+                g.eng.progress()?;
+            }
+            if !g.eng.is_complete(h)? {
+                *flag = 0;
+                return Ok(());
+            }
+            *flag = 1;
+            let s = finish(g, reqs, 0)?;
+            put_status(status, &s, None);
+            truncated(&s)
+        })
+    }
+
+    fn Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
+        api("MPI_Waitany", None, |g| {
+            let reqs = request_slice(count, array_of_requests)?;
+            if index.is_null() {
+                return Err(err(ErrorClass::Arg, "index pointer is NULL"));
+            }
+            let live_reqs: Vec<(usize, Handle)> =
+                reqs.iter().enumerate().filter_map(|(i, r)| live(g, *r).ok().flatten().map(|h| (i, h))).collect();
+            if live_reqs.is_empty() {
+                *index = abi::MPI_UNDEFINED;
+                put_status(status, &empty_status(), None);
+                return Ok(());
+            }
+            let mut found = None;
+            g.eng.block_until(|e| {
+                found = live_reqs.iter().find(|(_, h)| e.is_complete(*h).unwrap_or(true)).map(|x| x.0);
+                found.is_some()
+            })?;
+            let i = found.ok_or_else(|| err(ErrorClass::Intern, "no completed request"))?;
+            *index = i as c_int;
+            let s = finish(g, reqs, i)?;
+            put_status(status, &s, None);
+            truncated(&s)
+        })
+    }
+
+    fn Testany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+        api("MPI_Testany", None, |g| {
+            let reqs = request_slice(count, array_of_requests)?;
+            if index.is_null() || flag.is_null() {
+                return Err(err(ErrorClass::Arg, "index or flag pointer is NULL"));
+            }
+            g.eng.progress()?;
+            let mut any_live = false;
+            for i in 0..reqs.len() {
+                let Some(h) = live(g, reqs[i])? else { continue };
+                any_live = true;
+                if g.eng.is_complete(h)? {
+                    *flag = 1;
+                    *index = i as c_int;
+                    let s = finish(g, reqs, i)?;
+                    put_status(status, &s, None);
+                    return truncated(&s);
+                }
+            }
+            *index = abi::MPI_UNDEFINED;
+            *flag = (!any_live) as c_int;
+            if !any_live {
+                put_status(status, &empty_status(), None);
+            }
+            Ok(())
+        })
+    }
+
+    fn Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
+        api("MPI_Waitall", None, |g| {
+            let reqs = request_slice(count, array_of_requests)?;
+            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r)).collect::<Result<_, _>>()?;
+            g.eng.block_until(|e| handles.iter().flatten().all(|h| e.is_complete(*h).unwrap_or(true)))?;
+            complete_all(g, reqs, &handles, array_of_statuses)
+        })
+    }
+
+    fn Testall(count: c_int, array_of_requests: *mut MPI_Request, flag: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+        api("MPI_Testall", None, |g| {
+            let reqs = request_slice(count, array_of_requests)?;
+            if flag.is_null() {
+                return Err(err(ErrorClass::Arg, "flag pointer is NULL"));
+            }
+            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r)).collect::<Result<_, _>>()?;
+            g.eng.progress()?;
+            let all = handles.iter().flatten().all(|h| g.eng.is_complete(*h).unwrap_or(true));
+            *flag = all as c_int;
+            if !all {
+                return Ok(());
+            }
+            complete_all(g, reqs, &handles, array_of_statuses)
+        })
+    }
+
+    fn Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+        api("MPI_Waitsome", None, |g| {
+            let reqs = request_slice(incount, array_of_requests)?;
+            if outcount.is_null() {
+                return Err(err(ErrorClass::Arg, "outcount pointer is NULL"));
+            }
+            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r)).collect::<Result<_, _>>()?;
+            if handles.iter().all(|h| h.is_none()) {
+                *outcount = abi::MPI_UNDEFINED;
+                return Ok(());
+            }
+            g.eng.block_until(|e| handles.iter().flatten().any(|h| e.is_complete(*h).unwrap_or(true)))?;
+            complete_some(g, reqs, &handles, outcount, array_of_indices, array_of_statuses)
+        })
+    }
+
+    fn Testsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
+        api("MPI_Testsome", None, |g| {
+            let reqs = request_slice(incount, array_of_requests)?;
+            if outcount.is_null() {
+                return Err(err(ErrorClass::Arg, "outcount pointer is NULL"));
+            }
+            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r)).collect::<Result<_, _>>()?;
+            if handles.iter().all(|h| h.is_none()) {
+                *outcount = abi::MPI_UNDEFINED;
+                return Ok(());
+            }
+            g.eng.progress()?;
+            complete_some(g, reqs, &handles, outcount, array_of_indices, array_of_statuses)
+        })
+    }
+
+    fn Request_free(request: *mut MPI_Request) -> c_int {
+        api("MPI_Request_free", None, |g| {
+            if request.is_null() {
+                return Err(err(ErrorClass::Request, "request pointer is NULL"));
+            }
+            let h = req_of(*request).ok_or_else(|| err(ErrorClass::Request, "MPI_REQUEST_NULL cannot be freed"))?;
+            g.eng.request_free(h)?;
+            *request = abi::MPI_REQUEST_NULL as MPI_Request;
+            Ok(())
+        })
+    }
+
+    fn Request_get_status(request: MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+        api("MPI_Request_get_status", None, |g| {
+            if flag.is_null() {
+                return Err(err(ErrorClass::Arg, "flag pointer is NULL"));
+            }
+            let Some(h) = live(g, request)? else {
+                *flag = 1;
+                put_status(status, &empty_status(), None);
+                return Ok(());
+            };
+            if !g.eng.is_complete(h)? {
+                g.eng.progress()?;
+            }
+            *flag = g.eng.is_complete(h)? as c_int;
+            if *flag != 0 {
+                put_status(status, &g.eng.status(h)?, None);
+            }
+            Ok(())
+        })
+    }
+
+    fn Cancel(request: *mut MPI_Request) -> c_int {
+        api("MPI_Cancel", None, |g| {
+            if request.is_null() {
+                return Err(err(ErrorClass::Request, "request pointer is NULL"));
+            }
+            let h = req_of(*request).ok_or_else(|| err(ErrorClass::Request, "MPI_REQUEST_NULL cannot be cancelled"))?;
+            g.eng.cancel(h)
+        })
+    }
+
+    fn Test_cancelled(status: *const MPI_Status, flag: *mut c_int) -> c_int {
+        api("MPI_Test_cancelled", None, |_| {
+            if status.is_null() || flag.is_null() {
+                return Err(err(ErrorClass::Arg, "status or flag pointer is NULL"));
+            }
+            *flag = ((*status).internal[2] != 0) as c_int;
+            Ok(())
+        })
+    }
+
+    fn Status_set_cancelled(status: *mut MPI_Status, flag: c_int) -> c_int {
+        api("MPI_Status_set_cancelled", None, |_| {
+            if status.is_null() {
+                return Err(err(ErrorClass::Arg, "status pointer is NULL"));
+            }
+            (*status).internal[2] = (flag != 0) as i32;
+            Ok(())
+        })
+    }
+
+    fn Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
+        api("MPI_Probe", Some(comm as usize), |g| {
+            let (ch, source, tag) = probe_args(g, source, tag, comm)?;
+            let s = g.eng.probe(ch, source, tag)?;
+            put_status(status, &s, None);
+            Ok(())
+        })
+    }
+
+    fn Iprobe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
+        api("MPI_Iprobe", Some(comm as usize), |g| {
+            let (ch, source, tag) = probe_args(g, source, tag, comm)?;
+            if flag.is_null() {
+                return Err(err(ErrorClass::Arg, "flag pointer is NULL"));
+            }
+            match g.eng.iprobe(ch, source, tag)? {
+                Some(s) => {
+                    *flag = 1;
+                    put_status(status, &s, None);
+                }
+                None => *flag = 0,
+            }
+            Ok(())
+        })
+    }
+
+    fn Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+        api("MPI_Mprobe", Some(comm as usize), |g| {
+            let (ch, source, tag) = probe_args(g, source, tag, comm)?;
+            if message.is_null() {
+                return Err(err(ErrorClass::Arg, "message pointer is NULL"));
+            }
+            let (m, s) = g.eng.mprobe(ch, source, tag)?;
+            *message = message_handle(m);
+            put_status(status, &s, None);
+            Ok(())
+        })
+    }
+
+    fn Improbe(source: c_int, tag: c_int, comm: MPI_Comm, flag: *mut c_int, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+        api("MPI_Improbe", Some(comm as usize), |g| {
+            let (ch, source, tag) = probe_args(g, source, tag, comm)?;
+            if flag.is_null() || message.is_null() {
+                return Err(err(ErrorClass::Arg, "flag or message pointer is NULL"));
+            }
+            match g.eng.improbe(ch, source, tag)? {
+                Some((m, s)) => {
+                    *flag = 1;
+                    *message = message_handle(m);
+                    put_status(status, &s, None);
+                }
+                None => *flag = 0,
+            }
+            Ok(())
+        })
+    }
+
+    fn Mrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+        mrecv_impl("MPI_Mrecv", buf, count as i64, datatype, message, status)
+    }
+    fn Mrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+        mrecv_impl("MPI_Mrecv_c", buf, count, datatype, message, status)
+    }
+    fn Imrecv(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+        imrecv_impl("MPI_Imrecv", buf, count as i64, datatype, message, request)
+    }
+    fn Imrecv_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+        imrecv_impl("MPI_Imrecv_c", buf, count, datatype, message, request)
+    }
+
+    fn Get_count(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+        let mut c = 0i64;
+        let rc = get_count_impl("MPI_Get_count", status, datatype, &mut c, false);
+        if rc == abi::MPI_SUCCESS && !count.is_null() {
+            *count = if c > i32::MAX as i64 { abi::MPI_UNDEFINED } else { c as c_int };
+        }
+        rc
+    }
+    fn Get_count_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+        let mut c = 0i64;
+        let rc = get_count_impl("MPI_Get_count_c", status, datatype, &mut c, false);
+        if rc == abi::MPI_SUCCESS && !count.is_null() {
+            *count = c;
+        }
+        rc
+    }
+    fn Get_elements(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut c_int) -> c_int {
+        let mut c = 0i64;
+        let rc = get_count_impl("MPI_Get_elements", status, datatype, &mut c, true);
+        if rc == abi::MPI_SUCCESS && !count.is_null() {
+            *count = if c > i32::MAX as i64 { abi::MPI_UNDEFINED } else { c as c_int };
+        }
+        rc
+    }
+    fn Get_elements_c(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+        let mut c = 0i64;
+        let rc = get_count_impl("MPI_Get_elements_c", status, datatype, &mut c, true);
+        if rc == abi::MPI_SUCCESS && !count.is_null() {
+            *count = c;
+        }
+        rc
+    }
+    fn Get_elements_x(status: *const MPI_Status, datatype: MPI_Datatype, count: *mut MPI_Count) -> c_int {
+        let mut c = 0i64;
+        let rc = get_count_impl("MPI_Get_elements_x", status, datatype, &mut c, true);
+        if rc == abi::MPI_SUCCESS && !count.is_null() {
+            *count = c;
+        }
+        rc
+    }
+}
+
+unsafe fn buffer_attach(func: &str, buffer: *mut c_void, size: i64) -> c_int {
+    api(func, None, |g| {
+        if size < 0 {
+            return Err(err(ErrorClass::Arg, format!("buffer size {size} is negative")));
+        }
+        if buffer.is_null() && size > 0 {
+            return Err(err(ErrorClass::Buffer, "buffer is NULL"));
+        }
+        if g.bsend_buf.is_some() {
+            return Err(err(ErrorClass::Buffer, "a Bsend buffer is already attached"));
+        }
+        g.bsend_buf = Some((buffer as usize, size as usize));
+        g.eng.bsend_capacity = size as usize;
+        Ok(())
+    })
+}
+
+unsafe fn buffer_detach(func: &str, buffer_addr: *mut c_void, size: &mut i64) -> c_int {
+    api(func, None, |g| {
+        if buffer_addr.is_null() {
+            return Err(err(ErrorClass::Arg, "buffer_addr is NULL"));
+        }
+        // Detach waits until every buffered message has left the buffer.
+        g.eng.block_until(|e| e.bsend_in_use() == 0)?;
+        let (addr, sz) = g.bsend_buf.take().unwrap_or((0, 0));
+        g.eng.bsend_capacity = 0;
+        *(buffer_addr as *mut *mut c_void) = addr as *mut c_void;
+        *size = sz as i64;
+        Ok(())
+    })
+}
+
+fn probe_args(g: &Global, source: c_int, tag: c_int, comm: MPI_Comm) -> Result<(Handle, c_int, c_int), MpiError> {
+    let ch = comm_handle(g, comm as usize)?;
+    if tag != abi::MPI_ANY_TAG && !(0..=TAG_UB).contains(&tag) {
+        return Err(err(ErrorClass::Tag, format!("invalid tag {tag}")));
+    }
+    Ok((ch, source, tag))
+}
+
+fn message_handle(m: Option<Handle>) -> MPI_Message {
+    match m {
+        Some(h) => h.0 as MPI_Message,
+        None => abi::MPI_MESSAGE_NO_PROC as MPI_Message,
+    }
+}
+
+unsafe fn take_message(message: *mut MPI_Message) -> Result<Option<Handle>, MpiError> {
+    if message.is_null() {
+        return Err(err(ErrorClass::Arg, "message pointer is NULL"));
+    }
+    let m = *message as usize;
+    if m == abi::MPI_MESSAGE_NULL {
+        return Err(err(ErrorClass::Request, "MPI_MESSAGE_NULL cannot be received"));
+    }
+    *message = abi::MPI_MESSAGE_NULL as MPI_Message;
+    Ok(if m == abi::MPI_MESSAGE_NO_PROC { None } else { Some(Handle(m as u64)) })
+}
+
+unsafe fn mrecv_impl(func: &str, buf: *mut c_void, count: i64, dt: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    api(func, None, |g| {
+        let spec = recv_spec(g, buf, count, dt, abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, abi::MPI_COMM_SELF as MPI_Comm)?;
+        let m = take_message(message)?;
+        let h = g.eng.imrecv(m, spec)?;
+        let s = g.eng.wait(h)?;
+        g.eng.release(h);
+        put_status(status, &s, None);
+        truncated(&s)
+    })
+}
+
+unsafe fn imrecv_impl(func: &str, buf: *mut c_void, count: i64, dt: MPI_Datatype, message: *mut MPI_Message, request: *mut MPI_Request) -> c_int {
+    api(func, None, |g| {
+        let spec = recv_spec(g, buf, count, dt, abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, abi::MPI_COMM_SELF as MPI_Comm)?;
+        let m = take_message(message)?;
+        let h = g.eng.imrecv(m, spec)?;
+        out_request(request, h)
+    })
+}
+
+unsafe fn get_count_impl(func: &str, status: *const MPI_Status, datatype: MPI_Datatype, out: &mut i64, elements: bool) -> c_int {
+    api(func, None, |g| {
+        if status.is_null() {
+            return Err(err(ErrorClass::Arg, "status is NULL (MPI_STATUS_IGNORE cannot be queried)"));
+        }
+        let t = dtype(g, datatype as usize)?;
+        let bytes = status_count(&*status);
+        *out = if t.size == 0 {
+            0
+        } else if elements {
+            t.elements_in(bytes as usize).map_or(abi::MPI_UNDEFINED as i64, |e| e as i64)
+        } else if bytes as usize % t.size == 0 {
+            bytes / t.size as i64
+        } else {
+            abi::MPI_UNDEFINED as i64
+        };
+        Ok(())
+    })
+}
+
+unsafe fn complete_all(
+    g: &mut Global,
+    reqs: &mut [MPI_Request],
+    handles: &[Option<Handle>],
+    statuses: *mut MPI_Status,
+) -> Result<(), MpiError> {
+    let mut any_error = false;
+    let mut out = Vec::with_capacity(reqs.len());
+    for (i, h) in handles.iter().enumerate() {
+        let s = match h {
+            Some(_) => finish(g, reqs, i)?,
+            None => empty_status(),
+        };
+        any_error |= s.error.is_some();
+        out.push(s);
+    }
+    if !statuses.is_null() {
+        for (i, s) in out.iter().enumerate() {
+            let e = if any_error { Some(error_code_of(s)) } else { None };
+            put_status(statuses.add(i), s, e);
+        }
+    }
+    if any_error {
+        return Err(err(ErrorClass::InStatus, "one or more requests failed; see the statuses"));
+    }
+    Ok(())
+}
+
+unsafe fn complete_some(
+    g: &mut Global,
+    reqs: &mut [MPI_Request],
+    handles: &[Option<Handle>],
+    outcount: *mut c_int,
+    indices: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> Result<(), MpiError> {
+    let mut n = 0usize;
+    let mut done = Vec::new();
+    for (i, h) in handles.iter().enumerate() {
+        let Some(h) = h else { continue };
+        if g.eng.is_complete(*h)? {
+            done.push((i, finish(g, reqs, i)?));
+        }
+    }
+    let any_error = done.iter().any(|(_, s)| s.error.is_some());
+    for (i, s) in &done {
+        if !indices.is_null() {
+            *indices.add(n) = *i as c_int;
+        }
+        if !statuses.is_null() {
+            put_status(statuses.add(n), s, any_error.then(|| error_code_of(s)));
+        }
+        n += 1;
+    }
+    *outcount = n as c_int;
+    if any_error {
+        return Err(err(ErrorClass::InStatus, "one or more requests failed; see the statuses"));
+    }
+    Ok(())
+}
