@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run every test suite: Rust unit/simulation/integration tests, then the C programs compiled
+# with our mpicc and run with our launcher over shm and tcp, then NetPIPE.
+# Usage: scripts/test-all.sh [PREFIX]   (PREFIX defaults to ./install; `make test` passes it)
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+prefix=${1:-$here/install}
+cd "$here"
+passed=0; failed=0; skipped=0
+suite() {   # suite NAME COMMAND...
+    local name=$1; shift
+    echo "=== $name"
+    if "$@"; then passed=$((passed+1)); echo "=== $name: ok"
+    else failed=$((failed+1)); echo "=== $name: FAILED"; fi
+}
+suite "rust tests" cargo test --release --workspace
+if [ -x tests/c/run-tests.sh ]; then
+    suite "C integration tests" tests/c/run-tests.sh --mpicc "$prefix/bin/mpicc" \
+        --mpiexec "$prefix/bin/mpiexec" --paths "shm tcp"
+fi
+if [ -x scripts/netpipe-test.sh ]; then
+    suite "NetPIPE" scripts/netpipe-test.sh "$prefix"
+fi
+echo
+echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
