@@ -33,12 +33,16 @@ static const char *tc_name = "test";
 static void tc_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn, unused));
 static void tc_die(const char *fmt, ...)
 {
+    /* One write per message so lines from different ranks do not mix. */
+    char msg[1024];
+    int n = snprintf(msg, sizeof msg, "[%s rank %d] FATAL: ", tc_name, tc_rank);
+    if (n < 0 || n >= (int)sizeof msg)
+        n = 0;
     va_list ap;
-    fprintf(stderr, "[%s rank %d] FATAL: ", tc_name, tc_rank);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fprintf(stderr, "%s\n", msg);
     fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1); /* MPI_Abort should not return */
@@ -50,12 +54,15 @@ static void tc_err_at(const char *file, int line, const char *fmt, ...)
 {
     tc_errs++;
     if (tc_errs <= TC_MAX_REPORTED) {
+        char msg[1024];
+        int n = snprintf(msg, sizeof msg, "[%s rank %d] %s:%d: ", tc_name, tc_rank, file, line);
+        if (n < 0 || n >= (int)sizeof msg)
+            n = 0;
         va_list ap;
-        fprintf(stderr, "[%s rank %d] %s:%d: ", tc_name, tc_rank, file, line);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
+        fprintf(stderr, "%s\n", msg);
         fflush(stderr);
     }
     /* A flood of errors usually means one root cause; stop early and loudly. */
