@@ -19,7 +19,11 @@ int main(int argc, char **argv)
         MPI_Status st;
         int flag = 0;
         memset(buf, 0x33, sizeof buf);
-        int src = k == 1 ? MPI_ANY_SOURCE : peer, tag = k == 2 ? MPI_ANY_TAG : 4242;
+        /* Nothing is ever sent that these could match: tag 4242 is unused,
+         * and with MPI_ANY_TAG the source is oneself (the peer's later
+         * synchronisation messages must not be caught). */
+        int src = k == 1 ? MPI_ANY_SOURCE : k == 2 ? tc_rank : peer;
+        int tag = k == 2 ? MPI_ANY_TAG : 4242;
         if (tc_rank >= 2)
             break;
         TC_MPI(MPI_Irecv(buf, 64, MPI_CHAR, src, tag, MPI_COMM_WORLD, &rq));
