@@ -188,6 +188,8 @@ def main():
     ap.add_argument("--max-size", type=int, default=8 << 20, help="largest message (bytes)")
     ap.add_argument("--batches", type=int, default=7, help="timed batches per size")
     ap.add_argument("--batch-ms", type=float, default=20, help="target length of one batch")
+    ap.add_argument("--stat", choices=["median", "min"], default="median",
+                    help="ping-pong statistic over batches; min is steadier on a busy machine")
     ap.add_argument("--only", default="", help="comma-separated config keys to run "
                     "(sf-shm,sf-tcp,ompi-vader,ompi-tcp,mpich)")
     ap.add_argument("--no-coll", action="store_true", help="skip the collective table")
@@ -224,7 +226,8 @@ def main():
 
     load0 = os.getloadavg()[0]
     pp, coll, notes = {}, {}, []
-    pp_args = ["-m", str(args.max_size), "-b", str(args.batches), "-t", str(args.batch_ms)]
+    pp_args = ["-m", str(args.max_size), "-b", str(args.batches), "-t", str(args.batch_ms),
+               "-s", args.stat]
     if not args.no_pin:
         pp_args.append("-p")
     for cfg in cfgs:
@@ -288,7 +291,8 @@ def main():
             row.append(fmt(ratio(va and va[1], vb and vb[1])) if n else "-")
         lines.append("| " + " | ".join(row) + " |")
 
-    report = ["## Ping-pong (2 ranks): half round-trip latency µs / bandwidth MB/s", ""]
+    report = [f"## Ping-pong (2 ranks, {args.stat} of {args.batches} batches): half round-trip "
+              "latency µs / bandwidth MB/s", ""]
     report += lines
     report += ["", "Ratios are Steadfast / Open MPI: latency ratio < 1 and bandwidth ratio > 1 "
                "favour Steadfast.", "", "## Targets", ""]
@@ -317,7 +321,8 @@ def main():
     report += ["", f"Machine: {ncpu} CPUs, load average {load0:.1f} before and {load1:.1f} "
                f"after the runs; raw output in {out_dir}."]
     if max(load0, load1) > 0.5 * ncpu:
-        report.append(f"Warning: the machine was busy (load > {0.5 * ncpu:.0f}); numbers are noisy.")
+        report.append(f"Warning: the machine was busy (load > {0.5 * ncpu:.0f}); numbers are noisy"
+                      + ("; --stat min is steadier." if args.stat == "median" else "."))
     if args.coll_ranks > ncpu and not args.no_coll:
         report.append(f"Note: {args.coll_ranks} collective ranks on {ncpu} CPUs are "
                       "oversubscribed; busy-polling MPIs suffer most.")
