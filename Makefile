@@ -33,7 +33,7 @@ test: install
 	scripts/test-all.sh $(PREFIX)
 
 bench: install
-	scripts/bench-pingpong.sh $(PREFIX)
+	scripts/bench-pingpong.sh --prefix $(PREFIX)
 
 clean:
 	$(CARGO) clean

@@ -19,7 +19,7 @@ if [ -x tests/c/run-tests.sh ]; then
         --mpiexec "$prefix/bin/mpiexec" --paths "shm tcp"
 fi
 if [ -x scripts/netpipe-test.sh ]; then
-    suite "NetPIPE" scripts/netpipe-test.sh "$prefix"
+    suite "NetPIPE" env PREFIX="$prefix" scripts/netpipe-test.sh
 fi
 echo
 echo "suites: $passed passed, $failed failed"
