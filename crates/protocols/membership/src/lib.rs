@@ -5,6 +5,8 @@
 pub mod config;
 pub mod id;
 pub mod machine;
+#[cfg(any(test, feature = "sim"))]
+pub mod sim;
 pub mod tree;
 pub mod view;
 pub mod wire;

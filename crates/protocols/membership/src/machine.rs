@@ -148,6 +148,10 @@ pub struct Membership {
     /// A newer view we are a member of but have not received: (view, informer, fetch at).
     expect: Option<(ViewId, NodeId, Time)>,
     requested: Option<(ViewId, NodeId)>,
+    /// Newest view heard of from a process that has it; a member that is behind it does
+    /// not coordinate (its knowledge is stale) until it has fetched that view.
+    newest: Option<(ViewId, NodeId)>,
+    stale_until: Option<Time>,
     probe_at: Option<Time>,
     probe_cursor: NodeId,
     join: Option<JoinState>,
@@ -227,6 +231,8 @@ impl Membership {
             handoff: None,
             expect: None,
             requested: None,
+            newest: None,
+            stale_until: None,
             probe_at: None,
             probe_cursor: 0,
             join: None,
@@ -298,6 +304,7 @@ impl Membership {
             self.handoff.as_ref().map(|h| h.deadline),
             self.join.as_ref().map(|j| j.deadline),
             self.expect.map(|e| e.2),
+            self.stale_until,
             self.probe_at,
             self.defer_until,
         ]
@@ -367,7 +374,7 @@ impl Membership {
         }
         let sender = Member::new(from, msg.sender_incarnation);
         trace!(me = self.me, %sender, msg = msg.body.name(), "recv");
-        self.note(&msg.body);
+        self.note(from, &msg.body);
         self.known_max = self.known_max.max(from);
         if let Some(v) = &self.view {
             match v.incarnation(from) {
@@ -431,6 +438,13 @@ impl Membership {
         if self.probe_at.is_some_and(|p| p <= now) {
             self.send_probes(now);
         }
+        if self.stale_until.is_some_and(|d| d <= now) {
+            // The newer view we heard of never came: proceed with what we have.
+            self.stale_until = None;
+            self.newest = None;
+            self.requested = None;
+            self.start_change(now);
+        }
         if self.defer_until.is_some_and(|d| d <= now) {
             self.defer_until = None;
             self.start_change(now);
@@ -451,9 +465,10 @@ impl Membership {
         Member::new(self.me, self.inc)
     }
 
-    /// Records epochs and ids seen, so new views number above everything known.
-    fn note(&mut self, body: &Body) {
-        let epoch = match body {
+    /// Records epochs and ids seen, so new views number above everything known, and the
+    /// newest view some process holds.
+    fn note(&mut self, from: NodeId, body: &Body) {
+        let held = match body {
             Body::NodeFailure { view, .. }
             | Body::RootFailure { view, .. }
             | Body::FailureDetAck { view }
@@ -461,15 +476,36 @@ impl Membership {
             | Body::JoinDetAck { view, .. }
             | Body::Redirect { view, .. }
             | Body::Stale { view, .. }
-            | Body::Probe { view, .. }
-            | Body::ViewRequest { view } => view.epoch,
-            Body::ViewChange(c) => c.view.epoch,
+            | Body::Probe { view, .. } => Some(*view),
+            Body::ViewChange(c) => Some(c.view),
+            // The requester heard of the view but may not hold it.
+            Body::ViewRequest { view } => {
+                self.max_epoch = self.max_epoch.max(view.epoch);
+                None
+            }
             Body::Join { max_epoch, member, .. } => {
                 self.known_max = self.known_max.max(member.id);
-                *max_epoch
+                self.max_epoch = self.max_epoch.max(*max_epoch);
+                None
             }
         };
-        self.max_epoch = self.max_epoch.max(epoch);
+        if let Some(v) = held {
+            self.max_epoch = self.max_epoch.max(v.epoch);
+            // Who answered a Redirect: the named root holds the view, not the sender.
+            let holder = match body {
+                Body::Redirect { root, .. } if *root != self.me => *root,
+                _ => from,
+            };
+            if self.newest.is_none_or(|(n, _)| v > n) {
+                self.newest = Some((v, holder));
+            }
+        }
+    }
+
+    /// Whether a newer view than ours is known to exist (then we must not coordinate).
+    fn behind(&self) -> Option<(ViewId, NodeId)> {
+        let cur = self.view_id()?;
+        self.newest.filter(|(n, _)| *n > cur)
     }
 
     /// Lowest member of the current view not known dead; this process may coordinate its
@@ -644,8 +680,10 @@ impl Membership {
                 let Some(v) = &self.view else { return };
                 let newer = view > v.id();
                 let usable = root != self.me && v.contains(root) && !self.dead.contains_key(&root);
-                if newer {
-                    self.request_view(from.id, view);
+                if newer && root != self.me {
+                    // Ask the coordinator of the newer view for it: we either belong to it
+                    // or learn that we were left out (and re-join there).
+                    self.request_view(root, view);
                 }
                 let Some(v) = &self.view else { return };
                 if let Some(r) = &self.report {
@@ -674,6 +712,15 @@ impl Membership {
     /// the accepted joins and sends it down the tree (FAILED_NODE, ROOT_DEAD, ...).
     fn start_change(&mut self, now: Time) {
         if self.status != Status::Member || self.coordinator() != Some(self.me) {
+            return;
+        }
+        if let Some((view, holder)) = self.behind() {
+            // Deciding from a stale view could override a newer one: catch up first, and
+            // give up on that view if its holder does not answer in time.
+            self.request_view(holder, view);
+            if self.stale_until.is_none() {
+                self.stale_until = Some(now + self.cfg.report_timeout);
+            }
             return;
         }
         let Some(v) = &self.view else { return };
@@ -773,6 +820,10 @@ impl Membership {
         if self.expect.is_some_and(|e| e.0 <= w.id()) {
             self.expect = None;
         }
+        if self.newest.is_none_or(|(n, _)| n <= w.id()) {
+            self.newest = Some((w.id(), self.me));
+            self.stale_until = None;
+        }
         self.handoff = None;
         self.events.push_back(Event::ViewInstalled { view_id: w.id(), members: w.member_list() });
         debug!(me = self.me, view = %w.id(), len = w.len(), root = w.root(), "installed");
@@ -796,7 +847,7 @@ impl Membership {
         self.report = None;
         if !self.suspects.is_empty() {
             self.send_report(now);
-        } else if !self.dead.is_empty() {
+        } else if !self.dead.is_empty() || !self.pending_add.is_empty() {
             self.start_change(now);
         }
     }
@@ -852,7 +903,8 @@ impl Membership {
                         Ok(w) => self.install(now, w, Some(ch), Some(from)),
                         Err(e) => warn!(me = self.me, error = e, "bad view change"),
                     },
-                    None if in_sorted(&ch.added, me) => self.request_view(from.id, ch.view),
+                    // A delta may overtake the full view meant for us: ask for the list.
+                    None => self.request_view(from.id, ch.view),
                     _ => {}
                 }
                 return;
@@ -974,6 +1026,21 @@ impl Membership {
     fn become_excluded(&mut self, now: Time, by: ViewId, root: NodeId) {
         debug!(me = self.me, view = %by, "excluded");
         self.events.push_back(Event::Excluded { view_id: by });
+        // A leaving root would strand its group: point every member at the newer view.
+        let group: Vec<NodeId> = match &self.view {
+            Some(v) if v.root() == self.me => v.members().map(|m| m.id).filter(|&id| id != self.me).collect(),
+            _ => Vec::new(),
+        };
+        let rejoin = self.cfg.auto_rejoin && self.inc < MAX_INCARNATION;
+        if rejoin {
+            // The new life's messages also tell the group that the old one has ended.
+            self.inc += 1;
+        }
+        if root != self.me {
+            for id in group {
+                self.send(id, Body::Redirect { view: by, root });
+            }
+        }
         self.status = Status::Outside;
         self.view = None;
         self.change = None;
@@ -986,9 +1053,9 @@ impl Membership {
         self.handoff = None;
         self.expect = None;
         self.requested = None;
+        self.stale_until = None;
         self.probe_at = None;
-        if self.cfg.auto_rejoin && self.inc < MAX_INCARNATION {
-            self.inc += 1;
+        if rejoin {
             self.start_join(now, JoinKind::Recovered, Some(root));
         }
     }
