@@ -18,6 +18,9 @@ pub struct Config {
     pub probe_interval: Option<Duration>,
     /// At most this many ids probed per probe round.
     pub probe_batch: u32,
+    /// How often a member tells its tree parent which view it holds, so a process left
+    /// behind (its group moved on or merged elsewhere) finds out; `None` turns it off.
+    pub sync_interval: Option<Duration>,
     /// When excluded by a view (a false suspicion), re-join at once with a new incarnation.
     pub auto_rejoin: bool,
 }
@@ -31,6 +34,7 @@ impl Default for Config {
             join_timeout: Duration::from_millis(200),
             probe_interval: None,
             probe_batch: 8,
+            sync_interval: Some(Duration::from_millis(500)),
             auto_rejoin: false,
         }
     }
@@ -64,6 +68,9 @@ impl Config {
             if d.is_zero() {
                 return Err(ConfigError::ZeroTimeout(name));
             }
+        }
+        if self.sync_interval.is_some_and(|d| d.is_zero()) {
+            return Err(ConfigError::ZeroTimeout("sync_interval"));
         }
         if let Some(p) = self.probe_interval {
             if p.is_zero() {

@@ -98,6 +98,8 @@ struct Report {
     to: NodeId,
     sent: Vec<Member>,
     acked: bool,
+    /// Any message from `to` since: it is alive, so silence about the report is no failure.
+    heard: bool,
     deadline: Time,
 }
 
@@ -152,6 +154,9 @@ pub struct Membership {
     /// not coordinate (its knowledge is stale) until it has fetched that view.
     newest: Option<(ViewId, NodeId)>,
     stale_until: Option<Time>,
+    /// The view that excluded us and its root, told to whoever still counts on us.
+    left: Option<(ViewId, NodeId)>,
+    sync_at: Option<Time>,
     probe_at: Option<Time>,
     probe_cursor: NodeId,
     join: Option<JoinState>,
@@ -233,6 +238,8 @@ impl Membership {
             requested: None,
             newest: None,
             stale_until: None,
+            left: None,
+            sync_at: None,
             probe_at: None,
             probe_cursor: 0,
             join: None,
@@ -305,6 +312,7 @@ impl Membership {
             self.join.as_ref().map(|j| j.deadline),
             self.expect.map(|e| e.2),
             self.stale_until,
+            self.sync_at,
             self.probe_at,
             self.defer_until,
         ]
@@ -386,6 +394,11 @@ impl Membership {
                 _ => {}
             }
         }
+        if let Some(r) = &mut self.report {
+            if r.to == from {
+                r.heard = true;
+            }
+        }
         match msg.body {
             Body::NodeFailure { view, dead } | Body::RootFailure { view, dead } => {
                 self.on_report(now, sender, view, dead)
@@ -399,6 +412,7 @@ impl Membership {
             Body::Stale { view, root, member } => self.on_stale(now, sender, view, root, member),
             Body::Probe { view, root } => self.on_probe(now, sender, view, root),
             Body::ViewRequest { view } => self.on_view_request(sender, view),
+            Body::Sync { view } => self.on_sync(sender, view),
         }
     }
 
@@ -438,6 +452,9 @@ impl Membership {
         if self.probe_at.is_some_and(|p| p <= now) {
             self.send_probes(now);
         }
+        if self.sync_at.is_some_and(|p| p <= now) {
+            self.send_sync(now);
+        }
         if self.stale_until.is_some_and(|d| d <= now) {
             // The newer view we heard of never came: proceed with what we have.
             self.stale_until = None;
@@ -476,7 +493,8 @@ impl Membership {
             | Body::JoinDetAck { view, .. }
             | Body::Redirect { view, .. }
             | Body::Stale { view, .. }
-            | Body::Probe { view, .. } => Some(*view),
+            | Body::Probe { view, .. }
+            | Body::Sync { view } => Some(*view),
             Body::ViewChange(c) => Some(c.view),
             // The requester heard of the view but may not hold it.
             Body::ViewRequest { view } => {
@@ -608,12 +626,12 @@ impl Membership {
             Body::NodeFailure { view, dead: dead.clone() }
         };
         self.send(c, body);
-        self.report = Some(Report { to: c, sent: dead, acked: false, deadline: now + self.cfg.report_timeout });
+        self.report = Some(Report { to: c, sent: dead, acked: false, heard: false, deadline: now + self.cfg.report_timeout });
     }
 
     fn on_report_timeout(&mut self, now: Time) {
         let Some(r) = self.report.take() else { return };
-        if !r.acked {
+        if !r.acked && !r.heard {
             // No FAILURE_DET_ACK: the coordinator we reported to is dead as well.
             let inc = self.view.as_ref().and_then(|v| v.incarnation(r.to));
             match inc {
@@ -697,7 +715,7 @@ impl Membership {
                         };
                         self.send(root, body);
                         self.report =
-                            Some(Report { to: root, sent: dead, acked: false, deadline: now + self.cfg.report_timeout });
+                            Some(Report { to: root, sent: dead, acked: false, heard: false, deadline: now + self.cfg.report_timeout });
                     }
                 }
             }
@@ -830,6 +848,8 @@ impl Membership {
         self.status = Status::Member;
         self.join = None;
         self.probe_at = if w.root() == self.me { self.probe_at.or(self.cfg.probe_interval.map(|p| now + p)) } else { None };
+        self.sync_at = if w.root() != self.me { self.sync_at.or(self.cfg.sync_interval.map(|p| now + p)) } else { None };
+        self.left = None;
         self.view = Some(w);
         self.change = change.map(|mut c| {
             c.members = None;
@@ -895,7 +915,10 @@ impl Membership {
 
     fn on_change(&mut self, now: Time, from: Member, ch: Change) {
         match self.status {
-            Status::Outside => return,
+            Status::Outside => {
+                self.tell_left(from.id);
+                return;
+            }
             Status::Joining => {
                 let me = self.me_member();
                 match &ch.members {
@@ -905,7 +928,8 @@ impl Membership {
                     },
                     // A delta may overtake the full view meant for us: ask for the list.
                     None => self.request_view(from.id, ch.view),
-                    _ => {}
+                    // Someone still counts on our previous life: say where the group went.
+                    _ => self.tell_left(from.id),
                 }
                 return;
             }
@@ -1055,6 +1079,8 @@ impl Membership {
         self.requested = None;
         self.stale_until = None;
         self.probe_at = None;
+        self.sync_at = None;
+        self.left = Some((by, root));
         if rejoin {
             self.start_join(now, JoinKind::Recovered, Some(root));
         }
@@ -1205,6 +1231,44 @@ impl Membership {
                 self.start_stab(now);
             }
             Err(e) => warn!(me = self.me, error = %e, "cannot form a group"),
+        }
+    }
+
+    /// Tells a process that still counts on our excluded life which view replaced it.
+    fn tell_left(&mut self, to: NodeId) {
+        if let Some((view, root)) = self.left {
+            if root != to {
+                self.send(to, Body::Redirect { view, root });
+            }
+        }
+    }
+
+    fn send_sync(&mut self, now: Time) {
+        self.sync_at = None;
+        let (Some(p), Some(v)) = (self.cfg.sync_interval, &self.view) else { return };
+        if self.status != Status::Member {
+            return;
+        }
+        if let Some(parent) = v.parent(self.me) {
+            let view = v.id();
+            self.send(parent, Body::Sync { view });
+            self.sync_at = Some(now + p);
+        }
+    }
+
+    /// A child (by its view) says which view it holds: answer only if ours differs.
+    fn on_sync(&mut self, from: Member, view: ViewId) {
+        match self.status {
+            Status::Member => {
+                let Some(v) = &self.view else { return };
+                let (cur, root, member) = (v.id(), v.root(), v.contains_member(from));
+                if view < cur || !member {
+                    self.send(from.id, Body::Stale { view: cur, root, member });
+                } else if view > cur {
+                    self.request_view(from.id, view);
+                }
+            }
+            Status::Joining | Status::Outside => self.tell_left(from.id),
         }
     }
 

@@ -96,6 +96,11 @@ pub enum Body {
         /// The view the requester heard of.
         view: ViewId,
     },
+    /// A member tells its tree parent which view it holds (answered only if they differ).
+    Sync {
+        /// The sender's view.
+        view: ViewId,
+    },
 }
 
 /// Which join message (the paper treats both the same way).
@@ -172,6 +177,7 @@ impl Body {
             Body::Stale { .. } => "STALE",
             Body::Probe { .. } => "PROBE",
             Body::ViewRequest { .. } => "VIEW_REQUEST",
+            Body::Sync { .. } => "SYNC",
         }
     }
 }
@@ -214,6 +220,7 @@ const T_REDIRECT: u8 = 8;
 const T_STALE: u8 = 9;
 const T_PROBE: u8 = 10;
 const T_VIEW_REQUEST: u8 = 11;
+const T_SYNC: u8 = 12;
 
 struct W(Vec<u8>);
 
@@ -344,6 +351,7 @@ impl Message {
             Body::Stale { .. } => T_STALE,
             Body::Probe { .. } => T_PROBE,
             Body::ViewRequest { .. } => T_VIEW_REQUEST,
+            Body::Sync { .. } => T_SYNC,
         };
         w.u8(tag);
         w.var(self.sender_incarnation as u64);
@@ -352,9 +360,10 @@ impl Message {
                 w.view(*view);
                 w.members(dead);
             }
-            Body::FailureDetAck { view } | Body::FailureAck { view } | Body::ViewRequest { view } => {
-                w.view(*view)
-            }
+            Body::FailureDetAck { view }
+            | Body::FailureAck { view }
+            | Body::ViewRequest { view }
+            | Body::Sync { view } => w.view(*view),
             Body::ViewChange(c) => {
                 w.u8(match c.kind {
                     ChangeKind::FailedNode => 1,
@@ -420,6 +429,7 @@ impl Message {
             T_FAILURE_DET_ACK => Body::FailureDetAck { view: r.view()? },
             T_FAILURE_ACK => Body::FailureAck { view: r.view()? },
             T_VIEW_REQUEST => Body::ViewRequest { view: r.view()? },
+            T_SYNC => Body::Sync { view: r.view()? },
             T_VIEW_CHANGE => {
                 let kind = match r.u8()? {
                     1 => ChangeKind::FailedNode,
@@ -523,7 +533,7 @@ mod tests {
 
     fn sample(rng: &mut Rng) -> Message {
         let v = view(rng);
-        let body = match rng.below(11) {
+        let body = match rng.below(12) {
             0 => Body::NodeFailure { view: v, dead: members(rng) },
             1 => Body::RootFailure { view: v, dead: members(rng) },
             2 => Body::FailureDetAck { view: v },
@@ -547,7 +557,8 @@ mod tests {
             7 => Body::Redirect { view: v, root: 0 },
             8 => Body::Stale { view: v, root: 3, member: rng.below(2) == 1 },
             9 => Body::Probe { view: v, root: 9 },
-            _ => Body::ViewRequest { view: v },
+            10 => Body::ViewRequest { view: v },
+            _ => Body::Sync { view: v },
         };
         Message { sender_incarnation: rng.below(4) as u32, body }
     }

@@ -408,13 +408,32 @@ impl<N: NetworkModel> Sim<N> {
     /// Schedules the failure detector's notices of a crash, as the notice model says.
     fn notify_crash(&mut self, dead: Member) {
         let live = self.live();
+        // Processes whose view holds the dead life: at least one of them notices (a
+        // heartbeat or connection to a tree neighbour), as the runtime's detector does.
+        let holders: Vec<NodeId> = live
+            .iter()
+            .copied()
+            .filter(|&id| self.machine(id).and_then(|m| m.view()).is_some_and(|v| v.contains_member(dead)))
+            .collect();
         let mut told: Vec<NodeId> = match self.notice {
             scenario::Notice::All => live.clone(),
             scenario::Notice::Some(p) => live.iter().copied().filter(|_| self.rng.chance(p)).collect(),
             scenario::Notice::One => Vec::new(),
         };
-        if told.is_empty() {
-            told.extend(self.rng.pick(&live));
+        if !told.iter().any(|t| holders.contains(t)) {
+            let pool = if holders.is_empty() { &live } else { &holders };
+            told.extend(self.rng.pick(pool));
+        }
+        // Heartbeats between tree neighbours: whoever has the dead life as parent or child
+        // in its view notices it too (later than the launcher would).
+        for &h in &holders {
+            let neighbour = self.machine(h).and_then(|m| m.view()).is_some_and(|v| {
+                v.parent(h) == Some(dead.id) || v.parent(dead.id) == Some(h)
+            });
+            if neighbour && !told.contains(&h) {
+                let when = self.now + self.notice_delay.1 + self.rng.duration(Duration::ZERO, self.notice_delay.1);
+                self.push(when, Action::Input(Input::Suspect { at: h, target: dead }));
+            }
         }
         for at in told {
             let when = self.now + self.rng.duration(self.notice_delay.0, self.notice_delay.1);
@@ -535,6 +554,8 @@ pub fn brief(m: &Message) -> String {
             format!("{head} {view} root {root}")
         }
         Body::Stale { view, root, member } => format!("{head} {view} root {root} member {member}"),
-        Body::FailureDetAck { view } | Body::FailureAck { view } | Body::ViewRequest { view } => format!("{head} {view}"),
+        Body::FailureDetAck { view } | Body::FailureAck { view } | Body::ViewRequest { view } | Body::Sync { view } => {
+            format!("{head} {view}")
+        }
     }
 }

@@ -113,6 +113,7 @@ pub fn sim_config(fanout_log2: u8) -> Config {
         join_timeout: ms(25),
         probe_interval: Some(ms(40)),
         probe_batch: 4,
+        sync_interval: Some(ms(50)),
         auto_rejoin: true,
     }
 }
