@@ -121,11 +121,26 @@ impl Checker {
         Ok(())
     }
 
-    /// A process announced the end of stabilization.
-    pub fn on_stabilized(&mut self, now: Time, node: Member, view: ViewId) -> Result<(), String> {
+    /// A process announced the end of stabilization: it must be the root, and every member
+    /// still living that life must have installed the view (or a newer one) by now.
+    pub fn on_stabilized(
+        &mut self,
+        now: Time,
+        node: Member,
+        view: ViewId,
+        world: &BTreeMap<NodeId, Life>,
+    ) -> Result<(), String> {
         let members = self.views.get(&view).ok_or(format!("{node} stabilized unknown {view}"))?;
         if members.first().map(|m| m.id) != Some(node.id) {
             return Err(format!("{node} announced stabilization of {view} but is not its root"));
+        }
+        for m in members {
+            let same_life = world.get(&m.id).is_some_and(|l| l.alive && l.incarnation == m.incarnation);
+            let reached = self.seen.contains(&(m.id, view))
+                || self.last.get(&m.id).is_some_and(|(inc, v)| *inc == m.incarnation && *v > view);
+            if same_life && !reached {
+                return Err(format!("{node} announced stabilization of {view} before {m} installed it"));
+            }
         }
         match self.last.get(&node.id) {
             Some((inc, _)) if *inc == node.incarnation && self.seen.contains(&(node.id, view)) => {}
