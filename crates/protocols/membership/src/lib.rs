@@ -5,6 +5,7 @@
 pub mod config;
 pub mod id;
 pub mod machine;
+pub mod model;
 #[cfg(any(test, feature = "sim"))]
 pub mod sim;
 pub mod tree;

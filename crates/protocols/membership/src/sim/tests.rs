@@ -101,3 +101,62 @@ fn false_suspicions() {
 fn chaos() {
     sweep(Scenario::Chaos, "chaos");
 }
+
+/// The latency model and the real state machines agree to the nanosecond: the machines,
+/// driven over a fixed-latency network with the same processing costs, stabilize in
+/// exactly the time [`crate::model::simulate_single_failure`] computes.
+#[test]
+fn latency_model_matches_the_state_machines() {
+    use super::net::FixedLatency;
+    use super::{Costs, Input, Observed, Sim};
+    use crate::model::{example_detector, example_failed_node, simulate_single_failure, CostModel};
+    use crate::{Body, Config, Event, Member};
+
+    let costs = [
+        CostModel { latency: Duration::from_nanos(4600), ocp: Duration::from_nanos(2000), ..CostModel::default() },
+        CostModel {
+            latency: Duration::from_micros(118),
+            ocp: Duration::from_micros(2),
+            ack_cost: Duration::from_micros(1),
+            send_gap: Duration::from_nanos(700),
+        },
+    ];
+    let sizes: Vec<u32> = (3..=40).chain([64, 85, 86, 255, 256, 341, 342, 1000]).collect();
+    let cfg = |k| Config {
+        fanout_log2: k,
+        ack_timeout: Duration::from_secs(10),
+        report_timeout: Duration::from_secs(10),
+        join_timeout: Duration::from_secs(10),
+        probe_interval: None,
+        probe_batch: 1,
+        sync_interval: None,
+        auto_rejoin: false,
+    };
+    for k in 1..=3u8 {
+        for &n in &sizes {
+            for cost in costs {
+                let failed = example_failed_node(n, k);
+                let detector = example_detector(n, failed);
+                let model = simulate_single_failure(n, k, failed, detector, cost).unwrap();
+                let mut sim = Sim::new(cfg(k), n, FixedLatency(cost.latency), 1).unwrap();
+                sim.costs = Costs { ocp: cost.ocp, other: cost.ack_cost, gap: cost.send_gap };
+                sim.observe = Some(Vec::new());
+                sim.schedule(Duration::from_millis(1), Input::Suspect { at: detector, target: Member::new(failed, 0) });
+                sim.run_until(Duration::from_secs(1)).unwrap();
+                let obs = sim.observe.take().unwrap();
+                let start = obs.iter().find_map(|o| match o {
+                    Observed::Delivered { at, to: 0, body: Body::NodeFailure { .. } } => Some(*at),
+                    _ => None,
+                });
+                let end = obs.iter().find_map(|o| match o {
+                    Observed::Event { at, node: 0, event: Event::StabilizationComplete { .. } } => Some(*at),
+                    _ => None,
+                });
+                let (Some(start), Some(end)) = (start, end) else {
+                    panic!("n={n} k={k}: no stabilization observed");
+                };
+                assert_eq!(end - start, model.ts, "n={n} k={k} cost={cost:?}");
+            }
+        }
+    }
+}
