@@ -1363,6 +1363,68 @@ mod tests {
     }
 
     #[test]
+    fn joiner_scans_linearly_and_follows_redirects() {
+        let mut j = Membership::new_outside(cfg(), Member::new(9, 0), 9).unwrap();
+        j.join(ms(0), JoinKind::New).unwrap();
+        let t = drain(&mut j);
+        assert_eq!((t[0].to, t[0].message.body.name()), (0, "NEW_NODE"));
+        // Id 0 is silent: try 1, the next in the list.
+        j.handle_timeout(j.poll_timeout().unwrap());
+        assert_eq!(drain(&mut j)[0].to, 1);
+        // 1 is a member but not the root: it names the root, 3.
+        let redirect = Body::Redirect { view: ViewId::INITIAL, root: 3 };
+        j.handle(ms(30), 1, Message { sender_incarnation: 0, body: redirect });
+        assert_eq!(drain(&mut j)[0].to, 3);
+        j.handle(ms(31), 3, Message { sender_incarnation: 0, body: Body::JoinDetAck { view: ViewId::INITIAL, root: 3 } });
+        assert_eq!(j.status(), Status::Joining);
+    }
+
+    #[test]
+    fn root_adds_a_recovered_rank_with_its_old_id() {
+        let mut root = Membership::new(cfg(), 0, 4, ms(0)).unwrap();
+        let _ = root.poll_event();
+        // Rank 2 crashed and came back (incarnation 1) before anyone noticed.
+        let alive = Body::Join { kind: JoinKind::Recovered, member: Member::new(2, 1), max_epoch: 0 };
+        root.handle(ms(1), 2, Message { sender_incarnation: 1, body: alive });
+        let t = drain(&mut root);
+        assert!(matches!(t[0].message.body, Body::JoinDetAck { .. }));
+        let Some(Event::ViewInstalled { members, .. }) = root.poll_event() else { panic!("no view") };
+        assert_eq!(members, vec![Member::new(0, 0), Member::new(1, 0), Member::new(2, 1), Member::new(3, 0)]);
+        // The recovered life gets the full list, the others a two-entry delta.
+        let to2 = t.iter().find(|t| t.to == 2 && t.message.body.name() == "NODE_JOIN").unwrap();
+        assert!(matches!(&to2.message.body, Body::ViewChange(c) if c.members.is_some()));
+        let to1 = t.iter().find(|t| t.to == 1).unwrap();
+        assert!(matches!(&to1.message.body, Body::ViewChange(c) if c.members.is_none() && c.removed == [Member::new(2, 0)]));
+    }
+
+    #[test]
+    fn stale_view_change_is_answered_not_applied() {
+        let mut m = Membership::new(cfg(), 1, 4, ms(0)).unwrap();
+        let _ = m.poll_event();
+        let v1 = ViewId { epoch: 1, coordinator: 0, coordinator_incarnation: 0 };
+        let v = View::initial(4, 1).unwrap().apply(v1, &[Member::new(3, 0)], &[]).unwrap();
+        let ch = Change {
+            kind: ChangeKind::FailedNode,
+            view: v1,
+            base: ViewId::INITIAL,
+            len: v.len(),
+            digest: v.digest(),
+            removed: vec![Member::new(3, 0)],
+            added: vec![],
+            members: None,
+        };
+        m.handle(ms(1), 0, Message { sender_incarnation: 0, body: Body::ViewChange(ch.clone()) });
+        assert_eq!(m.view_id(), Some(v1));
+        let mut old = ch;
+        old.view = ViewId::INITIAL;
+        drain(&mut m);
+        m.handle(ms(2), 0, Message { sender_incarnation: 0, body: Body::ViewChange(old) });
+        assert_eq!(m.view_id(), Some(v1));
+        let t = drain(&mut m);
+        assert!(matches!(t[0].message.body, Body::Stale { view, member: true, .. } if view == v1));
+    }
+
+    #[test]
     fn root_acks_and_sends_failed_node_down() {
         let mut root = Membership::new(cfg(), 0, 7, ms(0)).unwrap();
         let msg = Message {

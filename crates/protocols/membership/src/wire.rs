@@ -586,6 +586,26 @@ mod tests {
         assert_eq!(m.encode().len(), 11);
     }
 
+    #[test]
+    fn failed_node_is_compact() {
+        let v = |e| ViewId { epoch: e, coordinator: 0, coordinator_incarnation: 0 };
+        let m = Message {
+            sender_incarnation: 0,
+            body: Body::ViewChange(Change {
+                kind: ChangeKind::FailedNode,
+                view: v(8),
+                base: v(7),
+                len: 1023,
+                digest: u64::MAX,
+                removed: vec![Member::new(4, 0)],
+                added: vec![],
+                members: None,
+            }),
+        };
+        // One failed node in a view of 1024: 25 bytes, whatever the group size.
+        assert_eq!(m.encode().len(), 25);
+    }
+
     /// Garbage and mutated messages: the decoder returns an error or a message that
     /// re-encodes to the same bytes; it never panics or over-allocates.
     #[test]

@@ -125,6 +125,8 @@ struct Plan {
     down: Vec<NodeId>,
     next_id: NodeId,
     faults: u32,
+    crashes: u32,
+    joins: u32,
     last: Time,
 }
 
@@ -140,6 +142,7 @@ impl Plan {
         }
         self.down.push(id);
         self.faults += 1;
+        self.crashes += 1;
         self.at(t, Input::Crash(id));
         true
     }
@@ -161,12 +164,14 @@ impl Plan {
         let i = self.rng.below(self.down.len() as u64) as usize;
         let id = self.down.swap_remove(i);
         self.up.insert(id);
+        self.joins += 1;
         self.at(t, Input::Restart(id));
     }
     fn join_new(&mut self, t: Time) {
         let id = self.next_id;
         self.next_id += 1;
         self.up.insert(id);
+        self.joins += 1;
         self.at(t, Input::JoinNew(id));
     }
     fn false_suspicion(&mut self, t: Time) {
@@ -240,6 +245,8 @@ pub fn run(s: Scenario, seed: u64, trace_len: usize) -> Result<Outcome, Failure>
         down: Vec::new(),
         next_id: n,
         faults: 0,
+        crashes: 0,
+        joins: 0,
         last: Duration::ZERO,
     };
     let t0 = p.rng.duration(ms(1), ms(10));
@@ -302,7 +309,9 @@ pub fn run(s: Scenario, seed: u64, trace_len: usize) -> Result<Outcome, Failure>
                 }
             }
             // The lowest id sometimes comes back: it becomes root again on re-joining.
-            if p.rng.chance(300) && p.crash(t0, 0) {}
+            if p.rng.chance(300) {
+                p.crash(t0, 0);
+            }
             let mut t = t0 + p.rng.duration(ms(5), ms(60));
             while !p.down.is_empty() {
                 p.restart_one(t);
@@ -384,11 +393,13 @@ pub fn run(s: Scenario, seed: u64, trace_len: usize) -> Result<Outcome, Failure>
     let total = p.next_id;
     let h = tree_height(total, k) + 1;
     let round = cfg.report_timeout + cfg.ack_timeout * (h + 2) + lat_max * 4;
-    let bound = sim.notice_delay.1
+    let joining = p.joins > 0 || matches!(s, Scenario::FalseSuspicion | Scenario::Partition | Scenario::Chaos);
+    let partitioned = matches!(s, Scenario::Partition | Scenario::Chaos);
+    let bound = sim.notice_delay.1 * 2
         + sim.retransmit_give_up
-        + round * (p.faults + 3)
-        + cfg.join_timeout * (4 + total)
-        + cfg.probe_interval.unwrap_or_default() * 2;
+        + round * (p.faults + 2)
+        + if joining { cfg.join_timeout * (4 + p.crashes) } else { Duration::ZERO }
+        + if partitioned { cfg.probe_interval.unwrap_or_default() * 2 } else { Duration::ZERO };
     let end = last_fault + bound;
     let traced = |sim: &Sim<JitterNet>, reason: String| Failure { reason, trace: sim.trace() };
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::scenario::{run, Outcome, Scenario};
 
-const DEFAULT_SEEDS: u64 = 200;
+const DEFAULT_SEEDS: u64 = 300;
 
 fn seeds() -> u64 {
     std::env::var("STEADFAST_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_SEEDS)
@@ -42,7 +42,9 @@ fn sweep(s: Scenario, test: &str) -> Vec<Outcome> {
     }
     if let Some(max) = out.iter().map(|o| o.settle).max() {
         let mean = out.iter().map(|o| o.settle).sum::<Duration>() / out.len() as u32;
-        eprintln!("{s:?}: {} seeds, settle mean {mean:?} max {max:?}", out.len());
+        let bound = out.iter().map(|o| o.bound).min().unwrap_or_default();
+        let msgs = out.iter().map(|o| o.messages).sum::<u64>() / out.len() as u64;
+        eprintln!("{s:?}: {} seeds, settle mean {mean:?} max {max:?} (smallest bound {bound:?}), {msgs} messages per run", out.len());
     }
     out
 }
