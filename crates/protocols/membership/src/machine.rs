@@ -38,6 +38,9 @@ pub enum Event {
     StabilizationComplete {
         /// The view that stabilized.
         view_id: ViewId,
+        /// When this process (the root) installed the view: for the coordinator that is the
+        /// handling of the failure report, so `now − installed_at` is the paper's Ts.
+        installed_at: Time,
     },
     /// This process was removed from the group by `view_id` (it was suspected). With
     /// `auto_rejoin` it is already re-joining under a new incarnation.
@@ -91,6 +94,8 @@ struct Stab {
     deadline: Option<Time>,
     /// Who sent us the current view and waits for our FAILURE_ACK.
     ack_to: Vec<Member>,
+    /// When the current view was installed.
+    installed_at: Time,
 }
 
 #[derive(Debug)]
@@ -855,7 +860,7 @@ impl Membership {
             c.members = None;
             c
         });
-        self.stab = Stab::default();
+        self.stab = Stab { installed_at: now, ..Stab::default() };
         if let Some(f) = from {
             self.stab.ack_to.push(f);
             self.start_stab(now);
@@ -906,7 +911,8 @@ impl Membership {
         }
         if is_root {
             debug!(me = self.me, view = %vid, "stabilization complete");
-            self.events.push_back(Event::StabilizationComplete { view_id: vid });
+            let installed_at = self.stab.installed_at;
+            self.events.push_back(Event::StabilizationComplete { view_id: vid, installed_at });
             if !self.pending_add.is_empty() || !self.dead.is_empty() {
                 self.start_change(now);
             }

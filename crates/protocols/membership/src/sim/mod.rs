@@ -513,7 +513,7 @@ impl<N: NetworkModel> Sim<N> {
             });
             match &e {
                 Event::ViewInstalled { view_id, members } => self.check.on_install(end, me, *view_id, members)?,
-                Event::StabilizationComplete { view_id } => {
+                Event::StabilizationComplete { view_id, .. } => {
                     let world = self.world();
                     self.check.on_stabilized(end, me, *view_id, &world)?
                 }

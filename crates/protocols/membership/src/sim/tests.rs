@@ -151,13 +151,17 @@ fn latency_model_matches_the_state_machines() {
                     _ => None,
                 });
                 let end = obs.iter().find_map(|o| match o {
-                    Observed::Event { at, node: 0, event: Event::StabilizationComplete { .. } } => Some(*at),
+                    Observed::Event { at, node: 0, event: Event::StabilizationComplete { installed_at, .. } } => {
+                        Some((*at, *installed_at))
+                    }
                     _ => None,
                 });
-                let (Some(start), Some(end)) = (start, end) else {
+                let (Some(start), Some((end, installed_at))) = (start, end) else {
                     panic!("n={n} k={k}: no stabilization observed");
                 };
                 assert_eq!(end - start, model.ts, "n={n} k={k} cost={cost:?}");
+                // What a runtime can measure alone: the event carries the start of Ts.
+                assert_eq!(installed_at, start);
             }
         }
     }
