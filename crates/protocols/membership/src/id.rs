@@ -53,11 +53,19 @@ pub struct ViewId {
 
 impl ViewId {
     /// The start-up view every process knows without messages.
-    pub const INITIAL: ViewId = ViewId { epoch: 0, coordinator: 0, coordinator_incarnation: 0 };
+    pub const INITIAL: ViewId = ViewId {
+        epoch: 0,
+        coordinator: 0,
+        coordinator_incarnation: 0,
+    };
 }
 
 impl fmt::Display for ViewId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "v{}.{}#{}", self.epoch, self.coordinator, self.coordinator_incarnation)
+        write!(
+            f,
+            "v{}.{}#{}",
+            self.epoch, self.coordinator, self.coordinator_incarnation
+        )
     }
 }

@@ -174,13 +174,17 @@ fn members_of(map: &BTreeMap<NodeId, u32>) -> Vec<Member> {
 }
 
 fn in_sorted(list: &[Member], m: Member) -> bool {
-    list.binary_search_by_key(&m.id, |x| x.id).is_ok_and(|i| list[i] == m)
+    list.binary_search_by_key(&m.id, |x| x.id)
+        .is_ok_and(|i| list[i] == m)
 }
 
 fn change_kind(old_root: NodeId, removed: &[Member], added: &[Member]) -> ChangeKind {
     let root_gone = removed.iter().any(|m| m.id == old_root);
     // A member replaced by its newer incarnation counts as a join, not a failure.
-    let failed = removed.iter().filter(|r| !added.iter().any(|a| a.id == r.id)).count();
+    let failed = removed
+        .iter()
+        .filter(|r| !added.iter().any(|a| a.id == r.id))
+        .count();
     match (failed, added.is_empty()) {
         (0, _) => ChangeKind::NodeJoin,
         (_, false) => ChangeKind::FailedAndJoined,
@@ -195,19 +199,29 @@ impl Membership {
     pub fn new(cfg: Config, me: NodeId, initial_size: u32, now: Time) -> Result<Self, Error> {
         cfg.validate()?;
         if me >= initial_size {
-            return Err(Error::NotInInitialView { me, size: initial_size });
+            return Err(Error::NotInInitialView {
+                me,
+                size: initial_size,
+            });
         }
         let view = View::initial(initial_size, cfg.fanout_log2)
             .map_err(|_| Error::Range(Member::new(initial_size.saturating_sub(1), 0)))?;
         let mut m = Self::blank(cfg, Member::new(me, 0), initial_size - 1);
-        m.events.push_back(Event::ViewInstalled { view_id: view.id(), members: view.member_list() });
+        m.events.push_back(Event::ViewInstalled {
+            view_id: view.id(),
+            members: view.member_list(),
+        });
         if view.root() == me {
             m.probe_at = m.cfg.probe_interval.map(|p| now + p);
         }
         m.view = Some(view);
         m.status = Status::Member;
         // The start-up view needs no stabilization: everybody computed it alone.
-        m.stab = Stab { started: true, done: true, ..Stab::default() };
+        m.stab = Stab {
+            started: true,
+            done: true,
+            ..Stab::default()
+        };
         Ok(m)
     }
 
@@ -374,7 +388,12 @@ impl Membership {
     }
 
     /// Decodes and handles one message; bad bytes are an error and change nothing.
-    pub fn handle_bytes(&mut self, now: Time, from: NodeId, bytes: &[u8]) -> Result<(), crate::DecodeError> {
+    pub fn handle_bytes(
+        &mut self,
+        now: Time,
+        from: NodeId,
+        bytes: &[u8],
+    ) -> Result<(), crate::DecodeError> {
         let msg = Message::decode(bytes)?;
         self.handle(now, from, msg);
         Ok(())
@@ -411,7 +430,11 @@ impl Membership {
             Body::FailureDetAck { view: _ } => self.on_det_ack(now, sender),
             Body::ViewChange(ch) => self.on_change(now, sender, ch),
             Body::FailureAck { view } => self.on_ack(now, sender, view),
-            Body::Join { kind: _, member, max_epoch: _ } => self.on_join(now, sender, member),
+            Body::Join {
+                kind: _,
+                member,
+                max_epoch: _,
+            } => self.on_join(now, sender, member),
             Body::JoinDetAck { view: _, root } => self.on_join_ack(now, root),
             Body::Redirect { view, root } => self.on_redirect(now, sender, view, root),
             Body::Stale { view, root, member } => self.on_stale(now, sender, view, root, member),
@@ -480,7 +503,13 @@ impl Membership {
             return;
         }
         trace!(me = self.me, to, msg = body.name(), "send");
-        self.out.push_back(Transmit { to, message: Message { sender_incarnation: self.inc, body } });
+        self.out.push_back(Transmit {
+            to,
+            message: Message {
+                sender_incarnation: self.inc,
+                body,
+            },
+        });
     }
 
     fn me_member(&self) -> Member {
@@ -506,7 +535,9 @@ impl Membership {
                 self.max_epoch = self.max_epoch.max(view.epoch);
                 None
             }
-            Body::Join { max_epoch, member, .. } => {
+            Body::Join {
+                max_epoch, member, ..
+            } => {
                 self.known_max = self.known_max.max(member.id);
                 self.max_epoch = self.max_epoch.max(*max_epoch);
                 None
@@ -586,7 +617,10 @@ impl Membership {
         let Some(v) = &self.view else { return };
         let mut fresh = false;
         for &m in ms {
-            if m.id != self.me && v.contains_member(m) && self.suspects.get(&m.id) != Some(&m.incarnation) {
+            if m.id != self.me
+                && v.contains_member(m)
+                && self.suspects.get(&m.id) != Some(&m.incarnation)
+            {
                 self.suspects.insert(m.id, m.incarnation);
                 self.dead.insert(m.id, m.incarnation);
                 fresh = true;
@@ -594,7 +628,11 @@ impl Membership {
         }
         if fresh {
             debug!(me = self.me, suspects = ?self.suspects, "suspect");
-            if self.handoff.as_ref().is_some_and(|h| ms.iter().any(|m| m.id == h.to)) {
+            if self
+                .handoff
+                .as_ref()
+                .is_some_and(|h| ms.iter().any(|m| m.id == h.to))
+            {
                 self.handoff = None;
             }
             self.send_report(now);
@@ -626,12 +664,24 @@ impl Membership {
         }
         let (view, root_dead) = (v.id(), self.dead.contains_key(&v.root()));
         let body = if root_dead {
-            Body::RootFailure { view, dead: dead.clone() }
+            Body::RootFailure {
+                view,
+                dead: dead.clone(),
+            }
         } else {
-            Body::NodeFailure { view, dead: dead.clone() }
+            Body::NodeFailure {
+                view,
+                dead: dead.clone(),
+            }
         };
         self.send(c, body);
-        self.report = Some(Report { to: c, sent: dead, acked: false, heard: false, deadline: now + self.cfg.report_timeout });
+        self.report = Some(Report {
+            to: c,
+            sent: dead,
+            acked: false,
+            heard: false,
+            deadline: now + self.cfg.report_timeout,
+        });
     }
 
     fn on_report_timeout(&mut self, now: Time) {
@@ -669,7 +719,14 @@ impl Membership {
             if rview > cur {
                 self.request_view(from.id, rview);
             } else {
-                self.send(from.id, Body::Stale { view: cur, root, member: false });
+                self.send(
+                    from.id,
+                    Body::Stale {
+                        view: cur,
+                        root,
+                        member: false,
+                    },
+                );
             }
             return;
         }
@@ -688,7 +745,14 @@ impl Membership {
             Some(c) if c == self.me => {
                 self.send(from.id, Body::FailureDetAck { view: cur });
                 if rview < cur {
-                    self.send(from.id, Body::Stale { view: cur, root, member: true });
+                    self.send(
+                        from.id,
+                        Body::Stale {
+                            view: cur,
+                            root,
+                            member: true,
+                        },
+                    );
                 }
                 self.start_change(now);
             }
@@ -714,13 +778,24 @@ impl Membership {
                         let (vid, root_dead) = (v.id(), self.dead.contains_key(&v.root()));
                         let dead = r.sent.clone();
                         let body = if root_dead {
-                            Body::RootFailure { view: vid, dead: dead.clone() }
+                            Body::RootFailure {
+                                view: vid,
+                                dead: dead.clone(),
+                            }
                         } else {
-                            Body::NodeFailure { view: vid, dead: dead.clone() }
+                            Body::NodeFailure {
+                                view: vid,
+                                dead: dead.clone(),
+                            }
                         };
                         self.send(root, body);
-                        self.report =
-                            Some(Report { to: root, sent: dead, acked: false, heard: false, deadline: now + self.cfg.report_timeout });
+                        self.report = Some(Report {
+                            to: root,
+                            sent: dead,
+                            acked: false,
+                            heard: false,
+                            deadline: now + self.cfg.report_timeout,
+                        });
                     }
                 }
             }
@@ -747,7 +822,10 @@ impl Membership {
             return;
         }
         let Some(v) = &self.view else { return };
-        let mut removed: Vec<Member> = members_of(&self.dead).into_iter().filter(|m| v.contains_member(*m)).collect();
+        let mut removed: Vec<Member> = members_of(&self.dead)
+            .into_iter()
+            .filter(|m| v.contains_member(*m))
+            .collect();
         let mut added = Vec::new();
         for (&id, &inc) in &self.pending_add {
             match v.incarnation(id) {
@@ -768,7 +846,11 @@ impl Membership {
         }
         let epoch = self.max_epoch.saturating_add(1);
         self.max_epoch = epoch;
-        let id = ViewId { epoch, coordinator: self.me, coordinator_incarnation: self.inc };
+        let id = ViewId {
+            epoch,
+            coordinator: self.me,
+            coordinator_incarnation: self.inc,
+        };
         let kind = change_kind(v.root(), &removed, &added);
         let next = match v.apply(id, &removed, &added) {
             Ok(w) => Some(w),
@@ -801,7 +883,10 @@ impl Membership {
         if !w.contains_member(self.me_member()) {
             // This process was reported dead: it hands the view to the new root and leaves.
             let mut ch = change;
-            if in_sorted(&ch.added, Member::new(root, w.incarnation(root).unwrap_or(0))) {
+            if in_sorted(
+                &ch.added,
+                Member::new(root, w.incarnation(root).unwrap_or(0)),
+            ) {
                 ch.members = Some(w.member_list());
             }
             self.send(root, Body::ViewChange(ch));
@@ -814,11 +899,21 @@ impl Membership {
             self.start_stab(now);
         } else {
             // A joiner with a lower id becomes root: it disseminates, we wait for its ack.
-            let to = Member::new(root, self.view.as_ref().and_then(|v| v.incarnation(root)).unwrap_or(0));
+            let to = Member::new(
+                root,
+                self.view
+                    .as_ref()
+                    .and_then(|v| v.incarnation(root))
+                    .unwrap_or(0),
+            );
             if let Some(ch) = self.change_for(to) {
                 self.send(root, Body::ViewChange(ch));
             }
-            self.handoff = Some(Handoff { view: id, to: root, deadline: now + self.cfg.ack_timeout * (levels + 1) });
+            self.handoff = Some(Handoff {
+                view: id,
+                to: root,
+                deadline: now + self.cfg.ack_timeout * (levels + 1),
+            });
         }
     }
 
@@ -831,7 +926,14 @@ impl Membership {
         if !self.stab.done {
             for p in std::mem::take(&mut self.stab.ack_to) {
                 let member = w.contains_member(p);
-                self.send(p.id, Body::Stale { view: w.id(), root: w.root(), member });
+                self.send(
+                    p.id,
+                    Body::Stale {
+                        view: w.id(),
+                        root: w.root(),
+                        member,
+                    },
+                );
             }
         }
         self.known_max = self.known_max.max(w.max_id());
@@ -839,7 +941,8 @@ impl Membership {
         let keep = |id: &NodeId, inc: &mut u32| w.contains_member(Member::new(*id, *inc));
         self.suspects.retain(keep);
         self.dead.retain(keep);
-        self.pending_add.retain(|id, inc| w.incarnation(*id).is_none_or(|i| i < *inc));
+        self.pending_add
+            .retain(|id, inc| w.incarnation(*id).is_none_or(|i| i < *inc));
         if self.expect.is_some_and(|e| e.0 <= w.id()) {
             self.expect = None;
         }
@@ -848,19 +951,33 @@ impl Membership {
             self.stale_until = None;
         }
         self.handoff = None;
-        self.events.push_back(Event::ViewInstalled { view_id: w.id(), members: w.member_list() });
+        self.events.push_back(Event::ViewInstalled {
+            view_id: w.id(),
+            members: w.member_list(),
+        });
         debug!(me = self.me, view = %w.id(), len = w.len(), root = w.root(), "installed");
         self.status = Status::Member;
         self.join = None;
-        self.probe_at = if w.root() == self.me { self.probe_at.or(self.cfg.probe_interval.map(|p| now + p)) } else { None };
-        self.sync_at = if w.root() != self.me { self.sync_at.or(self.cfg.sync_interval.map(|p| now + p)) } else { None };
+        self.probe_at = if w.root() == self.me {
+            self.probe_at.or(self.cfg.probe_interval.map(|p| now + p))
+        } else {
+            None
+        };
+        self.sync_at = if w.root() != self.me {
+            self.sync_at.or(self.cfg.sync_interval.map(|p| now + p))
+        } else {
+            None
+        };
         self.left = None;
         self.view = Some(w);
         self.change = change.map(|mut c| {
             c.members = None;
             c
         });
-        self.stab = Stab { installed_at: now, ..Stab::default() };
+        self.stab = Stab {
+            installed_at: now,
+            ..Stab::default()
+        };
         if let Some(f) = from {
             self.stab.ack_to.push(f);
             self.start_stab(now);
@@ -883,8 +1000,11 @@ impl Membership {
             return;
         }
         let Some(v) = &self.view else { return };
-        let kids: Vec<Member> =
-            v.children(self.me).into_iter().map(|c| Member::new(c, v.incarnation(c).unwrap_or(0))).collect();
+        let kids: Vec<Member> = v
+            .children(self.me)
+            .into_iter()
+            .map(|c| Member::new(c, v.incarnation(c).unwrap_or(0)))
+            .collect();
         let deadline = now + self.cfg.ack_timeout * v.subtree_levels_bound(self.me);
         self.stab.started = true;
         if kids.is_empty() {
@@ -912,7 +1032,10 @@ impl Membership {
         if is_root {
             debug!(me = self.me, view = %vid, "stabilization complete");
             let installed_at = self.stab.installed_at;
-            self.events.push_back(Event::StabilizationComplete { view_id: vid, installed_at });
+            self.events.push_back(Event::StabilizationComplete {
+                view_id: vid,
+                installed_at,
+            });
             if !self.pending_add.is_empty() || !self.dead.is_empty() {
                 self.start_change(now);
             }
@@ -945,7 +1068,14 @@ impl Membership {
         let cur = v.id();
         if ch.view < cur {
             let (root, member) = (v.root(), v.contains_member(from));
-            self.send(from.id, Body::Stale { view: cur, root, member });
+            self.send(
+                from.id,
+                Body::Stale {
+                    view: cur,
+                    root,
+                    member,
+                },
+            );
             return;
         }
         if ch.view == cur {
@@ -964,7 +1094,11 @@ impl Membership {
         let w = match self.build(&ch) {
             Ok(w) => w,
             Err(e) => {
-                trace!(me = self.me, reason = e, "cannot apply change, requesting full view");
+                trace!(
+                    me = self.me,
+                    reason = e,
+                    "cannot apply change, requesting full view"
+                );
                 self.request_view(from.id, ch.view);
                 return;
             }
@@ -980,9 +1114,9 @@ impl Membership {
         let k = self.cfg.fanout_log2;
         let w = match (&ch.members, &self.view) {
             (Some(ms), _) => View::from_members(ch.view, k, ms).map_err(|_| "bad member list")?,
-            (None, Some(v)) if v.id() == ch.base => {
-                v.apply(ch.view, &ch.removed, &ch.added).map_err(|_| "delta does not fit base")?
-            }
+            (None, Some(v)) if v.id() == ch.base => v
+                .apply(ch.view, &ch.removed, &ch.added)
+                .map_err(|_| "delta does not fit base")?,
             _ => return Err("base view missing"),
         };
         if w.len() != ch.len || w.digest() != ch.digest {
@@ -992,7 +1126,11 @@ impl Membership {
     }
 
     fn on_ack(&mut self, now: Time, from: Member, view: ViewId) {
-        if self.handoff.as_ref().is_some_and(|h| h.view == view && h.to == from.id) {
+        if self
+            .handoff
+            .as_ref()
+            .is_some_and(|h| h.view == view && h.to == from.id)
+        {
             self.handoff = None;
         }
         if self.status == Status::Member
@@ -1058,7 +1196,11 @@ impl Membership {
         self.events.push_back(Event::Excluded { view_id: by });
         // A leaving root would strand its group: point every member at the newer view.
         let group: Vec<NodeId> = match &self.view {
-            Some(v) if v.root() == self.me => v.members().map(|m| m.id).filter(|&id| id != self.me).collect(),
+            Some(v) if v.root() == self.me => v
+                .members()
+                .map(|m| m.id)
+                .filter(|&id| id != self.me)
+                .collect(),
             _ => Vec::new(),
         };
         let rejoin = self.cfg.auto_rejoin && self.inc < MAX_INCARNATION;
@@ -1111,7 +1253,13 @@ impl Membership {
         match v.incarnation(member.id) {
             Some(i) if i == member.incarnation => {
                 // Already a member (a retry): answer with the view itself.
-                self.send(from.id, Body::JoinDetAck { view: cur, root: self.me });
+                self.send(
+                    from.id,
+                    Body::JoinDetAck {
+                        view: cur,
+                        root: self.me,
+                    },
+                );
                 if let Some(ch) = self.full_change() {
                     self.send(from.id, Body::ViewChange(ch));
                 }
@@ -1126,7 +1274,13 @@ impl Membership {
         self.known_max = self.known_max.max(member.id);
         self.pending_add.insert(member.id, member.incarnation);
         let stabilizing = v.root() == self.me && self.stab.started && !self.stab.done;
-        self.send(from.id, Body::JoinDetAck { view: cur, root: self.me });
+        self.send(
+            from.id,
+            Body::JoinDetAck {
+                view: cur,
+                root: self.me,
+            },
+        );
         if stabilizing && self.dead.is_empty() {
             // Joins wait for the running stabilization (bounded), failures never wait.
             let bound = now + self.cfg.ack_timeout * self.levels(self.me);
@@ -1139,11 +1293,20 @@ impl Membership {
     fn start_join(&mut self, now: Time, kind: JoinKind, hint: Option<NodeId>) {
         self.status = Status::Joining;
         self.view = None;
-        let target = hint.filter(|&h| h != self.me && h <= MAX_NODE_ID).or_else(|| self.next_candidate(None));
+        let target = hint
+            .filter(|&h| h != self.me && h <= MAX_NODE_ID)
+            .or_else(|| self.next_candidate(None));
         match target {
             None => self.form_singleton(now),
             Some(t) => {
-                self.join = Some(JoinState { kind, target: t, accepted: false, misses: 0, redirects: 0, deadline: now });
+                self.join = Some(JoinState {
+                    kind,
+                    target: t,
+                    accepted: false,
+                    misses: 0,
+                    redirects: 0,
+                    deadline: now,
+                });
                 self.send_join(now);
             }
         }
@@ -1153,7 +1316,9 @@ impl Membership {
     fn next_candidate(&self, after: Option<NodeId>) -> Option<NodeId> {
         let n = self.known_max as u64 + 1;
         let start = after.map_or(0, |a| a as u64 + 1);
-        (0..n).map(|i| ((start + i) % n) as NodeId).find(|&c| c != self.me)
+        (0..n)
+            .map(|i| ((start + i) % n) as NodeId)
+            .find(|&c| c != self.me)
     }
 
     fn send_join(&mut self, now: Time) {
@@ -1161,7 +1326,14 @@ impl Membership {
         let Some(j) = &mut self.join else { return };
         j.deadline = now + self.cfg.join_timeout;
         let (to, kind) = (j.target, j.kind);
-        self.send(to, Body::Join { kind, member: me, max_epoch });
+        self.send(
+            to,
+            Body::Join {
+                kind,
+                member: me,
+                max_epoch,
+            },
+        );
     }
 
     fn on_join_ack(&mut self, now: Time, root: NodeId) {
@@ -1229,7 +1401,11 @@ impl Membership {
     fn form_singleton(&mut self, now: Time) {
         let epoch = self.max_epoch.saturating_add(1);
         self.max_epoch = epoch;
-        let id = ViewId { epoch, coordinator: self.me, coordinator_incarnation: self.inc };
+        let id = ViewId {
+            epoch,
+            coordinator: self.me,
+            coordinator_incarnation: self.inc,
+        };
         match View::from_members(id, self.cfg.fanout_log2, &[self.me_member()]) {
             Ok(w) => {
                 debug!(me = self.me, view = %id, "forming a group of one");
@@ -1251,7 +1427,9 @@ impl Membership {
 
     fn send_sync(&mut self, now: Time) {
         self.sync_at = None;
-        let (Some(p), Some(v)) = (self.cfg.sync_interval, &self.view) else { return };
+        let (Some(p), Some(v)) = (self.cfg.sync_interval, &self.view) else {
+            return;
+        };
         if self.status != Status::Member {
             return;
         }
@@ -1269,7 +1447,14 @@ impl Membership {
                 let Some(v) = &self.view else { return };
                 let (cur, root, member) = (v.id(), v.root(), v.contains_member(from));
                 if view < cur || !member {
-                    self.send(from.id, Body::Stale { view: cur, root, member });
+                    self.send(
+                        from.id,
+                        Body::Stale {
+                            view: cur,
+                            root,
+                            member,
+                        },
+                    );
                 } else if view > cur {
                     self.request_view(from.id, view);
                 }
@@ -1301,7 +1486,13 @@ impl Membership {
             }
         }
         for t in targets {
-            self.send(t, Body::Probe { view: vid, root: self.me });
+            self.send(
+                t,
+                Body::Probe {
+                    view: vid,
+                    root: self.me,
+                },
+            );
         }
         self.probe_at = Some(now + p);
     }
@@ -1317,7 +1508,14 @@ impl Membership {
                     self.become_excluded(now, view, root);
                 } else if view < cur {
                     let (r, member) = (v.root(), v.contains_member(from));
-                    self.send(from.id, Body::Stale { view: cur, root: r, member });
+                    self.send(
+                        from.id,
+                        Body::Stale {
+                            view: cur,
+                            root: r,
+                            member,
+                        },
+                    );
                 }
             }
             Status::Joining => self.redirect_join(now, root),
@@ -1331,7 +1529,10 @@ mod tests {
     use super::*;
 
     fn cfg() -> Config {
-        Config { fanout_log2: 1, ..Config::default() }
+        Config {
+            fanout_log2: 1,
+            ..Config::default()
+        }
     }
 
     fn ms(t: u64) -> Time {
@@ -1346,7 +1547,13 @@ mod tests {
     fn startup_needs_no_messages() {
         let mut m = Membership::new(cfg(), 3, 8, ms(0)).unwrap();
         assert!(drain(&mut m).is_empty());
-        assert!(matches!(m.poll_event(), Some(Event::ViewInstalled { view_id: ViewId::INITIAL, .. })));
+        assert!(matches!(
+            m.poll_event(),
+            Some(Event::ViewInstalled {
+                view_id: ViewId::INITIAL,
+                ..
+            })
+        ));
         assert_eq!(m.poll_timeout(), None);
         assert!(Membership::new(cfg(), 8, 8, ms(0)).is_err());
     }
@@ -1358,7 +1565,9 @@ mod tests {
         let t = drain(&mut m);
         assert_eq!(t.len(), 1);
         assert_eq!(t[0].to, 0);
-        assert!(matches!(&t[0].message.body, Body::NodeFailure { dead, .. } if dead == &[Member::new(4, 0)]));
+        assert!(
+            matches!(&t[0].message.body, Body::NodeFailure { dead, .. } if dead == &[Member::new(4, 0)])
+        );
         // No FAILURE_DET_ACK: the root is treated as failed, ROOT_FAILURE goes to id 1.
         let deadline = m.poll_timeout().unwrap();
         m.handle_timeout(deadline);
@@ -1378,10 +1587,30 @@ mod tests {
         j.handle_timeout(j.poll_timeout().unwrap());
         assert_eq!(drain(&mut j)[0].to, 1);
         // 1 is a member but not the root: it names the root, 3.
-        let redirect = Body::Redirect { view: ViewId::INITIAL, root: 3 };
-        j.handle(ms(30), 1, Message { sender_incarnation: 0, body: redirect });
+        let redirect = Body::Redirect {
+            view: ViewId::INITIAL,
+            root: 3,
+        };
+        j.handle(
+            ms(30),
+            1,
+            Message {
+                sender_incarnation: 0,
+                body: redirect,
+            },
+        );
         assert_eq!(drain(&mut j)[0].to, 3);
-        j.handle(ms(31), 3, Message { sender_incarnation: 0, body: Body::JoinDetAck { view: ViewId::INITIAL, root: 3 } });
+        j.handle(
+            ms(31),
+            3,
+            Message {
+                sender_incarnation: 0,
+                body: Body::JoinDetAck {
+                    view: ViewId::INITIAL,
+                    root: 3,
+                },
+            },
+        );
         assert_eq!(j.status(), Status::Joining);
     }
 
@@ -1390,25 +1619,58 @@ mod tests {
         let mut root = Membership::new(cfg(), 0, 4, ms(0)).unwrap();
         let _ = root.poll_event();
         // Rank 2 crashed and came back (incarnation 1) before anyone noticed.
-        let alive = Body::Join { kind: JoinKind::Recovered, member: Member::new(2, 1), max_epoch: 0 };
-        root.handle(ms(1), 2, Message { sender_incarnation: 1, body: alive });
+        let alive = Body::Join {
+            kind: JoinKind::Recovered,
+            member: Member::new(2, 1),
+            max_epoch: 0,
+        };
+        root.handle(
+            ms(1),
+            2,
+            Message {
+                sender_incarnation: 1,
+                body: alive,
+            },
+        );
         let t = drain(&mut root);
         assert!(matches!(t[0].message.body, Body::JoinDetAck { .. }));
-        let Some(Event::ViewInstalled { members, .. }) = root.poll_event() else { panic!("no view") };
-        assert_eq!(members, vec![Member::new(0, 0), Member::new(1, 0), Member::new(2, 1), Member::new(3, 0)]);
+        let Some(Event::ViewInstalled { members, .. }) = root.poll_event() else {
+            panic!("no view")
+        };
+        assert_eq!(
+            members,
+            vec![
+                Member::new(0, 0),
+                Member::new(1, 0),
+                Member::new(2, 1),
+                Member::new(3, 0)
+            ]
+        );
         // The recovered life gets the full list, the others a two-entry delta.
-        let to2 = t.iter().find(|t| t.to == 2 && t.message.body.name() == "NODE_JOIN").unwrap();
+        let to2 = t
+            .iter()
+            .find(|t| t.to == 2 && t.message.body.name() == "NODE_JOIN")
+            .unwrap();
         assert!(matches!(&to2.message.body, Body::ViewChange(c) if c.members.is_some()));
         let to1 = t.iter().find(|t| t.to == 1).unwrap();
-        assert!(matches!(&to1.message.body, Body::ViewChange(c) if c.members.is_none() && c.removed == [Member::new(2, 0)]));
+        assert!(
+            matches!(&to1.message.body, Body::ViewChange(c) if c.members.is_none() && c.removed == [Member::new(2, 0)])
+        );
     }
 
     #[test]
     fn stale_view_change_is_answered_not_applied() {
         let mut m = Membership::new(cfg(), 1, 4, ms(0)).unwrap();
         let _ = m.poll_event();
-        let v1 = ViewId { epoch: 1, coordinator: 0, coordinator_incarnation: 0 };
-        let v = View::initial(4, 1).unwrap().apply(v1, &[Member::new(3, 0)], &[]).unwrap();
+        let v1 = ViewId {
+            epoch: 1,
+            coordinator: 0,
+            coordinator_incarnation: 0,
+        };
+        let v = View::initial(4, 1)
+            .unwrap()
+            .apply(v1, &[Member::new(3, 0)], &[])
+            .unwrap();
         let ch = Change {
             kind: ChangeKind::FailedNode,
             view: v1,
@@ -1419,12 +1681,26 @@ mod tests {
             added: vec![],
             members: None,
         };
-        m.handle(ms(1), 0, Message { sender_incarnation: 0, body: Body::ViewChange(ch.clone()) });
+        m.handle(
+            ms(1),
+            0,
+            Message {
+                sender_incarnation: 0,
+                body: Body::ViewChange(ch.clone()),
+            },
+        );
         assert_eq!(m.view_id(), Some(v1));
         let mut old = ch;
         old.view = ViewId::INITIAL;
         drain(&mut m);
-        m.handle(ms(2), 0, Message { sender_incarnation: 0, body: Body::ViewChange(old) });
+        m.handle(
+            ms(2),
+            0,
+            Message {
+                sender_incarnation: 0,
+                body: Body::ViewChange(old),
+            },
+        );
         assert_eq!(m.view_id(), Some(v1));
         let t = drain(&mut m);
         assert!(matches!(t[0].message.body, Body::Stale { view, member: true, .. } if view == v1));
@@ -1435,7 +1711,10 @@ mod tests {
         let mut root = Membership::new(cfg(), 0, 7, ms(0)).unwrap();
         let msg = Message {
             sender_incarnation: 0,
-            body: Body::NodeFailure { view: ViewId::INITIAL, dead: vec![Member::new(1, 0)] },
+            body: Body::NodeFailure {
+                view: ViewId::INITIAL,
+                dead: vec![Member::new(1, 0)],
+            },
         };
         root.handle(ms(1), 5, msg);
         let t = drain(&mut root);
@@ -1443,6 +1722,8 @@ mod tests {
         // Node 1's children 3 and 4 now hang under the root beside 2.
         let to: Vec<NodeId> = t[1..].iter().map(|t| t.to).collect();
         assert_eq!(to, vec![2, 3, 4]);
-        assert!(t[1..].iter().all(|t| matches!(&t.message.body, Body::ViewChange(c) if c.kind == ChangeKind::FailedNode)));
+        assert!(t[1..].iter().all(
+            |t| matches!(&t.message.body, Body::ViewChange(c) if c.kind == ChangeKind::FailedNode)
+        ));
     }
 }

@@ -77,7 +77,11 @@ pub fn stabilization_depth(n: u32, fanout_log2: u8, failed: NodeId) -> Result<u3
 }
 
 fn next_id() -> ViewId {
-    ViewId { epoch: 1, coordinator: 0, coordinator_incarnation: 0 }
+    ViewId {
+        epoch: 1,
+        coordinator: 0,
+        coordinator_incarnation: 0,
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -125,13 +129,21 @@ pub fn simulate_single_failure(
     for (i, ev) in outputs.into_iter().enumerate() {
         send(&mut queue, end + cost.send_gap * i as u32, ev);
     }
-    let mut ts = if pending[root as usize] == 0 { Some(end) } else { None };
+    let mut ts = if pending[root as usize] == 0 {
+        Some(end)
+    } else {
+        None
+    };
     while let Some(Reverse((at, _, ev))) = queue.pop() {
         let to = match ev {
             Ev::DetAck { to } | Ev::Change { to, .. } | Ev::Ack { to } => to,
         };
         let start = at.max(busy[to as usize]);
-        let c = if matches!(ev, Ev::Change { .. }) { cost.ocp } else { cost.ack_cost };
+        let c = if matches!(ev, Ev::Change { .. }) {
+            cost.ocp
+        } else {
+            cost.ack_cost
+        };
         let end = start + c;
         busy[to as usize] = end;
         match ev {
@@ -144,7 +156,11 @@ pub fn simulate_single_failure(
                 } else {
                     pending[to as usize] = kids.len() as u32;
                     for (i, &k) in kids.iter().enumerate() {
-                        send(&mut queue, end + cost.send_gap * i as u32, Ev::Change { to: k, from: to });
+                        send(
+                            &mut queue,
+                            end + cost.send_gap * i as u32,
+                            Ev::Change { to: k, from: to },
+                        );
                     }
                 }
             }
@@ -154,7 +170,13 @@ pub fn simulate_single_failure(
                     if to == root {
                         ts = Some(end);
                     } else {
-                        send(&mut queue, end, Ev::Ack { to: parent[to as usize] });
+                        send(
+                            &mut queue,
+                            end,
+                            Ev::Ack {
+                                to: parent[to as usize],
+                            },
+                        );
                     }
                 }
             }
@@ -219,7 +241,9 @@ mod tests {
         for k in [1u8, 2] {
             let t = |n| {
                 let f = example_failed_node(n, k);
-                simulate_single_failure(n, k, f, example_detector(n, f), BGL).unwrap().ts
+                simulate_single_failure(n, k, f, example_detector(n, f), BGL)
+                    .unwrap()
+                    .ts
             };
             let (small, large) = (t(64), t(65_536));
             // 1024× more processes, about (log 65536 / log 64)× the time.

@@ -55,7 +55,9 @@ fn mix(m: Member) -> u64 {
 
 /// Digest of a member list, as [`View::digest`] computes it.
 pub fn digest_of(members: &[Member]) -> u64 {
-    members.iter().fold(0u64, |acc, m| acc.wrapping_add(mix(*m)))
+    members
+        .iter()
+        .fold(0u64, |acc, m| acc.wrapping_add(mix(*m)))
 }
 
 impl View {
@@ -69,11 +71,23 @@ impl View {
         }
         let slots = vec![0u32; n as usize];
         let digest = (0..n).fold(0u64, |acc, i| acc.wrapping_add(mix(Member::new(i, 0))));
-        Ok(View { id: ViewId::INITIAL, fanout_log2, slots, len: n, root: 0, max: n - 1, digest })
+        Ok(View {
+            id: ViewId::INITIAL,
+            fanout_log2,
+            slots,
+            len: n,
+            root: 0,
+            max: n - 1,
+            digest,
+        })
     }
 
     /// Builds a view from a strictly ascending member list.
-    pub fn from_members(id: ViewId, fanout_log2: u8, members: &[Member]) -> Result<View, ViewError> {
+    pub fn from_members(
+        id: ViewId,
+        fanout_log2: u8,
+        members: &[Member],
+    ) -> Result<View, ViewError> {
         let last = members.last().ok_or(ViewError::Empty)?;
         let mut slots = vec![ABSENT; last.id as usize + 1];
         let mut prev: Option<NodeId> = None;
@@ -102,7 +116,12 @@ impl View {
 
     /// A new view: this one minus `removed` plus `added` (removals first, so an id may be
     /// replaced by a newer incarnation in one step).
-    pub fn apply(&self, id: ViewId, removed: &[Member], added: &[Member]) -> Result<View, ViewError> {
+    pub fn apply(
+        &self,
+        id: ViewId,
+        removed: &[Member],
+        added: &[Member],
+    ) -> Result<View, ViewError> {
         let mut v = self.clone();
         v.id = id;
         for m in removed {
@@ -131,8 +150,13 @@ impl View {
             return Err(ViewError::Empty);
         }
         // Root = lowest live id, max = highest: scans are short unless the ends were removed.
-        v.root = (0..v.slots.len()).find(|&i| v.slots[i] != ABSENT).unwrap_or(0) as NodeId;
-        v.max = (0..v.slots.len()).rev().find(|&i| v.slots[i] != ABSENT).unwrap_or(0) as NodeId;
+        v.root = (0..v.slots.len())
+            .find(|&i| v.slots[i] != ABSENT)
+            .unwrap_or(0) as NodeId;
+        v.max = (0..v.slots.len())
+            .rev()
+            .find(|&i| v.slots[i] != ABSENT)
+            .unwrap_or(0) as NodeId;
         v.slots.truncate(v.max as usize + 1);
         Ok(v)
     }
@@ -181,7 +205,10 @@ impl View {
     /// Incarnation of member `id`, in O(1).
     #[inline]
     pub fn incarnation(&self, id: NodeId) -> Option<u32> {
-        self.slots.get(id as usize).copied().filter(|&s| s != ABSENT)
+        self.slots
+            .get(id as usize)
+            .copied()
+            .filter(|&s| s != ABSENT)
     }
 
     /// Whether this exact life of a process is a member.
@@ -302,7 +329,11 @@ mod tests {
     use super::*;
 
     fn vid(e: u64) -> ViewId {
-        ViewId { epoch: e, coordinator: 0, coordinator_incarnation: 0 }
+        ViewId {
+            epoch: e,
+            coordinator: 0,
+            coordinator_incarnation: 0,
+        }
     }
 
     /// Checks the tree of `v` is a spanning tree whose parent and children agree.
@@ -348,7 +379,9 @@ mod tests {
         assert_eq!(w.root(), 1);
         assert_eq!(w.children(1), vec![2, 3, 4, 5, 6, 7, 8]);
         check_tree(&w);
-        let x = w.apply(vid(2), &[Member::new(1, 0), Member::new(2, 0)], &[]).unwrap();
+        let x = w
+            .apply(vid(2), &[Member::new(1, 0), Member::new(2, 0)], &[])
+            .unwrap();
         assert_eq!(x.root(), 3);
         check_tree(&x);
     }
@@ -385,9 +418,21 @@ mod tests {
     #[test]
     fn apply_checks_and_digest_tracks() {
         let v = View::initial(8, 1).unwrap();
-        assert!(matches!(v.apply(vid(1), &[Member::new(3, 1)], &[]), Err(ViewError::NotPresent(_))));
-        assert!(matches!(v.apply(vid(1), &[], &[Member::new(3, 0)]), Err(ViewError::AlreadyPresent(_))));
-        let w = v.apply(vid(1), &[Member::new(3, 0)], &[Member::new(3, 1), Member::new(40, 0)]).unwrap();
+        assert!(matches!(
+            v.apply(vid(1), &[Member::new(3, 1)], &[]),
+            Err(ViewError::NotPresent(_))
+        ));
+        assert!(matches!(
+            v.apply(vid(1), &[], &[Member::new(3, 0)]),
+            Err(ViewError::AlreadyPresent(_))
+        ));
+        let w = v
+            .apply(
+                vid(1),
+                &[Member::new(3, 0)],
+                &[Member::new(3, 1), Member::new(40, 0)],
+            )
+            .unwrap();
         assert_eq!(w.incarnation(3), Some(1));
         assert_eq!(w.max_id(), 40);
         assert_eq!(w.digest(), digest_of(&w.member_list()));

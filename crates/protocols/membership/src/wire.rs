@@ -170,8 +170,14 @@ impl Body {
             Body::FailureDetAck { .. } => "FAILURE_DET_ACK",
             Body::ViewChange(c) => c.paper_name(),
             Body::FailureAck { .. } => "FAILURE_ACK",
-            Body::Join { kind: JoinKind::New, .. } => "NEW_NODE",
-            Body::Join { kind: JoinKind::Recovered, .. } => "NODE_ALIVE",
+            Body::Join {
+                kind: JoinKind::New,
+                ..
+            } => "NEW_NODE",
+            Body::Join {
+                kind: JoinKind::Recovered,
+                ..
+            } => "NODE_ALIVE",
             Body::JoinDetAck { .. } => "JOIN_DET_ACK",
             Body::Redirect { .. } => "REDIRECT",
             Body::Stale { .. } => "STALE",
@@ -306,7 +312,10 @@ impl<'a> R<'a> {
         })
     }
     fn member(&mut self) -> Result<Member, DecodeError> {
-        Ok(Member { id: self.id()?, incarnation: self.var_u32(MAX_INCARNATION, "incarnation")? })
+        Ok(Member {
+            id: self.id()?,
+            incarnation: self.var_u32(MAX_INCARNATION, "incarnation")?,
+        })
     }
     fn members(&mut self) -> Result<Vec<Member>, DecodeError> {
         let n = self.var()?;
@@ -322,7 +331,10 @@ impl<'a> R<'a> {
                 return Err(DecodeError::Range("node id"));
             }
             let incarnation = self.var_u32(MAX_INCARNATION, "incarnation")?;
-            out.push(Member { id: id as NodeId, incarnation });
+            out.push(Member {
+                id: id as NodeId,
+                incarnation,
+            });
             next = id + 1;
         }
         Ok(out)
@@ -386,7 +398,11 @@ impl Message {
                     }
                 }
             }
-            Body::Join { kind, member, max_epoch } => {
+            Body::Join {
+                kind,
+                member,
+                max_epoch,
+            } => {
                 w.u8(match kind {
                     JoinKind::New => 1,
                     JoinKind::Recovered => 2,
@@ -395,7 +411,9 @@ impl Message {
                 w.var(member.incarnation as u64);
                 w.var(*max_epoch);
             }
-            Body::JoinDetAck { view, root } | Body::Redirect { view, root } | Body::Probe { view, root } => {
+            Body::JoinDetAck { view, root }
+            | Body::Redirect { view, root }
+            | Body::Probe { view, root } => {
                 w.view(*view);
                 w.var(*root as u64);
             }
@@ -468,7 +486,11 @@ impl Message {
                 };
                 let member = r.member()?;
                 let max_epoch = r.var()?;
-                Body::Join { kind, member, max_epoch }
+                Body::Join {
+                    kind,
+                    member,
+                    max_epoch,
+                }
             }
             T_JOIN_DET_ACK | T_REDIRECT | T_PROBE => {
                 let view = r.view()?;
@@ -490,7 +512,10 @@ impl Message {
         if r.left() != 0 {
             return Err(DecodeError::Trailing(r.left()));
         }
-        Ok(Message { sender_incarnation, body })
+        Ok(Message {
+            sender_incarnation,
+            body,
+        })
     }
 }
 
@@ -534,8 +559,14 @@ mod tests {
     fn sample(rng: &mut Rng) -> Message {
         let v = view(rng);
         let body = match rng.below(12) {
-            0 => Body::NodeFailure { view: v, dead: members(rng) },
-            1 => Body::RootFailure { view: v, dead: members(rng) },
+            0 => Body::NodeFailure {
+                view: v,
+                dead: members(rng),
+            },
+            1 => Body::RootFailure {
+                view: v,
+                dead: members(rng),
+            },
             2 => Body::FailureDetAck { view: v },
             3 => Body::ViewChange(Change {
                 kind: ChangeKind::RootAndNodeFailure,
@@ -545,22 +576,37 @@ mod tests {
                 digest: rng.next(),
                 removed: members(rng),
                 added: members(rng),
-                members: if rng.below(2) == 0 { None } else { Some(members(rng)) },
+                members: if rng.below(2) == 0 {
+                    None
+                } else {
+                    Some(members(rng))
+                },
             }),
             4 => Body::FailureAck { view: v },
             5 => Body::Join {
-                kind: if rng.below(2) == 0 { JoinKind::New } else { JoinKind::Recovered },
+                kind: if rng.below(2) == 0 {
+                    JoinKind::New
+                } else {
+                    JoinKind::Recovered
+                },
                 member: Member::new(rng.below(1 << 20) as u32, 3),
                 max_epoch: rng.next(),
             },
             6 => Body::JoinDetAck { view: v, root: 7 },
             7 => Body::Redirect { view: v, root: 0 },
-            8 => Body::Stale { view: v, root: 3, member: rng.below(2) == 1 },
+            8 => Body::Stale {
+                view: v,
+                root: 3,
+                member: rng.below(2) == 1,
+            },
             9 => Body::Probe { view: v, root: 9 },
             10 => Body::ViewRequest { view: v },
             _ => Body::Sync { view: v },
         };
-        Message { sender_incarnation: rng.below(4) as u32, body }
+        Message {
+            sender_incarnation: rng.below(4) as u32,
+            body,
+        }
     }
 
     #[test]
@@ -588,7 +634,11 @@ mod tests {
 
     #[test]
     fn failed_node_is_compact() {
-        let v = |e| ViewId { epoch: e, coordinator: 0, coordinator_incarnation: 0 };
+        let v = |e| ViewId {
+            epoch: e,
+            coordinator: 0,
+            coordinator_incarnation: 0,
+        };
         let m = Message {
             sender_incarnation: 0,
             body: Body::ViewChange(Change {
@@ -653,10 +703,29 @@ mod tests {
         b.extend_from_slice(&[0x80, 0x80, 0x80, 0x80, 0x80, 0x20]);
         assert!(matches!(Message::decode(&b), Err(DecodeError::Length(_))));
         // Overlong varint.
-        let b = [WIRE_VERSION, T_FAILURE_ACK, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f];
+        let b = [
+            WIRE_VERSION,
+            T_FAILURE_ACK,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0x7f,
+        ];
         assert_eq!(Message::decode(&b), Err(DecodeError::Varint));
         // Trailing byte.
-        let mut ok = Message { sender_incarnation: 0, body: Body::FailureAck { view: ViewId::INITIAL } }.encode();
+        let mut ok = Message {
+            sender_incarnation: 0,
+            body: Body::FailureAck {
+                view: ViewId::INITIAL,
+            },
+        }
+        .encode();
         ok.push(0);
         assert_eq!(Message::decode(&ok), Err(DecodeError::Trailing(1)));
     }

@@ -70,7 +70,9 @@ impl Checker {
         self.installs += 1;
         self.last_activity = now;
         if !members.contains(&node) {
-            return Err(format!("self inclusion: {node} installed {view} without itself"));
+            return Err(format!(
+                "self inclusion: {node} installed {view} without itself"
+            ));
         }
         match self.views.get(&view) {
             Some(known) if known != members => {
@@ -90,7 +92,9 @@ impl Checker {
         }
         if let Some((inc, prev)) = self.last.get(&node.id) {
             if *inc == node.incarnation && view <= *prev {
-                return Err(format!("monotonicity: {node} installed {view} after {prev}"));
+                return Err(format!(
+                    "monotonicity: {node} installed {view} after {prev}"
+                ));
             }
         }
         self.last.insert(node.id, (node.incarnation, view));
@@ -111,11 +115,13 @@ impl Checker {
         for x in removed {
             let legit = self.crashed.contains(x)
                 || self.tainted.contains(x)
-                || world
-                    .get(&x.id)
-                    .is_none_or(|l| !l.alive || l.incarnation != x.incarnation || l.status != Status::Member);
+                || world.get(&x.id).is_none_or(|l| {
+                    !l.alive || l.incarnation != x.incarnation || l.status != Status::Member
+                });
             if !legit {
-                return Err(format!("spurious exclusion: {view} removes live, unsuspected {x}"));
+                return Err(format!(
+                    "spurious exclusion: {view} removes live, unsuspected {x}"
+                ));
             }
         }
         Ok(())
@@ -130,21 +136,37 @@ impl Checker {
         view: ViewId,
         world: &BTreeMap<NodeId, Life>,
     ) -> Result<(), String> {
-        let members = self.views.get(&view).ok_or(format!("{node} stabilized unknown {view}"))?;
+        let members = self
+            .views
+            .get(&view)
+            .ok_or(format!("{node} stabilized unknown {view}"))?;
         if members.first().map(|m| m.id) != Some(node.id) {
-            return Err(format!("{node} announced stabilization of {view} but is not its root"));
+            return Err(format!(
+                "{node} announced stabilization of {view} but is not its root"
+            ));
         }
         for m in members {
-            let same_life = world.get(&m.id).is_some_and(|l| l.alive && l.incarnation == m.incarnation);
+            let same_life = world
+                .get(&m.id)
+                .is_some_and(|l| l.alive && l.incarnation == m.incarnation);
             let reached = self.seen.contains(&(m.id, view))
-                || self.last.get(&m.id).is_some_and(|(inc, v)| *inc == m.incarnation && *v > view);
+                || self
+                    .last
+                    .get(&m.id)
+                    .is_some_and(|(inc, v)| *inc == m.incarnation && *v > view);
             if same_life && !reached {
-                return Err(format!("{node} announced stabilization of {view} before {m} installed it"));
+                return Err(format!(
+                    "{node} announced stabilization of {view} before {m} installed it"
+                ));
             }
         }
         match self.last.get(&node.id) {
             Some((inc, _)) if *inc == node.incarnation && self.seen.contains(&(node.id, view)) => {}
-            _ => return Err(format!("{node} announced stabilization of {view} it never installed")),
+            _ => {
+                return Err(format!(
+                    "{node} announced stabilization of {view} it never installed"
+                ))
+            }
         }
         self.stabilized.entry(view).or_insert(now);
         self.last_activity = now;
@@ -152,7 +174,11 @@ impl Checker {
     }
 
     /// End-of-run liveness: one view, equal to the live set, stabilized. Returns that view.
-    pub fn converged(&self, views: &BTreeMap<NodeId, Option<ViewId>>, world: &BTreeMap<NodeId, Life>) -> Result<ViewId, String> {
+    pub fn converged(
+        &self,
+        views: &BTreeMap<NodeId, Option<ViewId>>,
+        world: &BTreeMap<NodeId, Life>,
+    ) -> Result<ViewId, String> {
         let live: Vec<Member> = world
             .iter()
             .filter(|(_, l)| l.alive)
@@ -173,17 +199,39 @@ impl Checker {
         if ids.len() != 1 {
             let per: Vec<String> = live
                 .iter()
-                .map(|m| format!("{}:{}", m.id, views.get(&m.id).copied().flatten().map_or("-".into(), |v| v.to_string())))
+                .map(|m| {
+                    format!(
+                        "{}:{}",
+                        m.id,
+                        views
+                            .get(&m.id)
+                            .copied()
+                            .flatten()
+                            .map_or("-".into(), |v| v.to_string())
+                    )
+                })
                 .collect();
-            return Err(format!("liveness: live processes disagree on the view: {}", per.join(" ")));
+            return Err(format!(
+                "liveness: live processes disagree on the view: {}",
+                per.join(" ")
+            ));
         }
         let v = *ids.iter().next().ok_or("liveness: no live process")?;
-        let members = self.views.get(&v).ok_or("liveness: final view never recorded")?;
+        let members = self
+            .views
+            .get(&v)
+            .ok_or("liveness: final view never recorded")?;
         if members != &live {
-            return Err(format!("liveness: final view {v} is {} but the live set is {}", list(members), list(&live)));
+            return Err(format!(
+                "liveness: final view {v} is {} but the live set is {}",
+                list(members),
+                list(&live)
+            ));
         }
         if v != ViewId::INITIAL && !self.stabilized.contains_key(&v) {
-            return Err(format!("liveness: final view {v} never announced stabilization"));
+            return Err(format!(
+                "liveness: final view {v} never announced stabilization"
+            ));
         }
         Ok(v)
     }

@@ -20,7 +20,9 @@ use check::{Checker, Life};
 use net::{NetworkModel, Route};
 use rng::Rng;
 
-use crate::{Body, Config, Event, JoinKind, Member, Membership, Message, NodeId, Status, Time, ViewId};
+use crate::{
+    Body, Config, Event, JoinKind, Member, Membership, Message, NodeId, Status, Time, ViewId,
+};
 
 /// Something that happens to the simulated system at a given time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,8 +66,20 @@ pub struct Costs {
 }
 
 enum Action {
-    Deliver { to: NodeId, life: u32, from: Member, from_life: u32, to_inc: u32, lost: bool, bytes: Vec<u8> },
-    Timer { node: NodeId, life: u32, at: Time },
+    Deliver {
+        to: NodeId,
+        life: u32,
+        from: Member,
+        from_life: u32,
+        to_inc: u32,
+        lost: bool,
+        bytes: Vec<u8>,
+    },
+    Timer {
+        node: NodeId,
+        life: u32,
+        at: Time,
+    },
     Input(Input),
 }
 
@@ -180,8 +194,15 @@ impl<N: NetworkModel> Sim<N> {
             notice_delay: (Duration::from_micros(100), Duration::from_millis(5)),
         };
         for id in 0..n {
-            let m = Membership::new(cfg.clone(), id, n, Duration::ZERO).map_err(|e| e.to_string())?;
-            sim.nodes.push(Node { m: Some(m), life: 0, last_inc: 0, busy: Duration::ZERO, timer: None });
+            let m =
+                Membership::new(cfg.clone(), id, n, Duration::ZERO).map_err(|e| e.to_string())?;
+            sim.nodes.push(Node {
+                m: Some(m),
+                life: 0,
+                last_inc: 0,
+                busy: Duration::ZERO,
+                timer: None,
+            });
         }
         for id in 0..n {
             sim.drain(id, Duration::ZERO)?;
@@ -196,7 +217,11 @@ impl<N: NetworkModel> Sim<N> {
 
     fn push(&mut self, at: Time, action: Action) {
         self.seq += 1;
-        self.queue.push(Reverse(Item { at, seq: self.seq, action }));
+        self.queue.push(Reverse(Item {
+            at,
+            seq: self.seq,
+            action,
+        }));
     }
 
     fn log(&mut self, line: impl FnOnce() -> String) {
@@ -205,7 +230,8 @@ impl<N: NetworkModel> Sim<N> {
                 self.trace.pop_front();
             }
             let l = line();
-            self.trace.push_back(format!("{:>10.3}ms {}", self.now.as_secs_f64() * 1e3, l));
+            self.trace
+                .push_back(format!("{:>10.3}ms {}", self.now.as_secs_f64() * 1e3, l));
         }
     }
 
@@ -227,8 +253,16 @@ impl<N: NetworkModel> Sim<N> {
             .filter(|(_, n)| n.m.is_some() || n.life > 0)
             .map(|(id, n)| {
                 let life = match &n.m {
-                    Some(m) => Life { incarnation: m.incarnation(), alive: true, status: m.status() },
-                    None => Life { incarnation: n.last_inc, alive: false, status: Status::Outside },
+                    Some(m) => Life {
+                        incarnation: m.incarnation(),
+                        alive: true,
+                        status: m.status(),
+                    },
+                    None => Life {
+                        incarnation: n.last_inc,
+                        alive: false,
+                        status: Status::Outside,
+                    },
                 };
                 (id as NodeId, life)
             })
@@ -246,7 +280,12 @@ impl<N: NetworkModel> Sim<N> {
 
     /// Ids of running processes.
     pub fn live(&self) -> Vec<NodeId> {
-        self.nodes.iter().enumerate().filter(|(_, n)| n.m.is_some()).map(|(i, _)| i as NodeId).collect()
+        self.nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.m.is_some())
+            .map(|(i, _)| i as NodeId)
+            .collect()
     }
 
     /// Time of the next queued item.
@@ -265,12 +304,20 @@ impl<N: NetworkModel> Sim<N> {
 
     /// Processes one queued item.
     pub fn step(&mut self) -> Result<(), String> {
-        let Some(Reverse(item)) = self.queue.pop() else { return Ok(()) };
+        let Some(Reverse(item)) = self.queue.pop() else {
+            return Ok(());
+        };
         self.now = item.at;
         match item.action {
-            Action::Deliver { to, life, from, from_life, to_inc, lost, bytes } => {
-                self.deliver(to, life, from, from_life, to_inc, lost, bytes)
-            }
+            Action::Deliver {
+                to,
+                life,
+                from,
+                from_life,
+                to_inc,
+                lost,
+                bytes,
+            } => self.deliver(to, life, from, from_life, to_inc, lost, bytes),
             Action::Timer { node, life, at } => {
                 let n = &mut self.nodes[node as usize];
                 if n.life != life || n.timer != Some(at) {
@@ -291,7 +338,8 @@ impl<N: NetworkModel> Sim<N> {
     fn cut(&self, a: NodeId, b: NodeId) -> bool {
         match &self.partition {
             Some(side) => {
-                side.get(a as usize).copied().unwrap_or(false) != side.get(b as usize).copied().unwrap_or(false)
+                side.get(a as usize).copied().unwrap_or(false)
+                    != side.get(b as usize).copied().unwrap_or(false)
             }
             None => false,
         }
@@ -309,21 +357,36 @@ impl<N: NetworkModel> Sim<N> {
         bytes: Vec<u8>,
     ) -> Result<(), String> {
         let from = sender.id;
-        let reachable = self.nodes.get(to as usize).is_some_and(|n| n.life == life && n.m.is_some());
+        let reachable = self
+            .nodes
+            .get(to as usize)
+            .is_some_and(|n| n.life == life && n.m.is_some());
         if lost || !reachable || self.cut(from, to) {
             // Whoever cannot reach whom may end up suspected by a timeout: both are fair game.
             self.check.taint(sender);
             self.check.taint(Member::new(to, to_inc));
             // The sender's reliable layer gives up and reports the peer.
-            if self.nodes.get(from as usize).is_some_and(|n| n.life == from_life && n.m.is_some()) {
+            if self
+                .nodes
+                .get(from as usize)
+                .is_some_and(|n| n.life == from_life && n.m.is_some())
+            {
                 let at = self.now + self.retransmit_give_up;
-                self.push(at, Action::Input(Input::Suspect { at: from, target: Member::new(to, to_inc) }));
+                self.push(
+                    at,
+                    Action::Input(Input::Suspect {
+                        at: from,
+                        target: Member::new(to, to_inc),
+                    }),
+                );
             }
             return Ok(());
         }
         let msg = Message::decode(&bytes).map_err(|e| format!("own encoding rejected: {e}"))?;
         let cost = match msg.body {
-            Body::ViewChange(_) | Body::NodeFailure { .. } | Body::RootFailure { .. } => self.costs.ocp,
+            Body::ViewChange(_) | Body::NodeFailure { .. } | Body::RootFailure { .. } => {
+                self.costs.ocp
+            }
             _ => self.costs.other,
         };
         let n = &mut self.nodes[to as usize];
@@ -331,7 +394,11 @@ impl<N: NetworkModel> Sim<N> {
         n.busy = start + cost;
         let end = n.busy;
         if let Some(obs) = self.observe.as_mut() {
-            obs.push(Observed::Delivered { at: start, to, body: msg.body.clone() });
+            obs.push(Observed::Delivered {
+                at: start,
+                to,
+                body: msg.body.clone(),
+            });
         }
         self.log(|| format!("{from} -> {to}: {}", brief(&msg)));
         if let Some(m) = self.nodes[to as usize].m.as_mut() {
@@ -344,7 +411,9 @@ impl<N: NetworkModel> Sim<N> {
         self.log(|| format!("input {input:?}"));
         match input {
             Input::Crash(id) => {
-                let Some(n) = self.nodes.get_mut(id as usize) else { return Ok(()) };
+                let Some(n) = self.nodes.get_mut(id as usize) else {
+                    return Ok(());
+                };
                 if let Some(m) = n.m.take() {
                     n.last_inc = m.incarnation();
                     n.life += 1;
@@ -359,13 +428,16 @@ impl<N: NetworkModel> Sim<N> {
                 let known = self.nodes.len() as u32;
                 let cfg = self.cfg.clone();
                 let now = self.now;
-                let Some(n) = self.nodes.get_mut(id as usize) else { return Ok(()) };
+                let Some(n) = self.nodes.get_mut(id as usize) else {
+                    return Ok(());
+                };
                 if n.m.is_some() {
                     return Ok(());
                 }
                 let mut m = Membership::new_outside(cfg, Member::new(id, n.last_inc + 1), known)
                     .map_err(|e| e.to_string())?;
-                m.join(now, JoinKind::Recovered).map_err(|e| e.to_string())?;
+                m.join(now, JoinKind::Recovered)
+                    .map_err(|e| e.to_string())?;
                 n.m = Some(m);
                 n.life += 1;
                 n.busy = now;
@@ -373,7 +445,13 @@ impl<N: NetworkModel> Sim<N> {
             }
             Input::JoinNew(id) => {
                 while self.nodes.len() <= id as usize {
-                    self.nodes.push(Node { m: None, life: 0, last_inc: 0, busy: self.now, timer: None });
+                    self.nodes.push(Node {
+                        m: None,
+                        life: 0,
+                        last_inc: 0,
+                        busy: self.now,
+                        timer: None,
+                    });
                 }
                 let known = self.nodes.len() as u32;
                 let now = self.now;
@@ -391,7 +469,12 @@ impl<N: NetworkModel> Sim<N> {
             Input::Suspect { at, target } => self.suspect(at, Some(target), target.id),
             Input::SuspectId { at, target } => self.suspect(at, None, target),
             Input::Partition(side) => {
-                let mut s = vec![false; self.nodes.len().max(side.iter().map(|&i| i as usize + 1).max().unwrap_or(0))];
+                let mut s = vec![
+                    false;
+                    self.nodes
+                        .len()
+                        .max(side.iter().map(|&i| i as usize + 1).max().unwrap_or(0))
+                ];
                 for i in side {
                     s[i as usize] = true;
                 }
@@ -413,11 +496,19 @@ impl<N: NetworkModel> Sim<N> {
         let holders: Vec<NodeId> = live
             .iter()
             .copied()
-            .filter(|&id| self.machine(id).and_then(|m| m.view()).is_some_and(|v| v.contains_member(dead)))
+            .filter(|&id| {
+                self.machine(id)
+                    .and_then(|m| m.view())
+                    .is_some_and(|v| v.contains_member(dead))
+            })
             .collect();
         let mut told: Vec<NodeId> = match self.notice {
             scenario::Notice::All => live.clone(),
-            scenario::Notice::Some(p) => live.iter().copied().filter(|_| self.rng.chance(p)).collect(),
+            scenario::Notice::Some(p) => live
+                .iter()
+                .copied()
+                .filter(|_| self.rng.chance(p))
+                .collect(),
             scenario::Notice::One => Vec::new(),
         };
         if !told.iter().any(|t| holders.contains(t)) {
@@ -427,12 +518,21 @@ impl<N: NetworkModel> Sim<N> {
         // Heartbeats between tree neighbours: whoever has the dead life as parent or child
         // in its view notices it too (later than the launcher would).
         for &h in &holders {
-            let neighbour = self.machine(h).and_then(|m| m.view()).is_some_and(|v| {
-                v.parent(h) == Some(dead.id) || v.parent(dead.id) == Some(h)
-            });
+            let neighbour = self
+                .machine(h)
+                .and_then(|m| m.view())
+                .is_some_and(|v| v.parent(h) == Some(dead.id) || v.parent(dead.id) == Some(h));
             if neighbour && !told.contains(&h) {
-                let when = self.now + self.notice_delay.1 + self.rng.duration(Duration::ZERO, self.notice_delay.1);
-                self.push(when, Action::Input(Input::Suspect { at: h, target: dead }));
+                let when = self.now
+                    + self.notice_delay.1
+                    + self.rng.duration(Duration::ZERO, self.notice_delay.1);
+                self.push(
+                    when,
+                    Action::Input(Input::Suspect {
+                        at: h,
+                        target: dead,
+                    }),
+                );
             }
         }
         for at in told {
@@ -442,11 +542,17 @@ impl<N: NetworkModel> Sim<N> {
     }
 
     fn suspect(&mut self, at: NodeId, life: Option<Member>, target: NodeId) -> Result<(), String> {
-        let Some(n) = self.nodes.get_mut(at as usize) else { return Ok(()) };
+        let Some(n) = self.nodes.get_mut(at as usize) else {
+            return Ok(());
+        };
         let now = self.now;
         let start = now.max(n.busy);
         let Some(m) = n.m.as_mut() else { return Ok(()) };
-        let life = life.or_else(|| m.view().and_then(|v| v.incarnation(target)).map(|i| Member::new(target, i)));
+        let life = life.or_else(|| {
+            m.view()
+                .and_then(|v| v.incarnation(target))
+                .map(|i| Member::new(target, i))
+        });
         if let Some(l) = life {
             // The detector may be wrong: the suspected life may legitimately be removed.
             self.check.taint(l);
@@ -491,8 +597,20 @@ impl<N: NetworkModel> Sim<N> {
                 .nodes
                 .get(t.to as usize)
                 .map_or(0, |n| n.m.as_ref().map_or(n.last_inc, |m| m.incarnation()));
-            let mk = |bytes, lost| Action::Deliver { to: t.to, life: to_life, from: me, from_life: life, to_inc, lost, bytes };
-            let route = if self.cut(id, t.to) { Route::Drop } else { self.net.route(depart, id, t.to, &mut self.rng) };
+            let mk = |bytes, lost| Action::Deliver {
+                to: t.to,
+                life: to_life,
+                from: me,
+                from_life: life,
+                to_inc,
+                lost,
+                bytes,
+            };
+            let route = if self.cut(id, t.to) {
+                Route::Drop
+            } else {
+                self.net.route(depart, id, t.to, &mut self.rng)
+            };
             match route {
                 // Lost in transit: delivery fails at the receiver and the sender is told.
                 Route::Drop => self.push(depart, mk(bytes, true)),
@@ -505,14 +623,22 @@ impl<N: NetworkModel> Sim<N> {
         }
         for e in events {
             if let Some(obs) = self.observe.as_mut() {
-                obs.push(Observed::Event { at: end, node: id, event: e.clone() });
+                obs.push(Observed::Event {
+                    at: end,
+                    node: id,
+                    event: e.clone(),
+                });
             }
             self.log(|| match &e {
-                Event::ViewInstalled { view_id, members } => format!("{id}: installed {view_id} {}", ids(members)),
+                Event::ViewInstalled { view_id, members } => {
+                    format!("{id}: installed {view_id} {}", ids(members))
+                }
                 e => format!("{id}: {e:?}"),
             });
             match &e {
-                Event::ViewInstalled { view_id, members } => self.check.on_install(end, me, *view_id, members)?,
+                Event::ViewInstalled { view_id, members } => {
+                    self.check.on_install(end, me, *view_id, members)?
+                }
                 Event::StabilizationComplete { view_id, .. } => {
                     let world = self.world();
                     self.check.on_stabilized(end, me, *view_id, &world)?
@@ -525,7 +651,14 @@ impl<N: NetworkModel> Sim<N> {
             if n.timer != Some(t) {
                 n.timer = Some(t);
                 let at = t.max(self.now);
-                self.push(at, Action::Timer { node: id, life, at: t });
+                self.push(
+                    at,
+                    Action::Timer {
+                        node: id,
+                        life,
+                        at: t,
+                    },
+                );
             }
         } else {
             n.timer = None;
@@ -535,7 +668,16 @@ impl<N: NetworkModel> Sim<N> {
 }
 
 fn ids(ms: &[Member]) -> String {
-    let v: Vec<String> = ms.iter().map(|m| if m.incarnation == 0 { m.id.to_string() } else { m.to_string() }).collect();
+    let v: Vec<String> = ms
+        .iter()
+        .map(|m| {
+            if m.incarnation == 0 {
+                m.id.to_string()
+            } else {
+                m.to_string()
+            }
+        })
+        .collect();
     format!("[{}]", v.join(" "))
 }
 
@@ -543,7 +685,9 @@ fn ids(ms: &[Member]) -> String {
 pub fn brief(m: &Message) -> String {
     let head = format!("{}#{}", m.body.name(), m.sender_incarnation);
     match &m.body {
-        Body::NodeFailure { view, dead } | Body::RootFailure { view, dead } => format!("{head} {view} dead {}", ids(dead)),
+        Body::NodeFailure { view, dead } | Body::RootFailure { view, dead } => {
+            format!("{head} {view} dead {}", ids(dead))
+        }
         Body::ViewChange(c) => format!(
             "{head} {} base {} -{} +{}{}",
             c.view,
@@ -552,12 +696,19 @@ pub fn brief(m: &Message) -> String {
             ids(&c.added),
             if c.members.is_some() { " full" } else { "" }
         ),
-        Body::Join { member, max_epoch, .. } => format!("{head} {member} max_epoch {max_epoch}"),
-        Body::JoinDetAck { view, root } | Body::Redirect { view, root } | Body::Probe { view, root } => {
+        Body::Join {
+            member, max_epoch, ..
+        } => format!("{head} {member} max_epoch {max_epoch}"),
+        Body::JoinDetAck { view, root }
+        | Body::Redirect { view, root }
+        | Body::Probe { view, root } => {
             format!("{head} {view} root {root}")
         }
         Body::Stale { view, root, member } => format!("{head} {view} root {root} member {member}"),
-        Body::FailureDetAck { view } | Body::FailureAck { view } | Body::ViewRequest { view } | Body::Sync { view } => {
+        Body::FailureDetAck { view }
+        | Body::FailureAck { view }
+        | Body::ViewRequest { view }
+        | Body::Sync { view } => {
             format!("{head} {view}")
         }
     }

@@ -190,7 +190,11 @@ impl Plan {
         if ids.len() < 2 {
             return;
         }
-        let mut side: Vec<NodeId> = ids.iter().copied().filter(|_| self.rng.chance(500)).collect();
+        let mut side: Vec<NodeId> = ids
+            .iter()
+            .copied()
+            .filter(|_| self.rng.chance(500))
+            .collect();
         if side.is_empty() {
             side.extend(self.rng.pick(&ids));
         }
@@ -203,7 +207,11 @@ impl Plan {
         // Heartbeats across the cut time out: some processes suspect someone on the other side.
         for &a in &ids {
             if self.rng.chance(300) {
-                let other: Vec<NodeId> = ids.iter().copied().filter(|b| side.contains(b) != side.contains(&a)).collect();
+                let other: Vec<NodeId> = ids
+                    .iter()
+                    .copied()
+                    .filter(|b| side.contains(b) != side.contains(&a))
+                    .collect();
                 if let Some(b) = self.rng.pick(&other) {
                     let when = t + self.rng.duration(ms(1), len.max(ms(1)));
                     self.at(when, Input::SuspectId { at: a, target: b });
@@ -225,15 +233,26 @@ pub fn run(s: Scenario, seed: u64, trace_len: usize) -> Result<Outcome, Failure>
     let n = rng.range(min_n, 24) as u32;
     let lat_min = rng.duration(us(10), us(200));
     let lat_max = lat_min + rng.duration(Duration::ZERO, ms(2));
-    let dup = if s == Scenario::Chaos { rng.range(0, 30) } else { 0 };
+    let dup = if s == Scenario::Chaos {
+        rng.range(0, 30)
+    } else {
+        0
+    };
     let notice = match rng.below(3) {
         0 => Notice::All,
         1 => Notice::Some(rng.range(100, 600)),
         _ => Notice::One,
     };
     let cfg = sim_config(k);
-    let net = JitterNet { min: lat_min, max: lat_max, dup_per_mille: dup };
-    let fail = |reason: String| Failure { reason, trace: String::new() };
+    let net = JitterNet {
+        min: lat_min,
+        max: lat_max,
+        dup_per_mille: dup,
+    };
+    let fail = |reason: String| Failure {
+        reason,
+        trace: String::new(),
+    };
     let mut sim = Sim::new(cfg.clone(), n, net, seed).map_err(fail)?;
     sim.trace_len = trace_len;
     sim.notice = notice;
@@ -393,22 +412,42 @@ pub fn run(s: Scenario, seed: u64, trace_len: usize) -> Result<Outcome, Failure>
     let total = p.next_id;
     let h = tree_height(total, k) + 1;
     let round = cfg.report_timeout + cfg.ack_timeout * (h + 2) + lat_max * 4;
-    let joining = p.joins > 0 || matches!(s, Scenario::FalseSuspicion | Scenario::Partition | Scenario::Chaos);
+    let joining = p.joins > 0
+        || matches!(
+            s,
+            Scenario::FalseSuspicion | Scenario::Partition | Scenario::Chaos
+        );
     let partitioned = matches!(s, Scenario::Partition | Scenario::Chaos);
     let bound = sim.notice_delay.1 * 2
         + sim.retransmit_give_up
         + round * (p.faults + 2)
-        + if joining { cfg.join_timeout * (4 + p.crashes) } else { Duration::ZERO }
-        + if partitioned { cfg.probe_interval.unwrap_or_default() * 2 } else { Duration::ZERO };
+        + if joining {
+            cfg.join_timeout * (4 + p.crashes)
+        } else {
+            Duration::ZERO
+        }
+        + if partitioned {
+            cfg.probe_interval.unwrap_or_default() * 2
+        } else {
+            Duration::ZERO
+        };
     let end = last_fault + bound;
-    let traced = |sim: &Sim<JitterNet>, reason: String| Failure { reason, trace: sim.trace() };
+    let traced = |sim: &Sim<JitterNet>, reason: String| Failure {
+        reason,
+        trace: sim.trace(),
+    };
 
     if let Err(e) = sim.run_until(end) {
         return Err(traced(&sim, e));
     }
     let v = match sim.check.converged(&sim.views(), &sim.world()) {
         Ok(v) => v,
-        Err(e) => return Err(traced(&sim, format!("{e} (at {:?}, last fault {:?})", end, last_fault))),
+        Err(e) => {
+            return Err(traced(
+                &sim,
+                format!("{e} (at {:?}, last fault {:?})", end, last_fault),
+            ))
+        }
     };
     let stable_at = sim.check.stabilized.get(&v).copied().unwrap_or_default();
     let settle = stable_at.saturating_sub(last_fault);
@@ -418,8 +457,19 @@ pub fn run(s: Scenario, seed: u64, trace_len: usize) -> Result<Outcome, Failure>
         return Err(traced(&sim, e));
     }
     if sim.check.installs != installs || sim.views().values().any(|x| x.is_some_and(|x| x != v)) {
-        return Err(traced(&sim, format!("view changed again after convergence on {v}")));
+        return Err(traced(
+            &sim,
+            format!("view changed again after convergence on {v}"),
+        ));
     }
     let final_size = sim.live().len() as u32;
-    Ok(Outcome { n, fanout_log2: k, settle, bound, messages: sim.messages, final_size, exclusions: sim.check.exclusions })
+    Ok(Outcome {
+        n,
+        fanout_log2: k,
+        settle,
+        bound,
+        messages: sim.messages,
+        final_size,
+        exclusions: sim.check.exclusions,
+    })
 }

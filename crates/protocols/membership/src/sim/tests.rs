@@ -10,14 +10,24 @@ use super::scenario::{run, Outcome, Scenario};
 const DEFAULT_SEEDS: u64 = 300;
 
 fn seeds() -> u64 {
-    std::env::var("STEADFAST_SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(DEFAULT_SEEDS)
+    std::env::var("STEADFAST_SIM_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DEFAULT_SEEDS)
 }
 
 fn sweep(s: Scenario, test: &str) -> Vec<Outcome> {
-    let replay: Option<u64> = std::env::var("STEADFAST_SEED").ok().and_then(|s| s.parse().ok());
+    let replay: Option<u64> = std::env::var("STEADFAST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok());
     let list: Vec<u64> = match replay {
         Some(seed) => vec![seed],
-        None => (0..seeds()).map(|i| i.wrapping_mul(0x9e37_79b9).wrapping_add(s as u64 * 1_000_003)).collect(),
+        None => (0..seeds())
+            .map(|i| {
+                i.wrapping_mul(0x9e37_79b9)
+                    .wrapping_add(s as u64 * 1_000_003)
+            })
+            .collect(),
     };
     let mut out = Vec::new();
     for seed in list {
@@ -76,7 +86,10 @@ fn root_and_top_nodes_fail_together() {
 
 #[test]
 fn failures_during_stabilization() {
-    sweep(Scenario::DuringStabilization, "failures_during_stabilization");
+    sweep(
+        Scenario::DuringStabilization,
+        "failures_during_stabilization",
+    );
 }
 
 #[test]
@@ -86,7 +99,10 @@ fn joins_and_rejoins() {
 
 #[test]
 fn joins_during_stabilization() {
-    sweep(Scenario::JoinsDuringStabilization, "joins_during_stabilization");
+    sweep(
+        Scenario::JoinsDuringStabilization,
+        "joins_during_stabilization",
+    );
 }
 
 #[test]
@@ -115,7 +131,11 @@ fn latency_model_matches_the_state_machines() {
     use crate::{Body, Config, Event, Member};
 
     let costs = [
-        CostModel { latency: Duration::from_nanos(4600), ocp: Duration::from_nanos(2000), ..CostModel::default() },
+        CostModel {
+            latency: Duration::from_nanos(4600),
+            ocp: Duration::from_nanos(2000),
+            ..CostModel::default()
+        },
         CostModel {
             latency: Duration::from_micros(118),
             ocp: Duration::from_micros(2),
@@ -123,7 +143,9 @@ fn latency_model_matches_the_state_machines() {
             send_gap: Duration::from_nanos(700),
         },
     ];
-    let sizes: Vec<u32> = (3..=40).chain([64, 85, 86, 255, 256, 341, 342, 1000]).collect();
+    let sizes: Vec<u32> = (3..=40)
+        .chain([64, 85, 86, 255, 256, 341, 342, 1000])
+        .collect();
     let cfg = |k| Config {
         fanout_log2: k,
         ack_timeout: Duration::from_secs(10),
@@ -141,19 +163,35 @@ fn latency_model_matches_the_state_machines() {
                 let detector = example_detector(n, failed);
                 let model = simulate_single_failure(n, k, failed, detector, cost).unwrap();
                 let mut sim = Sim::new(cfg(k), n, FixedLatency(cost.latency), 1).unwrap();
-                sim.costs = Costs { ocp: cost.ocp, other: cost.ack_cost, gap: cost.send_gap };
+                sim.costs = Costs {
+                    ocp: cost.ocp,
+                    other: cost.ack_cost,
+                    gap: cost.send_gap,
+                };
                 sim.observe = Some(Vec::new());
-                sim.schedule(Duration::from_millis(1), Input::Suspect { at: detector, target: Member::new(failed, 0) });
+                sim.schedule(
+                    Duration::from_millis(1),
+                    Input::Suspect {
+                        at: detector,
+                        target: Member::new(failed, 0),
+                    },
+                );
                 sim.run_until(Duration::from_secs(1)).unwrap();
                 let obs = sim.observe.take().unwrap();
                 let start = obs.iter().find_map(|o| match o {
-                    Observed::Delivered { at, to: 0, body: Body::NodeFailure { .. } } => Some(*at),
+                    Observed::Delivered {
+                        at,
+                        to: 0,
+                        body: Body::NodeFailure { .. },
+                    } => Some(*at),
                     _ => None,
                 });
                 let end = obs.iter().find_map(|o| match o {
-                    Observed::Event { at, node: 0, event: Event::StabilizationComplete { installed_at, .. } } => {
-                        Some((*at, *installed_at))
-                    }
+                    Observed::Event {
+                        at,
+                        node: 0,
+                        event: Event::StabilizationComplete { installed_at, .. },
+                    } => Some((*at, *installed_at)),
                     _ => None,
                 });
                 let (Some(start), Some((end, installed_at))) = (start, end) else {
