@@ -30,17 +30,24 @@ struct OutConn {
 
 struct InConn {
     stream: TcpStream,
+    open: bool,
     peer: Option<u32>,
     buf: Vec<u8>,
     start: usize,
     end: usize,
 }
 
+/// epoll token of the listener; inbound connections use their index + 1.
+const LISTENER_TOKEN: u64 = 0;
+
 /// TCP path for the ranks of one job.
 pub struct TcpPath {
     rank: u32,
     job_key: u64,
     listener: TcpListener,
+    /// One epoll set over the listener and inbound connections: an idle poll is one syscall.
+    epfd: std::os::fd::OwnedFd,
+    ready: Vec<libc::epoll_event>,
     peers: Vec<Option<SocketAddr>>,
     out: Vec<Option<OutConn>>,
     inc: Vec<InConn>,
@@ -52,10 +59,20 @@ impl TcpPath {
     pub fn bind(bind: &str, rank: u32, nranks: u32, job_key: u64) -> Result<TcpPath, PathError> {
         let listener = TcpListener::bind(bind).map_err(|e| PathError::Tcp(format!("listen on {bind}: {e}")))?;
         listener.set_nonblocking(true)?;
+        // SAFETY: epoll_create1 returns a new descriptor or -1.
+        let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if raw < 0 {
+            return Err(PathError::Io(std::io::Error::last_os_error()));
+        }
+        // SAFETY: raw is a fresh descriptor we own.
+        let epfd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+        epoll_add(&epfd, listener.as_raw_fd(), LISTENER_TOKEN)?;
         Ok(TcpPath {
             rank,
             job_key,
             listener,
+            epfd,
+            ready: vec![libc::epoll_event { events: 0, u64: 0 }; 64],
             peers: vec![None; nranks as usize],
             out: (0..nranks).map(|_| None).collect(),
             inc: Vec::new(),
@@ -121,7 +138,9 @@ impl TcpPath {
                 Ok((stream, _)) => {
                     stream.set_nonblocking(true)?;
                     stream.set_nodelay(true)?;
-                    self.inc.push(InConn { stream, peer: None, buf: vec![0; IN_BUF], start: 0, end: 0 });
+                    // Slots are never reused, so a token always names the same connection.
+                    epoll_add(&self.epfd, stream.as_raw_fd(), self.inc.len() as u64 + 1)?;
+                    self.inc.push(InConn { stream, peer: None, buf: vec![0; IN_BUF], start: 0, end: 0, open: true });
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -186,6 +205,85 @@ impl InConn {
     }
 }
 
+fn epoll_add(epfd: &std::os::fd::OwnedFd, fd: i32, token: u64) -> Result<(), PathError> {
+    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+    // SAFETY: valid descriptors; the kernel copies `ev`.
+    let rc = unsafe { libc::epoll_ctl(epfd.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
+    if rc < 0 {
+        return Err(PathError::Io(std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+impl TcpPath {
+    /// Collect ready descriptors into `self.ready` (level-triggered), waiting up to `ms`.
+    fn epoll(&mut self, ms: i32) -> Result<usize, PathError> {
+        // SAFETY: `ready` has `len` writable entries.
+        let n = unsafe { libc::epoll_wait(self.epfd.as_raw_fd(), self.ready.as_mut_ptr(), self.ready.len() as i32, ms) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == ErrorKind::Interrupted {
+                return Ok(0);
+            }
+            return Err(PathError::Io(e));
+        }
+        Ok(n as usize)
+    }
+
+    /// Read everything available on inbound connection `i` and deliver complete frames.
+    fn read_conn(&mut self, i: usize, sink: &mut dyn PacketSink) {
+        let nranks = self.peers.len();
+        let Some(c) = self.inc.get_mut(i) else { return };
+        if !c.open {
+            return;
+        }
+        let mut drop_reason = None;
+        loop {
+            if c.end == c.buf.len() {
+                c.compact();
+            }
+            match c.stream.read(&mut c.buf[c.end..]) {
+                Ok(0) => {
+                    drop_reason = Some("closed");
+                    break;
+                }
+                Ok(n) => {
+                    c.end += n;
+                    if let Parsed::Drop(why) = c.parse(self.job_key, nranks, sink, &mut self.counters) {
+                        self.counters.frames_dropped += 1;
+                        drop_reason = Some(why);
+                        break;
+                    }
+                    if c.start == c.end {
+                        c.start = 0;
+                        c.end = 0;
+                    }
+                    if n < c.buf.len() / 2 {
+                        break; // drained; level-triggered epoll reports any rest
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(_) => {
+                    drop_reason = Some("read error");
+                    break;
+                }
+            }
+        }
+        if let Some(why) = drop_reason {
+            if why != "closed" {
+                tracing::warn!(rank = self.rank, "dropping inbound connection: {why}");
+            }
+            // SAFETY: removing a registered descriptor from our epoll set.
+            unsafe {
+                libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, c.stream.as_raw_fd(), std::ptr::null_mut());
+            }
+            c.open = false;
+            c.buf = Vec::new();
+        }
+    }
+}
+
 impl Path for TcpPath {
     fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
         if payload.len() > TCP_MAX_PAYLOAD {
@@ -231,49 +329,14 @@ impl Path for TcpPath {
 
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
         self.flush_out()?;
-        self.accept_new()?;
         let before = self.counters.packets_received;
-        let nranks = self.peers.len();
-        let mut i = 0;
-        while i < self.inc.len() {
-            let mut drop_reason = None;
-            let c = &mut self.inc[i];
-            loop {
-                if c.end == c.buf.len() {
-                    c.compact();
-                }
-                match c.stream.read(&mut c.buf[c.end..]) {
-                    Ok(0) => {
-                        drop_reason = Some("closed");
-                        break;
-                    }
-                    Ok(n) => {
-                        c.end += n;
-                        if let Parsed::Drop(why) = c.parse(self.job_key, nranks, sink, &mut self.counters) {
-                            self.counters.frames_dropped += 1;
-                            drop_reason = Some(why);
-                            break;
-                        }
-                        if c.start == c.end {
-                            c.start = 0;
-                            c.end = 0;
-                        }
-                    }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(_) => {
-                        drop_reason = Some("read error");
-                        break;
-                    }
-                }
-            }
-            if let Some(why) = drop_reason {
-                if why != "closed" {
-                    tracing::warn!(rank = self.rank, "dropping inbound connection: {why}");
-                }
-                self.inc.swap_remove(i);
+        let n = self.epoll(0)?;
+        for k in 0..n {
+            let token = self.ready[k].u64;
+            if token == LISTENER_TOKEN {
+                self.accept_new()?;
             } else {
-                i += 1;
+                self.read_conn(token as usize - 1, sink);
             }
         }
         Ok((self.counters.packets_received - before) as usize)
@@ -284,19 +347,22 @@ impl Path for TcpPath {
     }
 
     fn wait(&mut self, timeout: Duration) -> Result<(), PathError> {
-        let mut fds = Vec::with_capacity(self.inc.len() + 1 + self.out.len());
-        fds.push(libc::pollfd { fd: self.listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        for c in &self.inc {
-            fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events: libc::POLLIN, revents: 0 });
-        }
-        for c in self.out.iter().flatten() {
-            if !c.queue.is_empty() {
+        if self.out.iter().flatten().any(|c| !c.queue.is_empty()) {
+            // Output is waiting for socket space: poll those sockets for writability too.
+            let mut fds: Vec<libc::pollfd> = vec![libc::pollfd { fd: self.epfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+            for c in self.out.iter().flatten().filter(|c| !c.queue.is_empty()) {
                 fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
             }
+            let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+            // SAFETY: fds is a valid array for the duration of the call.
+            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            return Ok(());
         }
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: fds is a valid array of pollfd for the duration of the call.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        // Only wait for readiness here; the next poll() collects the events.
+        // SAFETY: one-element buffer.
+        unsafe { libc::epoll_wait(self.epfd.as_raw_fd(), &mut ev, 1, ms) };
         Ok(())
     }
 
