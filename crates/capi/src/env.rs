@@ -34,6 +34,18 @@ impl steadfast_core::Bootstrap for Boot {
     fn finalize(&mut self) -> Result<(), String> {
         self.0.finalize().map_err(|e| e.to_string())
     }
+    fn poll_failures(&mut self) -> Vec<u32> {
+        self.0
+            .poll_events()
+            .into_iter()
+            .filter_map(|e| match e {
+                steadfast_runtime::LauncherEvent::RankExited { rank, status, finalized } => {
+                    (!(finalized && status.success())).then_some(rank)
+                }
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 fn init_logging() {
@@ -75,6 +87,7 @@ fn do_init(required: c_int) -> Result<c_int, c_int> {
             steadfast_runtime::PathKind::Shm => steadfast_core::PathKind::Shm,
             steadfast_runtime::PathKind::Tcp => steadfast_core::PathKind::Tcp,
         },
+        run_through: b.ft() == steadfast_runtime::FtMode::RunThrough,
     });
     let boot: Option<Box<dyn steadfast_core::Bootstrap>> = boot.map(|b| Box::new(Boot(b)) as _);
     let mut eng = match Engine::init(job, boot) {

@@ -13,6 +13,7 @@ pub mod datatype;
 pub mod env;
 pub mod global;
 pub mod pt2pt;
+pub mod ulfm;
 
 /// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
 #[macro_export]
@@ -27,5 +28,21 @@ macro_rules! mpi_api {
         #[doc = concat!("MPI_", stringify!($name), ": see PMPI_", stringify!($name), ".")]
         #[no_mangle]
         pub unsafe extern "C" fn [<MPI_ $name>]($($arg: $ty),*) -> $ret { [<PMPI_ $name>]($($arg),*) }
+    )* } };
+}
+
+/// Define `PMPIX_<name>` with the body and `MPIX_<name>` forwarding to it (extensions).
+#[macro_export]
+macro_rules! mpix_api {
+    ($(
+        $(#[$m:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block
+    )*) => { paste::paste! { $(
+        $(#[$m])*
+        #[no_mangle]
+        pub unsafe extern "C" fn [<PMPIX_ $name>]($($arg: $ty),*) -> $ret $body
+        #[doc = concat!("MPIX_", stringify!($name), ": see PMPIX_", stringify!($name), ".")]
+        #[no_mangle]
+        pub unsafe extern "C" fn [<MPIX_ $name>]($($arg: $ty),*) -> $ret { [<PMPIX_ $name>]($($arg),*) }
     )* } };
 }

@@ -78,7 +78,8 @@ fn truncated(s: &Status) -> Result<(), MpiError> {
             ErrorClass::Truncate,
             format!("message from rank {} with tag {} was longer than the receive buffer", s.source, s.tag),
         )),
-        Some(c) => Err(err(c, "receive failed")),
+        Some(ErrorClass::ProcFailed) => Err(err(ErrorClass::ProcFailed, format!("peer rank {} failed", s.source))),
+        Some(c) => Err(err(c, "operation failed")),
         None => Ok(()),
     }
 }
@@ -169,7 +170,15 @@ unsafe fn recv_impl(
     api(func, Some(comm as usize), |g| {
         let spec = recv_spec(g, buf, count, dt, src, tag, comm)?;
         let h = g.eng.irecv(spec)?;
-        let s = g.eng.wait(h)?;
+        let s = match g.eng.wait(h) {
+            // A blocking ANY_SOURCE receive cannot stay pending: it fails (ULFM).
+            Err(e) if e.class == ErrorClass::ProcFailedPending => {
+                g.eng.cancel(h)?;
+                g.eng.release(h);
+                return Err(err(ErrorClass::ProcFailed, "a process failed while receiving from MPI_ANY_SOURCE"));
+            }
+            other => other?,
+        };
         g.eng.release(h);
         put_status(status, &s, None);
         truncated(&s)

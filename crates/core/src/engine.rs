@@ -20,6 +20,7 @@ use steadfast_paths::{cma, shm::ShmPath, tcp::TcpPath, PacketSink, Path, RawHead
 use crate::comm::Comm;
 use crate::config::Config;
 use crate::datatype::TypeRef;
+use crate::ft::FtState;
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::matching::{Matcher, Unexpected, ANY_SOURCE, ANY_TAG};
 use crate::mpi_err;
@@ -37,6 +38,10 @@ pub trait Bootstrap: Send {
     fn fence(&mut self) -> Result<(), String>;
     fn abort(&mut self, code: i32, msg: &str);
     fn finalize(&mut self) -> Result<(), String>;
+    /// World ranks the launcher reported as failed since the last call (never blocks).
+    fn poll_failures(&mut self) -> Vec<u32> {
+        Vec::new()
+    }
 }
 
 /// Which path carries traffic between ranks.
@@ -54,6 +59,8 @@ pub struct JobInfo {
     pub jobdir: PathBuf,
     pub job_key: u64,
     pub path: PathKind,
+    /// Failed processes are reported to the application instead of ending the job.
+    pub run_through: bool,
 }
 
 /// An unexpected message's body.
@@ -101,6 +108,7 @@ struct State {
     events: u64,
     dropped: u64,
     bsend_used: usize,
+    ft: FtState,
 }
 
 /// The MPI engine of one process.
@@ -128,6 +136,10 @@ impl PacketSink for Sink<'_> {
     fn packet(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) {
         self.0.handle_packet(peer, hdr, payload);
     }
+}
+
+fn failed_status(peer: i32, tag: i32) -> Status {
+    Status { source: peer, tag, error: Some(ErrorClass::ProcFailed), bytes: 0, cancelled: false }
 }
 
 fn status_null() -> Status {
@@ -185,6 +197,7 @@ impl Engine {
         }
         let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
         eager_limit = eager_limit.min(chunk);
+        let run_through = job.as_ref().is_some_and(|j| j.run_through);
         let cma_enabled = cfg.cma && job.as_ref().is_some_and(|j| j.path == PathKind::Shm);
         let mut st = State {
             rank,
@@ -199,6 +212,7 @@ impl Engine {
             events: 0,
             dropped: 0,
             bsend_used: 0,
+            ft: FtState::new(size, run_through),
         };
         let world = st.comms.insert(Comm {
             ctx: 0,
@@ -407,6 +421,10 @@ impl Engine {
         let comm = self.comm(s.comm)?;
         let peer = comm.peer_world(s.dest).ok_or_else(|| MpiError::new(ErrorClass::Rank, "invalid destination"))?;
         let ctx = if coll { comm.coll_ctx() } else { comm.ctx };
+        if self.st.ft.is_dead(peer) {
+            self.st.complete(h, failed_status(s.dest, s.tag));
+            return Ok(());
+        }
         let src = comm.rank;
         let len = s.dtype.packed_size(s.count);
         let mut owned = None;
@@ -462,6 +480,11 @@ impl Engine {
             match net.send(peer, &hdr, payload) {
                 Ok(SendStatus::Done) => return Ok(()),
                 Ok(SendStatus::Full) => {}
+                Err(e) if self.st.ft.run_through => {
+                    tracing::info!("rank {peer} unreachable ({e}); treating it as failed");
+                    self.st.peer_failed(peer);
+                    return Ok(());
+                }
                 Err(e) => return mpi_err!(Other, "sending to rank {peer}: {e}"),
             }
         }
@@ -474,7 +497,15 @@ impl Engine {
             self.st.complete(h, status_null());
             return Ok(());
         }
-        let ctx = self.comm(s.comm)?.ctx;
+        let comm = self.comm(s.comm)?;
+        let ctx = comm.ctx;
+        if s.src != ANY_SOURCE && comm.peer_world(s.src).is_some_and(|w| self.st.ft.is_dead(w)) {
+            // Messages the dead process sent before failing may still be matched.
+            if self.st.matcher.peek(ctx, s.src, s.tag).is_none() {
+                self.st.complete(h, failed_status(s.src, s.tag));
+                return Ok(());
+            }
+        }
         if let Some(r) = self.st.reqs.get_mut(h) {
             r.recv.ctx = ctx;
         }
@@ -669,8 +700,13 @@ impl Engine {
     pub fn progress(&mut self) -> MpiResult<bool> {
         let before = self.st.events;
         if let Some(net) = self.net.as_mut() {
-            if let Err(e) = net.poll(&mut Sink(&mut self.st)) {
-                return mpi_err!(Other, "{e}");
+            match net.poll(&mut Sink(&mut self.st)) {
+                Ok(_) => {}
+                Err(steadfast_paths::PathError::PeerLost(p, why)) if self.st.ft.run_through => {
+                    tracing::info!("rank {p} lost ({why}); treating it as failed");
+                    self.st.peer_failed(p);
+                }
+                Err(e) => return mpi_err!(Other, "{e}"),
             }
         }
         while let Some((hdr, payload)) = self.st.loopback.pop_front() {
@@ -686,6 +722,8 @@ impl Engine {
     fn flush(&mut self) -> MpiResult<()> {
         let Some(net) = self.net.as_mut() else { return Ok(()) };
         let chunk = self.chunk;
+        let run_through = self.st.ft.run_through;
+        let mut lost = Vec::new();
         let mut finished = Vec::new();
         let mut i = 0;
         while i < self.st.busy_peers.len() {
@@ -699,6 +737,10 @@ impl Engine {
                             self.st.events += 1;
                         }
                         Ok(SendStatus::Full) => break,
+                        Err(_) if run_through => {
+                            lost.push(peer);
+                            break;
+                        }
                         Err(e) => return mpi_err!(Other, "sending to rank {peer}: {e}"),
                     },
                     OutOp::Stream { sreq, rreq, ptr, len, off } => {
@@ -712,6 +754,11 @@ impl Engine {
                             match net.send(peer, &hdr, data) {
                                 Ok(SendStatus::Done) => *off += n,
                                 Ok(SendStatus::Full) => {
+                                    full = true;
+                                    break;
+                                }
+                                Err(_) if run_through => {
+                                    lost.push(peer);
                                     full = true;
                                     break;
                                 }
@@ -736,6 +783,9 @@ impl Engine {
         for s in finished {
             self.st.complete_send(s);
         }
+        for p in lost {
+            self.st.peer_failed(p);
+        }
         Ok(())
     }
 
@@ -751,6 +801,9 @@ impl Engine {
                 continue;
             }
             idle += 1;
+            if idle % 256 == 0 {
+                self.poll_failures();
+            }
             if idle < self.cfg.spin {
                 std::hint::spin_loop();
             } else if idle < self.cfg.spin + self.cfg.yields {
@@ -758,7 +811,10 @@ impl Engine {
             } else if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() && self.net.is_none() {
                 continue;
             } else if let Some(net) = self.net.as_mut() {
-                net.wait(self.cfg.sleep).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                // Failure notices do not ring the doorbell: sleep shorter in run-through mode.
+                let sleep = if self.st.ft.run_through { self.cfg.sleep.min(std::time::Duration::from_millis(5)) } else { self.cfg.sleep };
+                net.wait(sleep).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                self.poll_failures();
                 idle = self.cfg.spin;
             } else {
                 // A singleton with nothing in flight can never be woken: the wait is a deadlock.
@@ -768,10 +824,118 @@ impl Engine {
     }
 
     /// Wait for request `h` to complete and return its status.
+    ///
+    /// In run-through mode an `ANY_SOURCE` receive on a communicator with unacknowledged
+    /// failures returns `ProcFailedPending` without completing (it stays matchable).
     pub fn wait(&mut self, h: Handle) -> MpiResult<Status> {
         self.request(h)?;
-        self.block_until(|e| e.st.reqs.get(h).is_none_or(|r| r.complete || (r.persistent && !r.active)))?;
+        self.block_until(|e| {
+            e.st.reqs.get(h).is_none_or(|r| r.complete || (r.persistent && !r.active)) || e.any_source_blocked(h)
+        })?;
+        if !self.request(h)?.complete && self.any_source_blocked(h) {
+            return mpi_err!(ProcFailedPending, "a process failed and the failure is not acknowledged on this communicator");
+        }
         self.status(h)
+    }
+
+    // ---- failed processes -------------------------------------------------------------------
+
+    /// Whether the job runs in run-through mode (failures reported, not fatal).
+    pub fn run_through(&self) -> bool {
+        self.st.ft.run_through
+    }
+
+    /// Record that world rank `w` failed: every operation that depends on it completes with
+    /// `ProcFailed`, and it is never sent to again.
+    pub fn peer_failed(&mut self, w: u32) {
+        self.st.peer_failed(w);
+    }
+
+    /// World ranks known failed, in detection order.
+    pub fn failed_ranks(&self) -> &[u32] {
+        &self.st.ft.order
+    }
+
+    /// Whether world rank `w` is known to have failed.
+    pub fn is_failed(&self, w: u32) -> bool {
+        self.st.ft.is_dead(w)
+    }
+
+    /// Failed members of communicator `c` (as communicator ranks), in detection order;
+    /// with `acked_only`, only those acknowledged on `c`.
+    pub fn comm_failed(&self, c: Handle, acked_only: bool) -> MpiResult<Vec<i32>> {
+        let comm = self.comm(c)?;
+        let upto = if acked_only { self.st.ft.comm(comm.ctx).acked } else { self.st.ft.order.len() };
+        let g = comm.remote.as_ref().unwrap_or(&comm.group);
+        Ok(self.st.ft.order[..upto]
+            .iter()
+            .filter_map(|w| g.iter().position(|x| x == w).map(|r| r as i32))
+            .collect())
+    }
+
+    /// Acknowledge on `c` every failure known now (MPIX_Comm_failure_ack), or only the first
+    /// `n` failed members of `c` (MPI_Comm_ack_failed); returns how many members are acked.
+    pub fn comm_ack_failures(&mut self, c: Handle, n: Option<usize>) -> MpiResult<usize> {
+        let ctx = self.comm(c)?.ctx;
+        let members = self.comm_failed(c, false)?;
+        let total = self.st.ft.order.len();
+        let upto = match n {
+            None => total,
+            Some(n) => {
+                // Advance over the global order until n members of c are covered.
+                let comm = self.comm(c)?;
+                let g = comm.remote.as_ref().unwrap_or(&comm.group);
+                let mut seen = 0;
+                let mut idx = 0;
+                while idx < total && seen < n.min(members.len()) {
+                    if g.contains(&self.st.ft.order[idx]) {
+                        seen += 1;
+                    }
+                    idx += 1;
+                }
+                idx.max(self.st.ft.comm(ctx).acked)
+            }
+        };
+        self.st.ft.comm.entry(ctx).or_default().acked = upto;
+        self.comm_failed(c, true).map(|v| v.len())
+    }
+
+    /// Whether some member of communicator `c` is known to have failed.
+    pub fn comm_has_failed_member(&self, c: Handle) -> bool {
+        if self.st.ft.order.is_empty() {
+            return false;
+        }
+        self.comm(c).is_ok_and(|comm| {
+            let dead = |g: &Vec<u32>| g.iter().any(|w| self.st.ft.is_dead(*w));
+            dead(&comm.group) || comm.remote.as_ref().is_some_and(|r| dead(r))
+        })
+    }
+
+    /// Take failure notices from the launcher (run-through mode only).
+    fn poll_failures(&mut self) {
+        if !self.st.ft.run_through {
+            return;
+        }
+        if let Some(b) = self.boot.as_mut() {
+            for w in b.poll_failures() {
+                self.st.peer_failed(w);
+            }
+        }
+    }
+
+    fn any_source_blocked(&self, h: Handle) -> bool {
+        if !self.st.ft.run_through || self.st.ft.order.is_empty() {
+            return false;
+        }
+        let Some(r) = self.st.reqs.get(h) else { return false };
+        let Op::Recv(s) = &r.op else { return false };
+        if r.complete || !r.recv.posted || s.src != ANY_SOURCE {
+            return false;
+        }
+        let Ok(comm) = self.comm(s.comm) else { return false };
+        let acked = self.st.ft.comm(comm.ctx).acked;
+        let g = comm.remote.as_ref().unwrap_or(&comm.group);
+        self.st.ft.order[acked..].iter().any(|w| g.contains(w))
     }
 
     /// Bytes of unexpected messages and posted receives outstanding on a context (for tests).
@@ -822,12 +986,32 @@ impl Engine {
         Ok(h)
     }
 
-    /// Blocking receive on the collective context of `c`.
+    /// Blocking receive on the collective context of `c`. In run-through mode it fails, on
+    /// every survivor, as soon as any member of `c` is known failed, so no collective hangs.
     pub fn coll_recv(&mut self, c: Handle, src: i32, tag: i32, buf: &mut [u8]) -> MpiResult<Status> {
         let h = self.coll_irecv(c, src, tag, buf)?;
-        let s = self.wait(h)?;
+        let res = self.coll_wait(c, h);
+        if res.as_ref().map_or(true, |s| s.error.is_some()) {
+            // The buffer is the caller's: never leave a receive posted into it.
+            let _ = self.cancel(h);
+        }
         self.release(h);
-        Ok(s)
+        match res {
+            Ok(s) => match s.error {
+                Some(ErrorClass::ProcFailed) => mpi_err!(ProcFailed, "a member of the communicator failed"),
+                _ => Ok(s),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Wait for a request of a collective on `c`, failing when a member of `c` failed.
+    pub fn coll_wait(&mut self, c: Handle, h: Handle) -> MpiResult<Status> {
+        self.block_until(|e| e.st.reqs.get(h).is_none_or(|r| r.complete) || e.comm_has_failed_member(c))?;
+        if !self.request(h)?.complete {
+            return mpi_err!(ProcFailed, "a member of the communicator failed");
+        }
+        self.status(h)
     }
 
     fn byte_type(&self) -> TypeRef {
@@ -931,6 +1115,47 @@ impl State {
         }
     }
 
+    fn peer_failed(&mut self, w: u32) {
+        if w as usize >= self.ft.dead.len() || self.ft.dead[w as usize] {
+            return;
+        }
+        self.ft.dead[w as usize] = true;
+        self.ft.order.push(w);
+        self.events += 1;
+        self.outq[w as usize].clear();
+        self.busy_peers.retain(|p| *p != w);
+        for h in self.reqs.handles() {
+            let Some(r) = self.reqs.get(h) else { continue };
+            if r.complete || !r.active {
+                continue;
+            }
+            let fail = match &r.op {
+                Op::Send(s) => {
+                    s.dest != PROC_NULL && self.comms.get(s.comm).and_then(|c| c.peer_world(s.dest)) == Some(w)
+                }
+                Op::Recv(s) => {
+                    r.recv.peer == Some(w)
+                        || (r.recv.posted
+                            && s.src != ANY_SOURCE
+                            && self.comms.get(s.comm).and_then(|c| c.peer_world(s.src)) == Some(w))
+                }
+                Op::Null => false,
+            };
+            if fail {
+                let (ctx, posted) = (r.recv.ctx, r.recv.posted);
+                let (src, tag) = match &r.op {
+                    Op::Send(s) => (s.dest, s.tag),
+                    Op::Recv(s) => (s.src, s.tag),
+                    Op::Null => (PROC_NULL, 0),
+                };
+                if posted {
+                    self.matcher.cancel(ctx, h);
+                }
+                self.complete(h, failed_status(src, tag));
+            }
+        }
+    }
+
     fn complete_send(&mut self, sreq: Handle) {
         let tag = match self.reqs.get(sreq).map(|r| &r.op) {
             Some(Op::Send(s)) => s.tag,
@@ -1024,6 +1249,10 @@ impl State {
         let n = (len as usize).min(cap);
         let error = (len > cap as u64).then_some(ErrorClass::Truncate);
         let fin = Header { kind: Kind::Fin, flags: 0, ctx: 0, src: 0, tag: 0, len: 0, a: 0, b: sreq }.encode();
+        if self.ft.is_dead(peer) {
+            self.complete(h, failed_status(src, tag));
+            return;
+        }
         if peer == self.rank {
             // Our own memory: one copy.
             let mut tmp = vec![0u8; n];
@@ -1069,6 +1298,7 @@ impl State {
         }
         // Pipelined: ask the sender to stream the data.
         if let Some(r) = self.reqs.get_mut(h) {
+            r.recv.peer = Some(peer);
             r.recv.expected = len;
             r.recv.received = 0;
             r.status = Status { source: src, tag, error, bytes: n as u64, cancelled: false };

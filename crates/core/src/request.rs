@@ -76,6 +76,8 @@ pub struct RecvState {
     pub received: u64,
     /// Staging buffer for non-contiguous receive types.
     pub temp: Option<Vec<u8>>,
+    /// World rank streaming rendezvous data to us, once the receive matched.
+    pub peer: Option<u32>,
 }
 
 /// A request.

@@ -89,6 +89,17 @@ impl<T> Slab<T> {
             Slot::Free(..) => None,
         }
     }
+    /// Handles of all live entries (for sweeps such as failing requests to a dead peer).
+    pub fn handles(&self) -> Vec<Handle> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| match s {
+                Slot::Used(g, _) => Some(Handle::new(i, *g)),
+                Slot::Free(..) => None,
+            })
+            .collect()
+    }
     /// Number of live entries.
     pub fn len(&self) -> usize {
         self.len

@@ -9,6 +9,7 @@
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind, IoSlice, Read, Write};
+
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
@@ -118,7 +119,7 @@ impl TcpPath {
             let Some(c) = slot else { continue };
             while !c.queue.is_empty() {
                 let (a, b) = c.queue.as_slices();
-                match c.stream.write_vectored(&[IoSlice::new(a), IoSlice::new(b)]) {
+                match send_vectored(&c.stream, &[IoSlice::new(a), IoSlice::new(b)]) {
                     Ok(0) => return Err(PathError::PeerLost(peer as u32, "connection closed".into())),
                     Ok(n) => {
                         c.queue.drain(..n);
@@ -202,6 +203,24 @@ impl InConn {
             self.end -= self.start;
             self.start = 0;
         }
+    }
+}
+
+/// Gather-write without SIGPIPE: a peer that died must be an error, not the end of the
+/// application (whose SIGPIPE disposition is its own).
+fn send_vectored(stream: &TcpStream, parts: &[IoSlice<'_>]) -> std::io::Result<usize> {
+    // SAFETY: msghdr points at `parts`, which outlives the call; IoSlice is ABI-compatible
+    // with iovec.
+    let n = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = parts.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = parts.len();
+        libc::sendmsg(stream.as_raw_fd(), &msg, libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT)
+    };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
     }
 }
 
@@ -299,7 +318,7 @@ impl Path for TcpPath {
         if c.queue.is_empty() {
             loop {
                 let parts = [IoSlice::new(&len), IoSlice::new(hdr), IoSlice::new(payload)];
-                match c.stream.write_vectored(&parts) {
+                match send_vectored(&c.stream, &parts) {
                     Ok(n) => {
                         written = n;
                         break;

@@ -1,0 +1,44 @@
+//! Fault-tolerance state of the engine: which processes failed, in what order, and per
+//! communicator which failures were acknowledged and whether it was revoked.
+//!
+//! Whoever detects a failure (the launcher's exit notice, a broken connection, the membership
+//! service) calls [`crate::Engine::peer_failed`]; everything else follows from this state.
+
+use std::collections::HashMap;
+
+/// Per-communicator fault-tolerance state, keyed by the point-to-point context id.
+#[derive(Debug, Default, Clone)]
+pub struct CommFt {
+    /// MPIX_Comm_revoke reached this process.
+    pub revoked: bool,
+    /// Failures acknowledged on this communicator: a prefix of [`FtState::order`].
+    pub acked: usize,
+}
+
+/// Job-wide failure knowledge of this process.
+#[derive(Debug, Default)]
+pub struct FtState {
+    /// Failed processes are reported instead of ending the job (`--ft run-through`).
+    pub run_through: bool,
+    /// `dead[w]`: world rank `w` is known to have failed.
+    pub dead: Vec<bool>,
+    /// World ranks in the order their failures became known here.
+    pub order: Vec<u32>,
+    /// Per communicator (by point-to-point context id).
+    pub comm: HashMap<u32, CommFt>,
+}
+
+impl FtState {
+    /// State for a job of `size` ranks.
+    pub fn new(size: u32, run_through: bool) -> FtState {
+        FtState { run_through, dead: vec![false; size as usize], order: Vec::new(), comm: HashMap::new() }
+    }
+    /// Whether world rank `w` failed.
+    pub fn is_dead(&self, w: u32) -> bool {
+        self.dead.get(w as usize).copied().unwrap_or(false)
+    }
+    /// The communicator state for context `ctx`.
+    pub fn comm(&self, ctx: u32) -> CommFt {
+        self.comm.get(&ctx).cloned().unwrap_or_default()
+    }
+}
