@@ -59,6 +59,11 @@ pub struct RunArgs {
     #[arg(long = "tag-output")]
     pub tag_output: bool,
 
+    /// Report every rank failure on stderr, also when the job continues through failures
+    /// (`--ft run-through`); without it only the exit status tells.
+    #[arg(short = 'v', long = "verbose")]
+    pub verbose: bool,
+
     /// Seconds between SIGTERM and SIGKILL when tearing the job down.
     #[arg(long = "kill-grace", value_name = "SECS", value_parser = parse_secs, default_value = "2")]
     pub kill_grace: Duration,
@@ -207,6 +212,7 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         FtArg::Abort => FtMode::Abort,
         FtArg::RunThrough => FtMode::RunThrough,
     };
+    cfg.verbose = args.verbose;
     cfg.on_failure = args.on_failure.map(|o| match o {
         OnFailureArg::Abort => OnFailure::Abort,
         OnFailureArg::Continue => OnFailure::Continue,

@@ -545,7 +545,7 @@ fn exit_without_finalize_is_a_failure() {
 
 #[test]
 fn run_through_keeps_survivors_and_notifies_them() {
-    let r = probe_run(&["-n", "4", "--ft", "run-through"], &["runthrough", "2"]);
+    let r = probe_run(&["-n", "4", "--ft", "run-through", "-v"], &["runthrough", "2"]);
     assert_eq!(
         r.code(),
         3,
@@ -564,6 +564,10 @@ fn run_through_keeps_survivors_and_notifies_them() {
         assert!(lines.contains(&format!("ok survivor {rank} finalized").as_str()));
     }
     assert!(r.stderr.contains("rank 2 (pid "), "{}", r.stderr);
+    // Without --verbose the failure shows only in the exit status.
+    let q = probe_run(&["-n", "4", "--ft", "run-through"], &["runthrough", "2"]);
+    assert_eq!(q.code(), 3);
+    assert!(!q.stderr.contains("rank 2 (pid "), "{}", q.stderr);
 }
 
 #[test]

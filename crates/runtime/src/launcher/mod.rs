@@ -87,6 +87,10 @@ pub struct LaunchConfig {
     pub tag_output: bool,
     /// Time between SIGTERM and SIGKILL at teardown.
     pub kill_grace: Duration,
+    /// Report rank failures on stderr even when the job continues through them. Off by
+    /// default in that mode: a failure there is an event the application handles, and its
+    /// output should be its own (the exit status still says a rank failed).
+    pub verbose: bool,
 }
 
 impl LaunchConfig {
@@ -104,6 +108,7 @@ impl LaunchConfig {
             timeout: None,
             tag_output: false,
             kill_grace: Duration::from_secs(2),
+            verbose: false,
         }
     }
 
@@ -567,8 +572,10 @@ impl Launcher {
         } else {
             status.to_string()
         };
-        self.stderr_sink
-            .message(&format!("steadfast run: rank {rank} (pid {pid}) {what}"));
+        if self.policy == OnFailure::Abort || self.cfg.verbose {
+            self.stderr_sink
+                .message(&format!("steadfast run: rank {rank} (pid {pid}) {what}"));
+        }
         let code = if missing_finalize {
             1
         } else {
