@@ -13,7 +13,7 @@
 //! |   8 |    8 | job_key         | random per job               | same                        | same                   |
 //! |  16 |    4 | src             | sender id                    | same                        | same                   |
 //! |  20 |    4 | dst             | receiver id                  | same                        | same                   |
-//! |  24 |    8 | seq             | fragment sequence number ≥1  | fragment acked (0: none)    | fragment that failed   |
+//! |  24 |    8 | seq             | fragment sequence number ≥1  | fragment acked (0: none)¹   | fragment that failed   |
 //! |  32 |    8 | timestamp       | sender clock at this send    | echo of the data timestamp  | echo                   |
 //! |  40 |    4 | send_count      | 1 on first send, +1 per resend | echo                      | echo                   |
 //! |  44 |    4 | payload_len     | bytes after the header       | 0                           | 0                      |
@@ -25,6 +25,10 @@
 //! |  88 |    8 | max_received    | piggybacked: largest seq received at all (gap hint) | same | same               |
 //! |  96 |    4 | payload_crc     | CRC32C of the payload        | 0                           | 0                      |
 //! | 100 |    4 | header_crc      | CRC32C of bytes 0..100       | same                        | same                   |
+//!
+//! ¹ An ACK's `seq` at or below its `cum_delivered` says "delivered to the application";
+//! above it, "received intact and held" (a receipt for a fragment that arrived past a
+//! gap, so the sender neither resends it nor blames its route).
 //!
 //! Two CRCs rather than one: a receiver that finds the header intact but the payload
 //! corrupt can trust `seq` and answer with a NACK; a corrupt header is dropped silently
@@ -375,8 +379,8 @@ impl FrameRepr {
                 if self.msg_id != 0 || self.msg_len != 0 || self.frag_offset != 0 {
                     return Err(Bad("acknowledgment with message fields"));
                 }
-                if kind == Kind::Ack && self.seq > self.cum_delivered {
-                    return Err(Bad("specific ack of a fragment not delivered"));
+                if kind == Kind::Ack && self.seq > self.max_received {
+                    return Err(Bad("specific ack of a fragment not received"));
                 }
                 if kind == Kind::Nack && (self.seq == 0 || self.seq <= self.cum_received) {
                     return Err(Bad("nack of a fragment already received"));
@@ -390,6 +394,14 @@ impl FrameRepr {
     /// separately; `payload_crc` and `payload_len` must already describe it.
     pub fn emit(&self, out: &mut [u8; HEADER_LEN]) -> Result<(), FrameError> {
         self.check()?;
+        self.write_header(out);
+        Ok(())
+    }
+
+    /// Writes the header without the consistency check, for frames the channel builds
+    /// itself (its invariants make them consistent; debug builds still check).
+    pub(crate) fn write_header(&self, out: &mut [u8; HEADER_LEN]) {
+        debug_assert_eq!(self.check(), Ok(()), "channel built an inconsistent frame: {self:?}");
         out[field::MAGIC].copy_from_slice(&MAGIC.to_le_bytes());
         out[field::VERSION] = VERSION;
         out[field::KIND] = self.kind_code;
@@ -411,7 +423,6 @@ impl FrameRepr {
         out[field::PAYLOAD_CRC].copy_from_slice(&self.payload_crc.to_le_bytes());
         let crc = crc::crc32c(&out[..field::HEADER_CRC.start]);
         out[field::HEADER_CRC].copy_from_slice(&crc.to_le_bytes());
-        Ok(())
     }
 
     /// Emits a complete frame (header, then `payload`) into a new vector. Fills in
@@ -543,8 +554,8 @@ mod tests {
         let mut r = data_repr();
         r.frag_offset = u64::MAX; // overflow
         assert!(r.to_frame(&[0u8; 30]).is_err());
-        let ack = FrameRepr { kind_code: Kind::Ack.code(), seq: 3, ..FrameRepr::default() };
-        assert!(ack.to_frame(&[]).is_err(), "ack of undelivered seq");
+        let ack = FrameRepr { kind_code: Kind::Ack.code(), seq: 3, max_received: 2, cum_received: 1, ..FrameRepr::default() };
+        assert!(ack.to_frame(&[]).is_err(), "ack of a seq never received");
     }
 
     /// Builds a frame whose header checksum is valid but whose fields are arbitrary, so
