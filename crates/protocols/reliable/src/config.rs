@@ -14,7 +14,11 @@ pub const DEFAULT_RETRIES_PER_ROUTE: u32 = 6;
 /// Fragment payload size: 8 KiB (fits a jumbo-frame UDP datagram with the header).
 pub const DEFAULT_MAX_PAYLOAD: usize = 8192;
 
-/// Configuration of one [`crate::Channel`] (one direction pair between two endpoints).
+/// Configuration of one [`crate::Channel`] (both directions between two endpoints).
+///
+/// Both ends are expected to run the same values (see [`Config::mirrored`]); `validate`
+/// requires the receive side to hold a full send window, so in a symmetric setup no
+/// fragment is ever dropped for lack of buffer space.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
     /// Random per-job key; frames carrying another key are counted and dropped.
@@ -114,6 +118,14 @@ impl Config {
         }
         if self.retries_per_route == 0 {
             return Err(ConfigError("retries_per_route must be at least 1"));
+        }
+        // Both ends run the same configuration, so a receiver sized below the sender's
+        // window would drop fragments the sender was allowed to send, every round.
+        if self.recv_window_frags < self.send_window_frags {
+            return Err(ConfigError("recv_window_frags must be at least send_window_frags"));
+        }
+        if self.recv_buffer_bytes < self.send_window_bytes.max(self.max_payload) {
+            return Err(ConfigError("recv_buffer_bytes must hold a full send window"));
         }
         if self.local_id == self.peer_id {
             return Err(ConfigError("local_id and peer_id must differ"));

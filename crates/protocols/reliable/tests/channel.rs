@@ -305,9 +305,11 @@ fn send_buffer_and_windows_are_bounded() {
     assert!(a.send(2, &[0u8; 2000]).is_ok(), "a big message is accepted when empty");
 
     // Receiver window: frames far beyond cum_delivered are dropped.
-    let mut c = cfg();
-    c.recv_window_frags = 2;
-    let (mut a, mut b) = pair(c);
+    let c = cfg();
+    let mut small = c.mirrored();
+    small.send_window_frags = 2;
+    small.recv_window_frags = 2;
+    let (mut a, mut b) = (Channel::new(c).unwrap(), Channel::new(small).unwrap());
     a.send(0, &[0u8; 500]).unwrap();
     let tx = drain_tx(&mut a, 0);
     for t in tx.iter().rev() {

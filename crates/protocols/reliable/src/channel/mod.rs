@@ -247,12 +247,21 @@ impl Channel {
             Some(crate::frame::Kind::Nack) if trusted => self.on_nack(now, &repr),
             _ => {}
         }
+        self.reset_backoff(now);
+        self.debug_check();
+    }
+
+    #[inline]
+    fn debug_check(&self) {
+        #[cfg(debug_assertions)]
+        self.send.check_invariants();
     }
 
     /// Advances timers: fragments whose retransmission deadline passed are queued for
     /// resending (or re-armed when the receiver is known to hold them).
     pub fn handle_timeout(&mut self, now: u64) {
         self.on_timeout(now);
+        self.debug_check();
     }
 
     /// The next frame to send, if any. `now` stamps data frames and arms their timers.
@@ -296,6 +305,7 @@ impl Channel {
         r.exhausted_reported = false;
         tracing::debug!(route, "reliable: route failed");
         self.rebind(route);
+        self.debug_check();
     }
 
     /// Marks `route` usable again (fail-back): new fragments may be striped onto it.

@@ -75,6 +75,10 @@ pub(super) struct Sender {
     tx_serial: u64,
     peer_cum_received: u64,
     pub(super) rtt: RttEstimator,
+    /// Unacked fragments sent at least twice on their route (backed off).
+    backed_off: usize,
+    /// Routes that proved alive while handling the current frame (bit per route).
+    alive: [u64; 4],
 }
 
 impl Sender {
@@ -92,7 +96,31 @@ impl Sender {
             tx_serial: 0,
             peer_cum_received: 0,
             rtt: RttEstimator::default(),
+            backed_off: 0,
+            alive: [0; 4],
         }
+    }
+
+    /// Sets a fragment's per-route send count, keeping `backed_off` in step.
+    fn set_route_sends(&mut self, i: usize, v: u32) {
+        let f = &mut self.frags[i];
+        let was = f.route_sends >= 2 && !f.acked;
+        f.route_sends = v;
+        let is = v >= 2 && !f.acked;
+        match (was, is) {
+            (false, true) => self.backed_off += 1,
+            (true, false) => self.backed_off -= 1,
+            _ => {}
+        }
+    }
+
+    /// Marks a fragment acknowledged, keeping `backed_off` in step.
+    fn mark_acked(&mut self, i: usize) {
+        let f = &mut self.frags[i];
+        if !f.acked && f.route_sends >= 2 {
+            self.backed_off -= 1;
+        }
+        f.acked = true;
     }
 
     pub(super) fn can_accept(&self, cfg: &Config, len: usize) -> bool {
@@ -135,6 +163,24 @@ impl Sender {
             .map(|(seq, f)| Reverse((f.deadline, seq)))
             .collect();
         self.timers = live;
+    }
+}
+
+impl Sender {
+    /// Recomputes the running totals from scratch (debug builds check them after every
+    /// input: a drifting counter would silently shrink or stall the window).
+    #[cfg(debug_assertions)]
+    pub(super) fn check_invariants(&self) {
+        let sent = ((self.next_new - self.base) as usize).min(self.frags.len());
+        let inflight: usize =
+            self.frags.iter().take(sent).filter(|f| !f.acked).map(|f| f.payload.len()).sum();
+        let buffered: usize = self.frags.iter().map(|f| f.payload.len()).sum();
+        let backed_off = self.frags.iter().filter(|f| !f.acked && f.route_sends >= 2).count();
+        assert_eq!(inflight, self.inflight_bytes, "inflight_bytes drifted");
+        assert_eq!(buffered, self.buffered_bytes, "buffered_bytes drifted");
+        assert_eq!(backed_off, self.backed_off, "backed_off drifted");
+        assert!(self.next_new >= self.base && self.next_new <= self.base + self.frags.len() as u64);
+        assert!(self.frags.front().map_or(true, |f| !f.acked), "acked fragment at the front");
     }
 }
 
@@ -203,11 +249,11 @@ impl Channel {
             let bound = f.route;
             let route = self.usable_route(bound);
             let f = &mut self.send.frags[i];
+            f.retx_pending = false;
             if route != bound {
                 f.route = route;
-                f.route_sends = 0;
+                self.send.set_route_sends(i, 0);
             }
-            f.retx_pending = false;
             self.counters.retransmits += 1;
             return Some(self.transmit_data(now, i));
         }
@@ -232,18 +278,15 @@ impl Channel {
     }
 
     fn transmit_data(&mut self, now: u64, i: usize) -> Transmit {
+        let base_rto = self.base_rto();
         let cfg = &self.cfg;
-        let base_rto = if cfg.adaptive_rto {
-            self.send.rtt.base_rto(cfg.rto_initial_ns, cfg.rto_min_ns, cfg.rto_max_ns)
-        } else {
-            cfg.rto_initial_ns
-        };
         let s = &mut self.send;
         let seq = s.base + i as u64;
         s.tx_serial += 1;
+        let sends = s.frags[i].route_sends.saturating_add(1);
+        s.set_route_sends(i, sends);
         let f = &mut s.frags[i];
         f.send_count = f.send_count.saturating_add(1);
-        f.route_sends = f.route_sends.saturating_add(1);
         f.tx_serial = s.tx_serial;
         f.deadline = now.saturating_add(backoff(base_rto, f.route_sends, cfg.rto_max_ns));
         s.timers.push(Reverse((f.deadline, seq)));
@@ -322,6 +365,9 @@ impl Channel {
     fn release(&mut self, f: &Frag) {
         self.send.buffered_bytes -= f.payload.len();
         if !f.acked {
+            if f.route_sends >= 2 {
+                self.send.backed_off -= 1;
+            }
             self.send.inflight_bytes -= f.payload.len();
             self.counters.frags_acked += 1;
             self.route_delivered(f.route);
@@ -331,6 +377,42 @@ impl Channel {
     fn route_delivered(&mut self, route: RouteId) {
         if let Some(r) = self.routes.get_mut(usize::from(route)) {
             r.exhausted_reported = false;
+        }
+        self.send.alive[usize::from(route / 64)] |= 1 << (route % 64);
+    }
+
+    /// A route that just delivered is alive: fragments backed off on it go back to the
+    /// base timeout, so one loss burst does not leave them waiting for `rto_max`.
+    pub(super) fn reset_backoff(&mut self, now: u64) {
+        let alive = std::mem::take(&mut self.send.alive);
+        if self.send.backed_off == 0 || alive == [0; 4] {
+            return;
+        }
+        let base = self.base_rto();
+        let sent = ((self.send.next_new - self.send.base) as usize).min(self.send.frags.len());
+        for i in 0..sent {
+            let f = &self.send.frags[i];
+            let on_alive = alive[usize::from(f.route / 64)] & (1 << (f.route % 64)) != 0;
+            if f.acked || f.held || f.retx_pending || f.route_sends < 2 || !on_alive {
+                continue;
+            }
+            self.send.set_route_sends(i, 1);
+            let deadline = now.saturating_add(base);
+            let f = &mut self.send.frags[i];
+            if deadline < f.deadline {
+                f.deadline = deadline;
+                let seq = self.send.base + i as u64;
+                self.send.timers.push(Reverse((deadline, seq)));
+            }
+        }
+    }
+
+    fn base_rto(&self) -> u64 {
+        let cfg = &self.cfg;
+        if cfg.adaptive_rto {
+            self.send.rtt.base_rto(cfg.rto_initial_ns, cfg.rto_min_ns, cfg.rto_max_ns)
+        } else {
+            cfg.rto_initial_ns
         }
     }
 
@@ -375,8 +457,8 @@ impl Channel {
                     self.route_delivered(route);
                 }
             } else if repr.seq < self.send.next_new && !f.acked {
-                f.acked = true;
                 let (len, route) = (f.payload.len(), f.route);
+                self.send.mark_acked(i);
                 self.send.inflight_bytes -= len;
                 self.counters.frags_acked += 1;
                 self.route_delivered(route);
@@ -403,11 +485,7 @@ impl Channel {
     }
 
     pub(super) fn on_timeout(&mut self, now: u64) {
-        let cfg_base = if self.cfg.adaptive_rto {
-            self.send.rtt.base_rto(self.cfg.rto_initial_ns, self.cfg.rto_min_ns, self.cfg.rto_max_ns)
-        } else {
-            self.cfg.rto_initial_ns
-        };
+        let cfg_base = self.base_rto();
         while let Some(&Reverse((deadline, seq))) = self.send.timers.peek() {
             if deadline > now {
                 break;
@@ -468,9 +546,9 @@ impl Channel {
             }
             let route = self.pick_route();
             let seq = self.send.base + i as u64;
+            self.send.set_route_sends(i, 0);
             let f = &mut self.send.frags[i];
             f.route = route;
-            f.route_sends = 0;
             self.counters.rebound += 1;
             if !f.retx_pending {
                 f.retx_pending = true;
