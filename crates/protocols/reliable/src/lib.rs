@@ -13,6 +13,8 @@ mod config;
 mod counters;
 pub mod crc;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 mod reassembly;
 
 pub use channel::{

@@ -359,18 +359,20 @@ impl Sim {
             (f.bus_error, f.drop, f.wire_corrupt, f.wire_detects, f.dup, f.reorder, f.foreign);
         let (delay_min, delay_max, reorder_max, fifo) = (f.delay_min, f.delay_max, f.reorder_max, f.fifo);
         let faulty = self.faulty();
+        // At most one damage per frame: two could add up to more than CRC32C detects
+        // with certainty (or cancel out).
         let mut corrupted = false;
         if faulty && self.rng.gen_bool(bus_error) {
-            corrupted |= self.damage(&mut bytes);
+            corrupted = self.damage(&mut bytes);
         }
         if self.route_down(route) || (faulty && self.rng.gen_bool(drop)) {
             return;
         }
-        if faulty && self.rng.gen_bool(wire_corrupt) {
+        if faulty && !corrupted && self.rng.gen_bool(wire_corrupt) {
             if self.rng.gen_bool(wire_detects) {
                 return; // the wire's own checksum caught it
             }
-            corrupted |= self.damage(&mut bytes);
+            corrupted = self.damage(&mut bytes);
         }
         let copies = if faulty && self.rng.gen_bool(dup) { 2 } else { 1 };
         for _ in 0..copies {
