@@ -23,7 +23,10 @@ fn rate(bytes: usize, budget: Duration, mut f: impl FnMut()) -> f64 {
 
 fn main() {
     let budget = Duration::from_millis(
-        std::env::var("BENCH_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(300),
+        std::env::var("BENCH_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(300),
     );
     println!("fused implementation: {}", crc::fused_implementation());
     println!(
@@ -48,7 +51,11 @@ fn main() {
             black_box(crc::copy_with_crc32c(black_box(&mut dst), black_box(&src)));
         });
         let portable = rate(size, budget, || {
-            black_box(crc::copy_with_crc32c_portable(0, black_box(&mut dst), black_box(&src)));
+            black_box(crc::copy_with_crc32c_portable(
+                0,
+                black_box(&mut dst),
+                black_box(&src),
+            ));
         });
         println!(
             "{:>9} {:>9.2} {:>9.2} {:>12.2} {:>9.2} {:>9.2}",

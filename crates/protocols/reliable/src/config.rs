@@ -93,7 +93,11 @@ impl Config {
 
     /// The same configuration seen from the peer (ids swapped).
     pub fn mirrored(&self) -> Config {
-        Config { local_id: self.peer_id, peer_id: self.local_id, ..self.clone() }
+        Config {
+            local_id: self.peer_id,
+            peer_id: self.local_id,
+            ..self.clone()
+        }
     }
 
     /// Checks that the values make sense together.
@@ -114,7 +118,9 @@ impl Config {
             return Err(ConfigError("timeouts must be positive"));
         }
         if self.rto_max_ns < self.rto_initial_ns || self.rto_max_ns < self.rto_min_ns {
-            return Err(ConfigError("rto_max_ns must be at least rto_initial_ns and rto_min_ns"));
+            return Err(ConfigError(
+                "rto_max_ns must be at least rto_initial_ns and rto_min_ns",
+            ));
         }
         if self.retries_per_route == 0 {
             return Err(ConfigError("retries_per_route must be at least 1"));
@@ -122,10 +128,14 @@ impl Config {
         // Both ends run the same configuration, so a receiver sized below the sender's
         // window would drop fragments the sender was allowed to send, every round.
         if self.recv_window_frags < self.send_window_frags {
-            return Err(ConfigError("recv_window_frags must be at least send_window_frags"));
+            return Err(ConfigError(
+                "recv_window_frags must be at least send_window_frags",
+            ));
         }
         if self.recv_buffer_bytes < self.send_window_bytes.max(self.max_payload) {
-            return Err(ConfigError("recv_buffer_bytes must hold a full send window"));
+            return Err(ConfigError(
+                "recv_buffer_bytes must hold a full send window",
+            ));
         }
         if self.local_id == self.peer_id {
             return Err(ConfigError("local_id and peer_id must differ"));

@@ -182,9 +182,7 @@ const fn shift_table(n: u64) -> [[u32; 256]; 4] {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::shift_table;
-    use std::arch::x86_64::{
-        __m128i, _mm_crc32_u64, _mm_crc32_u8, _mm_loadu_si128, _mm_storeu_si128,
-    };
+    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
 
     // Block sizes per chain. A block of 3*L bytes runs three chains of L bytes each; the
     // merge costs two table shifts (8 lookups), so L trades merge overhead against how
@@ -228,21 +226,17 @@ mod x86 {
             let (d0, d1, d2) = (*d, d.add(len), d.add(2 * len));
             let mut i = 0;
             while i < len {
-                // One 16-byte load/store per chain for the copy, two 8-byte loads (which
-                // hit the same cache line) for the CRC: halves the store count.
-                let va = _mm_loadu_si128(s0.add(i).cast::<__m128i>());
-                let vb = _mm_loadu_si128(s1.add(i).cast::<__m128i>());
-                let vc = _mm_loadu_si128(s2.add(i).cast::<__m128i>());
-                _mm_storeu_si128(d0.add(i).cast::<__m128i>(), va);
-                _mm_storeu_si128(d1.add(i).cast::<__m128i>(), vb);
-                _mm_storeu_si128(d2.add(i).cast::<__m128i>(), vc);
-                crc0 = _mm_crc32_u64(crc0, s0.add(i).cast::<u64>().read_unaligned());
-                crc1 = _mm_crc32_u64(crc1, s1.add(i).cast::<u64>().read_unaligned());
-                crc2 = _mm_crc32_u64(crc2, s2.add(i).cast::<u64>().read_unaligned());
-                crc0 = _mm_crc32_u64(crc0, s0.add(i + 8).cast::<u64>().read_unaligned());
-                crc1 = _mm_crc32_u64(crc1, s1.add(i + 8).cast::<u64>().read_unaligned());
-                crc2 = _mm_crc32_u64(crc2, s2.add(i + 8).cast::<u64>().read_unaligned());
-                i += 16;
+                // Each word is loaded once, stored, and fed to its chain.
+                let a = s0.add(i).cast::<u64>().read_unaligned();
+                let b = s1.add(i).cast::<u64>().read_unaligned();
+                let c = s2.add(i).cast::<u64>().read_unaligned();
+                d0.add(i).cast::<u64>().write_unaligned(a);
+                d1.add(i).cast::<u64>().write_unaligned(b);
+                d2.add(i).cast::<u64>().write_unaligned(c);
+                crc0 = _mm_crc32_u64(crc0, a);
+                crc1 = _mm_crc32_u64(crc1, b);
+                crc2 = _mm_crc32_u64(crc2, c);
+                i += 8;
             }
             crc0 = shift(table, crc0) ^ crc1;
             crc0 = shift(table, crc0) ^ crc2;
@@ -304,7 +298,9 @@ mod tests {
 
     #[test]
     fn every_length_around_block_edges() {
-        let src: Vec<u8> = (0..40_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let src: Vec<u8> = (0..40_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         let mut lens: Vec<usize> = (0..300).collect();
         for edge in [192usize, 1536, 12288, 3 * 4096 + 3 * 512 + 3 * 64] {
             lens.extend(edge.saturating_sub(9)..edge + 9);
@@ -314,7 +310,11 @@ mod tests {
             for off in [0usize, 1, 7] {
                 let s = &src[off..off + len];
                 let mut dst = vec![0xAAu8; len];
-                assert_eq!(copy_with_crc32c(&mut dst, s), crc32c(s), "len {len} off {off}");
+                assert_eq!(
+                    copy_with_crc32c(&mut dst, s),
+                    crc32c(s),
+                    "len {len} off {off}"
+                );
                 assert_eq!(dst, s);
                 let mut dst2 = vec![0u8; len];
                 assert_eq!(copy_with_crc32c_portable(0, &mut dst2, s), crc32c(s));

@@ -189,7 +189,10 @@ impl<T: AsRef<[u8]>> Frame<T> {
         let repr = FrameRepr::read(b)?;
         let actual = b.len() - HEADER_LEN;
         if repr.payload_len as usize != actual {
-            return Err(FrameError::LengthMismatch { payload_len: repr.payload_len, actual });
+            return Err(FrameError::LengthMismatch {
+                payload_len: repr.payload_len,
+                actual,
+            });
         }
         repr.check()?;
         Ok(Frame { buf })
@@ -401,7 +404,11 @@ impl FrameRepr {
     /// Writes the header without the consistency check, for frames the channel builds
     /// itself (its invariants make them consistent; debug builds still check).
     pub(crate) fn write_header(&self, out: &mut [u8; HEADER_LEN]) {
-        debug_assert_eq!(self.check(), Ok(()), "channel built an inconsistent frame: {self:?}");
+        debug_assert_eq!(
+            self.check(),
+            Ok(()),
+            "channel built an inconsistent frame: {self:?}"
+        );
         out[field::MAGIC].copy_from_slice(&MAGIC.to_le_bytes());
         out[field::VERSION] = VERSION;
         out[field::KIND] = self.kind_code;
@@ -431,7 +438,11 @@ impl FrameRepr {
         let mut repr = *self;
         repr.payload_len = u32::try_from(payload.len())
             .map_err(|_| FrameError::Inconsistent("payload longer than u32"))?;
-        repr.payload_crc = if payload.is_empty() { 0 } else { crc::crc32c(payload) };
+        repr.payload_crc = if payload.is_empty() {
+            0
+        } else {
+            crc::crc32c(payload)
+        };
         let mut header = [0u8; HEADER_LEN];
         repr.emit(&mut header)?;
         let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
@@ -507,7 +518,11 @@ mod tests {
         let bytes = ack.to_frame(&[]).unwrap();
         assert_eq!(bytes.len(), HEADER_LEN);
         assert_eq!(Frame::new_checked(&bytes[..]).unwrap().repr(), ack);
-        let nack = FrameRepr { kind_code: Kind::Nack.code(), seq: 11, ..ack };
+        let nack = FrameRepr {
+            kind_code: Kind::Nack.code(),
+            seq: 11,
+            ..ack
+        };
         let bytes = nack.to_frame(&[]).unwrap();
         assert_eq!(Frame::new_checked(&bytes[..]).unwrap().kind(), Kind::Nack);
     }
@@ -530,14 +545,23 @@ mod tests {
             FrameError::LengthMismatch { .. }
         ));
         let huge = vec![0u8; MAX_FRAME + 1];
-        assert!(matches!(Frame::new_checked(&huge[..]), Err(FrameError::Oversized { .. })));
+        assert!(matches!(
+            Frame::new_checked(&huge[..]),
+            Err(FrameError::Oversized { .. })
+        ));
         let mut flipped = bytes.clone();
         flipped[30] ^= 4;
-        assert!(matches!(Frame::new_checked(&flipped[..]), Err(FrameError::HeaderCrc { .. })));
+        assert!(matches!(
+            Frame::new_checked(&flipped[..]),
+            Err(FrameError::HeaderCrc { .. })
+        ));
         let mut flipped = bytes.clone();
         flipped[HEADER_LEN + 3] ^= 4;
         let f = Frame::new_checked(&flipped[..]).unwrap();
-        assert!(matches!(f.verify_payload(), Err(FrameError::PayloadCrc { .. })));
+        assert!(matches!(
+            f.verify_payload(),
+            Err(FrameError::PayloadCrc { .. })
+        ));
         let mut out = vec![7u8];
         assert!(f.copy_payload_checked(&mut out).is_err());
         assert_eq!(out, vec![7u8]);
@@ -547,14 +571,23 @@ mod tests {
     fn emit_refuses_inconsistent() {
         let mut r = data_repr();
         r.frag_offset = 90; // 90 + 30 > 100
-        assert!(matches!(r.to_frame(&[0u8; 30]), Err(FrameError::Inconsistent(_))));
+        assert!(matches!(
+            r.to_frame(&[0u8; 30]),
+            Err(FrameError::Inconsistent(_))
+        ));
         let mut r = data_repr();
         r.cum_delivered = 11; // > cum_received
         assert!(r.to_frame(&[0u8; 30]).is_err());
         let mut r = data_repr();
         r.frag_offset = u64::MAX; // overflow
         assert!(r.to_frame(&[0u8; 30]).is_err());
-        let ack = FrameRepr { kind_code: Kind::Ack.code(), seq: 3, max_received: 2, cum_received: 1, ..FrameRepr::default() };
+        let ack = FrameRepr {
+            kind_code: Kind::Ack.code(),
+            seq: 3,
+            max_received: 2,
+            cum_received: 1,
+            ..FrameRepr::default()
+        };
         assert!(ack.to_frame(&[]).is_err(), "ack of a seq never received");
     }
 

@@ -16,7 +16,9 @@ const KEY: u64 = 0x0123_4567_89ab_cdef;
 /// Oracle: a frame that decodes re-emits to the same header bytes, its fields are
 /// consistent, and verify-only and copy-and-verify agree on the payload.
 pub fn frame_decode(data: &[u8]) {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     let mut buf = rest.to_vec();
     if buf.len() >= HEADER_LEN {
         if mode & 2 != 0 {
@@ -28,7 +30,9 @@ pub fn frame_decode(data: &[u8]) {
             buf[HEADER_LEN - 4..HEADER_LEN].copy_from_slice(&c.to_le_bytes());
         }
     }
-    let Ok(frame) = Frame::new_checked(&buf[..]) else { return };
+    let Ok(frame) = Frame::new_checked(&buf[..]) else {
+        return;
+    };
     let repr = frame.repr();
     assert_eq!(repr.check(), Ok(()));
     assert_eq!(repr.payload_len as usize, frame.payload().len());
@@ -199,8 +203,15 @@ pub fn channel_ops(data: &[u8]) {
             if let Event::Delivered(d) = e {
                 delivered.extend_from_slice(&d.data);
                 if !forged_into_b {
-                    assert!(delivered.len() <= sent.len(), "delivered more than was sent");
-                    assert_eq!(&delivered[..], &sent[..delivered.len()], "delivered bytes differ");
+                    assert!(
+                        delivered.len() <= sent.len(),
+                        "delivered more than was sent"
+                    );
+                    assert_eq!(
+                        &delivered[..],
+                        &sent[..delivered.len()],
+                        "delivered bytes differ"
+                    );
                 }
             }
         }

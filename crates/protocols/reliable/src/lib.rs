@@ -17,9 +17,7 @@ pub mod frame;
 pub mod fuzzing;
 mod reassembly;
 
-pub use channel::{
-    Channel, Delivery, Event, MsgId, RouteId, RttEstimator, Transmit, WouldBlock,
-};
+pub use channel::{Channel, Delivery, Event, MsgId, RouteId, RttEstimator, Transmit, WouldBlock};
 pub use config::{
     Config, ConfigError, DEFAULT_MAX_PAYLOAD, DEFAULT_RETRIES_PER_ROUTE, DEFAULT_RTO_INITIAL_NS,
     DEFAULT_RTO_MAX_NS, DEFAULT_RTO_MIN_NS,

@@ -36,14 +36,23 @@ pub struct Assembler {
 impl Assembler {
     /// An assembler refusing messages longer than `max_len` bytes.
     pub fn new(max_len: u64) -> Assembler {
-        Assembler { current: None, max_len }
+        Assembler {
+            current: None,
+            max_len,
+        }
     }
 
     /// Adds a fragment; returns the message when it is complete.
     pub fn push(&mut self, d: Delivery) -> Result<Option<(MsgId, Vec<u8>)>, AssembleError> {
-        let bad = AssembleError::OutOfOrder { msg: d.msg.0, offset: d.offset };
+        let bad = AssembleError::OutOfOrder {
+            msg: d.msg.0,
+            offset: d.offset,
+        };
         if d.msg_len > self.max_len {
-            return Err(AssembleError::TooLarge { len: d.msg_len, limit: self.max_len });
+            return Err(AssembleError::TooLarge {
+                len: d.msg_len,
+                limit: self.max_len,
+            });
         }
         let last = d.is_last();
         match self.current.as_mut() {
@@ -54,7 +63,9 @@ impl Assembler {
                 // Grows with the fragments rather than trusting msg_len up front.
                 self.current = Some((d.msg, d.msg_len, d.data));
             }
-            Some((id, len, buf)) if *id == d.msg && *len == d.msg_len && buf.len() as u64 == d.offset => {
+            Some((id, len, buf))
+                if *id == d.msg && *len == d.msg_len && buf.len() as u64 == d.offset =>
+            {
                 buf.extend_from_slice(&d.data);
             }
             _ => return Err(bad),

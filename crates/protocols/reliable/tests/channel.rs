@@ -117,10 +117,21 @@ fn corrupt_payload_is_nacked_and_resent() {
     assert_eq!(b.counters().corrupt_payload, 1);
     assert!(drain_ev(&mut b).contains(&Event::CorruptDropped { count: 1 }));
     let nack = b.poll_transmit(1).unwrap();
-    assert_eq!(Frame::new_checked(&nack.to_vec()[..]).unwrap().kind(), Kind::Nack);
+    assert_eq!(
+        Frame::new_checked(&nack.to_vec()[..]).unwrap().kind(),
+        Kind::Nack
+    );
     a.handle(2, &nack.to_vec());
-    let again = a.poll_transmit(2).expect("NACK triggers an immediate resend");
-    assert_eq!(Frame::new_checked(&again.to_vec()[..]).unwrap().repr().send_count, 2);
+    let again = a
+        .poll_transmit(2)
+        .expect("NACK triggers an immediate resend");
+    assert_eq!(
+        Frame::new_checked(&again.to_vec()[..])
+            .unwrap()
+            .repr()
+            .send_count,
+        2
+    );
     b.handle(3, &again.to_vec());
     match b.poll_event() {
         Some(Event::Delivered(d)) => assert_eq!(d.data, b"hello, world"),
@@ -137,7 +148,10 @@ fn corrupt_header_is_dropped_silently() {
     bad[26] ^= 1; // in seq
     b.handle(1, &bad);
     assert_eq!(b.counters().malformed_dropped, 1);
-    assert!(b.poll_transmit(1).is_none(), "no answer to an untrusted header");
+    assert!(
+        b.poll_transmit(1).is_none(),
+        "no answer to an untrusted header"
+    );
 }
 
 #[test]
@@ -157,7 +171,11 @@ fn foreign_and_misdirected_frames_are_dropped() {
     b.handle(0, &forged.to_frame(b"bad").unwrap());
     assert_eq!(b.counters().foreign_dropped, 1);
     assert_eq!(drain_ev(&mut b), vec![Event::ForeignDropped { count: 1 }]);
-    let misdirected = FrameRepr { job_key: KEY, src: 7, ..forged };
+    let misdirected = FrameRepr {
+        job_key: KEY,
+        src: 7,
+        ..forged
+    };
     b.handle(0, &misdirected.to_frame(b"bad").unwrap());
     assert_eq!(b.counters().misdirected_dropped, 1);
     assert!(drain_ev(&mut b).is_empty());
@@ -236,7 +254,10 @@ fn exhaustion_then_failover_and_failback() {
     let (mut a, mut b) = pair(c);
     a.send(0, &[9u8; 400]).unwrap(); // 4 fragments, striped over routes 0 and 1
     let tx = drain_tx(&mut a, 0);
-    assert_eq!(tx.iter().map(|t| t.route).collect::<Vec<_>>(), vec![0, 1, 0, 1]);
+    assert_eq!(
+        tx.iter().map(|t| t.route).collect::<Vec<_>>(),
+        vec![0, 1, 0, 1]
+    );
     // Route 1 is dead: only route-0 frames arrive.
     let mut now = 0;
     for t in tx.iter().filter(|t| t.route == 0) {
@@ -273,7 +294,10 @@ fn exhaustion_then_failover_and_failback() {
     a.fail_route(1);
     assert!(!a.route_is_up(1));
     let tx = drain_tx(&mut a, now);
-    assert!(!tx.is_empty() && tx.iter().all(|t| t.route == 0), "rebound to route 0");
+    assert!(
+        !tx.is_empty() && tx.iter().all(|t| t.route == 0),
+        "rebound to route 0"
+    );
     for t in &tx {
         b.handle(now, &t.to_vec());
     }
@@ -283,7 +307,10 @@ fn exhaustion_then_failover_and_failback() {
     a.restore_route(1);
     a.send(now, &[1u8; 200]).unwrap();
     let tx = drain_tx(&mut a, now);
-    assert!(tx.iter().any(|t| t.route == 1), "fail-back stripes onto route 1 again");
+    assert!(
+        tx.iter().any(|t| t.route == 1),
+        "fail-back stripes onto route 1 again"
+    );
 }
 
 #[test]
@@ -302,7 +329,10 @@ fn send_buffer_and_windows_are_bounded() {
     }
     settle(&mut a, &mut b, 1, &mut Assembler::new(10_000));
     assert!(a.is_idle(), "{:?} / {:?}", a.counters(), b.counters());
-    assert!(a.send(2, &[0u8; 2000]).is_ok(), "a big message is accepted when empty");
+    assert!(
+        a.send(2, &[0u8; 2000]).is_ok(),
+        "a big message is accepted when empty"
+    );
 
     // Receiver window: frames far beyond cum_delivered are dropped.
     let c = cfg();

@@ -5,7 +5,10 @@ use proptest::prelude::*;
 use steadfast_reliable::fuzzing;
 
 fn cases() -> u32 {
-    std::env::var("STEADFAST_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000)
+    std::env::var("STEADFAST_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000)
 }
 
 proptest! {

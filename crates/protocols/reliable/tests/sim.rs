@@ -198,10 +198,17 @@ impl Ledger {
     fn check_delivery(&mut self, from: usize, to: usize, d: &Delivery) -> Result<(), String> {
         let (done, off) = self.recv[from][to];
         let Some(msg) = self.sent[from][to].get(done) else {
-            return Err(format!("{from}->{to}: delivery of a message never sent: {:?}", summary(d)));
+            return Err(format!(
+                "{from}->{to}: delivery of a message never sent: {:?}",
+                summary(d)
+            ));
         };
         if d.msg != MsgId(done as u64 + 1) {
-            return Err(format!("{from}->{to}: expected msg {} got {:?}", done + 1, summary(d)));
+            return Err(format!(
+                "{from}->{to}: expected msg {} got {:?}",
+                done + 1,
+                summary(d)
+            ));
         }
         if d.offset != off || d.msg_len != msg.len() as u64 {
             return Err(format!(
@@ -212,12 +219,21 @@ impl Ledger {
         }
         let end = off as usize + d.data.len();
         if end > msg.len() || d.data[..] != msg[off as usize..end] {
-            return Err(format!("{from}->{to}: delivered bytes differ from sent bytes: {:?}", summary(d)));
+            return Err(format!(
+                "{from}->{to}: delivered bytes differ from sent bytes: {:?}",
+                summary(d)
+            ));
         }
         if d.data.is_empty() && !msg.is_empty() {
-            return Err(format!("{from}->{to}: empty fragment of a non-empty message"));
+            return Err(format!(
+                "{from}->{to}: empty fragment of a non-empty message"
+            ));
         }
-        self.recv[from][to] = if end == msg.len() { (done + 1, 0) } else { (done, end as u64) };
+        self.recv[from][to] = if end == msg.len() {
+            (done + 1, 0)
+        } else {
+            (done, end as u64)
+        };
         Ok(())
     }
 
@@ -226,10 +242,15 @@ impl Ledger {
     fn check_acked(&mut self, from: usize, to: usize, msg: MsgId) -> Result<(), String> {
         let n = self.acked[from][to];
         if msg != MsgId(n as u64 + 1) {
-            return Err(format!("{from}->{to}: Acked {msg:?} out of order, expected {}", n + 1));
+            return Err(format!(
+                "{from}->{to}: Acked {msg:?} out of order, expected {}",
+                n + 1
+            ));
         }
         if self.recv[from][to].0 < n + 1 {
-            return Err(format!("{from}->{to}: Acked {msg:?} before the receiver had all of it"));
+            return Err(format!(
+                "{from}->{to}: Acked {msg:?} before the receiver had all of it"
+            ));
         }
         self.acked[from][to] = n + 1;
         Ok(())
@@ -239,7 +260,8 @@ impl Ledger {
         let n = self.sent.len();
         (0..n).all(|i| {
             (0..n).all(|j| {
-                self.recv[i][j].0 == self.sent[i][j].len() && self.acked[i][j] == self.sent[i][j].len()
+                self.recv[i][j].0 == self.sent[i][j].len()
+                    && self.acked[i][j] == self.sent[i][j].len()
             })
         })
     }
@@ -287,7 +309,11 @@ impl Sim {
             let mut row = Vec::new();
             for j in 0..endpoints {
                 row.push((i != j).then(|| {
-                    let mut cfg = Config { local_id: i as u32, peer_id: j as u32, ..setup.cfg.clone() };
+                    let mut cfg = Config {
+                        local_id: i as u32,
+                        peer_id: j as u32,
+                        ..setup.cfg.clone()
+                    };
                     per_endpoint(i, &mut cfg);
                     Channel::new(cfg).expect("valid config")
                 }));
@@ -326,7 +352,12 @@ impl Sim {
 
     fn route_down(&self, route: u8) -> bool {
         self.faulty()
-            && self.setup.faults.outages.iter().any(|&(r, a, b)| r == route && a <= self.now && self.now < b)
+            && self
+                .setup
+                .faults
+                .outages
+                .iter()
+                .any(|&(r, a, b)| r == route && a <= self.now && self.now < b)
     }
 
     /// Damages 1–3 bits, or overwrites a burst of up to 4 bytes. CRC32C detects both
@@ -355,9 +386,17 @@ impl Sim {
     /// Puts a frame on the simulated wire, with faults.
     fn wire(&mut self, from: usize, to: usize, route: u8, mut bytes: Vec<u8>) {
         let f = &self.setup.faults;
-        let (bus_error, drop, wire_corrupt, wire_detects, dup, reorder, foreign) =
-            (f.bus_error, f.drop, f.wire_corrupt, f.wire_detects, f.dup, f.reorder, f.foreign);
-        let (delay_min, delay_max, reorder_max, fifo) = (f.delay_min, f.delay_max, f.reorder_max, f.fifo);
+        let (bus_error, drop, wire_corrupt, wire_detects, dup, reorder, foreign) = (
+            f.bus_error,
+            f.drop,
+            f.wire_corrupt,
+            f.wire_detects,
+            f.dup,
+            f.reorder,
+            f.foreign,
+        );
+        let (delay_min, delay_max, reorder_max, fifo) =
+            (f.delay_min, f.delay_max, f.reorder_max, f.fifo);
         let faulty = self.faulty();
         // At most one damage per frame: two could add up to more than CRC32C detects
         // with certainty (or cancel out).
@@ -374,7 +413,11 @@ impl Sim {
             }
             corrupted = self.damage(&mut bytes);
         }
-        let copies = if faulty && self.rng.gen_bool(dup) { 2 } else { 1 };
+        let copies = if faulty && self.rng.gen_bool(dup) {
+            2
+        } else {
+            1
+        };
         for _ in 0..copies {
             let mut at = self.now + self.rng.gen_range(delay_min..=delay_max);
             if faulty && self.rng.gen_bool(reorder) {
@@ -387,7 +430,13 @@ impl Sim {
             if corrupted {
                 self.injected_corrupt += 1;
             }
-            let p = Packet { from, to, corrupted, foreign: false, bytes: bytes.clone() };
+            let p = Packet {
+                from,
+                to,
+                corrupted,
+                foreign: false,
+                bytes: bytes.clone(),
+            };
             self.schedule(at, What::Arrive(p));
         }
         if faulty && self.rng.gen_bool(foreign) {
@@ -398,12 +447,20 @@ impl Sim {
     /// A process of another job forges a well-formed frame aimed at `to`.
     fn inject_foreign(&mut self, to: usize, claimed_from: usize) {
         let is_data = self.rng.gen_bool(0.8);
-        let len = if is_data { self.rng.gen_range(0..=self.setup.cfg.max_payload) } else { 0 };
+        let len = if is_data {
+            self.rng.gen_range(0..=self.setup.cfg.max_payload)
+        } else {
+            0
+        };
         let mut payload = vec![0u8; len];
         self.rng.fill_bytes(&mut payload);
         let seq = self.rng.gen_range(1..=64);
         let repr = FrameRepr {
-            kind_code: if is_data { Kind::Data.code() } else { Kind::Ack.code() },
+            kind_code: if is_data {
+                Kind::Data.code()
+            } else {
+                Kind::Ack.code()
+            },
             job_key: KEY ^ self.rng.gen_range(1..=u64::MAX),
             src: claimed_from as u32,
             dst: to as u32,
@@ -415,9 +472,17 @@ impl Sim {
             max_received: if self.rng.gen_bool(0.5) { seq } else { 0 },
             ..FrameRepr::default()
         };
-        let bytes = repr.to_frame(&payload).expect("forged frame is well formed");
+        let bytes = repr
+            .to_frame(&payload)
+            .expect("forged frame is well formed");
         self.injected_foreign += 1;
-        let p = Packet { from: claimed_from, to, corrupted: false, foreign: true, bytes };
+        let p = Packet {
+            from: claimed_from,
+            to,
+            corrupted: false,
+            foreign: true,
+            bytes,
+        };
         let at = self.now + self.setup.faults.delay_min;
         self.schedule(at, What::Arrive(p));
     }
@@ -428,7 +493,10 @@ impl Sim {
                 eprintln!("{ch:#?}");
             }
         }
-        panic!("seed {} failed at t={}ns step {}: {msg}\nsetup: {:?}", self.seed, self.now, self.steps, self.setup);
+        panic!(
+            "seed {} failed at t={}ns step {}: {msg}\nsetup: {:?}",
+            self.seed, self.now, self.steps, self.setup
+        );
     }
 
     fn chan(&mut self, i: usize, j: usize) -> &mut Channel {
@@ -494,7 +562,8 @@ impl Sim {
         self.rng.fill_bytes(&mut msg);
         let now = self.now;
         let r = if self.rng.gen_bool(0.3) {
-            self.chan(i, j).send_bytes(now, bytes::Bytes::from(msg.clone()))
+            self.chan(i, j)
+                .send_bytes(now, bytes::Bytes::from(msg.clone()))
         } else {
             self.chan(i, j).send(now, &msg)
         };
@@ -539,7 +608,10 @@ impl Sim {
             // Negative space: a damaged or forged frame is never accepted, and it is
             // accounted for as dropped.
             if after.frags_received != before.frags_received {
-                self.fail(&format!("accepted a damaged/forged frame ({:?})", (p.corrupted, p.foreign)));
+                self.fail(&format!(
+                    "accepted a damaged/forged frame ({:?})",
+                    (p.corrupted, p.foreign)
+                ));
             }
             let dropped = |c: &Counters| {
                 c.malformed_dropped
@@ -575,7 +647,9 @@ impl Sim {
     }
 
     fn step(&mut self) -> bool {
-        let Some(t) = self.next_time() else { return false };
+        let Some(t) = self.next_time() else {
+            return false;
+        };
         if t < self.now {
             self.fail(&format!("time went backwards: {t}"));
         }
@@ -593,7 +667,9 @@ impl Sim {
             if *at > t {
                 break;
             }
-            let Some(Reverse((_, _, what))) = self.queue.pop() else { break };
+            let Some(Reverse((_, _, what))) = self.queue.pop() else {
+                break;
+            };
             match what {
                 What::Arrive(p) => self.arrive(p),
                 What::AppSend(i) => self.app_send(i),
@@ -607,7 +683,13 @@ impl Sim {
 
     fn total_frags(&self) -> usize {
         let mp = self.setup.cfg.max_payload;
-        self.ledger.sent.iter().flatten().flatten().map(|m| m.len().div_ceil(mp).max(1)).sum()
+        self.ledger
+            .sent
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|m| m.len().div_ceil(mp).max(1))
+            .sum()
     }
 
     /// Upper bound on the time needed after faults stop: the longest backoff, a route
@@ -616,10 +698,17 @@ impl Sim {
         let c = &self.setup.cfg;
         let f = &self.setup.faults;
         let rtt = 2 * (f.delay_max + f.reorder_max) + 2 * MS;
-        let window = if self.setup.slow_receiver { 1 } else { c.send_window_frags.max(1) };
+        let window = if self.setup.slow_receiver {
+            1
+        } else {
+            c.send_window_frags.max(1)
+        };
         let rounds = (self.total_frags() / window + 2) as u64;
-        let per_round =
-            if self.setup.slow_receiver { rtt + c.rto_max_ns } else { rtt + c.rto_max_ns.min(rtt * 4) };
+        let per_round = if self.setup.slow_receiver {
+            rtt + c.rto_max_ns
+        } else {
+            rtt + c.rto_max_ns.min(rtt * 4)
+        };
         2 * c.rto_max_ns + self.setup.probe_delay + rounds * per_round + 100 * MS
     }
 
@@ -653,7 +742,10 @@ impl Sim {
                         )
                     })
                     .collect();
-                self.fail(&format!("liveness bound exceeded: {}", undelivered.join("; ")));
+                self.fail(&format!(
+                    "liveness bound exceeded: {}",
+                    undelivered.join("; ")
+                ));
             }
             if self.steps > max_steps {
                 self.fail("too many steps during the liveness phase");
@@ -670,7 +762,9 @@ impl Sim {
         for i in 0..n {
             for j in 0..n {
                 if i != j && !self.chan(i, j).is_idle() {
-                    self.fail(&format!("channel {i}->{j} not idle after everything was acked"));
+                    self.fail(&format!(
+                        "channel {i}->{j} not idle after everything was acked"
+                    ));
                 }
             }
         }
@@ -691,7 +785,10 @@ fn seeds(first: u64) -> Vec<u64> {
         return vec![s.parse().expect("STEADFAST_SEED must be an integer")];
     }
     let default = if cfg!(debug_assertions) { 400 } else { 3000 };
-    let count = std::env::var("STEADFAST_SIM_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let count = std::env::var("STEADFAST_SIM_SEEDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
     (first..first + count).collect()
 }
 
@@ -736,19 +833,32 @@ fn run_seeds(test: &str, seeds: Vec<u64>, make: impl Fn(u64) -> Sim) -> Counters
 
 #[test]
 fn two_endpoints_survive_faults() {
-    let c = run_seeds("two_endpoints_survive_faults", seeds(0), |seed| Sim::new(seed, 2));
+    let c = run_seeds("two_endpoints_survive_faults", seeds(0), |seed| {
+        Sim::new(seed, 2)
+    });
     // The fault mix must actually have exercised the recovery paths.
     if std::env::var("STEADFAST_SEED").is_err() {
-        assert!(c.timeouts > 0 && c.nack_retransmits > 0 && c.dup_dropped > 0, "{c}");
-        assert!(c.corrupt_payload > 0 && c.malformed_dropped > 0 && c.foreign_dropped > 0, "{c}");
-        assert!(c.rebound > 0 && c.receipts_received > 0 && c.retransmits_held > 0, "{c}");
+        assert!(
+            c.timeouts > 0 && c.nack_retransmits > 0 && c.dup_dropped > 0,
+            "{c}"
+        );
+        assert!(
+            c.corrupt_payload > 0 && c.malformed_dropped > 0 && c.foreign_dropped > 0,
+            "{c}"
+        );
+        assert!(
+            c.rebound > 0 && c.receipts_received > 0 && c.retransmits_held > 0,
+            "{c}"
+        );
         assert!(c.fast_retransmits > 0 && c.exhausted > 0, "{c}");
     }
 }
 
 #[test]
 fn many_endpoints_survive_faults() {
-    run_seeds("many_endpoints_survive_faults", seeds(1_000_000), |seed| Sim::new(seed, 3 + (seed % 2) as usize));
+    run_seeds("many_endpoints_survive_faults", seeds(1_000_000), |seed| {
+        Sim::new(seed, 3 + (seed % 2) as usize)
+    });
 }
 
 /// A receiver configured smaller than its peer's send window drops fragments for lack of
@@ -777,7 +887,10 @@ fn undersized_receiver_still_delivers() {
         )
     });
     if std::env::var("STEADFAST_SEED").is_err() {
-        assert!(c.window_dropped > 0, "the small receiver must have dropped for space: {c}");
+        assert!(
+            c.window_dropped > 0,
+            "the small receiver must have dropped for space: {c}"
+        );
     }
 }
 
@@ -809,7 +922,11 @@ fn no_faults_means_no_retransmissions() {
         sim.run();
         let c = sim.totals();
         assert_eq!(c.retransmits, 0, "seed {seed}: {c}");
-        assert_eq!(c.dup_dropped + c.corrupt_detected() + c.window_dropped, 0, "seed {seed}: {c}");
+        assert_eq!(
+            c.dup_dropped + c.corrupt_detected() + c.window_dropped,
+            0,
+            "seed {seed}: {c}"
+        );
         assert_eq!(c.msgs_delivered, c.msgs_sent, "seed {seed}: {c}");
     }
 }
@@ -827,17 +944,35 @@ fn ledger_rejects_bad_deliveries() {
         msg_len,
         data: data.to_vec(),
     };
-    assert!(l.check_delivery(0, 1, &d(1, 0, b"abX", 6)).is_err(), "corrupt byte");
-    assert!(l.check_delivery(0, 1, &d(2, 0, b"gh", 2)).is_err(), "message skipped");
-    assert!(l.check_delivery(0, 1, &d(1, 3, b"def", 6)).is_err(), "fragment skipped");
-    assert!(l.check_acked(0, 1, MsgId(1)).is_err(), "ack before delivery");
+    assert!(
+        l.check_delivery(0, 1, &d(1, 0, b"abX", 6)).is_err(),
+        "corrupt byte"
+    );
+    assert!(
+        l.check_delivery(0, 1, &d(2, 0, b"gh", 2)).is_err(),
+        "message skipped"
+    );
+    assert!(
+        l.check_delivery(0, 1, &d(1, 3, b"def", 6)).is_err(),
+        "fragment skipped"
+    );
+    assert!(
+        l.check_acked(0, 1, MsgId(1)).is_err(),
+        "ack before delivery"
+    );
     l.check_delivery(0, 1, &d(1, 0, b"abc", 6)).unwrap();
-    assert!(l.check_delivery(0, 1, &d(1, 0, b"abc", 6)).is_err(), "duplicate");
+    assert!(
+        l.check_delivery(0, 1, &d(1, 0, b"abc", 6)).is_err(),
+        "duplicate"
+    );
     l.check_delivery(0, 1, &d(1, 3, b"def", 6)).unwrap();
     l.check_acked(0, 1, MsgId(1)).unwrap();
     assert!(l.check_acked(0, 1, MsgId(1)).is_err(), "double ack");
     l.check_delivery(0, 1, &d(2, 0, b"gh", 2)).unwrap();
-    assert!(l.check_delivery(0, 1, &d(3, 0, b"", 0)).is_err(), "never sent");
+    assert!(
+        l.check_delivery(0, 1, &d(3, 0, b"", 0)).is_err(),
+        "never sent"
+    );
     assert!(!l.all_done());
     l.check_acked(0, 1, MsgId(2)).unwrap();
     assert!(l.all_done());

@@ -169,7 +169,13 @@ impl Channel {
     /// A channel with the given configuration.
     pub fn new(cfg: Config) -> Result<Channel, ConfigError> {
         cfg.validate()?;
-        let routes = vec![Route { up: true, exhausted_reported: false }; usize::from(cfg.routes)];
+        let routes = vec![
+            Route {
+                up: true,
+                exhausted_reported: false
+            };
+            usize::from(cfg.routes)
+        ];
         Ok(Channel {
             send: send::Sender::new(&cfg),
             recv: recv::Receiver::new(),
@@ -231,16 +237,28 @@ impl Channel {
         if repr.job_key != self.cfg.job_key {
             self.counters.foreign_dropped += 1;
             self.pending_foreign += 1;
-            tracing::debug!(src = repr.src, "reliable: dropped frame with a foreign job key");
+            tracing::debug!(
+                src = repr.src,
+                "reliable: dropped frame with a foreign job key"
+            );
             return;
         }
         if repr.src != self.cfg.peer_id || repr.dst != self.cfg.local_id {
             self.counters.misdirected_dropped += 1;
-            tracing::debug!(src = repr.src, dst = repr.dst, "reliable: dropped misdirected frame");
+            tracing::debug!(
+                src = repr.src,
+                dst = repr.dst,
+                "reliable: dropped misdirected frame"
+            );
             return;
         }
         let route = repr.route % self.cfg.routes;
-        let trusted = self.on_peer_state(now, repr.cum_received, repr.cum_delivered, repr.max_received);
+        let trusted = self.on_peer_state(
+            now,
+            repr.cum_received,
+            repr.cum_delivered,
+            repr.max_received,
+        );
         match repr.kind() {
             Some(crate::frame::Kind::Data) => self.on_data(now, frame, &repr, route),
             Some(crate::frame::Kind::Ack) if trusted => self.on_ack(now, &repr),
@@ -300,7 +318,9 @@ impl Channel {
     /// rebound to the remaining routes and resent now. With no route left up, the
     /// channel keeps probing all routes.
     pub fn fail_route(&mut self, route: RouteId) {
-        let Some(r) = self.routes.get_mut(usize::from(route)) else { return };
+        let Some(r) = self.routes.get_mut(usize::from(route)) else {
+            return;
+        };
         r.up = false;
         r.exhausted_reported = false;
         tracing::debug!(route, "reliable: route failed");

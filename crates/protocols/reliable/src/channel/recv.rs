@@ -98,12 +98,19 @@ impl Channel {
             self.counters.dup_dropped += 1;
             r.nonspecific = Some(route);
             if seq > r.cum_received {
-                let a = Answer { seq, timestamp: repr.timestamp, send_count: repr.send_count, route };
+                let a = Answer {
+                    seq,
+                    timestamp: repr.timestamp,
+                    send_count: repr.send_count,
+                    route,
+                };
                 self.queue_receipt(a);
             }
             return;
         }
-        let window_end = r.cum_delivered.saturating_add(self.cfg.recv_window_frags as u64);
+        let window_end = r
+            .cum_delivered
+            .saturating_add(self.cfg.recv_window_frags as u64);
         let len = repr.payload_len as usize;
         let fills_gap = seq == r.cum_received + 1;
         if seq > window_end || (!fills_gap && r.held_bytes + len > self.cfg.recv_buffer_bytes) {
@@ -154,7 +161,12 @@ impl Channel {
         if seq > r.cum_received {
             // Arrived past a gap: a receipt tells the sender it is held (no resend, no
             // blame on its route), and max_received hints at the gap before it.
-            let a = Answer { seq, timestamp: repr.timestamp, send_count: repr.send_count, route };
+            let a = Answer {
+                seq,
+                timestamp: repr.timestamp,
+                send_count: repr.send_count,
+                route,
+            };
             self.queue_receipt(a);
         }
     }
@@ -200,12 +212,22 @@ impl Channel {
         if !in_order {
             self.counters.protocol_errors += 1;
             self.pending_protocol = Some("fragment out of message order");
-            tracing::warn!(seq = next, msg = h.msg_id, offset = h.offset, "reliable: fragment out of message order");
+            tracing::warn!(
+                seq = next,
+                msg = h.msg_id,
+                offset = h.offset,
+                "reliable: fragment out of message order"
+            );
         }
         r.last_msg = h.msg_id;
         r.next_offset = h.offset + d.data.len() as u64;
         r.in_msg = !d.is_last();
-        r.ack = Some(Answer { seq: next, timestamp: h.timestamp, send_count: h.send_count, route: h.route });
+        r.ack = Some(Answer {
+            seq: next,
+            timestamp: h.timestamp,
+            send_count: h.send_count,
+            route: h.route,
+        });
         self.counters.frags_delivered += 1;
         self.counters.bytes_delivered += d.data.len() as u64;
         if d.is_last() {
@@ -237,7 +259,12 @@ impl Channel {
         }
         if let Some(route) = self.recv.nonspecific.take() {
             self.counters.acks_sent += 1;
-            let a = Answer { seq: 0, timestamp: 0, send_count: 0, route };
+            let a = Answer {
+                seq: 0,
+                timestamp: 0,
+                send_count: 0,
+                route,
+            };
             return Some(self.control_frame(Kind::Ack, a));
         }
         None
@@ -261,6 +288,10 @@ impl Channel {
         };
         let mut header = [0u8; HEADER_LEN];
         repr.write_header(&mut header);
-        Transmit { route, header, payload: bytes::Bytes::new() }
+        Transmit {
+            route,
+            header,
+            payload: bytes::Bytes::new(),
+        }
     }
 }

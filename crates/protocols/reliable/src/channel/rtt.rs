@@ -39,7 +39,9 @@ impl RttEstimator {
         if self.samples == 0 {
             return initial;
         }
-        self.srtt.saturating_add(self.rttvar.saturating_mul(4)).clamp(min, max)
+        self.srtt
+            .saturating_add(self.rttvar.saturating_mul(4))
+            .clamp(min, max)
     }
 }
 

@@ -172,15 +172,27 @@ impl Sender {
     #[cfg(debug_assertions)]
     pub(super) fn check_invariants(&self) {
         let sent = ((self.next_new - self.base) as usize).min(self.frags.len());
-        let inflight: usize =
-            self.frags.iter().take(sent).filter(|f| !f.acked).map(|f| f.payload.len()).sum();
+        let inflight: usize = self
+            .frags
+            .iter()
+            .take(sent)
+            .filter(|f| !f.acked)
+            .map(|f| f.payload.len())
+            .sum();
         let buffered: usize = self.frags.iter().map(|f| f.payload.len()).sum();
-        let backed_off = self.frags.iter().filter(|f| !f.acked && f.route_sends >= 2).count();
+        let backed_off = self
+            .frags
+            .iter()
+            .filter(|f| !f.acked && f.route_sends >= 2)
+            .count();
         assert_eq!(inflight, self.inflight_bytes, "inflight_bytes drifted");
         assert_eq!(buffered, self.buffered_bytes, "buffered_bytes drifted");
         assert_eq!(backed_off, self.backed_off, "backed_off drifted");
         assert!(self.next_new >= self.base && self.next_new <= self.base + self.frags.len() as u64);
-        assert!(self.frags.front().map_or(true, |f| !f.acked), "acked fragment at the front");
+        assert!(
+            !matches!(self.frags.front(), Some(f) if f.acked),
+            "acked fragment at the front"
+        );
     }
 }
 
@@ -198,8 +210,10 @@ impl Channel {
         let (bytes, crcs) = match msg {
             Payload::Copy(src) => {
                 let mut buf = Vec::with_capacity(len);
-                let crcs: Vec<u32> =
-                    src.chunks(mp).map(|c| crc::extend_with_crc32c(0, &mut buf, c)).collect();
+                let crcs: Vec<u32> = src
+                    .chunks(mp)
+                    .map(|c| crc::extend_with_crc32c(0, &mut buf, c))
+                    .collect();
                 (Bytes::from(buf), crcs)
             }
             Payload::Owned(b) => {
@@ -241,7 +255,9 @@ impl Channel {
     /// window allows.
     pub(super) fn next_data(&mut self, now: u64) -> Option<Transmit> {
         while let Some(seq) = self.send.retx.pop_front() {
-            let Some(i) = self.send.index(seq) else { continue };
+            let Some(i) = self.send.index(seq) else {
+                continue;
+            };
             let f = &self.send.frags[i];
             if f.acked || !f.retx_pending {
                 continue;
@@ -310,14 +326,24 @@ impl Channel {
         };
         let mut header = [0u8; HEADER_LEN];
         repr.write_header(&mut header);
-        let t = Transmit { route: f.route, header, payload: f.payload.clone() };
+        let t = Transmit {
+            route: f.route,
+            header,
+            payload: f.payload.clone(),
+        };
         s.compact_timers();
         t
     }
 
     /// Applies the peer's receiver state (piggybacked on every frame it sends).
     /// Returns false (and ignores the fields) when they claim fragments we never sent.
-    pub(super) fn on_peer_state(&mut self, _now: u64, cum_recv: u64, cum_deliv: u64, max_recv: u64) -> bool {
+    pub(super) fn on_peer_state(
+        &mut self,
+        _now: u64,
+        cum_recv: u64,
+        cum_deliv: u64,
+        max_recv: u64,
+    ) -> bool {
         if max_recv >= self.send.next_new {
             // Claims about fragments we never sent: a confused or stale peer.
             self.counters.bad_acks += 1;
@@ -335,7 +361,9 @@ impl Channel {
     /// Everything up to `cum` was delivered: release it.
     fn ack_through(&mut self, cum: u64) {
         while self.send.base <= cum {
-            let Some(f) = self.send.frags.pop_front() else { break };
+            let Some(f) = self.send.frags.pop_front() else {
+                break;
+            };
             self.send.base += 1;
             self.release(&f);
         }
@@ -410,7 +438,9 @@ impl Channel {
     fn base_rto(&self) -> u64 {
         let cfg = &self.cfg;
         if cfg.adaptive_rto {
-            self.send.rtt.base_rto(cfg.rto_initial_ns, cfg.rto_min_ns, cfg.rto_max_ns)
+            self.send
+                .rtt
+                .base_rto(cfg.rto_initial_ns, cfg.rto_min_ns, cfg.rto_max_ns)
         } else {
             cfg.rto_initial_ns
         }
@@ -443,7 +473,8 @@ impl Channel {
             return;
         }
         // The echoed timestamp is our own clock at the acked transmission.
-        if repr.timestamp != 0 && repr.timestamp <= now && now - repr.timestamp <= MAX_RTT_SAMPLE_NS {
+        if repr.timestamp != 0 && repr.timestamp <= now && now - repr.timestamp <= MAX_RTT_SAMPLE_NS
+        {
             self.send.rtt.sample(now - repr.timestamp);
         }
         if let Some(i) = self.send.index(repr.seq) {
@@ -494,14 +525,17 @@ impl Channel {
             if !self.send.timer_valid(deadline, seq) {
                 continue;
             }
-            let Some(i) = self.send.index(seq) else { continue };
+            let Some(i) = self.send.index(seq) else {
+                continue;
+            };
             let s = &mut self.send;
             let f = &mut s.frags[i];
             let held = f.held || seq <= s.peer_cum_received;
             if held {
                 // The receiver has it but its application has not taken it: wait
                 // (LA-MPI's use of the non-specific ACK), without counting a failure.
-                f.deadline = now.saturating_add(backoff(cfg_base, f.route_sends, self.cfg.rto_max_ns));
+                f.deadline =
+                    now.saturating_add(backoff(cfg_base, f.route_sends, self.cfg.rto_max_ns));
                 s.timers.push(Reverse((f.deadline, seq)));
                 self.counters.retransmits_held += 1;
                 continue;
@@ -516,7 +550,8 @@ impl Channel {
                         r.exhausted_reported = true;
                         self.counters.exhausted += 1;
                         tracing::debug!(route, seq, "reliable: retransmissions exhausted on route");
-                        self.events.push_back(Event::RetransmitExhausted { route, seq });
+                        self.events
+                            .push_back(Event::RetransmitExhausted { route, seq });
                     }
                 }
             }
