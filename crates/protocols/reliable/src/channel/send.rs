@@ -576,7 +576,8 @@ impl Channel {
         let sent = (self.send.next_new - self.send.base) as usize;
         for i in 0..sent.min(self.send.frags.len()) {
             let f = &self.send.frags[i];
-            if f.acked || f.route != failed {
+            // Held fragments already reached the peer: nothing to resend.
+            if f.acked || f.held || f.route != failed {
                 continue;
             }
             let route = self.pick_route();
