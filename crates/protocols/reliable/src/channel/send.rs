@@ -207,33 +207,39 @@ impl Channel {
             return Err(WouldBlock);
         }
         let mp = self.cfg.max_payload;
-        let (bytes, crcs) = match msg {
-            Payload::Copy(src) => {
-                let mut buf = Vec::with_capacity(len);
-                let crcs: Vec<u32> = src
-                    .chunks(mp)
-                    .map(|c| crc::extend_with_crc32c(0, &mut buf, c))
-                    .collect();
-                (Bytes::from(buf), crcs)
-            }
-            Payload::Owned(b) => {
-                let crcs = b.chunks(mp).map(crc::crc32c).collect();
-                (b, crcs)
-            }
+        // One buffer per fragment when copying: fragment-sized allocations recycle
+        // through the allocator's bins, where a message-sized one would be mapped and
+        // unmapped (page faults) for every large message.
+        let pieces: Vec<(Bytes, u32)> = match msg {
+            Payload::Copy(src) if src.is_empty() => vec![(Bytes::new(), 0)],
+            Payload::Copy(src) => src
+                .chunks(mp)
+                .map(|c| {
+                    let mut buf = Vec::with_capacity(c.len());
+                    let crc = crc::extend_with_crc32c(0, &mut buf, c);
+                    (Bytes::from(buf), crc)
+                })
+                .collect(),
+            Payload::Owned(b) if b.is_empty() => vec![(b, 0)],
+            Payload::Owned(b) => (0..len)
+                .step_by(mp)
+                .map(|start| {
+                    let piece = b.slice(start..(start + mp).min(len));
+                    let crc = crc::crc32c(&piece);
+                    (piece, crc)
+                })
+                .collect(),
         };
         let s = &mut self.send;
         let msg_id = s.next_msg;
         s.next_msg += 1;
-        let n = frags_for(len, mp);
-        for i in 0..n {
-            let start = i * mp;
-            let end = (start + mp).min(len);
+        for (i, (payload, crc)) in pieces.into_iter().enumerate() {
             s.frags.push_back(Frag {
                 msg_id,
                 msg_len: len as u64,
-                offset: start as u64,
-                payload: bytes.slice(start..end),
-                crc: crcs.get(i).copied().unwrap_or(0),
+                offset: (i * mp) as u64,
+                payload,
+                crc,
                 send_count: 0,
                 route: 0,
                 route_sends: 0,
