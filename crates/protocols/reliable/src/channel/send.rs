@@ -211,7 +211,7 @@ impl Channel {
         // through the allocator's bins, where a message-sized one would be mapped and
         // unmapped (page faults) for every large message.
         let pieces: Vec<(Bytes, u32)> = match msg {
-            Payload::Copy(src) if src.is_empty() => vec![(Bytes::new(), 0)],
+            Payload::Copy([]) => vec![(Bytes::new(), 0)],
             Payload::Copy(src) => src
                 .chunks(mp)
                 .map(|c| {
