@@ -61,6 +61,10 @@ pub struct Config {
     /// Fast retransmission: resend a fragment once this many later transmissions were
     /// seen by the receiver while it is still missing; 0 disables it.
     pub reorder_threshold: u64,
+    /// Checksum payloads (CRC32C). `false` only to measure what the checksum costs
+    /// (`STEADFAST_CHECKSUM=none`): frames then say so, and a receiver configured with
+    /// checksums refuses them. Headers are always checksummed.
+    pub payload_checksum: bool,
     /// Most NACKs, and separately most receipt ACKs, queued for sending; beyond it one
     /// is skipped (the sender's timer still recovers).
     pub answer_queue: usize,
@@ -87,6 +91,7 @@ impl Config {
             adaptive_rto: true,
             retries_per_route: DEFAULT_RETRIES_PER_ROUTE,
             reorder_threshold: 3,
+            payload_checksum: true,
             answer_queue: 64,
         }
     }

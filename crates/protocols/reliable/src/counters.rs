@@ -74,6 +74,8 @@ counters! {
     malformed_dropped,
     /// Fragments whose payload failed its checksum (answered with a NACK).
     corrupt_payload,
+    /// Fragments without a payload checksum refused because this end requires one.
+    unchecked_refused,
     /// Frames carrying another job's key.
     foreign_dropped,
     /// Frames with our key but another source or destination id.

@@ -9,7 +9,7 @@
 //! |   4 |    1 | version         | 1                            | same                        | same                   |
 //! |   5 |    1 | kind            | 1                            | 2                           | 3                      |
 //! |   6 |    1 | route           | route the sender used        | route the data came on      | same as ACK            |
-//! |   7 |    1 | flags           | 0 (reserved)                 | 0                           | 0                      |
+//! |   7 |    1 | flags           | bit 0: no payload CRC²       | 0                           | 0                      |
 //! |   8 |    8 | job_key         | random per job               | same                        | same                   |
 //! |  16 |    4 | src             | sender id                    | same                        | same                   |
 //! |  20 |    4 | dst             | receiver id                  | same                        | same                   |
@@ -30,6 +30,10 @@
 //! above it, "received intact and held" (a receipt for a fragment that arrived past a
 //! gap, so the sender neither resends it nor blames its route).
 //!
+//! ² Only for channels configured without payload checksums (benchmarks of the checksum's
+//! cost); `payload_crc` is then 0. The header checksum is always present, so a flipped
+//! flag bit is caught like any other header damage.
+//!
 //! Two CRCs rather than one: a receiver that finds the header intact but the payload
 //! corrupt can trust `seq` and answer with a NACK; a corrupt header is dropped silently
 //! and left to the sender's retransmission timer. The payload CRC is computed once while
@@ -49,6 +53,9 @@ pub const MAX_FRAME: usize = HEADER_LEN + MAX_PAYLOAD;
 pub const MAGIC: u32 = u32::from_le_bytes(*b"SFRL");
 /// Wire format version.
 pub const VERSION: u8 = 1;
+/// Flag: the payload carries no checksum (`payload_crc` is 0).
+pub const FLAG_NO_PAYLOAD_CRC: u8 = 0x01;
+const KNOWN_FLAGS: u8 = FLAG_NO_PAYLOAD_CRC;
 
 mod field {
     use std::ops::Range;
@@ -238,8 +245,17 @@ impl<T: AsRef<[u8]>> Frame<T> {
         &self.buf.as_ref()[HEADER_LEN..]
     }
 
-    /// Verifies the payload checksum without copying.
+    /// False when the sender marked the payload as carrying no checksum.
+    pub fn has_payload_crc(&self) -> bool {
+        self.buf.as_ref()[field::FLAGS] & FLAG_NO_PAYLOAD_CRC == 0
+    }
+
+    /// Verifies the payload checksum without copying (`Ok` for a frame without one:
+    /// whether to accept those is the caller's policy, see [`Frame::has_payload_crc`]).
     pub fn verify_payload(&self) -> Result<(), FrameError> {
+        if !self.has_payload_crc() {
+            return Ok(());
+        }
         let stored = read_u32(self.buf.as_ref(), field::PAYLOAD_CRC);
         let computed = crc::crc32c(self.payload());
         if stored == computed {
@@ -249,9 +265,14 @@ impl<T: AsRef<[u8]>> Frame<T> {
         }
     }
 
-    /// Appends the payload to `out` while verifying its checksum in the same pass.
-    /// On a mismatch `out` is restored to its previous length.
+    /// Appends the payload to `out` while verifying its checksum in the same pass (a
+    /// plain copy for a frame without one, see [`Frame::has_payload_crc`]). On a
+    /// mismatch `out` is restored to its previous length.
     pub fn copy_payload_checked(&self, out: &mut Vec<u8>) -> Result<(), FrameError> {
+        if !self.has_payload_crc() {
+            out.extend_from_slice(self.payload());
+            return Ok(());
+        }
         let old = out.len();
         let stored = read_u32(self.buf.as_ref(), field::PAYLOAD_CRC);
         let computed = crc::extend_with_crc32c(0, out, self.payload());
@@ -269,6 +290,8 @@ impl<T: AsRef<[u8]>> Frame<T> {
 pub struct FrameRepr {
     /// Frame kind (as a wire code, so a default value exists; see [`FrameRepr::kind`]).
     pub kind_code: u8,
+    /// Flag bits ([`FLAG_NO_PAYLOAD_CRC`]).
+    pub flags: u8,
     /// Route index.
     pub route: u8,
     /// Job key.
@@ -320,11 +343,12 @@ impl FrameRepr {
         if Kind::from_code(kind_code).is_none() {
             return Err(FrameError::UnknownKind(kind_code));
         }
-        if b[field::FLAGS] != 0 {
+        if b[field::FLAGS] & !KNOWN_FLAGS != 0 {
             return Err(FrameError::Flags(b[field::FLAGS]));
         }
         Ok(FrameRepr {
             kind_code,
+            flags: b[field::FLAGS],
             route: b[field::ROUTE],
             job_key: read_u64(b, field::JOB_KEY),
             src: read_u32(b, field::SRC),
@@ -355,6 +379,15 @@ impl FrameRepr {
         }
         if self.payload_len as usize > MAX_PAYLOAD {
             return Err(Bad("payload_len beyond MAX_PAYLOAD"));
+        }
+        if self.flags & !KNOWN_FLAGS != 0 {
+            return Err(FrameError::Flags(self.flags));
+        }
+        let unchecked = self.flags & FLAG_NO_PAYLOAD_CRC != 0;
+        if unchecked && (kind != Kind::Data || self.payload_crc != 0) {
+            return Err(Bad(
+                "no-checksum flag on a non-data frame or with a checksum",
+            ));
         }
         match kind {
             Kind::Data => {
@@ -413,7 +446,7 @@ impl FrameRepr {
         out[field::VERSION] = VERSION;
         out[field::KIND] = self.kind_code;
         out[field::ROUTE] = self.route;
-        out[field::FLAGS] = 0;
+        out[field::FLAGS] = self.flags;
         out[field::JOB_KEY].copy_from_slice(&self.job_key.to_le_bytes());
         out[field::SRC].copy_from_slice(&self.src.to_le_bytes());
         out[field::DST].copy_from_slice(&self.dst.to_le_bytes());
@@ -438,7 +471,7 @@ impl FrameRepr {
         let mut repr = *self;
         repr.payload_len = u32::try_from(payload.len())
             .map_err(|_| FrameError::Inconsistent("payload longer than u32"))?;
-        repr.payload_crc = if payload.is_empty() {
+        repr.payload_crc = if payload.is_empty() || repr.flags & FLAG_NO_PAYLOAD_CRC != 0 {
             0
         } else {
             crc::crc32c(payload)

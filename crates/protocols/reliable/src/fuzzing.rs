@@ -142,6 +142,7 @@ pub fn channel_ops(data: &[u8]) {
                 let payload = ops.bytes(len);
                 let repr = FrameRepr {
                     kind_code: kind,
+                    flags: ops.byte().unwrap_or(0) & 1,
                     route: ops.byte().unwrap_or(0),
                     job_key: KEY,
                     src: if to_b { 0 } else { 1 },

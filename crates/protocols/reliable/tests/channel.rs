@@ -348,3 +348,32 @@ fn send_buffer_and_windows_are_bounded() {
     assert_eq!(b.counters().window_dropped, 3);
     assert_eq!(b.counters().frags_received, 2);
 }
+
+#[test]
+fn without_payload_checksums_data_flows_and_checking_peers_refuse_it() {
+    let mut c = cfg();
+    c.payload_checksum = false;
+    let (mut a, mut b) = pair(c.clone());
+    let msg: Vec<u8> = (0..250u32).map(|i| (i * 3) as u8).collect();
+    a.send(0, &msg).unwrap();
+    a.send_bytes(0, bytes::Bytes::from(msg.clone())).unwrap();
+    let got = settle(&mut a, &mut b, 1, &mut Assembler::new(1000));
+    assert_eq!(got, vec![msg.clone(), msg.clone()]);
+    // The header stays protected: a damaged header is still caught.
+    a.send(2, &msg).unwrap();
+    let mut bad = a.poll_transmit(2).unwrap().to_vec();
+    bad[30] ^= 2;
+    b.handle(2, &bad);
+    assert_eq!(b.counters().malformed_dropped, 1);
+
+    // A receiver that requires checksums refuses unchecked fragments.
+    let (mut a, _) = pair(c);
+    let mut strict = Channel::new(cfg().mirrored()).unwrap();
+    a.send(0, &msg).unwrap();
+    for t in drain_tx(&mut a, 0) {
+        strict.handle(0, &t.to_vec());
+    }
+    assert_eq!(strict.counters().unchecked_refused, 3);
+    assert_eq!(strict.counters().frags_received, 0);
+    assert!(strict.poll_event().is_none());
+}

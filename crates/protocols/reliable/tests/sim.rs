@@ -11,7 +11,7 @@
 //! prints a one-line replay command.
 //!
 //! - `STEADFAST_SEED=<n>`: run only that seed.
-//! - `STEADFAST_SIM_SEEDS=<n>`: number of seeds per test (default: 400 in debug builds,
+//! - `STEADFAST_SIM_SEEDS=<n>`: number of seeds per test (default: 300 in debug builds,
 //!   3000 in release builds).
 //! - `STEADFAST_SIM_TRACE=1`: print every frame that arrives; `STEADFAST_SIM_DUMP=1`:
 //!   dump channel state on failure; `STEADFAST_SIM_PROFILE=1`: time per seed.
@@ -784,7 +784,7 @@ fn seeds(first: u64) -> Vec<u64> {
     if let Ok(s) = std::env::var("STEADFAST_SEED") {
         return vec![s.parse().expect("STEADFAST_SEED must be an integer")];
     }
-    let default = if cfg!(debug_assertions) { 400 } else { 3000 };
+    let default = if cfg!(debug_assertions) { 300 } else { 3000 };
     let count = std::env::var("STEADFAST_SIM_SEEDS")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -118,6 +118,11 @@ impl Channel {
             self.counters.window_dropped += 1;
             return;
         }
+        if !frame.has_payload_crc() && self.cfg.payload_checksum {
+            self.counters.unchecked_refused += 1;
+            tracing::debug!(seq, "reliable: refused a fragment without payload checksum");
+            return;
+        }
         let mut data = Vec::new();
         if let Err(err) = frame.copy_payload_checked(&mut data) {
             self.counters.corrupt_payload += 1;

@@ -9,7 +9,7 @@ use super::rtt::{backoff, RttEstimator};
 use super::{Channel, Event, MsgId, RouteId, Transmit, WouldBlock};
 use crate::config::Config;
 use crate::crc;
-use crate::frame::{FrameRepr, Kind, HEADER_LEN};
+use crate::frame::{FrameRepr, Kind, FLAG_NO_PAYLOAD_CRC, HEADER_LEN};
 
 /// Round-trip samples above this are ignored (a peer echoing garbage timestamps).
 const MAX_RTT_SAMPLE_NS: u64 = 60_000_000_000;
@@ -210,11 +210,15 @@ impl Channel {
         // One buffer per fragment when copying: fragment-sized allocations recycle
         // through the allocator's bins, where a message-sized one would be mapped and
         // unmapped (page faults) for every large message.
+        let checksum = self.cfg.payload_checksum;
         let pieces: Vec<(Bytes, u32)> = match msg {
             Payload::Copy([]) => vec![(Bytes::new(), 0)],
             Payload::Copy(src) => src
                 .chunks(mp)
                 .map(|c| {
+                    if !checksum {
+                        return (Bytes::copy_from_slice(c), 0);
+                    }
                     let mut buf = Vec::with_capacity(c.len());
                     let crc = crc::extend_with_crc32c(0, &mut buf, c);
                     (Bytes::from(buf), crc)
@@ -225,7 +229,7 @@ impl Channel {
                 .step_by(mp)
                 .map(|start| {
                     let piece = b.slice(start..(start + mp).min(len));
-                    let crc = crc::crc32c(&piece);
+                    let crc = if checksum { crc::crc32c(&piece) } else { 0 };
                     (piece, crc)
                 })
                 .collect(),
@@ -314,6 +318,11 @@ impl Channel {
         s.timers.push(Reverse((f.deadline, seq)));
         let repr = FrameRepr {
             kind_code: Kind::Data.code(),
+            flags: if cfg.payload_checksum {
+                0
+            } else {
+                FLAG_NO_PAYLOAD_CRC
+            },
             route: f.route,
             job_key: cfg.job_key,
             src: cfg.local_id,
