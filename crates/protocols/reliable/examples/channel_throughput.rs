@@ -26,8 +26,9 @@ struct Run {
     elapsed: Duration,
 }
 
-fn run(frag: usize, msg_len: usize, owned: bool, budget: Duration) -> Run {
+fn run(frag: usize, msg_len: usize, owned: bool, checksum: bool, budget: Duration) -> Run {
     let mut cfg = Config::new(7, 0, 1);
+    cfg.payload_checksum = checksum;
     cfg.max_payload = frag;
     // BENCH_WINDOW_KB sets the send window; the default keeps it well inside L2.
     let window_kb: usize = std::env::var("BENCH_WINDOW_KB")
@@ -97,8 +98,8 @@ fn main() {
             .unwrap_or(1000),
     );
     println!(
-        "{:>10} {:>10} {:>8} {:>14} {:>10}",
-        "fragment", "message", "send", "fragments/s", "GB/s"
+        "{:>10} {:>10} {:>8} {:>6} {:>14} {:>10}",
+        "fragment", "message", "send", "check", "fragments/s", "GB/s"
     );
     // BENCH_ONLY=<index> runs one case.
     let only: Option<usize> = std::env::var("BENCH_ONLY")
@@ -115,14 +116,15 @@ fn main() {
         if only.is_some_and(|o| o != i) {
             continue;
         }
-        for owned in [false, true] {
-            let r = run(frag, msg_len, owned, budget);
+        for (owned, checksum) in [(false, true), (true, true), (false, false), (true, false)] {
+            let r = run(frag, msg_len, owned, checksum, budget);
             let s = r.elapsed.as_secs_f64();
             println!(
-                "{:>10} {:>10} {:>8} {:>14.0} {:>10.2}",
+                "{:>10} {:>10} {:>8} {:>6} {:>14.0} {:>10.2}",
                 frag,
                 msg_len,
                 if owned { "owned" } else { "copy" },
+                if checksum { "crc" } else { "none" },
                 r.frags as f64 / s,
                 r.bytes as f64 / s / 1e9
             );
