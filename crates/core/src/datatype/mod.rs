@@ -351,14 +351,15 @@ impl Datatype {
     }
 
     /// Number of basic elements in `bytes` of packed data (Get_elements), or None
-    /// (MPI_UNDEFINED) when that is not defined: a predefined type and a byte count that is
-    /// not a multiple of its size, or a type without data and a non-zero byte count.
-    /// For derived types, a trailing partial basic element is not counted.
+    /// (MPI_UNDEFINED) when that is not defined: a basic predefined type and a byte count
+    /// that is not a multiple of its size, or a type without data and a non-zero byte count.
+    /// Otherwise (derived types, and the pair types, which count as structs of their two
+    /// members) a trailing partial basic element is not counted.
     pub fn elements_in(&self, bytes: usize) -> Option<usize> {
         if self.size == 0 {
             return (bytes == 0).then_some(0);
         }
-        if self.predefined && bytes % self.size > 0 {
+        if self.predefined && self.basic_count == 1 && bytes % self.size > 0 {
             return None;
         }
         Some(self.elements_prefix(bytes))
