@@ -7,14 +7,14 @@
 use std::collections::VecDeque;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
-use steadfast_core::datatype::{BasicKind, Block, Datatype, TypeRef};
+use steadfast_core::datatype::TypeRef;
 use steadfast_core::request::Status;
 use steadfast_core::slab::Slab;
 use steadfast_core::{Engine, ErrorClass, Handle, MpiError};
 
-use crate::abi::{self, TypeKind};
+use crate::abi;
 
 /// Not yet initialised / initialised / finalised.
 pub static PHASE: AtomicU8 = AtomicU8::new(0);
@@ -214,50 +214,7 @@ pub fn dtype(g: &Global, t: usize) -> Result<TypeRef, MpiError> {
 
 /// Build the predefined datatype table from the ABI description.
 pub fn predefined_types() -> Vec<Option<TypeRef>> {
-    let mut table = vec![None; abi::PREDEFINED_HANDLE_MAX + 1];
-    for p in abi::PREDEFINED_TYPES {
-        let kind = basic_kind(&p.kind);
-        let blocks = match p.kind {
-            TypeKind::Pair { value, index, index_offset } => {
-                let vs = kind_bytes(value);
-                let is = kind_bytes(index);
-                steadfast_core::datatype::merge_blocks([Block { off: 0, len: vs }, Block { off: index_offset as isize, len: is }])
-            }
-            _ if p.size == 0 => vec![],
-            _ => vec![Block { off: 0, len: p.size }],
-        };
-        let mut t = Datatype::predefined(p.name, p.size, p.extent, kind, blocks);
-        if matches!(p.kind, TypeKind::Pair { .. }) {
-            t.basic = None;
-            t.basic_count = 2;
-        }
-        if p.handle < table.len() {
-            table[p.handle] = Some(Arc::new(t));
-        }
-    }
-    table
-}
-
-fn kind_bytes(k: &TypeKind) -> usize {
-    match *k {
-        TypeKind::SignedInt { bytes } | TypeKind::UnsignedInt { bytes } => bytes,
-        TypeKind::Float(f) => f.storage_bytes(),
-        TypeKind::Complex(f) => 2 * f.storage_bytes(),
-        TypeKind::Bool { bytes, .. } | TypeKind::Char { bytes } => bytes,
-        TypeKind::Byte | TypeKind::Packed => 1,
-        TypeKind::Pair { value, index, .. } => kind_bytes(value) + kind_bytes(index),
-    }
-}
-
-fn basic_kind(k: &TypeKind) -> BasicKind {
-    match *k {
-        TypeKind::SignedInt { bytes } => BasicKind::Int { bytes: bytes as u8, signed: true },
-        TypeKind::UnsignedInt { bytes } => BasicKind::Int { bytes: bytes as u8, signed: false },
-        TypeKind::Float(f) => BasicKind::Float { bytes: f.storage_bytes() as u8 },
-        TypeKind::Complex(f) => BasicKind::Complex { bytes: 2 * f.storage_bytes() as u8 },
-        TypeKind::Bool { bytes, .. } => BasicKind::Bool { bytes: bytes as u8 },
-        _ => BasicKind::Opaque,
-    }
+    crate::datatype::predefined_table()
 }
 
 // ---- status ---------------------------------------------------------------------------------
