@@ -3,12 +3,14 @@
 //! The C layer (`capi`) checks arguments and maps handles; everything with MPI semantics
 //! lives here. Transports come from `steadfast-paths`.
 
+pub mod coll;
 pub mod comm;
 pub mod config;
 pub mod datatype;
 pub mod engine;
 pub mod error;
 pub mod matching;
+pub mod op;
 pub mod request;
 pub mod slab;
 pub mod wire;
