@@ -124,10 +124,10 @@ pub struct CollState {
     /// Next sequence number per communicator context id.
     seqs: HashMap<u32, u32>,
     /// Nonblocking collectives in progress, with their request.
-    active: Vec<(Handle, Box<Schedule>)>,
+    active: Vec<(Handle, Schedule)>,
     persistent: HashMap<Handle, Persistent>,
     /// Reusable schedules (keeps the small-message path free of allocation).
-    pool: Vec<Box<Schedule>>,
+    pool: Vec<Schedule>,
     /// User-defined operations (MPI_Op handles).
     pub ops: Slab<Arc<UserOp>>,
     cfg: Option<CollConfig>,
@@ -143,10 +143,10 @@ impl CollState {
     pub fn is_persistent(&self, h: Handle) -> bool {
         !self.persistent.is_empty() && self.persistent.contains_key(&h)
     }
-    fn schedule(&mut self) -> Box<Schedule> {
+    fn schedule(&mut self) -> Schedule {
         self.pool.pop().unwrap_or_default()
     }
-    fn recycle(&mut self, s: Box<Schedule>) {
+    fn recycle(&mut self, s: Schedule) {
         if self.pool.len() < 4 {
             self.pool.push(s);
         }
@@ -174,7 +174,7 @@ impl Engine {
         t
     }
 
-    fn prepare(&mut self, comm: Handle, c: &Coll, tag: Option<i32>) -> MpiResult<Box<Schedule>> {
+    fn prepare(&mut self, comm: Handle, c: &Coll, tag: Option<i32>) -> MpiResult<Schedule> {
         let (topo, ctx) = self.topo(comm)?;
         let tag = match tag {
             Some(t) => t,
@@ -235,7 +235,7 @@ impl Engine {
         self.coll.persistent.remove(&h);
     }
 
-    fn coll_launch(&mut self, h: Handle, mut s: Box<Schedule>) -> MpiResult<()> {
+    fn coll_launch(&mut self, h: Handle, mut s: Schedule) -> MpiResult<()> {
         match self.sched_advance(&mut s) {
             Ok(true) => {
                 let err = s.error();
@@ -426,7 +426,7 @@ pub(crate) fn pof2_floor(n: i32) -> i32 {
 }
 
 /// The MPI_BYTE datatype used for packed data.
-pub(crate) fn byte_type() -> TypeRef {
+pub fn byte_type() -> TypeRef {
     thread_local! {
         static BYTE: TypeRef = Arc::new(crate::datatype::Datatype::predefined(
             "MPI_BYTE", 1, 1, crate::datatype::BasicKind::Opaque,

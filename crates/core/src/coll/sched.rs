@@ -146,7 +146,7 @@ impl Schedule {
     }
     /// Append a typed local copy.
     pub fn copy(&mut self, src: *const u8, scount: usize, stype: &TypeRef, dst: *mut u8, dcount: usize, dtype: &TypeRef) {
-        if src as *const u8 != dst as *const u8 || !same_layout(stype, dtype, scount, dcount) {
+        if !std::ptr::eq(src, dst) || !same_layout(stype, dtype, scount, dcount) {
             self.steps.push(Step::Copy { src, scount, stype: stype.clone(), dst, dcount, dtype: dtype.clone() });
         }
     }
