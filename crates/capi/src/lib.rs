@@ -8,10 +8,12 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 pub mod abi;
+pub mod coll;
 pub mod comm;
 pub mod datatype;
 pub mod env;
 pub mod global;
+pub mod op;
 pub mod pt2pt;
 pub mod ulfm;
 

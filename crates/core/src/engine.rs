@@ -128,6 +128,19 @@ pub struct Engine {
     /// Bytes of the attached Bsend buffer (0 = none).
     pub bsend_capacity: usize,
     finalized: bool,
+    /// Collective state: sequence numbers, nonblocking and persistent collectives, user ops.
+    pub coll: crate::coll::CollState,
+}
+
+/// Which context and group a send goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// Point-to-point context; the rank is in the remote group of an intercommunicator.
+    P2p,
+    /// Collective context, same addressing as point-to-point.
+    Coll,
+    /// Collective context, rank in the local group (intercommunicator collectives).
+    CollLocal,
 }
 
 struct Sink<'a>(&'a mut State);
@@ -245,6 +258,7 @@ impl Engine {
             messages: Slab::default(),
             bsend_capacity: 0,
             finalized: false,
+            coll: Default::default(),
         })
     }
 
@@ -310,6 +324,7 @@ impl Engine {
             return mpi_err!(Comm, "cannot free a predefined communicator");
         }
         let comm = self.st.comms.remove(c).ok_or_else(|| MpiError::new(ErrorClass::Comm, "invalid communicator"))?;
+        self.coll.forget_context(comm.ctx);
         self.st.matcher.drop_context(comm.ctx);
         self.st.matcher.drop_context(comm.ctx + 1);
         Ok(comm)
@@ -380,6 +395,9 @@ impl Engine {
 
     /// Start request `h` (MPI_Start for persistent requests; used by isend/irecv too).
     pub fn start(&mut self, h: Handle) -> MpiResult<()> {
+        if self.coll.is_persistent(h) {
+            return self.coll_start_persistent(h);
+        }
         let r = self.st.reqs.get_mut(h).ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid request handle"))?;
         if r.active && !r.complete {
             return mpi_err!(Request, "request is already active");
@@ -399,7 +417,7 @@ impl Engine {
             }
             Op::Send(s) => {
                 let s = s.clone();
-                self.start_send(h, &s, false)
+                self.start_send(h, &s, Route::P2p)
             }
             Op::Recv(s) => {
                 let s = s.clone();
@@ -412,15 +430,19 @@ impl Engine {
         }
     }
 
-    /// Send per `s` for request `h`; `coll` selects the communicator's collective context.
-    fn start_send(&mut self, h: Handle, s: &SendSpec, coll: bool) -> MpiResult<()> {
+    /// Send per `s` for request `h` on the context and group `route` selects.
+    fn start_send(&mut self, h: Handle, s: &SendSpec, route: Route) -> MpiResult<()> {
         if s.dest == PROC_NULL {
             self.st.complete(h, status_null());
             return Ok(());
         }
         let comm = self.comm(s.comm)?;
-        let peer = comm.peer_world(s.dest).ok_or_else(|| MpiError::new(ErrorClass::Rank, "invalid destination"))?;
-        let ctx = if coll { comm.coll_ctx() } else { comm.ctx };
+        let peer = match route {
+            Route::CollLocal => usize::try_from(s.dest).ok().and_then(|d| comm.group.get(d).copied()),
+            _ => comm.peer_world(s.dest),
+        };
+        let peer = peer.ok_or_else(|| MpiError::new(ErrorClass::Rank, "invalid destination"))?;
+        let ctx = if route == Route::P2p { comm.ctx } else { comm.coll_ctx() };
         if self.st.ft.is_dead(peer) {
             self.st.complete(h, failed_status(s.dest, s.tag));
             return Ok(());
@@ -554,6 +576,7 @@ impl Engine {
 
     /// MPI_Request_free: forget `h` now if done, else when it completes.
     pub fn request_free(&mut self, h: Handle) -> MpiResult<()> {
+        self.coll_forget_request(h);
         let r = self.st.reqs.get_mut(h).ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid request handle"))?;
         if r.complete || !r.active {
             self.st.reqs.remove(h);
@@ -602,7 +625,7 @@ impl Engine {
             r.freed = true;
             r.active = true;
         }
-        let res = self.start_send(h, &spec, false);
+        let res = self.start_send(h, &spec, Route::P2p);
         if res.is_err() {
             self.st.reqs.remove(h);
         } else if self.st.reqs.get(h).is_some_and(|r| r.complete) {
@@ -715,6 +738,9 @@ impl Engine {
         }
         if !self.st.busy_peers.is_empty() {
             self.flush()?;
+        }
+        if self.coll.busy() && self.coll_progress() {
+            self.st.events += 1;
         }
         Ok(self.st.events != before)
     }
@@ -960,8 +986,75 @@ impl Engine {
         let h = self.st.reqs.insert(Request::new(Op::Send(spec.clone()), false));
         let r = self.st.reqs.get_mut(h).ok_or_else(|| MpiError::new(ErrorClass::Intern, "lost request"))?;
         r.active = true;
-        self.start_send(h, &spec, true)?;
+        self.start_send(h, &spec, Route::Coll)?;
         Ok(h)
+    }
+
+    /// Nonblocking send of `count` elements of `dtype` at `buf` on the collective context of
+    /// `c`; `local` addresses the local group of an intercommunicator.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn coll_isend_typed(
+        &mut self,
+        c: Handle,
+        dest: i32,
+        local: bool,
+        tag: i32,
+        buf: *const u8,
+        count: usize,
+        dtype: TypeRef,
+    ) -> MpiResult<Handle> {
+        let spec = SendSpec { buf, count, dtype, comm: c, dest, tag, mode: Mode::Standard };
+        let mut r = Request::new(Op::Send(spec.clone()), false);
+        r.active = true;
+        let h = self.st.reqs.insert(r);
+        let route = if local { Route::CollLocal } else { Route::Coll };
+        if let Err(e) = self.start_send(h, &spec, route) {
+            self.st.reqs.remove(h);
+            return Err(e);
+        }
+        Ok(h)
+    }
+
+    /// Nonblocking receive of `count` elements of `dtype` into `buf` on the collective
+    /// context of `c`.
+    pub(crate) fn coll_irecv_typed(&mut self, c: Handle, src: i32, tag: i32, buf: *mut u8, count: usize, dtype: TypeRef) -> MpiResult<Handle> {
+        let ctx = self.comm(c)?.coll_ctx();
+        let spec = RecvSpec { buf, count, dtype, comm: c, src, tag };
+        let mut r = Request::new(Op::Recv(spec), false);
+        r.active = true;
+        r.recv.ctx = ctx;
+        let h = self.st.reqs.insert(r);
+        match self.st.matcher.post(ctx, src, tag, h) {
+            Some(u) => self.st.deliver(h, u.src, u.tag, u.body_into()),
+            None => {
+                if let Some(r) = self.st.reqs.get_mut(h) {
+                    r.recv.posted = true;
+                }
+            }
+        }
+        Ok(h)
+    }
+
+    /// A request standing for a collective: active (unless persistent) and not complete.
+    pub(crate) fn coll_request(&mut self, persistent: bool) -> Handle {
+        let mut r = Request::new(Op::Null, persistent);
+        r.active = !persistent;
+        self.st.reqs.insert(r)
+    }
+
+    /// Mark persistent collective request `h` started.
+    pub(crate) fn coll_request_activate(&mut self, h: Handle) {
+        if let Some(r) = self.st.reqs.get_mut(h) {
+            r.active = true;
+            r.complete = false;
+            r.status = Status::default();
+        }
+    }
+
+    /// Complete collective request `h`, with the error class of a failed transfer if any.
+    pub(crate) fn coll_request_done(&mut self, h: Handle, error: Option<ErrorClass>) {
+        let status = Status { source: ANY_SOURCE, tag: ANY_TAG, error, bytes: 0, cancelled: false };
+        self.st.complete(h, status);
     }
 
     /// Nonblocking receive on the collective context of `c`.
@@ -1061,26 +1154,6 @@ impl Engine {
             self.coll_send(c, rank + pof2, TAG, &acc.to_le_bytes())?;
         }
         Ok(acc)
-    }
-
-    /// MPI_Barrier by dissemination: ⌈log2 n⌉ rounds of zero-byte messages.
-    pub fn barrier(&mut self, c: Handle) -> MpiResult<()> {
-        const TAG: i32 = 0x7fff_0100;
-        let comm = self.comm(c)?;
-        let (rank, size) = (comm.rank, comm.size());
-        let mut k = 1;
-        let mut round = 0;
-        while k < size {
-            let to = (rank + k) % size;
-            let from = (rank - k + size) % size;
-            let s = self.coll_isend(c, to, TAG + round, &[])?;
-            self.coll_recv(c, from, TAG + round, &mut [])?;
-            self.wait(s)?;
-            self.release(s);
-            k *= 2;
-            round += 1;
-        }
-        Ok(())
     }
 }
 

@@ -3,6 +3,7 @@
 //! The C layer (`capi`) checks arguments and maps handles; everything with MPI semantics
 //! lives here. Transports come from `steadfast-paths`.
 
+pub mod coll;
 pub mod comm;
 pub mod config;
 pub mod datatype;
@@ -10,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod ft;
 pub mod matching;
+pub mod op;
 pub mod request;
 pub mod slab;
 pub mod wire;

@@ -1,0 +1,436 @@
+//! Collective operations: blocking, nonblocking and persistent, over intra- and
+//! intercommunicators.
+//!
+//! A call is described by a [`Coll`]; [`build`] turns it into a [`Schedule`] for this rank
+//! (choosing the algorithm in `select`, the one place that decides), and the engine runs the
+//! schedule: to the end for a blocking call, from `Engine::progress` for a nonblocking one.
+//! A later fault-tolerant variant only has to produce different schedules.
+//!
+//! Each collective instance on a communicator gets the next value of a per-communicator
+//! sequence number, which goes into the tags of its messages, so overlapping nonblocking
+//! collectives never take each other's messages.
+
+pub mod alltoall;
+pub mod bcast;
+pub mod gather;
+pub mod inter;
+pub mod reduce;
+pub mod sched;
+pub mod select;
+#[cfg(test)]
+mod sim;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::datatype::TypeRef;
+use crate::engine::Engine;
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::op::{Reduction, UserOp};
+use crate::slab::{Handle, Slab};
+
+pub use sched::{Schedule, Step};
+pub use select::CollConfig;
+
+/// Root argument of an intercommunicator collective in the root's group.
+pub const ROOT: i32 = -4;
+
+/// A buffer: address, element count and datatype.
+#[derive(Debug, Clone)]
+pub struct Buf {
+    pub ptr: *mut u8,
+    pub count: usize,
+    pub dtype: TypeRef,
+}
+
+/// A buffer with one count and displacement (in elements) per rank.
+#[derive(Debug, Clone)]
+pub struct VBuf {
+    pub ptr: *mut u8,
+    pub counts: Vec<usize>,
+    pub displs: Vec<isize>,
+    pub dtype: TypeRef,
+}
+
+/// A buffer with one count, byte displacement and datatype per rank (Alltoallw).
+#[derive(Debug, Clone)]
+pub struct WBuf {
+    pub ptr: *mut u8,
+    pub counts: Vec<usize>,
+    pub displs: Vec<isize>,
+    pub dtypes: Vec<TypeRef>,
+}
+
+/// The arguments of a reduction: send buffer (None: MPI_IN_PLACE), receive buffer, count.
+#[derive(Debug, Clone)]
+pub struct RBuf {
+    pub send: Option<*const u8>,
+    pub recv: *mut u8,
+    pub count: usize,
+}
+
+/// One collective call. A send side of `None` means MPI_IN_PLACE. Arguments that the
+/// standard calls significant only at the root may hold anything elsewhere.
+#[derive(Debug, Clone)]
+pub enum Coll {
+    Barrier,
+    Bcast { buf: Buf, root: i32 },
+    Gather { send: Option<Buf>, recv: Buf, root: i32 },
+    Gatherv { send: Option<Buf>, recv: VBuf, root: i32 },
+    Scatter { send: Buf, recv: Option<Buf>, root: i32 },
+    Scatterv { send: VBuf, recv: Option<Buf>, root: i32 },
+    Allgather { send: Option<Buf>, recv: Buf },
+    Allgatherv { send: Option<Buf>, recv: VBuf },
+    Alltoall { send: Option<Buf>, recv: Buf },
+    Alltoallv { send: Option<VBuf>, recv: VBuf },
+    Alltoallw { send: Option<WBuf>, recv: WBuf },
+    Reduce { buf: RBuf, red: Reduction, root: i32 },
+    Allreduce { buf: RBuf, red: Reduction },
+    /// `counts` are the per-rank result counts; `buf.count` is unused.
+    ReduceScatter { buf: RBuf, counts: Vec<usize>, red: Reduction },
+    /// `buf.count` is the per-rank result count.
+    ReduceScatterBlock { buf: RBuf, red: Reduction },
+    Scan { buf: RBuf, red: Reduction },
+    Exscan { buf: RBuf, red: Reduction },
+}
+
+// SAFETY: the raw pointers are application buffers the application keeps valid while the
+// collective runs; the engine is only used under one lock.
+unsafe impl Send for Coll {}
+unsafe impl Send for Buf {}
+unsafe impl Send for VBuf {}
+unsafe impl Send for WBuf {}
+unsafe impl Send for RBuf {}
+
+/// Where this rank stands in the communicator.
+#[derive(Debug, Clone, Copy)]
+pub struct Topo {
+    pub rank: i32,
+    pub size: i32,
+    /// Size of the remote group for intercommunicators.
+    pub remote: Option<i32>,
+}
+
+/// A persistent collective: the call it repeats and its tag.
+struct Persistent {
+    comm: Handle,
+    coll: Coll,
+    tag_base: i32,
+}
+
+/// Collective state kept by the engine.
+#[derive(Default)]
+pub struct CollState {
+    /// Next sequence number per communicator context id.
+    seqs: HashMap<u32, u32>,
+    /// Nonblocking collectives in progress, with their request.
+    active: Vec<(Handle, Schedule)>,
+    persistent: HashMap<Handle, Persistent>,
+    /// Reusable schedules (keeps the small-message path free of allocation).
+    pool: Vec<Schedule>,
+    /// User-defined operations (MPI_Op handles).
+    pub ops: Slab<Arc<UserOp>>,
+    cfg: Option<CollConfig>,
+}
+
+impl CollState {
+    /// Whether any nonblocking collective is in progress.
+    #[inline]
+    pub fn busy(&self) -> bool {
+        !self.active.is_empty()
+    }
+    /// Whether `h` is a persistent collective request.
+    pub fn is_persistent(&self, h: Handle) -> bool {
+        !self.persistent.is_empty() && self.persistent.contains_key(&h)
+    }
+    fn schedule(&mut self) -> Schedule {
+        self.pool.pop().unwrap_or_default()
+    }
+    fn recycle(&mut self, s: Schedule) {
+        if self.pool.len() < 4 {
+            self.pool.push(s);
+        }
+    }
+    fn config(&mut self) -> &CollConfig {
+        self.cfg.get_or_insert_with(CollConfig::from_env)
+    }
+    /// Forget the sequence number of a freed communicator's context.
+    pub fn forget_context(&mut self, ctx: u32) {
+        self.seqs.remove(&ctx);
+    }
+}
+
+impl Engine {
+    fn topo(&self, comm: Handle) -> MpiResult<(Topo, u32)> {
+        let c = self.comm(comm)?;
+        Ok((Topo { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.len() as i32) }, c.ctx))
+    }
+
+    /// Tag base of the next collective on `comm`.
+    fn next_tag(&mut self, ctx: u32) -> i32 {
+        let seq = self.coll.seqs.entry(ctx).or_insert(0);
+        let t = ((*seq & sched::SEQ_MASK) as i32) << sched::SUB_BITS;
+        *seq = seq.wrapping_add(1);
+        t
+    }
+
+    fn prepare(&mut self, comm: Handle, c: &Coll, tag: Option<i32>) -> MpiResult<Schedule> {
+        let (topo, ctx) = self.topo(comm)?;
+        let tag = match tag {
+            Some(t) => t,
+            None => self.next_tag(ctx),
+        };
+        let mut s = self.coll.schedule();
+        s.reset(comm, tag);
+        let cfg = self.coll.config().clone();
+        if let Err(e) = build(&mut s, topo, c, &cfg) {
+            self.coll.recycle(s);
+            return Err(e);
+        }
+        Ok(s)
+    }
+
+    /// Run collective `c` on `comm` to completion.
+    pub fn coll(&mut self, comm: Handle, c: &Coll) -> MpiResult<()> {
+        let mut s = self.prepare(comm, c, None)?;
+        let r = self.sched_run(&mut s);
+        if r.is_err() {
+            self.sched_abandon(&mut s);
+        }
+        self.coll.recycle(s);
+        r
+    }
+
+    /// Start collective `c` on `comm`; returns its request.
+    pub fn icoll(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
+        let s = self.prepare(comm, &c, None)?;
+        let h = self.coll_request(false);
+        self.coll_launch(h, s)?;
+        Ok(h)
+    }
+
+    /// Create a persistent collective request for `c` on `comm` (MPI_X_init).
+    pub fn coll_init(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
+        let (_, ctx) = self.topo(comm)?;
+        // Build once now so argument errors show at init time.
+        let tag_base = self.next_tag(ctx);
+        let s = self.prepare(comm, &c, Some(tag_base))?;
+        self.coll.recycle(s);
+        let h = self.coll_request(true);
+        self.coll.persistent.insert(h, Persistent { comm, coll: c, tag_base });
+        Ok(h)
+    }
+
+    /// MPI_Start of a persistent collective request.
+    pub(crate) fn coll_start_persistent(&mut self, h: Handle) -> MpiResult<()> {
+        let p = self.coll.persistent.get(&h).ok_or_else(|| MpiError::new(ErrorClass::Request, "not a collective request"))?;
+        let (comm, coll, tag) = (p.comm, p.coll.clone(), p.tag_base);
+        let s = self.prepare(comm, &coll, Some(tag))?;
+        self.coll_request_activate(h);
+        self.coll_launch(h, s)
+    }
+
+    /// Drop the description of a freed persistent collective request.
+    pub(crate) fn coll_forget_request(&mut self, h: Handle) {
+        self.coll.persistent.remove(&h);
+    }
+
+    fn coll_launch(&mut self, h: Handle, mut s: Schedule) -> MpiResult<()> {
+        match self.sched_advance(&mut s) {
+            Ok(true) => {
+                let err = s.error();
+                self.coll.recycle(s);
+                self.coll_request_done(h, err);
+                Ok(())
+            }
+            Ok(false) => {
+                self.coll.active.push((h, s));
+                Ok(())
+            }
+            Err(e) => {
+                self.sched_abandon(&mut s);
+                self.coll.recycle(s);
+                self.coll_request_done(h, Some(e.class));
+                Err(e)
+            }
+        }
+    }
+
+    /// Advance every nonblocking collective (called from `progress`). Returns whether any
+    /// finished.
+    pub(crate) fn coll_progress(&mut self) -> bool {
+        let mut active = std::mem::take(&mut self.coll.active);
+        let mut finished = false;
+        let mut i = 0;
+        while i < active.len() {
+            let (h, s) = &mut active[i];
+            let h = *h;
+            let done = match self.sched_advance(s) {
+                Ok(true) => Some(s.error()),
+                Ok(false) => None,
+                Err(e) => {
+                    tracing::warn!("nonblocking collective failed: {e}");
+                    self.sched_abandon(s);
+                    Some(Some(e.class))
+                }
+            };
+            if let Some(err) = done {
+                let (_, s) = active.swap_remove(i);
+                self.coll.recycle(s);
+                self.coll_request_done(h, err);
+                finished = true;
+            } else {
+                i += 1;
+            }
+        }
+        // Collectives started while we advanced (none today) go after the old ones.
+        active.append(&mut self.coll.active);
+        self.coll.active = active;
+        finished
+    }
+
+    /// MPI_Barrier.
+    pub fn barrier(&mut self, c: Handle) -> MpiResult<()> {
+        self.coll(c, &Coll::Barrier)
+    }
+}
+
+fn bad(class: ErrorClass, msg: impl Into<String>) -> MpiError {
+    MpiError::new(class, msg)
+}
+
+/// Write this rank's part of collective `c` into `s`.
+pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult<()> {
+    if t.remote.is_some() {
+        return inter::build(s, t, c, cfg);
+    }
+    let (rank, size) = (t.rank, t.size);
+    let check_root = |root: i32| {
+        if (0..size).contains(&root) {
+            Ok(())
+        } else {
+            Err(bad(ErrorClass::Root, format!("root {root} is not a rank of the communicator (size {size})")))
+        }
+    };
+    match c {
+        Coll::Barrier => bcast::barrier(s, rank, size),
+        Coll::Bcast { buf, root } => {
+            check_root(*root)?;
+            bcast::bcast(s, rank, size, *root, buf, cfg)
+        }
+        Coll::Gather { send, recv, root } => {
+            check_root(*root)?;
+            let v = uniform(recv, size);
+            gather::gatherv(s, rank, size, *root, send.as_ref(), &v)
+        }
+        Coll::Gatherv { send, recv, root } => {
+            check_root(*root)?;
+            check_v(recv, size, rank == *root)?;
+            gather::gatherv(s, rank, size, *root, send.as_ref(), recv)
+        }
+        Coll::Scatter { send, recv, root } => {
+            check_root(*root)?;
+            let v = uniform(send, size);
+            gather::scatterv(s, rank, size, *root, &v, recv.as_ref())
+        }
+        Coll::Scatterv { send, recv, root } => {
+            check_root(*root)?;
+            check_v(send, size, rank == *root)?;
+            gather::scatterv(s, rank, size, *root, send, recv.as_ref())
+        }
+        Coll::Allgather { send, recv } => gather::allgather(s, rank, size, send.as_ref(), recv, cfg),
+        Coll::Allgatherv { send, recv } => {
+            check_v(recv, size, true)?;
+            gather::allgatherv(s, rank, size, send.as_ref(), recv)
+        }
+        Coll::Alltoall { send, recv } => alltoall::alltoall(s, rank, size, send.as_ref(), recv, cfg),
+        Coll::Alltoallv { send, recv } => {
+            check_v(recv, size, true)?;
+            if let Some(sv) = send {
+                check_v(sv, size, true)?;
+            }
+            alltoall::alltoallv(s, rank, size, send.as_ref(), recv, cfg, None)
+        }
+        Coll::Alltoallw { send, recv } => {
+            check_w(recv, size)?;
+            if let Some(sw) = send {
+                check_w(sw, size)?;
+            }
+            alltoall::alltoallw(s, rank, size, send.as_ref(), recv, cfg)
+        }
+        Coll::Reduce { buf, red, root } => {
+            check_root(*root)?;
+            s.red = Some(red.clone());
+            reduce::reduce(s, rank, size, *root, buf, red, cfg)
+        }
+        Coll::Allreduce { buf, red } => {
+            s.red = Some(red.clone());
+            reduce::allreduce(s, rank, size, buf, red, cfg)
+        }
+        Coll::ReduceScatter { buf, counts, red } => {
+            if counts.len() != size as usize {
+                return Err(bad(ErrorClass::Count, "recvcounts must have one entry per rank"));
+            }
+            s.red = Some(red.clone());
+            reduce::reduce_scatter(s, rank, size, buf, counts, red, cfg)
+        }
+        Coll::ReduceScatterBlock { buf, red } => {
+            s.red = Some(red.clone());
+            let counts = vec![buf.count; size as usize];
+            reduce::reduce_scatter(s, rank, size, buf, &counts, red, cfg)
+        }
+        Coll::Scan { buf, red } => {
+            s.red = Some(red.clone());
+            reduce::scan(s, rank, size, buf, red, false)
+        }
+        Coll::Exscan { buf, red } => {
+            s.red = Some(red.clone());
+            reduce::scan(s, rank, size, buf, red, true)
+        }
+    }
+}
+
+/// The v-form of a uniform buffer: `b.count` elements per rank, packed back to back.
+pub(crate) fn uniform(b: &Buf, size: i32) -> VBuf {
+    let n = size.max(0) as usize;
+    VBuf {
+        ptr: b.ptr,
+        counts: vec![b.count; n],
+        displs: (0..n).map(|i| (i * b.count) as isize).collect(),
+        dtype: b.dtype.clone(),
+    }
+}
+
+fn check_v(v: &VBuf, size: i32, significant: bool) -> MpiResult<()> {
+    if significant && (v.counts.len() != size as usize || v.displs.len() != size as usize) {
+        return Err(bad(ErrorClass::Arg, "count and displacement arrays need one entry per rank"));
+    }
+    Ok(())
+}
+
+fn check_w(w: &WBuf, size: i32) -> MpiResult<()> {
+    let n = size as usize;
+    if w.counts.len() != n || w.displs.len() != n || w.dtypes.len() != n {
+        return Err(bad(ErrorClass::Arg, "count, displacement and type arrays need one entry per rank"));
+    }
+    Ok(())
+}
+
+/// Largest power of two not above `n` (n ≥ 1).
+pub(crate) fn pof2_floor(n: i32) -> i32 {
+    let mut p = 1;
+    while p * 2 <= n {
+        p *= 2;
+    }
+    p
+}
+
+/// The MPI_BYTE datatype used for packed data.
+pub fn byte_type() -> TypeRef {
+    thread_local! {
+        static BYTE: TypeRef = Arc::new(crate::datatype::Datatype::predefined(
+            "MPI_BYTE", 1, 1, crate::datatype::BasicKind::Opaque,
+            vec![crate::datatype::Block { off: 0, len: 1 }]));
+    }
+    BYTE.with(|b| b.clone())
+}

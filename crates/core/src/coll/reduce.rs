@@ -1,0 +1,441 @@
+//! Reduction schedules: reduce, allreduce, reduce-scatter, scan and exscan.
+//!
+//! Non-commutative ops keep rank order: whenever two partial results meet, the one covering
+//! lower ranks is the `src` of the reduce step (`dst = src op dst`), and algorithms that
+//! scatter the vector (Rabenseifner, pairwise) are only chosen for commutative ops.
+
+use super::sched::{at, Schedule};
+use super::select::{self, CollConfig};
+use super::{gather, pof2_floor, Buf, RBuf, VBuf};
+use crate::error::MpiResult;
+use crate::op::Reduction;
+
+/// Sub-tag of the message that carries the result to the real root.
+const SUB_FINAL: u32 = 0xffe;
+/// Sub-tag of the messages that fold the extra ranks of a non-power-of-two size in and out.
+const SUB_FOLD: u32 = 0xffd;
+
+/// MPI_Reduce on an intracommunicator.
+pub fn reduce(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RBuf, red: &Reduction, cfg: &CollConfig) -> MpiResult<()> {
+    if b.count == 0 {
+        return Ok(());
+    }
+    let bytes = red.dtype.packed_size(b.count);
+    match select::reduce(cfg, size, b.count, bytes, red.commutative()) {
+        select::Reduce::Binomial => binomial(s, rank, size, root, b.send, b.recv, b.count, red),
+        select::Reduce::ReduceScatterGather => reduce_scatter_gather(s, rank, size, root, b.send, b.recv, b.count, red),
+    }
+    Ok(())
+}
+
+/// Binomial reduce. Commutative ops use a tree rooted at `root`; non-commutative ones a tree
+/// rooted at rank 0 (where every subtree is a contiguous range of ranks), whose result then
+/// goes to `root`.
+#[allow(clippy::too_many_arguments)]
+pub fn binomial(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<*const u8>, recv: *mut u8, count: usize, red: &Reduction) {
+    let t = red.dtype.clone();
+    let commute = red.commutative();
+    let troot = if commute { root } else { 0 };
+    let vr = (rank - troot + size) % size;
+    let mine: *const u8 = send.unwrap_or(recv);
+    let has_children = vr % 2 == 0 && vr + 1 < size;
+    let mut acc = mine as *mut u8;
+    let mut tmp = std::ptr::null_mut();
+    if has_children {
+        acc = if rank == root && vr == 0 { recv } else { s.temp_typed(&t, count) };
+        s.copy(mine, count, &t, acc, count, &t);
+        s.round();
+        tmp = s.temp_typed(&t, count);
+    }
+    let mut mask = 1;
+    let mut k = 0;
+    while mask < size {
+        if vr & mask == 0 {
+            let src_v = vr | mask;
+            if src_v < size {
+                s.recv((src_v + troot) % size, k, tmp, count, &t);
+                if commute {
+                    s.reduce(tmp, acc, count);
+                } else {
+                    // Received data covers higher ranks: acc op tmp, kept in tmp.
+                    s.reduce(acc, tmp, count);
+                    std::mem::swap(&mut acc, &mut tmp);
+                }
+                s.round();
+            }
+        } else {
+            s.send(((vr & !mask) + troot) % size, k, acc, count, &t);
+            s.round();
+            break;
+        }
+        mask <<= 1;
+        k += 1;
+    }
+    if vr == 0 {
+        if troot == root {
+            s.copy(acc, count, &t, recv, count, &t);
+            s.round();
+        } else {
+            s.send(root, SUB_FINAL, acc, count, &t);
+            s.round();
+        }
+    }
+    if rank == root && troot != root {
+        s.recv(troot, SUB_FINAL, recv, count, &t);
+        s.round();
+    }
+}
+
+/// Ranks taking part in recursive halving/doubling after the extra ranks of a
+/// non-power-of-two size folded their data into their odd neighbours: returns this rank's
+/// new rank (None when it folded out) after writing the fold step.
+fn fold_in(s: &mut Schedule, rank: i32, rem: i32, acc: *mut u8, tmp: *mut u8, count: usize, red: &Reduction) -> Option<i32> {
+    let t = &red.dtype;
+    if rank < 2 * rem {
+        if rank % 2 == 0 {
+            s.send(rank + 1, SUB_FOLD, acc, count, t);
+            s.round();
+            None
+        } else {
+            // The even neighbour is the lower rank: tmp op acc.
+            s.recv(rank - 1, SUB_FOLD, tmp, count, t);
+            s.reduce(tmp, acc, count);
+            s.round();
+            Some(rank / 2)
+        }
+    } else {
+        Some(rank - rem)
+    }
+}
+
+/// Real rank of new rank `n` (see [`fold_in`]).
+fn real(n: i32, rem: i32) -> i32 {
+    if n < rem {
+        n * 2 + 1
+    } else {
+        n + rem
+    }
+}
+
+/// Give the result back to the ranks that folded out.
+fn fold_out(s: &mut Schedule, rank: i32, rem: i32, acc: *mut u8, recv: *mut u8, count: usize, red: &Reduction) {
+    if rank < 2 * rem {
+        if rank % 2 == 1 {
+            s.send(rank - 1, SUB_FINAL, acc, count, &red.dtype);
+        } else {
+            s.recv(rank + 1, SUB_FINAL, recv, count, &red.dtype);
+        }
+        s.round();
+    }
+}
+
+/// MPI_Allreduce on an intracommunicator.
+pub fn allreduce(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, cfg: &CollConfig) -> MpiResult<()> {
+    let t = &red.dtype;
+    if b.count == 0 {
+        return Ok(());
+    }
+    if let Some(sb) = b.send {
+        s.copy(sb, b.count, t, b.recv, b.count, t);
+        s.round();
+    }
+    if size == 1 {
+        return Ok(());
+    }
+    let bytes = t.packed_size(b.count);
+    match select::allreduce(cfg, size, b.count, bytes, red.commutative()) {
+        select::Allreduce::RecursiveDoubling => recursive_doubling(s, rank, size, b.recv, b.count, red),
+        select::Allreduce::Rabenseifner => rabenseifner(s, rank, size, b.recv, b.count, red),
+    }
+    Ok(())
+}
+
+/// Recursive doubling on the data already in `recv`: log2 n rounds of full-vector exchanges.
+pub fn recursive_doubling(s: &mut Schedule, rank: i32, size: i32, recv: *mut u8, count: usize, red: &Reduction) {
+    let t = red.dtype.clone();
+    let commute = red.commutative();
+    let pof2 = pof2_floor(size);
+    let rem = size - pof2;
+    let mut acc = recv;
+    let mut tmp = s.temp_typed(&t, count);
+    if let Some(newrank) = fold_in(s, rank, rem, acc, tmp, count, red) {
+        let mut mask = 1;
+        let mut k = 0;
+        while mask < pof2 {
+            let dst = real(newrank ^ mask, rem);
+            s.send(dst, k, acc, count, &t);
+            s.recv(dst, k, tmp, count, &t);
+            if commute || dst < rank {
+                s.reduce(tmp, acc, count);
+            } else {
+                s.reduce(acc, tmp, count);
+                std::mem::swap(&mut acc, &mut tmp);
+            }
+            s.round();
+            mask <<= 1;
+            k += 1;
+        }
+    }
+    fold_out(s, rank, rem, acc, recv, count, red);
+    if acc != recv {
+        s.copy(acc, count, &t, recv, count, &t);
+        s.round();
+    }
+}
+
+/// Element counts and displacements of the pof2 pieces Rabenseifner's algorithm splits a
+/// vector of `count` elements into.
+fn pieces(count: usize, pof2: i32) -> (Vec<usize>, Vec<usize>) {
+    let p = pof2 as usize;
+    let cnts: Vec<usize> = (0..p).map(|i| count / p + usize::from(i < count % p)).collect();
+    let mut disps = vec![0; p];
+    for i in 1..p {
+        disps[i] = disps[i - 1] + cnts[i - 1];
+    }
+    (cnts, disps)
+}
+
+/// Recursive halving: after it, new rank r holds the fully reduced piece(s) of `acc`
+/// between the returned indices (send_idx, last_idx) of [`pieces`].
+#[allow(clippy::too_many_arguments)]
+fn reduce_scatter_halving(
+    s: &mut Schedule,
+    newrank: i32,
+    rem: i32,
+    pof2: i32,
+    acc: *mut u8,
+    tmp: *mut u8,
+    cnts: &[usize],
+    disps: &[usize],
+    red: &Reduction,
+) -> (usize, usize) {
+    let t = &red.dtype;
+    let sum = |a: usize, b: usize| cnts[a..b].iter().sum::<usize>();
+    let p = pof2 as usize;
+    let (mut send_idx, mut recv_idx, mut last_idx) = (0usize, 0usize, p);
+    let mut mask = 1usize;
+    let mut k = 0;
+    while mask < p {
+        let newdst = newrank ^ mask as i32;
+        let dst = real(newdst, rem);
+        let (send_cnt, recv_cnt);
+        if newrank < newdst {
+            send_idx = recv_idx + p / (mask * 2);
+            send_cnt = sum(send_idx, last_idx);
+            recv_cnt = sum(recv_idx, send_idx);
+        } else {
+            recv_idx = send_idx + p / (mask * 2);
+            send_cnt = sum(send_idx, recv_idx);
+            recv_cnt = sum(recv_idx, last_idx);
+        }
+        s.send(dst, k, at(acc, t, disps[send_idx]), send_cnt, t);
+        s.recv(dst, k, at(tmp, t, disps[recv_idx]), recv_cnt, t);
+        s.reduce(at(tmp, t, disps[recv_idx]), at(acc, t, disps[recv_idx]), recv_cnt);
+        s.round();
+        send_idx = recv_idx;
+        mask <<= 1;
+        k += 1;
+        if mask < p {
+            last_idx = recv_idx + p / mask;
+        }
+    }
+    (send_idx, last_idx)
+}
+
+/// Rabenseifner's allreduce: reduce-scatter by recursive halving, then allgather by
+/// recursive doubling. Commutative ops and count ≥ pof2 only.
+pub fn rabenseifner(s: &mut Schedule, rank: i32, size: i32, recv: *mut u8, count: usize, red: &Reduction) {
+    let t = red.dtype.clone();
+    let pof2 = pof2_floor(size);
+    let rem = size - pof2;
+    let acc = recv;
+    let tmp = s.temp_typed(&t, count);
+    if let Some(newrank) = fold_in(s, rank, rem, acc, tmp, count, red) {
+        let (cnts, disps) = pieces(count, pof2);
+        let sum = |a: usize, b: usize| cnts[a..b].iter().sum::<usize>();
+        let (mut send_idx, mut last_idx) = reduce_scatter_halving(s, newrank, rem, pof2, acc, tmp, &cnts, &disps, red);
+        let p = pof2 as usize;
+        let mut recv_idx;
+        let mut mask = p >> 1;
+        let mut k = 32;
+        while mask > 0 {
+            let newdst = newrank ^ mask as i32;
+            let dst = real(newdst, rem);
+            let (send_cnt, recv_cnt);
+            if newrank < newdst {
+                if mask != p / 2 {
+                    last_idx += p / (mask * 2);
+                }
+                recv_idx = send_idx + p / (mask * 2);
+                send_cnt = sum(send_idx, recv_idx);
+                recv_cnt = sum(recv_idx, last_idx);
+            } else {
+                recv_idx = send_idx - p / (mask * 2);
+                send_cnt = sum(send_idx, last_idx);
+                recv_cnt = sum(recv_idx, send_idx);
+            }
+            s.send(dst, k, at(acc, &t, disps[send_idx]), send_cnt, &t);
+            s.recv(dst, k, at(acc, &t, disps[recv_idx]), recv_cnt, &t);
+            s.round();
+            if newrank > newdst {
+                send_idx = recv_idx;
+            }
+            mask >>= 1;
+            k += 1;
+        }
+    }
+    fold_out(s, rank, rem, acc, recv, count, red);
+}
+
+/// Rabenseifner's reduce: reduce-scatter by recursive halving, then a binomial gather of
+/// the pieces to new rank 0, whose result goes to `root`. Commutative ops only.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_scatter_gather(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<*const u8>, recv: *mut u8, count: usize, red: &Reduction) {
+    let t = red.dtype.clone();
+    let pof2 = pof2_floor(size);
+    let rem = size - pof2;
+    let mine: *const u8 = send.unwrap_or(recv);
+    let acc = if rank == root { recv } else { s.temp_typed(&t, count) };
+    s.copy(mine, count, &t, acc, count, &t);
+    s.round();
+    let tmp = s.temp_typed(&t, count);
+    let holder = real(0, rem);
+    if let Some(newrank) = fold_in(s, rank, rem, acc, tmp, count, red) {
+        let (cnts, disps) = pieces(count, pof2);
+        let sum = |a: usize, b: usize| cnts[a..b].iter().sum::<usize>();
+        let (send_idx, mut last_idx) = reduce_scatter_halving(s, newrank, rem, pof2, acc, tmp, &cnts, &disps, red);
+        // The allgather's index walk, with only the lower partner receiving (the higher
+        // one sends what it holds and is done, so `send_idx` never moves).
+        let p = pof2 as usize;
+        let mut mask = p >> 1;
+        let mut k = 32;
+        while mask > 0 {
+            let newdst = newrank ^ mask as i32;
+            let dst = real(newdst, rem);
+            if newrank < newdst {
+                if mask != p / 2 {
+                    last_idx += p / (mask * 2);
+                }
+                let recv_idx = send_idx + p / (mask * 2);
+                let recv_cnt = sum(recv_idx, last_idx);
+                s.recv(dst, k, at(acc, &t, disps[recv_idx]), recv_cnt, &t);
+                s.round();
+            } else {
+                let send_cnt = sum(send_idx, last_idx);
+                s.send(dst, k, at(acc, &t, disps[send_idx]), send_cnt, &t);
+                s.round();
+                break;
+            }
+            mask >>= 1;
+            k += 1;
+        }
+    }
+    if rank == holder && root != holder {
+        s.send(root, SUB_FINAL, acc, count, &t);
+        s.round();
+    }
+    if rank == root && root != holder {
+        s.recv(holder, SUB_FINAL, recv, count, &t);
+        s.round();
+    }
+}
+
+/// MPI_Reduce_scatter (and _block, with equal counts).
+pub fn reduce_scatter(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, counts: &[usize], red: &Reduction, cfg: &CollConfig) -> MpiResult<()> {
+    let t = red.dtype.clone();
+    let total: usize = counts.iter().sum();
+    if total == 0 {
+        return Ok(());
+    }
+    let mut displs = Vec::with_capacity(counts.len());
+    let mut d = 0;
+    for c in counts {
+        displs.push(d);
+        d += c;
+    }
+    let mine = counts[rank as usize];
+    // In place, the input is the whole vector in `recv`.
+    let input: *const u8 = b.send.unwrap_or(b.recv);
+    match select::reduce_scatter(cfg, size, t.packed_size(total), red.commutative()) {
+        select::ReduceScatter::Pairwise => {
+            let input = if b.send.is_none() {
+                // The result overwrites the start of the input: work from a copy.
+                let c = s.temp_typed(&t, total);
+                s.copy(input, total, &t, c, total, &t);
+                s.round();
+                c as *const u8
+            } else {
+                input
+            };
+            s.copy(at(input, &t, displs[rank as usize]), mine, &t, b.recv, mine, &t);
+            s.round();
+            let tmp = s.temp_typed(&t, mine);
+            for i in 1..size {
+                let dst = (rank + i) % size;
+                let src = (rank - i + size) % size;
+                s.send(dst, i as u32, at(input, &t, displs[dst as usize]), counts[dst as usize], &t);
+                s.recv(src, i as u32, tmp, mine, &t);
+                s.reduce(tmp, b.recv, mine);
+                s.round();
+            }
+        }
+        select::ReduceScatter::ReduceThenScatter => {
+            let full = if rank == 0 { s.temp_typed(&t, total) } else { std::ptr::null_mut() };
+            binomial(s, rank, size, 0, Some(input), full, total, red);
+            let v = VBuf { ptr: full, counts: counts.to_vec(), displs: displs.iter().map(|&x| x as isize).collect(), dtype: t.clone() };
+            let r = Buf { ptr: b.recv, count: mine, dtype: t.clone() };
+            gather::scatterv(s, rank, size, 0, &v, Some(&r))?;
+        }
+    }
+    Ok(())
+}
+
+/// MPI_Scan (inclusive) or MPI_Exscan by recursive doubling: log2 n rounds; `partial` holds
+/// the reduction of the ranks this rank has heard of including itself, `recv` the prefix.
+pub fn scan(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, exclusive: bool) -> MpiResult<()> {
+    let t = red.dtype.clone();
+    let count = b.count;
+    if count == 0 {
+        return Ok(());
+    }
+    let commute = red.commutative();
+    let mine: *const u8 = b.send.unwrap_or(b.recv);
+    let mut partial = s.temp_typed(&t, count);
+    let mut tmp = s.temp_typed(&t, count);
+    s.copy(mine, count, &t, partial, count, &t);
+    if !exclusive {
+        if let Some(sb) = b.send {
+            s.copy(sb, count, &t, b.recv, count, &t);
+        }
+    }
+    s.round();
+    // Exscan: recv holds nothing valid until the first lower partner's data arrives.
+    let mut have = !exclusive;
+    let mut mask = 1;
+    let mut k = 0;
+    while mask < size {
+        let dst = rank ^ mask;
+        if dst < size {
+            s.send(dst, k, partial, count, &t);
+            s.recv(dst, k, tmp, count, &t);
+            if rank > dst {
+                s.reduce(tmp, partial, count);
+                if have {
+                    s.reduce(tmp, b.recv, count);
+                } else {
+                    s.copy(tmp, count, &t, b.recv, count, &t);
+                    have = true;
+                }
+            } else if commute {
+                s.reduce(tmp, partial, count);
+            } else {
+                s.reduce(partial, tmp, count);
+                std::mem::swap(&mut partial, &mut tmp);
+            }
+            s.round();
+        }
+        mask <<= 1;
+        k += 1;
+    }
+    Ok(())
+}

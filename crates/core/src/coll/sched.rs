@@ -1,0 +1,300 @@
+//! Schedules: a collective as a list of rounds of sends, receives and local steps.
+//!
+//! Every algorithm writes its part of a collective into a [`Schedule`]; the blocking call runs
+//! it to the end and the nonblocking call lets `Engine::progress` advance it. A round starts
+//! every send and receive it holds at once; when all of them have completed, its local steps
+//! (reductions and copies) run in order, and the next round starts. Local steps therefore see
+//! the round's data, and a buffer sent in a round may be overwritten by that round's local
+//! steps.
+//!
+//! Buffers are raw pointers: the application's (valid until the collective completes, as MPI
+//! requires) or temporaries owned by the schedule (heap blocks that never move).
+
+use crate::datatype::TypeRef;
+use crate::engine::Engine;
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::op::Reduction;
+use crate::slab::Handle;
+
+/// Tag bits: `LOCAL | seq << SEQ_SHIFT | sub`. Below the engine's internal tags (0x7fff_xxxx).
+pub(crate) const SUB_BITS: u32 = 12;
+/// Marks traffic inside the local group of an intercommunicator (same context as the
+/// traffic between the groups, where the source rank means a rank of the other group).
+pub(crate) const LOCAL_BIT: i32 = 1 << 28;
+/// Bits of the per-communicator collective sequence number kept in a tag.
+pub(crate) const SEQ_MASK: u32 = 0xffff;
+
+/// One step of a schedule.
+#[derive(Debug)]
+pub enum Step {
+    /// Send `count` elements of `dtype` at `buf` to rank `peer`.
+    Send { peer: i32, local: bool, sub: u16, buf: *const u8, count: usize, dtype: TypeRef },
+    /// Receive `count` elements of `dtype` into `buf` from rank `peer`.
+    Recv { peer: i32, local: bool, sub: u16, buf: *mut u8, count: usize, dtype: TypeRef },
+    /// `dst = src op dst` over `count` elements of the schedule's reduction datatype.
+    Reduce { src: *const u8, dst: *mut u8, count: usize },
+    /// Local copy with type conversion (what a send to oneself would do).
+    Copy { src: *const u8, scount: usize, stype: TypeRef, dst: *mut u8, dcount: usize, dtype: TypeRef },
+    /// End of a round.
+    Round,
+}
+
+/// A collective ready to run (or running).
+pub struct Schedule {
+    /// Communicator the traffic goes over.
+    pub comm: Handle,
+    /// Tag of this collective instance without the `sub` bits.
+    pub tag_base: i32,
+    /// The steps, rounds separated by [`Step::Round`].
+    pub steps: Vec<Step>,
+    /// The reduction `Reduce` steps apply.
+    pub red: Option<Reduction>,
+    temps: Vec<Vec<u8>>,
+    spare: Vec<Vec<u8>>,
+    // Execution state.
+    pc: usize,
+    round_end: usize,
+    in_round: bool,
+    pending: Vec<Handle>,
+    error: Option<ErrorClass>,
+}
+
+// SAFETY: the raw pointers are application buffers valid for the collective's lifetime (an
+// MPI requirement) or point into `temps`; the engine is only used under one lock.
+unsafe impl Send for Schedule {}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule {
+            comm: Handle(0),
+            tag_base: 0,
+            steps: Vec::new(),
+            red: None,
+            temps: Vec::new(),
+            spare: Vec::new(),
+            pc: 0,
+            round_end: 0,
+            in_round: false,
+            pending: Vec::new(),
+            error: None,
+        }
+    }
+}
+
+impl Schedule {
+    /// Reset for reuse, keeping allocations (so the small-message path does not allocate).
+    pub(crate) fn reset(&mut self, comm: Handle, tag_base: i32) {
+        self.comm = comm;
+        self.tag_base = tag_base;
+        self.steps.clear();
+        self.red = None;
+        self.spare.append(&mut self.temps);
+        // Keep a few modest buffers; let large ones go back to the allocator.
+        self.spare.retain(|b| b.capacity() <= 1 << 20);
+        self.spare.truncate(8);
+        self.pc = 0;
+        self.round_end = 0;
+        self.in_round = false;
+        self.pending.clear();
+        self.error = None;
+    }
+
+    /// A temporary of `bytes` bytes owned by the schedule; its address never changes.
+    pub fn temp(&mut self, bytes: usize) -> *mut u8 {
+        let i = self.spare.iter().position(|b| b.capacity() >= bytes);
+        let mut v = match i {
+            Some(i) => self.spare.swap_remove(i),
+            None => Vec::with_capacity(bytes),
+        };
+        v.clear();
+        v.resize(bytes, 0);
+        let p = v.as_mut_ptr();
+        self.temps.push(v);
+        p
+    }
+
+    /// A temporary laid out for `count` elements of `t`: returns the address the datatype's
+    /// offsets are relative to (which may lie outside the block when the type has a lower
+    /// bound), as MPI buffers are.
+    pub fn temp_typed(&mut self, t: &TypeRef, count: usize) -> *mut u8 {
+        let (lo, hi) = span(t, count);
+        let p = self.temp((hi - lo) as usize);
+        p.wrapping_offset(-lo)
+    }
+
+    /// Append a send.
+    pub fn send(&mut self, peer: i32, sub: u32, buf: *const u8, count: usize, dtype: &TypeRef) {
+        self.steps.push(Step::Send { peer, local: false, sub: sub as u16, buf, count, dtype: dtype.clone() });
+    }
+    /// Append a receive.
+    pub fn recv(&mut self, peer: i32, sub: u32, buf: *mut u8, count: usize, dtype: &TypeRef) {
+        self.steps.push(Step::Recv { peer, local: false, sub: sub as u16, buf, count, dtype: dtype.clone() });
+    }
+    /// Append a send to rank `peer` of the local group (intercommunicators).
+    pub fn send_local(&mut self, peer: i32, sub: u32, buf: *const u8, count: usize, dtype: &TypeRef) {
+        self.steps.push(Step::Send { peer, local: true, sub: sub as u16, buf, count, dtype: dtype.clone() });
+    }
+    /// Append a receive from rank `peer` of the local group (intercommunicators).
+    pub fn recv_local(&mut self, peer: i32, sub: u32, buf: *mut u8, count: usize, dtype: &TypeRef) {
+        self.steps.push(Step::Recv { peer, local: true, sub: sub as u16, buf, count, dtype: dtype.clone() });
+    }
+    /// Append `dst = src op dst`.
+    pub fn reduce(&mut self, src: *const u8, dst: *mut u8, count: usize) {
+        if count > 0 {
+            self.steps.push(Step::Reduce { src, dst, count });
+        }
+    }
+    /// Append a typed local copy.
+    pub fn copy(&mut self, src: *const u8, scount: usize, stype: &TypeRef, dst: *mut u8, dcount: usize, dtype: &TypeRef) {
+        if !std::ptr::eq(src, dst) || !same_layout(stype, dtype, scount, dcount) {
+            self.steps.push(Step::Copy { src, scount, stype: stype.clone(), dst, dcount, dtype: dtype.clone() });
+        }
+    }
+    /// End the current round (no-op when it is empty).
+    pub fn round(&mut self) {
+        if !matches!(self.steps.last(), None | Some(Step::Round)) {
+            self.steps.push(Step::Round);
+        }
+    }
+
+    /// Number of rounds (for tests and tracing).
+    pub fn rounds(&self) -> usize {
+        let n = self.steps.iter().filter(|s| matches!(s, Step::Round)).count();
+        n + usize::from(!matches!(self.steps.last(), None | Some(Step::Round)))
+    }
+
+    /// First error a receive reported (truncation), if any.
+    pub(crate) fn error(&self) -> Option<ErrorClass> {
+        self.error
+    }
+}
+
+fn same_layout(a: &TypeRef, b: &TypeRef, ac: usize, bc: usize) -> bool {
+    std::sync::Arc::ptr_eq(a, b) && ac == bc
+}
+
+/// (lowest, highest) byte offset touched by `count` elements of `t`, relative to the buffer.
+pub fn span(t: &TypeRef, count: usize) -> (isize, isize) {
+    if count == 0 || t.size == 0 {
+        return (0, 0);
+    }
+    let last = (count as isize - 1) * t.extent;
+    let lo = t.true_lb + last.min(0);
+    let hi = t.true_lb + t.true_extent + last.max(0);
+    (lo, hi)
+}
+
+/// Address of element `i` of a buffer of type `t`.
+#[inline]
+pub fn at(buf: *const u8, t: &TypeRef, i: usize) -> *mut u8 {
+    buf.wrapping_offset(i as isize * t.extent) as *mut u8
+}
+
+/// Copy `scount` elements of `stype` at `src` into `dcount` elements of `dtype` at `dst`.
+///
+/// # Safety
+/// Both buffers must be valid for their counts and types.
+pub unsafe fn typed_copy(src: *const u8, scount: usize, stype: &TypeRef, dst: *mut u8, dcount: usize, dtype: &TypeRef) {
+    let n = stype.packed_size(scount).min(dtype.packed_size(dcount));
+    if n == 0 {
+        return;
+    }
+    if stype.is_contiguous() && dtype.is_contiguous() {
+        std::ptr::copy(src, dst, n);
+        return;
+    }
+    let mut tmp = vec![0u8; stype.packed_size(scount)];
+    stype.pack(src, scount, &mut tmp);
+    dtype.unpack(&tmp[..n], dst, dcount);
+}
+
+impl Engine {
+    /// Advance `s` as far as it goes without waiting. Returns true when it has finished.
+    pub(crate) fn sched_advance(&mut self, s: &mut Schedule) -> MpiResult<bool> {
+        loop {
+            if s.in_round {
+                for h in &s.pending {
+                    if !self.is_complete(*h)? {
+                        return Ok(false);
+                    }
+                }
+                for h in s.pending.drain(..) {
+                    let st = self.status(h)?;
+                    self.release(h);
+                    if let Some(e) = st.error {
+                        s.error.get_or_insert(e);
+                    }
+                }
+                for i in s.pc..s.round_end {
+                    match &s.steps[i] {
+                        Step::Reduce { src, dst, count } => {
+                            let red = s.red.as_ref().ok_or_else(|| MpiError::new(ErrorClass::Intern, "reduce step without an op"))?;
+                            // SAFETY: the algorithm sized both buffers for `count` elements.
+                            unsafe { red.apply(*src, *dst, *count) };
+                        }
+                        Step::Copy { src, scount, stype, dst, dcount, dtype } => {
+                            // SAFETY: as above, for the types and counts recorded.
+                            unsafe { typed_copy(*src, *scount, stype, *dst, *dcount, dtype) };
+                        }
+                        _ => {}
+                    }
+                }
+                s.in_round = false;
+                s.pc = s.round_end + 1;
+            }
+            if s.pc >= s.steps.len() {
+                return Ok(true);
+            }
+            let mut end = s.pc;
+            while end < s.steps.len() && !matches!(s.steps[end], Step::Round) {
+                end += 1;
+            }
+            s.round_end = end;
+            s.in_round = true;
+            // Receives first, so arrivals find them posted.
+            for pass in 0..2 {
+                for i in s.pc..end {
+                    let h = match (&s.steps[i], pass) {
+                        (Step::Recv { peer, local, sub, buf, count, dtype }, 0) => {
+                            let tag = tag_of(s.tag_base, *local, *sub);
+                            self.coll_irecv_typed(s.comm, *peer, tag, *buf, *count, dtype.clone())?
+                        }
+                        (Step::Send { peer, local, sub, buf, count, dtype }, 1) => {
+                            let tag = tag_of(s.tag_base, *local, *sub);
+                            self.coll_isend_typed(s.comm, *peer, *local, tag, *buf, *count, dtype.clone())?
+                        }
+                        _ => continue,
+                    };
+                    s.pending.push(h);
+                }
+            }
+        }
+    }
+
+    /// Run `s` to completion (blocking collectives).
+    pub(crate) fn sched_run(&mut self, s: &mut Schedule) -> MpiResult<()> {
+        loop {
+            if self.sched_advance(s)? {
+                break;
+            }
+            let pending = &s.pending;
+            self.block_until(|e| pending.iter().all(|h| e.is_complete(*h).unwrap_or(true)))?;
+        }
+        match s.error {
+            Some(ErrorClass::Truncate) => Err(MpiError::new(ErrorClass::Truncate, "message truncated: a receive buffer was smaller than the data sent")),
+            Some(c) => Err(MpiError::new(c, "a transfer of the collective failed")),
+            None => Ok(()),
+        }
+    }
+
+    /// Abandon the requests of a schedule that failed part way.
+    pub(crate) fn sched_abandon(&mut self, s: &mut Schedule) {
+        for h in s.pending.drain(..) {
+            let _ = self.request_free(h);
+        }
+    }
+}
+
+fn tag_of(base: i32, local: bool, sub: u16) -> i32 {
+    base | (sub as i32 & ((1 << SUB_BITS) - 1)) | if local { LOCAL_BIT } else { 0 }
+}

@@ -1,0 +1,272 @@
+//! Algorithm selection: the one place that decides which algorithm a collective uses.
+//!
+//! The rule only depends on values every rank agrees on (communicator size, the total size
+//! of the data — equal everywhere by the type-signature rule —, the count of a reduction and
+//! the op's commutativity), so all ranks pick the same algorithm. The thresholds and forced
+//! choices are `STEADFAST_COLL_*` variables, documented with the rule in docs/collectives.md.
+
+/// Tunables of algorithm selection, read from the environment once.
+#[derive(Debug, Clone)]
+pub struct CollConfig {
+    /// `STEADFAST_COLL_BCAST_LONG` (bytes, default 12288): broadcasts of at least this many
+    /// bytes on at least 4 ranks use scatter + ring allgather; smaller ones a binomial tree.
+    pub bcast_long: usize,
+    /// `STEADFAST_COLL_ALLREDUCE_LONG` (bytes, default 2048): allreduces of at least this
+    /// many bytes with a commutative op and count ≥ 2^⌊log2 n⌋ use Rabenseifner's
+    /// reduce-scatter + allgather; others recursive doubling.
+    pub allreduce_long: usize,
+    /// `STEADFAST_COLL_REDUCE_LONG` (bytes, default 8192): reduces of at least this many
+    /// bytes with a commutative op and count ≥ 2^⌊log2 n⌋ use reduce-scatter + gather;
+    /// others a binomial tree.
+    pub reduce_long: usize,
+    /// `STEADFAST_COLL_ALLGATHER_LONG` (total bytes, default 81920): allgathers of at least
+    /// this many bytes use a ring; smaller ones recursive doubling (power-of-two sizes) or
+    /// Bruck's algorithm.
+    pub allgather_long: usize,
+    /// `STEADFAST_COLL_ALLTOALL_SHORT` (bytes per block, default 256): alltoalls with blocks
+    /// up to this size on at least 8 ranks use Bruck's algorithm.
+    pub alltoall_short: usize,
+    /// `STEADFAST_COLL_ALLTOALL_LONG` (bytes per block, default 32768): alltoalls with
+    /// blocks of at least this size use pairwise exchange (n-1 rounds, one peer each);
+    /// medium ones post every transfer at once.
+    pub alltoall_long: usize,
+    /// `STEADFAST_COLL_REDUCE_SCATTER_LONG` (total bytes, default 65536): reduce-scatters
+    /// of at least this many bytes with a commutative op use pairwise exchange; others a
+    /// reduce to rank 0 followed by a scatter.
+    pub reduce_scatter_long: usize,
+    /// `STEADFAST_COLL_FORCE`: comma-separated `collective=algorithm` pairs that override
+    /// the rule, e.g. `bcast=binomial,allreduce=rabenseifner` (for tests and tuning).
+    pub force: Vec<(String, String)>,
+}
+
+impl Default for CollConfig {
+    fn default() -> Self {
+        CollConfig {
+            bcast_long: 12288,
+            allreduce_long: 2048,
+            reduce_long: 8192,
+            allgather_long: 81920,
+            alltoall_short: 256,
+            alltoall_long: 32768,
+            reduce_scatter_long: 65536,
+            force: Vec::new(),
+        }
+    }
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
+            eprintln!("steadfast: ignoring {name}={v:?} (not a byte count)");
+            default
+        }),
+        Err(_) => default,
+    }
+}
+
+impl CollConfig {
+    /// Read the `STEADFAST_COLL_*` variables.
+    pub fn from_env() -> CollConfig {
+        let d = CollConfig::default();
+        let force = std::env::var("STEADFAST_COLL_FORCE")
+            .unwrap_or_default()
+            .split(',')
+            .filter_map(|kv| {
+                let (k, v) = kv.split_once('=')?;
+                Some((k.trim().to_ascii_lowercase(), v.trim().to_ascii_lowercase()))
+            })
+            .collect();
+        CollConfig {
+            bcast_long: env_usize("STEADFAST_COLL_BCAST_LONG", d.bcast_long),
+            allreduce_long: env_usize("STEADFAST_COLL_ALLREDUCE_LONG", d.allreduce_long),
+            reduce_long: env_usize("STEADFAST_COLL_REDUCE_LONG", d.reduce_long),
+            allgather_long: env_usize("STEADFAST_COLL_ALLGATHER_LONG", d.allgather_long),
+            alltoall_short: env_usize("STEADFAST_COLL_ALLTOALL_SHORT", d.alltoall_short),
+            alltoall_long: env_usize("STEADFAST_COLL_ALLTOALL_LONG", d.alltoall_long),
+            reduce_scatter_long: env_usize("STEADFAST_COLL_REDUCE_SCATTER_LONG", d.reduce_scatter_long),
+            force,
+        }
+    }
+
+    fn forced(&self, coll: &str) -> Option<&str> {
+        self.force.iter().find(|(k, _)| k == coll).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Broadcast algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bcast {
+    Binomial,
+    ScatterAllgather,
+}
+
+/// Choose the broadcast algorithm for `bytes` bytes on `size` ranks.
+pub fn bcast(cfg: &CollConfig, size: i32, bytes: usize) -> Bcast {
+    // Scatter needs at least one byte per rank.
+    let can_scatter = bytes >= size as usize && size > 2;
+    match cfg.forced("bcast") {
+        Some("binomial") => return Bcast::Binomial,
+        Some("scatter_allgather") if can_scatter => return Bcast::ScatterAllgather,
+        _ => {}
+    }
+    if can_scatter && size >= 4 && bytes >= cfg.bcast_long {
+        Bcast::ScatterAllgather
+    } else {
+        Bcast::Binomial
+    }
+}
+
+/// Allreduce algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allreduce {
+    RecursiveDoubling,
+    Rabenseifner,
+}
+
+/// Choose the allreduce algorithm.
+pub fn allreduce(cfg: &CollConfig, size: i32, count: usize, bytes: usize, commutative: bool) -> Allreduce {
+    let can_split = commutative && size > 1 && count >= super::pof2_floor(size) as usize;
+    match cfg.forced("allreduce") {
+        Some("recursive_doubling") => return Allreduce::RecursiveDoubling,
+        Some("rabenseifner") if can_split => return Allreduce::Rabenseifner,
+        _ => {}
+    }
+    if can_split && bytes >= cfg.allreduce_long {
+        Allreduce::Rabenseifner
+    } else {
+        Allreduce::RecursiveDoubling
+    }
+}
+
+/// Reduce algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reduce {
+    Binomial,
+    ReduceScatterGather,
+}
+
+/// Choose the reduce algorithm.
+pub fn reduce(cfg: &CollConfig, size: i32, count: usize, bytes: usize, commutative: bool) -> Reduce {
+    let can_split = commutative && size > 1 && count >= super::pof2_floor(size) as usize;
+    match cfg.forced("reduce") {
+        Some("binomial") => return Reduce::Binomial,
+        Some("reduce_scatter_gather") if can_split => return Reduce::ReduceScatterGather,
+        _ => {}
+    }
+    if can_split && bytes >= cfg.reduce_long {
+        Reduce::ReduceScatterGather
+    } else {
+        Reduce::Binomial
+    }
+}
+
+/// Allgather algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allgather {
+    RecursiveDoubling,
+    Bruck,
+    Ring,
+}
+
+/// Choose the allgather algorithm for `total` bytes gathered on `size` ranks.
+pub fn allgather(cfg: &CollConfig, size: i32, total: usize) -> Allgather {
+    let pof2 = size & (size - 1) == 0;
+    match cfg.forced("allgather") {
+        Some("ring") => return Allgather::Ring,
+        Some("bruck") => return Allgather::Bruck,
+        Some("recursive_doubling") if pof2 => return Allgather::RecursiveDoubling,
+        _ => {}
+    }
+    if total >= cfg.allgather_long {
+        Allgather::Ring
+    } else if pof2 {
+        Allgather::RecursiveDoubling
+    } else {
+        Allgather::Bruck
+    }
+}
+
+/// Alltoall algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alltoall {
+    /// Every transfer posted at once.
+    Linear,
+    /// n-1 rounds, one send and one receive each.
+    Pairwise,
+    /// ⌈log2 n⌉ rounds of packed blocks (uniform counts only).
+    Bruck,
+}
+
+/// Choose the alltoall algorithm; `block` is the bytes per block when all blocks have the
+/// same size (MPI_Alltoall), None for the v and w forms.
+pub fn alltoall(cfg: &CollConfig, size: i32, block: Option<usize>) -> Alltoall {
+    match cfg.forced("alltoall") {
+        Some("linear") => return Alltoall::Linear,
+        Some("pairwise") => return Alltoall::Pairwise,
+        Some("bruck") if block.is_some() => return Alltoall::Bruck,
+        _ => {}
+    }
+    match block {
+        Some(b) if b <= cfg.alltoall_short && size >= 8 => Alltoall::Bruck,
+        Some(b) if b >= cfg.alltoall_long => Alltoall::Pairwise,
+        Some(_) => Alltoall::Linear,
+        // Per-rank sizes differ, so the choice can only depend on the size.
+        None if size > 16 => Alltoall::Pairwise,
+        None => Alltoall::Linear,
+    }
+}
+
+/// Reduce-scatter algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReduceScatter {
+    /// Reduce to rank 0, then scatter (order-preserving).
+    ReduceThenScatter,
+    /// n-1 rounds; each rank accumulates its own block (commutative ops).
+    Pairwise,
+}
+
+/// Choose the reduce-scatter algorithm for `total` bytes of input per rank.
+pub fn reduce_scatter(cfg: &CollConfig, size: i32, total: usize, commutative: bool) -> ReduceScatter {
+    match cfg.forced("reduce_scatter") {
+        Some("reduce_then_scatter") => return ReduceScatter::ReduceThenScatter,
+        Some("pairwise") if commutative => return ReduceScatter::Pairwise,
+        _ => {}
+    }
+    if commutative && size > 1 && total >= cfg.reduce_scatter_long {
+        ReduceScatter::Pairwise
+    } else {
+        ReduceScatter::ReduceThenScatter
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_documented_rule() {
+        let c = CollConfig::default();
+        assert_eq!(bcast(&c, 4, 8), Bcast::Binomial);
+        assert_eq!(bcast(&c, 4, 1 << 20), Bcast::ScatterAllgather);
+        assert_eq!(bcast(&c, 2, 1 << 20), Bcast::Binomial);
+        assert_eq!(allreduce(&c, 4, 1, 8, true), Allreduce::RecursiveDoubling);
+        assert_eq!(allreduce(&c, 4, 1 << 16, 1 << 19, true), Allreduce::Rabenseifner);
+        assert_eq!(allreduce(&c, 4, 1 << 16, 1 << 19, false), Allreduce::RecursiveDoubling);
+        assert_eq!(allreduce(&c, 5, 3, 1 << 19, true), Allreduce::RecursiveDoubling);
+        assert_eq!(allgather(&c, 4, 64), Allgather::RecursiveDoubling);
+        assert_eq!(allgather(&c, 5, 64), Allgather::Bruck);
+        assert_eq!(allgather(&c, 5, 1 << 20), Allgather::Ring);
+        assert_eq!(alltoall(&c, 8, Some(8)), Alltoall::Bruck);
+        assert_eq!(alltoall(&c, 4, Some(8)), Alltoall::Linear);
+        assert_eq!(alltoall(&c, 4, Some(1 << 20)), Alltoall::Pairwise);
+        assert_eq!(reduce_scatter(&c, 4, 1 << 20, false), ReduceScatter::ReduceThenScatter);
+    }
+
+    #[test]
+    fn forcing_respects_what_an_algorithm_can_do() {
+        let c = CollConfig { force: vec![("allreduce".into(), "rabenseifner".into())], ..Default::default() };
+        assert_eq!(allreduce(&c, 4, 8, 64, true), Allreduce::Rabenseifner);
+        // Not commutative: forcing cannot make the split algorithm correct.
+        assert_eq!(allreduce(&c, 4, 8, 64, false), Allreduce::RecursiveDoubling);
+    }
+}
