@@ -8,11 +8,16 @@
 #![allow(non_snake_case, clippy::missing_safety_doc, clippy::too_many_arguments)]
 
 pub mod abi;
+pub mod attr;
 pub mod comm;
 pub mod datatype;
 pub mod env;
+pub mod errhandler;
 pub mod global;
+pub mod group;
+pub mod info;
 pub mod pt2pt;
+pub mod topo;
 
 /// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
 #[macro_export]

@@ -3,14 +3,18 @@
 //! The C layer (`capi`) checks arguments and maps handles; everything with MPI semantics
 //! lives here. Transports come from `steadfast-paths`.
 
+pub mod attr;
 pub mod comm;
 pub mod config;
 pub mod datatype;
 pub mod engine;
 pub mod error;
+pub mod group;
+pub mod info;
 pub mod matching;
 pub mod request;
 pub mod slab;
+pub mod topo;
 pub mod wire;
 
 pub use engine::{Bootstrap, Engine, JobInfo, PathKind, PROC_NULL};
