@@ -24,7 +24,7 @@ static int errs = 0;
     } while (0)
 
 /* Sum the failures over MPI_COMM_WORLD, print " No Errors" on rank 0 if none, finalize. */
-static int finish(void)
+static inline int finish(void)
 {
     int total = errs, rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -156,10 +156,10 @@ int main(int argc, char **argv)
     }
 
     /* Many splits in a row: context ids keep being agreed. */
-    for (int i = 0; i < 50; i++) {
+    for (int i = 0; i < 20; i++) {
         MPI_Comm c;
         MPI_Comm_split(MPI_COMM_WORLD, (rank + i) % 3, rank, &c);
-        if (i % 10 == 0)
+        if (i % 5 == 0)
             ring(c, i);
         MPI_Comm_free(&c);
     }
