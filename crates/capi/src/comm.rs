@@ -1,21 +1,123 @@
-//! Communicator entry points needed by every program: rank, size, dup, free, barrier,
-//! names and error handlers.
+//! Communicator entry points: rank, size, dup (with attribute copying), free, split,
+//! create, create_group, intercommunicators, comparison, names and info hints.
+//!
+//! Every new communicator inherits its parent's error handler (taking a reference on a user
+//! handler). MPI_Comm_idup completes at once: it runs the blocking duplication and returns an
+//! already complete request.
 
 use std::ffi::{c_char, c_int};
 
-use steadfast_core::{ErrorClass, MpiError};
+use steadfast_core::group::{self as grp, Comparison};
+use steadfast_core::info::Info;
+use steadfast_core::{ErrorClass, Handle, MpiError};
 
-use crate::abi::{self, MPI_Comm, MPI_Errhandler};
+use crate::abi::{self, MPI_Comm, MPI_Group, MPI_Info, MPI_Request};
 use crate::env::write_cstr;
-use crate::global::{api, comm_handle};
+use crate::errhandler;
+use crate::global::{api, api_unlocked, comm_handle, locked, Failure, Global};
+use crate::group::group_of;
+use crate::info::{info_arg, out_info};
 use crate::mpi_api;
 
 fn err(class: ErrorClass, msg: impl Into<String>) -> MpiError {
     MpiError::new(class, msg)
 }
 
-fn is_predefined_errhandler(e: usize) -> bool {
-    matches!(e, abi::MPI_ERRORS_ARE_FATAL | abi::MPI_ERRORS_RETURN | abi::MPI_ERRORS_ABORT)
+/// Info hints a communicator keeps (the standard's assertions); others are ignored.
+fn is_comm_hint(key: &str) -> bool {
+    key.starts_with("mpi_assert_")
+}
+
+fn comm_hints(info: Option<&Info>) -> Info {
+    let mut out = Info::new();
+    for (k, v) in info.into_iter().flat_map(|i| i.iter()) {
+        if is_comm_hint(k) {
+            let _ = out.set(k, v);
+        }
+    }
+    out
+}
+
+/// Hand a newly built communicator (or none) to the application.
+unsafe fn adopt(g: &mut Global, n: Option<Handle>, out: *mut MPI_Comm) -> Result<(), MpiError> {
+    match n {
+        Some(n) => {
+            let e = g.eng.comm(n)?.errhandler;
+            errhandler::retain(g, e);
+            *out = n.0 as MPI_Comm;
+        }
+        None => *out = abi::MPI_COMM_NULL as MPI_Comm,
+    }
+    Ok(())
+}
+
+fn check_out(p: *mut MPI_Comm) -> Result<(), MpiError> {
+    if p.is_null() {
+        return Err(err(ErrorClass::Arg, "newcomm pointer is NULL"));
+    }
+    Ok(())
+}
+
+/// Free communicator `h` after its attributes are gone: engine state, error handler
+/// reference, info hints.
+fn drop_comm(g: &mut Global, h: Handle) -> Result<(), MpiError> {
+    let comm = g.eng.release_comm(h)?;
+    errhandler::release(g, comm.errhandler);
+    g.tables.comm_info.remove(&h);
+    g.tables.comm_attrs.remove(&h);
+    Ok(())
+}
+
+/// Comm_dup and its variants: duplicate, copy attributes through their callbacks, set hints.
+unsafe fn dup(func: &str, comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm) -> Result<Handle, Failure> {
+    check_out(newcomm)?;
+    let (h, n) = locked(|g| {
+        let h = comm_handle(g, comm as usize)?;
+        let hints = match info {
+            Some(i) => comm_hints(info_arg(g, i)?.as_ref()),
+            None => g.tables.comm_info.get(&h).cloned().unwrap_or_default(),
+        };
+        let n = g.eng.dup_comm(h)?;
+        adopt(g, Some(n), newcomm)?;
+        if !hints.is_empty() {
+            g.tables.comm_info.insert(n, hints);
+        }
+        Ok((h, n))
+    })?;
+    if let Err(e) = crate::attr::copy_attrs(comm, h, n, n.0 as MPI_Comm) {
+        let _ = locked(|g| drop_comm(g, n));
+        *newcomm = abi::MPI_COMM_NULL as MPI_Comm;
+        tracing::debug!("{func}: an attribute copy callback failed");
+        return Err(e);
+    }
+    Ok(n)
+}
+
+/// Color of this process for MPI_Comm_split_type with a shared-memory split: one per host.
+fn host_color() -> c_int {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is 256 bytes.
+    let host = if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut c_char, buf.len()) } == 0 {
+        let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        buf[..end].to_vec()
+    } else {
+        b"localhost".to_vec()
+    };
+    // FNV-1a, folded to a non-negative int.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in host {
+        h = (h ^ b as u32).wrapping_mul(0x0100_0193);
+    }
+    (h & 0x7fff_ffff) as c_int
+}
+
+fn comparison(c: Comparison) -> c_int {
+    match c {
+        Comparison::Ident => abi::MPI_IDENT,
+        Comparison::Congruent => abi::MPI_CONGRUENT,
+        Comparison::Similar => abi::MPI_SIMILAR,
+        Comparison::Unequal => abi::MPI_UNEQUAL,
+    }
 }
 
 mpi_api! {
@@ -41,69 +143,10 @@ mpi_api! {
         })
     }
 
-    fn Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_dup", Some(comm as usize), |g| {
-            let h = comm_handle(g, comm as usize)?;
-            if newcomm.is_null() {
-                return Err(err(ErrorClass::Arg, "newcomm pointer is NULL"));
-            }
-            let n = g.eng.comm_dup(h)?;
-            let eh = g.eng.comm(h)?.errhandler;
-            g.eng.comm_mut(n)?.errhandler = eh;
-            *newcomm = n.0 as MPI_Comm;
-            Ok(())
-        })
-    }
-
-    fn Comm_free(comm: *mut MPI_Comm) -> c_int {
-        let c = if comm.is_null() { abi::MPI_COMM_NULL } else { *comm as usize };
-        api("MPI_Comm_free", Some(c), |g| {
-            if comm.is_null() {
-                return Err(err(ErrorClass::Arg, "comm pointer is NULL"));
-            }
-            let h = comm_handle(g, c)?;
-            g.eng.free_comm(h)?;
-            *comm = abi::MPI_COMM_NULL as MPI_Comm;
-            Ok(())
-        })
-    }
-
     fn Barrier(comm: MPI_Comm) -> c_int {
         api("MPI_Barrier", Some(comm as usize), |g| {
             let h = comm_handle(g, comm as usize)?;
             g.eng.barrier(h)
-        })
-    }
-
-    fn Comm_set_errhandler(comm: MPI_Comm, errhandler: MPI_Errhandler) -> c_int {
-        api("MPI_Comm_set_errhandler", Some(comm as usize), |g| {
-            let h = comm_handle(g, comm as usize)?;
-            if !is_predefined_errhandler(errhandler as usize) {
-                return Err(err(ErrorClass::Arg, format!("invalid error handler {:#x}", errhandler as usize)));
-            }
-            g.eng.comm_mut(h)?.errhandler = errhandler as u64;
-            Ok(())
-        })
-    }
-
-    fn Comm_get_errhandler(comm: MPI_Comm, errhandler: *mut MPI_Errhandler) -> c_int {
-        api("MPI_Comm_get_errhandler", Some(comm as usize), |g| {
-            let h = comm_handle(g, comm as usize)?;
-            if errhandler.is_null() {
-                return Err(err(ErrorClass::Arg, "errhandler pointer is NULL"));
-            }
-            *errhandler = g.eng.comm(h)?.errhandler as MPI_Errhandler;
-            Ok(())
-        })
-    }
-
-    fn Errhandler_free(errhandler: *mut MPI_Errhandler) -> c_int {
-        api("MPI_Errhandler_free", None, |_| {
-            if errhandler.is_null() {
-                return Err(err(ErrorClass::Arg, "errhandler pointer is NULL"));
-            }
-            *errhandler = abi::MPI_ERRHANDLER_NULL as MPI_Errhandler;
-            Ok(())
         })
     }
 
@@ -142,6 +185,144 @@ mpi_api! {
         })
     }
 
+    fn Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+        api_unlocked("MPI_Comm_dup", Some(comm as usize), || dup("MPI_Comm_dup", comm, None, newcomm).map(|_| ()))
+    }
+
+    fn Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+        api_unlocked("MPI_Comm_dup_with_info", Some(comm as usize), || {
+            dup("MPI_Comm_dup_with_info", comm, Some(info), newcomm).map(|_| ())
+        })
+    }
+
+    fn Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+        api_unlocked("MPI_Comm_idup", Some(comm as usize), || {
+            if request.is_null() {
+                return Err(err(ErrorClass::Arg, "request pointer is NULL").into());
+            }
+            dup("MPI_Comm_idup", comm, None, newcomm)?;
+            let r = locked(|g| Ok(g.eng.completed_request()))?;
+            *request = r.0 as MPI_Request;
+            Ok(())
+        })
+    }
+
+    fn Comm_idup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+        api_unlocked("MPI_Comm_idup_with_info", Some(comm as usize), || {
+            if request.is_null() {
+                return Err(err(ErrorClass::Arg, "request pointer is NULL").into());
+            }
+            dup("MPI_Comm_idup_with_info", comm, Some(info), newcomm)?;
+            let r = locked(|g| Ok(g.eng.completed_request()))?;
+            *request = r.0 as MPI_Request;
+            Ok(())
+        })
+    }
+
+    fn Comm_free(comm: *mut MPI_Comm) -> c_int {
+        let c = if comm.is_null() { abi::MPI_COMM_NULL } else { *comm as usize };
+        api_unlocked("MPI_Comm_free", Some(c), || {
+            if comm.is_null() {
+                return Err(err(ErrorClass::Arg, "comm pointer is NULL").into());
+            }
+            let h = locked(|g| {
+                let h = comm_handle(g, c)?;
+                if h == g.eng.world || h == g.eng.self_comm {
+                    return Err(err(ErrorClass::Comm, "cannot free a predefined communicator"));
+                }
+                Ok(h)
+            })?;
+            // Attributes go first; a failing delete callback leaves the communicator alive.
+            crate::attr::delete_all(c as MPI_Comm, h)?;
+            locked(|g| drop_comm(g, h))?;
+            *comm = abi::MPI_COMM_NULL as MPI_Comm;
+            Ok(())
+        })
+    }
+
+    fn Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> c_int {
+        api("MPI_Comm_split", Some(comm as usize), |g| {
+            let h = comm_handle(g, comm as usize)?;
+            check_out(newcomm)?;
+            let n = g.eng.comm_split(h, color, key)?;
+            adopt(g, n, newcomm)
+        })
+    }
+
+    fn Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
+        api("MPI_Comm_split_type", Some(comm as usize), |g| {
+            let h = comm_handle(g, comm as usize)?;
+            check_out(newcomm)?;
+            let info = info_arg(g, info)?;
+            let shared_requested = info
+                .as_ref()
+                .and_then(|i| i.get("mpi_hw_resource_type").ok().flatten().map(|v| v == "mpi_shared_memory"))
+                .unwrap_or(false);
+            // All ranks of a job share one host today; the host name still decides, so the
+            // split stays right when ranks spread over hosts.
+            let color = match split_type {
+                abi::MPI_UNDEFINED => abi::MPI_UNDEFINED,
+                abi::MPI_COMM_TYPE_SHARED => host_color(),
+                abi::MPI_COMM_TYPE_HW_GUIDED if shared_requested => host_color(),
+                abi::MPI_COMM_TYPE_HW_GUIDED | abi::MPI_COMM_TYPE_RESOURCE_GUIDED => abi::MPI_UNDEFINED,
+                abi::MPI_COMM_TYPE_HW_UNGUIDED => host_color(),
+                t => {
+                    // Take part in the agreement anyway, so the other members do not hang.
+                    g.eng.comm_split(h, abi::MPI_UNDEFINED, key)?;
+                    return Err(err(ErrorClass::Arg, format!("invalid split_type {t}")));
+                }
+            };
+            let mut n = g.eng.comm_split(h, color, key)?;
+            if split_type == abi::MPI_COMM_TYPE_HW_UNGUIDED {
+                // Unguided splits must return a strictly smaller group, or nothing.
+                if let Some(x) = n {
+                    if g.eng.comm(x)?.size() == g.eng.comm(h)?.size() {
+                        g.eng.release_comm(x)?;
+                        n = None;
+                    }
+                }
+            }
+            adopt(g, n, newcomm)
+        })
+    }
+
+    fn Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm) -> c_int {
+        api("MPI_Comm_create", Some(comm as usize), |g| {
+            let h = comm_handle(g, comm as usize)?;
+            check_out(newcomm)?;
+            let members = group_of(g, group)?;
+            let n = g.eng.comm_create(h, &members)?;
+            adopt(g, n, newcomm)
+        })
+    }
+
+    fn Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) -> c_int {
+        api("MPI_Comm_create_group", Some(comm as usize), |g| {
+            let h = comm_handle(g, comm as usize)?;
+            check_out(newcomm)?;
+            if !(0..=crate::pt2pt::TAG_UB).contains(&tag) {
+                return Err(err(ErrorClass::Tag, format!("invalid tag {tag}")));
+            }
+            let members = group_of(g, group)?;
+            let n = g.eng.comm_create_group(h, &members, tag)?;
+            adopt(g, n, newcomm)
+        })
+    }
+
+    fn Comm_remote_size(comm: MPI_Comm, size: *mut c_int) -> c_int {
+        api("MPI_Comm_remote_size", Some(comm as usize), |g| {
+            let h = comm_handle(g, comm as usize)?;
+            if size.is_null() {
+                return Err(err(ErrorClass::Arg, "size pointer is NULL"));
+            }
+            match &g.eng.comm(h)?.remote {
+                Some(r) => *size = r.len() as c_int,
+                None => return Err(err(ErrorClass::Comm, "MPI_Comm_remote_size needs an intercommunicator")),
+            }
+            Ok(())
+        })
+    }
+
     fn Comm_compare(comm1: MPI_Comm, comm2: MPI_Comm, result: *mut c_int) -> c_int {
         api("MPI_Comm_compare", Some(comm1 as usize), |g| {
             let a = comm_handle(g, comm1 as usize)?;
@@ -150,18 +331,69 @@ mpi_api! {
                 return Err(err(ErrorClass::Arg, "result is NULL"));
             }
             let (ca, cb) = (g.eng.comm(a)?, g.eng.comm(b)?);
-            *result = if a == b {
-                abi::MPI_IDENT
-            } else if ca.group == cb.group || *ca.group == *cb.group {
-                abi::MPI_CONGRUENT
-            } else {
-                let mut x: Vec<u32> = ca.group.to_vec();
-                let mut y: Vec<u32> = cb.group.to_vec();
-                x.sort_unstable();
-                y.sort_unstable();
-                if x == y { abi::MPI_SIMILAR } else { abi::MPI_UNEQUAL }
+            let local = grp::compare(&ca.group, &cb.group);
+            let remote = match (&ca.remote, &cb.remote) {
+                (None, None) => Comparison::Ident,
+                (Some(x), Some(y)) => grp::compare(x, y),
+                _ => Comparison::Unequal,
             };
+            *result = comparison(if a == b {
+                Comparison::Ident
+            } else if local == Comparison::Ident && remote == Comparison::Ident {
+                Comparison::Congruent
+            } else if local != Comparison::Unequal && remote != Comparison::Unequal {
+                Comparison::Similar
+            } else {
+                Comparison::Unequal
+            });
             Ok(())
+        })
+    }
+
+    fn Intercomm_create(local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int, newintercomm: *mut MPI_Comm) -> c_int {
+        api("MPI_Intercomm_create", Some(local_comm as usize), |g| {
+            let l = comm_handle(g, local_comm as usize)?;
+            check_out(newintercomm)?;
+            if !(0..=crate::pt2pt::TAG_UB).contains(&tag) {
+                return Err(err(ErrorClass::Tag, format!("invalid tag {tag}")));
+            }
+            // The peer communicator only matters at the local leader.
+            let peer = if g.eng.comm(l)?.rank == local_leader {
+                Some(comm_handle(g, peer_comm as usize)?)
+            } else {
+                comm_handle(g, peer_comm as usize).ok()
+            };
+            let n = g.eng.intercomm_create(l, local_leader, peer, remote_leader, tag)?;
+            adopt(g, Some(n), newintercomm)
+        })
+    }
+
+    fn Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> c_int {
+        api("MPI_Intercomm_merge", Some(intercomm as usize), |g| {
+            let h = comm_handle(g, intercomm as usize)?;
+            check_out(newintracomm)?;
+            let n = g.eng.intercomm_merge(h, high != 0)?;
+            adopt(g, Some(n), newintracomm)
+        })
+    }
+
+    fn Comm_set_info(comm: MPI_Comm, info: MPI_Info) -> c_int {
+        api("MPI_Comm_set_info", Some(comm as usize), |g| {
+            let h = comm_handle(g, comm as usize)?;
+            let i = info_arg(g, info)?;
+            let hints = g.tables.comm_info.entry(h).or_default();
+            for (k, v) in comm_hints(i.as_ref()).iter() {
+                hints.set(k, v)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn Comm_get_info(comm: MPI_Comm, info_used: *mut MPI_Info) -> c_int {
+        api("MPI_Comm_get_info", Some(comm as usize), |g| {
+            let h = comm_handle(g, comm as usize)?;
+            let i = g.tables.comm_info.get(&h).cloned().unwrap_or_default();
+            out_info(g, i, info_used)
         })
     }
 }

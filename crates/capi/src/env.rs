@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use steadfast_core::{Engine, ErrorClass, JobInfo, MpiError};
 
 use crate::abi;
-use crate::global::{self, api, api_anytime, class_of, lock, Global, PHASE, PHASE_DONE, PHASE_LIVE, PHASE_NONE};
+use crate::global::{self, api, api_anytime, lock, Global, PHASE, PHASE_DONE, PHASE_LIVE, PHASE_NONE};
 use crate::mpi_api;
 
 /// Library version string reported by MPI_Get_library_version.
@@ -112,6 +112,7 @@ fn do_init(required: c_int) -> Result<c_int, c_int> {
         thread_level: provided,
         main_thread: std::thread::current().id(),
         bsend_buf: None,
+        tables: Default::default(),
     });
     PHASE.store(PHASE_LIVE, Ordering::Release);
     Ok(provided)
@@ -140,6 +141,7 @@ mpi_api! {
     }
 
     fn Finalize() -> c_int {
+        crate::attr::finalize_attributes();
         let rc = api("MPI_Finalize", None, |g| g.eng.finalize());
         if rc == abi::MPI_SUCCESS {
             *lock() = None;
@@ -252,38 +254,6 @@ mpi_api! {
         let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts);
         ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-    }
-
-    fn Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int {
-        api_anytime(|| {
-            if errorclass.is_null() {
-                return Err(abi::MPI_ERR_ARG);
-            }
-            let class = class_of(errorcode);
-            if abi::error_class_text(class).is_none() && class != abi::MPI_SUCCESS {
-                return Err(abi::MPI_ERR_ARG);
-            }
-            *errorclass = class;
-            Ok(())
-        })
-    }
-
-    fn Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
-        api_anytime(|| {
-            if string.is_null() || resultlen.is_null() {
-                return Err(abi::MPI_ERR_ARG);
-            }
-            let class = class_of(errorcode);
-            let recorded = lock().as_ref().and_then(|g: &Global| g.errors.message(errorcode).map(str::to_owned));
-            let text = match (recorded, abi::error_class_text(class)) {
-                (Some(m), _) => m,
-                (None, Some(t)) => format!("{}: {t}", global::class_name(class)),
-                (None, None) if class == abi::MPI_SUCCESS => "MPI_SUCCESS: no error".to_string(),
-                (None, None) => return Err(abi::MPI_ERR_ARG),
-            };
-            *resultlen = write_cstr(string, &text, abi::MPI_MAX_ERROR_STRING as usize);
-            Ok(())
-        })
     }
 
     fn Pcontrol(_level: c_int) -> c_int {

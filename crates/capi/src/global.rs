@@ -4,12 +4,15 @@
 //! that MPI is initialised, runs the body under the lock, and on error consults the
 //! communicator's error handler *after* releasing the lock (a user handler may call MPI).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use steadfast_core::datatype::TypeRef;
+use steadfast_core::attr::{AttrList, Keyvals};
+use steadfast_core::group::Group;
+use steadfast_core::info::Info;
 use steadfast_core::request::Status;
 use steadfast_core::slab::Slab;
 use steadfast_core::{Engine, ErrorClass, Handle, MpiError};
@@ -32,6 +35,23 @@ pub struct Global {
     pub main_thread: std::thread::ThreadId,
     /// Attached Bsend buffer (address, size).
     pub bsend_buf: Option<(usize, usize)>,
+    /// Groups, info objects, error handlers, attributes, user error codes.
+    pub tables: Tables,
+}
+
+/// Handle tables of groups, info objects, error handlers and attributes.
+#[derive(Default)]
+pub struct Tables {
+    pub groups: Slab<Group>,
+    pub infos: Slab<Info>,
+    pub errhandlers: Slab<crate::errhandler::UserErrhandler>,
+    pub keyvals: Keyvals,
+    /// Attributes cached on communicators, by engine handle.
+    pub comm_attrs: HashMap<Handle, AttrList>,
+    /// Info hints of communicators (Comm_set_info / dup_with_info), by engine handle.
+    pub comm_info: HashMap<Handle, Info>,
+    /// Error classes, codes and strings added by the application.
+    pub user_errors: crate::errhandler::UserErrors,
 }
 
 pub static GLOBAL: Mutex<Option<Global>> = Mutex::new(None);
@@ -74,6 +94,10 @@ impl ErrorLog {
         }
         DYN_BASE + (slot as c_int) * 64 + class
     }
+    /// Whether `code` is one this log handed out.
+    pub fn is_library_code(code: c_int) -> bool {
+        (DYN_BASE..DYN_BASE + DYN_SLOTS as c_int * 64).contains(&code)
+    }
     /// Message recorded under `code`, if it is one of ours.
     pub fn message(&self, code: c_int) -> Option<&str> {
         if !(DYN_BASE..DYN_BASE + DYN_SLOTS as c_int * 64).contains(&code) {
@@ -82,6 +106,11 @@ impl ErrorLog {
         let slot = ((code - DYN_BASE) / 64) as usize;
         self.slots.get(slot).map(|s| s.as_str())
     }
+}
+
+/// Class of an error code, including codes the application added.
+pub fn class_of_code(g: &Global, code: c_int) -> c_int {
+    g.tables.user_errors.class_of(code).unwrap_or_else(|| class_of(code))
 }
 
 /// Class of an error code (codes we made, or classes themselves).
@@ -135,38 +164,122 @@ pub fn class_name(class: c_int) -> &'static str {
     abi::ERROR_CLASSES.iter().find(|e| e.0 == class).map_or("MPI_ERR_UNKNOWN", |e| e.1)
 }
 
+/// Why an entry point failed: an engine error, or an error code already in ABI form (from a
+/// user callback, or the code given to MPI_Comm_call_errhandler).
+#[derive(Debug)]
+pub enum Failure {
+    Mpi(MpiError),
+    Code(c_int),
+}
+
+impl From<MpiError> for Failure {
+    fn from(e: MpiError) -> Failure {
+        Failure::Mpi(e)
+    }
+}
+
+type Guard = MutexGuard<'static, Option<Global>>;
+
+fn not_live(func: &str) -> ! {
+    let phase = PHASE.load(Ordering::Acquire);
+    let why = if phase == PHASE_DONE { "after MPI_Finalize" } else { "before MPI_Init" };
+    eprintln!("steadfast: {func} called {why}");
+    std::process::exit(1);
+}
+
 /// Run an entry point's body. `comm` selects the error handler (None: MPI_COMM_WORLD's).
 pub fn api<F>(func: &str, comm: Option<usize>, body: F) -> c_int
 where
     F: FnOnce(&mut Global) -> Result<(), MpiError>,
 {
     let mut guard = lock();
-    let Some(g) = guard.as_mut() else {
-        let phase = PHASE.load(Ordering::Acquire);
-        let why = if phase == PHASE_DONE { "after MPI_Finalize" } else { "before MPI_Init" };
-        drop(guard);
-        eprintln!("steadfast: {func} called {why}");
-        std::process::exit(1);
-    };
-    let Err(e) = body(g) else { return abi::MPI_SUCCESS };
-    let class = abi_class(e.class);
-    let text = format!("{func}: {} ({})", e.msg, class_name(class));
-    let code = g.errors.code(class, text.clone());
-    let handler = comm
-        .and_then(|c| comm_handle(g, c).ok())
-        .and_then(|h| g.eng.comm(h).ok())
-        .map_or(0, |c| c.errhandler);
-    let handler = if handler == 0 {
-        g.eng.comm(g.eng.world).map_or(0, |c| c.errhandler)
-    } else {
-        handler
-    };
-    if handler as usize == abi::MPI_ERRORS_RETURN {
-        return code;
+    let Some(g) = guard.as_mut() else { not_live(func) };
+    match body(g) {
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(e) => raise(guard, func, comm, Failure::Mpi(e)),
     }
-    let rank = g.eng.rank;
-    eprintln!("steadfast: rank {rank}: {text}");
-    g.eng.abort(class, &format!("rank {rank}: {text}"));
+}
+
+/// Like [`api`] for bodies that call application callbacks (attribute copy / delete
+/// functions): the body takes the lock itself, phase by phase, with [`locked`], and calls
+/// callbacks between phases, so a callback may call MPI.
+pub fn api_unlocked<F>(func: &str, comm: Option<usize>, body: F) -> c_int
+where
+    F: FnOnce() -> Result<(), Failure>,
+{
+    if lock().is_none() {
+        not_live(func);
+    }
+    match body() {
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(f) => raise(lock(), func, comm, f),
+    }
+}
+
+/// Run one phase of an [`api_unlocked`] body under the lock.
+pub fn locked<R>(f: impl FnOnce(&mut Global) -> Result<R, MpiError>) -> Result<R, Failure> {
+    let mut guard = lock();
+    match guard.as_mut() {
+        Some(g) => f(g).map_err(Failure::Mpi),
+        None => Err(Failure::Mpi(MpiError::new(ErrorClass::Other, "MPI is not initialised"))),
+    }
+}
+
+/// The error handler that applies to calls on `comm` (MPI_COMM_WORLD's when `comm` is None
+/// or invalid).
+fn handler_of(g: &Global, comm: Option<usize>) -> (u64, usize) {
+    if let Some(c) = comm {
+        if let Ok(h) = comm_handle(g, c) {
+            if let Ok(x) = g.eng.comm(h) {
+                if x.errhandler != 0 {
+                    return (x.errhandler, c);
+                }
+            }
+        }
+    }
+    (g.eng.comm(g.eng.world).map_or(0, |c| c.errhandler), abi::MPI_COMM_WORLD)
+}
+
+/// Turn a failure into the code handed to the application, and apply the error handler:
+/// MPI_ERRORS_RETURN returns the code, a user handler is called (after the lock is
+/// released, since it may call MPI) and then the code is returned, anything else aborts.
+fn raise(mut guard: Guard, func: &str, comm: Option<usize>, f: Failure) -> c_int {
+    let Some(g) = guard.as_mut() else { not_live(func) };
+    let (code, text) = match f {
+        Failure::Code(c) if crate::errhandler::is_known_code(g, c) => {
+            let class = class_of_code(g, c);
+            (c, format!("{func}: error code {c} ({})", class_name(class)))
+        }
+        Failure::Code(c) => {
+            let text = format!("{func}: a callback returned error code {c}, which is not a valid MPI error code (MPI_ERR_OTHER)");
+            (g.errors.code(abi::MPI_ERR_OTHER, text.clone()), text)
+        }
+        Failure::Mpi(e) => {
+            let class = abi_class(e.class);
+            let text = format!("{func}: {} ({})", e.msg, class_name(class));
+            (g.errors.code(class, text.clone()), text)
+        }
+    };
+    let (handler, comm_value) = handler_of(g, comm);
+    match handler as usize {
+        abi::MPI_ERRORS_RETURN => code,
+        h if h > abi::PREDEFINED_HANDLE_MAX => {
+            let Some(func_ptr) = g.tables.errhandlers.get(Handle(handler)).map(|e| e.func) else {
+                return code;
+            };
+            drop(guard);
+            let mut c = comm_value as abi::MPI_Comm;
+            let mut code_arg = code;
+            // SAFETY: the application registered `func_ptr` as an MPI_Comm_errhandler_function.
+            unsafe { crate::errhandler::call_comm_handler(func_ptr, &mut c, &mut code_arg) };
+            code
+        }
+        _ => {
+            let rank = g.eng.rank;
+            eprintln!("steadfast: rank {rank}: {text}");
+            g.eng.abort(class_of_code(g, code), &format!("rank {rank}: {text}"));
+        }
+    }
 }
 
 /// Like [`api`] for calls allowed before MPI_Init / after MPI_Finalize.

@@ -9,13 +9,18 @@
 
 pub mod abi;
 pub mod coll;
+pub mod attr;
 pub mod comm;
 pub mod datatype;
 pub mod env;
+pub mod errhandler;
 pub mod global;
 pub mod op;
 pub mod pt2pt;
 pub mod ulfm;
+pub mod group;
+pub mod info;
+pub mod topo;
 
 /// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
 #[macro_export]

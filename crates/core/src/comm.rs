@@ -2,8 +2,11 @@
 
 use std::sync::Arc;
 
+use crate::slab::Handle;
+use crate::topo::Topology;
+
 /// A communicator as the engine sees it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Comm {
     /// Context id for point-to-point traffic; `ctx + 1` carries collective traffic.
     pub ctx: u32,
@@ -17,6 +20,11 @@ pub struct Comm {
     pub name: String,
     /// Error handler handle value (owned by the C layer).
     pub errhandler: u64,
+    /// Process topology attached by Cart/Graph/Dist_graph creation.
+    pub topo: Option<Arc<Topology>>,
+    /// Intercommunicators: the hidden intracommunicator over the local group (context
+    /// `ctx + 2`), for agreement and local phases of intercommunicator collectives.
+    pub local: Option<Handle>,
 }
 
 impl Comm {

@@ -234,6 +234,8 @@ impl Engine {
             remote: None,
             name: "MPI_COMM_WORLD".into(),
             errhandler: 0,
+            topo: None,
+            local: None,
         });
         let self_comm = st.comms.insert(Comm {
             ctx: 2,
@@ -242,6 +244,8 @@ impl Engine {
             remote: None,
             name: "MPI_COMM_SELF".into(),
             errhandler: 0,
+            topo: None,
+            local: None,
         });
         Ok(Engine {
             rank,
@@ -336,6 +340,16 @@ impl Engine {
         let agreed = self.allreduce_max_u64(c, mine)? as u32;
         self.next_ctx = agreed + 2;
         Ok(agreed)
+    }
+
+    /// The next context id this process would propose (every id in use here is below it).
+    pub fn next_context(&self) -> u32 {
+        self.next_ctx
+    }
+
+    /// Record that ids `base .. base + n` were agreed on and are taken.
+    pub fn claim_contexts(&mut self, base: u32, n: u32) {
+        self.next_ctx = self.next_ctx.max(base + n);
     }
 
     /// Duplicate `c` (collective).

@@ -4,16 +4,20 @@
 //! lives here. Transports come from `steadfast-paths`.
 
 pub mod coll;
+pub mod attr;
 pub mod comm;
 pub mod config;
 pub mod datatype;
 pub mod engine;
 pub mod error;
 pub mod ft;
+pub mod group;
+pub mod info;
 pub mod matching;
 pub mod op;
 pub mod request;
 pub mod slab;
+pub mod topo;
 pub mod wire;
 
 pub use engine::{Bootstrap, Engine, JobInfo, PathKind, PROC_NULL};
