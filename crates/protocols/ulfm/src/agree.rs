@@ -330,6 +330,17 @@ impl Agreement {
         self.instances.get(&seq).and_then(|i| i.decided())
     }
 
+    /// This process's acceptor state for `seq` (accepted proposal or decision), while the
+    /// instance is kept. For tests and diagnostics.
+    pub fn lock(&self, seq: Seq) -> Option<&Lock> {
+        self.instances.get(&seq).map(|i| &i.lock)
+    }
+
+    /// Highest ballot this process promised for `seq`. For tests and diagnostics.
+    pub fn promised(&self, seq: Seq) -> Option<Ballot> {
+        self.instances.get(&seq).map(|i| i.promised)
+    }
+
     // ----- inputs -------------------------------------------------------------------------
 
     fn check(&self, from: Rank, msg: &Message) -> Result<(), Error> {

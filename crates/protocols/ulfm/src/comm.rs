@@ -255,6 +255,11 @@ impl FtComm {
         self.agree.can_start()
     }
 
+    /// The agreement machine (read-only, for diagnostics and tests).
+    pub fn agreement(&self) -> &Agreement {
+        &self.agree
+    }
+
     /// Number of started, undecided agreements.
     pub fn outstanding(&self) -> usize {
         self.agree.outstanding()

@@ -110,6 +110,19 @@ impl Checker {
         self.crashed.get(r as usize).is_some_and(|c| c.is_some())
     }
 
+    /// The decision of instance `seq`, once someone decided.
+    pub fn decided_value(&self, seq: usize) -> Option<&Value> {
+        self.first.get(seq).and_then(|v| v.as_ref())
+    }
+
+    /// Whether `who` started instance `seq`.
+    pub fn has_started(&self, who: Rank, seq: usize) -> bool {
+        self.starts
+            .get(seq)
+            .and_then(|v| v.get(who as usize))
+            .is_some_and(|r| r.is_some())
+    }
+
     /// Time of the last decision.
     pub fn last_decision(&self) -> Time {
         self.last_decision

@@ -22,7 +22,7 @@ use std::time::Duration;
 use check::{Checker, Failure, StartRecord};
 use rng::Rng;
 
-use crate::{Config, Event, FtComm, Rank, Time};
+use crate::{Ballot, Config, Event, FtComm, Lock, Rank, Time};
 
 /// Which collective a process runs in an instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,6 +168,12 @@ pub struct Sim {
     trace: Option<VecDeque<String>>,
     trace_cap: usize,
     sent: [u64; crate::KINDS],
+    /// Last seen (lock order, promise) per process and instance.
+    seen: Vec<Vec<Option<((u8, Ballot), Ballot)>>>,
+    /// Processes that took an input in the current step.
+    touched: Vec<Rank>,
+    /// Instances decided somewhere, as of the previous step.
+    first_decisions: usize,
 }
 
 /// Steps after which a run is declared stuck.
@@ -201,7 +207,11 @@ impl Sim {
             trace: (trace > 0).then(VecDeque::new),
             trace_cap: trace,
             sent: [0; crate::KINDS],
+            seen: Vec::new(),
+            touched: Vec::new(),
+            first_decisions: 0,
         };
+        sim.seen = vec![vec![None; sim.p.ops.len()]; sim.p.n as usize];
         for r in 0..sim.p.n {
             let at = sim.rng.duration(Duration::ZERO, sim.p.spread);
             sim.schedule(at, Action::Start { who: r });
@@ -268,6 +278,7 @@ impl Sim {
             self.now = item.at;
             self.step(item.action)?;
             self.chk.after_step(self.now)?;
+            self.check_locks()?;
         }
         let alive: Vec<bool> = self.procs.iter().map(|p| p.alive).collect();
         let revoked: Vec<bool> = self.procs.iter().map(|p| p.ft.is_revoked()).collect();
@@ -302,6 +313,65 @@ impl Sim {
             end: self.now,
             last_decision: self.chk.last_decision(),
         })
+    }
+
+    /// Paxos invariants on every live process's acceptor state, after every step:
+    /// promises and locks only grow, an accepted ballot never exceeds the promise, and
+    /// once an instance is decided every live process that started it holds the decided
+    /// value (the heart of the uniform-agreement argument in `docs/ulfm.md`).
+    fn check_locks(&mut self) -> Result<(), Failure> {
+        // Locks change only where an input landed; a new decision concerns everyone.
+        let decided = (0..self.p.ops.len())
+            .filter(|s| self.chk.decided_value(*s).is_some())
+            .count();
+        let all = decided != self.first_decisions;
+        self.first_decisions = decided;
+        let touched = std::mem::take(&mut self.touched);
+        for (r, p) in self.procs.iter().enumerate() {
+            if !p.alive || !(all || touched.contains(&(r as Rank))) {
+                continue;
+            }
+            let a = p.ft.agreement();
+            for s in 0..self.p.ops.len() {
+                let (Some(lock), Some(promised)) = (a.lock(s as u64), a.promised(s as u64)) else {
+                    continue;
+                };
+                let cur = (lock.rank(), promised);
+                if let Some((l, pr)) = self.seen[r][s] {
+                    if cur.0 < l || cur.1 < pr {
+                        return Err(Failure::new(format!(
+                            "rank {r} #{s}: lock/promise went back from {:?} to {cur:?}",
+                            (l, pr)
+                        )));
+                    }
+                }
+                self.seen[r][s] = Some(cur);
+                if let Lock::Accepted { ballot, .. } = lock {
+                    if *ballot > promised {
+                        return Err(Failure::new(format!(
+                            "rank {r} #{s}: accepted ballot {ballot} above its promise {promised}"
+                        )));
+                    }
+                }
+                if let Some(v) = self.chk.decided_value(s) {
+                    let held = match lock {
+                        Lock::Free => None,
+                        Lock::Accepted { value, .. } | Lock::Decided(value) => Some(value),
+                    };
+                    if held.is_none() && self.chk.has_started(r as Rank, s) {
+                        return Err(Failure::new(format!(
+                            "rank {r} #{s}: alive, started, holds nothing after the decision"
+                        )));
+                    }
+                    if held.is_some_and(|h| h != v) {
+                        return Err(Failure::new(format!(
+                            "rank {r} #{s}: holds {held:?} after the decision {v:?}"
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn step(&mut self, a: Action) -> Result<(), Failure> {
@@ -467,11 +537,22 @@ impl Sim {
     /// the input), then messages, one by one, so an armed crash can cut a multi-send.
     fn drain(&mut self, who: Rank) -> Result<(), Failure> {
         let now = self.now;
+        self.touched.push(who);
         let mut decided = false;
         while let Some(ev) = self.procs[who as usize].ft.poll_event() {
             self.log(|| format!("{who} event {ev:?}"));
             if let Event::Agreed { seq, .. } | Event::Shrunk { seq, .. } = &ev {
                 let value = self.procs[who as usize].ft.decision(*seq).cloned();
+                // A decision teaches the failures it names.
+                if let Some(v) = &value {
+                    let known = self.procs[who as usize].ft.failures().failed_set();
+                    if !v.failed.is_subset(known) {
+                        return Err(Failure::new(format!(
+                            "rank {who} #{seq}: decision names {:?} failed, bookkeeping has {known:?}",
+                            v.failed
+                        )));
+                    }
+                }
                 self.chk.decided(who, now, &ev, value)?;
                 decided = true;
             } else {
