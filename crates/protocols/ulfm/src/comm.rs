@@ -35,6 +35,8 @@ pub enum Event {
         /// The instance ([`FtComm::start_shrink`] returned it).
         seq: Seq,
         /// Old ranks of the new communicator's members; the position is the new rank.
+        /// It lacks this process only if this process was reported failed while still
+        /// running (a false suspicion): it must then stop, as the runtime is killing it.
         members: Vec<Rank>,
         /// Context id of the new communicator (the largest proposal).
         cid: u64,

@@ -68,6 +68,7 @@ pub struct Checker {
     n: u32,
     ops: Vec<OpKind>,
     crashed: Vec<Option<Time>>,
+    suspected: Vec<bool>,
     starts: Vec<Vec<Option<StartRecord>>>,
     decided_at: Vec<Vec<Option<Time>>>,
     first: Vec<Option<Value>>,
@@ -90,6 +91,7 @@ impl Checker {
             n,
             ops,
             crashed: vec![None; n as usize],
+            suspected: vec![false; n as usize],
             starts: vec![vec![None; n as usize]; k],
             decided_at: vec![vec![None; n as usize]; k],
             first: vec![None; k],
@@ -106,8 +108,21 @@ impl Checker {
         self.decisions
     }
 
+    /// Whether a process may be named failed: it crashed, or it was suspected (and will
+    /// be killed).
     fn is_crashed(&self, r: Rank) -> bool {
         self.crashed.get(r as usize).is_some_and(|c| c.is_some())
+            || self.suspected.get(r as usize).copied().unwrap_or(false)
+    }
+
+    /// `who` was suspected while still running.
+    pub fn suspected(&mut self, who: Rank) {
+        self.suspected[who as usize] = true;
+    }
+
+    /// Whether `who` was suspected.
+    pub fn is_suspected(&self, who: Rank) -> bool {
+        self.suspected[who as usize]
     }
 
     /// The decision of instance `seq`, once someone decided.

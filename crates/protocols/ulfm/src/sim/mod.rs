@@ -48,6 +48,14 @@ pub enum CrashWhen {
         /// Crash at this time if the budget was not used up.
         deadline: Time,
     },
+    /// A false suspicion: at `at` some others are told it failed while it keeps running;
+    /// the runtime kills it `kill_after` later (then everyone is told).
+    Suspected {
+        /// When the suspicion reaches the detectors.
+        at: Time,
+        /// Delay until the kill.
+        kill_after: Duration,
+    },
 }
 
 /// A scheduled crash.
@@ -116,6 +124,7 @@ enum Action {
     Deliver { from: Rank, to: Rank, bytes: Vec<u8> },
     Notice { to: Rank, dead: Rank },
     Crash { who: Rank },
+    Suspect { who: Rank },
     Arm { who: Rank, sends: u32 },
     Start { who: Rank },
     Revoke { who: Rank },
@@ -227,6 +236,10 @@ impl Sim {
                     sim.schedule(from, Action::Arm { who: c.who, sends });
                     sim.schedule(deadline, Action::Crash { who: c.who });
                 }
+                CrashWhen::Suspected { at, kill_after } => {
+                    sim.schedule(at, Action::Suspect { who: c.who });
+                    sim.schedule(at + kill_after, Action::Crash { who: c.who });
+                }
             }
         }
         for (t, r) in sim.p.revokes.clone() {
@@ -328,7 +341,8 @@ impl Sim {
         self.first_decisions = decided;
         let touched = std::mem::take(&mut self.touched);
         for (r, p) in self.procs.iter().enumerate() {
-            if !p.alive || !(all || touched.contains(&(r as Rank))) {
+            // A suspected process is doomed: the runtime kills it; it need not hold anything.
+            if !p.alive || self.chk.is_suspected(r as Rank) || !(all || touched.contains(&(r as Rank))) {
                 continue;
             }
             let a = p.ft.agreement();
@@ -415,6 +429,18 @@ impl Sim {
                 }
             }
             Action::Crash { who } => self.crash(who),
+            Action::Suspect { who } => {
+                if self.procs[who as usize].alive {
+                    self.log(|| format!("{who} SUSPECTED (still running)"));
+                    self.chk.suspected(who);
+                    for q in 0..self.p.n {
+                        if q != who && self.procs[q as usize].alive && self.rng.chance(600) {
+                            let d = self.rng.duration(self.p.notice.0, self.p.notice.1);
+                            self.schedule(self.now + d, Action::Notice { to: q, dead: who });
+                        }
+                    }
+                }
+            }
             Action::Arm { who, sends } => {
                 if self.procs[who as usize].alive {
                     self.log(|| format!("{who} armed to crash after {sends} sends"));
@@ -546,7 +572,9 @@ impl Sim {
                 // A decision teaches the failures it names.
                 if let Some(v) = &value {
                     let known = self.procs[who as usize].ft.failures().failed_set();
-                    if !v.failed.is_subset(known) {
+                    // (A suspected process may see itself named; it is about to be killed.)
+                    let named: crate::RankSet = v.failed.iter().filter(|r| *r != who).collect();
+                    if !named.is_subset(known) {
                         return Err(Failure::new(format!(
                             "rank {who} #{seq}: decision names {:?} failed, bookkeeping has {known:?}",
                             v.failed

@@ -29,11 +29,14 @@ pub enum Scenario {
     Chaos,
     /// Lost messages between live processes, recovered by re-sends; crashes too.
     Lossy,
+    /// Live processes are reported failed to some members and killed a little later
+    /// (suspicions acted on before the kill completes).
+    FalseSuspicion,
 }
 
 impl Scenario {
     /// All families.
-    pub const ALL: [Scenario; 9] = [
+    pub const ALL: [Scenario; 10] = [
         Scenario::FaultFree,
         Scenario::CrashBefore,
         Scenario::CrashDuring,
@@ -43,6 +46,7 @@ impl Scenario {
         Scenario::CrashAfter,
         Scenario::Chaos,
         Scenario::Lossy,
+        Scenario::FalseSuspicion,
     ];
 
     fn salt(self) -> u64 {
@@ -199,6 +203,22 @@ pub fn params(s: Scenario, seed: u64) -> Params {
                 p.crashes.push(Crash {
                     who,
                     when: CrashWhen::At(t),
+                });
+            }
+        }
+        Scenario::FalseSuspicion => {
+            let k = rng.range(1, (n as u64 - 1).min(3)) as u32;
+            let mut vs = victims(&mut rng, n, k);
+            if !vs.contains(&0) && rng.chance(500) {
+                // The coordinator is the most interesting one to suspect.
+                vs[0] = 0;
+            }
+            for who in vs {
+                let t = at(&mut rng, Duration::ZERO, span);
+                let kill_after = at(&mut rng, Duration::ZERO, max_delay * 8);
+                p.crashes.push(Crash {
+                    who,
+                    when: CrashWhen::Suspected { at: t, kill_after },
                 });
             }
         }

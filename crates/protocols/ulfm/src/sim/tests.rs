@@ -100,6 +100,11 @@ fn chaos() {
 }
 
 #[test]
+fn false_suspicions_then_kill() {
+    sweep(Scenario::FalseSuspicion, "false_suspicions_then_kill");
+}
+
+#[test]
 fn lossy_with_resends() {
     sweep(Scenario::Lossy, "lossy_with_resends");
 }
