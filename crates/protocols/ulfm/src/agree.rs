@@ -220,7 +220,9 @@ impl Agreement {
             });
         }
         if !input.acked.is_subset(&input.failed) {
-            return Err(Error::Config("acknowledged failures must be known failures"));
+            return Err(Error::Config(
+                "acknowledged failures must be known failures",
+            ));
         }
         self.next_seq += 1;
         self.prune();
@@ -253,7 +255,10 @@ impl Agreement {
             });
         }
         if rank == self.me {
-            warn!(me = self.me, "told that this process itself failed; ignored");
+            warn!(
+                me = self.me,
+                "told that this process itself failed; ignored"
+            );
             return Ok(false);
         }
         let new = self.note_failed(rank);
@@ -269,7 +274,12 @@ impl Agreement {
         };
         if !self.in_window(seq) {
             self.stats.out_of_window += 1;
-            trace!(me = self.me, seq, from, "message outside the instance window dropped");
+            trace!(
+                me = self.me,
+                seq,
+                from,
+                "message outside the instance window dropped"
+            );
             return Ok(());
         }
         self.instances.entry(seq).or_insert_with(Instance::new);
@@ -465,7 +475,10 @@ impl Agreement {
         if inst.mine.is_none() {
             // A proposal needs this process's vote, so this cannot come from a correct
             // coordinator that believes this process alive.
-            warn!(me, seq, from, "proposal for an instance not started here; ignored");
+            warn!(
+                me,
+                seq, from, "proposal for an instance not started here; ignored"
+            );
             return;
         }
         inst.promised = ballot;
@@ -705,10 +718,10 @@ impl Agreement {
                 *r != me
                     && !self.failed.contains(*r)
                     && (leading
-                        || inst
-                            .votes
-                            .get(*r as usize)
-                            .is_some_and(|v| v.as_ref().is_some_and(|(_, l)| !matches!(l, Lock::Decided(_)))))
+                        || inst.votes.get(*r as usize).is_some_and(|v| {
+                            v.as_ref()
+                                .is_some_and(|(_, l)| !matches!(l, Lock::Decided(_)))
+                        }))
             })
             .collect();
         inst.lock = Lock::Decided(value.clone());
@@ -844,5 +857,282 @@ trait BestExt {
 impl BestExt for Option<&(Ballot, Value)> {
     fn is_none_or_lower(&self, ballot: Ballot) -> bool {
         self.map_or(true, |(b, _)| *b < ballot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Time = Time::ZERO;
+
+    fn machine(size: u32, me: Rank) -> Agreement {
+        Agreement::new(Config::default(), 9, size, me).unwrap()
+    }
+
+    fn input(flag: i32) -> Contribution {
+        Contribution::agree(flag, RankSet::new(), RankSet::new())
+    }
+
+    fn value(flag: i32) -> Value {
+        Value {
+            flag,
+            proc_failed: false,
+            cid: 0,
+            failed: RankSet::new(),
+            missing: RankSet::new(),
+        }
+    }
+
+    fn msg(body: Body) -> Message {
+        Message { epoch: 9, body }
+    }
+
+    fn drain(a: &mut Agreement) -> Vec<Transmit> {
+        std::iter::from_fn(|| a.poll_transmit()).collect()
+    }
+
+    fn vote(flag: i32, lock: Lock) -> Message {
+        msg(Body::Vote {
+            seq: 0,
+            contribution: input(flag),
+            lock,
+        })
+    }
+
+    /// A new coordinator that hears of two accepted proposals keeps the later one (the
+    /// earlier may have been superseded by a decision it cannot see).
+    #[test]
+    fn highest_ballot_wins() {
+        let mut a = machine(5, 2);
+        a.start(T, 0, input(1)).unwrap();
+        a.process_failed(T, 0).unwrap();
+        a.process_failed(T, 1).unwrap();
+        let v0 = value(10);
+        let v1 = value(11);
+        a.handle(
+            T,
+            3,
+            vote(
+                1,
+                Lock::Accepted {
+                    ballot: 1,
+                    value: v1.clone(),
+                },
+            ),
+        )
+        .unwrap();
+        a.handle(
+            T,
+            4,
+            vote(
+                1,
+                Lock::Accepted {
+                    ballot: 0,
+                    value: v0,
+                },
+            ),
+        )
+        .unwrap();
+        let out = drain(&mut a);
+        let proposals: Vec<&Value> = out
+            .iter()
+            .filter_map(|t| match &t.message.body {
+                Body::Propose {
+                    value, ballot: 2, ..
+                } => Some(value),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(proposals, vec![&v1, &v1]);
+    }
+
+    /// A vote that carries a decision ends the instance at once, for everyone.
+    #[test]
+    fn decided_vote_is_adopted_and_announced() {
+        let mut a = machine(4, 1);
+        a.start(T, 0, input(1)).unwrap();
+        a.process_failed(T, 0).unwrap();
+        let vd = value(7);
+        a.handle(T, 2, vote(3, Lock::Decided(vd.clone()))).unwrap();
+        assert_eq!(
+            a.poll_decided(),
+            Some(Decided {
+                seq: 0,
+                value: vd.clone()
+            })
+        );
+        let decides: Vec<Rank> = drain(&mut a)
+            .iter()
+            .filter(|t| matches!(&t.message.body, Body::Decide { value, .. } if *value == vd))
+            .map(|t| t.to)
+            .collect();
+        // Rank 3 may still wait on this coordinator.
+        assert!(decides.contains(&3), "{decides:?}");
+    }
+
+    /// Answering a QUERY is a promise: a late proposal of a lower ballot is refused even
+    /// before its sender is known failed.
+    #[test]
+    fn query_is_a_promise() {
+        let mut a = machine(4, 3);
+        a.start(T, 0, input(1)).unwrap();
+        drain(&mut a);
+        a.handle(T, 2, msg(Body::Query { seq: 0, ballot: 2 }))
+            .unwrap();
+        assert!(matches!(
+            drain(&mut a)[..],
+            [Transmit {
+                to: 2,
+                message: Message {
+                    body: Body::Vote { .. },
+                    ..
+                }
+            }]
+        ));
+        a.handle(
+            T,
+            1,
+            msg(Body::Propose {
+                seq: 0,
+                ballot: 1,
+                value: value(5),
+            }),
+        )
+        .unwrap();
+        assert!(drain(&mut a).is_empty());
+        assert_eq!(a.lock(0), Some(&Lock::Free));
+        assert_eq!(a.stats().stale, 1);
+    }
+
+    /// A process that took no part as coordinator but received votes (their senders
+    /// believed it coordinates) tells them the decision it hears of.
+    #[test]
+    fn decision_reaches_those_who_voted_here() {
+        let mut a = machine(4, 1);
+        a.start(T, 0, input(1)).unwrap();
+        drain(&mut a);
+        // Rank 2 already knows 0 failed and votes here; this process does not know yet.
+        a.handle(T, 2, vote(1, Lock::Free)).unwrap();
+        let vd = value(3);
+        a.handle(
+            T,
+            0,
+            msg(Body::Decide {
+                seq: 0,
+                value: vd.clone(),
+            }),
+        )
+        .unwrap();
+        let out = drain(&mut a);
+        assert!(out
+            .iter()
+            .any(|t| t.to == 2
+                && matches!(&t.message.body, Body::Decide { value, .. } if *value == vd)));
+        assert!(!out.iter().any(|t| t.to == 3));
+    }
+
+    /// Fault-free run of one instance between four machines, by hand: four rounds.
+    #[test]
+    fn four_rounds_fault_free() {
+        let mut ms: Vec<Agreement> = (0..4).map(|r| machine(4, r)).collect();
+        for (r, m) in ms.iter_mut().enumerate() {
+            m.start(T, 0, input(!(1 << r))).unwrap();
+        }
+        let mut rounds = 0;
+        loop {
+            let out: Vec<(Rank, Transmit)> = ms
+                .iter_mut()
+                .enumerate()
+                .flat_map(|(r, m)| drain(m).into_iter().map(move |t| (r as Rank, t)))
+                .collect();
+            if out.is_empty() {
+                break;
+            }
+            rounds += 1;
+            for (from, t) in out {
+                ms[t.to as usize].handle(T, from, t.message).unwrap();
+            }
+        }
+        assert_eq!(rounds, 4);
+        for m in &mut ms {
+            let d = m.poll_decided().unwrap();
+            assert_eq!(d.value.flag, !0b1111);
+            assert!(!d.value.proc_failed);
+        }
+    }
+
+    #[test]
+    fn window_and_order() {
+        let cfg = Config {
+            max_outstanding: 2,
+            resend_interval: None,
+        };
+        let mut a = Agreement::new(cfg, 9, 3, 1).unwrap();
+        assert_eq!(
+            a.start(T, 1, input(1)),
+            Err(Error::OutOfOrder { seq: 1, next: 0 })
+        );
+        a.start(T, 0, input(1)).unwrap();
+        a.start(T, 1, input(1)).unwrap();
+        assert!(!a.can_start());
+        assert_eq!(a.start(T, 2, input(1)), Err(Error::TooManyOutstanding(2)));
+        // Deciding #1 does not help: #0 is still undecided and the window is anchored there.
+        a.handle(
+            T,
+            0,
+            msg(Body::Decide {
+                seq: 1,
+                value: value(1),
+            }),
+        )
+        .unwrap();
+        assert!(!a.can_start());
+        a.handle(
+            T,
+            0,
+            msg(Body::Decide {
+                seq: 0,
+                value: value(1),
+            }),
+        )
+        .unwrap();
+        assert!(a.can_start());
+    }
+
+    #[test]
+    fn refuses_foreign_and_inconsistent_messages() {
+        let mut a = machine(3, 0);
+        let m = |epoch, body| Message { epoch, body };
+        assert_eq!(
+            a.handle(T, 1, m(8, Body::Ack { seq: 0, ballot: 0 })),
+            Err(Error::Epoch { got: 8, want: 9 })
+        );
+        assert_eq!(
+            a.handle(T, 3, m(9, Body::Ack { seq: 0, ballot: 0 })),
+            Err(Error::Rank { rank: 3, size: 3 })
+        );
+        assert_eq!(
+            a.handle(T, 0, m(9, Body::Ack { seq: 0, ballot: 0 })),
+            Err(Error::FromSelf)
+        );
+        assert_eq!(
+            a.handle(T, 1, m(9, Body::Query { seq: 0, ballot: 2 })),
+            Err(Error::BallotMismatch { from: 1, ballot: 2 })
+        );
+        // Far ahead of the window: dropped and counted, not an error.
+        a.handle(
+            T,
+            1,
+            m(
+                9,
+                Body::Query {
+                    seq: 1000,
+                    ballot: 1,
+                },
+            ),
+        )
+        .unwrap();
+        assert_eq!(a.stats().out_of_window, 1);
     }
 }

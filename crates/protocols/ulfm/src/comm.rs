@@ -311,7 +311,9 @@ impl FtComm {
                 let (me, size) = (self.me, self.size);
                 let failures = &self.failures;
                 let first = !self.revoke.is_revoked();
-                let to = self.revoke.on_revoke(me, from, size, |r| !failures.is_failed(r));
+                let to = self
+                    .revoke
+                    .on_revoke(me, from, size, |r| !failures.is_failed(r));
                 if first {
                     self.on_revoked(to);
                 }

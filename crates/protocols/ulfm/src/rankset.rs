@@ -101,12 +101,24 @@ impl RankSet {
 
     /// `self ∩ other`.
     pub fn intersection(&self, other: &RankSet) -> RankSet {
-        RankSet(self.0.iter().copied().filter(|r| other.contains(*r)).collect())
+        RankSet(
+            self.0
+                .iter()
+                .copied()
+                .filter(|r| other.contains(*r))
+                .collect(),
+        )
     }
 
     /// `self \ other`.
     pub fn difference(&self, other: &RankSet) -> RankSet {
-        RankSet(self.0.iter().copied().filter(|r| !other.contains(*r)).collect())
+        RankSet(
+            self.0
+                .iter()
+                .copied()
+                .filter(|r| !other.contains(*r))
+                .collect(),
+        )
     }
 
     /// `self ⊆ other`.

@@ -601,10 +601,7 @@ mod tests {
         }
         .encode();
         assert_eq!(Message::decode(&ok, 3).map(|_| ()), Ok(()));
-        assert_eq!(
-            Message::decode(&ok, 2),
-            Err(DecodeError::Range("ballot"))
-        );
+        assert_eq!(Message::decode(&ok, 2), Err(DecodeError::Range("ballot")));
         assert_eq!(Message::decode(&[], 3), Err(DecodeError::Truncated));
         assert_eq!(Message::decode(&[2, 1, 0], 3), Err(DecodeError::Version(2)));
         assert_eq!(Message::decode(&[1, 77, 0], 3), Err(DecodeError::Tag(77)));
@@ -613,13 +610,13 @@ mod tests {
             Err(DecodeError::Trailing(1))
         );
         // Non-minimal varint.
-        assert_eq!(Message::decode(&[1, 1, 0x80, 0], 3), Err(DecodeError::Varint));
+        assert_eq!(
+            Message::decode(&[1, 1, 0x80, 0], 3),
+            Err(DecodeError::Varint)
+        );
         // A set claiming a million entries in a handful of bytes.
         let mut b = vec![1, T_DECIDE, 0, 0, 0, 0, 0];
         b.extend_from_slice(&[0xc0, 0x84, 0x3d]);
-        assert_eq!(
-            Message::decode(&b, 3),
-            Err(DecodeError::Length(1_000_000))
-        );
+        assert_eq!(Message::decode(&b, 3), Err(DecodeError::Length(1_000_000)));
     }
 }

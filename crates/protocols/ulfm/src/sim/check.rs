@@ -169,7 +169,10 @@ impl Checker {
     ) -> Result<(), Failure> {
         let s = seq as usize;
         if self.ops.get(s) != Some(&op) {
-            return fail(format!("rank {who} started #{seq} as {op:?}, plan says {:?}", self.ops.get(s)));
+            return fail(format!(
+                "rank {who} started #{seq} as {op:?}, plan says {:?}",
+                self.ops.get(s)
+            ));
         }
         if self.starts[s][who as usize].is_some() {
             return fail(format!("rank {who} started #{seq} twice"));
@@ -240,12 +243,16 @@ impl Checker {
                 flag, proc_failed, ..
             } => {
                 if *flag != v.flag || *proc_failed != v.proc_failed {
-                    return fail(format!("rank {who} #{seq}: event {ev:?} disagrees with {v:?}"));
+                    return fail(format!(
+                        "rank {who} #{seq}: event {ev:?} disagrees with {v:?}"
+                    ));
                 }
             }
             Event::Shrunk { members, cid, .. } => {
                 if *members != v.survivors(self.n) || *cid != v.cid {
-                    return fail(format!("rank {who} #{seq}: event {ev:?} disagrees with {v:?}"));
+                    return fail(format!(
+                        "rank {who} #{seq}: event {ev:?} disagrees with {v:?}"
+                    ));
                 }
             }
             _ => {}
@@ -280,7 +287,9 @@ impl Checker {
                 continue;
             }
             let Some(rec) = &self.starts[s][r as usize] else {
-                return fail(format!("#{seq}: rank {r} counted as contributor but never started"));
+                return fail(format!(
+                    "#{seq}: rank {r} counted as contributor but never started"
+                ));
             };
             flag &= rec.flag;
             cid = cid.max(rec.cid);
@@ -297,14 +306,23 @@ impl Checker {
             }
         }
         if flag != v.flag {
-            return fail(format!("#{seq}: flag {:#x}, AND of contributors is {flag:#x}", v.flag));
+            return fail(format!(
+                "#{seq}: flag {:#x}, AND of contributors is {flag:#x}",
+                v.flag
+            ));
         }
         if cid != v.cid {
-            return fail(format!("#{seq}: cid {}, MAX of contributors is {cid}", v.cid));
+            return fail(format!(
+                "#{seq}: cid {}, MAX of contributors is {cid}",
+                v.cid
+            ));
         }
         let expect_pf = someone_unacked || !v.missing.is_subset(&acked_by_all.unwrap_or_default());
         if expect_pf != v.proc_failed {
-            return fail(format!("#{seq}: proc_failed {} but the rule gives {expect_pf}", v.proc_failed));
+            return fail(format!(
+                "#{seq}: proc_failed {} but the rule gives {expect_pf}",
+                v.proc_failed
+            ));
         }
         if kind == OpKind::Shrink {
             let members = v.survivors(self.n);
@@ -375,7 +393,9 @@ impl Checker {
         }
         if let Some(i) = self.initiators.iter().find(|i| alive[**i as usize]) {
             if !all {
-                return fail(format!("survivor {i} revoked but not every survivor is revoked"));
+                return fail(format!(
+                    "survivor {i} revoked but not every survivor is revoked"
+                ));
             }
         }
         for &r in &survivors {

@@ -121,14 +121,35 @@ pub struct Outcome {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Action {
-    Deliver { from: Rank, to: Rank, bytes: Vec<u8> },
-    Notice { to: Rank, dead: Rank },
-    Crash { who: Rank },
-    Suspect { who: Rank },
-    Arm { who: Rank, sends: u32 },
-    Start { who: Rank },
-    Revoke { who: Rank },
-    Timer { who: Rank, at: Time },
+    Deliver {
+        from: Rank,
+        to: Rank,
+        bytes: Vec<u8>,
+    },
+    Notice {
+        to: Rank,
+        dead: Rank,
+    },
+    Crash {
+        who: Rank,
+    },
+    Suspect {
+        who: Rank,
+    },
+    Arm {
+        who: Rank,
+        sends: u32,
+    },
+    Start {
+        who: Rank,
+    },
+    Revoke {
+        who: Rank,
+    },
+    Timer {
+        who: Rank,
+        at: Time,
+    },
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -194,7 +215,8 @@ impl Sim {
     pub fn new(p: Params, seed: u64, trace: usize) -> Result<Sim, Failure> {
         let mut procs = Vec::new();
         for r in 0..p.n {
-            let ft = FtComm::new(p.cfg, 77, p.n, r).map_err(|e| Failure::new(format!("new: {e}")))?;
+            let ft =
+                FtComm::new(p.cfg, 77, p.n, r).map_err(|e| Failure::new(format!("new: {e}")))?;
             procs.push(Proc {
                 ft,
                 alive: true,
@@ -302,7 +324,9 @@ impl Sim {
         for (r, p) in self.procs.iter().enumerate() {
             let s = p.ft.stats();
             if s.conflicts != 0 {
-                return Err(Failure::new(format!("rank {r} heard conflicting decisions")));
+                return Err(Failure::new(format!(
+                    "rank {r} heard conflicting decisions"
+                )));
             }
             if s.out_of_window != 0 {
                 return Err(Failure::new(format!(
@@ -311,7 +335,10 @@ impl Sim {
                 )));
             }
             if s.refused != 0 {
-                return Err(Failure::new(format!("rank {r} refused {} messages", s.refused)));
+                return Err(Failure::new(format!(
+                    "rank {r} refused {} messages",
+                    s.refused
+                )));
             }
             let revokes = s.sent[crate::Body::Revoke.kind_index()];
             if revokes > self.p.n as u64 - 1 {
@@ -342,7 +369,10 @@ impl Sim {
         let touched = std::mem::take(&mut self.touched);
         for (r, p) in self.procs.iter().enumerate() {
             // A suspected process is doomed: the runtime kills it; it need not hold anything.
-            if !p.alive || self.chk.is_suspected(r as Rank) || !(all || touched.contains(&(r as Rank))) {
+            if !p.alive
+                || self.chk.is_suspected(r as Rank)
+                || !(all || touched.contains(&(r as Rank)))
+            {
                 continue;
             }
             let a = p.ft.agreement();
@@ -538,7 +568,10 @@ impl Sim {
         }
         .map_err(|e| Failure::new(format!("rank {who} start: {e}")))?;
         if seq != p.started as u64 {
-            return Err(Failure::new(format!("rank {who} got seq {seq}, expected {}", p.started)));
+            return Err(Failure::new(format!(
+                "rank {who} got seq {seq}, expected {}",
+                p.started
+            )));
         }
         p.started += 1;
         self.log(|| format!("{who} starts {op:?} #{seq} flag={flag:#x} cid={cid}"));

@@ -25,7 +25,10 @@ fn sweep(s: Scenario, test: &str) {
     let list: Vec<u64> = match replay {
         Some(seed) => vec![seed],
         None => (0..seeds())
-            .map(|i| i.wrapping_mul(0x9e37_79b9).wrapping_add(s as u64 * 1_000_003))
+            .map(|i| {
+                i.wrapping_mul(0x9e37_79b9)
+                    .wrapping_add(s as u64 * 1_000_003)
+            })
             .collect(),
     };
     let (mut msgs, mut inst, mut crashed, mut worst) = (0u64, 0u64, 0u64, 0f64);
