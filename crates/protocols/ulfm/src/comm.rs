@@ -386,3 +386,227 @@ impl FtComm {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const T: Time = Time::ZERO;
+
+    /// Members of a communicator with a lossless network delivered in rounds; `dead`
+    /// members drop everything.
+    struct Net {
+        ms: Vec<FtComm>,
+        dead: Vec<bool>,
+        events: Vec<Vec<Event>>,
+    }
+
+    impl Net {
+        fn new(n: u32) -> Net {
+            Net {
+                ms: (0..n)
+                    .map(|r| FtComm::new(Config::default(), 5, n, r).unwrap())
+                    .collect(),
+                dead: vec![false; n as usize],
+                events: vec![Vec::new(); n as usize],
+            }
+        }
+
+        fn run(&mut self) {
+            loop {
+                let mut out = Vec::new();
+                for (r, m) in self.ms.iter_mut().enumerate() {
+                    while let Some(e) = m.poll_event() {
+                        self.events[r].push(e);
+                    }
+                    while let Some(t) = m.poll_transmit() {
+                        if !self.dead[r] {
+                            out.push((r as Rank, t.to, t.message.encode()));
+                        }
+                    }
+                }
+                if out.is_empty() {
+                    return;
+                }
+                for (from, to, bytes) in out {
+                    if !self.dead[to as usize] {
+                        self.ms[to as usize].handle_bytes(T, from, &bytes).unwrap();
+                    }
+                }
+            }
+        }
+
+        fn live(&self) -> Vec<usize> {
+            (0..self.ms.len()).filter(|r| !self.dead[*r]).collect()
+        }
+
+        fn take(&mut self, r: usize) -> Vec<Event> {
+            std::mem::take(&mut self.events[r])
+        }
+    }
+
+    /// MPICH's ft/agree pattern: a rank died before the call; agree reports it everywhere
+    /// (even at a rank whose detector has not said so yet); after failure_ack the next
+    /// agree succeeds.
+    #[test]
+    fn agree_reports_then_ack_clears() {
+        let mut net = Net::new(4);
+        net.dead[3] = true;
+        // Ranks 0 and 2 heard of the failure; rank 1 not yet.
+        net.ms[0].process_failed(T, 3).unwrap();
+        net.ms[2].process_failed(T, 3).unwrap();
+        for r in net.live() {
+            net.ms[r].start_agree(T, 1 | (r as i32) << 4).unwrap();
+        }
+        net.run();
+        for r in net.live() {
+            let evs = net.take(r);
+            let agreed: Vec<&Event> = evs
+                .iter()
+                .filter(|e| matches!(e, Event::Agreed { .. }))
+                .collect();
+            assert_eq!(
+                agreed,
+                vec![&Event::Agreed {
+                    seq: 0,
+                    flag: 1,
+                    proc_failed: true
+                }],
+                "rank {r}"
+            );
+            // Rank 1 learned the failure from the decision.
+            assert_eq!(
+                evs.contains(&Event::FailureLearned { rank: 3 }),
+                r == 1,
+                "rank {r}: {evs:?}"
+            );
+            assert_eq!(net.ms[r].get_failed(), &[3]);
+            assert!(net.ms[r].any_source_must_fail());
+            assert_eq!(net.ms[r].failure_ack(), 1);
+            assert!(!net.ms[r].any_source_must_fail());
+        }
+        for r in net.live() {
+            net.ms[r].start_agree(T, 1).unwrap();
+        }
+        net.run();
+        for r in net.live() {
+            assert_eq!(
+                net.take(r),
+                vec![Event::Agreed {
+                    seq: 1,
+                    flag: 1,
+                    proc_failed: false
+                }],
+                "rank {r}"
+            );
+            assert_eq!(net.ms[r].get_acked(), &[3]);
+        }
+    }
+
+    /// One acknowledgement missing (a partial ack_failed) is enough for the error, at all.
+    #[test]
+    fn one_unacknowledged_caller_means_error_for_all() {
+        let mut net = Net::new(4);
+        net.dead[0] = true;
+        net.dead[2] = true;
+        for r in net.live() {
+            net.ms[r].process_failed(T, 2).unwrap();
+            net.ms[r].process_failed(T, 0).unwrap();
+            // get_failed order is detection order.
+            assert_eq!(net.ms[r].get_failed(), &[2, 0]);
+        }
+        net.ms[1].failure_ack();
+        assert_eq!(net.ms[3].ack_failed(1), 1);
+        assert_eq!(net.ms[3].get_acked(), &[2]);
+        for r in net.live() {
+            net.ms[r].start_agree(T, -1).unwrap();
+        }
+        net.run();
+        for r in net.live() {
+            assert_eq!(
+                net.take(r),
+                vec![Event::Agreed {
+                    seq: 0,
+                    flag: -1,
+                    proc_failed: true
+                }]
+            );
+        }
+    }
+
+    #[test]
+    fn shrink_builds_the_same_communicator() {
+        let mut net = Net::new(6);
+        net.dead[4] = true;
+        // Rank 1 contributes, then dies; rank 5 learns of it before calling shrink, the
+        // coordinator (rank 0) does not: the union still excludes it.
+        net.ms[1].start_shrink(T, 40).unwrap();
+        net.run();
+        net.dead[1] = true;
+        net.ms[5].process_failed(T, 1).unwrap();
+        let cids = [10u64, 0, 30, 20, 0, 5];
+        for r in [0, 2, 3, 5] {
+            net.ms[r].start_shrink(T, cids[r]).unwrap();
+        }
+        net.run();
+        // Nobody can decide while rank 4's death is unknown to the coordinator.
+        assert!(net.live().iter().all(|r| net.take(*r).is_empty()));
+        for r in net.live() {
+            net.ms[r].process_failed(T, 4).unwrap();
+        }
+        // The coordinator proposes now; it waits for rank 1's acknowledgement until it
+        // hears that rank 1 died, but its proposal already excludes rank 1.
+        net.run();
+        for r in [0, 2, 3] {
+            net.ms[r].process_failed(T, 1).unwrap();
+        }
+        net.run();
+        for r in net.live() {
+            let evs = net.take(r);
+            // Rank 1's proposal counts: it contributed before it died.
+            assert!(
+                evs.contains(&Event::Shrunk {
+                    seq: 0,
+                    members: vec![0, 2, 3, 5],
+                    cid: 40
+                }),
+                "rank {r}: {evs:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn revoke_floods_once() {
+        let mut net = Net::new(5);
+        net.dead[4] = true;
+        net.ms[2].revoke(T);
+        net.ms[2].revoke(T);
+        net.run();
+        for r in net.live() {
+            assert!(net.ms[r].is_revoked());
+            assert_eq!(net.take(r), vec![Event::Revoked]);
+            assert!(net.ms[r].stats().sent[0] <= 4);
+        }
+        // The initiator sent to all four others (it did not know 4 was dead), each
+        // forwarder to the three others but the one it heard from.
+        let total: u64 = net.live().iter().map(|r| net.ms[*r].stats().sent[0]).sum();
+        assert_eq!(total, 4 + 3 * 3);
+    }
+
+    #[test]
+    fn refused_messages_are_counted() {
+        let mut m = FtComm::new(Config::default(), 5, 3, 0).unwrap();
+        assert!(m.handle_bytes(T, 1, &[1, 2, 3]).is_err());
+        let foreign = Message {
+            epoch: 6,
+            body: Body::Revoke,
+        };
+        assert!(m.handle(T, 1, foreign).is_err());
+        assert!(!m.is_revoked());
+        assert_eq!(m.stats().refused, 2);
+        assert_eq!(
+            m.process_failed(T, 7),
+            Err(Error::Rank { rank: 7, size: 3 })
+        );
+    }
+}
