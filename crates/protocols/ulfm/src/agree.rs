@@ -856,7 +856,7 @@ trait BestExt {
 
 impl BestExt for Option<&(Ballot, Value)> {
     fn is_none_or_lower(&self, ballot: Ballot) -> bool {
-        self.map_or(true, |(b, _)| *b < ballot)
+        self.is_none_or(|(b, _)| *b < ballot)
     }
 }
 

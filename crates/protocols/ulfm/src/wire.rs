@@ -406,7 +406,7 @@ impl Message {
     /// Checks a message built in memory the way [`Message::decode`] checks bytes: every
     /// rank below `size`, sets well formed. The machine calls it on every input.
     pub fn validate(&self, size: u32) -> Result<(), DecodeError> {
-        let set_ok = |s: &RankSet| s.max().map_or(true, |m| m < size);
+        let set_ok = |s: &RankSet| s.max().is_none_or(|m| m < size);
         let value_ok = |v: &Value| {
             if !set_ok(&v.failed) || !set_ok(&v.missing) {
                 return Err(DecodeError::Range("rank"));

@@ -238,24 +238,17 @@ impl Checker {
         }
         self.decisions += 1;
         self.last_decision = self.last_decision.max(now);
-        match ev {
+        let consistent = match ev {
             Event::Agreed {
                 flag, proc_failed, ..
-            } => {
-                if *flag != v.flag || *proc_failed != v.proc_failed {
-                    return fail(format!(
-                        "rank {who} #{seq}: event {ev:?} disagrees with {v:?}"
-                    ));
-                }
-            }
-            Event::Shrunk { members, cid, .. } => {
-                if *members != v.survivors(self.n) || *cid != v.cid {
-                    return fail(format!(
-                        "rank {who} #{seq}: event {ev:?} disagrees with {v:?}"
-                    ));
-                }
-            }
-            _ => {}
+            } => *flag == v.flag && *proc_failed == v.proc_failed,
+            Event::Shrunk { members, cid, .. } => *members == v.survivors(self.n) && *cid == v.cid,
+            _ => true,
+        };
+        if !consistent {
+            return fail(format!(
+                "rank {who} #{seq}: event {ev:?} disagrees with {v:?}"
+            ));
         }
         if let Some(f) = &self.first[s] {
             if *f != v {

@@ -24,6 +24,9 @@ use rng::Rng;
 
 use crate::{Ballot, Config, Event, FtComm, Lock, Rank, Time};
 
+/// Last observed (lock order, promise) of one process in one instance.
+type Seen = ((u8, Ballot), Ballot);
+
 /// Which collective a process runs in an instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpKind {
@@ -199,7 +202,7 @@ pub struct Sim {
     trace_cap: usize,
     sent: [u64; crate::KINDS],
     /// Last seen (lock order, promise) per process and instance.
-    seen: Vec<Vec<Option<((u8, Ballot), Ballot)>>>,
+    seen: Vec<Vec<Option<Seen>>>,
     /// Processes that took an input in the current step.
     touched: Vec<Rank>,
     /// Instances decided somewhere, as of the previous step.
