@@ -72,6 +72,10 @@ struct Instance {
     lead: Option<Phase>,
     /// Where this process's latest vote went (itself when it leads).
     target: Option<Rank>,
+    /// The last vote sent: to whom, with which lock (order). A QUERY from there is then
+    /// already answered (the vote is on its way), which saves a message per member when
+    /// a coordinator takes over.
+    sent_vote: Option<(Rank, (u8, Ballot))>,
     /// Next re-send, when configured.
     resend_at: Option<Time>,
 }
@@ -85,6 +89,7 @@ impl Instance {
             votes: Vec::new(),
             lead: None,
             target: None,
+            sent_vote: None,
             resend_at: None,
         }
     }
@@ -446,6 +451,10 @@ impl Agreement {
         }
         if let Some(c) = inst.mine.clone() {
             inst.target = Some(ballot);
+            if inst.sent_vote == Some((ballot, inst.lock.rank())) {
+                return;
+            }
+            inst.sent_vote = Some((ballot, inst.lock.rank()));
             let lock = inst.lock.clone();
             self.send(
                 ballot,
@@ -590,6 +599,7 @@ impl Agreement {
             self.progress(now, seq);
         } else if let Some(c) = inst.mine.clone() {
             inst.promised = inst.promised.max(t);
+            inst.sent_vote = Some((t, inst.lock.rank()));
             let lock = inst.lock.clone();
             self.send(
                 t,
