@@ -593,6 +593,20 @@ mod tests {
         assert_eq!(total, 4 + 3 * 3);
     }
 
+    /// Without failures the flood costs (n − 1)² messages: n − 1 from the initiator, n − 2
+    /// from each forwarder.
+    #[test]
+    fn revoke_cost() {
+        for n in [4u32, 8, 16] {
+            let mut net = Net::new(n);
+            net.ms[(n / 2) as usize].revoke(T);
+            net.run();
+            let total: u64 = net.ms.iter().map(|m| m.stats().sent[0]).sum();
+            assert_eq!(total, (n as u64 - 1).pow(2));
+            assert!(net.ms.iter().all(|m| m.is_revoked()));
+        }
+    }
+
     #[test]
     fn refused_messages_are_counted() {
         let mut m = FtComm::new(Config::default(), 5, 3, 0).unwrap();

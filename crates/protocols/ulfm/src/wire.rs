@@ -550,6 +550,13 @@ mod tests {
         assert_eq!(m(Body::Revoke).encode().len(), 3);
         assert_eq!(m(Body::Ack { seq: 9, ballot: 2 }).encode().len(), 5);
         assert_eq!(m(Body::Decide { seq: 9, value: v }).encode().len(), 12);
+        // A fault-free agree vote (flag -1 takes five bytes).
+        let vote = Body::Vote {
+            seq: 9,
+            contribution: Contribution::agree(-1, RankSet::new(), RankSet::new()),
+            lock: Lock::Free,
+        };
+        assert_eq!(m(vote).encode().len(), 13);
     }
 
     /// Garbage never panics, never allocates beyond the input, and whatever decodes is
