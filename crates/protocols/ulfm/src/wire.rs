@@ -337,6 +337,22 @@ impl Message {
         }
     }
 
+    /// The epoch of an encoded message, read without decoding the rest: lets the engine
+    /// route bytes to the right communicator instance (or keep them until it exists).
+    pub fn peek_epoch(bytes: &[u8]) -> Result<u64, DecodeError> {
+        let mut r = R {
+            b: bytes,
+            pos: 0,
+            size: 0,
+        };
+        let version = r.u8()?;
+        if version != WIRE_VERSION {
+            return Err(DecodeError::Version(version));
+        }
+        r.u8()?;
+        r.var()
+    }
+
     /// Decodes a message of a communicator with `size` members (ranks must be below it).
     pub fn decode(bytes: &[u8], size: u32) -> Result<Message, DecodeError> {
         let mut r = R {
@@ -531,6 +547,7 @@ mod tests {
             assert_eq!(m.validate(size), Ok(()));
             let b = m.encode();
             assert_eq!(Message::decode(&b, size), Ok(m.clone()), "{b:?}");
+            assert_eq!(Message::peek_epoch(&b), Ok(m.epoch));
             let mut out = vec![9];
             m.encode_into(&mut out);
             assert_eq!(&out[1..], &b[..]);
@@ -590,8 +607,10 @@ mod tests {
                 }
                 b
             };
+            let _ = Message::peek_epoch(&bytes);
             if let Ok(m) = Message::decode(&bytes, size) {
                 accepted += 1;
+                assert_eq!(Message::peek_epoch(&bytes), Ok(m.epoch));
                 assert_eq!(m.encode(), bytes);
                 assert_eq!(m.validate(size), Ok(()));
             }
