@@ -245,14 +245,14 @@ impl Agreement {
         }
         inst.resend_at = resend;
         debug!(me, seq, coord = self.coord, "agreement started");
-        self.send_vote(now, seq, false);
-        self.refresh(now);
+        self.send_vote(seq, false);
+        self.refresh();
         Ok(())
     }
 
     /// The failure detector says `rank` failed (a notice that follows its death). Returns
     /// whether the failure was new.
-    pub fn process_failed(&mut self, now: Time, rank: Rank) -> Result<bool, Error> {
+    pub fn process_failed(&mut self, _now: Time, rank: Rank) -> Result<bool, Error> {
         if rank >= self.size {
             return Err(Error::Rank {
                 rank,
@@ -267,12 +267,12 @@ impl Agreement {
             return Ok(false);
         }
         let new = self.note_failed(rank);
-        self.refresh(now);
+        self.refresh();
         Ok(new)
     }
 
     /// Handles a message from member `from`.
-    pub fn handle(&mut self, now: Time, from: Rank, msg: Message) -> Result<(), Error> {
+    pub fn handle(&mut self, _now: Time, from: Rank, msg: Message) -> Result<(), Error> {
         self.check(from, &msg)?;
         let Some(seq) = msg.body.seq() else {
             return Err(Error::Unexpected(msg.body.name()));
@@ -291,14 +291,14 @@ impl Agreement {
         match msg.body {
             Body::Vote {
                 contribution, lock, ..
-            } => self.on_vote(now, seq, from, contribution, lock),
-            Body::Query { ballot, .. } => self.on_query(now, seq, from, ballot),
-            Body::Propose { ballot, value, .. } => self.on_propose(now, seq, from, ballot, value),
-            Body::Ack { ballot, .. } => self.on_ack(now, seq, from, ballot),
-            Body::Decide { value, .. } => self.learn(now, seq, value),
+            } => self.on_vote(seq, from, contribution, lock),
+            Body::Query { ballot, .. } => self.on_query(seq, from, ballot),
+            Body::Propose { ballot, value, .. } => self.on_propose(seq, from, ballot, value),
+            Body::Ack { ballot, .. } => self.on_ack(seq, from, ballot),
+            Body::Decide { value, .. } => self.decide(seq, value),
             Body::Revoke => return Err(Error::Unexpected("REVOKE")),
         }
-        self.refresh(now);
+        self.refresh();
         Ok(())
     }
 
@@ -409,7 +409,7 @@ impl Agreement {
         }
     }
 
-    fn on_vote(&mut self, now: Time, seq: Seq, from: Rank, c: Contribution, lock: Lock) {
+    fn on_vote(&mut self, seq: Seq, from: Rank, c: Contribution, lock: Lock) {
         let size = self.size as usize;
         let Some(inst) = self.instances.get_mut(&seq) else {
             return;
@@ -421,16 +421,16 @@ impl Agreement {
             return;
         }
         if let Lock::Decided(v) = lock {
-            self.learn(now, seq, v);
+            self.decide(seq, v);
             return;
         }
         store_vote(&mut inst.votes, size, from, c, lock);
         if inst.lead.is_some() {
-            self.progress(now, seq);
+            self.progress(seq);
         }
     }
 
-    fn on_query(&mut self, _now: Time, seq: Seq, from: Rank, ballot: Ballot) {
+    fn on_query(&mut self, seq: Seq, from: Rank, ballot: Ballot) {
         let me = self.me;
         let known_failed = self.failed.contains(ballot);
         let Some(inst) = self.instances.get_mut(&seq) else {
@@ -467,7 +467,7 @@ impl Agreement {
         }
     }
 
-    fn on_propose(&mut self, _now: Time, seq: Seq, from: Rank, ballot: Ballot, value: Value) {
+    fn on_propose(&mut self, seq: Seq, from: Rank, ballot: Ballot, value: Value) {
         let me = self.me;
         let known_failed = self.failed.contains(ballot);
         let Some(inst) = self.instances.get_mut(&seq) else {
@@ -499,7 +499,7 @@ impl Agreement {
         self.send(ballot, Body::Ack { seq, ballot });
     }
 
-    fn on_ack(&mut self, now: Time, seq: Seq, from: Rank, ballot: Ballot) {
+    fn on_ack(&mut self, seq: Seq, from: Rank, ballot: Ballot) {
         if ballot != self.me {
             return;
         }
@@ -508,7 +508,7 @@ impl Agreement {
         };
         if let Some(Phase::Proposing { acks, .. }) = &mut inst.lead {
             acks.insert(from);
-            self.progress(now, seq);
+            self.progress(seq);
         }
     }
 
@@ -533,7 +533,7 @@ impl Agreement {
 
     /// Re-examines active instances after failures were learned: re-vote to a new
     /// coordinator, take over as coordinator, or stop waiting for the dead.
-    fn refresh(&mut self, now: Time) {
+    fn refresh(&mut self) {
         while self.dirty {
             self.dirty = false;
             let active: Vec<Seq> = self
@@ -552,9 +552,9 @@ impl Agreement {
                 let (old, leading) = (inst.target, inst.lead.is_some());
                 let new = self.target_for(inst.promised);
                 if new != old {
-                    self.send_vote(now, seq, true);
+                    self.send_vote(seq, true);
                 } else if leading {
-                    self.progress(now, seq);
+                    self.progress(seq);
                 }
             }
         }
@@ -563,7 +563,7 @@ impl Agreement {
     /// Votes for `seq` at the current target, or coordinates it if that is this process.
     /// `takeover`: the coordinator changed while the instance ran, so a new coordinator
     /// asks every member it has no vote from (some may have decided and moved on).
-    fn send_vote(&mut self, now: Time, seq: Seq, takeover: bool) {
+    fn send_vote(&mut self, seq: Seq, takeover: bool) {
         let me = self.me;
         let Some(inst) = self.instances.get(&seq) else {
             return;
@@ -596,7 +596,7 @@ impl Agreement {
                     self.send(r, Body::Query { seq, ballot: me });
                 }
             }
-            self.progress(now, seq);
+            self.progress(seq);
         } else if let Some(c) = inst.mine.clone() {
             inst.promised = inst.promised.max(t);
             inst.sent_vote = Some((t, inst.lock.rank()));
@@ -613,7 +613,7 @@ impl Agreement {
     }
 
     /// Coordinator: moves `seq` forward if everything it waits for has arrived.
-    fn progress(&mut self, now: Time, seq: Seq) {
+    fn progress(&mut self, seq: Seq) {
         let me = self.me;
         let size = self.size;
         let Some(inst) = self.instances.get_mut(&seq) else {
@@ -654,7 +654,7 @@ impl Agreement {
                     }
                 }
                 if let Some(v) = decided {
-                    self.decide(now, seq, v);
+                    self.decide(seq, v);
                     return;
                 }
                 let value = match best {
@@ -690,24 +690,22 @@ impl Agreement {
                         );
                     }
                 }
-                self.progress(now, seq);
+                self.progress(seq);
             }
             Some(Phase::Proposing { value, acks }) => {
                 let all = (0..size).all(|r| self.failed.contains(r) || acks.contains(r));
                 if all {
                     let v = value.clone();
-                    self.decide(now, seq, v);
+                    self.decide(seq, v);
                 }
             }
         }
     }
 
-    /// A decision arrived (DECIDE, or a vote carrying one).
-    fn learn(&mut self, now: Time, seq: Seq, value: Value) {
-        self.decide(now, seq, value);
-    }
-
-    fn decide(&mut self, _now: Time, seq: Seq, value: Value) {
+    /// Decides `seq` (from ACKs, or adopting a decision heard of: DECIDE, or a vote
+    /// carrying one), tells whoever may wait on this process, and reports the decision if
+    /// this process started the instance.
+    fn decide(&mut self, seq: Seq, value: Value) {
         let me = self.me;
         let size = self.size;
         let Some(inst) = self.instances.get_mut(&seq) else {
