@@ -107,8 +107,8 @@ failed=0
 skipped=0
 
 tests=()
-for src in "$here"/*.c; do
-    name=$(basename "$src" .c)
+for src in "$here"/*.c "$here"/*/*.c; do
+    name=${src#"$here"/}; name=${name%.c}
     if [ -n "$filter" ] && ! printf '%s\n' "$name" | grep -Eq -- "$filter"; then
         continue
     fi
@@ -127,7 +127,7 @@ fi
 
 for name in "${tests[@]}"; do
     src="$here/$name.c"
-    bin="$build_dir/$name"
+    bin="$build_dir/${name//\//_}"
     ranks=$(header "$src" ranks); ranks=${ranks:-2}
     tmo=$(header "$src" timeout); tmo=$(scaled "${tmo:-60}")
     expect=$(header "$src" expect)
@@ -136,9 +136,10 @@ for name in "${tests[@]}"; do
     skip_env=$(header "$src" skip-env)
 
     # shellcheck disable=SC2086  # the compiler command and flags are word lists
-    if ! $mpicc $cflags -I"$here" -o "$bin" "$src" >"$build_dir/logs/$name.build" 2>&1; then
+    logname=${name//\//_}
+    if ! $mpicc $cflags -I"$here" -I"$(dirname "$src")" -o "$bin" "$src" >"$build_dir/logs/$logname.build" 2>&1; then
         echo "FAIL $name (compile)"
-        show_tail "$build_dir/logs/$name.build"
+        show_tail "$build_dir/logs/$logname.build"
         failed=$((failed + 1))
         continue
     fi
@@ -156,8 +157,8 @@ for name in "${tests[@]}"; do
             if [ -n "$max_np" ] && [ "$np" -gt "$max_np" ]; then
                 echo "SKIP $tag: more than --max-np $max_np ranks"; skipped=$((skipped + 1)); continue
             fi
-            out="$build_dir/logs/$name.np$np.$path.out"
-            err="$build_dir/logs/$name.np$np.$path.err"
+            out="$build_dir/logs/$logname.np$np.$path.out"
+            err="$build_dir/logs/$logname.np$np.$path.err"
             t0=$(now)
             # shellcheck disable=SC2086  # the launcher command is a word list
             if [ "$path" = default ]; then
