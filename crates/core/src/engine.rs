@@ -28,6 +28,9 @@ use crate::request::{Mode, Op, RecvSpec, Request, SendSpec, Status};
 use crate::slab::{Handle, Slab};
 use crate::wire::{Header, Kind, FLAG_CMA};
 
+#[path = "engine_ulfm.rs"]
+mod ulfm;
+
 /// Rank value of MPI_PROC_NULL.
 pub const PROC_NULL: i32 = -3;
 
@@ -109,6 +112,7 @@ struct State {
     dropped: u64,
     bsend_used: usize,
     ft: FtState,
+    ulfm: ulfm::UlfmState,
 }
 
 /// The MPI engine of one process.
@@ -149,6 +153,10 @@ impl PacketSink for Sink<'_> {
     fn packet(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) {
         self.0.handle_packet(peer, hdr, payload);
     }
+}
+
+fn revoked_status(peer: i32, tag: i32) -> Status {
+    Status { source: peer, tag, error: Some(ErrorClass::Revoked), bytes: 0, cancelled: false }
 }
 
 fn failed_status(peer: i32, tag: i32) -> Status {
@@ -226,6 +234,7 @@ impl Engine {
             dropped: 0,
             bsend_used: 0,
             ft: FtState::new(size, run_through),
+            ulfm: Default::default(),
         };
         let world = st.comms.insert(Comm {
             ctx: 0,
@@ -461,6 +470,10 @@ impl Engine {
             self.st.complete(h, failed_status(s.dest, s.tag));
             return Ok(());
         }
+        if self.st.ft.comm(comm.ctx).revoked {
+            self.st.complete(h, revoked_status(s.dest, s.tag));
+            return Ok(());
+        }
         let src = comm.rank;
         let len = s.dtype.packed_size(s.count);
         let mut owned = None;
@@ -535,6 +548,10 @@ impl Engine {
         }
         let comm = self.comm(s.comm)?;
         let ctx = comm.ctx;
+        if self.st.ft.comm(ctx).revoked {
+            self.st.complete(h, revoked_status(s.src, s.tag));
+            return Ok(());
+        }
         if s.src != ANY_SOURCE && comm.peer_world(s.src).is_some_and(|w| self.st.ft.is_dead(w)) {
             // Messages the dead process sent before failing may still be matched.
             if self.st.matcher.peek(ctx, s.src, s.tag).is_none() {
@@ -937,6 +954,9 @@ impl Engine {
             }
         };
         self.st.ft.comm.entry(ctx).or_default().acked = upto;
+        if self.st.ft.run_through {
+            self.ulfm_ack(c, n);
+        }
         self.comm_failed(c, true).map(|v| v.len())
     }
 
@@ -1209,6 +1229,7 @@ impl State {
         self.ft.dead[w as usize] = true;
         self.ft.order.push(w);
         self.events += 1;
+        self.ulfm_process_failed(w);
         self.outq[w as usize].clear();
         self.busy_peers.retain(|p| *p != w);
         for h in self.reqs.handles() {
@@ -1291,6 +1312,7 @@ impl State {
             }
             Kind::Data => self.rndv_data(Handle(h.a), h.len, payload),
             Kind::Fin => self.complete_send(Handle(h.b)),
+            Kind::Ulfm => self.ulfm_packet(peer, h.ctx, h.src, payload),
         }
     }
 

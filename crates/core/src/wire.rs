@@ -22,6 +22,9 @@ pub enum Kind {
     Data = 4,
     /// Receiver finished a single-copy read: `b` = send request.
     Fin = 5,
+    /// Run-through fault-tolerance protocol message (revoke / agree / shrink) for the
+    /// communicator with point-to-point context `ctx`; payload = encoded message.
+    Ulfm = 6,
 }
 
 impl Kind {
@@ -32,6 +35,7 @@ impl Kind {
             3 => Kind::Cts,
             4 => Kind::Data,
             5 => Kind::Fin,
+            6 => Kind::Ulfm,
             _ => return None,
         })
     }

@@ -225,6 +225,13 @@ impl Engine {
                         s.error.get_or_insert(e);
                     }
                 }
+                if matches!(s.error, Some(ErrorClass::ProcFailed | ErrorClass::Revoked)) {
+                    // Stop here: later rounds would let ranks downstream of the failure
+                    // finish without it. They wait, learn of the failure, and fail too.
+                    s.pc = s.steps.len();
+                    s.in_round = false;
+                    return Ok(true);
+                }
                 for i in s.pc..s.round_end {
                     match &s.steps[i] {
                         Step::Reduce { src, dst, count } => {
@@ -278,7 +285,26 @@ impl Engine {
                 break;
             }
             let pending = &s.pending;
-            self.block_until(|e| pending.iter().all(|h| e.is_complete(*h).unwrap_or(true)))?;
+            let comm = s.comm;
+            self.block_until(|e| {
+                pending.iter().all(|h| e.is_complete(*h).unwrap_or(true))
+                    || e.comm_has_failed_member(comm)
+                    || e.comm_is_revoked(comm)
+            })?;
+            if !s.pending.iter().all(|h| self.is_complete(*h).unwrap_or(true)) {
+                // A member failed or the communicator was revoked: give up on every survivor
+                // rather than wait for messages that may never come.
+                let revoked = self.comm_is_revoked(comm);
+                for h in s.pending.drain(..) {
+                    let _ = self.cancel(h);
+                    let _ = self.request_free(h);
+                }
+                return Err(if revoked {
+                    MpiError::new(ErrorClass::Revoked, "the communicator was revoked")
+                } else {
+                    MpiError::new(ErrorClass::ProcFailed, "a member of the communicator failed")
+                });
+            }
         }
         match s.error {
             Some(ErrorClass::Truncate) => Err(MpiError::new(ErrorClass::Truncate, "message truncated: a receive buffer was smaller than the data sent")),
