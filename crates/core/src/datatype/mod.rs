@@ -355,6 +355,7 @@ impl Datatype {
     /// that is not a multiple of its size, or a type without data and a non-zero byte count.
     /// Otherwise (derived types, and the pair types, which count as structs of their two
     /// members) a trailing partial basic element is not counted.
+    #[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than the MSRV
     pub fn elements_in(&self, bytes: usize) -> Option<usize> {
         if self.size == 0 {
             return (bytes == 0).then_some(0);
