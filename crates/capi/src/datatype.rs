@@ -833,7 +833,10 @@ unsafe fn set_elements_impl(func: &str, status: *mut MPI_Status, datatype: MPI_D
 }
 
 /// Fortran kinds chosen by MPI_Type_create_f90_* and their permanent handles.
-static F90_TYPES: Mutex<Vec<((u8, i32, i32), usize)>> = Mutex::new(Vec::new());
+static F90_TYPES: Mutex<Vec<(F90Key, usize)>> = Mutex::new(Vec::new());
+
+/// (kind: 0 integer, 1 real, 2 complex; precision; range) as given to create_f90_*.
+type F90Key = (u8, i32, i32);
 
 /// Smallest predefined type of `kind` (0 integer, 1 real, 2 complex) with decimal precision
 /// at least `p` and exponent range at least `r` (MPI_UNDEFINED: no requirement).

@@ -322,6 +322,25 @@ impl Datatype {
         walk_repeat_range(&self.layout, 0, count, self.extent, skip, limit, &mut g)
     }
 
+    /// Call `f(offset, len)` for the byte runs of `count` elements, in type-map order,
+    /// restricted to bytes `[skip, skip + limit)` of the packed stream; returns the bytes
+    /// visited. Offsets are relative to the buffer address (absolute with MPI_BOTTOM). For
+    /// building iovecs (e.g. a single-copy read straight into a non-contiguous buffer).
+    pub fn for_each_run(&self, count: usize, skip: usize, limit: usize, f: impl FnMut(isize, usize)) -> usize {
+        struct Runs<F>(F);
+        impl<F: FnMut(isize, usize)> layout::Visitor for Runs<F> {
+            fn run(&mut self, off: isize, len: usize) {
+                (self.0)(off, len)
+            }
+        }
+        let total = self.packed_size(count);
+        if skip >= total {
+            return 0;
+        }
+        let limit = limit.min(total - skip);
+        walk_repeat_range(&self.layout, 0, count, self.extent, skip, limit, &mut Runs(f))
+    }
+
     /// Scatter packed bytes `src` into up to `count` elements at `dst`; a short `src` fills a
     /// prefix (as a short message does). Returns bytes consumed.
     ///
@@ -355,6 +374,7 @@ impl Datatype {
     /// that is not a multiple of its size, or a type without data and a non-zero byte count.
     /// Otherwise (derived types, and the pair types, which count as structs of their two
     /// members) a trailing partial basic element is not counted.
+    #[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than the MSRV
     pub fn elements_in(&self, bytes: usize) -> Option<usize> {
         if self.size == 0 {
             return (bytes == 0).then_some(0);

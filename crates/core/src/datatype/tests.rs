@@ -389,6 +389,17 @@ fn check(t: &Datatype, rf: &Ref) -> Result<(), TestCaseError> {
             prop_assert_eq!(m, part.len());
             prop_assert_eq!(&part[..], &want[skip..skip + m], "pack_range skip {} len {}", skip, len);
         }
+        // The runs cover the packed stream in order.
+        let mut at = 0usize;
+        let mut runs_ok = true;
+        let seen = t.for_each_run(count, 0, usize::MAX, |off, len| {
+            for j in 0..len {
+                let a = (src.origin as isize + off) as usize + j;
+                runs_ok &= src.bytes[a] == want[at];
+                at += 1;
+            }
+        });
+        prop_assert!(runs_ok && seen == total && at == total, "for_each_run");
         // Unpack all and a prefix; overlapping maps resolve the same way (last write wins).
         for cut in [total, total / 2] {
             let mut a = buffer(rf, count, |_| 0xee);
