@@ -517,7 +517,8 @@ unsafe fn reduce_impl(
         let inter = c.remote.is_some();
         // Elements in the input vector and in the result on this rank.
         let (in_count, out_count) = match kind {
-            RKind::ReduceScatterBlock => (count * if inter { c.peers() } else { c.size as usize }, count),
+            // On an intercommunicator too the vector has count × (local group size) elements.
+            RKind::ReduceScatterBlock => (count * c.size as usize, count),
             _ => (count, count),
         };
         let ip = in_place(sendbuf);

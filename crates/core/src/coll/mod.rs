@@ -151,9 +151,6 @@ impl CollState {
             self.pool.push(s);
         }
     }
-    fn config(&mut self) -> &CollConfig {
-        self.cfg.get_or_insert_with(CollConfig::from_env)
-    }
     /// Forget the sequence number of a freed communicator's context.
     pub fn forget_context(&mut self, ctx: u32) {
         self.seqs.remove(&ctx);
@@ -182,8 +179,10 @@ impl Engine {
         };
         let mut s = self.coll.schedule();
         s.reset(comm, tag);
-        let cfg = self.coll.config().clone();
-        if let Err(e) = build(&mut s, topo, c, &cfg) {
+        let cfg = self.coll.cfg.take().unwrap_or_else(CollConfig::from_env);
+        let r = build(&mut s, topo, c, &cfg);
+        self.coll.cfg = Some(cfg);
+        if let Err(e) = r {
             self.coll.recycle(s);
             return Err(e);
         }

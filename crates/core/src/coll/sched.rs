@@ -49,6 +49,9 @@ pub struct Schedule {
     pub steps: Vec<Step>,
     /// The reduction `Reduce` steps apply.
     pub red: Option<Reduction>,
+    /// While set, [`Schedule::send`] and [`Schedule::recv`] address the local group of an
+    /// intercommunicator (so intracommunicator algorithms can run inside one group).
+    pub local: bool,
     temps: Vec<Vec<u8>>,
     spare: Vec<Vec<u8>>,
     // Execution state.
@@ -70,6 +73,7 @@ impl Default for Schedule {
             tag_base: 0,
             steps: Vec::new(),
             red: None,
+            local: false,
             temps: Vec::new(),
             spare: Vec::new(),
             pc: 0,
@@ -88,6 +92,7 @@ impl Schedule {
         self.tag_base = tag_base;
         self.steps.clear();
         self.red = None;
+        self.local = false;
         self.spare.append(&mut self.temps);
         // Keep a few modest buffers; let large ones go back to the allocator.
         self.spare.retain(|b| b.capacity() <= 1 << 20);
@@ -122,21 +127,15 @@ impl Schedule {
         p.wrapping_offset(-lo)
     }
 
-    /// Append a send.
+    /// Append a send (to the local group while [`Schedule::local`] is set).
     pub fn send(&mut self, peer: i32, sub: u32, buf: *const u8, count: usize, dtype: &TypeRef) {
-        self.steps.push(Step::Send { peer, local: false, sub: sub as u16, buf, count, dtype: dtype.clone() });
+        let local = self.local;
+        self.steps.push(Step::Send { peer, local, sub: sub as u16, buf, count, dtype: dtype.clone() });
     }
-    /// Append a receive.
+    /// Append a receive (from the local group while [`Schedule::local`] is set).
     pub fn recv(&mut self, peer: i32, sub: u32, buf: *mut u8, count: usize, dtype: &TypeRef) {
-        self.steps.push(Step::Recv { peer, local: false, sub: sub as u16, buf, count, dtype: dtype.clone() });
-    }
-    /// Append a send to rank `peer` of the local group (intercommunicators).
-    pub fn send_local(&mut self, peer: i32, sub: u32, buf: *const u8, count: usize, dtype: &TypeRef) {
-        self.steps.push(Step::Send { peer, local: true, sub: sub as u16, buf, count, dtype: dtype.clone() });
-    }
-    /// Append a receive from rank `peer` of the local group (intercommunicators).
-    pub fn recv_local(&mut self, peer: i32, sub: u32, buf: *mut u8, count: usize, dtype: &TypeRef) {
-        self.steps.push(Step::Recv { peer, local: true, sub: sub as u16, buf, count, dtype: dtype.clone() });
+        let local = self.local;
+        self.steps.push(Step::Recv { peer, local, sub: sub as u16, buf, count, dtype: dtype.clone() });
     }
     /// Append `dst = src op dst`.
     pub fn reduce(&mut self, src: *const u8, dst: *mut u8, count: usize) {

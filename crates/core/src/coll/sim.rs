@@ -21,9 +21,32 @@ struct Msg {
     data: Vec<u8>,
 }
 
-/// Run one schedule per rank to completion; errors name the rank and what went wrong.
+/// Run one schedule per rank of one intracommunicator.
 fn run(scheds: &mut [Schedule]) -> Result<(), String> {
     let n = scheds.len();
+    run_groups(scheds, &[n])
+}
+
+/// Run one schedule per rank to completion; errors name the rank and what went wrong.
+/// `groups` are the sizes of the groups (one: an intracommunicator; two: the two sides of
+/// an intercommunicator, whose non-local traffic goes to the other group).
+fn run_groups(scheds: &mut [Schedule], groups: &[usize]) -> Result<(), String> {
+    let n = scheds.len();
+    let offset = |g: usize| groups[..g].iter().sum::<usize>();
+    let group_of = |r: usize| {
+        let mut g = 0;
+        while r >= offset(g + 1) {
+            g += 1;
+        }
+        g
+    };
+    // Global index of `peer` as addressed by global rank `r`.
+    let target = |r: usize, local: bool, peer: i32| -> Option<usize> {
+        let g = group_of(r);
+        let tg = if local || groups.len() == 1 { g } else { 1 - g };
+        (0..groups[tg] as i32).contains(&peer).then(|| offset(tg) + peer as usize)
+    };
+    let rank_in_group = |r: usize| (r - offset(group_of(r))) as i32;
     let mut inbox: Vec<VecDeque<Msg>> = (0..n).map(|_| VecDeque::new()).collect();
     let mut pc = vec![0usize; n];
     let mut waiting: Vec<Option<Vec<usize>>> = vec![None; n];
@@ -42,14 +65,13 @@ fn run(scheds: &mut [Schedule]) -> Result<(), String> {
                 while i < s.steps.len() && !matches!(s.steps[i], Step::Round) {
                     match &s.steps[i] {
                         Step::Send { peer, local, sub, buf, count, dtype } => {
-                            let total = if *local { n } else { n };
-                            if !(0..total as i32).contains(peer) {
-                                return Err(format!("rank {r}: send to invalid rank {peer}"));
-                            }
+                            let Some(to) = target(r, *local, *peer) else {
+                                return Err(format!("rank {r}: send to invalid rank {peer} (local {local})"));
+                            };
                             let mut data = vec![0u8; dtype.packed_size(*count)];
                             // SAFETY: the schedule's buffers are valid for their counts.
                             unsafe { dtype.pack(*buf, *count, &mut data) };
-                            inbox[*peer as usize].push_back(Msg { src: r as i32, local: *local, sub: *sub, data });
+                            inbox[to].push_back(Msg { src: rank_in_group(r), local: *local, sub: *sub, data });
                         }
                         Step::Recv { .. } => recvs.push(i),
                         _ => {}
@@ -710,4 +732,174 @@ fn schedules_have_the_promised_number_of_rounds() {
     assert_eq!(rounds(5, Coll::Barrier), 3);
     // Root of a binomial broadcast: one round of sends.
     assert_eq!(rounds(8, Coll::Bcast { buf: Buf { ptr: p, count: 1, dtype: t.clone() }, root: 0 }), 1);
+}
+
+/// Build and run an intercommunicator collective: `make(group, rank)` describes each call.
+fn run_inter(na: usize, nb: usize, make: impl Fn(usize, usize) -> Coll) -> Result<(), String> {
+    let cfg = CollConfig::default();
+    let mut scheds = Vec::new();
+    for (g, (n, other)) in [(na, nb), (nb, na)].into_iter().enumerate() {
+        for r in 0..n {
+            let mut s = Schedule::default();
+            s.reset(Handle(0), 0);
+            let t = Topo { rank: r as i32, size: n as i32, remote: Some(other as i32) };
+            build(&mut s, t, &make(g, r), &cfg).map_err(|e| format!("group {g} rank {r}: build: {e}"))?;
+            scheds.push(s);
+        }
+    }
+    run_groups(&mut scheds, &[na, nb])
+}
+
+const INTER: &[(usize, usize)] = &[(1, 1), (1, 3), (2, 2), (3, 1), (3, 4), (4, 5)];
+
+#[test]
+fn intercommunicator_barrier_bcast_gather_scatter() {
+    let t = int_type();
+    for &(na, nb) in INTER {
+        run_inter(na, nb, |_, _| Coll::Barrier).unwrap_or_else(|e| panic!("inter barrier {na}x{nb}: {e}"));
+        let sizes = [na, nb];
+        for rg in 0..2 {
+            for root in 0..sizes[rg] {
+                // Root group rg, root `root`: broadcast 5 ints to the other group.
+                let count = 5;
+                let mut bufs: Vec<Vec<Vec<u8>>> = (0..2)
+                    .map(|g| (0..sizes[g]).map(|r| ints(&(0..count).map(|i| if g == rg && r == root { val(r, i) } else { -1 }).collect::<Vec<_>>())).collect())
+                    .collect();
+                let ptrs: Vec<Vec<*mut u8>> = bufs.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+                let rootarg = |g: usize, r: usize| if g != rg { root as i32 } else if r == root { ROOT } else { crate::PROC_NULL };
+                run_inter(na, nb, |g, r| Coll::Bcast { buf: Buf { ptr: ptrs[g][r], count, dtype: t.clone() }, root: rootarg(g, r) })
+                    .unwrap_or_else(|e| panic!("inter bcast {na}x{nb}: {e}"));
+                for r in 0..sizes[1 - rg] {
+                    assert_eq!(as_ints(&bufs[1 - rg][r]), (0..count).map(|i| val(root, i)).collect::<Vec<_>>(), "inter bcast {na}x{nb} rg {rg}");
+                }
+                for r in 0..sizes[rg] {
+                    if r != root {
+                        assert_eq!(as_ints(&bufs[rg][r]), vec![-1; count], "PROC_NULL ranks are untouched");
+                    }
+                }
+                // Gather from the other group to the root, then scatter back.
+                let other = sizes[1 - rg];
+                let mut send: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|r| ints(&[val(g * 100 + r, 0), val(g * 100 + r, 1)])).collect()).collect();
+                let mut recv: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|_| ints(&vec![-1; 2 * other.max(sizes[g])])).collect()).collect();
+                let sp: Vec<Vec<*mut u8>> = send.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+                let rp: Vec<Vec<*mut u8>> = recv.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+                run_inter(na, nb, |g, r| Coll::Gather {
+                    send: Some(Buf { ptr: sp[g][r], count: 2, dtype: t.clone() }),
+                    recv: Buf { ptr: rp[g][r], count: 2, dtype: t.clone() },
+                    root: rootarg(g, r),
+                })
+                .unwrap_or_else(|e| panic!("inter gather {na}x{nb}: {e}"));
+                let want: Vec<i32> = (0..other).flat_map(|q| [val((1 - rg) * 100 + q, 0), val((1 - rg) * 100 + q, 1)]).collect();
+                assert_eq!(as_ints(&recv[rg][root])[..2 * other], want[..], "inter gather {na}x{nb} rg {rg} root {root}");
+                let mut out: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|_| ints(&[-1, -1])).collect()).collect();
+                let op: Vec<Vec<*mut u8>> = out.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+                run_inter(na, nb, |g, r| Coll::Scatter {
+                    send: Buf { ptr: rp[g][r], count: 2, dtype: t.clone() },
+                    recv: Some(Buf { ptr: op[g][r], count: 2, dtype: t.clone() }),
+                    root: rootarg(g, r),
+                })
+                .unwrap_or_else(|e| panic!("inter scatter {na}x{nb}: {e}"));
+                for q in 0..other {
+                    assert_eq!(as_ints(&out[1 - rg][q]), vec![val((1 - rg) * 100 + q, 0), val((1 - rg) * 100 + q, 1)]);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn intercommunicator_reductions_and_all_forms() {
+    let t = int_type();
+    let red = sum_reduction(&t);
+    let mred = mat_reduction();
+    for &(na, nb) in INTER {
+        let sizes = [na, nb];
+        let count = 3;
+        let gsum = |g: usize, i: usize| (0..sizes[g]).map(|r| val(g * 100 + r, i)).sum::<i32>();
+        // Allreduce: each group gets the other group's sum.
+        let mut send: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|r| ints(&(0..count).map(|i| val(g * 100 + r, i)).collect::<Vec<_>>())).collect()).collect();
+        let mut recv: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|_| ints(&vec![-1; 8 * count])).collect()).collect();
+        let sp: Vec<Vec<*mut u8>> = send.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+        let rp: Vec<Vec<*mut u8>> = recv.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+        run_inter(na, nb, |g, r| Coll::Allreduce { buf: RBuf { send: Some(sp[g][r]), recv: rp[g][r], count }, red: red.clone() })
+            .unwrap_or_else(|e| panic!("inter allreduce {na}x{nb}: {e}"));
+        for g in 0..2 {
+            for r in 0..sizes[g] {
+                assert_eq!(as_ints(&recv[g][r][..count * 4]), (0..count).map(|i| gsum(1 - g, i)).collect::<Vec<_>>(), "inter allreduce {na}x{nb}");
+            }
+        }
+        // Reduce to each root of group 0.
+        for root in 0..na {
+            let mut recv: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|_| ints(&vec![-1; count])).collect()).collect();
+            let rp: Vec<Vec<*mut u8>> = recv.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+            run_inter(na, nb, |g, r| Coll::Reduce {
+                buf: RBuf { send: Some(sp[g][r]), recv: rp[g][r], count },
+                red: red.clone(),
+                root: if g == 1 { root as i32 } else if r == root { ROOT } else { crate::PROC_NULL },
+            })
+            .unwrap_or_else(|e| panic!("inter reduce {na}x{nb}: {e}"));
+            assert_eq!(as_ints(&recv[0][root]), (0..count).map(|i| gsum(1, i)).collect::<Vec<_>>());
+        }
+        // Non-commutative reduce keeps the sending group's rank order.
+        let mut ms: Vec<Vec<Vec<Mat>>> = (0..2).map(|g| (0..sizes[g]).map(|r| mats(r, 2)).collect()).collect();
+        let mut mr: Vec<Vec<Vec<Mat>>> = (0..2).map(|g| (0..sizes[g]).map(|_| vec![[0; 4]; 2]).collect()).collect();
+        let msp: Vec<Vec<*mut u8>> = ms.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr() as *mut u8).collect()).collect();
+        let mrp: Vec<Vec<*mut u8>> = mr.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr() as *mut u8).collect()).collect();
+        run_inter(na, nb, |g, r| Coll::Allreduce { buf: RBuf { send: Some(msp[g][r]), recv: mrp[g][r], count: 2 }, red: mred.clone() })
+            .unwrap_or_else(|e| panic!("inter matmul allreduce {na}x{nb}: {e}"));
+        for g in 0..2 {
+            for r in 0..sizes[g] {
+                for i in 0..2 {
+                    assert_eq!(mr[g][r][i], ordered_product(0..sizes[1 - g], i), "inter matmul {na}x{nb}");
+                }
+            }
+        }
+        // Allgather and alltoall between the groups.
+        let mut ag: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|_| ints(&vec![-1; 8 * count])).collect()).collect();
+        let agp: Vec<Vec<*mut u8>> = ag.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+        run_inter(na, nb, |g, r| Coll::Allgather {
+            send: Some(Buf { ptr: sp[g][r], count, dtype: t.clone() }),
+            recv: Buf { ptr: agp[g][r], count, dtype: t.clone() },
+        })
+        .unwrap_or_else(|e| panic!("inter allgather {na}x{nb}: {e}"));
+        for g in 0..2 {
+            let want: Vec<i32> = (0..sizes[1 - g]).flat_map(|q| (0..count).map(move |i| val((1 - g) * 100 + q, i))).collect();
+            for r in 0..sizes[g] {
+                assert_eq!(as_ints(&ag[g][r])[..want.len()], want[..], "inter allgather {na}x{nb}");
+            }
+        }
+        let mut a2: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|r| ints(&(0..8).map(|i| val(g * 100 + r, i)).collect::<Vec<_>>())).collect()).collect();
+        let mut b2: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|_| ints(&[-1; 8])).collect()).collect();
+        let ap: Vec<Vec<*mut u8>> = a2.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+        let bp: Vec<Vec<*mut u8>> = b2.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+        run_inter(na, nb, |g, r| Coll::Alltoall {
+            send: Some(Buf { ptr: ap[g][r], count: 1, dtype: t.clone() }),
+            recv: Buf { ptr: bp[g][r], count: 1, dtype: t.clone() },
+        })
+        .unwrap_or_else(|e| panic!("inter alltoall {na}x{nb}: {e}"));
+        for g in 0..2 {
+            for r in 0..sizes[g] {
+                let got = as_ints(&b2[g][r]);
+                for q in 0..sizes[1 - g] {
+                    assert_eq!(got[q], val((1 - g) * 100 + q, r), "inter alltoall {na}x{nb}");
+                }
+            }
+        }
+        // Reduce_scatter_block when both groups have the same total (count × size).
+        if na == nb {
+            let per = 2;
+            let mut s3: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|r| ints(&(0..per * na).map(|i| val(g * 100 + r, i)).collect::<Vec<_>>())).collect()).collect();
+            let mut r3: Vec<Vec<Vec<u8>>> = (0..2).map(|g| (0..sizes[g]).map(|_| ints(&vec![-1; per])).collect()).collect();
+            let s3p: Vec<Vec<*mut u8>> = s3.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+            let r3p: Vec<Vec<*mut u8>> = r3.iter_mut().map(|g| g.iter_mut().map(|b| b.as_mut_ptr()).collect()).collect();
+            run_inter(na, nb, |g, r| Coll::ReduceScatterBlock { buf: RBuf { send: Some(s3p[g][r]), recv: r3p[g][r], count: per }, red: red.clone() })
+                .unwrap_or_else(|e| panic!("inter reduce_scatter_block {na}x{nb}: {e}"));
+            for g in 0..2 {
+                for r in 0..sizes[g] {
+                    let want: Vec<i32> = (0..per).map(|i| gsum(1 - g, r * per + i)).collect();
+                    assert_eq!(as_ints(&r3[g][r]), want, "inter reduce_scatter_block {na}x{nb}");
+                }
+            }
+        }
+    }
 }
