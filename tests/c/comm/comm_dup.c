@@ -1,5 +1,5 @@
-/* ranks: 1 2 4 8 */
-/* Comm_dup, Comm_idup, Comm_dup_with_info: congruent copies with their own traffic;
+/* ranks: 1 2 4 8
+ * Comm_dup, Comm_idup, Comm_dup_with_info: congruent copies with their own traffic;
  * names; comparison; many dup/free cycles. */
 #include "check.h"
 

@@ -1,5 +1,5 @@
-/* ranks: 1 2 */
-/* Info objects: set/get/get_string/get_valuelen/delete/nkeys/nthkey/dup/free, length
+/* ranks: 1 2
+ * Info objects: set/get/get_string/get_valuelen/delete/nkeys/nthkey/dup/free, length
  * limits and their error classes, MPI_INFO_ENV, MPI_INFO_NULL checks; communicator info
  * hints (set_info, get_info, dup_with_info). */
 #include "check.h"

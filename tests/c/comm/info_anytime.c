@@ -1,5 +1,5 @@
-/* ranks: 1 2 */
-/* Info calls work before MPI_Init and after MPI_Finalize (MPI 4.0), on the same objects. */
+/* ranks: 1 2
+ * Info calls work before MPI_Init and after MPI_Finalize (MPI 4.0), on the same objects. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>

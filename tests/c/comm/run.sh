@@ -3,9 +3,10 @@
 #
 #   tests/c/comm/run.sh [--prefix DIR] [--paths "shm tcp"] [--filter REGEX] [--max-np N]
 #
-# Each test's leading comment gives "ranks: ..." (rank counts to run) and optionally
-# "expect: fail" (the job must fail within 20 s and stderr must name rank 1). A normal run
-# passes when the launcher exits 0 and the output contains " No Errors".
+# Each test's leading comment block gives "ranks: ..." (rank counts to run) and optionally
+# "expect: fail" (the job must fail within 20 s and its output must name rank 1), as in
+# tests/c/run-tests.sh. A normal run passes when the launcher exits 0 and the output
+# contains " No Errors".
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -23,6 +24,10 @@ while [ $# -gt 0 ]; do
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
 done
+# Value of "key: value" in the test's leading comment block (same rule as tests/c/run-tests.sh).
+header() {
+    sed -n '1,/\*\//p' "$1" | sed -n "s/^[ /*]*$2:[[:space:]]*//p" | head -n 1 | sed 's/[[:space:]]*\*\/.*$//; s/[[:space:]]*$//'
+}
 build="$here/build"
 mkdir -p "$build"
 cflags="-O2 -g -Wall -Wextra -Werror -Wno-stringop-overflow -Wno-format-truncation"
@@ -33,8 +38,8 @@ for src in "$here"/*.c; do
     if ! "$prefix/bin/mpicc" $cflags -o "$build/$name" "$src" 2> "$build/$name.cc.log"; then
         echo "FAIL $name (compile: see $build/$name.cc.log)"; failed=$((failed+1)); continue
     fi
-    ranks=$(sed -n 's|^/\* ranks: \(.*\) \*/$|\1|p' "$src" | head -n1)
-    expect=$(sed -n 's|^/\* expect: \(.*\) \*/$|\1|p' "$src" | head -n1)
+    ranks=$(header "$src" ranks)
+    expect=$(header "$src" expect)
     for path in $paths; do
         for np in ${ranks:-2}; do
             if [ -n "$max_np" ] && [ "$np" -gt "$max_np" ]; then continue; fi
