@@ -49,13 +49,13 @@ int main(int argc, char **argv)
     }
 
     /* Many dup/free cycles, and a dup of a dup of a dup. */
-    for (int i = 0; i < 60; i++) {
+    for (int i = 0; i < 30; i++) {
         MPI_Comm t;
         MPI_Comm_dup(i % 2 ? a : b, &t);
         MPI_Comm_free(&t);
     }
     MPI_Comm chain = MPI_COMM_WORLD;
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < 10; i++) {
         MPI_Comm n;
         MPI_Comm_dup(chain, &n);
         if (chain != MPI_COMM_WORLD)
