@@ -12,7 +12,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
     MPI_Comm_get_name(MPI_COMM_WORLD, name, &len);
-    CHECK(strcmp(name, "MPI_COMM_WORLD") == 0, "world name '%s'", name);
+    CHECK(strcmp(name, "MPI_COMM_WORLD") == 0, "world name '%.100s'", name);
 
     MPI_Comm a, b, c;
     MPI_Request req;
@@ -28,10 +28,10 @@ int main(int argc, char **argv)
     MPI_Comm_compare(b, c, &cmp);
     CHECK(cmp == MPI_CONGRUENT, "idup vs dup_with_info %d", cmp);
     MPI_Comm_get_name(a, name, &len);
-    CHECK(len == 0, "dup carries a name '%s'", name);
+    CHECK(len == 0, "dup carries a name '%.100s'", name);
     MPI_Comm_set_name(a, "first copy");
     MPI_Comm_get_name(a, name, &len);
-    CHECK(strcmp(name, "first copy") == 0 && len == 10, "name '%s'", name);
+    CHECK(strcmp(name, "first copy") == 0 && len == 10, "name '%.100s'", name);
 
     /* Same source and tag on four communicators: each message lands on its own. */
     if (size > 1) {
