@@ -35,15 +35,14 @@ pub struct Global {
     pub main_thread: std::thread::ThreadId,
     /// Attached Bsend buffer (address, size).
     pub bsend_buf: Option<(usize, usize)>,
-    /// Groups, info objects, error handlers, attributes, user error codes.
+    /// Groups, error handlers, attributes, user error codes.
     pub tables: Tables,
 }
 
-/// Handle tables of groups, info objects, error handlers and attributes.
+/// Handle tables of groups, error handlers and attributes (info objects live in `info.rs`).
 #[derive(Default)]
 pub struct Tables {
     pub groups: Slab<Group>,
-    pub infos: Slab<Info>,
     pub errhandlers: Slab<crate::errhandler::UserErrhandler>,
     pub keyvals: Keyvals,
     /// Attributes cached on communicators, by engine handle.

@@ -1,14 +1,60 @@
 //! Info objects. MPI_INFO_ENV describes how the program was started and is read-only.
+//!
+//! Info calls are allowed before MPI_Init and after MPI_Finalize (MPI 4.0), so the table of
+//! info objects lives outside the library state, behind its own lock (always taken after
+//! the library lock when both are held).
 
 use std::ffi::{c_char, c_int, CStr};
+use std::sync::atomic::Ordering;
+use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use steadfast_core::info::Info;
+use steadfast_core::slab::Slab;
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
 use crate::abi::{self, MPI_Info};
 use crate::env::write_cstr;
-use crate::global::{api, Global};
+use crate::global::{abi_class, api, Global, PHASE, PHASE_LIVE};
 use crate::mpi_api;
+
+static INFOS: LazyLock<Mutex<Slab<Info>>> = LazyLock::new(|| Mutex::new(Slab::default()));
+
+fn infos() -> MutexGuard<'static, Slab<Info>> {
+    INFOS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What MPI_INFO_ENV needs to know about the process.
+#[derive(Clone, Copy)]
+struct EnvFacts {
+    size: u32,
+    thread_level: c_int,
+}
+
+impl EnvFacts {
+    fn of(g: Option<&Global>) -> EnvFacts {
+        match g {
+            Some(g) => EnvFacts { size: g.eng.size, thread_level: g.thread_level },
+            // Before MPI_Init: what the launcher said, or a singleton.
+            None => EnvFacts {
+                size: std::env::var("STEADFAST_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(1),
+                thread_level: abi::MPI_THREAD_SINGLE,
+            },
+        }
+    }
+}
+
+/// Run an info entry point: through [`api`] while MPI is live, else returning the error
+/// class directly.
+fn info_api(func: &str, body: impl FnOnce(EnvFacts) -> Result<(), MpiError>) -> c_int {
+    if PHASE.load(Ordering::Acquire) == PHASE_LIVE {
+        api(func, None, |g| body(EnvFacts::of(Some(g))))
+    } else {
+        match body(EnvFacts::of(None)) {
+            Ok(()) => abi::MPI_SUCCESS,
+            Err(e) => abi_class(e.class),
+        }
+    }
+}
 
 fn err(class: ErrorClass, msg: impl Into<String>) -> MpiError {
     MpiError::new(class, msg)
@@ -24,7 +70,7 @@ fn thread_level_name(l: c_int) -> &'static str {
 }
 
 /// The contents of MPI_INFO_ENV.
-pub fn env_info(g: &Global) -> Info {
+fn env_info(g: EnvFacts) -> Info {
     let mut i = Info::new();
     let cmdline = std::fs::read("/proc/self/cmdline").unwrap_or_default();
     let args: Vec<String> =
@@ -39,8 +85,8 @@ pub fn env_info(g: &Global) -> Info {
     if args.len() > 1 {
         set("argv", &args[1..].join(" "));
     }
-    set("maxprocs", &g.eng.size.to_string());
-    set("soft", &g.eng.size.to_string());
+    set("maxprocs", &g.size.to_string());
+    set("soft", &g.size.to_string());
     let mut host = [0u8; 256];
     // SAFETY: host is 256 bytes.
     if unsafe { libc::gethostname(host.as_mut_ptr() as *mut c_char, host.len()) } == 0 {
@@ -55,13 +101,17 @@ pub fn env_info(g: &Global) -> Info {
     i
 }
 
-/// The info object behind handle `h` (a copy for MPI_INFO_ENV).
-pub fn info_of(g: &Global, h: MPI_Info) -> Result<Info, MpiError> {
+fn lookup(f: EnvFacts, h: MPI_Info) -> Result<Info, MpiError> {
     match h as usize {
         abi::MPI_INFO_NULL => Err(err(ErrorClass::Info, "MPI_INFO_NULL is not a valid info object here")),
-        abi::MPI_INFO_ENV => Ok(env_info(g)),
-        v => g.tables.infos.get(Handle(v as u64)).cloned().ok_or_else(|| err(ErrorClass::Info, format!("invalid info handle {v:#x}"))),
+        abi::MPI_INFO_ENV => Ok(env_info(f)),
+        v => infos().get(Handle(v as u64)).cloned().ok_or_else(|| err(ErrorClass::Info, format!("invalid info handle {v:#x}"))),
     }
+}
+
+/// The info object behind handle `h` (a copy; MPI_INFO_ENV's contents for MPI_INFO_ENV).
+pub fn info_of(g: &Global, h: MPI_Info) -> Result<Info, MpiError> {
+    lookup(EnvFacts::of(Some(g)), h)
 }
 
 /// An optional info argument: MPI_INFO_NULL means none.
@@ -73,21 +123,31 @@ pub fn info_arg(g: &Global, h: MPI_Info) -> Result<Option<Info>, MpiError> {
     }
 }
 
-fn info_mut(g: &mut Global, h: MPI_Info) -> Result<&mut Info, MpiError> {
+/// Change the info object behind `h` with `f`.
+fn modify(h: MPI_Info, f: impl FnOnce(&mut Info) -> Result<(), MpiError>) -> Result<(), MpiError> {
     match h as usize {
         abi::MPI_INFO_NULL => Err(err(ErrorClass::Info, "MPI_INFO_NULL is not a valid info object here")),
         abi::MPI_INFO_ENV => Err(err(ErrorClass::Info, "MPI_INFO_ENV is read-only")),
-        v => g.tables.infos.get_mut(Handle(v as u64)).ok_or_else(|| err(ErrorClass::Info, format!("invalid info handle {v:#x}"))),
+        v => match infos().get_mut(Handle(v as u64)) {
+            Some(i) => f(i),
+            None => Err(err(ErrorClass::Info, format!("invalid info handle {v:#x}"))),
+        },
     }
 }
 
-/// Store `info` and write its new handle.
-pub unsafe fn out_info(g: &mut Global, info: Info, out: *mut MPI_Info) -> Result<(), MpiError> {
+fn store(info: Info, out: *mut MPI_Info) -> Result<(), MpiError> {
     if out.is_null() {
         return Err(err(ErrorClass::Arg, "info pointer is NULL"));
     }
-    *out = g.tables.infos.insert(info).0 as MPI_Info;
+    let h = infos().insert(info);
+    // SAFETY: checked non-null; the application passed a writable MPI_Info.
+    unsafe { *out = h.0 as MPI_Info };
     Ok(())
+}
+
+/// Store `info` and write its new handle.
+pub unsafe fn out_info(_g: &mut Global, info: Info, out: *mut MPI_Info) -> Result<(), MpiError> {
+    store(info, out)
 }
 
 unsafe fn key_arg(key: *const c_char) -> Result<String, MpiError> {
@@ -99,37 +159,34 @@ unsafe fn key_arg(key: *const c_char) -> Result<String, MpiError> {
 
 mpi_api! {
     fn Info_create(info: *mut MPI_Info) -> c_int {
-        api("MPI_Info_create", None, |g| out_info(g, Info::new(), info))
+        info_api("MPI_Info_create", |_| store(Info::new(), info))
     }
 
     fn Info_create_env(_argc: c_int, _argv: *mut *mut c_char, info: *mut MPI_Info) -> c_int {
-        api("MPI_Info_create_env", None, |g| {
-            let i = env_info(g);
-            out_info(g, i, info)
-        })
+        info_api("MPI_Info_create_env", |f| store(env_info(f), info))
     }
 
     fn Info_set(info: MPI_Info, key: *const c_char, value: *const c_char) -> c_int {
-        api("MPI_Info_set", None, |g| {
+        info_api("MPI_Info_set", |_| {
             let k = key_arg(key)?;
             if value.is_null() {
                 return Err(err(ErrorClass::InfoValue, "value is NULL"));
             }
             let v = CStr::from_ptr(value).to_string_lossy().into_owned();
-            info_mut(g, info)?.set(&k, &v)
+            modify(info, |i| i.set(&k, &v))
         })
     }
 
     fn Info_delete(info: MPI_Info, key: *const c_char) -> c_int {
-        api("MPI_Info_delete", None, |g| {
+        info_api("MPI_Info_delete", |_| {
             let k = key_arg(key)?;
-            info_mut(g, info)?.delete(&k)
+            modify(info, |i| i.delete(&k))
         })
     }
 
     fn Info_get(info: MPI_Info, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
-        api("MPI_Info_get", None, |g| {
-            let i = info_of(g, info)?;
+        info_api("MPI_Info_get", |f| {
+            let i = lookup(f, info)?;
             let k = key_arg(key)?;
             if valuelen < 0 {
                 return Err(err(ErrorClass::Arg, format!("negative valuelen {valuelen}")));
@@ -150,8 +207,8 @@ mpi_api! {
     }
 
     fn Info_get_string(info: MPI_Info, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) -> c_int {
-        api("MPI_Info_get_string", None, |g| {
-            let i = info_of(g, info)?;
+        info_api("MPI_Info_get_string", |f| {
+            let i = lookup(f, info)?;
             let k = key_arg(key)?;
             if flag.is_null() || buflen.is_null() {
                 return Err(err(ErrorClass::Arg, "buflen or flag is NULL"));
@@ -174,8 +231,8 @@ mpi_api! {
     }
 
     fn Info_get_valuelen(info: MPI_Info, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) -> c_int {
-        api("MPI_Info_get_valuelen", None, |g| {
-            let i = info_of(g, info)?;
+        info_api("MPI_Info_get_valuelen", |f| {
+            let i = lookup(f, info)?;
             let k = key_arg(key)?;
             if flag.is_null() || valuelen.is_null() {
                 return Err(err(ErrorClass::Arg, "valuelen or flag is NULL"));
@@ -192,8 +249,8 @@ mpi_api! {
     }
 
     fn Info_get_nkeys(info: MPI_Info, nkeys: *mut c_int) -> c_int {
-        api("MPI_Info_get_nkeys", None, |g| {
-            let i = info_of(g, info)?;
+        info_api("MPI_Info_get_nkeys", |f| {
+            let i = lookup(f, info)?;
             if nkeys.is_null() {
                 return Err(err(ErrorClass::Arg, "nkeys is NULL"));
             }
@@ -203,8 +260,8 @@ mpi_api! {
     }
 
     fn Info_get_nthkey(info: MPI_Info, n: c_int, key: *mut c_char) -> c_int {
-        api("MPI_Info_get_nthkey", None, |g| {
-            let i = info_of(g, info)?;
+        info_api("MPI_Info_get_nthkey", |f| {
+            let i = lookup(f, info)?;
             if key.is_null() {
                 return Err(err(ErrorClass::Arg, "key is NULL"));
             }
@@ -214,14 +271,14 @@ mpi_api! {
     }
 
     fn Info_dup(info: MPI_Info, newinfo: *mut MPI_Info) -> c_int {
-        api("MPI_Info_dup", None, |g| {
-            let i = info_of(g, info)?;
-            out_info(g, i, newinfo)
+        info_api("MPI_Info_dup", |f| {
+            let i = lookup(f, info)?;
+            store(i, newinfo)
         })
     }
 
     fn Info_free(info: *mut MPI_Info) -> c_int {
-        api("MPI_Info_free", None, |g| {
+        info_api("MPI_Info_free", |_| {
             if info.is_null() {
                 return Err(err(ErrorClass::Arg, "info pointer is NULL"));
             }
@@ -229,8 +286,8 @@ mpi_api! {
             if h == abi::MPI_INFO_ENV {
                 return Err(err(ErrorClass::Info, "MPI_INFO_ENV cannot be freed"));
             }
-            info_mut(g, *info)?;
-            g.tables.infos.remove(Handle(h as u64));
+            modify(*info, |_| Ok(()))?;
+            infos().remove(Handle(h as u64));
             *info = abi::MPI_INFO_NULL as MPI_Info;
             Ok(())
         })

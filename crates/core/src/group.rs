@@ -216,9 +216,12 @@ fn decode_ranks(b: &[u8], off: usize) -> MpiResult<(Vec<u32>, usize)> {
     Ok((v, off + 8 + 4 * n))
 }
 
-/// Members of one color after a split: `(color, key, old rank)` entries sorted by key, then
-/// old rank; returns the world ranks in new-rank order.
-fn split_members(entries: &[(i32, i32, u32)], color: i32) -> Vec<u32> {
+/// One process's part in a split: (color, key, world rank), indexed by old rank.
+type SplitEntry = (i32, i32, u32);
+
+/// Members of one color after a split, sorted by key, then old rank; returns the world
+/// ranks in new-rank order.
+fn split_members(entries: &[SplitEntry], color: i32) -> Vec<u32> {
     let mut m: Vec<(i32, usize, u32)> =
         entries.iter().enumerate().filter(|(_, e)| e.0 == color).map(|(i, e)| (e.1, i, e.2)).collect();
     m.sort_unstable();
@@ -476,7 +479,7 @@ impl Engine {
         mine.extend_from_slice(&color.to_le_bytes());
         mine.extend_from_slice(&key.to_le_bytes());
         mine.extend_from_slice(&(self.next_context() as u64).to_le_bytes());
-        let decode = |all: &[u8], group: &[u32]| -> MpiResult<(Vec<(i32, i32, u32)>, u64)> {
+        let decode = |all: &[u8], group: &[u32]| -> MpiResult<(Vec<SplitEntry>, u64)> {
             let mut entries = Vec::with_capacity(group.len());
             let mut max = 0;
             for (i, &w) in group.iter().enumerate() {

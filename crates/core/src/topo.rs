@@ -42,7 +42,7 @@ fn divisors(m: u64) -> Vec<u64> {
     let mut hi = Vec::new();
     let mut d = 1;
     while d * d <= m {
-        if m % d == 0 {
+        if m.is_multiple_of(d) {
             lo.push(d);
             if d * d != m {
                 hi.push(m / d);
@@ -96,7 +96,7 @@ impl Search<'_> {
             if d > cap {
                 break;
             }
-            if d < lo || rem % d != 0 {
+            if d < lo || !rem.is_multiple_of(d) {
                 continue;
             }
             let first = cur.first().copied().unwrap_or(d);
@@ -140,7 +140,7 @@ pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
         dims.iter_mut().for_each(|d| *d = 0);
         return Ok(());
     }
-    if fixed == 0 || n % fixed != 0 {
+    if fixed == 0 || !n.is_multiple_of(fixed) {
         return mpi_err!(Dims, "{nnodes} processes cannot be divided by the product {fixed} of the given dimensions");
     }
     let m = n / fixed;
@@ -233,9 +233,12 @@ pub fn graph_neighbors<'a>(index: &[i32], edges: &'a [i32], rank: i32) -> &'a [i
     &edges[start..index[r] as usize]
 }
 
+/// (rank, tag) of each neighbor, in MPI order.
+pub type NeighborList = Vec<(i32, i32)>;
+
 impl Topology {
     /// (rank, tag) of every in-neighbor and every out-neighbor of `rank`, in MPI order.
-    pub fn neighbor_lists(&self, rank: i32) -> (Vec<(i32, i32)>, Vec<(i32, i32)>) {
+    pub fn neighbor_lists(&self, rank: i32) -> (NeighborList, NeighborList) {
         match self {
             Topology::Cart { dims, periods } => {
                 let (mut ins, mut outs) = (Vec::new(), Vec::new());

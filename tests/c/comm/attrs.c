@@ -1,5 +1,5 @@
-/* ranks: 1 2 4 */
-/* Communicator attributes: keyvals, set/get/delete, copy callbacks on dup (null, dup, user,
+/* ranks: 1 2 4
+ * Communicator attributes: keyvals, set/get/delete, copy callbacks on dup (null, dup, user,
  * failing), delete callbacks on replace, delete and free (last set first, allowed to call
  * MPI and to delete other attributes), failing delete callbacks, freed keyvals living on,
  * predefined attributes, the deprecated interface, and MPI_COMM_SELF's attributes deleted

@@ -11,7 +11,7 @@ static int errs = 0;
 #define CHECK(cond, ...)                                                        \
     do {                                                                        \
         if (!(cond)) {                                                          \
-            char msg_[512];                                                     \
+            char msg_[2048];                                                     \
             int r_ = -1;                                                        \
             MPI_Comm_rank(MPI_COMM_WORLD, &r_);                                 \
             int n_ = snprintf(msg_, sizeof msg_, "rank %d: %s:%d: check failed: %s: ", \

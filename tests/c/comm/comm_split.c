@@ -1,5 +1,5 @@
-/* ranks: 1 2 3 4 8 */
-/* Comm_split (colors, keys, MPI_UNDEFINED), Comm_split_type, Comm_create (one group and
+/* ranks: 1 2 3 4 8
+ * Comm_split (colors, keys, MPI_UNDEFINED), Comm_split_type, Comm_create (one group and
  * disjoint groups), Comm_create_group (disjoint and overlapping groups, tags), and that
  * traffic on the new communicators stays on them. */
 #include "check.h"

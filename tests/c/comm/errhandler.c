@@ -1,5 +1,5 @@
-/* ranks: 1 2 4 */
-/* Error handlers: user handlers called with the communicator and the error code (and free
+/* ranks: 1 2 4
+ * Error handlers: user handlers called with the communicator and the error code (and free
  * to call MPI), inherited by dup, reference-counted through Errhandler_free and
  * Comm_get_errhandler, Comm_call_errhandler; user error classes, codes and strings. */
 #include "check.h"

@@ -1,6 +1,6 @@
-/* ranks: 2 */
-/* expect: fail */
-/* MPI_ERRORS_ABORT on a communicator: an invalid call on rank 1 takes the job down (the
+/* ranks: 2
+ * expect: fail
+ * MPI_ERRORS_ABORT on a communicator: an invalid call on rank 1 takes the job down (the
  * others wait in a receive that never completes) and stderr names rank 1. */
 #include "check.h"
 

@@ -1,5 +1,5 @@
-/* ranks: 1 2 4 8 */
-/* Group algebra: sizes, ranks, translation, comparison, set operations, (range) incl/excl,
+/* ranks: 1 2 4 8
+ * Group algebra: sizes, ranks, translation, comparison, set operations, (range) incl/excl,
  * MPI_GROUP_EMPTY, argument errors with their classes. */
 #include "check.h"
 

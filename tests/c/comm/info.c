@@ -1,5 +1,5 @@
-/* ranks: 1 2 */
-/* Info objects: set/get/get_string/get_valuelen/delete/nkeys/nthkey/dup/free, length
+/* ranks: 1 2
+ * Info objects: set/get/get_string/get_valuelen/delete/nkeys/nthkey/dup/free, length
  * limits and their error classes, MPI_INFO_ENV, MPI_INFO_NULL checks; communicator info
  * hints (set_info, get_info, dup_with_info). */
 #include "check.h"
@@ -29,22 +29,22 @@ int main(int argc, char **argv)
     MPI_Info_get_nkeys(info, &n);
     CHECK(n == 3, "nkeys %d", n);
     MPI_Info_get_nthkey(info, 0, key);
-    CHECK(strcmp(key, "zeta") == 0, "key 0 '%s'", key);
+    CHECK(strcmp(key, "zeta") == 0, "key 0 '%.100s'", key);
     MPI_Info_get_nthkey(info, 2, key);
-    CHECK(strcmp(key, "mid") == 0, "key 2 '%s'", key);
+    CHECK(strcmp(key, "mid") == 0, "key 2 '%.100s'", key);
     MPI_Info_get(info, "zeta", MPI_MAX_INFO_VAL, val, &flag);
-    CHECK(flag && strcmp(val, "one") == 0, "zeta '%s'", val);
+    CHECK(flag && strcmp(val, "one") == 0, "zeta '%.100s'", val);
     MPI_Info_get(info, "nope", MPI_MAX_INFO_VAL, val, &flag);
     CHECK(!flag, "missing key found");
     MPI_Info_get_valuelen(info, "alpha", &len, &flag);
     CHECK(flag && len == 3, "valuelen %d", len);
     /* Truncation: valuelen characters, then NUL. */
     MPI_Info_get(info, "alpha", 2, val, &flag);
-    CHECK(flag && strcmp(val, "tw") == 0, "truncated '%s'", val);
+    CHECK(flag && strcmp(val, "tw") == 0, "truncated '%.100s'", val);
     /* get_string: buflen in/out. */
     int buflen = 2;
     MPI_Info_get_string(info, "alpha", &buflen, val, &flag);
-    CHECK(flag && buflen == 4 && strcmp(val, "t") == 0, "get_string buflen %d '%s'", buflen, val);
+    CHECK(flag && buflen == 4 && strcmp(val, "t") == 0, "get_string buflen %d '%.100s'", buflen, val);
     buflen = 0;
     MPI_Info_get_string(info, "mid", &buflen, NULL, &flag);
     CHECK(flag && buflen == 2, "get_string size query %d", buflen);
@@ -81,11 +81,11 @@ int main(int argc, char **argv)
     MPI_Info_get_nkeys(MPI_INFO_ENV, &n);
     CHECK(n > 0, "MPI_INFO_ENV has no keys");
     MPI_Info_get(MPI_INFO_ENV, "command", MPI_MAX_INFO_VAL, val, &flag);
-    CHECK(flag && strstr(val, "info") != NULL, "MPI_INFO_ENV command '%s'", flag ? val : "");
+    CHECK(flag && strstr(val, "info") != NULL, "MPI_INFO_ENV command '%.100s'", flag ? val : "");
     MPI_Info_get(MPI_INFO_ENV, "maxprocs", MPI_MAX_INFO_VAL, val, &flag);
     int size;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    CHECK(flag && atoi(val) == size, "MPI_INFO_ENV maxprocs '%s'", flag ? val : "");
+    CHECK(flag && atoi(val) == size, "MPI_INFO_ENV maxprocs '%.100s'", flag ? val : "");
     MPI_Info envdup;
     MPI_Info_dup(MPI_INFO_ENV, &envdup);
     MPI_Info_set(envdup, "extra", "x");

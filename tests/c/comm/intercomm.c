@@ -1,5 +1,5 @@
-/* ranks: 2 3 4 8 */
-/* Intercommunicators: Intercomm_create over a peer communicator with a tag, remote size and
+/* ranks: 2 3 4 8
+ * Intercommunicators: Intercomm_create over a peer communicator with a tag, remote size and
  * group, point-to-point (specific and any source, probe), Intercomm_merge with both high
  * orderings, dup, split and create on an intercommunicator, compare. */
 #include "check.h"

@@ -1,5 +1,5 @@
-/* ranks: 1 2 3 4 6 8 */
-/* Cartesian topologies: Dims_create, Cart_create (with ranks left out), Cart_get / rank /
+/* ranks: 1 2 3 4 6 8
+ * Cartesian topologies: Dims_create, Cart_create (with ranks left out), Cart_get / rank /
  * coords / shift / sub / map, Cartdim_get, Topo_test, zero-dimensional grids, and
  * neighborhood collectives on grids, including periodic dimensions of size 1 and 2 where
  * one process is both neighbours. */

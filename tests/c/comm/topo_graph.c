@@ -1,5 +1,5 @@
-/* ranks: 1 2 3 4 8 */
-/* Graph and distributed-graph topologies: Graph_create / get / neighbors / map,
+/* ranks: 1 2 3 4 8
+ * Graph and distributed-graph topologies: Graph_create / get / neighbors / map,
  * Graphdims_get, Dist_graph_create and Dist_graph_create_adjacent with and without
  * weights, Dist_graph_neighbors(_count), and neighborhood collectives over them
  * (allgather, allgatherv, alltoall, alltoallv, alltoallw, duplicate edges). */
