@@ -72,11 +72,9 @@ pub(crate) enum SizedBase {
     Schedule(ScheduleTree),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BaseCursor {
-    KAry(KAryCursor),
-    Schedule(ScheduleCursor),
-}
+/// Base-tree cursor fields (which tree they belong to is known from [`SizedBase`]): k-ary
+/// `[rank, next index]` (the stride is recomputed), schedule `[next time, position]`.
+pub(crate) type BaseCursor = [u32; 2];
 
 /// Depth-first renumbering of a [`SizedBase`] tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +86,8 @@ pub struct InOrder {
 /// Iteration state over one process's children in an [`InOrder`] tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct InOrderCursor {
-    base: BaseCursor,
-    next: u32,
+    pub base: BaseCursor,
+    pub next: u32,
 }
 
 impl InOrder {
@@ -99,16 +97,31 @@ impl InOrder {
 
     fn base_cursor(&self, v: u32) -> BaseCursor {
         match &self.base {
-            SizedBase::KAry(t) => BaseCursor::KAry(t.cursor(v)),
-            SizedBase::Schedule(t) => BaseCursor::Schedule(t.cursor(v)),
+            SizedBase::KAry(t) => {
+                let c = t.cursor(v);
+                [c.rank, c.next]
+            }
+            SizedBase::Schedule(t) => {
+                let c = t.cursor(v);
+                [c.next_time, c.pos]
+            }
         }
     }
 
     fn base_next(&self, cur: &mut BaseCursor) -> Option<u32> {
-        match (&self.base, cur) {
-            (SizedBase::KAry(t), BaseCursor::KAry(c)) => t.next_child(c),
-            (SizedBase::Schedule(t), BaseCursor::Schedule(c)) => t.next_child(c),
-            _ => None,
+        match &self.base {
+            SizedBase::KAry(t) => {
+                let mut c = KAryCursor { next: cur[1], ..t.cursor(cur[0]) };
+                let out = t.next_child(&mut c);
+                cur[1] = c.next;
+                out
+            }
+            SizedBase::Schedule(t) => {
+                let mut c = ScheduleCursor { next_time: cur[0], pos: cur[1] };
+                let out = t.next_child(&mut c);
+                *cur = [c.next_time, c.pos];
+                out
+            }
         }
     }
 

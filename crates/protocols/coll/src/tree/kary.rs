@@ -16,8 +16,9 @@ pub struct KAryTree {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct KAryCursor {
     pub rank: u32,
-    /// `k^l` for the level `l` of `rank`.
-    pub stride: u64,
+    /// `k^l` for the level `l` of `rank`, saturated (a saturated stride has no children
+    /// below `MAX_PROCS`).
+    pub stride: u32,
     /// Index `i` of the next child, `1..=k`.
     pub next: u32,
 }
@@ -26,11 +27,6 @@ impl KAryTree {
     pub(crate) fn new(procs: u32, k: u32) -> Self {
         debug_assert!(procs >= 1 && k >= 1);
         KAryTree { procs, k }
-    }
-
-    /// Fan-out.
-    pub(crate) fn arity(&self) -> u32 {
-        self.k
     }
 
     /// Level of `rank`, the first rank of that level, and `k^level`.
@@ -48,14 +44,15 @@ impl KAryTree {
 
     pub(crate) fn cursor(&self, rank: u32) -> KAryCursor {
         let (_, _, width) = self.level(rank);
-        KAryCursor { rank, stride: width, next: 1 }
+        KAryCursor { rank, stride: width.min(u64::from(u32::MAX)) as u32, next: 1 }
     }
 
+    #[inline]
     pub(crate) fn next_child(&self, cur: &mut KAryCursor) -> Option<u32> {
         if cur.next > self.k {
             return None;
         }
-        let child = u64::from(cur.rank) + u64::from(cur.next) * cur.stride;
+        let child = u64::from(cur.rank) + u64::from(cur.next) * u64::from(cur.stride);
         if child >= u64::from(self.procs) {
             cur.next = self.k + 1;
             return None;

@@ -86,21 +86,16 @@ pub struct Topology {
 }
 
 /// Where a process is in enumerating its children (see [`Topology::next_child`]).
+///
+/// Twelve bytes whatever the tree, so per-process protocol state stays small; the topology
+/// that made the cursor knows how to read it. A finished cursor has `u32::MAX` in the word
+/// each tree uses as its progress marker, which is what [`Default`] gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChildCursor(CursorImp);
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CursorImp {
-    KAry(KAryCursor),
-    Schedule(ScheduleCursor),
-    Binomial(BinomialCursor),
-    InOrder(InOrderCursor),
-    Done,
-}
+pub struct ChildCursor([u32; 3]);
 
 impl Default for ChildCursor {
     fn default() -> Self {
-        ChildCursor(CursorImp::Done)
+        ChildCursor([u32::MAX; 3])
     }
 }
 
@@ -186,28 +181,77 @@ impl Topology {
     /// Starts enumerating the children of `rank` in send order.
     pub fn cursor(&self, rank: u32) -> ChildCursor {
         if rank >= self.procs {
-            return ChildCursor(CursorImp::Done);
+            return ChildCursor::default();
         }
+        // Word layouts; the marker word is u32::MAX once done.
         ChildCursor(match &self.imp {
-            Imp::KAry(t) => CursorImp::KAry(t.cursor(rank)),
-            Imp::Schedule(t) => CursorImp::Schedule(t.cursor(rank)),
-            Imp::BinomialInOrder(t) => CursorImp::Binomial(t.cursor(rank)),
-            Imp::InOrder(t) => CursorImp::InOrder(t.cursor(rank)),
+            // [rank, stride, next index (marker)]
+            Imp::KAry(t) => {
+                let c = t.cursor(rank);
+                [c.rank, c.stride, c.next]
+            }
+            // [next time (marker), position, -]
+            Imp::Schedule(t) => {
+                let c = t.cursor(rank);
+                [c.next_time, c.pos, 0]
+            }
+            // [rank (marker), mask, -]
+            Imp::BinomialInOrder(t) => {
+                let c = t.cursor(rank);
+                [c.rank, c.mask, 0]
+            }
+            // [base cursor (first word is the marker), next in-order rank]
+            Imp::InOrder(t) => {
+                let c = t.cursor(rank);
+                [c.base[0], c.base[1], c.next]
+            }
         })
+    }
+
+    fn cursor_done(&self, cur: &ChildCursor) -> bool {
+        let w = &cur.0;
+        match &self.imp {
+            Imp::KAry(_) => w[2] == u32::MAX,
+            Imp::Schedule(_) | Imp::BinomialInOrder(_) | Imp::InOrder(_) => w[0] == u32::MAX,
+        }
     }
 
     /// Next child in send order, O(1) for interleaved trees.
     #[inline]
     pub fn next_child(&self, cur: &mut ChildCursor) -> Option<u32> {
-        let next = match (&self.imp, &mut cur.0) {
-            (Imp::Schedule(t), CursorImp::Schedule(c)) => t.next_child(c),
-            (Imp::KAry(t), CursorImp::KAry(c)) => t.next_child(c),
-            (Imp::BinomialInOrder(t), CursorImp::Binomial(c)) => t.next_child(c),
-            (Imp::InOrder(t), CursorImp::InOrder(c)) => t.next_child(c),
-            _ => None,
+        if self.cursor_done(cur) {
+            return None;
+        }
+        let w = &mut cur.0;
+        let next = match &self.imp {
+            Imp::Schedule(t) => {
+                let mut c = ScheduleCursor { next_time: w[0], pos: w[1] };
+                let out = t.next_child(&mut c);
+                w[0] = c.next_time;
+                out
+            }
+            Imp::KAry(t) => {
+                let mut c = KAryCursor { rank: w[0], stride: w[1], next: w[2] };
+                let out = t.next_child(&mut c);
+                w[2] = c.next;
+                out
+            }
+            Imp::BinomialInOrder(t) => {
+                let mut c = BinomialCursor { rank: w[0], mask: w[1] };
+                let out = t.next_child(&mut c);
+                w[1] = c.mask;
+                out
+            }
+            Imp::InOrder(t) => {
+                let mut c = InOrderCursor { base: [w[0], w[1]], next: w[2] };
+                let out = t.next_child(&mut c);
+                *w = [c.base[0], c.base[1], c.next];
+                out
+            }
         };
         if next.is_none() {
-            cur.0 = CursorImp::Done;
+            let marker = if matches!(self.imp, Imp::KAry(_)) { 2 } else { 0 };
+            w[marker] = u32::MAX;
         }
         next
     }

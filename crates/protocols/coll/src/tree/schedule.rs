@@ -72,21 +72,6 @@ impl ScheduleTree {
         ScheduleTree { procs, step, delay, ready, senders }
     }
 
-    /// Number of processes in the tree.
-    pub(crate) fn procs(&self) -> u32 {
-        self.procs
-    }
-
-    /// Time between two sends of one process.
-    pub(crate) fn step(&self) -> u32 {
-        self.step
-    }
-
-    /// Time from the start of a send until the receiver is colored.
-    pub(crate) fn delay(&self) -> u32 {
-        self.delay
-    }
-
     fn r(&self, t: i64) -> u64 {
         if t < 0 {
             0
@@ -112,6 +97,7 @@ impl ScheduleTree {
     }
 
     /// Last time step of the schedule: every rank is colored by then.
+    #[cfg(test)]
     pub(crate) fn last_time(&self) -> u32 {
         (self.ready.len() - 1) as u32
     }
@@ -125,6 +111,7 @@ impl ScheduleTree {
     }
 
     /// Next child in send order, or `None` once all children are enumerated.
+    #[inline]
     pub(crate) fn next_child(&self, cur: &mut ScheduleCursor) -> Option<u32> {
         let colored = i64::from(cur.next_time) + i64::from(self.delay);
         if colored as usize >= self.ready.len() {
