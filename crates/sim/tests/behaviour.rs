@@ -78,7 +78,7 @@ fn listed_faults_leave_the_expected_gap() {
     assert_eq!(m.uncolored, 0);
     // Lemma 3 upper bound still holds for the huge gap.
     let l = m.correction_latency.unwrap();
-    assert!(l >= 8 + 2048 && l <= 8 + 2 * 2048 + 1, "L_SCC = {l}");
+    assert!((8 + 2048..=8 + 2 * 2048 + 1).contains(&l), "L_SCC = {l}");
 }
 
 #[test]

@@ -117,8 +117,8 @@ fn run_checked(cfg: &BcastConfig, faults: &FaultPlan, seed: u64, all_colored: bo
     let out = engine.run(&mut pop, 10_000_000);
     assert!(!out.hit_limit, "time limit; {}", replay(seed, "invariants"));
     let (mut uncolored, mut by_correction) = (0, 0);
-    for r in 0..procs as usize {
-        if dead[r] {
+    for (r, &is_dead) in dead.iter().enumerate() {
+        if is_dead {
             continue;
         }
         let s = &pop.states[r];
