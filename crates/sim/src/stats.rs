@@ -30,7 +30,8 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    // The epsilon keeps e.g. 99.9% of 1000 at rank 999 despite rounding in p / 100 · n.
+    let rank = ((p / 100.0) * sorted.len() as f64 - 1e-9).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
