@@ -124,22 +124,22 @@ struct Pop<'a> {
 impl Population for Pop<'_> {
     type Msg = Msg;
 
-    #[inline]
+    #[inline(always)]
     fn procs(&self) -> u32 {
         self.cfg.procs()
     }
 
-    #[inline]
+    #[inline(always)]
     fn handle(&mut self, rank: u32, now: u64, from: u32, msg: Msg) {
         self.states[rank as usize].handle(self.cfg, now, from, msg);
     }
 
-    #[inline]
+    #[inline(always)]
     fn handle_timeout(&mut self, rank: u32, now: u64) {
         self.states[rank as usize].handle_timeout(self.cfg, now);
     }
 
-    #[inline]
+    #[inline(always)]
     fn poll_transmit(&mut self, rank: u32, now: u64) -> Option<(u32, Msg)> {
         let t = self.states[rank as usize].poll_transmit(self.cfg, now)?;
         let kind = match t.msg {
@@ -152,14 +152,19 @@ impl Population for Pop<'_> {
         Some((t.dst, t.msg))
     }
 
-    #[inline]
+    #[inline(always)]
     fn poll_timeout(&self, rank: u32) -> Option<u64> {
         self.states[rank as usize].poll_timeout(self.cfg)
     }
 
-    #[inline]
+    #[inline(always)]
     fn initially_active(&self, rank: u32) -> bool {
         self.states[rank as usize].is_colored()
+    }
+
+    #[inline(always)]
+    fn wants_poll(&self, rank: u32) -> bool {
+        self.states[rank as usize].may_transmit()
     }
 }
 

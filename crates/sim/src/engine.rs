@@ -54,6 +54,13 @@ pub trait Population {
         let _ = rank;
         true
     }
+    /// Whether `poll_transmit` could return a message now; `false` lets the engine skip the
+    /// call (default: always poll). Must be exact: `false` only if polling would return
+    /// `None` and change nothing.
+    fn wants_poll(&self, rank: u32) -> bool {
+        let _ = rank;
+        true
+    }
 }
 
 /// What one run did.
@@ -151,7 +158,7 @@ impl<N: Network, M: Copy> Engine<N, M> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn wake(&mut self, rank: u32, at: Tick) {
         let w = &mut self.slots[rank as usize].woken;
         if *w != at {
@@ -160,7 +167,7 @@ impl<N: Network, M: Copy> Engine<N, M> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn rearm_timer<P: Population<Msg = M>>(&mut self, pop: &P, rank: u32, earliest: Tick) {
         match pop.poll_timeout(rank).map(tick) {
             Some(t) if t != self.slots[rank as usize].timer => {
@@ -266,7 +273,7 @@ impl<N: Network, M: Copy> Engine<N, M> {
     }
 
     /// Lets an idle process start one send.
-    #[inline]
+    #[inline(always)]
     fn poll_once<P: Population<Msg = M>>(
         &mut self,
         pop: &mut P,
@@ -274,6 +281,9 @@ impl<N: Network, M: Copy> Engine<N, M> {
         now: u64,
         out: &mut RunOutcome,
     ) {
+        if !pop.wants_poll(r) {
+            return;
+        }
         let Some((to, msg)) = pop.poll_transmit(r, now) else { return };
         out.sends += 1;
         let free = tick(now + self.net.send_slot());

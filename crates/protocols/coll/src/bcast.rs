@@ -368,6 +368,13 @@ impl BcastState {
         self.flags & PARTICIPANT != 0
     }
 
+    /// Whether [`Self::poll_transmit`] could return a message: `false` means it would return
+    /// `None` without changing anything (uncolored, or finished with no new work).
+    #[inline(always)]
+    pub fn may_transmit(&self) -> bool {
+        self.flags & COLORED != 0 && self.flags & FINISHED == 0
+    }
+
     /// Whether, as of the last [`Self::poll_transmit`], the process will send nothing more
     /// unless a message arrives.
     pub fn is_finished(&self) -> bool {
@@ -432,7 +439,7 @@ impl BcastState {
     }
 
     /// Feeds a message received at `now` from `from`.
-    #[inline]
+    #[inline(always)]
     pub fn handle(&mut self, cfg: &BcastConfig, now: u64, from: u32, msg: Msg) {
         if from >= cfg.procs || from == self.rank {
             return;
@@ -465,7 +472,7 @@ impl BcastState {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn record_correction(&mut self, cfg: &BcastConfig, from: u32, dir: Dir) {
         let (p, me) = (cfg.procs, self.rank);
         // Ring distance from a to b going right; both are below P.
@@ -496,8 +503,20 @@ impl BcastState {
     }
 
     /// Time-driven transitions; idempotent, called from every entry point.
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self, cfg: &BcastConfig, now: u64) {
+        // Running checked or opportunistic correction has no time-driven transitions left.
+        if self.flags & CORR_RUNNING != 0
+            && self.ack.is_none()
+            && !matches!(cfg.correction, Correction::Delayed { .. })
+        {
+            return;
+        }
+        self.advance_slow(cfg, now);
+    }
+
+    #[inline(never)]
+    fn advance_slow(&mut self, cfg: &BcastConfig, now: u64) {
         if self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE) == PARTICIPANT
             && self.flags & (TREE | GOSSIP) == 0
             && self.abs(self.corr_at) <= now
@@ -531,8 +550,15 @@ impl BcastState {
     }
 
     /// Earliest time at which [`Self::handle_timeout`] has work to do.
-    #[inline]
+    #[inline(always)]
     pub fn poll_timeout(&self, cfg: &BcastConfig) -> Option<u64> {
+        if self.ack.is_none()
+            && (self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE) != PARTICIPANT
+                || self.flags & (TREE | GOSSIP) != 0)
+            && !matches!(cfg.correction, Correction::Delayed { .. })
+        {
+            return None;
+        }
         let mut t = NEVER;
         // While dissemination sends are pending, correction starts from poll_transmit.
         if self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE | TREE | GOSSIP) == PARTICIPANT {
@@ -565,7 +591,7 @@ impl BcastState {
 
     /// Next message to send at `now` (one per call), or `None` if there is nothing to send
     /// until the next input or timeout.
-    #[inline]
+    #[inline(always)]
     pub fn poll_transmit(&mut self, cfg: &BcastConfig, now: u64) -> Option<Transmit> {
         // Uncolored processes have nothing to send; finished ones only get work back from
         // `handle` (which then clears FINISHED).
@@ -595,7 +621,7 @@ impl BcastState {
         true
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_transmit(&mut self, cfg: &BcastConfig, now: u64) -> Option<Transmit> {
         if self.flags & REPLY != 0 {
             self.flags &= !REPLY;
@@ -708,7 +734,7 @@ impl BcastState {
         Transmit { dst: self.target(cfg, side, self.sent[side]), msg: Msg::Correction(dir) }
     }
 
-    #[inline]
+    #[inline(always)]
     fn next_correction(&mut self, cfg: &BcastConfig) -> Option<Transmit> {
         let p = cfg.procs;
         if p <= 1 {
