@@ -105,6 +105,8 @@ struct Ctx {
     md: String,
     seed_counter: u64,
     runs_done: u64,
+    /// Tuned checked-gossip phase length per P, with the tuning runs.
+    gossip_tuned: std::collections::HashMap<u32, (u64, Vec<RunMetrics>)>,
 }
 
 impl Ctx {
@@ -152,7 +154,13 @@ pub fn run(a: PaperArgs) -> ExitCode {
         }
     }
     let started = std::time::Instant::now();
-    let mut ctx = Ctx { a, md: String::new(), seed_counter: 0, runs_done: 0 };
+    let mut ctx = Ctx {
+        a,
+        md: String::new(),
+        seed_counter: 0,
+        runs_done: 0,
+        gossip_tuned: Default::default(),
+    };
     match all(&mut ctx) {
         Ok(()) => {
             let _ = writeln!(
@@ -297,7 +305,7 @@ fn fault_free(ctx: &mut Ctx) -> Result<u64, Box<dyn std::error::Error>> {
         md,
         "\nThe gossip phase length ({d}) is the one with the lowest mean quiescence latency over \
          {} runs per candidate.\n",
-        ctx.a.fig_runs.min(20)
+        s.runs
     );
     ctx.write("fault_free.csv", &csv)?;
     ctx.md.push_str(&md);
@@ -306,11 +314,15 @@ fn fault_free(ctx: &mut Ctx) -> Result<u64, Box<dyn std::error::Error>> {
 
 /// Gossip phase length with the lowest mean quiescence latency (checked correction).
 fn tune_checked_gossip(ctx: &mut Ctx, p: u32) -> Result<(u64, Vec<RunMetrics>), SimError> {
-    let runs = ctx.a.fig_runs.clamp(1, 20);
+    if let Some(t) = ctx.gossip_tuned.get(&p) {
+        return Ok(t.clone());
+    }
+    // Large gossip runs are expensive (every colored process sends every step).
+    let runs = ctx.a.fig_runs.clamp(1, if p >= 16384 { 8 } else { 20 });
     let guess = crate::cli::default_gossip_time(p, LOGP);
     let (mut best, mut best_d, mut best_runs) = (f64::INFINITY, guess, Vec::new());
     let mut worse = 0;
-    let mut d = (guess / 2).max(1);
+    let mut d = (guess * 3 / 5).max(1);
     // Latency is roughly convex in the phase length: walk up until it clearly rises.
     while worse < 4 && d <= 4 * guess {
         let r = ctx.batch(&gossip(p, d, Correction::Checked), runs, &format!("tune gossip P={p} T={d}"))?;
@@ -323,6 +335,7 @@ fn tune_checked_gossip(ctx: &mut Ctx, p: u32) -> Result<(u64, Vec<RunMetrics>), 
         }
         d += 1;
     }
+    ctx.gossip_tuned.insert(p, (best_d, best_runs.clone()));
     Ok((best_d, best_runs))
 }
 
@@ -331,7 +344,7 @@ fn tune_checked_gossip(ctx: &mut Ctx, p: u32) -> Result<(u64, Vec<RunMetrics>), 
 fn tune_opportunistic_gossip(ctx: &mut Ctx, p: u32, checked: u64) -> Result<(u64, Vec<RunMetrics>), SimError> {
     let want = ctx.a.fig_runs.max(1);
     let c = Correction::Opportunistic { distance: 4, optimized: false };
-    let mut d = (checked / 2).max(1);
+    let mut d = (checked * 4 / 5).max(1);
     'next: loop {
         let mut runs = Vec::new();
         while (runs.len() as u64) < want {
