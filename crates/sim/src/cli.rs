@@ -51,8 +51,9 @@ pub struct SpecArgs {
     /// Correction: none | checked | delayed[:DELAY] | opportunistic[:D] | optimized[:D].
     #[arg(long, default_value = "checked")]
     pub correction: String,
-    /// Correction start: auto | sync | overlapped | a time. auto: synchronized for checked,
-    /// delayed and gossip, overlapped for opportunistic (as in the paper).
+    /// Correction start: auto | sync | overlapped | a time. auto: synchronized for gossip and
+    /// for checked and delayed correction, overlapped for opportunistic correction on trees
+    /// (as in the paper).
     #[arg(long, default_value = "auto")]
     pub start: String,
     /// Acknowledged tree (acknowledgments back up the tree; needs --correction none).
@@ -256,6 +257,7 @@ impl SpecArgs {
         };
         let start = match self.start.trim() {
             "auto" => match (dissemination, correction) {
+                (DissemSpec::Gossip { .. }, _) => StartSpec::Synchronized,
                 (_, Correction::Opportunistic { .. }) => StartSpec::Overlapped,
                 (DissemSpec::Tree { .. }, Correction::None) => StartSpec::Overlapped,
                 _ => StartSpec::Synchronized,
