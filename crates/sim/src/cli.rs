@@ -48,7 +48,8 @@ pub struct SpecArgs {
     /// Tree numbering.
     #[arg(long, value_enum, default_value_t = NumberingArg::Interleaved)]
     pub numbering: NumberingArg,
-    /// Correction: none | checked | delayed[:DELAY] | opportunistic[:D] | optimized[:D].
+    /// Correction: none | checked | failure-proof[:CRASHES] | delayed[:DELAY] |
+    /// opportunistic[:D] | optimized[:D].
     #[arg(long, default_value = "checked")]
     pub correction: String,
     /// Correction start: auto | sync | overlapped | a time. auto: synchronized for gossip and
@@ -247,11 +248,13 @@ impl SpecArgs {
             },
             "opportunistic" => Correction::Opportunistic { distance: d(4)?, optimized: false },
             "optimized" => Correction::Opportunistic { distance: d(4)?, optimized: true },
+            "failure-proof" => Correction::FailureProof { crashes: d(1)? },
             _ => {
                 return Err(arg_err(
                     "correction",
                     &self.correction,
-                    "expected none, checked, delayed[:DELAY], opportunistic[:D] or optimized[:D]",
+                    "expected none, checked, failure-proof[:CRASHES], delayed[:DELAY], \
+                     opportunistic[:D] or optimized[:D]",
                 ))
             }
         };
@@ -308,6 +311,9 @@ pub fn describe(spec: &BcastSpec) -> String {
         Correction::None => "no correction".to_string(),
         Correction::Checked => "checked correction".to_string(),
         Correction::Delayed { delay } => format!("delayed correction (delay {delay})"),
+        Correction::FailureProof { crashes } => {
+            format!("failure-proof checked correction (tolerates {crashes} crashes)")
+        }
         Correction::Opportunistic { distance, optimized } => format!(
             "{}opportunistic correction d={distance}",
             if optimized { "optimized " } else { "" }
@@ -321,6 +327,7 @@ pub fn describe(spec: &BcastSpec) -> String {
     let faults = match &spec.faults {
         FaultPlan::None => "no faults".to_string(),
         FaultPlan::List(r) => format!("{} listed faults", r.len()),
+        FaultPlan::At(r) => format!("{} scheduled crashes", r.len()),
         FaultPlan::Fraction(f) => {
             format!("{}% faults ({} processes)", f * 100.0, spec.faults.count(spec.procs))
         }

@@ -14,6 +14,9 @@ pub enum FaultPlan {
     List(Vec<u32>),
     /// `round(fraction · P)` ranks, drawn uniformly among `1..P`, are dead from the start.
     Fraction(f64),
+    /// These ranks crash at the given times (time 0: dead from the start); they act normally
+    /// before that.
+    At(Vec<(u32, u64)>),
     /// `round(fraction · P)` ranks crash at a uniform time in `from..=until` (they act
     /// normally before that).
     Crash {
@@ -59,6 +62,10 @@ impl FaultPlan {
                 Some(&rank) => Err(FaultError::Rank { rank, procs }),
                 None => Ok(()),
             },
+            FaultPlan::At(list) => match list.iter().find(|&&(r, _)| r == 0 || r >= procs) {
+                Some(&(rank, _)) => Err(FaultError::Rank { rank, procs }),
+                None => Ok(()),
+            },
             FaultPlan::Fraction(f) | FaultPlan::Crash { fraction: f, .. }
                 if !(0.0..=1.0).contains(f) =>
             {
@@ -77,6 +84,7 @@ impl FaultPlan {
         match self {
             FaultPlan::None => 0,
             FaultPlan::List(r) => r.len() as u32,
+            FaultPlan::At(r) => r.len() as u32,
             FaultPlan::Fraction(f) => frac(*f),
             FaultPlan::Crash { fraction, .. } => frac(*fraction),
         }
@@ -93,6 +101,12 @@ impl FaultPlan {
                     live.kill(r, 0);
                 }
                 ranks.len() as u32
+            }
+            FaultPlan::At(list) => {
+                for &(r, at) in list {
+                    live.kill(r, at);
+                }
+                list.len() as u32
             }
             FaultPlan::Fraction(_) => {
                 let n = self.count(procs);

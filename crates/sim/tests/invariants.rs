@@ -155,7 +155,11 @@ fn checked_and_delayed_color_every_live_process() {
     for seed in seeds(1, 6) {
         for kind in TREES {
             for numbering in [Numbering::Interleaved, Numbering::InOrder] {
-                for correction in [Correction::Checked, Correction::Delayed { delay: 4 }] {
+                for correction in [
+                    Correction::Checked,
+                    Correction::Delayed { delay: 4 },
+                    Correction::FailureProof { crashes: 1 },
+                ] {
                     for sync in [true, false] {
                         for frac in [0.0, 0.01, 0.1, 0.4] {
                             let procs = 200 + (seed as u32 * 37) % 300;

@@ -77,6 +77,13 @@ pub enum Correction {
     },
     /// Checked correction (Corrected Gossip, section 3.1).
     Checked,
+    /// Checked correction that also tolerates up to `crashes` participants crashing during
+    /// the correction phase: a process stops sending to a side only once it has sent to
+    /// `crashes + 1` distinct participants on that side that have sent to it.
+    FailureProof {
+        /// Crashes during correction to tolerate.
+        crashes: u32,
+    },
     /// Delayed correction (section 3.3).
     Delayed {
         /// Time after the start of correction at which a process that heard nothing from its
@@ -253,10 +260,37 @@ const REPLY: u16 = 1 << 8;
 const EV_COLORED: u16 = 1 << 9;
 const EV_FINISHED: u16 = 1 << 10;
 const FINISHED: u16 = 1 << 11;
+/// `ext` holds acknowledged-tree state.
+const ACK_MODE: u16 = 1 << 12;
+/// `ext` holds the nearest participants per side (failure-proof correction).
+const NEAR_MODE: u16 = 1 << 13;
 
 const LEFT: usize = 0;
 const RIGHT: usize = 1;
 const NEVER: u64 = u64::MAX;
+
+/// State of the rarely used modes, kept out of line so the common state stays 64 bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Ext {
+    ack: AckState,
+    /// Failure-proof correction: distances of the nearest distinct participants heard from,
+    /// per side, ascending, at most `crashes + 1`.
+    near: [Vec<u32>; 2],
+}
+
+fn ack_of(ext: &mut Option<Box<Ext>>, flags: u16) -> Option<&mut AckState> {
+    if flags & ACK_MODE == 0 {
+        return None;
+    }
+    ext.as_deref_mut().map(|e| &mut e.ack)
+}
+
+fn ack_ref(ext: &Option<Box<Ext>>, flags: u16) -> Option<&AckState> {
+    if flags & ACK_MODE == 0 {
+        return None;
+    }
+    ext.as_deref().map(|e| &e.ack)
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct AckState {
@@ -292,7 +326,7 @@ pub struct BcastState {
     corr_at: u32,
     /// Broadcast start time.
     base: u64,
-    ack: Option<Box<AckState>>,
+    ext: Option<Box<Ext>>,
 }
 
 impl BcastState {
@@ -306,9 +340,9 @@ impl BcastState {
 
     /// Reinitializes in place, reusing the heap allocation of acknowledged trees.
     pub fn reset(&mut self, cfg: &BcastConfig, rank: u32, now: u64) {
-        let ack = self.ack.take();
+        let ext = self.ext.take();
         *self = BcastState::blank(rank, now);
-        self.init(cfg, ack);
+        self.init(cfg, ext);
     }
 
     fn blank(rank: u32, now: u64) -> Self {
@@ -322,19 +356,25 @@ impl BcastState {
             colored_at: u32::MAX,
             corr_at: u32::MAX,
             base: now,
-            ack: None,
+            ext: None,
         }
     }
 
-    fn init(&mut self, cfg: &BcastConfig, reuse: Option<Box<AckState>>) {
-        if cfg.ack().is_some() {
-            let mut st = reuse.unwrap_or_default();
+    fn init(&mut self, cfg: &BcastConfig, reuse: Option<Box<Ext>>) {
+        let ack = cfg.ack().is_some();
+        let near = matches!(cfg.correction, Correction::FailureProof { .. });
+        if ack || near {
+            let mut ext = reuse.unwrap_or_default();
+            let st = &mut ext.ack;
             st.ack_to.clear();
             st.acked = 0;
             st.awaiting.clear();
             st.adopt.clear();
             st.deadline = NEVER;
-            self.ack = Some(st);
+            ext.near[0].clear();
+            ext.near[1].clear();
+            self.ext = Some(ext);
+            self.flags |= if ack { ACK_MODE } else { 0 } | if near { NEAR_MODE } else { 0 };
         }
         if self.rank == 0 && self.rank < cfg.procs {
             self.color(cfg, self.base, Via::Dissemination, None);
@@ -414,9 +454,10 @@ impl BcastState {
                         self.flags |= TREE;
                         self.cursor = topology.cursor(self.rank);
                         if ack.is_some() {
-                            let st = self.ack.get_or_insert_with(Box::default);
-                            st.ack_to.clear();
-                            st.ack_to.extend(from);
+                            if let Some(st) = ack_of(&mut self.ext, self.flags) {
+                                st.ack_to.clear();
+                                st.ack_to.extend(from);
+                            }
                         }
                     }
                     Dissemination::Gossip { duration, .. } => {
@@ -448,7 +489,7 @@ impl BcastState {
             Msg::Tree | Msg::Gossip => {
                 if !self.is_colored() {
                     self.color(cfg, now, Via::Dissemination, Some(from));
-                } else if let Some(st) = self.ack.as_mut() {
+                } else if let Some(st) = ack_of(&mut self.ext, self.flags) {
                     // Another process adopted us after a timeout: it waits for our subtree too.
                     if !st.ack_to.contains(&from) {
                         st.ack_to.push(from);
@@ -463,7 +504,7 @@ impl BcastState {
                 self.record_correction(cfg, from, dir);
             }
             Msg::Ack => {
-                if let Some(st) = self.ack.as_mut() {
+                if let Some(st) = ack_of(&mut self.ext, self.flags) {
                     if let Some(i) = st.awaiting.iter().position(|&c| c == from) {
                         st.awaiting.swap_remove(i);
                     }
@@ -490,6 +531,17 @@ impl BcastState {
                 self.sent[side] = self.sent[side].max(d);
                 self.sent[1 - side] = self.sent[1 - side].max(d - dist);
             }
+            Correction::FailureProof { crashes } => {
+                if let Some(ext) = self.ext.as_deref_mut() {
+                    let near = &mut ext.near[side];
+                    if let Err(i) = near.binary_search(&dist) {
+                        if i <= crashes as usize {
+                            near.insert(i, dist);
+                            near.truncate(crashes as usize + 1);
+                        }
+                    }
+                }
+            }
             Correction::Delayed { .. } if side == LEFT && self.is_participant() => {
                 let nearer = self.flags & REPLY == 0 || dist < ahead(self.aux, me);
                 if nearer {
@@ -507,7 +559,7 @@ impl BcastState {
     fn advance(&mut self, cfg: &BcastConfig, now: u64) {
         // Running checked or opportunistic correction has no time-driven transitions left.
         if self.flags & CORR_RUNNING != 0
-            && self.ack.is_none()
+            && self.flags & ACK_MODE == 0
             && !matches!(cfg.correction, Correction::Delayed { .. })
         {
             return;
@@ -529,7 +581,7 @@ impl BcastState {
                 self.flags |= DELAY_EXPIRED;
             }
         }
-        if let Some(st) = self.ack.as_mut() {
+        if let Some(st) = ack_of(&mut self.ext, self.flags) {
             if st.deadline <= now && self.flags & TREE == 0 && st.adopt.is_empty() {
                 st.deadline = NEVER;
                 if let Some(topology) = cfg.topology() {
@@ -552,7 +604,7 @@ impl BcastState {
     /// Earliest time at which [`Self::handle_timeout`] has work to do.
     #[inline(always)]
     pub fn poll_timeout(&self, cfg: &BcastConfig) -> Option<u64> {
-        if self.ack.is_none()
+        if self.flags & ACK_MODE == 0
             && (self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE) != PARTICIPANT
                 || self.flags & (TREE | GOSSIP) != 0)
             && !matches!(cfg.correction, Correction::Delayed { .. })
@@ -569,7 +621,7 @@ impl BcastState {
                 t = t.min(self.abs(self.corr_at).saturating_add(delay));
             }
         }
-        if let Some(st) = &self.ack {
+        if let Some(st) = ack_ref(&self.ext, self.flags) {
             t = t.min(st.deadline);
         }
         (t != NEVER).then_some(t)
@@ -615,7 +667,7 @@ impl BcastState {
         if self.flags & PARTICIPANT != 0 && self.flags & CORR_DONE == 0 {
             return false;
         }
-        if let Some(st) = &self.ack {
+        if let Some(st) = ack_ref(&self.ext, self.flags) {
             return st.awaiting.is_empty() && st.adopt.is_empty() && st.acked == st.ack_to.len();
         }
         true
@@ -630,7 +682,7 @@ impl BcastState {
         if self.flags & TREE != 0 {
             if let Some(topology) = cfg.topology() {
                 if let Some(child) = topology.next_child(&mut self.cursor) {
-                    if let Some(st) = self.ack.as_mut() {
+                    if let Some(st) = ack_of(&mut self.ext, self.flags) {
                         st.awaiting.push(child);
                     }
                     return Some(Transmit { dst: child, msg: Msg::Tree });
@@ -655,7 +707,7 @@ impl BcastState {
             self.aux = 0;
             self.advance(cfg, now);
         }
-        if let Some(st) = self.ack.as_mut() {
+        if let Some(st) = ack_of(&mut self.ext, self.flags) {
             if let Some(dst) = st.adopt.pop() {
                 st.awaiting.push(dst);
                 if st.adopt.is_empty() {
@@ -691,7 +743,7 @@ impl BcastState {
         }
         // A synchronized start may already have passed while tree messages were going out.
         self.advance(cfg, now);
-        if let (Some(st), Some(opts)) = (self.ack.as_mut(), cfg.ack()) {
+        if let (Some(st), Some(opts)) = (ack_of(&mut self.ext, self.flags), cfg.ack()) {
             if !st.awaiting.is_empty() {
                 st.deadline = now.saturating_add(opts.timeout);
             }
@@ -755,6 +807,19 @@ impl BcastState {
                         self.sent[LEFT] < self.stop[LEFT],
                         self.sent[RIGHT] < self.stop[RIGHT],
                     )
+                }
+            }
+            Correction::FailureProof { crashes } => {
+                // Stop at the (crashes + 1)-th nearest distinct participant of each side.
+                let limit = |near: &[Vec<u32>; 2], side: usize| {
+                    near[side].get(crashes as usize).copied().unwrap_or(u32::MAX)
+                };
+                match self.ext.as_deref() {
+                    Some(ext) if !covered => self.pick(
+                        self.sent[LEFT] < limit(&ext.near, LEFT),
+                        self.sent[RIGHT] < limit(&ext.near, RIGHT),
+                    ),
+                    _ => None,
                 }
             }
             Correction::Delayed { .. } => {
