@@ -15,7 +15,7 @@ use steadfast_coll::{
     Topology, TreeKind, Via,
 };
 use steadfast_sim::faults::run_rng;
-use steadfast_sim::{Engine, FaultPlan, LogP, LogPParams, Population};
+use steadfast_sim::{Engine, FaultPlan, FaultRates, Faulty, LogP, LogPParams, Network, Population};
 
 struct Checked<'a> {
     cfg: &'a BcastConfig,
@@ -97,12 +97,22 @@ impl Population for Checked<'_> {
 
 /// Runs one broadcast with invariant checks; returns (uncolored live, colored by correction).
 fn run_checked(cfg: &BcastConfig, faults: &FaultPlan, seed: u64, all_colored: bool) -> (u32, u32) {
+    run_on(LogP::new(LogPParams { l: 2, o: 1, g: 0 }), cfg, faults, seed, all_colored)
+}
+
+fn run_on<N: Network>(
+    net: N,
+    cfg: &BcastConfig,
+    faults: &FaultPlan,
+    seed: u64,
+    all_colored: bool,
+) -> (u32, u32) {
     let procs = cfg.procs();
     let topo = match cfg.dissemination() {
         Dissemination::Tree { topology, .. } => Some(topology),
         Dissemination::Gossip { .. } => None,
     };
-    let mut engine: Engine<LogP, Msg> = Engine::new(LogP::new(LogPParams { l: 2, o: 1, g: 0 }));
+    let mut engine: Engine<N, Msg> = Engine::new(net);
     engine.prepare(procs, seed);
     faults.apply(engine.liveness_mut(), &mut run_rng(seed));
     let dead: Vec<bool> = (0..procs).map(|r| engine.liveness().ever_fails(r)).collect();
@@ -225,4 +235,42 @@ fn acknowledged_tree_and_gossip_keep_invariants() {
             run_checked(&cfg, &FaultPlan::Fraction(frac), seed, true);
         }
     }
+}
+
+/// The network model is pluggable: with duplicated and reordered (but not lost) messages,
+/// checked, failure-proof and delayed correction still color every live process.
+#[test]
+fn corrections_survive_duplication_and_reordering() {
+    for seed in seeds(1, 20) {
+        for correction in [
+            Correction::Checked,
+            Correction::FailureProof { crashes: 1 },
+            Correction::Delayed { delay: 4 },
+        ] {
+            for sync in [true, false] {
+                let cfg = tree_cfg(400, TreeKind::Binomial, Numbering::Interleaved, correction, sync);
+                let net = Faulty::new(
+                    LogP::new(LogPParams { l: 2, o: 1, g: 0 }),
+                    FaultRates { loss: 0.0, duplicate: 0.2, max_delay: 6 },
+                );
+                run_on(net, &cfg, &FaultPlan::Fraction(0.05), seed, true);
+            }
+        }
+    }
+}
+
+/// Negative space: the protocols assume a reliable network, so heavy loss leaves processes
+/// uncolored (the reliable layer below them exists for that).
+#[test]
+fn heavy_message_loss_breaks_coloring() {
+    let mut uncolored = 0;
+    for seed in seeds(1, 10) {
+        let cfg = tree_cfg(400, TreeKind::Binomial, Numbering::Interleaved, Correction::Checked, true);
+        let net = Faulty::new(
+            LogP::new(LogPParams { l: 2, o: 1, g: 0 }),
+            FaultRates { loss: 0.5, duplicate: 0.0, max_delay: 0 },
+        );
+        uncolored += run_on(net, &cfg, &FaultPlan::None, seed, false).0;
+    }
+    assert!(uncolored > 0);
 }
