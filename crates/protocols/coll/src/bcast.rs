@@ -9,7 +9,11 @@
 //!    * opportunistic: `d` messages to each side (optionally the tree optimization of
 //!      section 3.3, which skips what a nearer participant already covers);
 //!    * checked: keep sending to a side until a message came from a participant on that side
-//!      which this process has already sent to; colors every live process whatever the gaps;
+//!      which this process has already sent to; colors every live process whatever the gaps,
+//!      provided no participant crashes during correction;
+//!    * failure-proof: checked, but stop a side only after `f + 1` distinct participants
+//!      there were reached and heard from; tolerates `f` crashes during correction (the
+//!      rightmost live participant left of any live process must then cover it);
 //!    * delayed: one message to the left; if nothing came from the right within a delay, send
 //!      to the right until a participant there answers. One message per process fault-free.
 //!
@@ -23,7 +27,9 @@
 //! [`BcastState::poll_timeout`]. [`BcastState::poll_transmit`] hands out **one** message per
 //! call: call it whenever the transport can take one more message, and feed receptions in
 //! between, because checked correction decides each next message from what it has received.
-//! Time is an opaque `u64` supplied by the caller; nothing here reads a clock.
+//! Time is an opaque `u64` supplied by the caller; nothing here reads a clock. A broadcast
+//! must finish within `u32::MAX` time units of its start (per-process times are stored
+//! relative to it), so pick the unit accordingly (e.g. microseconds).
 //!
 //! [`BcastState`] holds only per-process data and borrows the shared [`BcastConfig`] on each
 //! call, so a simulator can keep millions of them compactly; [`Bcast`] bundles one state with
