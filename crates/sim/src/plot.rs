@@ -294,3 +294,46 @@ pub fn draw(chart: &Chart, path: &Path) -> Result<(), PlotError> {
     root.present().map_err(|e| err(&e))?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draws_a_png_or_explains_the_missing_font() {
+        let chart = Chart {
+            title: "test".into(),
+            x_label: "processes".into(),
+            y_label: "steps".into(),
+            x_scale: Scale::Log2,
+            y_scale: Scale::Linear,
+            series: vec![Series {
+                name: "a".into(),
+                points: vec![(16.0, 1.0), (32.0, 2.0), (64.0, 4.0)],
+                band: vec![(16.0, 0.5, 1.5), (64.0, 3.0, 5.0)],
+                whiskers: vec![(32.0, 1.0, 3.0)],
+                ..Series::default()
+            }],
+            vlines: vec![32.0],
+            legend: Legend::LowerRight,
+        };
+        let path = std::env::temp_dir().join(format!("steadfast-plot-{}.png", std::process::id()));
+        match draw(&chart, &path) {
+            Ok(()) => {
+                let bytes = std::fs::read(&path).unwrap();
+                assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(PlotError::NoFont) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn log_axes_label_whole_powers_only() {
+        assert_eq!(Scale::Log2.label(10.0), "1024");
+        assert_eq!(Scale::Log2.label(10.5), "");
+        assert_eq!(Scale::Log10.label(-2.0), "0.01");
+        assert_eq!(Scale::Linear.label(2.5), "2.50");
+    }
+}
