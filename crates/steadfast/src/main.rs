@@ -33,9 +33,9 @@ enum Command {
     /// spellings such as `-np 4`, `-wdir DIR`, `-genv NAME VALUE` and `-x NAME=VALUE`
     /// are accepted.
     Run(run::RunArgs),
-    // Further subcommands go here, e.g.
-    //   Sim(steadfast_sim::cli::SimArgs),
-    //   Bench(steadfast_bench::cli::BenchArgs),
+    /// Simulate fault-tolerant broadcasts in the LogP model (corrected trees), and
+    /// regenerate the paper's tables and figures (`steadfast sim paper`).
+    Sim(steadfast_sim::cli::SimArgs),
 }
 
 fn main() {
@@ -51,6 +51,10 @@ fn main() {
             let sub = matches.subcommand_matches("run");
             run::execute(args, sub)
         }
+        Command::Sim(args) => match steadfast_sim::cli::run(args) {
+            c if c == std::process::ExitCode::SUCCESS => 0,
+            _ => 1,
+        },
     };
     std::process::exit(code);
 }

@@ -1,0 +1,305 @@
+//! The discrete-event engine: drives a population of sans-IO process machines over a
+//! [`Network`], one time step at a time.
+//!
+//! Within a step, message deliveries are handled first, then every process that is woken
+//! (its send channel became free, its timer expired, or it received something while idle) gets
+//! at most one `poll_transmit`. A process sends at most one message per send slot; receptions
+//! overlap with sends as in the paper's LogP model. Everything is deterministic: deliveries of
+//! a step are handled in the order they were scheduled, woken processes in rank order (which
+//! also keeps memory access sequential for large populations).
+
+use crate::network::{Liveness, Network};
+use crate::wheel::Wheel;
+
+/// Internal time: steps since the start of the run (runs are far shorter than 2^32 steps).
+type Tick = u32;
+const NEVER: Tick = Tick::MAX;
+
+/// Per-process bookkeeping, packed so one cache line serves four processes.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// When the send channel is free again.
+    send_free: Tick,
+    /// Armed timer.
+    timer: Tick,
+    /// Last step a wake-up was queued for (avoids duplicates within a step).
+    woken: Tick,
+    /// First step at which the process is dead.
+    dies_at: Tick,
+}
+
+#[inline]
+fn tick(t: u64) -> Tick {
+    t.min(u64::from(NEVER - 1)) as Tick
+}
+
+/// A set of process state machines addressed by rank, with the push/pull shape of the
+/// protocol crates. Implementations usually wrap a slice of per-process states and forward.
+pub trait Population {
+    /// Message type on the wire.
+    type Msg: Copy;
+    /// Number of processes.
+    fn procs(&self) -> u32;
+    /// Process `rank` received `msg` from `from` at `now`.
+    fn handle(&mut self, rank: u32, now: u64, from: u32, msg: Self::Msg);
+    /// Process `rank`'s timer expired at `now`.
+    fn handle_timeout(&mut self, rank: u32, now: u64);
+    /// Next message process `rank` wants to start sending at `now`: `(destination, message)`.
+    fn poll_transmit(&mut self, rank: u32, now: u64) -> Option<(u32, Self::Msg)>;
+    /// When process `rank` next needs `handle_timeout`.
+    fn poll_timeout(&self, rank: u32) -> Option<u64>;
+    /// Whether process `rank` may have something to do at time 0 (default: yes). Processes
+    /// that answer `false` are first woken by a message or their timer.
+    fn initially_active(&self, rank: u32) -> bool {
+        let _ = rank;
+        true
+    }
+    /// Whether `poll_transmit` could return a message now; `false` lets the engine skip the
+    /// call (default: always poll). Must be exact: `false` only if polling would return
+    /// `None` and change nothing.
+    fn wants_poll(&self, rank: u32) -> bool {
+        let _ = rank;
+        true
+    }
+}
+
+/// What one run did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// End of the last activity (send, message flight or receive): quiescence.
+    pub last_activity: u64,
+    /// Messages whose send was started.
+    pub sends: u64,
+    /// Deliveries handled by live processes.
+    pub deliveries: u64,
+    /// The run was stopped at the time limit with work still queued.
+    pub hit_limit: bool,
+}
+
+/// Reusable engine state; allocations survive between runs.
+#[derive(Debug)]
+pub struct Engine<N, M> {
+    net: N,
+    wheel: Wheel<M>,
+    slots: Vec<Slot>,
+    live: Liveness,
+    /// Scratch bitset and list that put a step's wake-ups in rank order.
+    marks: Vec<u64>,
+    order: Vec<u32>,
+}
+
+impl<N: Network, M: Copy> Engine<N, M> {
+    /// An engine over network `net`.
+    pub fn new(net: N) -> Self {
+        Engine {
+            net,
+            wheel: Wheel::new(),
+            slots: Vec::new(),
+            live: Liveness::default(),
+            marks: Vec::new(),
+            order: Vec::new(),
+        }
+    }
+
+    /// The network model.
+    pub fn network(&self) -> &N {
+        &self.net
+    }
+
+    /// Liveness of the processes; set it up with [`Self::liveness_mut`] before a run.
+    pub fn liveness(&self) -> &Liveness {
+        &self.live
+    }
+
+    /// Liveness to fill in after [`Self::prepare`] and before [`Self::run`].
+    pub fn liveness_mut(&mut self) -> &mut Liveness {
+        &mut self.live
+    }
+
+    /// Clears all state for a run over `procs` processes (everybody alive).
+    pub fn prepare(&mut self, procs: u32, seed: u64) {
+        let n = procs as usize;
+        self.wheel.reset();
+        self.slots.clear();
+        self.slots.resize(n, Slot { send_free: 0, timer: NEVER, woken: NEVER, dies_at: NEVER });
+        self.live.reset(procs);
+        self.net.reset(procs, seed);
+        self.marks.clear();
+        self.marks.resize(n.div_ceil(64), 0);
+    }
+
+    /// Fills `order` with the distinct ranks of `list`, ascending.
+    fn sort_wakeups(&mut self, list: &[u32]) {
+        self.order.clear();
+        // Wake-ups for the next send slot arrive already in rank order.
+        if list.windows(2).all(|w| w[0] < w[1]) {
+            self.order.extend_from_slice(list);
+            return;
+        }
+        if list.len() < 64 {
+            self.order.extend_from_slice(list);
+            self.order.sort_unstable();
+            self.order.dedup();
+            return;
+        }
+        let (mut lo, mut hi) = (usize::MAX, 0usize);
+        for &r in list {
+            let w = (r / 64) as usize;
+            self.marks[w] |= 1u64 << (r % 64);
+            lo = lo.min(w);
+            hi = hi.max(w);
+        }
+        for w in lo..=hi {
+            let mut bits = std::mem::take(&mut self.marks[w]);
+            while bits != 0 {
+                self.order.push(w as u32 * 64 + bits.trailing_zeros());
+                bits &= bits - 1;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn wake(&mut self, rank: u32, at: Tick) {
+        let w = &mut self.slots[rank as usize].woken;
+        if *w != at {
+            *w = at;
+            self.wheel.push_wakeup(u64::from(at), rank);
+        }
+    }
+
+    #[inline(always)]
+    fn rearm_timer<P: Population<Msg = M>>(&mut self, pop: &P, rank: u32, earliest: Tick) {
+        match pop.poll_timeout(rank).map(tick) {
+            Some(t) if t != self.slots[rank as usize].timer => {
+                self.slots[rank as usize].timer = t;
+                self.wake(rank, t.max(earliest));
+            }
+            Some(_) => {}
+            None => self.slots[rank as usize].timer = NEVER,
+        }
+    }
+
+    /// Runs until nothing is left to do or time passes `limit`. Call [`Self::prepare`] (and set
+    /// up liveness) first; every live process that is initially active gets a first wake-up at
+    /// time 0.
+    ///
+    /// Order inside a step: deliveries in the order they were scheduled, each receiver that is
+    /// idle and has no timer due polled right after its delivery (the network promises at most
+    /// one delivery per receiver per step, so nothing else could change its decision); then
+    /// the remaining woken processes in rank order.
+    pub fn run<P: Population<Msg = M>>(&mut self, pop: &mut P, limit: u64) -> RunOutcome {
+        let procs = pop.procs();
+        debug_assert_eq!(procs, self.live.procs());
+        let mut out = RunOutcome::default();
+        let limit = limit.min(u64::from(NEVER) / 2);
+        for r in 0..procs {
+            self.slots[r as usize].dies_at = tick(self.live.dies_at(r));
+        }
+        for r in 0..procs {
+            if self.live.alive_at(r, 0) {
+                if pop.initially_active(r) {
+                    self.wake(r, 0);
+                } else {
+                    self.rearm_timer(pop, r, 0);
+                }
+            }
+        }
+        let inline_poll = self.net.one_delivery_per_step();
+        while self.wheel.advance() {
+            let now = self.wheel.now();
+            if now > limit {
+                out.hit_limit = true;
+                break;
+            }
+            let tnow = now as Tick;
+            // Receptions that end now come first.
+            let deliveries = self.wheel.take_deliveries();
+            for &(to, from, msg) in &deliveries {
+                let slot = self.slots[to as usize];
+                if slot.dies_at <= tnow {
+                    continue;
+                }
+                out.deliveries += 1;
+                pop.handle(to, now, from, msg);
+                if slot.send_free <= tnow {
+                    if inline_poll && slot.timer > tnow {
+                        self.poll(pop, to, now, &mut out);
+                    } else {
+                        self.rearm_timer(pop, to, tnow);
+                        self.wake(to, tnow);
+                    }
+                } else {
+                    self.rearm_timer(pop, to, tnow);
+                }
+            }
+            self.wheel.restore_deliveries(deliveries);
+            // Then each woken process may start one send.
+            loop {
+                let wakeups = self.wheel.take_wakeups();
+                self.sort_wakeups(&wakeups);
+                let done = self.wheel.restore_wakeups(wakeups);
+                let order = std::mem::take(&mut self.order);
+                for &r in &order {
+                    let slot = self.slots[r as usize];
+                    if slot.dies_at <= tnow {
+                        continue;
+                    }
+                    let mut earliest = tnow;
+                    if slot.timer <= tnow {
+                        self.slots[r as usize].timer = NEVER;
+                        pop.handle_timeout(r, now);
+                        // A timer that keeps asking for `now` must not spin this step.
+                        earliest = tnow + 1;
+                    }
+                    if slot.send_free <= tnow {
+                        self.poll_once(pop, r, now, &mut out);
+                    }
+                    self.rearm_timer(pop, r, earliest);
+                }
+                self.order = order;
+                if done && !self.wheel.has_wakeups_now() {
+                    break;
+                }
+            }
+        }
+        out
+    }
+
+    /// Polls an idle process once and rearms its timer.
+    #[inline]
+    fn poll<P: Population<Msg = M>>(&mut self, pop: &mut P, r: u32, now: u64, out: &mut RunOutcome) {
+        self.poll_once(pop, r, now, out);
+        self.rearm_timer(pop, r, now as Tick);
+    }
+
+    /// Lets an idle process start one send.
+    #[inline(always)]
+    fn poll_once<P: Population<Msg = M>>(
+        &mut self,
+        pop: &mut P,
+        r: u32,
+        now: u64,
+        out: &mut RunOutcome,
+    ) {
+        if !pop.wants_poll(r) {
+            return;
+        }
+        let Some((to, msg)) = pop.poll_transmit(r, now) else { return };
+        out.sends += 1;
+        let free = tick(now + self.net.send_slot());
+        let slot = &mut self.slots[r as usize];
+        slot.send_free = free;
+        let sent_at = now + self.net.send_overhead();
+        let completes = u64::from(slot.dies_at) > sent_at;
+        self.wake(r, free);
+        debug_assert!(to < self.live.procs(), "process {r} sent to unknown rank {to}");
+        if completes && to < self.live.procs() {
+            out.last_activity = out.last_activity.max(sent_at);
+            let routed = self.net.route(now, r, to, &self.live);
+            out.last_activity = out.last_activity.max(routed.activity_end);
+            for at in routed.deliveries.into_iter().flatten() {
+                self.wheel.push_delivery(at, (to, r, msg));
+            }
+        }
+    }
+}
