@@ -20,7 +20,7 @@ use steadfast_paths::{cma, shm::ShmPath, tcp::TcpPath, PacketSink, Path, RawHead
 use crate::comm::Comm;
 use crate::config::Config;
 use crate::datatype::TypeRef;
-use crate::ft::FtState;
+use crate::failures::FtState;
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::matching::{Matcher, Unexpected, ANY_SOURCE, ANY_TAG};
 use crate::mpi_err;

@@ -10,7 +10,7 @@ pub mod config;
 pub mod datatype;
 pub mod engine;
 pub mod error;
-pub mod ft;
+pub mod failures;
 pub mod group;
 pub mod info;
 pub mod matching;
