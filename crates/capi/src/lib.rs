@@ -11,6 +11,7 @@ pub mod abi;
 pub mod comm;
 pub mod datatype;
 pub mod env;
+pub mod ext;
 pub mod global;
 pub mod pt2pt;
 
@@ -27,5 +28,22 @@ macro_rules! mpi_api {
         #[doc = concat!("MPI_", stringify!($name), ": see PMPI_", stringify!($name), ".")]
         #[no_mangle]
         pub unsafe extern "C" fn [<MPI_ $name>]($($arg: $ty),*) -> $ret { [<PMPI_ $name>]($($arg),*) }
+    )* } };
+}
+
+/// Define `PMPIX_<name>` with the body and `MPIX_<name>` forwarding to it (the extension
+/// calls of `mpi-ext.h`).
+#[macro_export]
+macro_rules! mpix_api {
+    ($(
+        $(#[$m:meta])*
+        fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty $body:block
+    )*) => { paste::paste! { $(
+        $(#[$m])*
+        #[no_mangle]
+        pub unsafe extern "C" fn [<PMPIX_ $name>]($($arg: $ty),*) -> $ret $body
+        #[doc = concat!("MPIX_", stringify!($name), ": see PMPIX_", stringify!($name), ".")]
+        #[no_mangle]
+        pub unsafe extern "C" fn [<MPIX_ $name>]($($arg: $ty),*) -> $ret { [<PMPIX_ $name>]($($arg),*) }
     )* } };
 }

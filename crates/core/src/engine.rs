@@ -37,6 +37,10 @@ pub trait Bootstrap: Send {
     fn fence(&mut self) -> Result<(), String>;
     fn abort(&mut self, code: i32, msg: &str);
     fn finalize(&mut self) -> Result<(), String>;
+    /// The launcher's failure notices for the membership control thread (None: none).
+    fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
+        None
+    }
 }
 
 /// Which path carries traffic between ranks.
@@ -120,6 +124,8 @@ pub struct Engine {
     /// Bytes of the attached Bsend buffer (0 = none).
     pub bsend_capacity: usize,
     finalized: bool,
+    /// The membership view (failure detector and control thread).
+    ft: crate::ft::Ft,
 }
 
 struct Sink<'a>(&'a mut State);
@@ -143,6 +149,8 @@ impl Engine {
         let mut pids = vec![0u32; size as usize];
         pids[rank as usize] = std::process::id();
         let mut eager_limit = 64 << 10;
+        // The control channel's address must be published before the start-up fence.
+        let ft = crate::ft::Ft::prepare(job.as_ref(), boot.as_mut())?;
         if let (Some(job), Some(b)) = (&job, boot.as_mut()) {
             let boot_err = |e: String| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}"));
             match job.path {
@@ -183,6 +191,7 @@ impl Engine {
                 }
             }
         }
+        let ft = ft.start(boot.as_mut())?;
         let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
         eager_limit = eager_limit.min(chunk);
         let cma_enabled = cfg.cma && job.as_ref().is_some_and(|j| j.path == PathKind::Shm);
@@ -231,6 +240,7 @@ impl Engine {
             messages: Slab::default(),
             bsend_capacity: 0,
             finalized: false,
+            ft,
         })
     }
 
@@ -242,6 +252,8 @@ impl Engine {
         self.block_until(|e| e.st.busy_peers.is_empty() && e.net.as_ref().map_or(0, |n| n.backlog()) == 0)?;
         if let Some(b) = self.boot.as_mut() {
             b.fence().map_err(|e| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}")))?;
+            // Every live rank reached MPI_Finalize: the membership service can stop.
+            self.ft.stop();
             b.finalize().map_err(|e| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}")))?;
         }
         if std::env::var("STEADFAST_STATS").is_ok_and(|v| v == "1") {
@@ -265,6 +277,11 @@ impl Engine {
         }
         eprintln!("steadfast: {msg}");
         std::process::exit(if code == 0 { 1 } else { code & 0xff });
+    }
+
+    /// The membership view: live and failed ranks, epoch, change notification.
+    pub fn ft(&self) -> &crate::ft::Ft {
+        &self.ft
     }
 
     // ---- communicators -------------------------------------------------------------------

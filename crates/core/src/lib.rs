@@ -8,6 +8,7 @@ pub mod config;
 pub mod datatype;
 pub mod engine;
 pub mod error;
+pub mod ft;
 pub mod matching;
 pub mod request;
 pub mod slab;
