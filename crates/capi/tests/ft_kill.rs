@@ -126,6 +126,7 @@ fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind) -> Outcome
     }
     for v in victims {
         assert!(!out.join(format!("view.{v}")).exists(), "{tag}: killed rank {v} wrote a view");
+        assert!(out.join(format!("killed.{v}")).exists(), "{tag}: rank {v} did not reach its kill");
     }
     // "epoch E members M r0 r1 ... seconds S"
     let parse = |t: &str| -> (String, Vec<u32>, f64) {

@@ -3,13 +3,16 @@
  * ranks: 16
  * launcher: --on-failure continue
  *
- * usage: view_kill VICTIMS OUTDIR [TIMEOUT_S]
+ * usage: view_kill VICTIMS OUTDIR [TIMEOUT_S [SETTLE_S]]
  *   VICTIMS   comma-separated world ranks that kill themselves (e.g. "1", "1,2", "0", "0,1")
  *   OUTDIR    each survivor writes OUTDIR/view.<rank>:
  *               "epoch E members M r0 r1 ... seconds S"
+ *             each victim writes OUTDIR/killed.<rank> (its MPI_Wtime just before dying),
  *             and the lowest survivor, after comparing every survivor's view with its
  *             own over MPI point-to-point, writes OUTDIR/verdict ("ok ..." or "FAIL ...")
  *   TIMEOUT_S how long a survivor waits for the view without the victims (default 10)
+ *   SETTLE_S  how long every rank sleeps before the kill, so the job is in a steady state
+ *             (default 0; the measurement scripts use it)
  *
  * Before the kill every rank takes part in a ring exchange (so the data path has live
  * connections to the victims) and a barrier; after the view change the survivors run a
@@ -22,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAXR 1024
 
@@ -72,6 +76,7 @@ int main(int argc, char **argv)
         die("usage: view_kill VICTIMS OUTDIR [TIMEOUT_S] (at most 1024 ranks)");
     const char *outdir = argv[2];
     double limit = argc > 3 ? atof(argv[3]) : 10.0;
+    double settle = argc > 4 ? atof(argv[4]) : 0.0;
     static int is_victim[MAXR];
     int nvictims = parse_victims(argv[1], is_victim);
     int expected = size - nvictims;
@@ -84,9 +89,18 @@ int main(int argc, char **argv)
                  (rank + size - 1) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     if (got != (rank + size - 1) % size)
         die("ring exchange before the kill delivered the wrong token");
+    if (settle > 0) {
+        struct timespec ts = {(time_t)settle, (long)((settle - (double)(time_t)settle) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
 
     if (is_victim[rank]) {
+        /* The kill time (CLOCK_MONOTONIC, as MPI_Wtime), for detection-latency measurements. */
+        char path[4096], text[64];
+        snprintf(path, sizeof path, "%s/killed.%d", argv[2], rank);
+        snprintf(text, sizeof text, "%.9f\n", MPI_Wtime());
+        write_file(path, text);
         fflush(stdout);
         raise(SIGKILL);
     }
@@ -194,6 +208,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "[view_kill rank %d] ring among survivors: got %d from %d\n", rank, got, left);
             errs++;
         }
+    }
+    if (settle > 0) {
+        /* Let the stabilization finish before the control threads stop (for the traces). */
+        struct timespec ts = {(time_t)settle, (long)((settle - (double)(time_t)settle) * 1e9)};
+        nanosleep(&ts, NULL);
     }
     MPI_Finalize();
     return errs ? 1 : 0;

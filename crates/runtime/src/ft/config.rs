@@ -27,6 +27,16 @@ pub const REPORT_MS: &str = "STEADFAST_MEMBERSHIP_REPORT_MS";
 /// `STEADFAST_MEMBERSHIP_SYNC_MS`: how often a member tells its tree parent which view it
 /// holds (default 500 ms; 0 = never).
 pub const SYNC_MS: &str = "STEADFAST_MEMBERSHIP_SYNC_MS";
+/// `STEADFAST_FT_NOTICE_GRACE_MS`: the launcher tells every survivor about an exit, so only
+/// the coordinator (lowest live rank) reports it at once; the others report it only if no
+/// view without the rank arrived within this grace (default 100 ms).
+pub const NOTICE_GRACE_MS: &str = "STEADFAST_FT_NOTICE_GRACE_MS";
+/// `STEADFAST_FT_RT`: `1` (default) runs the control thread at real-time priority
+/// (SCHED_FIFO 1) when the process may (root, CAP_SYS_NICE or RLIMIT_RTPRIO), so detection
+/// and view changes are not delayed behind computing or oversubscribed processes and a busy
+/// machine cannot starve the detector into false suspicions; the thread sleeps in poll(2)
+/// between events. `0` keeps the default scheduling.
+pub const FT_RT: &str = "STEADFAST_FT_RT";
 /// `STEADFAST_FT_HOST`: address the control channel listens on and publishes
 /// (default 127.0.0.1: the launcher starts single-host jobs).
 pub const FT_HOST: &str = "STEADFAST_FT_HOST";
@@ -43,8 +53,12 @@ pub struct FtConfig {
     pub heartbeat: Duration,
     /// Silence after which a tree neighbour is suspected.
     pub suspect: Duration,
+    /// How long a launcher notice waits at a non-coordinator before it is reported.
+    pub notice_grace: Duration,
     /// Protocol parameters (fan-out, ack / report timeouts, sync period).
     pub protocol: ProtocolConfig,
+    /// Run the control thread at real-time priority if permitted.
+    pub realtime: bool,
     /// Listening address of the control channel.
     pub host: IpAddr,
     /// Where to write the per-rank trace, if anywhere.
@@ -60,6 +74,7 @@ impl Default for FtConfig {
             enabled: true,
             heartbeat: Duration::from_millis(200),
             suspect: Duration::from_millis(2000),
+            notice_grace: Duration::from_millis(100),
             protocol: ProtocolConfig {
                 fanout_log2: 2,
                 ack_timeout: Duration::from_millis(200),
@@ -70,6 +85,7 @@ impl Default for FtConfig {
                 sync_interval: Some(Duration::from_millis(500)),
                 auto_rejoin: false,
             },
+            realtime: true,
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             trace_dir: None,
             exit_when_excluded: false,
@@ -108,6 +124,9 @@ impl FtConfig {
         if let Some(v) = num(SUSPECT_MS, 1, 3_600_000) {
             c.suspect = ms(v);
         }
+        if let Some(v) = num(NOTICE_GRACE_MS, 0, 3_600_000) {
+            c.notice_grace = ms(v);
+        }
         if let Some(v) = num(FANOUT_LOG2, 1, 8) {
             c.protocol.fanout_log2 = v as u8;
         }
@@ -119,6 +138,9 @@ impl FtConfig {
         }
         if let Some(v) = num(SYNC_MS, 0, 3_600_000) {
             c.protocol.sync_interval = (v > 0).then(|| ms(v));
+        }
+        if let Some(v) = num(FT_RT, 0, 1) {
+            c.realtime = v == 1;
         }
         if let Some(raw) = get(FT_HOST) {
             match raw.trim().parse::<IpAddr>() {
@@ -169,18 +191,22 @@ mod tests {
             (ACK_MS, "30"),
             (REPORT_MS, "40"),
             (SYNC_MS, "0"),
+            (NOTICE_GRACE_MS, "7"),
             (MEMBERSHIP, "0"),
+            (FT_RT, "0"),
             (FT_HOST, "::1"),
             (FT_TRACE, "/tmp/x"),
         ]);
         assert!(w.is_empty(), "{w:?}");
         assert!(!c.enabled);
+        assert!(!c.realtime);
         assert_eq!(c.heartbeat, Duration::from_millis(20));
         assert_eq!(c.suspect, Duration::from_millis(150));
         assert_eq!(c.protocol.fanout_log2, 1);
         assert_eq!(c.protocol.ack_timeout, Duration::from_millis(30));
         assert_eq!(c.protocol.report_timeout, Duration::from_millis(40));
         assert_eq!(c.protocol.sync_interval, None);
+        assert_eq!(c.notice_grace, Duration::from_millis(7));
         assert_eq!(c.host, "::1".parse::<IpAddr>().unwrap());
         assert_eq!(c.trace_dir, Some(PathBuf::from("/tmp/x")));
 

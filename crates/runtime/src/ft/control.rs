@@ -1,6 +1,7 @@
 //! The background control thread of one rank: drives the membership state machine with the
 //! failure detector's inputs, over the control channel, and publishes views on the board.
 
+use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read};
 use std::net::{SocketAddr, TcpListener};
 use std::os::fd::AsRawFd;
@@ -127,6 +128,7 @@ impl Prepared {
             link,
             link_busy: false,
             link_check_at: now,
+            noticed: BTreeMap::new(),
             wake_rx,
             trace,
         };
@@ -202,17 +204,25 @@ struct Control {
     link: Option<Box<dyn LauncherLink>>,
     link_busy: bool,
     link_check_at: Time,
+    /// Launcher-noticed exits not reported yet: rank → when to report it anyway.
+    noticed: BTreeMap<u32, Time>,
     wake_rx: UnixStream,
     trace: Trace,
 }
 
 impl Control {
     fn run(mut self) {
+        if self.cfg.realtime {
+            set_realtime();
+        }
         let mut fds: Vec<libc::pollfd> = Vec::new();
         let mut slots: Vec<Slot> = Vec::new();
         let mut mesh_tags: Vec<Tag> = Vec::new();
         let now = mono_now();
         self.pump(now);
+        // Iterations in a row that found a deadline already due: a component that failed to
+        // move its deadline must not turn the loop into a spin (the thread may be real-time).
+        let mut due_in_a_row = 0u32;
         let stop = loop {
             let now = mono_now();
             if let Some(mode) = self.on_wake(now) {
@@ -236,7 +246,16 @@ impl Control {
             slots.extend(mesh_tags.iter().map(|&t| Slot::Mesh(t)));
             debug_assert_eq!(fds.len(), slots.len());
 
-            let timeout = self.next_wakeup(now).saturating_sub(now).min(MAX_SLEEP);
+            let mut timeout = self.next_wakeup(now).saturating_sub(now).min(MAX_SLEEP);
+            if timeout.is_zero() {
+                due_in_a_row += 1;
+                if due_in_a_row > 100 {
+                    tracing::warn!("control loop keeps finding due deadlines; pacing it");
+                    timeout = Duration::from_millis(1);
+                }
+            } else {
+                due_in_a_row = 0;
+            }
             // Round up to whole milliseconds so a deadline 0.4 ms away is not a busy loop.
             let ms = timeout.as_micros().div_ceil(1000) as i32;
             // SAFETY: `fds` is a valid, exclusively borrowed slice of pollfd structs.
@@ -280,6 +299,7 @@ impl Control {
             self.machine.poll_timeout(),
             self.monitor.next_deadline(),
             self.mesh.next_deadline(),
+            self.noticed.values().min().copied(),
             link,
         ]
         .into_iter()
@@ -315,6 +335,11 @@ impl Control {
             }
         }
         self.mesh.expire(now);
+        let due: Vec<u32> = self.noticed.iter().filter(|(_, &t)| t <= now).map(|(&r, _)| r).collect();
+        for r in due {
+            self.noticed.remove(&r);
+            self.suspect(now, r, None, SuspectSource::Launcher);
+        }
         if self.link.is_some() && (self.link_busy || now >= self.link_check_at) {
             self.poll_launcher(now);
         }
@@ -331,7 +356,7 @@ impl Control {
                     match ev {
                         LauncherEvent::RankExited { rank, finalized: false, status } => {
                             tracing::debug!(rank, %status, "launcher: rank exited");
-                            self.suspect(now, rank, None, SuspectSource::Launcher);
+                            self.on_notice(now, rank);
                         }
                         LauncherEvent::RankExited { .. } => {}
                         LauncherEvent::Disconnected => {
@@ -343,6 +368,26 @@ impl Control {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// The launcher tells every survivor, so the reports would all converge on the root:
+    /// only the coordinator (the lowest member not noticed dead) acts at once, the others
+    /// after the grace if no view without the rank arrived (the coordinator may be dead too,
+    /// or have missed the notice).
+    fn on_notice(&mut self, now: Time, rank: u32) {
+        self.trace.line(|| format!("notice {} {}", now.as_nanos(), rank));
+        let Some(v) = self.machine.view() else { return };
+        if rank == self.me || !v.contains(rank) || self.mesh.is_departed(rank) {
+            return;
+        }
+        self.noticed.entry(rank).or_insert(now + self.cfg.notice_grace);
+        let coordinator = v.members().map(|m| m.id).find(|id| !self.noticed.contains_key(id));
+        if coordinator == Some(self.me) {
+            let all: Vec<u32> = std::mem::take(&mut self.noticed).into_keys().collect();
+            for r in all {
+                self.suspect(now, r, None, SuspectSource::Launcher);
             }
         }
     }
@@ -397,7 +442,7 @@ impl Control {
                 tracing::debug!(me = self.me, peer, %why, "control connection broke");
                 self.suspect(now, peer, incarnation, SuspectSource::Connection);
             }
-            MeshEvent::Frame(f) => {
+            MeshEvent::Frame(f, rx_ns) => {
                 let from = f.from;
                 self.monitor.heard(now, from);
                 match f.kind {
@@ -410,7 +455,7 @@ impl Control {
                             }
                         };
                         let name = msg.body.name();
-                        let t_ns = now.as_nanos() as u64;
+                        let t_ns = rx_ns;
                         self.trace.line(|| {
                             format!("rx {} {} {} {}", t_ns, from, name, t_ns.saturating_sub(f.sent_ns))
                         });
@@ -444,6 +489,9 @@ impl Control {
                 tracing::debug!(me = self.me, %view_id, members = ranks.len(), "view installed");
                 if view_id != ViewId::INITIAL {
                     self.board.publish(view_id, ranks, t as u64);
+                }
+                if let Some(v) = self.machine.view() {
+                    self.noticed.retain(|r, _| v.contains(*r));
                 }
                 self.rewatch(now);
             }
@@ -502,9 +550,18 @@ impl Control {
         }
     }
 
-    /// Watches the tree neighbours of the current view.
+    /// Watches the tree neighbours of the current view, and opens the connections to the
+    /// children now: a crash is then seen through them at once, and the next view change
+    /// does not pay for connecting (parents have lower ids, so each edge gets one connection).
     fn rewatch(&mut self, now: Time) {
         let mut watch = Vec::new();
+        let children = self.machine.view().map(|v| v.children(self.me)).unwrap_or_default();
+        let stamp = self.view_stamp();
+        for c in children {
+            if !self.mesh.has_route(c) && !self.mesh.is_departed(c) {
+                self.mesh.send(now, c, Kind::HowAreYou, &stamp);
+            }
+        }
         if let Some(v) = self.machine.view() {
             let me = self.me;
             let neighbours = v.parent(me).into_iter().chain(v.children(me));
@@ -534,6 +591,16 @@ impl Control {
         let foreign = self.mesh.foreign;
         self.trace.line(|| format!("stop {} {}", mono_now().as_nanos(), foreign));
         self.trace.flush();
+    }
+}
+
+/// Moves the calling thread to SCHED_FIFO priority 1 (`STEADFAST_FT_RT=1`), if permitted.
+fn set_realtime() {
+    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: plain call on the current thread with a valid parameter block.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    if rc != 0 {
+        tracing::debug!(errno = rc, "real-time priority for the control thread refused; keeping the default");
     }
 }
 

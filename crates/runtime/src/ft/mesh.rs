@@ -26,8 +26,8 @@ const MAX_BACKLOG: usize = 16 << 20;
 /// What the sockets produced.
 #[derive(Debug)]
 pub enum MeshEvent {
-    /// A valid frame from an identified peer.
-    Frame(Frame),
+    /// A valid frame from an identified peer, and when it was read (CLOCK_MONOTONIC ns).
+    Frame(Frame, u64),
     /// The connection to `peer` broke (end-of-file, reset, refused): the process is gone.
     Broken {
         /// World rank of the peer.
@@ -80,6 +80,8 @@ pub struct Mesh {
     departed: Vec<bool>,
     lost: Vec<bool>,
     events: VecDeque<MeshEvent>,
+    /// After an accept error (out of descriptors), the listener rests until then.
+    listener_rest: Option<Time>,
     /// Connections dropped for sending something that is not a frame of this job.
     pub foreign: u64,
 }
@@ -105,6 +107,7 @@ impl Mesh {
             departed: vec![false; n],
             lost: vec![false; n],
             events: VecDeque::new(),
+            listener_rest: None,
             foreign: 0,
         })
     }
@@ -119,6 +122,11 @@ impl Mesh {
     /// Next event, if any.
     pub fn next_event(&mut self) -> Option<MeshEvent> {
         self.events.pop_front()
+    }
+
+    /// Whether a connection to `peer` is open (or opening).
+    pub fn has_route(&self, peer: u32) -> bool {
+        self.route.get(peer as usize).is_some_and(Option::is_some)
     }
 
     /// Whether `peer` said goodbye.
@@ -143,7 +151,8 @@ impl Mesh {
                 None => return,
             },
         };
-        let sent_ns = now.as_nanos() as u64;
+        // Stamped at the last moment, so the receiver's latency excludes our own handling.
+        let sent_ns = super::mono_ns();
         let Some(c) = self.conns[idx].as_mut() else { return };
         frame::encode(&self.key, kind, self.me, sent_ns, payload, &mut c.wbuf);
         if c.wbuf.len() - c.wpos > MAX_BACKLOG {
@@ -258,7 +267,11 @@ impl Mesh {
             fds.push(libc::pollfd { fd, events, revents: 0 });
             tags.push(tag);
         };
-        add(self.listener.as_raw_fd(), libc::POLLIN, Tag::Listener);
+        // A listener that cannot accept stays readable: leave it out while it rests, or the
+        // loop would spin.
+        if self.listener_rest.is_none() {
+            add(self.listener.as_raw_fd(), libc::POLLIN, Tag::Listener);
+        }
         for (i, c) in self.conns.iter().enumerate() {
             if let Some(c) = c {
                 let mut ev = libc::POLLIN;
@@ -300,7 +313,8 @@ impl Mesh {
                 Err(e) if would_block(&e) => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
-                    tracing::warn!(error = %e, "control channel accept failed");
+                    tracing::warn!(error = %e, "control channel accept failed; retrying in 100 ms");
+                    self.listener_rest = Some(now + Duration::from_millis(100));
                     return;
                 }
             }
@@ -329,7 +343,8 @@ impl Mesh {
         }
     }
 
-    fn read(&mut self, now: Time, idx: usize) {
+    fn read(&mut self, _now: Time, idx: usize) {
+        let rx_ns = super::mono_ns();
         let mut chunk = [0u8; 16 << 10];
         let mut closed: Option<String> = None;
         {
@@ -351,13 +366,13 @@ impl Mesh {
             }
         }
         // Frames that arrived before the end still count (a BYE right before closing).
-        self.parse(now, idx);
+        self.parse(rx_ns, idx);
         if let Some(why) = closed {
             self.close(idx, why);
         }
     }
 
-    fn parse(&mut self, _now: Time, idx: usize) {
+    fn parse(&mut self, rx_ns: u64, idx: usize) {
         let mut used = 0;
         loop {
             let Some(c) = self.conns[idx].as_mut() else { return };
@@ -410,15 +425,18 @@ impl Mesh {
                     }
                 }
             }
-            self.events.push_back(MeshEvent::Frame(frame));
+            self.events.push_back(MeshEvent::Frame(frame, rx_ns));
         }
         if let Some(c) = self.conns[idx].as_mut() {
             c.rbuf.drain(..used);
         }
     }
 
-    /// Drops incoming connections that never said hello.
+    /// Drops incoming connections that never said hello; ends the listener's rest.
     pub fn expire(&mut self, now: Time) {
+        if self.listener_rest.is_some_and(|t| t <= now) {
+            self.listener_rest = None;
+        }
         for i in 0..self.conns.len() {
             let stale = self.conns[i]
                 .as_ref()
@@ -437,6 +455,7 @@ impl Mesh {
             .flatten()
             .filter(|c| c.peer.is_none())
             .map(|c| c.opened + HELLO_TIMEOUT)
+            .chain(self.listener_rest)
             .min()
     }
 
@@ -574,8 +593,8 @@ mod tests {
             }
             got_b.len() >= 2
         });
-        assert!(matches!(&got_b[0], MeshEvent::Frame(f) if f.kind == Kind::Hello && f.from == 0));
-        assert!(matches!(&got_b[1], MeshEvent::Frame(f) if f.kind == Kind::HowAreYou && f.payload == b"q"));
+        assert!(matches!(&got_b[0], MeshEvent::Frame(f, _) if f.kind == Kind::Hello && f.from == 0));
+        assert!(matches!(&got_b[1], MeshEvent::Frame(f, _) if f.kind == Kind::HowAreYou && f.payload == b"q"));
         // b answers on the same connection (no address needed).
         b.send(Time::ZERO, 0, Kind::IAmAlive, &[]);
         let mut got_a = Vec::new();
@@ -585,7 +604,7 @@ mod tests {
             }
             !got_a.is_empty()
         });
-        assert!(matches!(&got_a[0], MeshEvent::Frame(f) if f.kind == Kind::IAmAlive && f.from == 1));
+        assert!(matches!(&got_a[0], MeshEvent::Frame(f, _) if f.kind == Kind::IAmAlive && f.from == 1));
         assert_eq!(b.open_connections(), 1);
         // b dies: a sees the broken connection, once.
         drop(b);

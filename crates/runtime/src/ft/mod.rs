@@ -52,6 +52,7 @@ pub use board::{StopMode, Subscription, ViewBoard, ViewSnapshot};
 pub use config::FtConfig;
 pub use control::{prepare, ControlThread, Prepared, SuspectSource};
 pub use link::{LauncherLink, SharedBootstrap};
+pub use steadfast_membership::ViewId;
 
 /// Exit status of a process that leaves because the group declared it failed
 /// (run-through mode; see [`FtConfig::exit_when_excluded`]).
