@@ -22,8 +22,22 @@ impl LauncherLink for FakeLink {
     }
     fn try_poll(&mut self) -> Option<Vec<LauncherEvent>> {
         let mut b = [0u8; 64];
-        while matches!(std::io::Read::read(&mut &self.rx, &mut b), Ok(n) if n > 0) {}
-        Some(std::mem::take(&mut *self.queue.lock().unwrap()))
+        let mut closed = false;
+        loop {
+            match std::io::Read::read(&mut &self.rx, &mut b) {
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let mut ev = std::mem::take(&mut *self.queue.lock().unwrap());
+        if closed {
+            ev.push(LauncherEvent::Disconnected);
+        }
+        Some(ev)
     }
 }
 
@@ -207,4 +221,38 @@ fn graceful_stop_is_no_failure() {
         assert_eq!(s.members, vec![0, 1, 2, 3], "a rank that said goodbye was suspected");
         assert_eq!(s.epoch(), 0);
     }
+}
+
+/// A launcher descriptor stuck readable (end-of-file, never reported as a disconnection)
+/// must not spin the control thread, which runs at real-time priority when permitted.
+struct StuckLink {
+    rx: UnixStream,
+    polls: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl LauncherLink for StuckLink {
+    fn event_fd(&self) -> Option<RawFd> {
+        Some(self.rx.as_raw_fd())
+    }
+    fn try_poll(&mut self) -> Option<Vec<LauncherEvent>> {
+        self.polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(Vec::new())
+    }
+}
+
+#[test]
+fn stuck_launcher_descriptor_does_not_spin() {
+    let cfg = config(5000, 10_000, 2);
+    let p = ft::prepare(cfg, 0, 1, 99).expect("bind");
+    let addrs = vec![Some(p.local_addr())];
+    let (tx, rx) = UnixStream::pair().unwrap();
+    drop(tx);
+    let polls = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let link: Box<dyn LauncherLink> = Box::new(StuckLink { rx, polls: polls.clone() });
+    let t = p.start(addrs, Some(link)).expect("start");
+    std::thread::sleep(Duration::from_millis(500));
+    t.stop();
+    let n = polls.load(std::sync::atomic::Ordering::Relaxed);
+    // One periodic check per 100 ms, plus one readiness wake-up after each.
+    assert!(n <= 15, "launcher link polled {n} times in 0.5 s");
 }

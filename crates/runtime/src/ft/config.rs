@@ -32,7 +32,7 @@ pub const SYNC_MS: &str = "STEADFAST_MEMBERSHIP_SYNC_MS";
 /// view without the rank arrived within this grace (default 100 ms).
 pub const NOTICE_GRACE_MS: &str = "STEADFAST_FT_NOTICE_GRACE_MS";
 /// `STEADFAST_FT_RT`: `1` (default) runs the control thread at real-time priority
-/// (SCHED_FIFO 1) when the process may (root, CAP_SYS_NICE or RLIMIT_RTPRIO), so detection
+/// (SCHED_RR 1) when the process may (root, CAP_SYS_NICE or RLIMIT_RTPRIO), so detection
 /// and view changes are not delayed behind computing or oversubscribed processes and a busy
 /// machine cannot starve the detector into false suspicions; the thread sleeps in poll(2)
 /// between events. `0` keeps the default scheduling.

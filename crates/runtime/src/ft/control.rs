@@ -29,6 +29,10 @@ const LINK_RECHECK: Duration = Duration::from_millis(100);
 const LINK_BUSY_RETRY: Duration = Duration::from_millis(2);
 /// Longest sleep of the loop, so a clock anomaly can never stall it for long.
 const MAX_SLEEP: Duration = Duration::from_secs(1);
+/// Loop turns allowed per [`PACE_WINDOW`] before the loop is paced (1 ms sleeps).
+const PACE_LIMIT: u32 = 2000;
+/// See [`PACE_LIMIT`].
+const PACE_WINDOW: Duration = Duration::from_millis(100);
 /// How long a graceful stop waits for its BYE frames to leave.
 const GOODBYE_LIMIT: Duration = Duration::from_millis(200);
 
@@ -128,6 +132,8 @@ impl Prepared {
             link,
             link_busy: false,
             link_check_at: now,
+            link_muted: false,
+            link_readable: false,
             noticed: BTreeMap::new(),
             wake_rx,
             trace,
@@ -204,6 +210,11 @@ struct Control {
     link: Option<Box<dyn LauncherLink>>,
     link_busy: bool,
     link_check_at: Time,
+    /// The launcher descriptor was readable but gave nothing: leave it out of the poll set
+    /// until the next periodic check (a descriptor stuck readable must not spin the loop).
+    link_muted: bool,
+    /// The last poll reported the launcher descriptor readable.
+    link_readable: bool,
     /// Launcher-noticed exits not reported yet: rank → when to report it anyway.
     noticed: BTreeMap<u32, Time>,
     wake_rx: UnixStream,
@@ -223,8 +234,21 @@ impl Control {
         // Iterations in a row that found a deadline already due: a component that failed to
         // move its deadline must not turn the loop into a spin (the thread may be real-time).
         let mut due_in_a_row = 0u32;
+        let mut window = (now, 0u32);
         let stop = loop {
             let now = mono_now();
+            // Safety net under real-time priority: whatever the cause, a loop that turns far
+            // faster than any protocol needs is paced, so it cannot starve other threads.
+            if now.saturating_sub(window.0) >= PACE_WINDOW {
+                window = (now, 0);
+            }
+            window.1 += 1;
+            if window.1 == PACE_LIMIT {
+                tracing::warn!("control loop turning too fast; pacing it");
+            }
+            if window.1 >= PACE_LIMIT {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             if let Some(mode) = self.on_wake(now) {
                 break mode;
             }
@@ -236,7 +260,7 @@ impl Control {
             mesh_tags.clear();
             fds.push(pollfd(self.wake_rx.as_raw_fd()));
             slots.push(Slot::Wake);
-            if !self.link_busy {
+            if !self.link_busy && !self.link_muted {
                 if let Some(fd) = self.link.as_ref().and_then(|l| l.event_fd()) {
                     fds.push(pollfd(fd));
                     slots.push(Slot::Launcher);
@@ -275,7 +299,10 @@ impl Control {
                 }
                 match *slot {
                     Slot::Wake => {}
-                    Slot::Launcher => self.link_check_at = now,
+                    Slot::Launcher => {
+                        self.link_check_at = now;
+                        self.link_readable = true;
+                    }
                     Slot::Mesh(tag) => {
                         self.mesh.ready(now, tag, pfd.revents);
                         // Handle each socket's frames at once: the next socket's may depend on them.
@@ -352,6 +379,8 @@ impl Control {
             Some(events) => {
                 self.link_busy = false;
                 self.link_check_at = now + LINK_RECHECK;
+                self.link_muted = self.link_readable && events.is_empty();
+                self.link_readable = false;
                 for ev in events {
                     match ev {
                         LauncherEvent::RankExited { rank, finalized: false, status } => {
@@ -594,11 +623,13 @@ impl Control {
     }
 }
 
-/// Moves the calling thread to SCHED_FIFO priority 1 (`STEADFAST_FT_RT=1`), if permitted.
+/// Moves the calling thread to real-time priority 1 (`STEADFAST_FT_RT=1`), if permitted.
+/// Round-robin rather than FIFO: control threads of one host share the lowest real-time
+/// level, and round-robin keeps them taking turns.
 fn set_realtime() {
     let param = libc::sched_param { sched_priority: 1 };
     // SAFETY: plain call on the current thread with a valid parameter block.
-    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_RR, &param) };
     if rc != 0 {
         tracing::debug!(errno = rc, "real-time priority for the control thread refused; keeping the default");
     }
