@@ -52,6 +52,7 @@ run() {   # run PATH VICTIMS MODE-FLAGS...
         local v=$(sed 's/ seconds .*//' "$out/view.$r")
         [ -z "$ref" ] && ref=$v
         [ "$v" == "$ref" ] || why="rank $r: '$v' differs from '$ref'"
+        [ "$(cat "$out/done.$r" 2>/dev/null)" == "0" ] || why="${why:-survivor $r did not finish MPI_Finalize}"
     done
     local n=$(echo "$ref" | awk '{print $4}')
     [ "$n" == "$survivors" ] || why="${why:-view has $n members, $survivors survived}"

@@ -3,7 +3,7 @@
 //! shared-memory and the TCP path. The launcher keeps the survivors running
 //! (`--on-failure continue` / `--ft run-through`); every survivor must report the same view
 //! (same epoch, members = exactly the survivors) within a bound, agree with the others over
-//! MPI point-to-point, and finish MPI_Finalize.
+//! MPI point-to-point, and finish MPI_Finalize — also with output queued for a dead rank.
 //!
 //! The program is `tests/c/ft/view_kill.c`, compiled against `include/` and this build's
 //! `libmpi_abi.so`; the jobs run under the launcher library in this process.
@@ -24,20 +24,18 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Directory of this build's `libmpi_abi.so` (target/<profile>, above deps/).
-fn lib_dir() -> PathBuf {
+/// This build's `libmpi_abi.so`. `cargo test` writes the fresh library to target/<profile>/deps
+/// and leaves target/<profile>/libmpi_abi.so as the last `cargo build` made it: take the newer.
+fn library() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target directory")
-        .to_path_buf();
-    assert!(
-        dir.join("libmpi_abi.so").exists(),
-        "{} has no libmpi_abi.so (build steadfast-capi first)",
-        dir.display()
-    );
-    dir
+    let deps = exe.parent().expect("deps directory").to_path_buf();
+    let candidates = [deps.join("libmpi_abi.so"), deps.parent().expect("target directory").join("libmpi_abi.so")];
+    candidates
+        .iter()
+        .filter_map(|p| Some((std::fs::metadata(p).ok()?.modified().ok()?, p.clone())))
+        .max()
+        .map(|(_, p)| p)
+        .unwrap_or_else(|| panic!("no libmpi_abi.so next to {} (build steadfast-capi first)", deps.display()))
 }
 
 fn find_cc() -> Option<String> {
@@ -60,7 +58,7 @@ fn compile(cc: &str, dir: &Path) -> PathBuf {
     for name in ["libmpi_abi.so", "libmpi_abi.so.1"] {
         let link = lib.join(name);
         let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(lib_dir().join("libmpi_abi.so"), &link).expect("symlink the library");
+        std::os::unix::fs::symlink(library(), &link).expect("symlink the library");
     }
     let exe = dir.join("view_kill");
     let out = Command::new(cc)
@@ -89,9 +87,9 @@ struct Outcome {
 }
 
 /// Runs one job and checks what every survivor wrote.
-fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind) -> Outcome {
+fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind, flood: bool) -> Outcome {
     let list: Vec<String> = victims.iter().map(|v| v.to_string()).collect();
-    let tag = format!("{}-{}", path, list.join("_"));
+    let tag = format!("{}-{}{}", path, list.join("_"), if flood { "-flood" } else { "" });
     let out = base.join(&tag);
     std::fs::create_dir_all(&out).expect("create output dir");
     let mut cfg = LaunchConfig::new(
@@ -101,6 +99,8 @@ fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind) -> Outcome
             OsString::from(list.join(",")),
             out.as_os_str().to_owned(),
             OsString::from(VIEW_BOUND_S.to_string()),
+            OsString::from("0"),
+            OsString::from(if flood { "1" } else { "0" }),
         ],
     );
     cfg.path = path;
@@ -147,6 +147,10 @@ fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind) -> Outcome
         assert!(s < VIEW_BOUND_S, "{tag}: rank {r} took {s} s");
         slowest = slowest.max(s);
     }
+    for &r in &survivors {
+        let done = std::fs::read_to_string(out.join(format!("done.{r}"))).unwrap_or_default();
+        assert_eq!(done.trim(), "0", "{tag}: survivor {r} did not finish MPI_Finalize cleanly");
+    }
     let verdict = std::fs::read_to_string(out.join("verdict")).expect("verdict");
     assert!(verdict.starts_with("ok"), "{tag}: {verdict}");
     eprintln!(
@@ -171,11 +175,13 @@ fn sixteen_ranks_survive_sigkill_with_one_view() {
     for path in [PathKind::Shm, PathKind::Tcp] {
         // One; two; the root; the root and one of its children at once.
         for victims in [&[5u32][..], &[3, 9], &[0], &[0, 1]] {
-            let o = scenario(&exe, &base, victims, path);
+            let o = scenario(&exe, &base, victims, path, false);
             assert!(!o.epoch.is_empty());
             worst = worst.max(o.seconds);
         }
     }
+    // Survivors with output stuck for a dead rank (a full ring) still finish MPI_Finalize.
+    scenario(&exe, &base, &[7], PathKind::Shm, true);
     eprintln!("slowest survivor saw its final view {:.1} ms after the kill", worst * 1e3);
     let _ = std::fs::remove_dir_all(&base);
 }

@@ -249,7 +249,10 @@ impl Engine {
         if self.finalized {
             return Ok(());
         }
-        self.block_until(|e| e.st.busy_peers.is_empty() && e.net.as_ref().map_or(0, |n| n.backlog()) == 0)?;
+        // Output queued for a rank the membership declared failed can never leave: do not wait for it.
+        self.block_until(|e| {
+            e.st.busy_peers.iter().all(|&p| e.ft.is_failed(p)) && e.net.as_ref().map_or(0, |n| n.backlog()) == 0
+        })?;
         if let Some(b) = self.boot.as_mut() {
             b.fence().map_err(|e| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}")))?;
             // Every live rank reached MPI_Finalize: the membership service can stop.

@@ -111,6 +111,11 @@ impl Ft {
         self.board.snapshot().failed
     }
 
+    /// Whether the current view declares world rank `rank` failed.
+    pub fn is_failed(&self, rank: u32) -> bool {
+        self.board.is_failed(rank)
+    }
+
     /// Whether the group declared *this* rank failed.
     pub fn excluded(&self) -> bool {
         self.board.snapshot().excluded

@@ -3,16 +3,20 @@
  * ranks: 16
  * launcher: --on-failure continue
  *
- * usage: view_kill VICTIMS OUTDIR [TIMEOUT_S [SETTLE_S]]
+ * usage: view_kill VICTIMS OUTDIR [TIMEOUT_S [SETTLE_S [FLOOD]]]
  *   VICTIMS   comma-separated world ranks that kill themselves (e.g. "1", "1,2", "0", "0,1")
  *   OUTDIR    each survivor writes OUTDIR/view.<rank>:
  *               "epoch E members M r0 r1 ... seconds S"
+ *             every survivor writes OUTDIR/done.<rank> (MPI_Finalize's result) at the end,
  *             each victim writes OUTDIR/killed.<rank> (its MPI_Wtime just before dying),
  *             and the lowest survivor, after comparing every survivor's view with its
  *             own over MPI point-to-point, writes OUTDIR/verdict ("ok ..." or "FAIL ...")
  *   TIMEOUT_S how long a survivor waits for the view without the victims (default 10)
  *   SETTLE_S  how long every rank sleeps before the kill, so the job is in a steady state
  *             (default 0; the measurement scripts use it)
+ *   FLOOD     1: before MPI_Finalize every survivor queues 4 MiB of sends to the lowest
+ *             victim (more than a shared-memory ring holds) and frees the requests:
+ *             MPI_Finalize must not wait for output to a failed rank (shm path only)
  *
  * Before the kill every rank takes part in a ring exchange (so the data path has live
  * connections to the victims) and a barrier; after the view change the survivors run a
@@ -77,6 +81,9 @@ int main(int argc, char **argv)
     const char *outdir = argv[2];
     double limit = argc > 3 ? atof(argv[3]) : 10.0;
     double settle = argc > 4 ? atof(argv[4]) : 0.0;
+    int flood = argc > 5 ? atoi(argv[5]) : 0;
+    if (flood)
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     static int is_victim[MAXR];
     int nvictims = parse_victims(argv[1], is_victim);
     int expected = size - nvictims;
@@ -209,11 +216,28 @@ int main(int argc, char **argv)
             errs++;
         }
     }
+    if (flood && !errs) {
+        int victim = -1;
+        for (int r = 0; r < size && victim < 0; r++)
+            if (is_victim[r])
+                victim = r;
+        /* Eager-sized pieces (rendezvous would only send a request to send). */
+        static char chunk[4096];
+        for (int i = 0; i < 1024; i++) {
+            MPI_Request q;
+            if (MPI_Isend(chunk, (int)sizeof chunk, MPI_BYTE, victim, 3, MPI_COMM_WORLD, &q) == MPI_SUCCESS)
+                MPI_Request_free(&q);
+        }
+    }
     if (settle > 0) {
         /* Let the stabilization finish before the control threads stop (for the traces). */
         struct timespec ts = {(time_t)settle, (long)((settle - (double)(time_t)settle) * 1e9)};
         nanosleep(&ts, NULL);
     }
-    MPI_Finalize();
-    return errs ? 1 : 0;
+    int frc = MPI_Finalize();
+    /* Proof that this survivor got through MPI_Finalize. */
+    snprintf(path, sizeof path, "%s/done.%d", outdir, rank);
+    snprintf(text, sizeof text, "%d\n", frc);
+    write_file(path, text);
+    return errs || frc != MPI_SUCCESS ? 1 : 0;
 }

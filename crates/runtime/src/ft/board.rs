@@ -144,6 +144,11 @@ impl ViewBoard {
         lock(&self.state).clone()
     }
 
+    /// Whether the current view declares `rank` failed (no copy of the view).
+    pub fn is_failed(&self, rank: u32) -> bool {
+        lock(&self.state).failed.binary_search(&rank).is_ok()
+    }
+
     /// Changes so far; one atomic load, for polling from a progress loop.
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
@@ -298,6 +303,7 @@ mod tests {
         let s = t.join().unwrap();
         assert_eq!(s.members, vec![0, 2, 3, 5]);
         assert_eq!(s.failed, vec![1, 4]);
+        assert!(b.is_failed(4) && !b.is_failed(5));
         assert_eq!(s.epoch(), 1);
         assert!(sub.changed(&b));
         assert!(!sub.changed(&b));
