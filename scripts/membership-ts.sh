@@ -86,7 +86,7 @@ for d in sorted(glob.glob(os.path.join(runs_dir, '*'))):
     rt, path, k, n, rep = os.path.basename(d).split('-')
     row = dict(rt=int(rt[2:]), path=path, k=int(k[1:]), n=int(n[1:]), rep=int(rep[1:]),
                load=open(os.path.join(d, 'load')).read().strip(), ts_us='', detect_us='', via='',
-               all_installed_us='', L_us='', Ocp_us='', ok=0)
+               connection_us='', launcher_us='', all_installed_us='', L_us='', Ocp_us='', ok=0)
     rows.append(row)
     killed = glob.glob(os.path.join(d, 'killed.*'))
     traces = {int(f.split('.')[-2]): [l.split() for l in open(f) if l.strip()]
@@ -113,6 +113,10 @@ for d in sorted(glob.glob(os.path.join(runs_dir, '*'))):
     if firsts:
         t, row['via'] = min(firsts)
         row['detect_us'] = (t - t_kill) / 1e3
+        for src in ('connection', 'launcher'):
+            ts_src = [t for t, v in firsts if v == src]
+            if ts_src:
+                row[src + '_us'] = (min(ts_src) - t_kill) / 1e3
     installs = [min(int(l[1]) for l in tr if l[0] == 'install' and int(l[2]) >= 1)
                 for r, tr in traces.items() if any(l[0] == 'install' and int(l[2]) >= 1 for l in tr)]
     if len(installs) == len(traces):
@@ -146,7 +150,7 @@ def med(xs):
     return statistics.median(xs) if xs else float('nan')
 
 def vals(rs, key):
-    return [float(r[key]) for r in rs if r[key] != '']
+    return [float(r[key]) for r in rs if r.get(key, '') != '']
 
 def group(key):
     g = {}
@@ -207,8 +211,8 @@ for key in keys:
     emit(f'#### {path}, fan-out {1 << k} (k = {k}), control thread {"real-time (default)" if rt else "default scheduling (STEADFAST_FT_RT=0)"}\n')
     emit(f'Series medians: L = {L:.0f} µs, Ocp = {O:.0f} µs. Least-squares fit of the model to the Ts '
          f'medians (N ≥ 3, costs ≥ 0): L = {fl:.0f} µs, Ocp = {fo:.0f} µs.\n')
-    emit('| N | H | runs | Ts median | Ts min–max | L at N | Ocp at N | model, L and Ocp at N | model, series L and Ocp | sim, series L and Ocp | sim + contention | detection (first detector) | view at every survivor |')
-    emit('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
+    emit('| N | H | runs | Ts median | Ts min–max | L at N | Ocp at N | model, L and Ocp at N | model, series L and Ocp | sim, series L and Ocp | sim + contention | detection: first (by) | broken connection | launcher notice | view at every survivor |')
+    emit('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|')
     for n in sorted(g):
         rs = g[n]
         ts = vals(rs, 'ts_us')
@@ -218,7 +222,8 @@ for key in keys:
         emit(f'| {n} | {height(n, k)} | {len(ts)}/{len(rs)} | {f0(med(ts))} | '
              f'{f0(min(ts)) if ts else "–"}–{f0(max(ts)) if ts else "–"} | {f0(ln)} | {f0(on)} | '
              f'{f0(model(n, k, ln, on)) if ln == ln else "–"} | {f0(model(n, k, L, O))} | {s[0]} | {s[1]} | '
-             f'{f0(med(vals(rs, "detect_us")))} ({vias}) | {f0(med(vals(rs, "all_installed_us")))} |')
+             f'{f0(med(vals(rs, "detect_us")))} ({vias}) | {f0(med(vals(rs, "connection_us")))} | '
+             f'{f0(med(vals(rs, "launcher_us")))} | {f0(med(vals(rs, "all_installed_us")))} |')
         if ts:
             series_rows.append([rt, path, k, n, height(n, k), f'{med(ts):.1f}', f'{min(ts):.1f}', f'{max(ts):.1f}',
                                 f'{model(n, k, ln, on):.1f}' if ln == ln else '', f'{model(n, k, L, O):.1f}',

@@ -60,9 +60,11 @@ impl Launcher {
 }
 
 fn config(heartbeat_ms: u64, suspect_ms: u64, k: u8) -> FtConfig {
-    let mut c = FtConfig::default();
-    c.heartbeat = Duration::from_millis(heartbeat_ms);
-    c.suspect = Duration::from_millis(suspect_ms);
+    let mut c = FtConfig {
+        heartbeat: Duration::from_millis(heartbeat_ms),
+        suspect: Duration::from_millis(suspect_ms),
+        ..FtConfig::default()
+    };
     c.protocol.fanout_log2 = k;
     c.protocol.ack_timeout = Duration::from_millis(100);
     c.protocol.report_timeout = Duration::from_millis(200);

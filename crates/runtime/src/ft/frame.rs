@@ -320,7 +320,7 @@ mod tests {
             x ^= x << 17;
             let len = (x % 64) as usize;
             let mut b: Vec<u8> = (0..len).map(|i| (x >> (i % 8 * 8)) as u8).collect();
-            if x % 3 == 0 && b.len() >= 6 {
+            if x.is_multiple_of(3) && b.len() >= 6 {
                 b[..4].copy_from_slice(&MAGIC);
                 b[4] = VERSION;
                 b[5] = 2;
