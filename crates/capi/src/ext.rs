@@ -22,10 +22,16 @@ unsafe fn fill(dst: *mut c_int, maxlen: c_int, src: &[u32]) {
 
 fn check_array(ptr: *const c_int, maxlen: c_int, what: &str) -> Result<(), MpiError> {
     if maxlen < 0 {
-        return Err(MpiError::new(ErrorClass::Arg, format!("maxlen is negative ({maxlen})")));
+        return Err(MpiError::new(
+            ErrorClass::Arg,
+            format!("maxlen is negative ({maxlen})"),
+        ));
     }
     if maxlen > 0 && ptr.is_null() {
-        return Err(MpiError::new(ErrorClass::Arg, format!("{what} is NULL but maxlen is {maxlen}")));
+        return Err(MpiError::new(
+            ErrorClass::Arg,
+            format!("{what} is NULL but maxlen is {maxlen}"),
+        ));
     }
     Ok(())
 }

@@ -29,13 +29,23 @@ fn repo() -> PathBuf {
 fn library() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let deps = exe.parent().expect("deps directory").to_path_buf();
-    let candidates = [deps.join("libmpi_abi.so"), deps.parent().expect("target directory").join("libmpi_abi.so")];
+    let candidates = [
+        deps.join("libmpi_abi.so"),
+        deps.parent()
+            .expect("target directory")
+            .join("libmpi_abi.so"),
+    ];
     candidates
         .iter()
         .filter_map(|p| Some((std::fs::metadata(p).ok()?.modified().ok()?, p.clone())))
         .max()
         .map(|(_, p)| p)
-        .unwrap_or_else(|| panic!("no libmpi_abi.so next to {} (build steadfast-capi first)", deps.display()))
+        .unwrap_or_else(|| {
+            panic!(
+                "no libmpi_abi.so next to {} (build steadfast-capi first)",
+                deps.display()
+            )
+        })
 }
 
 fn find_cc() -> Option<String> {
@@ -89,7 +99,12 @@ struct Outcome {
 /// Runs one job and checks what every survivor wrote.
 fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind, flood: bool) -> Outcome {
     let list: Vec<String> = victims.iter().map(|v| v.to_string()).collect();
-    let tag = format!("{}-{}{}", path, list.join("_"), if flood { "-flood" } else { "" });
+    let tag = format!(
+        "{}-{}{}",
+        path,
+        list.join("_"),
+        if flood { "-flood" } else { "" }
+    );
     let out = base.join(&tag);
     std::fs::create_dir_all(&out).expect("create output dir");
     let mut cfg = LaunchConfig::new(
@@ -125,17 +140,33 @@ fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind, flood: boo
         views.push((r, text));
     }
     for v in victims {
-        assert!(!out.join(format!("view.{v}")).exists(), "{tag}: killed rank {v} wrote a view");
-        assert!(out.join(format!("killed.{v}")).exists(), "{tag}: rank {v} did not reach its kill");
+        assert!(
+            !out.join(format!("view.{v}")).exists(),
+            "{tag}: killed rank {v} wrote a view"
+        );
+        assert!(
+            out.join(format!("killed.{v}")).exists(),
+            "{tag}: rank {v} did not reach its kill"
+        );
     }
     // "epoch E members M r0 r1 ... seconds S"
     let parse = |t: &str| -> (String, Vec<u32>, f64) {
         let w: Vec<&str> = t.split_whitespace().collect();
-        assert!(w.len() >= 6 && w[0] == "epoch" && w[2] == "members", "bad view line {t:?}");
+        assert!(
+            w.len() >= 6 && w[0] == "epoch" && w[2] == "members",
+            "bad view line {t:?}"
+        );
         let m: usize = w[3].parse().expect("member count");
-        let members = w[4..4 + m].iter().map(|x| x.parse().expect("rank")).collect();
+        let members = w[4..4 + m]
+            .iter()
+            .map(|x| x.parse().expect("rank"))
+            .collect();
         assert_eq!(w[4 + m], "seconds");
-        (w[1].to_string(), members, w[5 + m].parse().expect("seconds"))
+        (
+            w[1].to_string(),
+            members,
+            w[5 + m].parse().expect("seconds"),
+        )
     };
     let (epoch, members, _) = parse(&views[0].1);
     assert_eq!(members, survivors, "{tag}: rank {} view", views[0].0);
@@ -143,13 +174,22 @@ fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind, flood: boo
     let mut slowest: f64 = 0.0;
     for (r, text) in &views {
         let (e, m, s) = parse(text);
-        assert_eq!((&e, &m), (&epoch, &members), "{tag}: rank {r} disagrees with rank {}", views[0].0);
+        assert_eq!(
+            (&e, &m),
+            (&epoch, &members),
+            "{tag}: rank {r} disagrees with rank {}",
+            views[0].0
+        );
         assert!(s < VIEW_BOUND_S, "{tag}: rank {r} took {s} s");
         slowest = slowest.max(s);
     }
     for &r in &survivors {
         let done = std::fs::read_to_string(out.join(format!("done.{r}"))).unwrap_or_default();
-        assert_eq!(done.trim(), "0", "{tag}: survivor {r} did not finish MPI_Finalize cleanly");
+        assert_eq!(
+            done.trim(),
+            "0",
+            "{tag}: survivor {r} did not finish MPI_Finalize cleanly"
+        );
     }
     let verdict = std::fs::read_to_string(out.join("verdict")).expect("verdict");
     assert!(verdict.starts_with("ok"), "{tag}: {verdict}");
@@ -159,7 +199,10 @@ fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind, flood: boo
         slowest * 1e3,
         wall.as_secs_f64()
     );
-    Outcome { epoch, seconds: slowest }
+    Outcome {
+        epoch,
+        seconds: slowest,
+    }
 }
 
 #[test]
@@ -182,6 +225,9 @@ fn sixteen_ranks_survive_sigkill_with_one_view() {
     }
     // Survivors with output stuck for a dead rank (a full ring) still finish MPI_Finalize.
     scenario(&exe, &base, &[7], PathKind::Shm, true);
-    eprintln!("slowest survivor saw its final view {:.1} ms after the kill", worst * 1e3);
+    eprintln!(
+        "slowest survivor saw its final view {:.1} ms after the kill",
+        worst * 1e3
+    );
     let _ = std::fs::remove_dir_all(&base);
 }

@@ -47,11 +47,20 @@ impl Ft {
     /// Binds this rank's control channel and publishes its address in the launcher's
     /// key-value space; must run before the start-up fence. Nothing to do for a singleton,
     /// a one-rank job, or with `STEADFAST_MEMBERSHIP=0`.
-    pub fn prepare(job: Option<&JobInfo>, boot: Option<&mut Box<dyn Bootstrap>>) -> MpiResult<PendingFt> {
+    pub fn prepare(
+        job: Option<&JobInfo>,
+        boot: Option<&mut Box<dyn Bootstrap>>,
+    ) -> MpiResult<PendingFt> {
         let size = job.map_or(1, |j| j.size);
         let required = run_through();
-        let idle = PendingFt { prepared: None, size, required };
-        let (Some(job), Some(boot)) = (job, boot) else { return Ok(idle) };
+        let idle = PendingFt {
+            prepared: None,
+            size,
+            required,
+        };
+        let (Some(job), Some(boot)) = (job, boot) else {
+            return Ok(idle);
+        };
         let (mut cfg, warnings) = FtConfig::from_env();
         for w in warnings {
             eprintln!("steadfast: {w}");
@@ -68,7 +77,11 @@ impl Ft {
                     .map(|()| p)
             });
         match started {
-            Ok(p) => Ok(PendingFt { prepared: Some(p), size, required }),
+            Ok(p) => Ok(PendingFt {
+                prepared: Some(p),
+                size,
+                required,
+            }),
             Err(e) if required => Err(e),
             Err(e) => {
                 // In abort mode the launcher still tears the job down on a failure.
@@ -134,7 +147,8 @@ impl Ft {
     /// Sleeps until the view's epoch reaches `min_epoch` (or this rank is excluded), at most
     /// `timeout`; returns the view then.
     pub fn wait_epoch(&self, min_epoch: u64, timeout: Duration) -> ViewSnapshot {
-        self.board.wait_for(timeout, |s| s.epoch() >= min_epoch || s.excluded)
+        self.board
+            .wait_for(timeout, |s| s.epoch() >= min_epoch || s.excluded)
     }
 
     /// Failure-detector input for the reliable layer: retransmissions to world rank `rank`
@@ -165,7 +179,9 @@ impl Ft {
 impl PendingFt {
     /// After the start-up fence: reads every rank's control address and starts the thread.
     pub fn start(self, boot: Option<&mut Box<dyn Bootstrap>>) -> MpiResult<Ft> {
-        let (Some(p), Some(boot)) = (self.prepared, boot) else { return Ok(Ft::fixed(self.size)) };
+        let (Some(p), Some(boot)) = (self.prepared, boot) else {
+            return Ok(Ft::fixed(self.size));
+        };
         let me = p.local_addr();
         let mut addrs = Vec::with_capacity(self.size as usize);
         let mut failure = None;

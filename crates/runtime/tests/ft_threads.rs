@@ -96,7 +96,11 @@ fn cluster(n: u32, cfg: &FtConfig) -> (Vec<Option<ControlThread>>, Launcher) {
 
 /// Waits until every live thread shows exactly `expect` as members; then they must all
 /// hold the same view id. Returns the common view and how long it took.
-fn converge(threads: &[Option<ControlThread>], expect: &[u32], limit: Duration) -> (ViewSnapshot, Duration) {
+fn converge(
+    threads: &[Option<ControlThread>],
+    expect: &[u32],
+    limit: Duration,
+) -> (ViewSnapshot, Duration) {
     let start = Instant::now();
     loop {
         let views: Vec<(usize, ViewSnapshot)> = threads
@@ -107,7 +111,10 @@ fn converge(threads: &[Option<ControlThread>], expect: &[u32], limit: Duration) 
         if views.iter().all(|(_, v)| v.members == expect) {
             let first = &views[0].1;
             for (i, v) in &views {
-                assert_eq!(v.view_id, first.view_id, "rank {i} holds another view with the same members");
+                assert_eq!(
+                    v.view_id, first.view_id,
+                    "rank {i} holds another view with the same members"
+                );
                 assert!(!v.excluded, "rank {i} excluded");
             }
             return (first.clone(), start.elapsed());
@@ -117,7 +124,10 @@ fn converge(threads: &[Option<ControlThread>], expect: &[u32], limit: Duration) 
                 .iter()
                 .map(|(i, v)| format!("rank {i}: {} {:?}", v.view_id, v.members))
                 .collect();
-            panic!("no agreement on {expect:?} within {limit:?}:\n{}", summary.join("\n"));
+            panic!(
+                "no agreement on {expect:?} within {limit:?}:\n{}",
+                summary.join("\n")
+            );
         }
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -220,7 +230,11 @@ fn graceful_stop_is_no_failure() {
     std::thread::sleep(Duration::from_millis(400));
     for x in t.iter().flatten() {
         let s = x.board().snapshot();
-        assert_eq!(s.members, vec![0, 1, 2, 3], "a rank that said goodbye was suspected");
+        assert_eq!(
+            s.members,
+            vec![0, 1, 2, 3],
+            "a rank that said goodbye was suspected"
+        );
         assert_eq!(s.epoch(), 0);
     }
 }
@@ -237,7 +251,8 @@ impl LauncherLink for StuckLink {
         Some(self.rx.as_raw_fd())
     }
     fn try_poll(&mut self) -> Option<Vec<LauncherEvent>> {
-        self.polls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.polls
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(Vec::new())
     }
 }
@@ -250,7 +265,10 @@ fn stuck_launcher_descriptor_does_not_spin() {
     let (tx, rx) = UnixStream::pair().unwrap();
     drop(tx);
     let polls = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let link: Box<dyn LauncherLink> = Box::new(StuckLink { rx, polls: polls.clone() });
+    let link: Box<dyn LauncherLink> = Box::new(StuckLink {
+        rx,
+        polls: polls.clone(),
+    });
     let t = p.start(addrs, Some(link)).expect("start");
     std::thread::sleep(Duration::from_millis(500));
     t.stop();

@@ -185,7 +185,11 @@ impl ViewBoard {
 
     /// Sleeps until `pred` holds for the current view or `timeout` passes; returns the view
     /// then (check `pred` again to tell the two apart).
-    pub fn wait_for(&self, timeout: Duration, pred: impl Fn(&ViewSnapshot) -> bool) -> ViewSnapshot {
+    pub fn wait_for(
+        &self,
+        timeout: Duration,
+        pred: impl Fn(&ViewSnapshot) -> bool,
+    ) -> ViewSnapshot {
         let deadline = Instant::now().checked_add(timeout);
         let mut st = lock(&self.state);
         while !pred(&st) {

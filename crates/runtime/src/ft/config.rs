@@ -109,7 +109,9 @@ impl FtConfig {
             match raw.trim().parse::<u64>() {
                 Ok(v) if (min..=max).contains(&v) => Some(v),
                 _ => {
-                    warn.push(format!("ignoring {name}={raw:?} (expected an integer in {min}..={max})"));
+                    warn.push(format!(
+                        "ignoring {name}={raw:?} (expected an integer in {min}..={max})"
+                    ));
                     None
                 }
             }
@@ -169,8 +171,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn with(pairs: &[(&str, &str)]) -> (FtConfig, Vec<String>) {
-        let map: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         FtConfig::from_lookup(|k| map.get(k).cloned())
     }
 

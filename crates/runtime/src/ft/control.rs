@@ -74,12 +74,18 @@ pub struct Prepared {
 
 /// Binds the control channel of `rank` in a job of `size` ranks keyed with `job_key`.
 pub fn prepare(cfg: FtConfig, rank: u32, size: u32, job_key: u64) -> Result<Prepared, FtError> {
-    cfg.protocol.validate().map_err(|e| FtError::Config(e.to_string()))?;
+    cfg.protocol
+        .validate()
+        .map_err(|e| FtError::Config(e.to_string()))?;
     if rank >= size {
-        return Err(FtError::Config(format!("rank {rank} is not below the size {size}")));
+        return Err(FtError::Config(format!(
+            "rank {rank} is not below the size {size}"
+        )));
     }
     let listener = TcpListener::bind((cfg.host, 0)).map_err(|e| FtError::Bind(cfg.host, e))?;
-    let addr = listener.local_addr().map_err(|e| FtError::Bind(cfg.host, e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| FtError::Bind(cfg.host, e))?;
     Ok(Prepared {
         cfg,
         rank,
@@ -358,11 +364,18 @@ impl Control {
                     let payload = self.view_stamp();
                     self.mesh.send(now, id, Kind::HowAreYou, &payload);
                 }
-                Action::Suspect(m) => self.suspect(now, m.id, Some(m.incarnation), SuspectSource::Heartbeat),
+                Action::Suspect(m) => {
+                    self.suspect(now, m.id, Some(m.incarnation), SuspectSource::Heartbeat)
+                }
             }
         }
         self.mesh.expire(now);
-        let due: Vec<u32> = self.noticed.iter().filter(|(_, &t)| t <= now).map(|(&r, _)| r).collect();
+        let due: Vec<u32> = self
+            .noticed
+            .iter()
+            .filter(|(_, &t)| t <= now)
+            .map(|(&r, _)| r)
+            .collect();
         for r in due {
             self.noticed.remove(&r);
             self.suspect(now, r, None, SuspectSource::Launcher);
@@ -373,7 +386,9 @@ impl Control {
     }
 
     fn poll_launcher(&mut self, now: Time) {
-        let Some(link) = self.link.as_mut() else { return };
+        let Some(link) = self.link.as_mut() else {
+            return;
+        };
         match link.try_poll() {
             None => self.link_busy = true,
             Some(events) => {
@@ -383,7 +398,11 @@ impl Control {
                 self.link_readable = false;
                 for ev in events {
                     match ev {
-                        LauncherEvent::RankExited { rank, finalized: false, status } => {
+                        LauncherEvent::RankExited {
+                            rank,
+                            finalized: false,
+                            status,
+                        } => {
                             tracing::debug!(rank, %status, "launcher: rank exited");
                             self.on_notice(now, rank);
                         }
@@ -406,13 +425,19 @@ impl Control {
     /// after the grace if no view without the rank arrived (the coordinator may be dead too,
     /// or have missed the notice).
     fn on_notice(&mut self, now: Time, rank: u32) {
-        self.trace.line(|| format!("notice {} {}", now.as_nanos(), rank));
+        self.trace
+            .line(|| format!("notice {} {}", now.as_nanos(), rank));
         let Some(v) = self.machine.view() else { return };
         if rank == self.me || !v.contains(rank) || self.mesh.is_departed(rank) {
             return;
         }
-        self.noticed.entry(rank).or_insert(now + self.cfg.notice_grace);
-        let coordinator = v.members().map(|m| m.id).find(|id| !self.noticed.contains_key(id));
+        self.noticed
+            .entry(rank)
+            .or_insert(now + self.cfg.notice_grace);
+        let coordinator = v
+            .members()
+            .map(|m| m.id)
+            .find(|id| !self.noticed.contains_key(id));
         if coordinator == Some(self.me) {
             let all: Vec<u32> = std::mem::take(&mut self.noticed).into_keys().collect();
             for r in all {
@@ -426,7 +451,8 @@ impl Control {
             return;
         }
         let in_view = self.machine.view().is_some_and(|v| v.contains(rank));
-        self.trace.line(|| format!("suspect {} {} {}", now.as_nanos(), rank, source.name()));
+        self.trace
+            .line(|| format!("suspect {} {} {}", now.as_nanos(), rank, source.name()));
         if !in_view {
             return;
         }
@@ -441,7 +467,8 @@ impl Control {
 
     fn send_out(&mut self, now: Time) {
         while let Some(t) = self.machine.poll_transmit() {
-            self.mesh.send(now, t.to, Kind::Membership, &t.message.encode());
+            self.mesh
+                .send(now, t.to, Kind::Membership, &t.message.encode());
         }
     }
 
@@ -467,7 +494,11 @@ impl Control {
 
     fn on_mesh(&mut self, now: Time, ev: MeshEvent) {
         match ev {
-            MeshEvent::Broken { peer, incarnation, why } => {
+            MeshEvent::Broken {
+                peer,
+                incarnation,
+                why,
+            } => {
                 tracing::debug!(me = self.me, peer, %why, "control connection broke");
                 self.suspect(now, peer, incarnation, SuspectSource::Connection);
             }
@@ -486,15 +517,28 @@ impl Control {
                         let name = msg.body.name();
                         let t_ns = rx_ns;
                         self.trace.line(|| {
-                            format!("rx {} {} {} {}", t_ns, from, name, t_ns.saturating_sub(f.sent_ns))
+                            format!(
+                                "rx {} {} {} {}",
+                                t_ns,
+                                from,
+                                name,
+                                t_ns.saturating_sub(f.sent_ns)
+                            )
                         });
                         self.machine.handle(now, from, msg);
                         // Its answers leave now: handling time includes them (Ocp).
                         self.send_out(now);
                         if self.trace.on() {
                             let done = mono_now().as_nanos() as u64;
-                            self.trace
-                                .line(|| format!("handled {} {} {} {}", done, from, name, done.saturating_sub(t_ns)));
+                            self.trace.line(|| {
+                                format!(
+                                    "handled {} {} {} {}",
+                                    done,
+                                    from,
+                                    name,
+                                    done.saturating_sub(t_ns)
+                                )
+                            });
                         }
                     }
                     Kind::HowAreYou => {
@@ -513,8 +557,15 @@ impl Control {
             Event::ViewInstalled { view_id, members } => {
                 let ranks: Vec<u32> = members.iter().map(|m| m.id).collect();
                 let t = now.as_nanos();
-                self.trace
-                    .line(|| format!("install {} {} {} {}", t, view_id.epoch, view_id.coordinator, ranks.len()));
+                self.trace.line(|| {
+                    format!(
+                        "install {} {} {} {}",
+                        t,
+                        view_id.epoch,
+                        view_id.coordinator,
+                        ranks.len()
+                    )
+                });
                 tracing::debug!(me = self.me, %view_id, members = ranks.len(), "view installed");
                 if view_id != ViewId::INITIAL {
                     self.board.publish(view_id, ranks, t as u64);
@@ -524,15 +575,26 @@ impl Control {
                 }
                 self.rewatch(now);
             }
-            Event::StabilizationComplete { view_id, installed_at } => {
+            Event::StabilizationComplete {
+                view_id,
+                installed_at,
+            } => {
                 let ts = now.saturating_sub(installed_at);
                 let n = self.machine.view().map_or(0, |v| v.len());
-                self.trace
-                    .line(|| format!("stable {} {} {} {}", now.as_nanos(), view_id.epoch, ts.as_nanos(), n));
+                self.trace.line(|| {
+                    format!(
+                        "stable {} {} {} {}",
+                        now.as_nanos(),
+                        view_id.epoch,
+                        ts.as_nanos(),
+                        n
+                    )
+                });
                 tracing::debug!(me = self.me, %view_id, ts_us = ts.as_micros() as u64, "view stabilized");
             }
             Event::Excluded { view_id } => {
-                self.trace.line(|| format!("excluded {} {}", now.as_nanos(), view_id.epoch));
+                self.trace
+                    .line(|| format!("excluded {} {}", now.as_nanos(), view_id.epoch));
                 self.board.set_excluded();
                 self.monitor.watch(now, &[]);
                 if self.cfg.exit_when_excluded {
@@ -569,8 +631,14 @@ impl Control {
             return;
         }
         match Message::decode(payload) {
-            Ok(msg @ Message { body: Body::Sync { .. }, .. }) => {
-                let differs = matches!(msg.body, Body::Sync { view } if Some(view) != self.machine.view_id());
+            Ok(
+                msg @ Message {
+                    body: Body::Sync { .. },
+                    ..
+                },
+            ) => {
+                let differs =
+                    matches!(msg.body, Body::Sync { view } if Some(view) != self.machine.view_id());
                 if differs {
                     self.machine.handle(now, from, msg);
                 }
@@ -584,7 +652,11 @@ impl Control {
     /// does not pay for connecting (parents have lower ids, so each edge gets one connection).
     fn rewatch(&mut self, now: Time) {
         let mut watch = Vec::new();
-        let children = self.machine.view().map(|v| v.children(self.me)).unwrap_or_default();
+        let children = self
+            .machine
+            .view()
+            .map(|v| v.children(self.me))
+            .unwrap_or_default();
         let stamp = self.view_stamp();
         for c in children {
             if !self.mesh.has_route(c) && !self.mesh.is_departed(c) {
@@ -618,7 +690,8 @@ impl Control {
             }
         }
         let foreign = self.mesh.foreign;
-        self.trace.line(|| format!("stop {} {}", mono_now().as_nanos(), foreign));
+        self.trace
+            .line(|| format!("stop {} {}", mono_now().as_nanos(), foreign));
         self.trace.flush();
     }
 }
@@ -631,7 +704,10 @@ fn set_realtime() {
     // SAFETY: plain call on the current thread with a valid parameter block.
     let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_RR, &param) };
     if rc != 0 {
-        tracing::debug!(errno = rc, "real-time priority for the control thread refused; keeping the default");
+        tracing::debug!(
+            errno = rc,
+            "real-time priority for the control thread refused; keeping the default"
+        );
     }
 }
 

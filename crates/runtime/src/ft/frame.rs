@@ -118,7 +118,14 @@ impl FrameKey {
 }
 
 /// Appends one frame to `out`.
-pub fn encode(key: &FrameKey, kind: Kind, from: u32, sent_ns: u64, payload: &[u8], out: &mut Vec<u8>) {
+pub fn encode(
+    key: &FrameKey,
+    kind: Kind,
+    from: u32,
+    sent_ns: u64,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
     let start = out.len();
     out.extend_from_slice(&MAGIC);
     out.push(VERSION);
@@ -260,7 +267,14 @@ mod tests {
     fn frames_roundtrip_in_pieces() {
         let key = FrameKey::from_job_key(0xdead_beef_0123_4567);
         let mut buf = Vec::new();
-        encode(&key, Kind::Hello, 7, 11, &[0, 0, 0, 0, 0, 0, 0, 16], &mut buf);
+        encode(
+            &key,
+            Kind::Hello,
+            7,
+            11,
+            &[0, 0, 0, 0, 0, 0, 0, 16],
+            &mut buf,
+        );
         encode(&key, Kind::Membership, 7, 12, b"hello world", &mut buf);
         encode(&key, Kind::Bye, 7, 13, &[], &mut buf);
         // Every prefix either needs more bytes or yields the first frame.
@@ -307,7 +321,10 @@ mod tests {
         assert_eq!(decode(&key, b"SFX"), Err(FrameError::Magic));
         let mut long = good.clone();
         long[12..16].copy_from_slice(&((MAX_PAYLOAD as u32) + 1).to_be_bytes());
-        assert_eq!(decode(&key, &long), Err(FrameError::TooLong(MAX_PAYLOAD + 1)));
+        assert_eq!(
+            decode(&key, &long),
+            Err(FrameError::TooLong(MAX_PAYLOAD + 1))
+        );
     }
 
     #[test]

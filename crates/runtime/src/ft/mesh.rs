@@ -92,7 +92,13 @@ fn would_block(e: &io::Error) -> bool {
 
 impl Mesh {
     /// Sockets of rank `me` of `size`, listening on `listener` (already bound).
-    pub fn new(me: u32, size: u32, incarnation: u32, key: FrameKey, listener: TcpListener) -> io::Result<Mesh> {
+    pub fn new(
+        me: u32,
+        size: u32,
+        incarnation: u32,
+        key: FrameKey,
+        listener: TcpListener,
+    ) -> io::Result<Mesh> {
         listener.set_nonblocking(true)?;
         let n = size as usize;
         Ok(Mesh {
@@ -153,7 +159,9 @@ impl Mesh {
         };
         // Stamped at the last moment, so the receiver's latency excludes our own handling.
         let sent_ns = super::mono_ns();
-        let Some(c) = self.conns[idx].as_mut() else { return };
+        let Some(c) = self.conns[idx].as_mut() else {
+            return;
+        };
         frame::encode(&self.key, kind, self.me, sent_ns, payload, &mut c.wbuf);
         if c.wbuf.len() - c.wpos > MAX_BACKLOG {
             self.close(idx, "peer does not read (backlog limit)".into());
@@ -177,7 +185,14 @@ impl Mesh {
                 let mut hello = [0u8; 8];
                 hello[..4].copy_from_slice(&self.incarnation.to_be_bytes());
                 hello[4..].copy_from_slice(&self.size.to_be_bytes());
-                frame::encode(&self.key, Kind::Hello, self.me, now.as_nanos() as u64, &hello, &mut wbuf);
+                frame::encode(
+                    &self.key,
+                    Kind::Hello,
+                    self.me,
+                    now.as_nanos() as u64,
+                    &hello,
+                    &mut wbuf,
+                );
                 let idx = self.insert(Conn {
                     stream,
                     peer: Some(peer),
@@ -217,12 +232,18 @@ impl Mesh {
             return;
         }
         self.lost[p] = true;
-        self.events.push_back(MeshEvent::Broken { peer, incarnation, why });
+        self.events.push_back(MeshEvent::Broken {
+            peer,
+            incarnation,
+            why,
+        });
     }
 
     /// Closes connection `idx`; a broken connection to an identified peer is reported.
     fn close(&mut self, idx: usize, why: String) {
-        let Some(c) = self.conns.get_mut(idx).and_then(Option::take) else { return };
+        let Some(c) = self.conns.get_mut(idx).and_then(Option::take) else {
+            return;
+        };
         if let Some(peer) = c.peer {
             let p = peer as usize;
             if self.route[p] == Some(idx) {
@@ -239,7 +260,9 @@ impl Mesh {
     }
 
     fn flush(&mut self, idx: usize) {
-        let Some(c) = self.conns[idx].as_mut() else { return };
+        let Some(c) = self.conns[idx].as_mut() else {
+            return;
+        };
         while c.pending_write() {
             match c.stream.write(&c.wbuf[c.wpos..]) {
                 Ok(0) => break,
@@ -264,7 +287,11 @@ impl Mesh {
     /// Adds the sockets to a poll set.
     pub fn poll_set(&self, fds: &mut Vec<libc::pollfd>, tags: &mut Vec<Tag>) {
         let mut add = |fd: RawFd, events: i16, tag: Tag| {
-            fds.push(libc::pollfd { fd, events, revents: 0 });
+            fds.push(libc::pollfd {
+                fd,
+                events,
+                revents: 0,
+            });
             tags.push(tag);
         };
         // A listener that cannot accept stays readable: leave it out while it rests, or the
@@ -322,7 +349,9 @@ impl Mesh {
     }
 
     fn conn_ready(&mut self, now: Time, idx: usize, revents: i16) {
-        let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else { return };
+        let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
         if c.connecting {
             if revents & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) == 0 {
                 return;
@@ -348,7 +377,9 @@ impl Mesh {
         let mut chunk = [0u8; 16 << 10];
         let mut closed: Option<String> = None;
         {
-            let Some(c) = self.conns[idx].as_mut() else { return };
+            let Some(c) = self.conns[idx].as_mut() else {
+                return;
+            };
             loop {
                 match c.stream.read(&mut chunk) {
                     Ok(0) => {
@@ -375,7 +406,9 @@ impl Mesh {
     fn parse(&mut self, rx_ns: u64, idx: usize) {
         let mut used = 0;
         loop {
-            let Some(c) = self.conns[idx].as_mut() else { return };
+            let Some(c) = self.conns[idx].as_mut() else {
+                return;
+            };
             let frame = match frame::decode(&self.key, &c.rbuf[used..]) {
                 Ok(None) => break,
                 Ok(Some((f, n))) => {
@@ -403,7 +436,12 @@ impl Mesh {
                         self.close(idx, "no valid hello".into());
                         return;
                     }
-                    let inc = u32::from_be_bytes([frame.payload[0], frame.payload[1], frame.payload[2], frame.payload[3]]);
+                    let inc = u32::from_be_bytes([
+                        frame.payload[0],
+                        frame.payload[1],
+                        frame.payload[2],
+                        frame.payload[3],
+                    ]);
                     c.peer = Some(frame.from);
                     c.incarnation = Some(inc);
                     let p = frame.from as usize;
@@ -464,7 +502,14 @@ impl Mesh {
         for i in 0..self.conns.len() {
             if let Some(c) = self.conns[i].as_mut() {
                 if c.peer.is_some() && !c.connecting {
-                    frame::encode(&self.key, Kind::Bye, self.me, now.as_nanos() as u64, &[], &mut c.wbuf);
+                    frame::encode(
+                        &self.key,
+                        Kind::Bye,
+                        self.me,
+                        now.as_nanos() as u64,
+                        &[],
+                        &mut c.wbuf,
+                    );
                     self.flush(i);
                 }
             }
@@ -476,14 +521,24 @@ impl Mesh {
                 .iter()
                 .flatten()
                 .filter(|c| c.pending_write() && !c.connecting)
-                .map(|c| libc::pollfd { fd: c.stream.as_raw_fd(), events: libc::POLLOUT, revents: 0 })
+                .map(|c| libc::pollfd {
+                    fd: c.stream.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                })
                 .collect();
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             if fds.is_empty() || left.is_zero() {
                 break;
             }
             // SAFETY: `fds` is a valid slice of pollfd structs.
-            unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, left.as_millis().max(1) as i32) };
+            unsafe {
+                libc::poll(
+                    fds.as_mut_ptr(),
+                    fds.len() as libc::nfds_t,
+                    left.as_millis().max(1) as i32,
+                )
+            };
             for i in 0..self.conns.len() {
                 if self.conns[i].as_ref().is_some_and(Conn::pending_write) {
                     self.flush(i);
@@ -501,9 +556,19 @@ impl Mesh {
 /// Starts a TCP connection without blocking: `(stream, true)` if it is already established,
 /// `(stream, false)` if it completes later (POLLOUT, then `take_error`).
 fn connect_nonblocking(addr: &SocketAddr) -> io::Result<(TcpStream, bool)> {
-    let domain = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
+    let domain = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
     // SAFETY: plain socket(2) call; the descriptor is owned by the TcpStream right after.
-    let fd = unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
+    let fd = unsafe {
+        libc::socket(
+            domain,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -514,26 +579,37 @@ fn connect_nonblocking(addr: &SocketAddr) -> io::Result<(TcpStream, bool)> {
     let len = match addr {
         SocketAddr::V4(a) => {
             // SAFETY: sockaddr_storage is large and aligned enough for sockaddr_in.
-            let sin = unsafe { &mut *(&mut ss as *mut libc::sockaddr_storage as *mut libc::sockaddr_in) };
+            let sin =
+                unsafe { &mut *(&mut ss as *mut libc::sockaddr_storage as *mut libc::sockaddr_in) };
             sin.sin_family = libc::AF_INET as libc::sa_family_t;
             sin.sin_port = a.port().to_be();
-            sin.sin_addr = libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) };
+            sin.sin_addr = libc::in_addr {
+                s_addr: u32::from_ne_bytes(a.ip().octets()),
+            };
             std::mem::size_of::<libc::sockaddr_in>()
         }
         SocketAddr::V6(a) => {
             // SAFETY: sockaddr_storage is large and aligned enough for sockaddr_in6.
-            let sin6 = unsafe { &mut *(&mut ss as *mut libc::sockaddr_storage as *mut libc::sockaddr_in6) };
+            let sin6 = unsafe {
+                &mut *(&mut ss as *mut libc::sockaddr_storage as *mut libc::sockaddr_in6)
+            };
             sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
             sin6.sin6_port = a.port().to_be();
             sin6.sin6_flowinfo = a.flowinfo();
-            sin6.sin6_addr = libc::in6_addr { s6_addr: a.ip().octets() };
+            sin6.sin6_addr = libc::in6_addr {
+                s6_addr: a.ip().octets(),
+            };
             sin6.sin6_scope_id = a.scope_id();
             std::mem::size_of::<libc::sockaddr_in6>()
         }
     };
     // SAFETY: `ss` holds a valid address of `len` bytes for this socket's family.
     let rc = unsafe {
-        libc::connect(fd, &ss as *const libc::sockaddr_storage as *const libc::sockaddr, len as libc::socklen_t)
+        libc::connect(
+            fd,
+            &ss as *const libc::sockaddr_storage as *const libc::sockaddr,
+            len as libc::socklen_t,
+        )
     };
     if rc == 0 {
         return Ok((stream, true));
@@ -563,7 +639,10 @@ mod tests {
     fn pump(ms: &mut [&mut Mesh], mut done: impl FnMut(&mut [&mut Mesh]) -> bool) {
         let start = std::time::Instant::now();
         while !done(ms) {
-            assert!(start.elapsed() < Duration::from_secs(5), "meshes did not converge");
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "meshes did not converge"
+            );
             for m in ms.iter_mut() {
                 let mut fds = Vec::new();
                 let mut tags = Vec::new();
@@ -593,8 +672,12 @@ mod tests {
             }
             got_b.len() >= 2
         });
-        assert!(matches!(&got_b[0], MeshEvent::Frame(f, _) if f.kind == Kind::Hello && f.from == 0));
-        assert!(matches!(&got_b[1], MeshEvent::Frame(f, _) if f.kind == Kind::HowAreYou && f.payload == b"q"));
+        assert!(
+            matches!(&got_b[0], MeshEvent::Frame(f, _) if f.kind == Kind::Hello && f.from == 0)
+        );
+        assert!(
+            matches!(&got_b[1], MeshEvent::Frame(f, _) if f.kind == Kind::HowAreYou && f.payload == b"q")
+        );
         // b answers on the same connection (no address needed).
         b.send(Time::ZERO, 0, Kind::IAmAlive, &[]);
         let mut got_a = Vec::new();
@@ -604,7 +687,9 @@ mod tests {
             }
             !got_a.is_empty()
         });
-        assert!(matches!(&got_a[0], MeshEvent::Frame(f, _) if f.kind == Kind::IAmAlive && f.from == 1));
+        assert!(
+            matches!(&got_a[0], MeshEvent::Frame(f, _) if f.kind == Kind::IAmAlive && f.from == 1)
+        );
         assert_eq!(b.open_connections(), 1);
         // b dies: a sees the broken connection, once.
         drop(b);
@@ -616,7 +701,14 @@ mod tests {
             }
             !broken.is_empty()
         });
-        assert!(matches!(&broken[0], MeshEvent::Broken { peer: 1, incarnation: None, .. }));
+        assert!(matches!(
+            &broken[0],
+            MeshEvent::Broken {
+                peer: 1,
+                incarnation: None,
+                ..
+            }
+        ));
         a.send(Time::ZERO, 1, Kind::HowAreYou, &[]);
         assert!(a.next_event().is_none());
     }
@@ -636,7 +728,10 @@ mod tests {
             }
             !ev.is_empty()
         });
-        assert!(matches!(&ev[0], MeshEvent::Broken { peer: 1, .. }), "{ev:?}");
+        assert!(
+            matches!(&ev[0], MeshEvent::Broken { peer: 1, .. }),
+            "{ev:?}"
+        );
     }
 
     #[test]
@@ -647,7 +742,9 @@ mod tests {
         a.set_addrs(addrs.clone());
         b.set_addrs(addrs);
         b.send(Time::ZERO, 0, Kind::IAmAlive, &[]);
-        pump(&mut [&mut a, &mut b], |ms| ms[0].open_connections() == 1 && ms[0].next_event().is_some());
+        pump(&mut [&mut a, &mut b], |ms| {
+            ms[0].open_connections() == 1 && ms[0].next_event().is_some()
+        });
         b.goodbye(Time::ZERO, Duration::from_millis(200));
         drop(b);
         let mut ev = Vec::new();
@@ -658,7 +755,10 @@ mod tests {
             ms[0].open_connections() == 0
         });
         assert!(a.is_departed(1));
-        assert!(!ev.iter().any(|e| matches!(e, MeshEvent::Broken { .. })), "{ev:?}");
+        assert!(
+            !ev.iter().any(|e| matches!(e, MeshEvent::Broken { .. })),
+            "{ev:?}"
+        );
 
         // A stranger with another job's key, and one speaking another protocol.
         let mut other = mesh(1, 2, 8);
@@ -668,6 +768,9 @@ mod tests {
         junk.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
         pump(&mut [&mut a, &mut other], |ms| ms[0].foreign >= 2);
         pump(&mut [&mut a], |ms| ms[0].open_connections() == 0);
-        assert!(a.next_event().is_none(), "a foreign peer must not be reported");
+        assert!(
+            a.next_event().is_none(),
+            "a foreign peer must not be reported"
+        );
     }
 }

@@ -88,7 +88,10 @@ pub enum FtError {
 /// CLOCK_MONOTONIC now, in nanoseconds (the clock MPI_Wtime reads, so traces and
 /// application timestamps of one host compare directly).
 pub fn mono_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: `ts` is a valid timespec to write into.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64

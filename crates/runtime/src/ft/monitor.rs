@@ -91,7 +91,8 @@ impl Monitor {
                 out.push(Action::Suspect(Member::new(id, w.incarnation)));
                 gone.push(id);
             } else if silent >= self.heartbeat
-                && w.queried.is_none_or(|q| now.saturating_sub(q) >= self.heartbeat)
+                && w.queried
+                    .is_none_or(|q| now.saturating_sub(q) >= self.heartbeat)
             {
                 out.push(Action::Query(id));
                 w.queried = Some(now);
@@ -163,7 +164,9 @@ mod tests {
         let mut out = Vec::new();
         m.poll(30 * MS, &mut out);
         assert!(out.contains(&Action::Suspect(Member::new(1, 0))));
-        assert!(!out.iter().any(|a| matches!(a, Action::Suspect(x) if x.id == 3)));
+        assert!(!out
+            .iter()
+            .any(|a| matches!(a, Action::Suspect(x) if x.id == 3)));
         m.forget(3);
         assert_eq!(m.next_deadline(), None);
         // A new incarnation starts afresh.
