@@ -78,6 +78,34 @@ int PMPIX_Comm_ack_failed(MPI_Comm comm, int num_to_ack, int *num_acked);
 int PMPIX_Comm_failure_ack(MPI_Comm comm);
 int PMPIX_Comm_failure_get_acked(MPI_Comm comm, MPI_Group *failedgrp);
 
+/*
+ * Steadfast membership view (seed 000): which ranks are alive, as agreed by
+ * every survivor.  The view is kept by a background control thread in each
+ * rank (failure detector + radix-tree membership protocol); a job started
+ * with `mpiexec --on-failure continue` (or `--ft run-through`) keeps its
+ * survivors running when ranks die, and their views drop the dead ranks.
+ * Epoch 0 is the start-up view (all ranks); it grows with every change.
+ */
+
+/* The current view: epoch, number of live ranks, and the first maxlen live
+ * world ranks in ascending order.  epoch and nlive may be NULL;
+ * live_world_ranks may be NULL when maxlen is 0. */
+int MPIX_Steadfast_view(int *epoch, int *nlive, int *live_world_ranks, int maxlen);
+
+/* The world ranks declared failed: their number and the first maxlen of
+ * them in ascending order. */
+int MPIX_Steadfast_failed(int *nfailed, int *failed_world_ranks, int maxlen);
+
+/* Block until the view's epoch is at least min_epoch, or timeout_s seconds
+ * passed (negative: no limit).  *epoch (if not NULL) receives the epoch at
+ * return: *epoch < min_epoch means the wait timed out.  Does not progress
+ * MPI communication. */
+int MPIX_Steadfast_wait_view(int min_epoch, double timeout_s, int *epoch);
+
+int PMPIX_Steadfast_view(int *epoch, int *nlive, int *live_world_ranks, int maxlen);
+int PMPIX_Steadfast_failed(int *nfailed, int *failed_world_ranks, int maxlen);
+int PMPIX_Steadfast_wait_view(int min_epoch, double timeout_s, int *epoch);
+
 #if defined(__cplusplus)
 }
 #endif

@@ -16,35 +16,28 @@ pub const LIBRARY_VERSION: &str = concat!(
     " (fault-tolerant MPI; MPI 5.0 standard ABI 1.0; paths: shm, tcp)"
 );
 
-struct Boot(steadfast_runtime::Bootstrap);
+/// The bootstrap, shared with the membership control thread (which reads the launcher's
+/// failure notices on the same connection).
+struct Boot(steadfast_runtime::ft::SharedBootstrap);
 
 impl steadfast_core::Bootstrap for Boot {
     fn put(&mut self, key: &str, value: &str) -> Result<(), String> {
-        self.0.put(key, value).map_err(|e| e.to_string())
+        self.0.lock().put(key, value).map_err(|e| e.to_string())
     }
     fn get(&mut self, key: &str) -> Result<String, String> {
-        self.0.get(key).map_err(|e| e.to_string())
+        self.0.lock().get(key).map_err(|e| e.to_string())
     }
     fn fence(&mut self) -> Result<(), String> {
-        self.0.fence().map_err(|e| e.to_string())
+        self.0.lock().fence().map_err(|e| e.to_string())
     }
     fn abort(&mut self, code: i32, msg: &str) {
-        self.0.abort(code, msg)
+        self.0.lock().abort(code, msg)
     }
     fn finalize(&mut self) -> Result<(), String> {
-        self.0.finalize().map_err(|e| e.to_string())
+        self.0.lock().finalize().map_err(|e| e.to_string())
     }
-    fn poll_failures(&mut self) -> Vec<u32> {
-        self.0
-            .poll_events()
-            .into_iter()
-            .filter_map(|e| match e {
-                steadfast_runtime::LauncherEvent::RankExited { rank, status, finalized } => {
-                    (!(finalized && status.success())).then_some(rank)
-                }
-                _ => None,
-            })
-            .collect()
+    fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
+        Some(Box::new(self.0.clone()))
     }
 }
 
@@ -89,7 +82,8 @@ fn do_init(required: c_int) -> Result<c_int, c_int> {
         },
         run_through: b.ft() == steadfast_runtime::FtMode::RunThrough,
     });
-    let boot: Option<Box<dyn steadfast_core::Bootstrap>> = boot.map(|b| Box::new(Boot(b)) as _);
+    let boot: Option<Box<dyn steadfast_core::Bootstrap>> =
+        boot.map(|b| Box::new(Boot(steadfast_runtime::ft::SharedBootstrap::new(b))) as _);
     let mut eng = match Engine::init(job, boot) {
         Ok(e) => e,
         Err(e) => {

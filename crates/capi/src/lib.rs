@@ -14,6 +14,7 @@ pub mod comm;
 pub mod datatype;
 pub mod env;
 pub mod errhandler;
+pub mod ext;
 pub mod global;
 pub mod op;
 pub mod pt2pt;
@@ -38,7 +39,8 @@ macro_rules! mpi_api {
     )* } };
 }
 
-/// Define `PMPIX_<name>` with the body and `MPIX_<name>` forwarding to it (extensions).
+/// Define `PMPIX_<name>` with the body and `MPIX_<name>` forwarding to it (the extension
+/// calls of `mpi-ext.h`).
 #[macro_export]
 macro_rules! mpix_api {
     ($(

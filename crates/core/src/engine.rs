@@ -41,9 +41,9 @@ pub trait Bootstrap: Send {
     fn fence(&mut self) -> Result<(), String>;
     fn abort(&mut self, code: i32, msg: &str);
     fn finalize(&mut self) -> Result<(), String>;
-    /// World ranks the launcher reported as failed since the last call (never blocks).
-    fn poll_failures(&mut self) -> Vec<u32> {
-        Vec::new()
+    /// The launcher's failure notices for the membership control thread (None: none).
+    fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
+        None
     }
 }
 
@@ -134,6 +134,10 @@ pub struct Engine {
     finalized: bool,
     /// Collective state: sequence numbers, nonblocking and persistent collectives, user ops.
     pub coll: crate::coll::CollState,
+    /// The membership view (failure detector and control thread).
+    ft: crate::ft::Ft,
+    /// View generation whose failures were last applied.
+    ft_seen: u64,
 }
 
 /// Which context and group a send goes to.
@@ -176,6 +180,8 @@ impl Engine {
         let mut pids = vec![0u32; size as usize];
         pids[rank as usize] = std::process::id();
         let mut eager_limit = 64 << 10;
+        // The control channel's address must be published before the start-up fence.
+        let ft = crate::ft::Ft::prepare(job.as_ref(), boot.as_mut())?;
         if let (Some(job), Some(b)) = (&job, boot.as_mut()) {
             let boot_err = |e: String| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}"));
             match job.path {
@@ -216,6 +222,7 @@ impl Engine {
                 }
             }
         }
+        let ft = ft.start(boot.as_mut())?;
         let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
         eager_limit = eager_limit.min(chunk);
         let run_through = job.as_ref().is_some_and(|j| j.run_through);
@@ -272,6 +279,8 @@ impl Engine {
             bsend_capacity: 0,
             finalized: false,
             coll: Default::default(),
+            ft,
+            ft_seen: 0,
         })
     }
 
@@ -280,9 +289,14 @@ impl Engine {
         if self.finalized {
             return Ok(());
         }
-        self.block_until(|e| e.st.busy_peers.is_empty() && e.net.as_ref().map_or(0, |n| n.backlog()) == 0)?;
+        // Output queued for a rank the membership declared failed can never leave: do not wait for it.
+        self.block_until(|e| {
+            e.st.busy_peers.iter().all(|&p| e.ft.is_failed(p)) && e.net.as_ref().map_or(0, |n| n.backlog()) == 0
+        })?;
         if let Some(b) = self.boot.as_mut() {
             b.fence().map_err(|e| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}")))?;
+            // Every live rank reached MPI_Finalize: the membership service can stop.
+            self.ft.stop();
             b.finalize().map_err(|e| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}")))?;
         }
         if std::env::var("STEADFAST_STATS").is_ok_and(|v| v == "1") {
@@ -306,6 +320,11 @@ impl Engine {
         }
         eprintln!("steadfast: {msg}");
         std::process::exit(if code == 0 { 1 } else { code & 0xff });
+    }
+
+    /// The membership view: live and failed ranks, epoch, change notification.
+    pub fn ft(&self) -> &crate::ft::Ft {
+        &self.ft
     }
 
     // ---- communicators -------------------------------------------------------------------
@@ -971,15 +990,19 @@ impl Engine {
         })
     }
 
-    /// Take failure notices from the launcher (run-through mode only).
+    /// Take failures from the membership view (run-through mode only): one atomic load
+    /// when nothing changed.
     fn poll_failures(&mut self) {
         if !self.st.ft.run_through {
             return;
         }
-        if let Some(b) = self.boot.as_mut() {
-            for w in b.poll_failures() {
-                self.st.peer_failed(w);
-            }
+        let generation = self.ft.generation();
+        if generation == self.ft_seen {
+            return;
+        }
+        self.ft_seen = generation;
+        for w in self.ft.failed() {
+            self.st.peer_failed(w);
         }
     }
 

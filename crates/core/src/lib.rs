@@ -13,6 +13,7 @@ pub mod error;
 pub mod failures;
 pub mod group;
 pub mod info;
+pub mod ft;
 pub mod matching;
 pub mod op;
 pub mod request;

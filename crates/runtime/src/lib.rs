@@ -8,11 +8,13 @@
 //!   (protocol logic in the sans-IO [`server::ControlCore`]), forwards output and
 //!   signals, and tears the job down.
 //! - [`wire`]: the length-prefixed control protocol shared by both sides.
+//! - [`ft`]: the failure detector and the membership control thread each rank runs.
 
 pub mod client;
 pub mod env;
 pub mod error;
 pub mod event;
+pub mod ft;
 pub mod launcher;
 pub mod server;
 pub mod wire;

@@ -1,0 +1,776 @@
+//! The control channel's sockets: one TCP listener per rank, a connection per peer opened
+//! on first use (non-blocking), authenticated frames both ways.
+//!
+//! A connection carries frames in both directions; the connecting side introduces itself
+//! with a Hello, so either end can answer on it. The kernel closes every socket of a process
+//! that dies, so a connection that reaches end-of-file or fails is the "broken connection"
+//! input of the failure detector — unless the peer said BYE first (MPI_Finalize). A
+//! connection that sends anything but a valid frame of this job is foreign: it is dropped
+//! and counted, and never names a suspect.
+
+use std::collections::VecDeque;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::time::Duration;
+
+use steadfast_membership::Time;
+
+use super::frame::{self, Frame, FrameKey, Kind};
+
+/// An unidentified (no Hello yet) incoming connection is dropped after this long.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// A peer that lets this much unsent data pile up is treated as failed.
+const MAX_BACKLOG: usize = 16 << 20;
+
+/// What the sockets produced.
+#[derive(Debug)]
+pub enum MeshEvent {
+    /// A valid frame from an identified peer, and when it was read (CLOCK_MONOTONIC ns).
+    Frame(Frame, u64),
+    /// The connection to `peer` broke (end-of-file, reset, refused): the process is gone.
+    Broken {
+        /// World rank of the peer.
+        peer: u32,
+        /// Its life, when it introduced itself on this connection.
+        incarnation: Option<u32>,
+        /// What happened, for logs.
+        why: String,
+    },
+}
+
+/// Poll-set entry kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// The listening socket.
+    Listener,
+    /// Connection slot `i`.
+    Conn(usize),
+}
+
+#[derive(Debug)]
+struct Conn {
+    stream: TcpStream,
+    peer: Option<u32>,
+    incarnation: Option<u32>,
+    connecting: bool,
+    rbuf: Vec<u8>,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    opened: Time,
+}
+
+impl Conn {
+    fn pending_write(&self) -> bool {
+        self.wpos < self.wbuf.len()
+    }
+}
+
+/// Every control-channel socket of one rank.
+#[derive(Debug)]
+pub struct Mesh {
+    me: u32,
+    size: u32,
+    incarnation: u32,
+    key: FrameKey,
+    listener: TcpListener,
+    addrs: Vec<Option<SocketAddr>>,
+    conns: Vec<Option<Conn>>,
+    route: Vec<Option<usize>>,
+    departed: Vec<bool>,
+    lost: Vec<bool>,
+    events: VecDeque<MeshEvent>,
+    /// After an accept error (out of descriptors), the listener rests until then.
+    listener_rest: Option<Time>,
+    /// Connections dropped for sending something that is not a frame of this job.
+    pub foreign: u64,
+}
+
+fn would_block(e: &io::Error) -> bool {
+    e.kind() == ErrorKind::WouldBlock
+}
+
+impl Mesh {
+    /// Sockets of rank `me` of `size`, listening on `listener` (already bound).
+    pub fn new(
+        me: u32,
+        size: u32,
+        incarnation: u32,
+        key: FrameKey,
+        listener: TcpListener,
+    ) -> io::Result<Mesh> {
+        listener.set_nonblocking(true)?;
+        let n = size as usize;
+        Ok(Mesh {
+            me,
+            size,
+            incarnation,
+            key,
+            listener,
+            addrs: vec![None; n],
+            conns: Vec::new(),
+            route: vec![None; n],
+            departed: vec![false; n],
+            lost: vec![false; n],
+            events: VecDeque::new(),
+            listener_rest: None,
+            foreign: 0,
+        })
+    }
+
+    /// Control-channel addresses of the peers (index = rank).
+    pub fn set_addrs(&mut self, addrs: Vec<Option<SocketAddr>>) {
+        let n = self.size as usize;
+        self.addrs = addrs;
+        self.addrs.resize(n, None);
+    }
+
+    /// Next event, if any.
+    pub fn next_event(&mut self) -> Option<MeshEvent> {
+        self.events.pop_front()
+    }
+
+    /// Whether a connection to `peer` is open (or opening).
+    pub fn has_route(&self, peer: u32) -> bool {
+        self.route.get(peer as usize).is_some_and(Option::is_some)
+    }
+
+    /// Whether `peer` said goodbye.
+    pub fn is_departed(&self, peer: u32) -> bool {
+        self.departed.get(peer as usize).copied().unwrap_or(false)
+    }
+
+    /// Sends one frame to `peer`, connecting first if needed. A peer whose connection broke
+    /// is not contacted again (until it connects to us); the loss was reported once.
+    pub fn send(&mut self, now: Time, peer: u32, kind: Kind, payload: &[u8]) {
+        if peer == self.me || peer >= self.size {
+            return;
+        }
+        let p = peer as usize;
+        if self.lost[p] || self.departed[p] {
+            return;
+        }
+        let idx = match self.route[p] {
+            Some(i) => i,
+            None => match self.connect(now, peer) {
+                Some(i) => i,
+                None => return,
+            },
+        };
+        // Stamped at the last moment, so the receiver's latency excludes our own handling.
+        let sent_ns = super::mono_ns();
+        let Some(c) = self.conns[idx].as_mut() else {
+            return;
+        };
+        frame::encode(&self.key, kind, self.me, sent_ns, payload, &mut c.wbuf);
+        if c.wbuf.len() - c.wpos > MAX_BACKLOG {
+            self.close(idx, "peer does not read (backlog limit)".into());
+            return;
+        }
+        if !c.connecting {
+            self.flush(idx);
+        }
+    }
+
+    fn connect(&mut self, now: Time, peer: u32) -> Option<usize> {
+        let p = peer as usize;
+        let Some(addr) = self.addrs[p] else {
+            tracing::warn!(peer, "no control-channel address for peer");
+            return None;
+        };
+        match connect_nonblocking(&addr) {
+            Ok((stream, connected)) => {
+                let _ = stream.set_nodelay(true);
+                let mut wbuf = Vec::new();
+                let mut hello = [0u8; 8];
+                hello[..4].copy_from_slice(&self.incarnation.to_be_bytes());
+                hello[4..].copy_from_slice(&self.size.to_be_bytes());
+                frame::encode(
+                    &self.key,
+                    Kind::Hello,
+                    self.me,
+                    now.as_nanos() as u64,
+                    &hello,
+                    &mut wbuf,
+                );
+                let idx = self.insert(Conn {
+                    stream,
+                    peer: Some(peer),
+                    incarnation: None,
+                    connecting: !connected,
+                    rbuf: Vec::new(),
+                    wbuf,
+                    wpos: 0,
+                    opened: now,
+                });
+                self.route[p] = Some(idx);
+                Some(idx)
+            }
+            Err(e) => {
+                self.report_lost(peer, None, format!("connect to {addr}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn insert(&mut self, c: Conn) -> usize {
+        match self.conns.iter().position(Option::is_none) {
+            Some(i) => {
+                self.conns[i] = Some(c);
+                i
+            }
+            None => {
+                self.conns.push(Some(c));
+                self.conns.len() - 1
+            }
+        }
+    }
+
+    fn report_lost(&mut self, peer: u32, incarnation: Option<u32>, why: String) {
+        let p = peer as usize;
+        if self.departed[p] || self.lost[p] {
+            return;
+        }
+        self.lost[p] = true;
+        self.events.push_back(MeshEvent::Broken {
+            peer,
+            incarnation,
+            why,
+        });
+    }
+
+    /// Closes connection `idx`; a broken connection to an identified peer is reported.
+    fn close(&mut self, idx: usize, why: String) {
+        let Some(c) = self.conns.get_mut(idx).and_then(Option::take) else {
+            return;
+        };
+        if let Some(peer) = c.peer {
+            let p = peer as usize;
+            if self.route[p] == Some(idx) {
+                // Another open connection to the same peer, if any, carries on.
+                self.route[p] = self
+                    .conns
+                    .iter()
+                    .position(|o| o.as_ref().is_some_and(|o| o.peer == Some(peer)));
+            }
+            self.report_lost(peer, c.incarnation, why);
+        } else {
+            tracing::debug!(%why, "unidentified control connection closed");
+        }
+    }
+
+    fn flush(&mut self, idx: usize) {
+        let Some(c) = self.conns[idx].as_mut() else {
+            return;
+        };
+        while c.pending_write() {
+            match c.stream.write(&c.wbuf[c.wpos..]) {
+                Ok(0) => break,
+                Ok(n) => c.wpos += n,
+                Err(e) if would_block(&e) => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.close(idx, format!("write: {e}"));
+                    return;
+                }
+            }
+        }
+        if !c.pending_write() {
+            c.wbuf.clear();
+            c.wpos = 0;
+        } else if c.wpos > 64 << 10 {
+            c.wbuf.drain(..c.wpos);
+            c.wpos = 0;
+        }
+    }
+
+    /// Adds the sockets to a poll set.
+    pub fn poll_set(&self, fds: &mut Vec<libc::pollfd>, tags: &mut Vec<Tag>) {
+        let mut add = |fd: RawFd, events: i16, tag: Tag| {
+            fds.push(libc::pollfd {
+                fd,
+                events,
+                revents: 0,
+            });
+            tags.push(tag);
+        };
+        // A listener that cannot accept stays readable: leave it out while it rests, or the
+        // loop would spin.
+        if self.listener_rest.is_none() {
+            add(self.listener.as_raw_fd(), libc::POLLIN, Tag::Listener);
+        }
+        for (i, c) in self.conns.iter().enumerate() {
+            if let Some(c) = c {
+                let mut ev = libc::POLLIN;
+                if c.connecting || c.pending_write() {
+                    ev |= libc::POLLOUT;
+                }
+                add(c.stream.as_raw_fd(), ev, Tag::Conn(i));
+            }
+        }
+    }
+
+    /// Handles readiness `revents` of the socket tagged `tag`.
+    pub fn ready(&mut self, now: Time, tag: Tag, revents: i16) {
+        match tag {
+            Tag::Listener => self.accept(now),
+            Tag::Conn(idx) => self.conn_ready(now, idx, revents),
+        }
+    }
+
+    fn accept(&mut self, now: Time) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    let _ = stream.set_nodelay(true);
+                    self.insert(Conn {
+                        stream,
+                        peer: None,
+                        incarnation: None,
+                        connecting: false,
+                        rbuf: Vec::new(),
+                        wbuf: Vec::new(),
+                        wpos: 0,
+                        opened: now,
+                    });
+                }
+                Err(e) if would_block(&e) => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "control channel accept failed; retrying in 100 ms");
+                    self.listener_rest = Some(now + Duration::from_millis(100));
+                    return;
+                }
+            }
+        }
+    }
+
+    fn conn_ready(&mut self, now: Time, idx: usize, revents: i16) {
+        let Some(c) = self.conns.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        if c.connecting {
+            if revents & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) == 0 {
+                return;
+            }
+            match c.stream.take_error() {
+                Ok(None) => c.connecting = false,
+                Ok(Some(e)) | Err(e) => {
+                    self.close(idx, format!("connect: {e}"));
+                    return;
+                }
+            }
+        }
+        if revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+            self.read(now, idx);
+        }
+        if self.conns[idx].as_ref().is_some_and(Conn::pending_write) {
+            self.flush(idx);
+        }
+    }
+
+    fn read(&mut self, _now: Time, idx: usize) {
+        let rx_ns = super::mono_ns();
+        let mut chunk = [0u8; 16 << 10];
+        let mut closed: Option<String> = None;
+        {
+            let Some(c) = self.conns[idx].as_mut() else {
+                return;
+            };
+            loop {
+                match c.stream.read(&mut chunk) {
+                    Ok(0) => {
+                        closed = Some("connection closed by peer".into());
+                        break;
+                    }
+                    Ok(n) => c.rbuf.extend_from_slice(&chunk[..n]),
+                    Err(e) if would_block(&e) => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        closed = Some(format!("read: {e}"));
+                        break;
+                    }
+                }
+            }
+        }
+        // Frames that arrived before the end still count (a BYE right before closing).
+        self.parse(rx_ns, idx);
+        if let Some(why) = closed {
+            self.close(idx, why);
+        }
+    }
+
+    fn parse(&mut self, rx_ns: u64, idx: usize) {
+        let mut used = 0;
+        loop {
+            let Some(c) = self.conns[idx].as_mut() else {
+                return;
+            };
+            let frame = match frame::decode(&self.key, &c.rbuf[used..]) {
+                Ok(None) => break,
+                Ok(Some((f, n))) => {
+                    used += n;
+                    f
+                }
+                Err(e) => {
+                    self.foreign += 1;
+                    tracing::warn!(error = %e, peer = ?c.peer, "dropping control connection: not a frame of this job");
+                    // An identified peer that sends garbage is broken; a stranger is just dropped.
+                    self.close(idx, format!("bad frame: {e}"));
+                    return;
+                }
+            };
+            match c.peer {
+                None => {
+                    let ok = frame.kind == Kind::Hello
+                        && frame.from < self.size
+                        && frame.from != self.me
+                        && frame.payload.len() == 8
+                        && frame.payload[4..8] == self.size.to_be_bytes();
+                    if !ok {
+                        self.foreign += 1;
+                        tracing::warn!(from = frame.from, kind = ?frame.kind, "control connection without a valid hello");
+                        self.close(idx, "no valid hello".into());
+                        return;
+                    }
+                    let inc = u32::from_be_bytes([
+                        frame.payload[0],
+                        frame.payload[1],
+                        frame.payload[2],
+                        frame.payload[3],
+                    ]);
+                    c.peer = Some(frame.from);
+                    c.incarnation = Some(inc);
+                    let p = frame.from as usize;
+                    // It reached us, so it is reachable again (a process back under its id).
+                    self.lost[p] = false;
+                    if self.route[p].is_none() {
+                        self.route[p] = Some(idx);
+                    }
+                }
+                Some(peer) if frame.from != peer => {
+                    self.foreign += 1;
+                    tracing::warn!(peer, from = frame.from, "frame with a foreign sender id");
+                    self.close(idx, "sender id does not match the connection".into());
+                    return;
+                }
+                Some(peer) => {
+                    if frame.kind == Kind::Bye {
+                        self.departed[peer as usize] = true;
+                    }
+                }
+            }
+            self.events.push_back(MeshEvent::Frame(frame, rx_ns));
+        }
+        if let Some(c) = self.conns[idx].as_mut() {
+            c.rbuf.drain(..used);
+        }
+    }
+
+    /// Drops incoming connections that never said hello; ends the listener's rest.
+    pub fn expire(&mut self, now: Time) {
+        if self.listener_rest.is_some_and(|t| t <= now) {
+            self.listener_rest = None;
+        }
+        for i in 0..self.conns.len() {
+            let stale = self.conns[i]
+                .as_ref()
+                .is_some_and(|c| c.peer.is_none() && now.saturating_sub(c.opened) >= HELLO_TIMEOUT);
+            if stale {
+                self.foreign += 1;
+                self.close(i, "no hello in time".into());
+            }
+        }
+    }
+
+    /// When [`Mesh::expire`] has something to do next.
+    pub fn next_deadline(&self) -> Option<Time> {
+        self.conns
+            .iter()
+            .flatten()
+            .filter(|c| c.peer.is_none())
+            .map(|c| c.opened + HELLO_TIMEOUT)
+            .chain(self.listener_rest)
+            .min()
+    }
+
+    /// Says BYE on every connection and waits (at most `limit`) for it to be written.
+    pub fn goodbye(&mut self, now: Time, limit: Duration) {
+        for i in 0..self.conns.len() {
+            if let Some(c) = self.conns[i].as_mut() {
+                if c.peer.is_some() && !c.connecting {
+                    frame::encode(
+                        &self.key,
+                        Kind::Bye,
+                        self.me,
+                        now.as_nanos() as u64,
+                        &[],
+                        &mut c.wbuf,
+                    );
+                    self.flush(i);
+                }
+            }
+        }
+        let deadline = std::time::Instant::now() + limit;
+        loop {
+            let mut fds: Vec<libc::pollfd> = self
+                .conns
+                .iter()
+                .flatten()
+                .filter(|c| c.pending_write() && !c.connecting)
+                .map(|c| libc::pollfd {
+                    fd: c.stream.as_raw_fd(),
+                    events: libc::POLLOUT,
+                    revents: 0,
+                })
+                .collect();
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if fds.is_empty() || left.is_zero() {
+                break;
+            }
+            // SAFETY: `fds` is a valid slice of pollfd structs.
+            unsafe {
+                libc::poll(
+                    fds.as_mut_ptr(),
+                    fds.len() as libc::nfds_t,
+                    left.as_millis().max(1) as i32,
+                )
+            };
+            for i in 0..self.conns.len() {
+                if self.conns[i].as_ref().is_some_and(Conn::pending_write) {
+                    self.flush(i);
+                }
+            }
+        }
+    }
+
+    /// Number of open connections (for tests and logs).
+    pub fn open_connections(&self) -> usize {
+        self.conns.iter().flatten().count()
+    }
+}
+
+/// Starts a TCP connection without blocking: `(stream, true)` if it is already established,
+/// `(stream, false)` if it completes later (POLLOUT, then `take_error`).
+fn connect_nonblocking(addr: &SocketAddr) -> io::Result<(TcpStream, bool)> {
+    let domain = if addr.is_ipv4() {
+        libc::AF_INET
+    } else {
+        libc::AF_INET6
+    };
+    // SAFETY: plain socket(2) call; the descriptor is owned by the TcpStream right after.
+    let fd = unsafe {
+        libc::socket(
+            domain,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh socket nobody else owns.
+    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+    // SAFETY: all-zero is a valid sockaddr_storage.
+    let mut ss: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for sockaddr_in.
+            let sin =
+                unsafe { &mut *(&mut ss as *mut libc::sockaddr_storage as *mut libc::sockaddr_in) };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr = libc::in_addr {
+                s_addr: u32::from_ne_bytes(a.ip().octets()),
+            };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            // SAFETY: sockaddr_storage is large and aligned enough for sockaddr_in6.
+            let sin6 = unsafe {
+                &mut *(&mut ss as *mut libc::sockaddr_storage as *mut libc::sockaddr_in6)
+            };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_flowinfo = a.flowinfo();
+            sin6.sin6_addr = libc::in6_addr {
+                s6_addr: a.ip().octets(),
+            };
+            sin6.sin6_scope_id = a.scope_id();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    // SAFETY: `ss` holds a valid address of `len` bytes for this socket's family.
+    let rc = unsafe {
+        libc::connect(
+            fd,
+            &ss as *const libc::sockaddr_storage as *const libc::sockaddr,
+            len as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        return Ok((stream, true));
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EINPROGRESS) {
+        Ok((stream, false))
+    } else {
+        Err(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mesh(me: u32, size: u32, key: u64) -> Mesh {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        Mesh::new(me, size, 0, FrameKey::from_job_key(key), l).unwrap()
+    }
+
+    fn addr(m: &Mesh) -> SocketAddr {
+        m.listener.local_addr().unwrap()
+    }
+
+    /// Polls every mesh until `done` or the time limit.
+    fn pump(ms: &mut [&mut Mesh], mut done: impl FnMut(&mut [&mut Mesh]) -> bool) {
+        let start = std::time::Instant::now();
+        while !done(ms) {
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "meshes did not converge"
+            );
+            for m in ms.iter_mut() {
+                let mut fds = Vec::new();
+                let mut tags = Vec::new();
+                m.poll_set(&mut fds, &mut tags);
+                unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 1) };
+                for (f, t) in fds.iter().zip(tags) {
+                    if f.revents != 0 {
+                        m.ready(Time::ZERO, t, f.revents);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn frames_flow_both_ways_and_death_is_seen() {
+        let mut a = mesh(0, 3, 7);
+        let mut b = mesh(1, 3, 7);
+        let addrs = vec![Some(addr(&a)), Some(addr(&b)), None];
+        a.set_addrs(addrs.clone());
+        b.set_addrs(addrs);
+        a.send(Time::ZERO, 1, Kind::HowAreYou, b"q");
+        let mut got_b = Vec::new();
+        pump(&mut [&mut a, &mut b], |ms| {
+            while let Some(e) = ms[1].next_event() {
+                got_b.push(e);
+            }
+            got_b.len() >= 2
+        });
+        assert!(
+            matches!(&got_b[0], MeshEvent::Frame(f, _) if f.kind == Kind::Hello && f.from == 0)
+        );
+        assert!(
+            matches!(&got_b[1], MeshEvent::Frame(f, _) if f.kind == Kind::HowAreYou && f.payload == b"q")
+        );
+        // b answers on the same connection (no address needed).
+        b.send(Time::ZERO, 0, Kind::IAmAlive, &[]);
+        let mut got_a = Vec::new();
+        pump(&mut [&mut a, &mut b], |ms| {
+            while let Some(e) = ms[0].next_event() {
+                got_a.push(e);
+            }
+            !got_a.is_empty()
+        });
+        assert!(
+            matches!(&got_a[0], MeshEvent::Frame(f, _) if f.kind == Kind::IAmAlive && f.from == 1)
+        );
+        assert_eq!(b.open_connections(), 1);
+        // b dies: a sees the broken connection, once.
+        drop(b);
+        let mut c = mesh(2, 3, 7);
+        let mut broken = Vec::new();
+        pump(&mut [&mut a, &mut c], |ms| {
+            while let Some(e) = ms[0].next_event() {
+                broken.push(e);
+            }
+            !broken.is_empty()
+        });
+        assert!(matches!(
+            &broken[0],
+            MeshEvent::Broken {
+                peer: 1,
+                incarnation: None,
+                ..
+            }
+        ));
+        a.send(Time::ZERO, 1, Kind::HowAreYou, &[]);
+        assert!(a.next_event().is_none());
+    }
+
+    #[test]
+    fn refused_connection_is_a_broken_one() {
+        let mut a = mesh(0, 2, 7);
+        let dead = TcpListener::bind("127.0.0.1:0").unwrap();
+        let dead_addr = dead.local_addr().unwrap();
+        drop(dead);
+        a.set_addrs(vec![None, Some(dead_addr)]);
+        a.send(Time::ZERO, 1, Kind::HowAreYou, &[]);
+        let mut ev = Vec::new();
+        pump(&mut [&mut a], |ms| {
+            while let Some(e) = ms[0].next_event() {
+                ev.push(e);
+            }
+            !ev.is_empty()
+        });
+        assert!(
+            matches!(&ev[0], MeshEvent::Broken { peer: 1, .. }),
+            "{ev:?}"
+        );
+    }
+
+    #[test]
+    fn bye_marks_departure_and_foreign_peers_are_dropped() {
+        let mut a = mesh(0, 2, 7);
+        let mut b = mesh(1, 2, 7);
+        let addrs = vec![Some(addr(&a)), Some(addr(&b))];
+        a.set_addrs(addrs.clone());
+        b.set_addrs(addrs);
+        b.send(Time::ZERO, 0, Kind::IAmAlive, &[]);
+        pump(&mut [&mut a, &mut b], |ms| {
+            ms[0].open_connections() == 1 && ms[0].next_event().is_some()
+        });
+        b.goodbye(Time::ZERO, Duration::from_millis(200));
+        drop(b);
+        let mut ev = Vec::new();
+        pump(&mut [&mut a], |ms| {
+            while let Some(e) = ms[0].next_event() {
+                ev.push(e);
+            }
+            ms[0].open_connections() == 0
+        });
+        assert!(a.is_departed(1));
+        assert!(
+            !ev.iter().any(|e| matches!(e, MeshEvent::Broken { .. })),
+            "{ev:?}"
+        );
+
+        // A stranger with another job's key, and one speaking another protocol.
+        let mut other = mesh(1, 2, 8);
+        other.set_addrs(vec![Some(addr(&a)), None]);
+        other.send(Time::ZERO, 0, Kind::IAmAlive, &[]);
+        let mut junk = TcpStream::connect(addr(&a)).unwrap();
+        junk.write_all(b"GET / HTTP/1.0\r\n\r\n").unwrap();
+        pump(&mut [&mut a, &mut other], |ms| ms[0].foreign >= 2);
+        pump(&mut [&mut a], |ms| ms[0].open_connections() == 0);
+        assert!(
+            a.next_event().is_none(),
+            "a foreign peer must not be reported"
+        );
+    }
+}
