@@ -31,11 +31,11 @@ pub const SYNC_MS: &str = "STEADFAST_MEMBERSHIP_SYNC_MS";
 /// the coordinator (lowest live rank) reports it at once; the others report it only if no
 /// view without the rank arrived within this grace (default 100 ms).
 pub const NOTICE_GRACE_MS: &str = "STEADFAST_FT_NOTICE_GRACE_MS";
-/// `STEADFAST_FT_RT`: `1` (default) runs the control thread at real-time priority
-/// (SCHED_RR 1) when the process may (root, CAP_SYS_NICE or RLIMIT_RTPRIO), so detection
-/// and view changes are not delayed behind computing or oversubscribed processes and a busy
-/// machine cannot starve the detector into false suspicions; the thread sleeps in poll(2)
-/// between events. `0` keeps the default scheduling.
+/// `STEADFAST_FT_RT`: `1` runs the control thread at real-time priority (SCHED_RR 1) when
+/// the process may (root, CAP_SYS_NICE or RLIMIT_RTPRIO), so detection and view changes are
+/// not delayed behind computing or oversubscribed processes. Off by default (`0`): on a
+/// machine with few cores, real-time control threads were seen starving the application
+/// threads of their own processes (a revoke that never got processed).
 pub const FT_RT: &str = "STEADFAST_FT_RT";
 /// `STEADFAST_FT_HOST`: address the control channel listens on and publishes
 /// (default 127.0.0.1: the launcher starts single-host jobs).
@@ -85,7 +85,7 @@ impl Default for FtConfig {
                 sync_interval: Some(Duration::from_millis(500)),
                 auto_rejoin: false,
             },
-            realtime: true,
+            realtime: false,
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             trace_dir: None,
             exit_when_excluded: false,
