@@ -347,7 +347,14 @@ impl Engine {
 
     /// Register a new communicator (its context id must already be agreed).
     pub fn add_comm(&mut self, comm: Comm) -> Handle {
-        self.st.comms.insert(comm)
+        let ctx = comm.ctx;
+        let h = self.st.comms.insert(comm);
+        // Fault-tolerance messages (e.g. a revoke) may have arrived before this process
+        // finished building the communicator: replay them now.
+        if self.st.ulfm_has_early(ctx) {
+            let _ = self.st.ulfm_instance(h);
+        }
+        h
     }
 
     /// Remove communicator `c`.

@@ -69,6 +69,11 @@ impl State {
         self.ulfm_drain(ctx);
     }
 
+    /// Whether protocol packets for context `ctx` are waiting for their communicator.
+    pub(super) fn ulfm_has_early(&self, ctx: u32) -> bool {
+        self.ulfm.early.iter().any(|(c, _, _)| *c == ctx)
+    }
+
     fn comm_by_ctx(&self, ctx: u32) -> Option<Handle> {
         self.comms.handles().into_iter().find(|h| self.comms.get(*h).is_some_and(|c| c.ctx == ctx && c.remote.is_none()))
     }
