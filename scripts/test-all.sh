@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every test suite: Rust unit/simulation/integration tests, then the C programs compiled
-# with our mpicc and run with our launcher over shm and tcp, then NetPIPE.
+# with our mpicc and run with our launcher over shm and tcp, the fast subset of MPICH's test
+# suite, then NetPIPE.
 # Usage: scripts/test-all.sh [PREFIX]   (PREFIX defaults to ./install; `make test` passes it)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +18,9 @@ suite "rust tests" cargo test --release --workspace
 if [ -x tests/c/run-tests.sh ]; then
     suite "C integration tests" tests/c/run-tests.sh --mpicc "$prefix/bin/mpicc" \
         --mpiexec "$prefix/bin/mpiexec" --paths "shm tcp"
+fi
+if [ -x scripts/mpich-tests.sh ]; then
+    suite "MPICH test suite (fast subset)" scripts/mpich-tests.sh --prefix "$prefix" --fast
 fi
 if [ -x scripts/netpipe-test.sh ]; then
     suite "NetPIPE" env PREFIX="$prefix" scripts/netpipe-test.sh
