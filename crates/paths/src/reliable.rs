@@ -8,12 +8,15 @@
 //!
 //! **Path scheduler** (routes, failover, fail-back): a route to a peer is declared failed
 //! when sending on it fails at the socket (e.g. `ENETUNREACH` when the interface went
-//! down) or when the channel reports [`Event::RetransmitExhausted`] for it. The channel
-//! then rebinds that route's unacknowledged fragments to the surviving routes and resends
-//! them; nothing is lost or duplicated because sequence numbers, not routes, identify
-//! fragments. A failed route is probed every `probe_interval` with a small probe frame
-//! (job key, ids, nonce, CRC32C); when the peer's answer comes back on it the route is
-//! restored and new fragments are striped onto it again.
+//! down), when the channel reports [`Event::RetransmitExhausted`] for it, or when it
+//! misses `heartbeat_misses` heartbeats in a row while another route to the same peer
+//! answers (heartbeats: while data to a peer with several routes is unacknowledged, a
+//! small probe frame — job key, ids, nonce, CRC32C — goes on every route each
+//! `probe_interval`, and the peer answers on the same route). The channel then rebinds
+//! that route's unacknowledged fragments to the surviving routes and resends them;
+//! nothing is lost or duplicated because sequence numbers, not routes, identify
+//! fragments. A failed route is probed every `probe_interval`; when the peer's answer
+//! comes back on it the route is restored and new fragments are striped onto it again.
 
 use std::collections::VecDeque;
 use std::io;
@@ -75,20 +78,26 @@ pub struct ReliableConfig {
     pub max_payload: usize,
     /// End-to-end checksum of fragment payloads.
     pub checksum: Checksum,
-    /// How often a failed route is probed for fail-back.
+    /// How often routes are probed: heartbeats on busy routes, fail-back probes on
+    /// failed ones.
     pub probe_interval: Duration,
+    /// Heartbeats a route may miss in a row (while another route answers) before it is
+    /// declared failed.
+    pub heartbeat_misses: u32,
     /// Channel configuration template (ids, routes and the above are filled in).
     pub channel: Config,
 }
 
 impl ReliableConfig {
-    /// Defaults: 8 KiB fragments, 512 KiB packets, CRC32C, probes every 100 ms.
+    /// Defaults: 8 KiB fragments, 512 KiB packets, CRC32C, probes every 50 ms, a route
+    /// failed after 3 missed heartbeats.
     pub fn new(job_key: u64) -> ReliableConfig {
         ReliableConfig {
             frag: steadfast_reliable::DEFAULT_MAX_PAYLOAD,
             max_payload: 512 << 10,
             checksum: Checksum::Crc32c,
-            probe_interval: Duration::from_millis(100),
+            probe_interval: Duration::from_millis(50),
+            heartbeat_misses: 3,
             channel: Config::new(job_key, 0, 1),
         }
     }
@@ -149,6 +158,8 @@ struct RouteState {
     up: bool,
     next_probe: u64,
     nonce: u64,
+    /// Heartbeats sent on this (up) route since the last answer.
+    missed: u32,
     frames_sent: u64,
     /// Frames sent since the route was last restored (shows fail-back carried traffic).
     sent_since_restore: u64,
@@ -184,6 +195,8 @@ pub struct ReliablePath<W: Wire> {
     unattributed_foreign: u64,
     unattributed_other: u64,
     any_route_down: bool,
+    /// When heartbeats are next due.
+    next_heartbeat: u64,
     log: VecDeque<String>,
 }
 
@@ -213,6 +226,7 @@ impl<W: Wire> ReliablePath<W> {
             unattributed_foreign: 0,
             unattributed_other: 0,
             any_route_down: false,
+            next_heartbeat: 0,
             log: VecDeque::new(),
         })
     }
@@ -314,6 +328,7 @@ impl<W: Wire> ReliablePath<W> {
             return;
         }
         r.up = false;
+        r.missed = 0;
         r.failures += 1;
         r.next_probe = now + interval;
         p.ch.fail_route(route);
@@ -333,6 +348,7 @@ impl<W: Wire> ReliablePath<W> {
             return;
         }
         r.up = true;
+        r.missed = 0;
         r.restores += 1;
         r.sent_since_restore = 0;
         p.ch.restore_route(route);
@@ -344,26 +360,51 @@ impl<W: Wire> ReliablePath<W> {
         self.note(format!("rank {} route {route} to rank {peer} ({label}) restored at {t:.3} s", self.rank));
     }
 
-    /// Sends probes on failed routes that are due.
+    /// Sends probes on failed routes that are due (fail-back), and heartbeats on the up
+    /// routes of peers with unacknowledged data; fails routes that stopped answering.
     fn probe(&mut self, now: u64) {
-        if !self.any_route_down {
+        let interval = self.cfg.probe_interval.as_nanos() as u64;
+        let heartbeat = now >= self.next_heartbeat;
+        if !self.any_route_down && !heartbeat {
             return;
         }
-        let interval = self.cfg.probe_interval.as_nanos() as u64;
+        if heartbeat {
+            self.next_heartbeat = now + interval;
+        }
+        let mut silent: Vec<(u32, u8, u32)> = Vec::new();
         for i in 0..self.active.len() {
             let peer = self.active[i];
             let Some(p) = self.peers[peer as usize].as_mut() else { continue };
+            let busy = heartbeat && p.routes.len() > 1 && p.ch.unacked_messages() > 0;
+            // A route is only blamed when another one answered: a peer that answers on
+            // no route is busy or gone, which is not a route problem.
+            let some_answered = p.routes.iter().any(|r| r.up && r.missed == 0);
             for route in 0..p.routes.len() {
                 let r = &mut p.routes[route];
-                if r.up || now < r.next_probe {
+                if r.up {
+                    if !busy {
+                        r.missed = 0;
+                        continue;
+                    }
+                    if r.missed >= self.cfg.heartbeat_misses && some_answered {
+                        silent.push((peer, route as u8, r.missed));
+                        continue;
+                    }
+                    r.missed += 1;
+                } else if now < r.next_probe {
                     continue;
+                } else {
+                    r.next_probe = now + interval;
                 }
-                r.next_probe = now + interval;
                 r.nonce = r.nonce.wrapping_add(1);
                 let f = probe_frame(PROBE, route as u8, self.job_key, self.rank, peer, r.nonce);
-                // A probe that cannot be sent is retried at the next interval.
+                // A probe that cannot be sent counts as unanswered.
                 let _ = self.wire.send(peer, route as u8, &f, &[]);
             }
+        }
+        for (peer, route, missed) in silent {
+            let ms = missed as u64 * interval / 1_000_000;
+            self.fail_route(peer, route, &format!("{missed} heartbeats unanswered ({ms} ms) while another route answers"));
         }
     }
 
@@ -385,11 +426,13 @@ impl<W: Wire> ReliablePath<W> {
                 }
             }
             PROBE_REPLY => {
-                let matches = self.peers[pr.src as usize]
-                    .as_ref()
-                    .and_then(|p| p.routes.get(usize::from(pr.route)))
-                    .is_some_and(|r| !r.up && r.nonce == pr.nonce);
-                if matches {
+                let Some(r) = self.peers[pr.src as usize].as_mut().and_then(|p| p.routes.get_mut(usize::from(pr.route)))
+                else {
+                    return;
+                };
+                if r.up {
+                    r.missed = 0;
+                } else if r.nonce == pr.nonce {
                     self.restore_route(pr.src, pr.route);
                 }
             }
@@ -630,6 +673,9 @@ impl<W: Wire> Path for ReliablePath<W> {
                 t = t.min(d.saturating_sub(now));
             }
             want_write |= !p.blocked.is_empty();
+            if p.routes.len() > 1 && p.ch.unacked_messages() > 0 {
+                t = t.min(self.next_heartbeat.saturating_sub(now));
+            }
             if self.any_route_down {
                 for r in p.routes.iter().filter(|r| !r.up) {
                     t = t.min(r.next_probe.saturating_sub(now));

@@ -74,7 +74,7 @@ pub struct Settings {
     pub hostmap: Option<String>,
     /// `STEADFAST_UDP_FRAG`.
     pub udp_frag: Option<usize>,
-    /// `STEADFAST_PROBE_MS`.
+    /// `STEADFAST_PROBE_MS`: route heartbeat / fail-back probe interval.
     pub probe_ms: Option<u64>,
     /// `STEADFAST_RETRIES`: sends of a fragment on one route before the route is suspect.
     pub retries: Option<u32>,
