@@ -18,6 +18,12 @@ if [ -x tests/c/run-tests.sh ]; then
     suite "C integration tests" tests/c/run-tests.sh --mpicc "$prefix/bin/mpicc" \
         --mpiexec "$prefix/bin/mpiexec" --paths "shm tcp"
 fi
+if [ -x tests/c/reliable/run.sh ]; then
+    suite "reliability (udp with faults, damage detection)" tests/c/reliable/run.sh "$prefix"
+fi
+if [ -x scripts/netns-failover.sh ]; then
+    suite "multi-host failover (network namespaces; skips without root)" scripts/netns-failover.sh "$prefix"
+fi
 if [ -x scripts/netpipe-test.sh ]; then
     suite "NetPIPE" env PREFIX="$prefix" scripts/netpipe-test.sh
 fi

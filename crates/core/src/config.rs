@@ -39,7 +39,8 @@ pub struct Config {
     /// - `STEADFAST_NET_PATH`: `udp` or `tcp` between ranks on different hosts (default
     ///   udp when the job's path is shm, else the job's path).
     /// - `STEADFAST_HOSTMAP`: host index of each rank (`0*4,1*4`), set by the launcher.
-    /// - `STEADFAST_UDP_FRAG`: UDP fragment payload bytes (default 8192).
+    /// - `STEADFAST_UDP_FRAG`: UDP fragment payload bytes (default 8192; 32768 when every
+    ///   route is on the loopback interface).
     /// - `STEADFAST_PROBE_MS`: route heartbeat and fail-back probe interval (default 50);
     ///   a route missing 3 heartbeats while another answers is failed over.
     /// - `STEADFAST_RETRIES`: sends of a fragment on one route before the route is

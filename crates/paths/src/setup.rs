@@ -19,6 +19,9 @@ use crate::tcp::TcpPath;
 use crate::udp::{self, UdpWire};
 use crate::{Path, PathError};
 
+/// UDP fragment payload when every route is on the loopback interface.
+pub const LOOPBACK_FRAG: usize = 32 << 10;
+
 /// The launcher services path setup needs.
 pub trait Exchange {
     /// Publishes `key = value` to every rank.
@@ -249,6 +252,12 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         }
         let mut rc = ReliableConfig::new(p.job_key);
         rc.checksum = cks("udp")?;
+        // Loopback has a 64 KiB MTU: larger fragments halve the per-byte cost there.
+        // Elsewhere 8 KiB fits a jumbo frame (and is IP-fragmented on 1500-byte links).
+        let eps = endpoints.as_deref().unwrap_or_default();
+        if !eps.is_empty() && eps.iter().all(|e| e.ip.is_loopback()) {
+            rc.frag = LOOPBACK_FRAG;
+        }
         if let Some(f) = st.udp_frag {
             rc.frag = f;
         }
