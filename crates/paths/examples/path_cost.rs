@@ -168,7 +168,8 @@ fn main() {
             let rounds = if kind == "shm" { 200_000 } else { 20_000 } * scale;
             let lat = latency(a.as_mut(), b.as_mut(), rounds) / 1e3;
             let total = if kind == "udp" { 128 << 20 } else { 512 << 20 } * scale;
-            let bw: Vec<f64> = [64 << 10, 1 << 20, 8 << 20].iter().map(|&s| bandwidth(a.as_mut(), b.as_mut(), s, total)).collect();
+            let bw: Vec<f64> =
+                [64 << 10, 1 << 20, 8 << 20].iter().map(|&s| bandwidth(a.as_mut(), b.as_mut(), s, total)).collect();
             let name = if c.enabled() { "crc32c" } else { "none" };
             println!("| {kind} | {name} | {lat:.3} | {:.0} | {:.0} | {:.0} |", bw[0], bw[1], bw[2]);
             rows.push((lat, bw));

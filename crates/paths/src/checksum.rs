@@ -47,7 +47,11 @@ pub fn for_path(value: Option<&str>, path: &str) -> Result<Checksum, PathError> 
     let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
         return Ok(Checksum::Crc32c);
     };
-    let bad = || PathError::Config(format!("STEADFAST_CHECKSUM={value:?}: expected crc32c, none, or a list like udp=crc32c,shm=none"));
+    let bad = || {
+        PathError::Config(format!(
+            "STEADFAST_CHECKSUM={value:?}: expected crc32c, none, or a list like udp=crc32c,shm=none"
+        ))
+    };
     if !value.contains('=') {
         return Checksum::parse_value(value).ok_or_else(bad);
     }

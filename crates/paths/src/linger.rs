@@ -36,17 +36,15 @@ impl Linger {
         let stop = Arc::new(AtomicBool::new(false));
         let late = Arc::new(AtomicU64::new(0));
         let (s, l) = (Arc::clone(&stop), Arc::clone(&late));
-        let handle = std::thread::Builder::new()
-            .name("steadfast-linger".into())
-            .spawn(move || {
-                while !s.load(Ordering::Acquire) {
-                    if let Err(e) = path.poll(&mut Discard(&l)) {
-                        tracing::debug!("linger: {e}");
-                    }
-                    let _ = path.wait(Duration::from_millis(2));
+        let handle = std::thread::Builder::new().name("steadfast-linger".into()).spawn(move || {
+            while !s.load(Ordering::Acquire) {
+                if let Err(e) = path.poll(&mut Discard(&l)) {
+                    tracing::debug!("linger: {e}");
                 }
-                path
-            });
+                let _ = path.wait(Duration::from_millis(2));
+            }
+            path
+        });
         match handle {
             Ok(h) => Linger { stop, late, handle: Some(h) },
             Err(e) => {

@@ -404,7 +404,11 @@ impl<W: Wire> ReliablePath<W> {
         }
         for (peer, route, missed) in silent {
             let ms = missed as u64 * interval / 1_000_000;
-            self.fail_route(peer, route, &format!("{missed} heartbeats unanswered ({ms} ms) while another route answers"));
+            self.fail_route(
+                peer,
+                route,
+                &format!("{missed} heartbeats unanswered ({ms} ms) while another route answers"),
+            );
         }
     }
 
@@ -426,7 +430,8 @@ impl<W: Wire> ReliablePath<W> {
                 }
             }
             PROBE_REPLY => {
-                let Some(r) = self.peers[pr.src as usize].as_mut().and_then(|p| p.routes.get_mut(usize::from(pr.route)))
+                let Some(r) =
+                    self.peers[pr.src as usize].as_mut().and_then(|p| p.routes.get_mut(usize::from(pr.route)))
                 else {
                     return;
                 };
@@ -633,7 +638,11 @@ impl<W: Wire> ReliablePath<W> {
 impl<W: Wire> Path for ReliablePath<W> {
     fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
         if payload.len() > self.cfg.max_payload {
-            return Err(PathError::Udp(format!("payload {} exceeds packet limit {}", payload.len(), self.cfg.max_payload)));
+            return Err(PathError::Udp(format!(
+                "payload {} exceeds packet limit {}",
+                payload.len(),
+                self.cfg.max_payload
+            )));
         }
         self.ensure_peer(peer)?;
         let now = self.now();
@@ -689,7 +698,8 @@ impl<W: Wire> Path for ReliablePath<W> {
     }
 
     fn backlog(&self) -> usize {
-        self.peers.iter().flatten().map(|p| p.ch.unacked_messages() + p.blocked.len()).sum::<usize>() + self.wire.pending()
+        self.peers.iter().flatten().map(|p| p.ch.unacked_messages() + p.blocked.len()).sum::<usize>()
+            + self.wire.pending()
     }
 
     fn counters(&self) -> PathCounters {

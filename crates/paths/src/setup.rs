@@ -151,7 +151,9 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
     let me = hosts[p.rank as usize];
     let net_kind = match st.net_path.as_deref().filter(|s| !s.trim().is_empty()) {
         Some(s) => match Kind::parse(s) {
-            Some(Kind::Shm) | None => return Err(PathError::Config(format!("STEADFAST_NET_PATH={s:?}: expected udp or tcp"))),
+            Some(Kind::Shm) | None => {
+                return Err(PathError::Config(format!("STEADFAST_NET_PATH={s:?}: expected udp or tcp")))
+            }
             Some(k) => k,
         },
         None if p.kind == Kind::Shm => Kind::Udp,
@@ -170,7 +172,7 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         .collect();
     // A world of one still gets the job's path.
     let alone = via.iter().all(|v| v.is_none());
-    let uses = |k: Kind| via.iter().any(|v| *v == Some(k)) || (alone && k == p.kind);
+    let uses = |k: Kind| via.contains(&Some(k)) || (alone && k == p.kind);
     let remote = |k: Kind| (0..n).any(|q| via[q] == Some(k) && hosts[q] != me);
     let want_shm = uses(Kind::Shm);
     let faults = match st.faults.as_deref().map(str::trim).filter(|f| !f.is_empty()) {

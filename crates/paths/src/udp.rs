@@ -109,15 +109,23 @@ pub fn local_address_towards(to: SocketAddr) -> io::Result<IpAddr> {
 
 /// The endpoints to open, from a `STEADFAST_ROUTES` value and the control server's
 /// address (see the module docs).
-pub fn local_endpoints(routes: Option<&str>, control: Option<SocketAddr>, ifs: &[IfAddr]) -> Result<Vec<LocalEndpoint>, PathError> {
+pub fn local_endpoints(
+    routes: Option<&str>,
+    control: Option<SocketAddr>,
+    ifs: &[IfAddr],
+) -> Result<Vec<LocalEndpoint>, PathError> {
     let spec = routes.map(str::trim).filter(|s| !s.is_empty());
     match spec {
         None => {
             let ip = match control {
                 Some(c) if !c.ip().is_loopback() => match local_address_towards(c) {
                     Ok(IpAddr::V4(ip)) => ip,
-                    Ok(IpAddr::V6(_)) => return Err(PathError::Udp("the control server is IPv6; only IPv4 routes are supported".into())),
-                    Err(e) => return Err(PathError::Udp(format!("no local address reaches the control server {c}: {e}"))),
+                    Ok(IpAddr::V6(_)) => {
+                        return Err(PathError::Udp("the control server is IPv6; only IPv4 routes are supported".into()))
+                    }
+                    Err(e) => {
+                        return Err(PathError::Udp(format!("no local address reaches the control server {c}: {e}")))
+                    }
                 },
                 _ => Ipv4Addr::LOCALHOST,
             };
@@ -142,11 +150,9 @@ pub fn local_endpoints(routes: Option<&str>, control: Option<SocketAddr>, ifs: &
                     let net: Ipv4Addr = net
                         .parse()
                         .map_err(|_| PathError::Config(format!("STEADFAST_ROUTES: {sel:?} is not a subnet")))?;
-                    let len: u8 = len
-                        .parse()
-                        .ok()
-                        .filter(|l| *l <= 32)
-                        .ok_or_else(|| PathError::Config(format!("STEADFAST_ROUTES: {sel:?} has a bad prefix length")))?;
+                    let len: u8 = len.parse().ok().filter(|l| *l <= 32).ok_or_else(|| {
+                        PathError::Config(format!("STEADFAST_ROUTES: {sel:?} has a bad prefix length"))
+                    })?;
                     ifs.iter().find(|f| network(f.ip, len) == network(net, len)).map(|f| f.ip)
                 } else if let Ok(ip) = sel.parse::<Ipv4Addr>() {
                     Some(ip)
@@ -155,7 +161,9 @@ pub fn local_endpoints(routes: Option<&str>, control: Option<SocketAddr>, ifs: &
                 };
                 match found {
                     Some(ip) => v.push(LocalEndpoint { ip, key }),
-                    None => tracing::warn!("STEADFAST_ROUTES: {sel:?} matches no address of this host; route {i} not used here"),
+                    None => tracing::warn!(
+                        "STEADFAST_ROUTES: {sel:?} matches no address of this host; route {i} not used here"
+                    ),
                 }
             }
             if v.is_empty() {
@@ -227,7 +235,8 @@ impl UdpWire {
         let mut socks = Vec::new();
         let mut ports = Vec::new();
         for ep in endpoints {
-            let s = UdpSocket::bind(SocketAddrV4::new(ep.ip, 0)).map_err(|e| PathError::Udp(format!("bind {}: {e}", ep.ip)))?;
+            let s = UdpSocket::bind(SocketAddrV4::new(ep.ip, 0))
+                .map_err(|e| PathError::Udp(format!("bind {}: {e}", ep.ip)))?;
             s.set_nonblocking(true)?;
             set_buffer(&s, libc::SO_RCVBUF, SOCKET_BUFFER);
             set_buffer(&s, libc::SO_SNDBUF, SOCKET_BUFFER);
@@ -339,7 +348,12 @@ impl Wire for UdpWire {
             let i = (self.next_sock + k) % n;
             // SAFETY: `buf` is valid for `buf.len()` bytes of writes.
             let r = unsafe {
-                libc::recv(self.socks[i].as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len(), libc::MSG_DONTWAIT)
+                libc::recv(
+                    self.socks[i].as_raw_fd(),
+                    buf.as_mut_ptr() as *mut libc::c_void,
+                    buf.len(),
+                    libc::MSG_DONTWAIT,
+                )
             };
             if r >= 0 {
                 // Next call starts at the following socket: no route starves the others.
@@ -359,8 +373,12 @@ impl Wire for UdpWire {
 
     fn wait(&mut self, timeout: Duration, want_write: bool) {
         let ev = if want_write { libc::POLLIN | libc::POLLOUT } else { libc::POLLIN };
-        let mut fds: Vec<libc::pollfd> = self.socks.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: ev, revents: 0 }).collect();
-        let ts = libc::timespec { tv_sec: timeout.as_secs() as libc::time_t, tv_nsec: timeout.subsec_nanos() as libc::c_long };
+        let mut fds: Vec<libc::pollfd> =
+            self.socks.iter().map(|s| libc::pollfd { fd: s.as_raw_fd(), events: ev, revents: 0 }).collect();
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
         // SAFETY: fds is a valid array for the duration of the call.
         unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, &ts, std::ptr::null()) };
     }

@@ -241,7 +241,11 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
             _ => PathKind::Shm,
         },
     };
-    cfg.hosts = args.hosts.into_iter().filter(|h| !h.trim().is_empty()).collect();
+    cfg.hosts = args
+        .hosts
+        .into_iter()
+        .filter(|h| !h.trim().is_empty())
+        .collect();
     cfg.agent = args.agent;
     cfg.control_addr = args.control_addr;
     cfg.ft = match args.ft {

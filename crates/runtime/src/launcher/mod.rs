@@ -480,7 +480,12 @@ impl Launcher {
         let bind = control_bind(&cfg).map_err(|e| (EXIT_SETUP, e))?;
         let listener = TcpListener::bind(bind)
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| (EXIT_SETUP, format!("cannot open the control port on {bind}: {e}")))?;
+            .map_err(|e| {
+                (
+                    EXIT_SETUP,
+                    format!("cannot open the control port on {bind}: {e}"),
+                )
+            })?;
         let control: SocketAddr = listener
             .local_addr()
             .map_err(|e| (EXIT_SETUP, format!("control port: {e}")))?;
@@ -598,7 +603,11 @@ impl Launcher {
         let q = |s: &str| if quote { shell_quote(s) } else { s.to_owned() };
         let mut rest: Vec<String> = vec!["env".into(), "-C".into(), q(&cwd.to_string_lossy())];
         for (k, v) in vars {
-            rest.push(q(&format!("{}={}", k.to_string_lossy(), v.to_string_lossy())));
+            rest.push(q(&format!(
+                "{}={}",
+                k.to_string_lossy(),
+                v.to_string_lossy()
+            )));
         }
         rest.push(q(&exe.to_string_lossy()));
         for a in &self.cfg.args {
@@ -1388,7 +1397,9 @@ mod tests {
         let hosts = vec!["a".to_string(), "b".to_string()];
         let p = place_on_hosts(5, &hosts).unwrap();
         assert_eq!(
-            p.iter().map(|r| (r.host, r.local_rank, r.local_size)).collect::<Vec<_>>(),
+            p.iter()
+                .map(|r| (r.host, r.local_rank, r.local_size))
+                .collect::<Vec<_>>(),
             vec![(0, 0, 3), (0, 1, 3), (0, 2, 3), (1, 0, 2), (1, 1, 2)]
         );
         assert_eq!(hostmap(&p), "0*3,1*2");
