@@ -6,7 +6,7 @@ CC ?= cc
 RELEASE := target/release
 BUILD := build
 
-.PHONY: all build install demo test test-rust test-c bench clean
+.PHONY: all build install demo test test-rust test-c test-net bench clean
 
 all: install
 
@@ -31,6 +31,12 @@ demo: install
 
 test: install
 	scripts/test-all.sh $(PREFIX)
+
+# Reliability C tests (udp with faults, damage detection on shm/tcp) and the multi-host
+# route failover test in network namespaces (skips without root).
+test-net: install
+	tests/c/reliable/run.sh $(PREFIX)
+	scripts/netns-failover.sh $(PREFIX)
 
 bench: install
 	scripts/bench-pingpong.sh --prefix $(PREFIX)

@@ -22,6 +22,12 @@ fi
 if [ -x scripts/mpich-tests.sh ]; then
     suite "MPICH test suite (fast subset)" scripts/mpich-tests.sh --prefix "$prefix" --fast
 fi
+if [ -x tests/c/reliable/run.sh ]; then
+    suite "reliability (udp with faults, damage detection)" tests/c/reliable/run.sh "$prefix"
+fi
+if [ -x scripts/netns-failover.sh ]; then
+    suite "multi-host failover (network namespaces; skips without root)" scripts/netns-failover.sh "$prefix"
+fi
 if [ -x scripts/netpipe-test.sh ]; then
     suite "NetPIPE" env PREFIX="$prefix" scripts/netpipe-test.sh
 fi

@@ -79,6 +79,7 @@ fn do_init(required: c_int) -> Result<c_int, c_int> {
         path: match b.path() {
             steadfast_runtime::PathKind::Shm => steadfast_core::PathKind::Shm,
             steadfast_runtime::PathKind::Tcp => steadfast_core::PathKind::Tcp,
+            steadfast_runtime::PathKind::Udp => steadfast_core::PathKind::Udp,
         },
         run_through: b.ft() == steadfast_runtime::FtMode::RunThrough,
     });

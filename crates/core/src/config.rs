@@ -28,6 +28,25 @@ pub struct Config {
     pub sleep: Duration,
     /// `STEADFAST_CMA`: 1 to use single-copy `process_vm_readv` on one host (default 1).
     pub cma: bool,
+    /// Path settings (parsed by `steadfast_paths::setup`):
+    /// - `STEADFAST_CHECKSUM`: `crc32c` (default) or `none`, for every path or per path
+    ///   (`udp=crc32c,shm=none`): end-to-end CRC32C of frames and ring records.
+    /// - `STEADFAST_FAULTS`: fault injection, e.g. `path=udp,drop=0.01,corrupt=0.001,seed=7`
+    ///   (keys: path, drop, dup, reorder, corrupt, bus, seed, after). Default: none.
+    /// - `STEADFAST_ROUTES`: UDP routes: subnets, interface names or addresses, comma
+    ///   separated (one socket per route), or `auto`. Default: the interface that reaches
+    ///   the launcher (127.0.0.1 on one host).
+    /// - `STEADFAST_NET_PATH`: `udp` or `tcp` between ranks on different hosts (default
+    ///   udp when the job's path is shm, else the job's path).
+    /// - `STEADFAST_HOSTMAP`: host index of each rank (`0*4,1*4`), set by the launcher.
+    /// - `STEADFAST_UDP_FRAG`: UDP fragment payload bytes (default 8192; 32768 when every
+    ///   route is on the loopback interface).
+    /// - `STEADFAST_PROBE_MS`: route heartbeat and fail-back probe interval (default 50);
+    ///   a route missing 3 heartbeats while another answers is failed over.
+    /// - `STEADFAST_RETRIES`: sends of a fragment on one route before the route is
+    ///   declared failed (default 6).
+    /// - `STEADFAST_CONTROL`: the launcher's control address (set by the launcher).
+    pub paths: steadfast_paths::setup::Settings,
 }
 
 impl Config {
@@ -40,6 +59,18 @@ impl Config {
             yields: env_parse("STEADFAST_YIELDS", 20),
             sleep: Duration::from_millis(env_parse("STEADFAST_SLEEP_MS", 100)),
             cma: env_parse::<u32>("STEADFAST_CMA", 1) != 0,
+            paths: steadfast_paths::setup::Settings {
+                checksum: std::env::var("STEADFAST_CHECKSUM").ok(),
+                faults: std::env::var("STEADFAST_FAULTS").ok(),
+                routes: std::env::var("STEADFAST_ROUTES").ok(),
+                net_path: std::env::var("STEADFAST_NET_PATH").ok(),
+                hostmap: std::env::var("STEADFAST_HOSTMAP").ok(),
+                udp_frag: std::env::var("STEADFAST_UDP_FRAG").ok().and_then(|v| v.trim().parse().ok()),
+                probe_ms: std::env::var("STEADFAST_PROBE_MS").ok().and_then(|v| v.trim().parse().ok()),
+                retries: std::env::var("STEADFAST_RETRIES").ok().and_then(|v| v.trim().parse().ok()),
+                control: std::env::var("STEADFAST_CONTROL").ok().and_then(|v| v.trim().parse().ok()),
+                shm_ring: None,
+            },
         }
     }
 }

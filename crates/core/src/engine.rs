@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use steadfast_paths::{cma, shm::ShmPath, tcp::TcpPath, PacketSink, Path, RawHeader, SendStatus};
+use steadfast_paths::{cma, PacketSink, Path, RawHeader, SendStatus};
 
 use crate::comm::Comm;
 use crate::config::Config;
@@ -52,6 +52,8 @@ pub trait Bootstrap: Send {
 pub enum PathKind {
     Shm,
     Tcp,
+    /// UDP under the reliable channel (checksums, retransmission, routes).
+    Udp,
 }
 
 /// What the launcher told this process about the job.
@@ -163,6 +165,21 @@ fn revoked_status(peer: i32, tag: i32) -> Status {
     Status { source: peer, tag, error: Some(ErrorClass::Revoked), bytes: 0, cancelled: false }
 }
 
+/// The launcher's key-value space and fence, as path setup sees them.
+struct BootExchange<'a>(&'a mut dyn Bootstrap);
+
+impl steadfast_paths::setup::Exchange for BootExchange<'_> {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), String> {
+        self.0.put(key, value)
+    }
+    fn get(&mut self, key: &str) -> Result<String, String> {
+        self.0.get(key)
+    }
+    fn fence(&mut self) -> Result<(), String> {
+        self.0.fence()
+    }
+}
+
 fn failed_status(peer: i32, tag: i32) -> Status {
     Status { source: peer, tag, error: Some(ErrorClass::ProcFailed), bytes: 0, cancelled: false }
 }
@@ -182,51 +199,44 @@ impl Engine {
         let mut eager_limit = 64 << 10;
         // The control channel's address must be published before the start-up fence.
         let ft = crate::ft::Ft::prepare(job.as_ref(), boot.as_mut())?;
+        let mut shm_peer = vec![false; size as usize];
         if let (Some(job), Some(b)) = (&job, boot.as_mut()) {
-            let boot_err = |e: String| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}"));
-            match job.path {
-                PathKind::Shm => {
-                    cma::allow_peer_reads();
-                    let ring = cfg.shm_ring.unwrap_or_else(|| steadfast_paths::shm::default_ring_size(job.size));
-                    let p = ShmPath::create(&job.jobdir, job.rank, job.size, ring)
-                        .map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
-                    b.fence().map_err(boot_err)?;
-                    eager_limit = cfg.eager_limit.unwrap_or(16 << 10).min(p.max_payload());
-                    let mut p = p;
-                    for peer in 0..job.size {
-                        if peer != job.rank {
-                            pids[peer as usize] =
-                                p.peer_pid(peer).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
-                        }
-                    }
-                    net = Some(Box::new(p));
-                }
-                PathKind::Tcp => {
-                    let mut p = TcpPath::bind("127.0.0.1:0", job.rank, job.size, job.job_key)
-                        .map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
-                    let addr = p.local_addr().map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
-                    b.put(&format!("tcp.{}", job.rank), &addr.to_string()).map_err(boot_err)?;
-                    b.fence().map_err(boot_err)?;
-                    for peer in 0..job.size {
-                        if peer == job.rank {
-                            continue;
-                        }
-                        let a = b.get(&format!("tcp.{peer}")).map_err(boot_err)?;
-                        let sa = a
-                            .parse()
-                            .map_err(|_| MpiError::new(ErrorClass::Other, format!("bad address {a:?} for rank {peer}")))?;
-                        p.set_peer_addr(peer, sa);
-                    }
-                    eager_limit = cfg.eager_limit.unwrap_or(64 << 10);
-                    net = Some(Box::new(p));
+            if job.path == PathKind::Shm {
+                cma::allow_peer_reads();
+            }
+            let kind = match job.path {
+                PathKind::Shm => steadfast_paths::setup::Kind::Shm,
+                PathKind::Tcp => steadfast_paths::setup::Kind::Tcp,
+                PathKind::Udp => steadfast_paths::setup::Kind::Udp,
+            };
+            let mut settings = cfg.paths.clone();
+            settings.shm_ring = cfg.shm_ring;
+            let params = steadfast_paths::setup::Params {
+                rank: job.rank,
+                size: job.size,
+                job_key: job.job_key,
+                jobdir: &job.jobdir,
+                kind,
+                settings,
+            };
+            let built = steadfast_paths::setup::build(&params, &mut BootExchange(b.as_mut()))
+                .map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+            for peer in 0..job.size {
+                if built.is_shm(peer) {
+                    pids[peer as usize] = built.pids[peer as usize];
+                    shm_peer[peer as usize] = true;
                 }
             }
+            let any_shm = shm_peer.iter().any(|&s| s) || job.size == 1 && job.path == PathKind::Shm;
+            eager_limit = cfg.eager_limit.unwrap_or(if any_shm { 16 << 10 } else { 64 << 10 });
+            net = Some(built.path);
         }
         let ft = ft.start(boot.as_mut())?;
         let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
         eager_limit = eager_limit.min(chunk);
         let run_through = job.as_ref().is_some_and(|j| j.run_through);
         let cma_enabled = cfg.cma && job.as_ref().is_some_and(|j| j.path == PathKind::Shm);
+        let cma_ok: Vec<bool> = shm_peer.iter().map(|&s| s && cma_enabled).collect();
         let mut st = State {
             rank,
             reqs: Slab::default(),
@@ -236,7 +246,7 @@ impl Engine {
             busy_peers: Vec::new(),
             loopback: VecDeque::new(),
             pids,
-            cma_ok: vec![cma_enabled; size as usize],
+            cma_ok,
             events: 0,
             dropped: 0,
             bsend_used: 0,
@@ -293,19 +303,31 @@ impl Engine {
         self.block_until(|e| {
             e.st.busy_peers.iter().all(|&p| e.ft.is_failed(p)) && e.net.as_ref().map_or(0, |n| n.backlog()) == 0
         })?;
+        // A reliable path keeps answering peers (lost ACKs) while we block in the fence.
+        let linger = match self.net.take() {
+            Some(n) if n.needs_linger() => Some(steadfast_paths::linger::Linger::start(n)),
+            other => {
+                self.net = other;
+                None
+            }
+        };
         if let Some(b) = self.boot.as_mut() {
             b.fence().map_err(|e| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}")))?;
             // Every live rank reached MPI_Finalize: the membership service can stop.
             self.ft.stop();
             b.finalize().map_err(|e| MpiError::new(ErrorClass::Other, format!("bootstrap: {e}")))?;
         }
+        if let Some(l) = linger {
+            self.net = l.stop().0;
+        }
         if std::env::var("STEADFAST_STATS").is_ok_and(|v| v == "1") {
             if let Some(n) = &self.net {
-                let c = n.counters();
-                eprintln!(
-                    "steadfast stats rank {}: packets sent {} received {} bytes sent {} received {} dropped {}",
-                    self.rank, c.packets_sent, c.packets_received, c.bytes_sent, c.bytes_received, c.frames_dropped + self.st.dropped
-                );
+                let mut c = n.counters();
+                c.frames_dropped += self.st.dropped;
+                eprintln!("steadfast stats rank {}: {c}", self.rank);
+                for line in n.stats_detail() {
+                    eprintln!("steadfast stats rank {}: {line}", self.rank);
+                }
             }
         }
         self.net = None;

@@ -8,10 +8,18 @@
 //! [`SendStatus::Full`], and `poll` hands over whatever complete packets arrived. Blocking
 //! (spin, then sleep on a futex or in `poll(2)`) is done by the caller through [`Path::wait`].
 
+pub mod checksum;
 pub mod cma;
+pub mod composite;
+pub mod fault;
+pub mod linger;
+pub mod reliable;
+pub mod setup;
 pub mod shm;
 pub mod tcp;
+pub mod udp;
 
+use std::fmt;
 use std::time::Duration;
 
 /// Length of the message-layer header carried in front of every payload.
@@ -37,14 +45,22 @@ pub enum PathError {
     Shm(String),
     #[error("tcp: {0}")]
     Tcp(String),
+    #[error("udp: {0}")]
+    Udp(String),
     #[error("peer {0} is unreachable: {1}")]
     PeerLost(u32, String),
+    /// Damaged data from `peer` was detected by the end-to-end checksum on a path that
+    /// cannot retransmit (shm, tcp). Nothing of it was delivered.
+    #[error("corrupt data from rank {peer} detected on the {path} path ({what}); it was not delivered")]
+    Corrupt { peer: u32, path: &'static str, what: String },
+    #[error("configuration: {0}")]
+    Config(String),
     #[error("i/o: {0}")]
     Io(#[from] std::io::Error),
 }
 
-/// Counters a path keeps for the statistics report.
-#[derive(Debug, Default, Clone, Copy)]
+/// Counters a path keeps for the statistics report (`STEADFAST_STATS=1`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct PathCounters {
     pub packets_sent: u64,
     pub packets_received: u64,
@@ -52,6 +68,91 @@ pub struct PathCounters {
     pub bytes_received: u64,
     /// Frames dropped because they were malformed or carried the wrong job key.
     pub frames_dropped: u64,
+    /// Frames whose end-to-end checksum failed (header or payload), never delivered.
+    pub corrupt_detected: u64,
+    /// Frames carrying another job's key (or a bad handshake), dropped.
+    pub foreign_dropped: u64,
+    /// Duplicate fragments dropped by the reliable channel.
+    pub dup_dropped: u64,
+    /// Fragments sent again (timeout, NACK, gap hint or route failover).
+    pub retransmits: u64,
+    /// Fragments moved to another route when theirs failed.
+    pub rebound: u64,
+    /// Routes declared failed (retransmissions exhausted or socket errors).
+    pub route_failures: u64,
+    /// Routes restored after a successful probe (fail-back).
+    pub route_restores: u64,
+    /// Fault injector: frames dropped.
+    pub injected_drop: u64,
+    /// Fault injector: frames sent twice.
+    pub injected_dup: u64,
+    /// Fault injector: frames held back and sent after later ones.
+    pub injected_reorder: u64,
+    /// Fault injector: frames damaged on the wire (after the sender's checksum).
+    pub injected_corrupt: u64,
+    /// Fault injector: frames damaged in memory at the receiver, after the wire and
+    /// before the end-to-end check ("bus error").
+    pub injected_bus: u64,
+}
+
+impl PathCounters {
+    /// Adds every counter of `o` to `self`.
+    pub fn add(&mut self, o: &PathCounters) {
+        self.packets_sent += o.packets_sent;
+        self.packets_received += o.packets_received;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+        self.frames_dropped += o.frames_dropped;
+        self.corrupt_detected += o.corrupt_detected;
+        self.foreign_dropped += o.foreign_dropped;
+        self.dup_dropped += o.dup_dropped;
+        self.retransmits += o.retransmits;
+        self.rebound += o.rebound;
+        self.route_failures += o.route_failures;
+        self.route_restores += o.route_restores;
+        self.injected_drop += o.injected_drop;
+        self.injected_dup += o.injected_dup;
+        self.injected_reorder += o.injected_reorder;
+        self.injected_corrupt += o.injected_corrupt;
+        self.injected_bus += o.injected_bus;
+    }
+
+    /// Faults the injector applied, all kinds.
+    pub fn injected(&self) -> u64 {
+        self.injected_drop + self.injected_dup + self.injected_reorder + self.injected_corrupt + self.injected_bus
+    }
+}
+
+/// `packets sent N received N bytes sent N received N dropped N`, then the reliability
+/// counters that are not zero (`name=value`).
+impl fmt::Display for PathCounters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "packets sent {} received {} bytes sent {} received {} dropped {}",
+            self.packets_sent, self.packets_received, self.bytes_sent, self.bytes_received, self.frames_dropped
+        )?;
+        let rest = [
+            ("corrupt_detected", self.corrupt_detected),
+            ("foreign_dropped", self.foreign_dropped),
+            ("dup_dropped", self.dup_dropped),
+            ("retransmitted", self.retransmits),
+            ("rebound", self.rebound),
+            ("route_failures", self.route_failures),
+            ("route_restores", self.route_restores),
+        ];
+        for (name, v) in rest.iter().filter(|(_, v)| *v > 0) {
+            write!(f, " {name}={v}")?;
+        }
+        if self.injected() > 0 {
+            write!(
+                f,
+                " | injected drop={} dup={} reorder={} corrupt={} bus={}",
+                self.injected_drop, self.injected_dup, self.injected_reorder, self.injected_corrupt, self.injected_bus
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Receives packets from [`Path::poll`].
@@ -74,4 +175,15 @@ pub trait Path: Send {
     fn backlog(&self) -> usize;
     /// Counters for the statistics report.
     fn counters(&self) -> PathCounters;
+    /// True when the path must keep answering its peers after this rank's own traffic is
+    /// acknowledged (a reliable path: a peer may still wait for an ACK that was lost).
+    /// The engine then keeps it polled on a helper thread while it blocks in the final
+    /// fence ([`linger::Linger`]).
+    fn needs_linger(&self) -> bool {
+        false
+    }
+    /// Extra lines for the statistics report (per-route detail), if any.
+    fn stats_detail(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

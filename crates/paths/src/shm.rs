@@ -7,8 +7,12 @@
 //! 4096    ring from sender 0: [head line][tail line][blocked line][data: ring_size bytes]
 //! ...     ring from sender i at 4096 + i * (RING_META + ring_size)
 //! ```
-//! Records in a ring are `[u32 record len][u32 payload len][header][payload]`, 8-byte aligned; a record that
-//! would straddle the end is preceded by a skip record. The producer owns `tail`, the consumer
+//! Records in a ring are `[u32 record len][u32 payload len][u32 crc][u32 flags][header][payload]`,
+//! 8-byte aligned; a record that would straddle the end is preceded by a skip record. `crc` is
+//! the CRC32C of the payload-length word, header and payload, computed while copying them
+//! into the ring (one fused pass) and checked by the receiver before delivery (flags bit 0:
+//! sent without checksum, `STEADFAST_CHECKSUM=shm=none`). Damage is reported as
+//! [`PathError::Corrupt`]; nothing damaged is delivered. The producer owns `tail`, the consumer
 //! owns `head`; both are monotonically increasing byte counters.
 //!
 //! Sleeping is race-free by a Dekker-style handshake: the sleeper stores `waiting = 1`, then
@@ -23,6 +27,8 @@ use std::time::Duration;
 
 use memmap2::MmapMut;
 
+use crate::checksum::Checksum;
+use crate::fault::Injector;
 use crate::{PacketSink, Path, PathCounters, PathError, RawHeader, SendStatus, HDR_LEN};
 
 const MAGIC: u64 = 0x5354_4446_5348_4d31; // "STDFSHM1"
@@ -31,7 +37,9 @@ const RING_META: usize = 192;
 const OFF_HEAD: usize = 0;
 const OFF_TAIL: usize = 64;
 const OFF_BLOCKED: usize = 128;
-const REC_PREFIX: usize = 8;
+const REC_PREFIX: usize = 16;
+/// Record flag: no checksum.
+const REC_NO_CRC: u32 = 1;
 /// Second word of a skip record (a data record holds its exact payload length there).
 const SKIP: u32 = u32::MAX;
 
@@ -155,6 +163,8 @@ pub struct ShmPath {
     blocked_on: Vec<u32>,
     max_payload: usize,
     counters: PathCounters,
+    checksum: Checksum,
+    faults: Option<Injector>,
 }
 
 // SAFETY: raw pointers point into mappings owned by the same struct.
@@ -202,7 +212,20 @@ impl ShmPath {
             blocked_on: Vec::new(),
             max_payload,
             counters: PathCounters::default(),
+            checksum: Checksum::Crc32c,
+            faults: None,
         })
+    }
+
+    /// End-to-end checksum of ring records (default CRC32C).
+    pub fn set_checksum(&mut self, c: Checksum) {
+        self.checksum = c;
+    }
+
+    /// Damage records as `inj` decides (`corrupt` at the sender after the checksum,
+    /// `bus` at the receiver before the check).
+    pub fn set_faults(&mut self, inj: Injector) {
+        self.faults = Some(inj);
     }
 
     /// Process id of a peer on this host (for single-copy reads), mapping its segment if needed.
@@ -292,11 +315,12 @@ fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
     }
 }
 
-impl Path for ShmPath {
-    fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+impl ShmPath {
+    fn send_with(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], faults: &mut Option<Injector>) -> Result<SendStatus, PathError> {
         if payload.len() > self.max_payload {
             return Err(PathError::Shm(format!("payload {} exceeds packet limit {}", payload.len(), self.max_payload)));
         }
+        let checksum = self.checksum.enabled();
         let o = self.outbound(peer)?;
         let size = o.ring.size as u64;
         let rec = align8(REC_PREFIX + HDR_LEN + payload.len()) as u64;
@@ -328,10 +352,27 @@ impl Path for ShmPath {
                 at = 0;
             }
             let p = data.add(at);
+            let plen = payload.len() as u32;
             (p as *mut u32).write(rec as u32);
-            (p.add(4) as *mut u32).write(payload.len() as u32);
-            std::ptr::copy_nonoverlapping(hdr.as_ptr(), p.add(REC_PREFIX), HDR_LEN);
-            std::ptr::copy_nonoverlapping(payload.as_ptr(), p.add(REC_PREFIX + HDR_LEN), payload.len());
+            (p.add(4) as *mut u32).write(plen);
+            let dst_hdr = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN);
+            let dst_payload = std::slice::from_raw_parts_mut(p.add(REC_PREFIX + HDR_LEN), payload.len());
+            if checksum {
+                let crc = crc32c::crc32c(&plen.to_le_bytes());
+                let crc = steadfast_reliable::crc::copy_with_crc32c_append(crc, dst_hdr, hdr);
+                let crc = steadfast_reliable::crc::copy_with_crc32c_append(crc, dst_payload, payload);
+                (p.add(8) as *mut u32).write(crc);
+                (p.add(12) as *mut u32).write(0);
+            } else {
+                dst_hdr.copy_from_slice(hdr);
+                dst_payload.copy_from_slice(payload);
+                (p.add(8) as *mut u32).write(0);
+                (p.add(12) as *mut u32).write(REC_NO_CRC);
+            }
+            if let Some(inj) = faults.as_mut() {
+                let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
+                inj.corrupt_outgoing(body);
+            }
         }
         o.tail += need;
         o.ring.tail().store(o.tail, Ordering::Release);
@@ -339,6 +380,16 @@ impl Path for ShmPath {
         self.counters.packets_sent += 1;
         self.counters.bytes_sent += payload.len() as u64;
         Ok(SendStatus::Done)
+    }
+
+}
+
+impl Path for ShmPath {
+    fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        let mut faults = self.faults.take();
+        let r = self.send_with(peer, hdr, payload, &mut faults);
+        self.faults = faults;
+        r
     }
 
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
@@ -359,7 +410,7 @@ impl Path for ShmPath {
                     let p = data.add(at);
                     ((p as *const u32).read() as usize, (p.add(4) as *const u32).read())
                 };
-                if len < REC_PREFIX || len as u64 > tail - head || at + len > ring.size {
+                if len < 8 || len % 8 != 0 || len as u64 > tail - head || at + len > ring.size {
                     // A peer that writes garbage into our segment is broken; stop reading it.
                     self.counters.frames_dropped += 1;
                     return Err(PathError::PeerLost(s, format!("corrupt ring record (len {len})")));
@@ -370,13 +421,36 @@ impl Path for ShmPath {
                         self.counters.frames_dropped += 1;
                         return Err(PathError::PeerLost(s, "short ring record".into()));
                     }
-                    // SAFETY: bounds checked above.
-                    let (hdr, payload) = unsafe {
-                        let p = data.add(at + REC_PREFIX);
+                    // SAFETY: bounds checked above; the record is ours until `head` moves.
+                    let (hdr, payload, stored, flags) = unsafe {
+                        let r = data.add(at);
+                        if let Some(inj) = self.faults.as_mut() {
+                            let body = std::slice::from_raw_parts_mut(r.add(REC_PREFIX), HDR_LEN + plen);
+                            inj.bus_error(body, HDR_LEN);
+                        }
+                        let p = r.add(REC_PREFIX);
                         let hdr = &*(p as *const RawHeader);
                         let payload = std::slice::from_raw_parts(p.add(HDR_LEN), plen);
-                        (hdr, payload)
+                        (hdr, payload, (r.add(8) as *const u32).read(), (r.add(12) as *const u32).read())
                     };
+                    if self.checksum.enabled() {
+                        let what = if flags & REC_NO_CRC != 0 {
+                            Some("record without checksum (sender runs STEADFAST_CHECKSUM=none)".to_owned())
+                        } else {
+                            let crc = crc32c::crc32c(&(plen as u32).to_le_bytes());
+                            let crc = crc32c::crc32c_append(crc, hdr);
+                            let crc = crc32c::crc32c_append(crc, payload);
+                            (crc != stored).then(|| format!("CRC32C mismatch: record says {stored:08x}, data gives {crc:08x}"))
+                        };
+                        if let Some(what) = what {
+                            self.counters.corrupt_detected += 1;
+                            self.counters.frames_dropped += 1;
+                            head += len as u64;
+                            ring.head().store(head, Ordering::SeqCst);
+                            self.heads[s as usize] = head;
+                            return Err(PathError::Corrupt { peer: s, path: "shm", what });
+                        }
+                    }
                     sink.packet(s, hdr, payload);
                     self.counters.packets_received += 1;
                     self.counters.bytes_received += payload.len() as u64;
@@ -422,7 +496,12 @@ impl Path for ShmPath {
     }
 
     fn counters(&self) -> PathCounters {
-        self.counters
+        let mut c = self.counters;
+        if let Some(inj) = &self.faults {
+            c.injected_corrupt += inj.counts.injected_corrupt;
+            c.injected_bus += inj.counts.injected_bus;
+        }
+        c
     }
 }
 
@@ -497,6 +576,38 @@ mod tests {
         }
         drop(a);
         drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn damaged_records_are_detected_not_delivered() {
+        use crate::fault::{FaultSpec, Injector};
+        let dir = std::env::temp_dir().join(format!("sf-shm-crc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (who, spec) in [("sender", "corrupt=1"), ("receiver", "bus=1")] {
+            let mut a = ShmPath::create(&dir, 0, 2, 1 << 16).unwrap();
+            let mut b = ShmPath::create(&dir, 1, 2, 1 << 16).unwrap();
+            let inj = Injector::new(FaultSpec::parse(spec).unwrap(), 0);
+            if who == "sender" {
+                a.set_faults(inj);
+            } else {
+                b.set_faults(inj);
+            }
+            a.send(1, &[3; HDR_LEN], &[7u8; 1000]).unwrap();
+            let mut got = Collect(Vec::new());
+            let err = b.poll(&mut got).unwrap_err();
+            assert!(matches!(err, PathError::Corrupt { peer: 0, path: "shm", .. }), "{who}: {err}");
+            assert!(got.0.is_empty(), "{who}: damaged record delivered");
+            assert_eq!(b.counters().corrupt_detected, 1);
+            // Without damage the next record is fine (the check is not a false alarm).
+            a.faults = None;
+            b.faults = None;
+            a.send(1, &[4; HDR_LEN], &[8u8; 1000]).unwrap();
+            b.poll(&mut got).unwrap();
+            assert_eq!(got.0.len(), 1);
+            drop(a);
+            drop(b);
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

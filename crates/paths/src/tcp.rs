@@ -4,8 +4,16 @@
 //! introduces itself with a hello carrying the job key and its rank, and from then on writes
 //! frames `[u32 len][header][payload]`. Using sender-opened connections only (data flows one
 //! way on each) keeps per-pair order trivially and avoids the simultaneous-connect race.
-//! Frames from a connection whose hello had the wrong key, or whose length field is out of
-//! range, are counted and the connection is dropped: nothing from it is delivered.
+//! A connection whose hello has the wrong key is counted and dropped: nothing from it is
+//! delivered.
+//!
+//! Frames are `[u32 len][u32 crc][header][payload]`: `len` counts header and payload (bit
+//! 31 set = sent without checksum, `STEADFAST_CHECKSUM=tcp=none`), `crc` is the CRC32C of
+//! the length word, header and payload, computed by the sender before the write and
+//! checked by the receiver before delivery. TCP's own 16-bit checksum is computed by the
+//! NIC or kernel and does not cover the path between memory and NIC; this one is end to
+//! end. TCP cannot be asked to resend a frame, so damage found here is reported as
+//! [`PathError::Corrupt`] (the MPI call fails, nothing damaged is delivered).
 
 use std::collections::VecDeque;
 use std::io::{ErrorKind, IoSlice, Read, Write};
@@ -14,6 +22,8 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
+use crate::checksum::Checksum;
+use crate::fault::Injector;
 use crate::{PacketSink, Path, PathCounters, PathError, RawHeader, SendStatus, HDR_LEN};
 
 const HELLO_MAGIC: u64 = 0x5354_4446_5443_5031; // "STDFTCP1"
@@ -22,7 +32,11 @@ const HELLO_LEN: usize = 24;
 pub const TCP_MAX_PAYLOAD: usize = 512 << 10;
 /// Bytes a connection may hold unsent in user space before `send` answers Full.
 const OUT_LIMIT: usize = 4 << 20;
-const IN_BUF: usize = 2 * (TCP_MAX_PAYLOAD + HDR_LEN + 4);
+const IN_BUF: usize = 2 * (TCP_MAX_PAYLOAD + HDR_LEN + FRAME_PREFIX);
+/// Length word and checksum in front of every frame.
+const FRAME_PREFIX: usize = 8;
+/// Bit of the length word: this frame carries no checksum.
+const NO_CRC: u32 = 1 << 31;
 
 struct OutConn {
     stream: TcpStream,
@@ -53,6 +67,10 @@ pub struct TcpPath {
     out: Vec<Option<OutConn>>,
     inc: Vec<InConn>,
     counters: PathCounters,
+    checksum: Checksum,
+    faults: Option<Injector>,
+    /// Damage found while reading, reported by the next `poll`.
+    corrupt: Option<(u32, String)>,
 }
 
 impl TcpPath {
@@ -78,7 +96,20 @@ impl TcpPath {
             out: (0..nranks).map(|_| None).collect(),
             inc: Vec::new(),
             counters: PathCounters::default(),
+            checksum: Checksum::Crc32c,
+            faults: None,
+            corrupt: None,
         })
+    }
+
+    /// End-to-end checksum of frames (default CRC32C).
+    pub fn set_checksum(&mut self, c: Checksum) {
+        self.checksum = c;
+    }
+
+    /// Damage frames as `inj` decides (`corrupt` on send, `bus` on receive).
+    pub fn set_faults(&mut self, inj: Injector) {
+        self.faults = Some(inj);
     }
 
     /// The address peers should connect to.
@@ -155,10 +186,27 @@ impl TcpPath {
 enum Parsed {
     More,
     Drop(&'static str),
+    /// The stream from `peer` carried damage (the frame was not delivered).
+    Corrupt(u32, String),
+}
+
+/// CRC32C of a frame: length word, header, payload.
+fn frame_crc(len_word: u32, hdr: &[u8], payload: &[u8]) -> u32 {
+    let c = crc32c::crc32c(&len_word.to_le_bytes());
+    let c = crc32c::crc32c_append(c, hdr);
+    crc32c::crc32c_append(c, payload)
 }
 
 impl InConn {
-    fn parse(&mut self, job_key: u64, nranks: usize, sink: &mut dyn PacketSink, counters: &mut PathCounters) -> Parsed {
+    fn parse(
+        &mut self,
+        job_key: u64,
+        nranks: usize,
+        sink: &mut dyn PacketSink,
+        counters: &mut PathCounters,
+        checksum: Checksum,
+        faults: &mut Option<Injector>,
+    ) -> Parsed {
         loop {
             let avail = &self.buf[self.start..self.end];
             let Some(peer) = self.peer else {
@@ -169,30 +217,51 @@ impl InConn {
                 let key = u64::from_le_bytes(avail[8..16].try_into().unwrap_or_default());
                 let rank = u32::from_le_bytes(avail[16..20].try_into().unwrap_or_default());
                 if magic != HELLO_MAGIC || key != job_key || rank as usize >= nranks {
+                    counters.foreign_dropped += 1;
                     return Parsed::Drop("bad hello (foreign process or wrong job key)");
                 }
                 self.peer = Some(rank);
                 self.start += HELLO_LEN;
                 continue;
             };
-            if avail.len() < 4 {
+            if avail.len() < FRAME_PREFIX {
                 return Parsed::More;
             }
-            let len = u32::from_le_bytes(avail[0..4].try_into().unwrap_or_default()) as usize;
+            let word = u32::from_le_bytes(avail[0..4].try_into().unwrap_or_default());
+            let stored = u32::from_le_bytes(avail[4..8].try_into().unwrap_or_default());
+            let len = (word & !NO_CRC) as usize;
             if !(HDR_LEN..=HDR_LEN + TCP_MAX_PAYLOAD).contains(&len) {
-                return Parsed::Drop("frame length out of range");
+                counters.corrupt_detected += 1;
+                return Parsed::Corrupt(peer, format!("frame length {len} out of range"));
             }
-            if avail.len() < 4 + len {
+            if avail.len() < FRAME_PREFIX + len {
                 return Parsed::More;
             }
-            let hdr: &RawHeader = match avail[4..4 + HDR_LEN].try_into() {
+            let (s, e) = (self.start + FRAME_PREFIX, self.start + FRAME_PREFIX + len);
+            if let Some(inj) = faults.as_mut() {
+                inj.bus_error(&mut self.buf[s..e], HDR_LEN);
+            }
+            let body = &self.buf[s..e];
+            let (hdr, payload) = body.split_at(HDR_LEN);
+            if checksum.enabled() {
+                if word & NO_CRC != 0 {
+                    counters.corrupt_detected += 1;
+                    return Parsed::Corrupt(peer, "frame without checksum (sender runs STEADFAST_CHECKSUM=none)".into());
+                }
+                let computed = frame_crc(word, hdr, payload);
+                if computed != stored {
+                    counters.corrupt_detected += 1;
+                    return Parsed::Corrupt(peer, format!("CRC32C mismatch: frame says {stored:08x}, data gives {computed:08x}"));
+                }
+            }
+            let hdr: &RawHeader = match hdr.try_into() {
                 Ok(h) => h,
                 Err(_) => return Parsed::Drop("short header"),
             };
-            sink.packet(peer, hdr, &avail[4 + HDR_LEN..4 + len]);
+            sink.packet(peer, hdr, payload);
             counters.packets_received += 1;
             counters.bytes_received += (len - HDR_LEN) as u64;
-            self.start += 4 + len;
+            self.start += FRAME_PREFIX + len;
         }
     }
 
@@ -268,10 +337,20 @@ impl TcpPath {
                 }
                 Ok(n) => {
                     c.end += n;
-                    if let Parsed::Drop(why) = c.parse(self.job_key, nranks, sink, &mut self.counters) {
-                        self.counters.frames_dropped += 1;
-                        drop_reason = Some(why);
-                        break;
+                    match c.parse(self.job_key, nranks, sink, &mut self.counters, self.checksum, &mut self.faults) {
+                        Parsed::More => {}
+                        Parsed::Drop(why) => {
+                            self.counters.frames_dropped += 1;
+                            drop_reason = Some(why);
+                            break;
+                        }
+                        Parsed::Corrupt(peer, what) => {
+                            // The stream cannot be trusted past damage: stop reading it.
+                            self.counters.frames_dropped += 1;
+                            self.corrupt.get_or_insert((peer, what));
+                            drop_reason = Some("corrupt frame");
+                            break;
+                        }
                     }
                     if c.start == c.end {
                         c.start = 0;
@@ -308,17 +387,44 @@ impl Path for TcpPath {
         if payload.len() > TCP_MAX_PAYLOAD {
             return Err(PathError::Tcp(format!("payload {} exceeds frame limit", payload.len())));
         }
+        let checksum = self.checksum;
+        let mut damaged = None;
         let c = self.connect(peer)?;
         if c.queue.len() > OUT_LIMIT {
             return Ok(SendStatus::Full);
         }
-        let len = ((HDR_LEN + payload.len()) as u32).to_le_bytes();
-        let total = 4 + HDR_LEN + payload.len();
+        let body = (HDR_LEN + payload.len()) as u32;
+        let word = if checksum.enabled() { body } else { body | NO_CRC };
+        let crc = if checksum.enabled() { frame_crc(word, hdr, payload) } else { 0 };
+        let mut prefix = [0u8; FRAME_PREFIX];
+        prefix[0..4].copy_from_slice(&word.to_le_bytes());
+        prefix[4..8].copy_from_slice(&crc.to_le_bytes());
+        if let Some(inj) = self.faults.as_mut() {
+            if inj.will_corrupt() {
+                // Damage a private copy of the frame after its checksum was computed.
+                let mut f = Vec::with_capacity(FRAME_PREFIX + body as usize);
+                f.extend_from_slice(&prefix);
+                f.extend_from_slice(hdr);
+                f.extend_from_slice(payload);
+                inj.damage(&mut f[FRAME_PREFIX..]);
+                damaged = Some(f);
+            }
+        }
+        let Some(c) = self.out[peer as usize].as_mut() else { return Ok(SendStatus::Full) };
+        let parts_owned;
+        let parts: [&[u8]; 3] = match &damaged {
+            Some(f) => {
+                parts_owned = f;
+                [&parts_owned[..], &[], &[]]
+            }
+            None => [&prefix[..], &hdr[..], payload],
+        };
+        let total: usize = parts.iter().map(|p| p.len()).sum();
         let mut written = 0;
         if c.queue.is_empty() {
             loop {
-                let parts = [IoSlice::new(&len), IoSlice::new(hdr), IoSlice::new(payload)];
-                match send_vectored(&c.stream, &parts) {
+                let iov = [IoSlice::new(parts[0]), IoSlice::new(parts[1]), IoSlice::new(parts[2])];
+                match send_vectored(&c.stream, &iov) {
                     Ok(n) => {
                         written = n;
                         break;
@@ -332,7 +438,7 @@ impl Path for TcpPath {
         if written < total {
             // Keep the unsent rest so the caller's buffer is free; order is kept by the queue.
             let mut skip = written;
-            for part in [&len[..], &hdr[..], payload] {
+            for part in parts {
                 if skip >= part.len() {
                     skip -= part.len();
                     continue;
@@ -357,6 +463,9 @@ impl Path for TcpPath {
             } else {
                 self.read_conn(token as usize - 1, sink);
             }
+        }
+        if let Some((peer, what)) = self.corrupt.take() {
+            return Err(PathError::Corrupt { peer, path: "tcp", what });
         }
         Ok((self.counters.packets_received - before) as usize)
     }
@@ -390,7 +499,12 @@ impl Path for TcpPath {
     }
 
     fn counters(&self) -> PathCounters {
-        self.counters
+        let mut c = self.counters;
+        if let Some(inj) = &self.faults {
+            c.injected_corrupt += inj.counts.injected_corrupt;
+            c.injected_bus += inj.counts.injected_bus;
+        }
+        c
     }
 }
 
@@ -440,5 +554,37 @@ mod tests {
             assert_eq!(p, s);
         }
         assert!(b.counters().frames_dropped >= 1);
+    }
+
+    /// Damage after the checksum (sender: `corrupt`, receiver: `bus`) is detected,
+    /// reported as `Corrupt`, and never delivered.
+    #[test]
+    fn damaged_frames_are_detected_not_delivered() {
+        use crate::fault::{FaultSpec, Injector};
+        for (who, spec) in [("sender", "corrupt=1"), ("receiver", "bus=1")] {
+            let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 5).unwrap();
+            let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 5).unwrap();
+            a.set_peer_addr(1, b.local_addr().unwrap());
+            let inj = Injector::new(FaultSpec::parse(spec).unwrap(), 0);
+            if who == "sender" {
+                a.set_faults(inj);
+            } else {
+                b.set_faults(inj);
+            }
+            let payload = vec![0x5au8; 5000];
+            a.send(1, &[1; HDR_LEN], &payload).unwrap();
+            let mut got = Collect(Vec::new());
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            let err = loop {
+                a.poll(&mut Collect(Vec::new())).unwrap();
+                match b.poll(&mut got) {
+                    Err(e) => break e,
+                    Ok(_) => assert!(std::time::Instant::now() < deadline, "{who}: damage not detected"),
+                }
+            };
+            assert!(matches!(err, PathError::Corrupt { peer: 0, path: "tcp", .. }), "{who}: {err}");
+            assert!(got.0.is_empty(), "{who}: damaged frame delivered");
+            assert_eq!(b.counters().corrupt_detected, 1);
+        }
     }
 }

@@ -25,8 +25,13 @@ pub const JOB_KEY: &str = "STEADFAST_JOB_KEY";
 pub const JOBDIR: &str = "STEADFAST_JOBDIR";
 /// `IP:PORT` of the launcher's control server.
 pub const CONTROL: &str = "STEADFAST_CONTROL";
-/// Data path between ranks: `shm` or `tcp`.
+/// Data path between ranks: `shm`, `tcp` or `udp`.
 pub const PATH: &str = "STEADFAST_PATH";
+/// Host index of every rank (`0*4,1*4`: ranks 0–3 on host 0, 4–7 on host 1); set only
+/// for multi-host jobs.
+pub const HOSTMAP: &str = "STEADFAST_HOSTMAP";
+/// Name of the host a rank was started on (multi-host jobs).
+pub const HOST: &str = "STEADFAST_HOST";
 /// Fault-tolerance mode: `abort` or `run-through`.
 pub const FT: &str = "STEADFAST_FT";
 
@@ -38,6 +43,8 @@ pub enum PathKind {
     Shm,
     /// TCP sockets.
     Tcp,
+    /// UDP datagrams under the reliable channel.
+    Udp,
 }
 
 /// What happens to the job when a rank dies.
@@ -61,6 +68,7 @@ impl FromStr for PathKind {
         match s {
             "shm" => Ok(PathKind::Shm),
             "tcp" => Ok(PathKind::Tcp),
+            "udp" => Ok(PathKind::Udp),
             _ => Err(UnknownValue(s.to_owned())),
         }
     }
@@ -71,6 +79,7 @@ impl fmt::Display for PathKind {
         f.write_str(match self {
             PathKind::Shm => "shm",
             PathKind::Tcp => "tcp",
+            PathKind::Udp => "udp",
         })
     }
 }

@@ -37,9 +37,25 @@ pub struct RunArgs {
     #[arg(long = "genv", num_args = 2, value_names = ["NAME", "VALUE"])]
     pub genv: Vec<String>,
 
-    /// Data path between ranks.
-    #[arg(long = "path", value_enum, default_value_t = PathArg::Shm)]
-    pub path: PathArg,
+    /// Data path between ranks on one host (default: $STEADFAST_PATH, else shm). Ranks on
+    /// different hosts use udp (or STEADFAST_NET_PATH) when this is shm.
+    #[arg(long = "path", value_enum)]
+    pub path: Option<PathArg>,
+
+    /// Start ranks on these hosts, in blocks (`h1,h2` or `h1:SLOTS,h2:SLOTS`). Hosts other
+    /// than this one are reached through --agent.
+    #[arg(long = "hosts", value_name = "HOST[:SLOTS],...", value_delimiter = ',')]
+    pub hosts: Vec<String>,
+
+    /// Remote-start agent for --hosts; `{host}` is replaced by the host name, and
+    /// `env -C DIR VAR=VALUE... PROGRAM ARGS` is appended (e.g. "ip netns exec {host}").
+    #[arg(long = "agent", value_name = "COMMAND", default_value = launcher::DEFAULT_AGENT)]
+    pub agent: String,
+
+    /// Address the launcher's control server listens on (IP or IP:PORT); with --hosts the
+    /// default is the local address that routes to the first remote host.
+    #[arg(long = "control-addr", value_name = "ADDR")]
+    pub control_addr: Option<String>,
 
     /// Fault-tolerance mode: `abort` tears the job down when a rank dies;
     /// `run-through` keeps survivors running and tells them which rank died.
@@ -92,6 +108,8 @@ pub enum PathArg {
     Shm,
     /// TCP sockets.
     Tcp,
+    /// UDP datagrams under the reliable channel (checksums, retransmission, routes).
+    Udp,
 }
 
 /// `--ft` values.
@@ -141,6 +159,9 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--env", 1),
     ("--genv", 2),
     ("--path", 1),
+    ("--hosts", 1),
+    ("--agent", 1),
+    ("--control-addr", 1),
     ("--ft", 1),
     ("--on-failure", 1),
     ("--timeout", 1),
@@ -205,9 +226,28 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
     cfg.wdir = args.wdir;
     cfg.env = env;
     cfg.path = match args.path {
-        PathArg::Shm => PathKind::Shm,
-        PathArg::Tcp => PathKind::Tcp,
+        Some(PathArg::Shm) => PathKind::Shm,
+        Some(PathArg::Tcp) => PathKind::Tcp,
+        Some(PathArg::Udp) => PathKind::Udp,
+        // The launcher sets STEADFAST_PATH for the ranks, so honour the user's value here.
+        None => match std::env::var("STEADFAST_PATH") {
+            Ok(v) if !v.trim().is_empty() => match v.trim().parse() {
+                Ok(k) => k,
+                Err(_) => {
+                    eprintln!("steadfast run: STEADFAST_PATH={v:?} is not shm, tcp or udp");
+                    return 2;
+                }
+            },
+            _ => PathKind::Shm,
+        },
     };
+    cfg.hosts = args
+        .hosts
+        .into_iter()
+        .filter(|h| !h.trim().is_empty())
+        .collect();
+    cfg.agent = args.agent;
+    cfg.control_addr = args.control_addr;
     cfg.ft = match args.ft {
         FtArg::Abort => FtMode::Abort,
         FtArg::RunThrough => FtMode::RunThrough,

@@ -7,9 +7,13 @@
 //! in the sans-IO [`crate::server::ControlCore`]; this module only moves bytes and
 //! manages processes.
 //!
-//! Multi-host later: ranks are described by [`RankPlacement`] (host, local rank); a
-//! remote-start agent (ssh, `ip netns exec`) would replace `spawn_local` for ranks whose
-//! host is not this one, and the control server would bind a routable address.
+//! Multi-host (`--hosts`): ranks are placed on hosts in blocks ([`place_on_hosts`]); a
+//! rank whose host is not this one is started through the remote-start agent
+//! (`--agent`, `ssh {host}` by default; `ip netns exec {host}` for network namespaces)
+//! as `AGENT env -C DIR VAR=VALUE… PROGRAM ARGS`, the program at the same absolute path
+//! there. The control server then listens on an address the other hosts reach
+//! (`--control-addr`, else the local address that routes to the first remote host), and
+//! every rank learns the host of every other rank (`STEADFAST_HOSTMAP`).
 
 mod jobdir;
 pub mod output;
@@ -91,6 +95,12 @@ pub struct LaunchConfig {
     /// default in that mode: a failure there is an event the application handles, and its
     /// output should be its own (the exit status still says a rank failed).
     pub verbose: bool,
+    /// Hosts to place ranks on (`name` or `name:slots`); empty = this host only.
+    pub hosts: Vec<String>,
+    /// Remote-start agent, `{host}` replaced by the host name (default `ssh {host}`).
+    pub agent: String,
+    /// Address (IP or IP:PORT) the control server listens on.
+    pub control_addr: Option<String>,
 }
 
 impl LaunchConfig {
@@ -109,6 +119,9 @@ impl LaunchConfig {
             tag_output: false,
             kill_grace: Duration::from_secs(2),
             verbose: false,
+            hosts: Vec::new(),
+            agent: DEFAULT_AGENT.to_owned(),
+            control_addr: None,
         }
     }
 
@@ -120,6 +133,9 @@ impl LaunchConfig {
         })
     }
 }
+
+/// Default remote-start agent.
+pub const DEFAULT_AGENT: &str = "ssh {host}";
 
 /// Where a rank runs. Single-host jobs put every rank on host 0.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +160,142 @@ pub fn place_single_host(np: u32) -> Vec<RankPlacement> {
             local_size: np,
         })
         .collect()
+}
+
+/// Places `np` ranks on `hosts` (`name` or `name:slots`) in blocks: ranks 0.. fill the
+/// first host's slots, then the next host's, cycling when every slot is taken. Hosts
+/// without a slot count get an even share, `ceil(np / hosts)`.
+pub fn place_on_hosts(np: u32, hosts: &[String]) -> Result<Vec<RankPlacement>, String> {
+    if hosts.is_empty() {
+        return Ok(place_single_host(np));
+    }
+    let share = np.div_ceil(hosts.len() as u32).max(1);
+    let mut slots = Vec::new();
+    for h in hosts {
+        let n = match h.rsplit_once(':') {
+            Some((name, n)) if !name.is_empty() => n
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("bad slot count in host {h:?}"))?,
+            _ => share,
+        };
+        slots.push(n);
+    }
+    let mut host_of = Vec::with_capacity(np as usize);
+    'fill: loop {
+        for (i, n) in slots.iter().enumerate() {
+            for _ in 0..*n {
+                if host_of.len() == np as usize {
+                    break 'fill;
+                }
+                host_of.push(i);
+            }
+        }
+    }
+    let mut count = vec![0u32; hosts.len()];
+    for &h in &host_of {
+        count[h] += 1;
+    }
+    let mut seen = vec![0u32; hosts.len()];
+    Ok(host_of
+        .iter()
+        .enumerate()
+        .map(|(rank, &h)| {
+            let local_rank = seen[h];
+            seen[h] += 1;
+            RankPlacement {
+                rank: rank as u32,
+                host: h,
+                local_rank,
+                local_size: count[h],
+            }
+        })
+        .collect())
+}
+
+/// `STEADFAST_HOSTMAP` for a placement: runs of `host*count` in rank order.
+pub fn hostmap(places: &[RankPlacement]) -> String {
+    let mut runs: Vec<(usize, u32)> = Vec::new();
+    for p in places {
+        match runs.last_mut() {
+            Some((h, n)) if *h == p.host => *n += 1,
+            _ => runs.push((p.host, 1)),
+        }
+    }
+    runs.iter()
+        .map(|(h, n)| format!("{h}*{n}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Host name without its `:slots` suffix.
+fn host_name(h: &str) -> &str {
+    match h.rsplit_once(':') {
+        Some((name, n)) if !name.is_empty() && n.parse::<u32>().is_ok() => name,
+        _ => h,
+    }
+}
+
+/// Whether `name` designates the machine the launcher runs on (started without agent).
+fn is_this_host(name: &str) -> bool {
+    if name == "localhost" || name == "127.0.0.1" {
+        return true;
+    }
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return false;
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    std::str::from_utf8(&buf[..end]).is_ok_and(|h| h == name)
+}
+
+/// Quotes `s` for a POSIX shell (ssh runs the remote command through one).
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
+    {
+        return s.to_owned();
+    }
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// The address the control server should listen on.
+fn control_bind(cfg: &LaunchConfig) -> Result<SocketAddr, String> {
+    if let Some(a) = &cfg.control_addr {
+        if let Ok(sa) = a.parse::<SocketAddr>() {
+            return Ok(sa);
+        }
+        return a
+            .parse::<std::net::IpAddr>()
+            .map(|ip| SocketAddr::new(ip, 0))
+            .map_err(|_| format!("--control-addr {a:?} is not an IP address"));
+    }
+    let remote: Vec<&str> = cfg
+        .hosts
+        .iter()
+        .map(|h| host_name(h))
+        .filter(|h| !is_this_host(h))
+        .collect();
+    let Some(first) = remote.first() else {
+        return Ok(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)));
+    };
+    use std::net::ToSocketAddrs;
+    let target = (*first, 9)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut it| it.next())
+        .ok_or_else(|| {
+            format!("cannot resolve host {first:?} to find the address it reaches us on; give --control-addr")
+        })?;
+    let probe = std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))
+        .and_then(|s| s.connect(target).map(|()| s))
+        .and_then(|s| s.local_addr())
+        .map_err(|e| format!("no route to host {first:?} ({e}); give --control-addr"))?;
+    Ok(SocketAddr::new(probe.ip(), 0))
 }
 
 /// Runs the job to completion and returns the launcher's exit status.
@@ -324,9 +476,16 @@ impl Launcher {
         let job_key = rand("job key")?;
         let jobdir = JobDir::create(&jobid)
             .map_err(|e| (EXIT_SETUP, format!("cannot create the job directory: {e}")))?;
-        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        let places = place_on_hosts(cfg.np, &cfg.hosts).map_err(|e| (EXIT_SETUP, e))?;
+        let bind = control_bind(&cfg).map_err(|e| (EXIT_SETUP, e))?;
+        let listener = TcpListener::bind(bind)
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| (EXIT_SETUP, format!("cannot open the control port: {e}")))?;
+            .map_err(|e| {
+                (
+                    EXIT_SETUP,
+                    format!("cannot open the control port on {bind}: {e}"),
+                )
+            })?;
         let control: SocketAddr = listener
             .local_addr()
             .map_err(|e| (EXIT_SETUP, format!("control port: {e}")))?;
@@ -372,7 +531,8 @@ impl Launcher {
             ft: l.cfg.ft,
         };
         tracing::debug!(np = l.cfg.np, exe = %exe.display(), %control, jobdir = %template.jobdir.display(), "starting job");
-        for place in place_single_host(l.cfg.np) {
+        let map = (!l.cfg.hosts.is_empty()).then(|| hostmap(&places));
+        for place in places {
             let env = JobEnv {
                 rank: place.rank,
                 local_rank: place.local_rank,
@@ -384,7 +544,8 @@ impl Launcher {
             if place.rank % 16 == 15 {
                 l.accept_all();
             }
-            if let Err(e) = l.spawn_local(&exe, &env) {
+            let host = l.cfg.hosts.get(place.host).map(|h| host_name(h).to_owned());
+            if let Err(e) = l.spawn_rank(&exe, &env, host.as_deref(), map.as_deref(), &cwd) {
                 let code = if e.kind() == ErrorKind::NotFound {
                     127
                 } else {
@@ -416,13 +577,83 @@ impl Launcher {
         Ok(l)
     }
 
-    /// Starts one rank on this host, in its own process group.
-    fn spawn_local(&mut self, exe: &Path, env: &JobEnv) -> std::io::Result<()> {
-        let mut cmd = Command::new(exe);
-        cmd.arg0(&self.cfg.program)
-            .args(&self.cfg.args)
-            .envs(self.cfg.env.iter().map(|(k, v)| (k, v)))
-            .envs(env.to_vars())
+    /// The command that starts a rank on `host` through the agent:
+    /// `AGENT env -C DIR VAR=VALUE… PROGRAM ARGS`.
+    fn agent_command(
+        &self,
+        host: &str,
+        exe: &Path,
+        vars: &[(OsString, OsString)],
+        cwd: &Path,
+    ) -> std::io::Result<Command> {
+        let words: Vec<String> = self
+            .cfg
+            .agent
+            .split_whitespace()
+            .map(|w| w.replace("{host}", host))
+            .collect();
+        let Some((prog, pre)) = words.split_first() else {
+            return Err(std::io::Error::new(
+                ErrorKind::InvalidInput,
+                "the remote-start agent is empty",
+            ));
+        };
+        // ssh hands the command to a remote shell: quote every word.
+        let quote = Path::new(prog).file_name().is_some_and(|f| f == "ssh");
+        let q = |s: &str| if quote { shell_quote(s) } else { s.to_owned() };
+        let mut rest: Vec<String> = vec!["env".into(), "-C".into(), q(&cwd.to_string_lossy())];
+        for (k, v) in vars {
+            rest.push(q(&format!(
+                "{}={}",
+                k.to_string_lossy(),
+                v.to_string_lossy()
+            )));
+        }
+        rest.push(q(&exe.to_string_lossy()));
+        for a in &self.cfg.args {
+            rest.push(q(&a.to_string_lossy()));
+        }
+        let mut cmd = Command::new(prog);
+        cmd.args(pre).args(rest);
+        Ok(cmd)
+    }
+
+    /// Starts one rank, in its own process group: directly on this host, or through the
+    /// remote-start agent on `host`.
+    fn spawn_rank(
+        &mut self,
+        exe: &Path,
+        env: &JobEnv,
+        host: Option<&str>,
+        hostmap: Option<&str>,
+        cwd: &Path,
+    ) -> std::io::Result<()> {
+        let mut vars: Vec<(OsString, OsString)> = Vec::new();
+        if let Some(h) = host {
+            // A remote shell does not inherit our environment: forward the job's own
+            // variables and the user's overrides.
+            for (k, v) in std::env::vars_os() {
+                if k.to_string_lossy().starts_with("STEADFAST_") {
+                    vars.push((k, v));
+                }
+            }
+            vars.extend(self.cfg.env.iter().cloned());
+            vars.push((crate::env::HOST.into(), h.into()));
+        }
+        vars.extend(env.to_vars().into_iter().map(|(k, v)| (k.into(), v.into())));
+        if let Some(m) = hostmap {
+            vars.push((crate::env::HOSTMAP.into(), m.into()));
+        }
+        let mut cmd = match host {
+            Some(h) if !is_this_host(h) => self.agent_command(h, exe, &vars, cwd)?,
+            _ => {
+                let mut c = Command::new(exe);
+                c.arg0(&self.cfg.program).args(&self.cfg.args);
+                c
+            }
+        };
+        cmd.envs(self.cfg.env.iter().map(|(k, v)| (k, v)))
+            .envs(vars.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
@@ -1160,6 +1391,27 @@ fn stdin_usable() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_get_blocks_and_a_compact_map() {
+        let hosts = vec!["a".to_string(), "b".to_string()];
+        let p = place_on_hosts(5, &hosts).unwrap();
+        assert_eq!(
+            p.iter()
+                .map(|r| (r.host, r.local_rank, r.local_size))
+                .collect::<Vec<_>>(),
+            vec![(0, 0, 3), (0, 1, 3), (0, 2, 3), (1, 0, 2), (1, 1, 2)]
+        );
+        assert_eq!(hostmap(&p), "0*3,1*2");
+        let slots = vec!["a:1".to_string(), "b:2".to_string()];
+        let p = place_on_hosts(4, &slots).unwrap();
+        assert_eq!(hostmap(&p), "0*1,1*2,0*1");
+        assert!(place_on_hosts(2, &["a:0".to_string()]).is_err());
+        assert_eq!(host_name("n1:4"), "n1");
+        assert_eq!(host_name("n1"), "n1");
+        assert_eq!(shell_quote("a b'c"), "'a b'\\''c'");
+        assert_eq!(shell_quote("/x/y=1"), "/x/y=1");
+    }
 
     #[test]
     fn exit_codes_fit_a_byte_and_never_become_success() {
