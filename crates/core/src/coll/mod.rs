@@ -243,6 +243,9 @@ impl Engine {
     pub(crate) fn coll_start_persistent(&mut self, h: Handle) -> MpiResult<()> {
         let p = self.coll.persistent.get(&h).ok_or_else(|| MpiError::new(ErrorClass::Request, "not a collective request"))?;
         let (comm, coll, tag) = (p.comm, p.coll.clone(), p.tag_base);
+        if self.coll.active.iter().any(|(a, _)| *a == h) {
+            return Err(MpiError::new(ErrorClass::Request, "the persistent collective is still active"));
+        }
         let s = self.prepare(comm, &coll, Some(tag))?;
         self.coll_request_activate(h);
         self.coll_launch(h, s)

@@ -5,6 +5,8 @@
 //! and algorithms (forced through `CollConfig`), including a non-commutative op whose result
 //! depends on rank order.
 
+#![allow(clippy::needless_range_loop)]
+
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
