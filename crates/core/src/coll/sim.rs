@@ -252,7 +252,7 @@ fn barrier_every_size() {
 #[test]
 fn bcast_every_size_root_count_and_algorithm() {
     let t = int_type();
-    for (algo, cfg) in configs("bcast", &["binomial", "scatter_allgather"]) {
+    for (algo, cfg) in configs("bcast", &["binomial", "linear", "scatter_allgather"]) {
         for &n in SIZES {
             for &count in &[0usize, 1, 5, 1000] {
                 for root in 0..n {
