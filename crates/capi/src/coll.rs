@@ -97,6 +97,11 @@ fn count_of(n: i64, what: &str) -> Result<usize, MpiError> {
     usize::try_from(n).map_err(|_| err(ErrorClass::Count, format!("{what} {n} is negative")))
 }
 
+/// Like [`count_of`] for the count of buffer `what` (message built only on error).
+fn buf_count(n: i64, what: &str) -> Result<usize, MpiError> {
+    usize::try_from(n).map_err(|_| err(ErrorClass::Count, format!("{what} count {n} is negative")))
+}
+
 fn check_buf(p: *const c_void, count: usize, t: &Datatype, what: &str) -> Result<(), MpiError> {
     // NULL is MPI_BOTTOM, meaningful only with types holding absolute addresses.
     if p.is_null() && count > 0 && t.predefined && t.size > 0 {
@@ -110,7 +115,7 @@ fn check_buf(p: *const c_void, count: usize, t: &Datatype, what: &str) -> Result
 
 /// A significant buffer argument, checked.
 fn typed(g: &Global, p: *const c_void, count: i64, dt: MPI_Datatype, what: &str) -> Result<Buf, MpiError> {
-    let count = count_of(count, &format!("{what} count"))?;
+    let count = buf_count(count, what)?;
     let t = dtype(g, dt as usize)?;
     check_buf(p, count, &t, what)?;
     Ok(Buf { ptr: p as *mut u8, count, dtype: t })

@@ -32,6 +32,7 @@ pub fn bcast(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &Buf, cfg: &C
     }
     match select::bcast(cfg, size, bytes) {
         select::Bcast::Binomial => binomial(s, rank, size, root, b.ptr, b.count, &b.dtype),
+        select::Bcast::Linear => linear(s, rank, size, root, b.ptr, b.count, &b.dtype),
         select::Bcast::ScatterAllgather => scatter_allgather(s, rank, size, root, b.ptr, b.count, &b.dtype),
     }
     Ok(())
@@ -56,6 +57,18 @@ pub fn binomial(s: &mut Schedule, rank: i32, size: i32, root: i32, buf: *mut u8,
             s.send((rank + mask) % size, 0, buf, count, t);
         }
         mask >>= 1;
+    }
+    s.round();
+}
+
+/// Linear: the root sends to every other rank in one round.
+pub fn linear(s: &mut Schedule, rank: i32, size: i32, root: i32, buf: *mut u8, count: usize, t: &TypeRef) {
+    if rank == root {
+        for i in 1..size {
+            s.send((root + i) % size, 0, buf, count, t);
+        }
+    } else {
+        s.recv(root, 0, buf, count, t);
     }
     s.round();
 }

@@ -21,6 +21,7 @@ pub mod select;
 mod sim;
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::datatype::TypeRef;
@@ -102,6 +103,24 @@ unsafe impl Send for VBuf {}
 unsafe impl Send for WBuf {}
 unsafe impl Send for RBuf {}
 
+/// Hasher for context ids (small integers chosen by the library, not by an adversary).
+#[derive(Default)]
+struct CtxHasher(u64);
+
+impl Hasher for CtxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ *b as u64).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.0 = (x as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
 /// Where this rank stands in the communicator.
 #[derive(Debug, Clone, Copy)]
 pub struct Topo {
@@ -122,12 +141,14 @@ struct Persistent {
 #[derive(Default)]
 pub struct CollState {
     /// Next sequence number per communicator context id.
-    seqs: HashMap<u32, u32>,
+    seqs: HashMap<u32, u32, BuildHasherDefault<CtxHasher>>,
     /// Nonblocking collectives in progress, with their request.
-    active: Vec<(Handle, Schedule)>,
+    active: Vec<(Handle, Box<Schedule>)>,
     persistent: HashMap<Handle, Persistent>,
-    /// Reusable schedules (keeps the small-message path free of allocation).
-    pool: Vec<Schedule>,
+    /// Reusable schedules (keeps the small-message path free of allocation); boxed so
+    /// handing one around moves a pointer.
+    #[allow(clippy::vec_box)]
+    pool: Vec<Box<Schedule>>,
     /// User-defined operations (MPI_Op handles).
     pub ops: Slab<Arc<UserOp>>,
     cfg: Option<CollConfig>,
@@ -143,10 +164,10 @@ impl CollState {
     pub fn is_persistent(&self, h: Handle) -> bool {
         !self.persistent.is_empty() && self.persistent.contains_key(&h)
     }
-    fn schedule(&mut self) -> Schedule {
+    fn schedule(&mut self) -> Box<Schedule> {
         self.pool.pop().unwrap_or_default()
     }
-    fn recycle(&mut self, s: Schedule) {
+    fn recycle(&mut self, s: Box<Schedule>) {
         if self.pool.len() < 4 {
             self.pool.push(s);
         }
@@ -171,7 +192,7 @@ impl Engine {
         t
     }
 
-    fn prepare(&mut self, comm: Handle, c: &Coll, tag: Option<i32>) -> MpiResult<Schedule> {
+    fn prepare(&mut self, comm: Handle, c: &Coll, tag: Option<i32>) -> MpiResult<Box<Schedule>> {
         let (topo, ctx) = self.topo(comm)?;
         let tag = match tag {
             Some(t) => t,
@@ -179,10 +200,8 @@ impl Engine {
         };
         let mut s = self.coll.schedule();
         s.reset(comm, tag);
-        let cfg = self.coll.cfg.take().unwrap_or_else(CollConfig::from_env);
-        let r = build(&mut s, topo, c, &cfg);
-        self.coll.cfg = Some(cfg);
-        if let Err(e) = r {
+        let cfg = self.coll.cfg.get_or_insert_with(CollConfig::from_env);
+        if let Err(e) = build(&mut s, topo, c, cfg) {
             self.coll.recycle(s);
             return Err(e);
         }
@@ -224,6 +243,9 @@ impl Engine {
     pub(crate) fn coll_start_persistent(&mut self, h: Handle) -> MpiResult<()> {
         let p = self.coll.persistent.get(&h).ok_or_else(|| MpiError::new(ErrorClass::Request, "not a collective request"))?;
         let (comm, coll, tag) = (p.comm, p.coll.clone(), p.tag_base);
+        if self.coll.active.iter().any(|(a, _)| *a == h) {
+            return Err(MpiError::new(ErrorClass::Request, "the persistent collective is still active"));
+        }
         let s = self.prepare(comm, &coll, Some(tag))?;
         self.coll_request_activate(h);
         self.coll_launch(h, s)
@@ -234,7 +256,7 @@ impl Engine {
         self.coll.persistent.remove(&h);
     }
 
-    fn coll_launch(&mut self, h: Handle, mut s: Schedule) -> MpiResult<()> {
+    fn coll_launch(&mut self, h: Handle, mut s: Box<Schedule>) -> MpiResult<()> {
         match self.sched_advance(&mut s) {
             Ok(true) => {
                 let err = s.error();

@@ -10,6 +10,10 @@ use super::{gather, pof2_floor, Buf, RBuf, VBuf};
 use crate::error::MpiResult;
 use crate::op::Reduction;
 
+/// A binomial reduce posts every child's receive at once while the data of all children
+/// fits in this many bytes (one round instead of one per child).
+const ALL_CHILDREN_AT_ONCE: usize = 64 << 10;
+
 /// Sub-tag of the message that carries the result to the real root.
 const SUB_FINAL: u32 = 0xffe;
 /// Sub-tag of the messages that fold the extra ranks of a non-power-of-two size in and out.
@@ -38,47 +42,72 @@ pub fn binomial(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<
     let troot = if commute { root } else { 0 };
     let vr = (rank - troot + size) % size;
     let mine: *const u8 = send.unwrap_or(recv);
-    let has_children = vr % 2 == 0 && vr + 1 < size;
-    let mut acc = mine as *mut u8;
-    let mut tmp = std::ptr::null_mut();
-    if has_children {
-        acc = if rank == root && vr == 0 { recv } else { s.temp_typed(&t, count) };
-        s.copy(mine, count, &t, acc, count, &t);
-        s.round();
-        tmp = s.temp_typed(&t, count);
-    }
+    // Children vr + 1, vr + 2, vr + 4, … below vr's lowest set bit, each covering the next
+    // higher range of ranks; then the parent.
+    let mut children = [(0i32, 0u32); 32];
+    let mut nchildren = 0;
+    let mut parent = None;
     let mut mask = 1;
     let mut k = 0;
     while mask < size {
         if vr & mask == 0 {
-            let src_v = vr | mask;
-            if src_v < size {
-                s.recv((src_v + troot) % size, k, tmp, count, &t);
-                if commute {
-                    s.reduce(tmp, acc, count);
-                } else {
-                    // Received data covers higher ranks: acc op tmp, kept in tmp.
-                    s.reduce(acc, tmp, count);
-                    std::mem::swap(&mut acc, &mut tmp);
-                }
-                s.round();
+            if vr | mask < size {
+                children[nchildren] = (((vr | mask) + troot) % size, k);
+                nchildren += 1;
             }
         } else {
-            s.send(((vr & !mask) + troot) % size, k, acc, count, &t);
-            s.round();
+            parent = Some((((vr & !mask) + troot) % size, k));
             break;
         }
         mask <<= 1;
         k += 1;
     }
-    if vr == 0 {
-        if troot == root {
-            s.copy(acc, count, &t, recv, count, &t);
-            s.round();
-        } else {
-            s.send(root, SUB_FINAL, acc, count, &t);
+    let children = &children[..nchildren];
+    let is_result = rank == root && troot == root;
+    let mut acc = mine as *mut u8;
+    if !children.is_empty() && t.packed_size(count) * children.len() <= ALL_CHILDREN_AT_ONCE {
+        // Small: receive from every child in one round, each into its own buffer, then
+        // fold left to right: buf_i = acc op buf_i (lower ranks first, and the send buffer
+        // is never written). The last child's data can land in recv directly at the root.
+        let last_in_recv = is_result && send.is_some();
+        let mut bufs = [std::ptr::null_mut::<u8>(); 32];
+        for (i, &(child, k)) in children.iter().enumerate() {
+            bufs[i] = if last_in_recv && i + 1 == children.len() { recv } else { s.temp_typed(&t, count) };
+            s.recv(child, k, bufs[i], count, &t);
+        }
+        for b in &bufs[..children.len()] {
+            s.reduce(acc, *b, count);
+            acc = *b;
+        }
+        s.round();
+    } else if !children.is_empty() {
+        // Large: one child at a time, two buffers.
+        let mut a = if is_result { recv } else { s.temp_typed(&t, count) };
+        s.copy(mine, count, &t, a, count, &t);
+        s.round();
+        let mut tmp = s.temp_typed(&t, count);
+        for &(child, k) in children {
+            s.recv(child, k, tmp, count, &t);
+            if commute {
+                s.reduce(tmp, a, count);
+            } else {
+                // Received data covers higher ranks: a op tmp, kept in tmp.
+                s.reduce(a, tmp, count);
+                std::mem::swap(&mut a, &mut tmp);
+            }
             s.round();
         }
+        acc = a;
+    }
+    if let Some((p, k)) = parent {
+        s.send(p, k, acc, count, &t);
+        s.round();
+    } else if troot == root {
+        s.copy(acc, count, &t, recv, count, &t);
+        s.round();
+    } else {
+        s.send(root, SUB_FINAL, acc, count, &t);
+        s.round();
     }
     if rank == root && troot != root {
         s.recv(troot, SUB_FINAL, recv, count, &t);

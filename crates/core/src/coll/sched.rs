@@ -257,16 +257,23 @@ impl Engine {
             }
             s.round_end = end;
             s.in_round = true;
-            // Receives first, so arrivals find them posted.
+            // Receives first, so arrivals find them posted. Messages that already arrived and
+            // eager sends complete at once, without a request.
             for pass in 0..2 {
                 for i in s.pc..end {
                     let h = match (&s.steps[i], pass) {
                         (Step::Recv { peer, local, sub, buf, count, dtype }, 0) => {
                             let tag = tag_of(s.tag_base, *local, *sub);
-                            self.coll_irecv_typed(s.comm, *peer, tag, *buf, *count, dtype.clone())?
+                            match self.coll_recv_or_post(s.comm, *peer, tag, *buf, *count, dtype.clone(), &mut s.error)? {
+                                Some(h) => h,
+                                None => continue,
+                            }
                         }
                         (Step::Send { peer, local, sub, buf, count, dtype }, 1) => {
                             let tag = tag_of(s.tag_base, *local, *sub);
+                            if self.coll_send_now(s.comm, *peer, *local, tag, *buf, *count, dtype)? {
+                                continue;
+                            }
                             self.coll_isend_typed(s.comm, *peer, *local, tag, *buf, *count, dtype.clone())?
                         }
                         _ => continue,

@@ -97,6 +97,8 @@ impl CollConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bcast {
     Binomial,
+    /// The root sends to every rank itself.
+    Linear,
     ScatterAllgather,
 }
 
@@ -106,6 +108,7 @@ pub fn bcast(cfg: &CollConfig, size: i32, bytes: usize) -> Bcast {
     let can_scatter = bytes >= size as usize && size > 2;
     match cfg.forced("bcast") {
         Some("binomial") => return Bcast::Binomial,
+        Some("linear") => return Bcast::Linear,
         Some("scatter_allgather") if can_scatter => return Bcast::ScatterAllgather,
         _ => {}
     }

@@ -5,6 +5,8 @@
 //! and algorithms (forced through `CollConfig`), including a non-commutative op whose result
 //! depends on rank order.
 
+#![allow(clippy::needless_range_loop)]
+
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -250,7 +252,7 @@ fn barrier_every_size() {
 #[test]
 fn bcast_every_size_root_count_and_algorithm() {
     let t = int_type();
-    for (algo, cfg) in configs("bcast", &["binomial", "scatter_allgather"]) {
+    for (algo, cfg) in configs("bcast", &["binomial", "linear", "scatter_allgather"]) {
         for &n in SIZES {
             for &count in &[0usize, 1, 5, 1000] {
                 for root in 0..n {
@@ -438,6 +440,47 @@ fn non_commutative_ops_keep_rank_order() {
             for i in 0..per {
                 assert_eq!(b[i], ordered_product(0..n, r * per + i), "reduce_scatter_block matmul n={n} rank={r}");
             }
+        }
+    }
+}
+
+#[test]
+fn large_reduces_take_the_one_child_at_a_time_path() {
+    // 2500 matrices are 80 KB: above the all-children-at-once limit even for one child.
+    let red = mat_reduction();
+    let count = 2500;
+    for &n in &[2usize, 3, 5, 8] {
+        let mut send: Vec<Vec<Mat>> = (0..n).map(|r| mats(r, count)).collect();
+        let sp: Vec<*mut u8> = send.iter_mut().map(|b| b.as_mut_ptr() as *mut u8).collect();
+        for root in [0, n - 1] {
+            for in_place in [false, true] {
+                let mut recv: Vec<Vec<Mat>> = (0..n).map(|r| if in_place && r == root { mats(r, count) } else { vec![[0; 4]; count] }).collect();
+                let rp: Vec<*mut u8> = recv.iter_mut().map(|b| b.as_mut_ptr() as *mut u8).collect();
+                run_all(n, &CollConfig::default(), |r| Coll::Reduce {
+                    buf: RBuf { send: (!(in_place && r == root)).then_some(sp[r] as *const u8), recv: rp[r], count },
+                    red: red.clone(),
+                    root: root as i32,
+                })
+                .unwrap_or_else(|e| fail("large reduce matmul", n, count, "-", e));
+                for i in (0..count).step_by(97) {
+                    assert_eq!(recv[root][i], ordered_product(0..n, i), "large reduce n={n} root={root} in_place={in_place}");
+                }
+            }
+        }
+    }
+    let t = int_type();
+    let red = sum_reduction(&t);
+    let count = 20000;
+    for &n in &[3usize, 7] {
+        let (mut send, mut recv) = reduce_inputs(n, count);
+        let sp: Vec<*mut u8> = send.iter_mut().map(|b| b.as_mut_ptr()).collect();
+        let rp: Vec<*mut u8> = recv.iter_mut().map(|b| b.as_mut_ptr()).collect();
+        let cfg = forced(&[("reduce", "binomial")]);
+        run_all(n, &cfg, |r| Coll::Reduce { buf: RBuf { send: Some(sp[r]), recv: rp[r], count }, red: red.clone(), root: 1 })
+            .unwrap_or_else(|e| fail("large reduce", n, count, "binomial", e));
+        let got = as_ints(&recv[1][..count * 4]);
+        for i in (0..count).step_by(101) {
+            assert_eq!(got[i], sum_of(n, i));
         }
     }
 }
