@@ -112,6 +112,8 @@ for src in "$here"/*.c "$here"/*/*.c; do
     if [ -n "$filter" ] && ! printf '%s\n' "$name" | grep -Eq -- "$filter"; then
         continue
     fi
+    # Programs with a `driver:` header need arguments; their own driver runs them.
+    [ -n "$(header "$src" driver)" ] && continue
     tests+=("$name")
 done
 [ ${#tests[@]} -gt 0 ] || die "no test matches '${filter}'"

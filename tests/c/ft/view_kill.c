@@ -2,6 +2,7 @@
  * membership view, whose members are exactly the survivors, within a bound.
  * ranks: 16
  * launcher: --on-failure continue
+ * driver: cargo test -p steadfast-capi --test ft_kill (needs arguments; not run by run-tests.sh)
  *
  * usage: view_kill VICTIMS OUTDIR [TIMEOUT_S [SETTLE_S [FLOOD]]]
  *   VICTIMS   comma-separated world ranks that kill themselves (e.g. "1", "1,2", "0", "0,1")
