@@ -1349,3 +1349,47 @@ pub extern "C" fn PMPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
 pub extern "C" fn MPI_Aint_diff(addr1: MPI_Aint, addr2: MPI_Aint) -> MPI_Aint {
     PMPI_Aint_diff(addr1, addr2)
 }
+
+// ---- MPI-1 names removed in MPI-3 -----------------------------------------------------------
+//
+// Not in the MPI 5.0 header, but MPICH's test harness (dtpools) and older applications still
+// call them; each is the MPI-2 replacement under its old name.
+
+mpi_api! {
+    fn Type_hvector(count: c_int, blocklength: c_int, stride: MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        vector_impl("MPI_Type_hvector", count as i64, blocklength as i64, stride as i64, oldtype, newtype, false, true)
+    }
+    fn Type_hindexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        indexed_impl("MPI_Type_hindexed", count as i64, array_of_blocklengths, None, array_of_displacements, oldtype, newtype, false, true)
+    }
+    fn Type_struct(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const MPI_Aint, array_of_types: *const MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
+        struct_impl("MPI_Type_struct", count as i64, array_of_blocklengths, array_of_displacements, array_of_types, newtype, false)
+    }
+    fn Address(location: *const c_void, address: *mut MPI_Aint) -> c_int {
+        PMPI_Get_address(location, address)
+    }
+    fn Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
+        let (mut l, mut e) = (0, 0);
+        let rc = extent_impl("MPI_Type_extent", datatype, false, &mut l, &mut e);
+        if rc == abi::MPI_SUCCESS && !extent.is_null() {
+            *extent = e as MPI_Aint;
+        }
+        rc
+    }
+    fn Type_lb(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
+        let (mut l, mut e) = (0, 0);
+        let rc = extent_impl("MPI_Type_lb", datatype, false, &mut l, &mut e);
+        if rc == abi::MPI_SUCCESS && !displacement.is_null() {
+            *displacement = l as MPI_Aint;
+        }
+        rc
+    }
+    fn Type_ub(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
+        let (mut l, mut e) = (0, 0);
+        let rc = extent_impl("MPI_Type_ub", datatype, false, &mut l, &mut e);
+        if rc == abi::MPI_SUCCESS && !displacement.is_null() {
+            *displacement = (l + e) as MPI_Aint;
+        }
+        rc
+    }
+}

@@ -7,6 +7,17 @@
  */
 #include "dt.h"
 
+#if !defined(MPICH) && !defined(OPEN_MPI)
+/* MPI-1 names removed in MPI-3: not in the MPI 5.0 header, still exported for old codes. */
+int MPI_Type_hvector(int, int, MPI_Aint, MPI_Datatype, MPI_Datatype *);
+int MPI_Type_hindexed(int, int *, MPI_Aint *, MPI_Datatype, MPI_Datatype *);
+int MPI_Type_struct(int, int *, MPI_Aint *, MPI_Datatype *, MPI_Datatype *);
+int MPI_Type_extent(MPI_Datatype, MPI_Aint *);
+int MPI_Type_lb(MPI_Datatype, MPI_Aint *);
+int MPI_Type_ub(MPI_Datatype, MPI_Aint *);
+#define HAVE_MPI1_NAMES 1
+#endif
+
 
 static void true_extent(const char *what, MPI_Datatype t, long tlb, long text)
 {
@@ -204,6 +215,28 @@ int main(int argc, char **argv)
         DT_CHECK(isz == MPI_UNDEFINED, "Type_size of a > INT_MAX type: %d", isz);
         DT_MPI(MPI_Type_free(&t));
     }
+#ifdef HAVE_MPI1_NAMES
+    {
+        long o[] = {4, 24}, l[] = {8, 8};
+        int bl[] = {2, 2};
+        MPI_Aint d[] = {4, 24}, e = 0, lo = 0, hi = 0;
+        DT_MPI(MPI_Type_hindexed(2, bl, d, MPI_INT, &t));
+        DT_MPI(MPI_Type_extent(t, &e));
+        DT_MPI(MPI_Type_lb(t, &lo));
+        DT_MPI(MPI_Type_ub(t, &hi));
+        DT_CHECK(e == 28 && lo == 4 && hi == 32, "MPI-1 extent/lb/ub %ld %ld %ld", (long)e, (long)lo, (long)hi);
+        commit_check_free("MPI_Type_hindexed", &t, 2, o, l, 4, 28);
+        long ov[] = {0, 20}, lv[] = {8, 8};
+        DT_MPI(MPI_Type_hvector(2, 1, 20, MPI_DOUBLE, &t));
+        commit_check_free("MPI_Type_hvector", &t, 2, ov, lv, 0, 28);
+        MPI_Datatype ty[] = {MPI_INT, MPI_CHAR};
+        int bs[] = {1, 1};
+        MPI_Aint ds[] = {0, 4};
+        long os[] = {0}, ls[] = {5};
+        DT_MPI(MPI_Type_struct(2, bs, ds, ty, &t));
+        commit_check_free("MPI_Type_struct", &t, 1, os, ls, 0, 8);
+    }
+#endif
     /* error classes */
     {
         int bl[] = {1}, d[] = {0};

@@ -3,9 +3,10 @@
  *
  * Derived datatypes end to end between ranks, at eager and rendezvous sizes: vectors
  * received as contiguous data and the reverse, arrays of padded structs, subarray tiles
- * moved to another place, MPI_BOTTOM with absolute addresses, truncation (prefix
- * delivered, MPI_ERR_TRUNCATE, nothing written past the buffer), types freed while
- * requests use them, and a darray decomposition collected on rank 0.
+ * moved to another place, short messages ending inside an element, MPI_BOTTOM with
+ * absolute addresses, truncation (prefix delivered, MPI_ERR_TRUNCATE, nothing written
+ * past the buffer), types freed while requests use them, and a darray decomposition
+ * collected on rank 0.
  */
 #include "dt.h"
 
@@ -92,6 +93,52 @@ static void structs(int n)
     DT_MPI(MPI_Type_free(&rt));
     free(a);
     free(b);
+}
+
+static void short_message(int n)
+{
+    /* (n - 1) whole structs and the first 9 bytes (c, d) of one more, sent as packed bytes
+     * and received with room for n + 2 structs: a partial last element */
+    int bl[] = {1, 1, 3};
+    MPI_Aint d[] = {0, 8, 16};
+    MPI_Datatype ty[] = {MPI_CHAR, MPI_DOUBLE, MPI_SHORT}, rt;
+    DT_MPI(MPI_Type_create_struct(3, bl, d, ty, &rt));
+    DT_MPI(MPI_Type_commit(&rt));
+    struct rec *a = calloc((size_t)n, sizeof *a), *b = malloc(sizeof *b * (size_t)(n + 2));
+    for (int i = 0; i < n; i++) {
+        a[i].c = (char)(i * 3 + dt_rank);
+        a[i].d = val(dt_rank, i);
+        for (int j = 0; j < 3; j++) a[i].s[j] = (short)(i + j);
+    }
+    memset(b, 0x5a, sizeof *b * (size_t)(n + 2));
+    int psz, pos = 0;
+    DT_MPI(MPI_Pack_size(n, rt, MPI_COMM_WORLD, &psz));
+    char *packed = malloc((size_t)psz);
+    DT_MPI(MPI_Pack(a, n, rt, packed, psz, &pos, MPI_COMM_WORLD));
+    int len = 15 * (n - 1) + 9;
+    MPI_Request q;
+    MPI_Status st;
+    DT_MPI(MPI_Irecv(b, n + 2, rt, prev, 11, MPI_COMM_WORLD, &q));
+    DT_MPI(MPI_Send(packed, len, MPI_BYTE, next, 11, MPI_COMM_WORLD));
+    DT_MPI(MPI_Wait(&q, &st));
+    long bad = 0;
+    for (int i = 0; i < n; i++) {
+        bad += b[i].c != (char)(i * 3 + prev) || b[i].d != val(prev, i);
+        if (i < n - 1)
+            bad += b[i].s[0] != (short)i || b[i].s[2] != (short)(i + 2);
+        else
+            bad += b[i].s[0] != 0x5a5a || b[i].s[2] != 0x5a5a;
+    }
+    bad += b[n].c != 0x5a;
+    int el = -1, cnt = -1;
+    DT_MPI(MPI_Get_elements(&st, rt, &el));
+    DT_MPI(MPI_Get_count(&st, rt, &cnt));
+    DT_CHECK(bad == 0 && el == 5 * (n - 1) + 2 && cnt == MPI_UNDEFINED,
+             "short message of %d structs: %ld wrong, elements %d, count %d", n, bad, el, cnt);
+    DT_MPI(MPI_Type_free(&rt));
+    free(a);
+    free(b);
+    free(packed);
 }
 
 static void subarrays(int rows, int cols)
@@ -289,6 +336,8 @@ int main(int argc, char **argv)
         vectors(sizes[i]);
     structs(3);
     structs(5000);
+    short_message(2);
+    short_message(3000);
     subarrays(5, 7);
     subarrays(300, 200);
     bottom(4);
