@@ -448,6 +448,8 @@ mod tests {
         a.set_peer(1, &b.published()).unwrap();
         b.set_peer(0, &a.published()).unwrap();
         assert_eq!(a.routes(1), 2);
+        // Bound to the route addresses only, never the wildcard address.
+        assert!(a.local_addrs().iter().all(|s| !s.ip().is_unspecified()));
         for route in 0..2u8 {
             assert_eq!(a.send(1, route, b"hello", &[route]), WireSend::Sent);
         }
