@@ -941,6 +941,10 @@ impl Engine {
         if let Some(b) = self.boot.as_mut() {
             for w in b.poll_failures() {
                 self.st.peer_failed(w);
+                // Nothing more is owed to it: a reliable path stops retransmitting.
+                if let Some(n) = self.net.as_mut() {
+                    n.peer_failed(w);
+                }
             }
         }
     }
