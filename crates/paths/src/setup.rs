@@ -277,8 +277,14 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         if let Some(r) = st.retries {
             rc.channel.retries_per_route = r.max(1);
         }
-        if let Some(w) = st.udp_window {
-            rc.channel.send_window_bytes = w.max(rc.frag);
+        // The peer's sockets (sized like ours) must hold a window: beyond them the
+        // kernel drops datagrams a slow receiver has not read yet.
+        let held = w.recv_buffer() / 2 * w.sockets().max(1);
+        if held > 0 {
+            rc.channel.send_window_bytes = rc.channel.send_window_bytes.min(held.max(4 * rc.frag));
+        }
+        if let Some(win) = st.udp_window {
+            rc.channel.send_window_bytes = win.max(rc.frag);
         }
         udp_path = Some(match injector("udp", false) {
             Some(inj) => Box::new(ReliablePath::new(FaultyWire::new(w, inj), p.rank, p.size, rc)?),
