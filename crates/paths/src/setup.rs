@@ -192,6 +192,15 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
 
     // Create everything, publish addresses, one fence, then read the peers' addresses.
     let mut shm = None;
+    if want_shm && !p.jobdir.exists() {
+        // On a remote host (multi-host job) the launcher's job directory does not exist.
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(p.jobdir)
+            .map_err(|e| PathError::Shm(format!("create {}: {e}", p.jobdir.display())))?;
+    }
     if want_shm {
         let ring = st.shm_ring.unwrap_or_else(|| crate::shm::default_ring_size(p.size));
         let mut s = ShmPath::create(p.jobdir, p.rank, p.size, ring)?;
