@@ -41,6 +41,8 @@ pub struct Config {
     /// - `STEADFAST_HOSTMAP`: host index of each rank (`0*4,1*4`), set by the launcher.
     /// - `STEADFAST_UDP_FRAG`: UDP fragment payload bytes (default 8192; 32768 when every
     ///   route is on the loopback interface).
+    /// - `STEADFAST_UDP_WINDOW`: unacknowledged udp bytes in flight per peer (default
+    ///   1 MiB off the host, 4 MiB on loopback; the channel has no congestion control).
     /// - `STEADFAST_PROBE_MS`: route heartbeat and fail-back probe interval (default 50);
     ///   a route missing 3 heartbeats while another answers is failed over.
     /// - `STEADFAST_RETRIES`: sends of a fragment on one route before the route is
@@ -66,6 +68,7 @@ impl Config {
                 net_path: std::env::var("STEADFAST_NET_PATH").ok(),
                 hostmap: std::env::var("STEADFAST_HOSTMAP").ok(),
                 udp_frag: std::env::var("STEADFAST_UDP_FRAG").ok().and_then(|v| v.trim().parse().ok()),
+                udp_window: std::env::var("STEADFAST_UDP_WINDOW").ok().and_then(|v| v.trim().parse().ok()),
                 probe_ms: std::env::var("STEADFAST_PROBE_MS").ok().and_then(|v| v.trim().parse().ok()),
                 retries: std::env::var("STEADFAST_RETRIES").ok().and_then(|v| v.trim().parse().ok()),
                 control: std::env::var("STEADFAST_CONTROL").ok().and_then(|v| v.trim().parse().ok()),

@@ -1042,6 +1042,10 @@ impl Engine {
         self.ft_seen = generation;
         for w in self.ft.failed() {
             self.st.peer_failed(w);
+            // Nothing more is owed to it: a reliable path stops retransmitting.
+            if let Some(n) = self.net.as_mut() {
+                n.peer_failed(w);
+            }
         }
     }
 

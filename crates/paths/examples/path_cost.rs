@@ -165,8 +165,9 @@ fn main() {
         let mut rows = Vec::new();
         for c in [Checksum::None, Checksum::Crc32c] {
             let (mut a, mut b) = pair(kind, c, &dir);
-            let rounds = if kind == "shm" { 200_000 } else { 20_000 } * scale;
-            let lat = latency(a.as_mut(), b.as_mut(), rounds) / 1e3;
+            let rounds = if kind == "shm" { 1_000_000 } else { 20_000 } * scale;
+            // Least of three: preemption only ever adds time.
+            let lat = (0..3).map(|_| latency(a.as_mut(), b.as_mut(), rounds)).fold(f64::MAX, f64::min) / 1e3;
             let total = if kind == "udp" { 128 << 20 } else { 512 << 20 } * scale;
             let bw: Vec<f64> =
                 [64 << 10, 1 << 20, 8 << 20].iter().map(|&s| bandwidth(a.as_mut(), b.as_mut(), s, total)).collect();

@@ -81,6 +81,12 @@ impl Path for CompositePath {
         c
     }
 
+    fn peer_failed(&mut self, peer: u32) {
+        if let Ok(p) = self.part(peer) {
+            p.peer_failed(peer);
+        }
+    }
+
     fn needs_linger(&self) -> bool {
         self.parts.iter().any(|(_, p)| p.needs_linger())
     }

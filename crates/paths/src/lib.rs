@@ -182,6 +182,9 @@ pub trait Path: Send {
     fn needs_linger(&self) -> bool {
         false
     }
+    /// `peer` is known to have failed (run-through mode): forget what is owed to it, so
+    /// it no longer counts in [`Path::backlog`] and nothing is retransmitted to it.
+    fn peer_failed(&mut self, _peer: u32) {}
     /// Extra lines for the statistics report (per-route detail), if any.
     fn stats_detail(&self) -> Vec<String> {
         Vec::new()

@@ -195,6 +195,8 @@ pub struct ReliablePath<W: Wire> {
     unattributed_foreign: u64,
     unattributed_other: u64,
     any_route_down: bool,
+    /// Peers reported failed: their traffic is ignored, sends to them refused.
+    dead: Vec<bool>,
     /// When heartbeats are next due.
     next_heartbeat: u64,
     log: VecDeque<String>,
@@ -226,6 +228,7 @@ impl<W: Wire> ReliablePath<W> {
             unattributed_foreign: 0,
             unattributed_other: 0,
             any_route_down: false,
+            dead: vec![false; nranks as usize],
             next_heartbeat: 0,
             log: VecDeque::new(),
         })
@@ -281,6 +284,9 @@ impl<W: Wire> ReliablePath<W> {
         let idx = peer as usize;
         if idx >= self.peers.len() || peer == self.rank {
             return Err(PathError::Udp(format!("no such peer {peer}")));
+        }
+        if self.dead[idx] {
+            return Err(PathError::PeerLost(peer, "reported failed".into()));
         }
         if self.peers[idx].is_some() {
             return Ok(());
@@ -724,6 +730,15 @@ impl<W: Wire> Path for ReliablePath<W> {
 
     fn needs_linger(&self) -> bool {
         true
+    }
+
+    fn peer_failed(&mut self, peer: u32) {
+        let idx = peer as usize;
+        if idx < self.dead.len() && !self.dead[idx] {
+            self.dead[idx] = true;
+            self.peers[idx] = None;
+            self.active.retain(|&p| p != peer);
+        }
     }
 
     fn stats_detail(&self) -> Vec<String> {

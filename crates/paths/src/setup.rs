@@ -21,6 +21,8 @@ use crate::{Path, PathError};
 
 /// UDP fragment payload when every route is on the loopback interface.
 pub const LOOPBACK_FRAG: usize = 32 << 10;
+/// Bytes in flight per peer on routes that leave the host (4 MiB on loopback).
+pub const NET_WINDOW: usize = 1 << 20;
 
 /// The launcher services path setup needs.
 pub trait Exchange {
@@ -77,6 +79,8 @@ pub struct Settings {
     pub hostmap: Option<String>,
     /// `STEADFAST_UDP_FRAG`.
     pub udp_frag: Option<usize>,
+    /// `STEADFAST_UDP_WINDOW`: unacknowledged bytes in flight per peer.
+    pub udp_window: Option<usize>,
     /// `STEADFAST_PROBE_MS`: route heartbeat / fail-back probe interval.
     pub probe_ms: Option<u64>,
     /// `STEADFAST_RETRIES`: sends of a fragment on one route before the route is suspect.
@@ -188,6 +192,15 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
 
     // Create everything, publish addresses, one fence, then read the peers' addresses.
     let mut shm = None;
+    if want_shm && !p.jobdir.exists() {
+        // On a remote host (multi-host job) the launcher's job directory does not exist.
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(p.jobdir)
+            .map_err(|e| PathError::Shm(format!("create {}: {e}", p.jobdir.display())))?;
+    }
     if want_shm {
         let ring = st.shm_ring.unwrap_or_else(|| crate::shm::default_ring_size(p.size));
         let mut s = ShmPath::create(p.jobdir, p.rank, p.size, ring)?;
@@ -259,6 +272,10 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         let eps = endpoints.as_deref().unwrap_or_default();
         if !eps.is_empty() && eps.iter().all(|e| e.ip.is_loopback()) {
             rc.frag = LOOPBACK_FRAG;
+        } else {
+            // Without congestion control, a window far above the bandwidth-delay product
+            // overruns a bottleneck's queue and collapses into retransmissions.
+            rc.channel.send_window_bytes = NET_WINDOW;
         }
         if let Some(f) = st.udp_frag {
             rc.frag = f;
@@ -268,6 +285,15 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         }
         if let Some(r) = st.retries {
             rc.channel.retries_per_route = r.max(1);
+        }
+        // The peer's sockets (sized like ours) must hold a window: beyond them the
+        // kernel drops datagrams a slow receiver has not read yet.
+        let held = w.recv_buffer() / 2 * w.sockets().max(1);
+        if held > 0 {
+            rc.channel.send_window_bytes = rc.channel.send_window_bytes.min(held.max(4 * rc.frag));
+        }
+        if let Some(win) = st.udp_window {
+            rc.channel.send_window_bytes = win.max(rc.frag);
         }
         udp_path = Some(match injector("udp", false) {
             Some(inj) => Box::new(ReliablePath::new(FaultyWire::new(w, inj), p.rank, p.size, rc)?),

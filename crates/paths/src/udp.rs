@@ -274,6 +274,17 @@ impl UdpWire {
         Ok(())
     }
 
+    /// Smallest receive buffer the kernel granted a route socket (bytes, as the kernel
+    /// accounts them: about twice the payload it holds).
+    pub fn recv_buffer(&self) -> usize {
+        self.socks.iter().map(|s| get_buffer(s, libc::SO_RCVBUF)).min().unwrap_or(0)
+    }
+
+    /// Number of route sockets.
+    pub fn sockets(&self) -> usize {
+        self.socks.len()
+    }
+
     /// Local socket addresses, one per endpoint.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.socks.iter().filter_map(|s| s.local_addr().ok()).collect()
@@ -291,6 +302,26 @@ fn set_buffer(s: &UdpSocket, opt: i32, bytes: usize) {
             &v as *const libc::c_int as *const libc::c_void,
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         );
+    }
+}
+
+fn get_buffer(s: &UdpSocket, opt: i32) -> usize {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one c_int into `v`.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            &mut v as *mut libc::c_int as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc == 0 {
+        v.max(0) as usize
+    } else {
+        0
     }
 }
 
@@ -448,6 +479,8 @@ mod tests {
         a.set_peer(1, &b.published()).unwrap();
         b.set_peer(0, &a.published()).unwrap();
         assert_eq!(a.routes(1), 2);
+        // Bound to the route addresses only, never the wildcard address.
+        assert!(a.local_addrs().iter().all(|s| !s.ip().is_unspecified()));
         for route in 0..2u8 {
             assert_eq!(a.send(1, route, b"hello", &[route]), WireSend::Sent);
         }

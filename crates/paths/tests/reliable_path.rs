@@ -258,3 +258,20 @@ fn udp_drops_foreign_frames() {
     assert!(got.0.is_empty(), "nothing of the foreign job was delivered");
     assert!(b.counters().foreign_dropped >= 20, "{}", b.counters());
 }
+
+#[test]
+fn a_failed_peer_is_forgotten() {
+    let (wa, _wb, cut) = mem_pair(1);
+    cut[0].store(true, Ordering::Relaxed);
+    let mut a = ReliablePath::new(wa, 0, 2, fast_config(3)).unwrap();
+    for i in 0..3 {
+        let (hdr, p) = packet(i, 1000);
+        assert_eq!(a.send(1, &hdr, &p).unwrap(), SendStatus::Done);
+    }
+    a.poll(&mut Collect::default()).unwrap();
+    assert_eq!(a.backlog(), 3, "unacknowledged packets to an unreachable peer");
+    a.peer_failed(1);
+    assert_eq!(a.backlog(), 0, "nothing is owed to a failed peer");
+    let (hdr, p) = packet(9, 10);
+    assert!(matches!(a.send(1, &hdr, &p), Err(steadfast_paths::PathError::PeerLost(1, _))));
+}
