@@ -943,19 +943,16 @@ mod tests {
     #[test]
     fn pair_with_a_gap_goes_through_packing() {
         // MPI_SHORT_INT: short at 0, int at 4, extent 8 (two blocks).
-        let t: TypeRef = Arc::new(Datatype {
-            name: "MPI_SHORT_INT".into(),
-            size: 6,
-            lb: 0,
-            extent: 8,
-            true_lb: 0,
-            true_extent: 8,
-            blocks: vec![Block { off: 0, len: 2 }, Block { off: 4, len: 4 }],
-            basic_count: 2,
-            basic: None,
-            predefined: true,
-            committed: true,
-        });
+        let mut d = Datatype::predefined(
+            "MPI_SHORT_INT",
+            6,
+            8,
+            BasicKind::Opaque,
+            vec![Block { off: 0, len: 2 }, Block { off: 4, len: 4 }],
+        );
+        d.basic = None;
+        d.basic_count = 2;
+        let t: TypeRef = Arc::new(d);
         #[repr(C)]
         #[derive(Clone, Copy, Debug, PartialEq)]
         struct SI {

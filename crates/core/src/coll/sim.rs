@@ -143,19 +143,9 @@ fn int_type() -> TypeRef {
 
 /// Two ints every three ints (a vector(2, 1, 3) resized to 8 ints): non-contiguous.
 fn strided_type() -> TypeRef {
-    Arc::new(Datatype {
-        name: "strided".into(),
-        size: 8,
-        lb: 0,
-        extent: 32,
-        true_lb: 0,
-        true_extent: 16,
-        blocks: vec![Block { off: 0, len: 4 }, Block { off: 12, len: 4 }],
-        basic_count: 2,
-        basic: Some((BasicKind::Int { bytes: 4, signed: true }, 4)),
-        predefined: false,
-        committed: true,
-    })
+    // Two ints at offsets 0 and 12, extent 32: size 8, true extent 16.
+    let pair = Datatype::hindexed(&[1, 1], &[0, 12], &int_type(), false).expect("valid type");
+    Arc::new(Datatype::resized(&Arc::new(pair), 0, 32, false).expect("valid type"))
 }
 
 /// A 2x2 matrix of wrapping i64: 32 bytes.
