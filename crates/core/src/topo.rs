@@ -4,16 +4,18 @@
 //! communicator is rank `r` of the old one, which is what MPI_Cart_map / MPI_Graph_map
 //! report too.
 //!
-//! Neighborhood collectives exchange one block per neighbor on the communicator's collective
-//! context. Graph neighbors listed twice are matched in list order (MPI's non-overtaking
-//! rule). A Cartesian dimension of size 1 or 2 with wrap-around makes one process both the
-//! `-1` and the `+1` neighbor; the tag then says which way the block travels, so the block
+//! Neighborhood collectives are one-round collective schedules (`coll::Coll::Neighbor`), so
+//! the blocking, nonblocking and persistent forms share the collective machinery: every
+//! block to an out-neighbor is sent and every block from an in-neighbor received at once.
+//! Graph neighbors listed twice are matched in list order (MPI's non-overtaking rule). A
+//! Cartesian dimension of size 1 or 2 with wrap-around makes one process both the `-1` and
+//! the `+1` neighbor; the tag sub-code then says which way the block travels, so the block
 //! sent towards `+1` always lands in the receiver's `-1` slot.
 
 use std::sync::Arc;
 
+use crate::coll::{Buf, Coll, Schedule};
 use crate::comm::Comm;
-use crate::datatype::TypeRef;
 use crate::engine::{Engine, PROC_NULL};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::group::UNDEFINED;
@@ -30,9 +32,6 @@ pub enum Topology {
     /// Distributed graph: this process's in- and out-neighbors.
     DistGraph { sources: Vec<i32>, sweights: Vec<i32>, dests: Vec<i32>, dweights: Vec<i32>, weighted: bool },
 }
-
-/// Base tag of neighborhood collectives on the collective context.
-const TAG_NBR: i32 = 0x7ffe_2000;
 
 // ---- pure topology arithmetic ----------------------------------------------------------
 
@@ -233,19 +232,21 @@ pub fn graph_neighbors<'a>(index: &[i32], edges: &'a [i32], rank: i32) -> &'a [i
     &edges[start..index[r] as usize]
 }
 
-/// (rank, tag) of each neighbor, in MPI order.
-pub type NeighborList = Vec<(i32, i32)>;
+/// (rank, tag sub-code) of each neighbor, in MPI order.
+pub type NeighborList = Vec<(i32, u16)>;
 
 impl Topology {
-    /// (rank, tag) of every in-neighbor and every out-neighbor of `rank`, in MPI order.
+    /// (rank, tag sub-code) of every in-neighbor and every out-neighbor of `rank`, in MPI
+    /// order. Sub-codes stay below 4096 (the schedule's sub-tag space).
     pub fn neighbor_lists(&self, rank: i32) -> (NeighborList, NeighborList) {
         match self {
             Topology::Cart { dims, periods } => {
                 let (mut ins, mut outs) = (Vec::new(), Vec::new());
                 for d in 0..dims.len() {
                     let (lo, hi) = cart_shift(dims, periods, rank, d, 1);
-                    let t = TAG_NBR + ((2 * d as i32) & 0xffe);
-                    // Slot 2d: the -1 neighbor; what it sends towards +1 carries tag t+1.
+                    // Sub-code t: travelling towards -1; t + 1: towards +1.
+                    let t = ((2 * d) & 0xffe) as u16;
+                    // Slot 2d: the -1 neighbor, whose block travels towards +1.
                     ins.push((lo, t + 1));
                     ins.push((hi, t));
                     outs.push((lo, t));
@@ -254,23 +255,34 @@ impl Topology {
                 (ins, outs)
             }
             Topology::Graph { index, edges } => {
-                let n: Vec<(i32, i32)> = graph_neighbors(index, edges, rank).iter().map(|&r| (r, TAG_NBR)).collect();
+                let n: NeighborList = graph_neighbors(index, edges, rank).iter().map(|&r| (r, 0)).collect();
                 (n.clone(), n)
             }
-            Topology::DistGraph { sources, dests, .. } => (
-                sources.iter().map(|&r| (r, TAG_NBR)).collect(),
-                dests.iter().map(|&r| (r, TAG_NBR)).collect(),
-            ),
+            Topology::DistGraph { sources, dests, .. } => {
+                (sources.iter().map(|&r| (r, 0)).collect(), dests.iter().map(|&r| (r, 0)).collect())
+            }
         }
     }
 }
 
-/// One block of a neighborhood collective: buffer address, element count and type.
-#[derive(Clone)]
-pub struct NbrBlock {
-    pub buf: *mut u8,
-    pub count: usize,
-    pub dtype: TypeRef,
+/// Write a neighborhood exchange into `s`: one round, every receive and send at once
+/// (MPI_PROC_NULL neighbors are skipped, their blocks left alone).
+pub fn neighbor_schedule(s: &mut Schedule, ins: &[(i32, u16)], outs: &[(i32, u16)], send: &[Buf], recv: &[Buf]) -> MpiResult<()> {
+    if ins.len() != recv.len() || outs.len() != send.len() {
+        return mpi_err!(Intern, "neighbor block count does not match the topology");
+    }
+    for (&(src, sub), b) in ins.iter().zip(recv) {
+        if src != PROC_NULL {
+            s.recv(src, sub as u32, b.ptr, b.count, &b.dtype);
+        }
+    }
+    for (&(dst, sub), b) in outs.iter().zip(send) {
+        if dst != PROC_NULL {
+            s.send(dst, sub as u32, b.ptr, b.count, &b.dtype);
+        }
+    }
+    s.round();
+    Ok(())
 }
 
 // ---- collective operations --------------------------------------------------------------
@@ -420,57 +432,19 @@ impl Engine {
         Ok((i.into_iter().map(|x| x.0).collect(), o.into_iter().map(|x| x.0).collect()))
     }
 
-    /// A neighborhood exchange: block `j` of `sends` goes to out-neighbor `j`, block `j` of
-    /// `recvs` comes from in-neighbor `j`. Blocking; every neighborhood collective is one.
-    ///
-    /// # Safety
-    /// Each block's buffer must be valid for its count of its datatype.
-    pub unsafe fn neighbor_exchange(&mut self, c: Handle, sends: &[NbrBlock], recvs: &[NbrBlock]) -> MpiResult<()> {
+    /// The neighborhood collective on `c` sending block `j` of `send` to out-neighbor `j`
+    /// and receiving block `j` of `recv` from in-neighbor `j`; run it with `coll`, `icoll` or
+    /// `coll_init`.
+    pub fn neighbor_coll(&self, c: Handle, send: Vec<Buf>, recv: Vec<Buf>) -> MpiResult<Coll> {
         let comm = self.comm(c)?;
-        let Some(t) = comm.topo.clone() else {
+        let Some(t) = comm.topo.as_deref() else {
             return mpi_err!(Topology, "the communicator has no topology");
         };
         let (ins, outs) = t.neighbor_lists(comm.rank);
-        if ins.len() != recvs.len() || outs.len() != sends.len() {
+        if ins.len() != recv.len() || outs.len() != send.len() {
             return mpi_err!(Intern, "neighbor block count does not match the topology");
         }
-        let mut rbufs: Vec<Vec<u8>> = recvs.iter().map(|b| vec![0u8; b.dtype.packed_size(b.count)]).collect();
-        let mut rreqs = Vec::with_capacity(ins.len());
-        for (j, &(src, tag)) in ins.iter().enumerate() {
-            if src == PROC_NULL {
-                rreqs.push(None);
-                continue;
-            }
-            rreqs.push(Some(self.coll_irecv(c, src, tag, &mut rbufs[j])?));
-        }
-        let mut sbufs: Vec<Vec<u8>> = Vec::with_capacity(outs.len());
-        for b in sends {
-            let mut v = vec![0u8; b.dtype.packed_size(b.count)];
-            b.dtype.pack(b.buf, b.count, &mut v);
-            sbufs.push(v);
-        }
-        let mut sreqs = Vec::with_capacity(outs.len());
-        for (j, &(dst, tag)) in outs.iter().enumerate() {
-            if dst != PROC_NULL {
-                sreqs.push(self.coll_isend(c, dst, tag, &sbufs[j])?);
-            }
-        }
-        let mut result = Ok(());
-        for (j, r) in rreqs.into_iter().enumerate() {
-            let Some(r) = r else { continue };
-            let st = self.wait(r)?;
-            self.release(r);
-            if st.error == Some(ErrorClass::Truncate) && result.is_ok() {
-                result = mpi_err!(Truncate, "block from neighbor {} is longer than the receive block", ins[j].0);
-            }
-            let b = &recvs[j];
-            b.dtype.unpack(&rbufs[j][..st.bytes as usize], b.buf, b.count);
-        }
-        for s in sreqs {
-            self.wait(s)?;
-            self.release(s);
-        }
-        result
+        Ok(Coll::Neighbor { ins, outs, send, recv })
     }
 }
 
@@ -592,7 +566,7 @@ mod tests {
         let t = Topology::Cart { dims: vec![2], periods: vec![true] };
         let (ins1, _) = t.neighbor_lists(1);
         let (_, outs0) = t.neighbor_lists(0);
-        // rank 0 sends block 1 (towards +1) with the tag rank 1 expects in slot 0 (from -1).
+        // rank 0 sends block 1 (towards +1) with the sub-code rank 1 expects in slot 0.
         assert_eq!(outs0[1], (1, ins1[0].1));
         assert_eq!(outs0[0], (1, ins1[1].1));
         assert_eq!(map_rank(3, 4), 3);
