@@ -130,6 +130,8 @@ pub struct Engine {
     finalized: bool,
     /// Collective state: sequence numbers, nonblocking and persistent collectives, user ops.
     pub coll: crate::coll::CollState,
+    /// Nonblocking communicator duplications in flight (MPI_Comm_idup).
+    pub(crate) idups: crate::group::Idups,
 }
 
 /// Which context and group a send goes to.
@@ -263,6 +265,7 @@ impl Engine {
             bsend_capacity: 0,
             finalized: false,
             coll: Default::default(),
+            idups: Default::default(),
         })
     }
 
@@ -754,6 +757,9 @@ impl Engine {
             self.flush()?;
         }
         if self.coll.busy() && self.coll_progress() {
+            self.st.events += 1;
+        }
+        if !self.idups.active.is_empty() && self.idup_progress() {
             self.st.events += 1;
         }
         Ok(self.st.events != before)
