@@ -375,7 +375,7 @@ mpi_api! {
                 return Err(err(ErrorClass::Arg, "newcomm pointer is NULL"));
             }
             let n = g.eng.cart_sub(h, &r)?;
-            out_comm(g, Some(n), newcomm)
+            out_comm(g, n, newcomm)
         })
     }
 

@@ -70,22 +70,29 @@ fn iroot(m: u64, k: u32) -> u64 {
 
 struct Search<'a> {
     divs: &'a [u64],
+    /// (spread, factors) of the best factorization so far.
     best: Option<(u64, Vec<u64>)>,
+}
+
+/// Whether non-increasing `a` beats `b` at equal spread: larger smallest factor, then larger
+/// second smallest, and so on (the choice MPICH's reference results make).
+fn better_balanced(a: &[u64], b: &[u64]) -> bool {
+    a.iter().rev().cmp(b.iter().rev()) == std::cmp::Ordering::Greater
 }
 
 impl Search<'_> {
     /// Extend `cur` (non-increasing) with `slots` factors whose product is `rem`, each at
-    /// most `cap`.
+    /// most `cap`. Best: the smallest spread, then [`better_balanced`].
     fn run(&mut self, rem: u64, slots: u32, cap: u64, cur: &mut Vec<u64>) {
         if slots == 1 {
             if rem <= cap {
                 let first = cur.first().copied().unwrap_or(rem);
                 let diff = first - rem;
-                if self.best.as_ref().is_none_or(|b| diff < b.0) {
-                    let mut v = cur.clone();
-                    v.push(rem);
-                    self.best = Some((diff, v));
+                cur.push(rem);
+                if self.best.as_ref().is_none_or(|b| diff < b.0 || (diff == b.0 && better_balanced(cur, &b.1))) {
+                    self.best = Some((diff, cur.clone()));
                 }
+                cur.pop();
             }
             return;
         }
@@ -101,7 +108,7 @@ impl Search<'_> {
             let first = cur.first().copied().unwrap_or(d);
             // The smallest factor is at most the (slots-1)'th root of what is left.
             let min_bound = iroot(rem / d, slots - 1).min(d);
-            if self.best.as_ref().is_some_and(|b| first - min_bound >= b.0) {
+            if self.best.as_ref().is_some_and(|b| first - min_bound > b.0) {
                 if cur.is_empty() {
                     // A larger first factor only widens the spread.
                     break;
@@ -116,7 +123,8 @@ impl Search<'_> {
 }
 
 /// MPI_Dims_create: fill the zero entries of `dims` so the product is `nnodes`, as balanced
-/// as possible (smallest spread between largest and smallest factor) and non-increasing.
+/// as possible (smallest spread between largest and smallest factor; among equal spreads,
+/// the largest smallest factor, then the largest second smallest, ...) and non-increasing.
 pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
     if nnodes < 0 {
         return mpi_err!(Arg, "nnodes {nnodes} is negative");
@@ -396,8 +404,9 @@ impl Engine {
         Ok(self.comm(c)?.topo.clone())
     }
 
-    /// MPI_Cart_sub: keep the dimensions where `remain` is true.
-    pub fn cart_sub(&mut self, c: Handle, remain: &[bool]) -> MpiResult<Handle> {
+    /// MPI_Cart_sub: keep the dimensions where `remain` is true. None where this process is
+    /// left out (only when no dimension remains).
+    pub fn cart_sub(&mut self, c: Handle, remain: &[bool]) -> MpiResult<Option<Handle>> {
         let comm = self.comm(c)?.clone();
         let Some(Topology::Cart { dims, periods }) = comm.topo.as_deref() else {
             return mpi_err!(Topology, "MPI_Cart_sub needs a Cartesian communicator");
@@ -417,9 +426,14 @@ impl Engine {
                 color = color * dims[i] + coords[i];
             }
         }
-        let n = self.comm_split(c, color, key)?.ok_or_else(|| MpiError::new(ErrorClass::Intern, "lost the sub-grid"))?;
+        if sub_dims.is_empty() {
+            // No dimension left: a zero-dimensional grid of one process, rank 0 of the old
+            // grid (as for MPI_Cart_create with ndims = 0); the others get nothing.
+            color = if comm.rank == 0 { 0 } else { UNDEFINED };
+        }
+        let Some(n) = self.comm_split(c, color, key)? else { return Ok(None) };
         self.comm_mut(n)?.topo = Some(Arc::new(Topology::Cart { dims: sub_dims, periods: sub_periods }));
-        Ok(n)
+        Ok(Some(n))
     }
 
     /// (in-neighbors, out-neighbors) of this process in `c`'s topology.
@@ -481,6 +495,10 @@ mod tests {
         assert_eq!(dims(1, 3), vec![1, 1, 1]);
         assert_eq!(dims(1, 0), Vec::<i32>::new());
         assert_eq!(dims(2_147_483_647, 2), vec![2_147_483_647, 1]);
+        // Equal spreads: the larger smallest factor wins (21-15 = 20-14), then the larger
+        // second smallest.
+        assert_eq!(dims(5040, 3), vec![21, 16, 15]);
+        assert_eq!(dims(98784, 5), vec![14, 14, 9, 8, 7]);
     }
 
     #[test]
@@ -497,7 +515,8 @@ mod tests {
         assert_eq!(dims_create(8, &mut d).unwrap_err().class, ErrorClass::Dims);
     }
 
-    /// The chosen factors are non-increasing, multiply to n and have the smallest spread.
+    /// The chosen factors are non-increasing, multiply to n, have the smallest spread and,
+    /// among those, the largest smallest factor.
     #[test]
     fn dims_create_is_optimal_for_small_n() {
         for n in 1..=300 {
@@ -505,26 +524,33 @@ mod tests {
                 let d = dims(n, nd);
                 assert_eq!(d.iter().product::<i32>(), n, "n={n} nd={nd}");
                 assert!(d.windows(2).all(|w| w[0] >= w[1]), "n={n} nd={nd} {d:?}");
-                // Brute force the best spread.
-                fn best(m: i32, k: usize, cap: i32) -> Option<(i32, i32)> {
-                    // (max, min) over non-increasing factorizations with the smallest spread.
+                // Brute force over every non-increasing factorization.
+                fn all(m: i32, k: usize, cap: i32, cur: &mut Vec<i32>, out: &mut Vec<Vec<i32>>) {
                     if k == 1 {
-                        return (m <= cap).then_some((m, m));
+                        if m <= cap {
+                            cur.push(m);
+                            out.push(cur.clone());
+                            cur.pop();
+                        }
+                        return;
                     }
-                    let mut out: Option<(i32, i32)> = None;
                     for f in 1..=cap.min(m) {
                         if m % f == 0 {
-                            if let Some((_, mn)) = best(m / f, k - 1, f) {
-                                if out.is_none_or(|(a, b)| f - mn < a - b) {
-                                    out = Some((f, mn));
-                                }
-                            }
+                            cur.push(f);
+                            all(m / f, k - 1, f, cur, out);
+                            cur.pop();
                         }
                     }
-                    out
                 }
-                let (a, b) = best(n, nd, n).unwrap();
-                assert_eq!(d[0] - d[nd - 1], a - b, "n={n} nd={nd} {d:?}");
+                let mut fs = Vec::new();
+                all(n, nd, n, &mut Vec::new(), &mut fs);
+                let best = fs
+                    .into_iter()
+                    .min_by(|x, y| {
+                        (x[0] - x[nd - 1]).cmp(&(y[0] - y[nd - 1])).then_with(|| y.iter().rev().cmp(x.iter().rev()))
+                    })
+                    .unwrap();
+                assert_eq!(d, best, "n={n} nd={nd}");
             }
         }
     }
