@@ -2,8 +2,8 @@
 //! create, create_group, intercommunicators, comparison, names and info hints.
 //!
 //! Every new communicator inherits its parent's error handler (taking a reference on a user
-//! handler). MPI_Comm_idup completes at once: it runs the blocking duplication and returns an
-//! already complete request.
+//! handler). MPI_Comm_idup agrees on the new context in the background (see core's
+//! `group.rs`); attribute copy callbacks run at the call.
 
 use std::ffi::{c_char, c_int};
 
@@ -69,15 +69,27 @@ fn drop_comm(g: &mut Global, h: Handle) -> Result<(), MpiError> {
 }
 
 /// Comm_dup and its variants: duplicate, copy attributes through their callbacks, set hints.
-unsafe fn dup(func: &str, comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm) -> Result<Handle, Failure> {
+/// With `request`, the duplication is nonblocking (the context agreement completes in the
+/// background; attributes are copied at once).
+unsafe fn dup(func: &str, comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut MPI_Comm, request: Option<*mut MPI_Request>) -> Result<Handle, Failure> {
     check_out(newcomm)?;
+    if request.is_some_and(|r| r.is_null()) {
+        return Err(err(ErrorClass::Arg, "request pointer is NULL").into());
+    }
     let (h, n) = locked(|g| {
         let h = comm_handle(g, comm as usize)?;
         let hints = match info {
             Some(i) => comm_hints(info_arg(g, i)?.as_ref()),
             None => g.tables.comm_info.get(&h).cloned().unwrap_or_default(),
         };
-        let n = g.eng.dup_comm(h)?;
+        let n = match request {
+            Some(r) => {
+                let (n, req) = g.eng.comm_idup(h)?;
+                *r = req.0 as MPI_Request;
+                n
+            }
+            None => g.eng.dup_comm(h)?,
+        };
         adopt(g, Some(n), newcomm)?;
         if !hints.is_empty() {
             g.tables.comm_info.insert(n, hints);
@@ -186,36 +198,22 @@ mpi_api! {
     }
 
     fn Comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-        api_unlocked("MPI_Comm_dup", Some(comm as usize), || dup("MPI_Comm_dup", comm, None, newcomm).map(|_| ()))
+        api_unlocked("MPI_Comm_dup", Some(comm as usize), || dup("MPI_Comm_dup", comm, None, newcomm, None).map(|_| ()))
     }
 
     fn Comm_dup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
         api_unlocked("MPI_Comm_dup_with_info", Some(comm as usize), || {
-            dup("MPI_Comm_dup_with_info", comm, Some(info), newcomm).map(|_| ())
+            dup("MPI_Comm_dup_with_info", comm, Some(info), newcomm, None).map(|_| ())
         })
     }
 
     fn Comm_idup(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
-        api_unlocked("MPI_Comm_idup", Some(comm as usize), || {
-            if request.is_null() {
-                return Err(err(ErrorClass::Arg, "request pointer is NULL").into());
-            }
-            dup("MPI_Comm_idup", comm, None, newcomm)?;
-            let r = locked(|g| Ok(g.eng.completed_request()))?;
-            *request = r.0 as MPI_Request;
-            Ok(())
-        })
+        api_unlocked("MPI_Comm_idup", Some(comm as usize), || dup("MPI_Comm_idup", comm, None, newcomm, Some(request)).map(|_| ()))
     }
 
     fn Comm_idup_with_info(comm: MPI_Comm, info: MPI_Info, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
         api_unlocked("MPI_Comm_idup_with_info", Some(comm as usize), || {
-            if request.is_null() {
-                return Err(err(ErrorClass::Arg, "request pointer is NULL").into());
-            }
-            dup("MPI_Comm_idup_with_info", comm, Some(info), newcomm)?;
-            let r = locked(|g| Ok(g.eng.completed_request()))?;
-            *request = r.0 as MPI_Request;
-            Ok(())
+            dup("MPI_Comm_idup_with_info", comm, Some(info), newcomm, Some(request)).map(|_| ())
         })
     }
 

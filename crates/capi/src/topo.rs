@@ -1,14 +1,15 @@
-//! Process topology entry points (Cartesian, graph, distributed graph) and the blocking
-//! neighborhood collectives.
+//! Process topology entry points (Cartesian, graph, distributed graph) and the
+//! neighborhood collectives in their blocking, nonblocking and persistent forms.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use steadfast_core::datatype::TypeRef;
-use steadfast_core::topo::{self, NbrBlock, Topology};
+use steadfast_core::coll::Buf;
+use steadfast_core::topo::{self, Topology};
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
-use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Info};
+use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Info, MPI_Request};
 use crate::global::{api, comm_handle, dtype, Global};
 use crate::info::info_arg;
 use crate::mpi_api;
@@ -109,8 +110,8 @@ fn count_arg(c: i64, what: &str) -> Result<usize, MpiError> {
     usize::try_from(c).map_err(|_| err(ErrorClass::Count, format!("{what} {c} is negative")))
 }
 
-fn block(base: *const c_void, disp_bytes: isize, count: usize, t: &TypeRef) -> NbrBlock {
-    NbrBlock { buf: (base as *mut u8).wrapping_offset(disp_bytes), count, dtype: t.clone() }
+fn block(base: *const c_void, disp_bytes: isize, count: usize, t: &TypeRef) -> Buf {
+    Buf { ptr: (base as *mut u8).wrapping_offset(disp_bytes), count, dtype: t.clone() }
 }
 
 fn no_in_place(p: *const c_void) -> Result<(), MpiError> {
@@ -118,6 +119,36 @@ fn no_in_place(p: *const c_void) -> Result<(), MpiError> {
         return Err(err(ErrorClass::Buffer, "MPI_IN_PLACE is not allowed in neighborhood collectives"));
     }
     Ok(())
+}
+
+/// Count and displacement element types of the C interfaces (int, MPI_Count, MPI_Aint).
+trait AsI64: Copy {
+    fn as_i64(self) -> i64;
+}
+impl AsI64 for i32 {
+    fn as_i64(self) -> i64 {
+        self as i64
+    }
+}
+impl AsI64 for i64 {
+    fn as_i64(self) -> i64 {
+        self
+    }
+}
+impl AsI64 for isize {
+    fn as_i64(self) -> i64 {
+        self as i64
+    }
+}
+
+unsafe fn widen<T: AsI64>(p: *const T, n: usize, what: &str) -> Result<Vec<i64>, MpiError> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    if p.is_null() {
+        return Err(err(ErrorClass::Arg, format!("{what} is NULL")));
+    }
+    Ok(std::slice::from_raw_parts(p, n).iter().map(|&x| x.as_i64()).collect())
 }
 
 /// Shape of one side of a neighborhood collective.
@@ -132,7 +163,7 @@ enum Side<'a> {
     Typed(*const c_void, &'a [i64], &'a [i64], &'a [MPI_Datatype]),
 }
 
-fn blocks(g: &Global, side: &Side, n: usize) -> Result<Vec<NbrBlock>, MpiError> {
+fn blocks(g: &Global, side: &Side, n: usize) -> Result<Vec<Buf>, MpiError> {
     let mut out = Vec::with_capacity(n);
     match *side {
         Side::Same(buf, count, t) => {
@@ -167,26 +198,6 @@ fn blocks(g: &Global, side: &Side, n: usize) -> Result<Vec<NbrBlock>, MpiError> 
     Ok(out)
 }
 
-unsafe fn widen<T: Copy + Into<i64>>(p: *const T, n: usize, what: &str) -> Result<Vec<i64>, MpiError> {
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    if p.is_null() {
-        return Err(err(ErrorClass::Arg, format!("{what} is NULL")));
-    }
-    Ok(std::slice::from_raw_parts(p, n).iter().map(|&x| x.into()).collect())
-}
-
-unsafe fn aints(p: *const MPI_Aint, n: usize, what: &str) -> Result<Vec<i64>, MpiError> {
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    if p.is_null() {
-        return Err(err(ErrorClass::Arg, format!("{what} is NULL")));
-    }
-    Ok(std::slice::from_raw_parts(p, n).iter().map(|&x| x as i64).collect())
-}
-
 unsafe fn types<'a>(p: *const MPI_Datatype, n: usize, what: &str) -> Result<&'a [MPI_Datatype], MpiError> {
     if n == 0 {
         return Ok(&[]);
@@ -197,26 +208,69 @@ unsafe fn types<'a>(p: *const MPI_Datatype, n: usize, what: &str) -> Result<&'a 
     Ok(std::slice::from_raw_parts(p, n))
 }
 
-/// Run a neighborhood collective whose blocks `shape` builds from the degrees.
+/// Blocking, nonblocking (MPI_Ineighbor_*) or persistent (MPI_Neighbor_*_init).
+#[derive(Clone, Copy)]
+enum Mode {
+    Blocking,
+    Start(*mut MPI_Request),
+    Init(*mut MPI_Request),
+}
+
+/// Run a neighborhood collective whose blocks `shape` builds from the degrees (in, out).
 unsafe fn neighbor(
     func: &str,
     comm: MPI_Comm,
-    shape: impl FnOnce(&Global, usize, usize) -> Result<(Vec<NbrBlock>, Vec<NbrBlock>), MpiError>,
+    mode: Mode,
+    shape: impl FnOnce(&Global, usize, usize) -> Result<(Vec<Buf>, Vec<Buf>), MpiError>,
 ) -> c_int {
     api(func, Some(comm as usize), |g| {
         let h = comm_handle(g, comm as usize)?;
         let (indeg, outdeg) = degrees(g, h)?;
-        let (sends, recvs) = shape(g, indeg, outdeg)?;
-        g.eng.neighbor_exchange(h, &sends, &recvs)
+        let (send, recv) = shape(g, indeg, outdeg)?;
+        let c = g.eng.neighbor_coll(h, send, recv)?;
+        match mode {
+            Mode::Blocking => g.eng.coll(h, &c),
+            Mode::Start(req) | Mode::Init(req) => {
+                if req.is_null() {
+                    return Err(err(ErrorClass::Arg, "request pointer is NULL"));
+                }
+                let r = if matches!(mode, Mode::Start(_)) { g.eng.icoll(h, c)? } else { g.eng.coll_init(h, c)? };
+                *req = r.0 as MPI_Request;
+                Ok(())
+            }
+        }
     })
 }
 
-unsafe fn allgather(func: &str, sb: *const c_void, sc: i64, st: MPI_Datatype, rb: *mut c_void, rc: i64, rt: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor(func, comm, |g, i, o| Ok((blocks(g, &Side::Same(sb, sc, st), o)?, blocks(g, &Side::Strided(rb, rc, rt), i)?)))
+unsafe fn allgather(func: &str, sb: *const c_void, sc: i64, st: MPI_Datatype, rb: *mut c_void, rc: i64, rt: MPI_Datatype, comm: MPI_Comm, mode: Mode) -> c_int {
+    neighbor(func, comm, mode, |g, i, o| Ok((blocks(g, &Side::Same(sb, sc, st), o)?, blocks(g, &Side::Strided(rb, rc, rt), i)?)))
 }
 
-unsafe fn alltoall(func: &str, sb: *const c_void, sc: i64, st: MPI_Datatype, rb: *mut c_void, rc: i64, rt: MPI_Datatype, comm: MPI_Comm) -> c_int {
-    neighbor(func, comm, |g, i, o| Ok((blocks(g, &Side::Strided(sb, sc, st), o)?, blocks(g, &Side::Strided(rb, rc, rt), i)?)))
+unsafe fn allgatherv<C: AsI64, D: AsI64>(func: &str, sb: *const c_void, sc: i64, st: MPI_Datatype, rb: *mut c_void, rcounts: *const C, displs: *const D, rt: MPI_Datatype, comm: MPI_Comm, mode: Mode) -> c_int {
+    neighbor(func, comm, mode, |g, i, o| {
+        let (rc, rd) = (widen(rcounts, i, "recvcounts")?, widen(displs, i, "displs")?);
+        Ok((blocks(g, &Side::Same(sb, sc, st), o)?, blocks(g, &Side::Varying(rb, &rc, &rd, rt), i)?))
+    })
+}
+
+unsafe fn alltoall(func: &str, sb: *const c_void, sc: i64, st: MPI_Datatype, rb: *mut c_void, rc: i64, rt: MPI_Datatype, comm: MPI_Comm, mode: Mode) -> c_int {
+    neighbor(func, comm, mode, |g, i, o| Ok((blocks(g, &Side::Strided(sb, sc, st), o)?, blocks(g, &Side::Strided(rb, rc, rt), i)?)))
+}
+
+unsafe fn alltoallv<C: AsI64, D: AsI64>(func: &str, sb: *const c_void, scounts: *const C, sdispls: *const D, st: MPI_Datatype, rb: *mut c_void, rcounts: *const C, rdispls: *const D, rt: MPI_Datatype, comm: MPI_Comm, mode: Mode) -> c_int {
+    neighbor(func, comm, mode, |g, i, o| {
+        let (sc, sd) = (widen(scounts, o, "sendcounts")?, widen(sdispls, o, "sdispls")?);
+        let (rc, rd) = (widen(rcounts, i, "recvcounts")?, widen(rdispls, i, "rdispls")?);
+        Ok((blocks(g, &Side::Varying(sb, &sc, &sd, st), o)?, blocks(g, &Side::Varying(rb, &rc, &rd, rt), i)?))
+    })
+}
+
+unsafe fn alltoallw<C: AsI64>(func: &str, sb: *const c_void, scounts: *const C, sdispls: *const MPI_Aint, stypes: *const MPI_Datatype, rb: *mut c_void, rcounts: *const C, rdispls: *const MPI_Aint, rtypes: *const MPI_Datatype, comm: MPI_Comm, mode: Mode) -> c_int {
+    neighbor(func, comm, mode, |g, i, o| {
+        let (sc, sd, st) = (widen(scounts, o, "sendcounts")?, widen(sdispls, o, "sdispls")?, types(stypes, o, "sendtypes")?);
+        let (rc, rd, rt) = (widen(rcounts, i, "recvcounts")?, widen(rdispls, i, "rdispls")?, types(rtypes, i, "recvtypes")?);
+        Ok((blocks(g, &Side::Typed(sb, &sc, &sd, st), o)?, blocks(g, &Side::Typed(rb, &rc, &rd, rt), i)?))
+    })
 }
 
 mpi_api! {
@@ -321,7 +375,7 @@ mpi_api! {
                 return Err(err(ErrorClass::Arg, "newcomm pointer is NULL"));
             }
             let n = g.eng.cart_sub(h, &r)?;
-            out_comm(g, Some(n), newcomm)
+            out_comm(g, n, newcomm)
         })
     }
 
@@ -534,64 +588,97 @@ mpi_api! {
     }
 
     fn Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        allgather("MPI_Neighbor_allgather", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm)
+        allgather("MPI_Neighbor_allgather", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, Mode::Blocking)
     }
-
     fn Neighbor_allgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        allgather("MPI_Neighbor_allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+        allgather("MPI_Neighbor_allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Mode::Blocking)
+    }
+    fn Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        allgather("MPI_Ineighbor_allgather", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, Mode::Start(request))
+    }
+    fn Ineighbor_allgather_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        allgather("MPI_Ineighbor_allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Mode::Start(request))
+    }
+    fn Neighbor_allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        allgather("MPI_Neighbor_allgather_init", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, Mode::Init(request))
+    }
+    fn Neighbor_allgather_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        allgather("MPI_Neighbor_allgather_init_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Mode::Init(request))
     }
 
     fn Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        neighbor("MPI_Neighbor_allgatherv", comm, |g, i, o| {
-            let (rc, rd) = (widen(recvcounts, i, "recvcounts")?, widen(displs, i, "displs")?);
-            Ok((blocks(g, &Side::Same(sendbuf, sendcount as i64, sendtype), o)?, blocks(g, &Side::Varying(recvbuf, &rc, &rd, recvtype), i)?))
-        })
+        allgatherv("MPI_Neighbor_allgatherv", sendbuf, sendcount as i64, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Mode::Blocking)
     }
-
     fn Neighbor_allgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        neighbor("MPI_Neighbor_allgatherv_c", comm, |g, i, o| {
-            let (rc, rd) = (widen(recvcounts, i, "recvcounts")?, aints(displs, i, "displs")?);
-            Ok((blocks(g, &Side::Same(sendbuf, sendcount, sendtype), o)?, blocks(g, &Side::Varying(recvbuf, &rc, &rd, recvtype), i)?))
-        })
+        allgatherv("MPI_Neighbor_allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Mode::Blocking)
+    }
+    fn Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        allgatherv("MPI_Ineighbor_allgatherv", sendbuf, sendcount as i64, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Mode::Start(request))
+    }
+    fn Ineighbor_allgatherv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        allgatherv("MPI_Ineighbor_allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Mode::Start(request))
+    }
+    fn Neighbor_allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        allgatherv("MPI_Neighbor_allgatherv_init", sendbuf, sendcount as i64, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Mode::Init(request))
+    }
+    fn Neighbor_allgatherv_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, displs: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        allgatherv("MPI_Neighbor_allgatherv_init_c", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, Mode::Init(request))
     }
 
     fn Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        alltoall("MPI_Neighbor_alltoall", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm)
+        alltoall("MPI_Neighbor_alltoall", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, Mode::Blocking)
     }
-
     fn Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        alltoall("MPI_Neighbor_alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+        alltoall("MPI_Neighbor_alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Mode::Blocking)
+    }
+    fn Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        alltoall("MPI_Ineighbor_alltoall", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, Mode::Start(request))
+    }
+    fn Ineighbor_alltoall_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        alltoall("MPI_Ineighbor_alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Mode::Start(request))
+    }
+    fn Neighbor_alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        alltoall("MPI_Neighbor_alltoall_init", sendbuf, sendcount as i64, sendtype, recvbuf, recvcount as i64, recvtype, comm, Mode::Init(request))
+    }
+    fn Neighbor_alltoall_init_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        alltoall("MPI_Neighbor_alltoall_init_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, Mode::Init(request))
     }
 
     fn Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        neighbor("MPI_Neighbor_alltoallv", comm, |g, i, o| {
-            let (sc, sd) = (widen(sendcounts, o, "sendcounts")?, widen(sdispls, o, "sdispls")?);
-            let (rc, rd) = (widen(recvcounts, i, "recvcounts")?, widen(rdispls, i, "rdispls")?);
-            Ok((blocks(g, &Side::Varying(sendbuf, &sc, &sd, sendtype), o)?, blocks(g, &Side::Varying(recvbuf, &rc, &rd, recvtype), i)?))
-        })
+        alltoallv("MPI_Neighbor_alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Mode::Blocking)
     }
-
     fn Neighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm) -> c_int {
-        neighbor("MPI_Neighbor_alltoallv_c", comm, |g, i, o| {
-            let (sc, sd) = (widen(sendcounts, o, "sendcounts")?, aints(sdispls, o, "sdispls")?);
-            let (rc, rd) = (widen(recvcounts, i, "recvcounts")?, aints(rdispls, i, "rdispls")?);
-            Ok((blocks(g, &Side::Varying(sendbuf, &sc, &sd, sendtype), o)?, blocks(g, &Side::Varying(recvbuf, &rc, &rd, recvtype), i)?))
-        })
+        alltoallv("MPI_Neighbor_alltoallv_c", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Mode::Blocking)
+    }
+    fn Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        alltoallv("MPI_Ineighbor_alltoallv", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Mode::Start(request))
+    }
+    fn Ineighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        alltoallv("MPI_Ineighbor_alltoallv_c", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Mode::Start(request))
+    }
+    fn Neighbor_alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        alltoallv("MPI_Neighbor_alltoallv_init", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Mode::Init(request))
+    }
+    fn Neighbor_alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtype: MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        alltoallv("MPI_Neighbor_alltoallv_init_c", sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, Mode::Init(request))
     }
 
     fn Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-        neighbor("MPI_Neighbor_alltoallw", comm, |g, i, o| {
-            let (sc, sd, st) = (widen(sendcounts, o, "sendcounts")?, aints(sdispls, o, "sdispls")?, types(sendtypes, o, "sendtypes")?);
-            let (rc, rd, rt) = (widen(recvcounts, i, "recvcounts")?, aints(rdispls, i, "rdispls")?, types(recvtypes, i, "recvtypes")?);
-            Ok((blocks(g, &Side::Typed(sendbuf, &sc, &sd, st), o)?, blocks(g, &Side::Typed(recvbuf, &rc, &rd, rt), i)?))
-        })
+        alltoallw("MPI_Neighbor_alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Mode::Blocking)
     }
-
     fn Neighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm) -> c_int {
-        neighbor("MPI_Neighbor_alltoallw_c", comm, |g, i, o| {
-            let (sc, sd, st) = (widen(sendcounts, o, "sendcounts")?, aints(sdispls, o, "sdispls")?, types(sendtypes, o, "sendtypes")?);
-            let (rc, rd, rt) = (widen(recvcounts, i, "recvcounts")?, aints(rdispls, i, "rdispls")?, types(recvtypes, i, "recvtypes")?);
-            Ok((blocks(g, &Side::Typed(sendbuf, &sc, &sd, st), o)?, blocks(g, &Side::Typed(recvbuf, &rc, &rd, rt), i)?))
-        })
+        alltoallw("MPI_Neighbor_alltoallw_c", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Mode::Blocking)
+    }
+    fn Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        alltoallw("MPI_Ineighbor_alltoallw", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Mode::Start(request))
+    }
+    fn Ineighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        alltoallw("MPI_Ineighbor_alltoallw_c", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Mode::Start(request))
+    }
+    fn Neighbor_alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        alltoallw("MPI_Neighbor_alltoallw_init", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Mode::Init(request))
+    }
+    fn Neighbor_alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const MPI_Count, sdispls: *const MPI_Aint, sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const MPI_Count, rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm, _info: MPI_Info, request: *mut MPI_Request) -> c_int {
+        alltoallw("MPI_Neighbor_alltoallw_init_c", sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, Mode::Init(request))
     }
 }

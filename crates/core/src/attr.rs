@@ -6,8 +6,9 @@
 //! library lock because a callback may call MPI.
 //!
 //! Keyval lifetime: a keyval lives while the application holds it or any attribute uses it.
-//! Freeing marks it (a second free of a marked keyval is harmless, as MPICH allows); it is
-//! dropped once the last attribute using it is deleted.
+//! Freeing marks it (a second free of a marked keyval is harmless, and the keyval stays
+//! usable for attribute calls, as MPICH allows); it is dropped once the last attribute using
+//! it is deleted.
 
 use std::collections::HashMap;
 
@@ -65,13 +66,14 @@ impl Keyvals {
         Ok(k)
     }
 
-    /// A live, unfreed keyval of `kind` (what set/get/delete accept).
+    /// A keyval of `kind` that still exists (what set/get/delete accept). A freed keyval
+    /// stays usable while attributes use it, as in MPICH: an application may delete such an
+    /// attribute with the value it saved before freeing.
     pub fn get(&self, k: i32, kind: AttrKind) -> MpiResult<Keyval> {
         match self.map.get(&k) {
             Some(kv) if kv.kind != kind => mpi_err!(Keyval, "keyval {k} belongs to another kind of object ({:?})", kv.kind),
-            Some(kv) if kv.freed => mpi_err!(Keyval, "keyval {k} was freed"),
             Some(kv) => Ok(*kv),
-            None => mpi_err!(Keyval, "invalid keyval {k}"),
+            None => mpi_err!(Keyval, "invalid keyval {k} (never created, or freed and no longer used)"),
         }
     }
 
@@ -184,11 +186,13 @@ mod tests {
         let k = kv.create(AttrKind::Comm, 1, 0, 7).unwrap();
         kv.attach(k);
         kv.free(k, AttrKind::Comm).unwrap();
-        assert_eq!(kv.get(k, AttrKind::Comm).unwrap_err().class, ErrorClass::Keyval);
+        // Still usable while an attribute uses it.
+        assert_eq!(kv.get(k, AttrKind::Comm).map(|x| x.extra).unwrap(), 7);
         assert_eq!(kv.lookup(k).map(|x| x.extra), Some(7));
         kv.free(k, AttrKind::Comm).unwrap(); // a second free is harmless while alive
         kv.release(k);
         assert!(kv.lookup(k).is_none());
+        assert_eq!(kv.get(k, AttrKind::Comm).unwrap_err().class, ErrorClass::Keyval);
         assert_eq!(kv.free(k, AttrKind::Comm).unwrap_err().class, ErrorClass::Keyval);
     }
 

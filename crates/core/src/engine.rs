@@ -143,6 +143,8 @@ pub struct Engine {
     ft: crate::ft::Ft,
     /// View generation whose failures were last applied.
     ft_seen: u64,
+    /// Nonblocking communicator duplications in flight (MPI_Comm_idup).
+    pub(crate) idups: crate::group::Idups,
 }
 
 /// Which context and group a send goes to.
@@ -301,6 +303,7 @@ impl Engine {
             coll: Default::default(),
             ft,
             ft_seen: 0,
+            idups: Default::default(),
         })
     }
 
@@ -829,6 +832,9 @@ impl Engine {
             self.flush()?;
         }
         if self.coll.busy() && self.coll_progress() {
+            self.st.events += 1;
+        }
+        if !self.idups.active.is_empty() && self.idup_progress() {
             self.st.events += 1;
         }
         Ok(self.st.events != before)

@@ -657,6 +657,257 @@ impl Engine {
     }
 }
 
+// ---- nonblocking duplication ------------------------------------------------------------
+//
+// MPI_Comm_idup must not block: the members may reach the call at very different times, and
+// several duplications may be in flight at once (also crossing ones on overlapping
+// communicators). The agreement therefore runs as collective schedules advanced from
+// `Engine::progress`, in a tag space of its own (never the communicator's collective
+// sequence, which later collectives on the parent use), and in two phases:
+//
+// 1. propose: every member proposes an id at or above its next free one (and above the
+//    proposals of its other duplications in flight); the maximum is the candidate;
+// 2. confirm: a member accepts the candidate if it is still free there (at or above its next
+//    free id) and does not overlap the proposal of a duplication of higher priority in flight
+//    there, and then takes it; the minimum of the votes decides. A rejected candidate starts
+//    another attempt with fresh proposals.
+//
+// Priority is (parent context id, duplication number on the parent), the same at every
+// member, so crossing duplications do not keep rejecting each other: the one of highest
+// priority wins. Taking an accepted id moves the next free id past it, and every later
+// proposal or blocking agreement lies above that, so no member ever holds two communicators
+// with one context id.
+
+/// Context id of a communicator whose nonblocking duplication has not completed yet.
+const PENDING_CTX: u32 = u32::MAX - 15;
+/// Tag space of nonblocking duplications: `BASE | seq << 14 | stage << 12 | sub`.
+const IDUP_TAG_BASE: i32 = 0x4000_0000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Propose,
+    Confirm,
+}
+
+/// One nonblocking duplication in flight.
+pub(crate) struct Idup {
+    req: Handle,
+    parent: Handle,
+    new: Handle,
+    /// The new hidden local communicator (intercommunicators).
+    new_local: Option<Handle>,
+    seq: u32,
+    /// (parent context id, seq): lower goes first when candidates collide.
+    prio: (u32, u32),
+    proposal: u32,
+    candidate: u32,
+    phase: Phase,
+    /// The value being reduced (stable address for the schedules).
+    acc: Box<u64>,
+    /// Schedules of the current phase still to run, in order.
+    stages: std::collections::VecDeque<crate::coll::Schedule>,
+}
+
+// SAFETY: schedules hold pointers into `acc` (owned here) only; the engine runs under one lock.
+unsafe impl Send for Idup {}
+
+/// Nonblocking duplications in flight, and the per-parent sequence numbers that keep their
+/// messages apart.
+#[derive(Default)]
+pub(crate) struct Idups {
+    pub(crate) active: Vec<Idup>,
+    seqs: HashMap<u32, u32>,
+}
+
+fn u64_reduction(op: crate::op::PredefOp) -> MpiResult<crate::op::Reduction> {
+    use crate::datatype::{BasicKind, Block, Datatype};
+    thread_local! {
+        static U64: crate::datatype::TypeRef = Arc::new(Datatype::predefined(
+            "MPI_UINT64_T", 8, 8, BasicKind::Int { bytes: 8, signed: false }, vec![Block { off: 0, len: 8 }]));
+    }
+    let t = U64.with(|t| t.clone());
+    crate::op::Reduction::new(crate::op::Op::Predef(op), t, crate::op::Elem::Num(crate::op::Num::U64), 0)
+}
+
+impl Engine {
+    /// MPI_Comm_idup: returns the new communicator (usable once the request completes) and
+    /// the request.
+    pub fn comm_idup(&mut self, c: Handle) -> MpiResult<(Handle, Handle)> {
+        let old = self.comm(c)?.clone();
+        let (new, new_local) = match &old.remote {
+            None => (self.add_comm(Comm { ctx: PENDING_CTX, name: String::new(), ..old.clone() }), None),
+            Some(remote) => {
+                let lc = self.add_comm(Comm { ctx: PENDING_CTX, rank: old.rank, group: old.group.clone(), errhandler: old.errhandler, ..Default::default() });
+                let n = self.add_comm(Comm {
+                    ctx: PENDING_CTX,
+                    rank: old.rank,
+                    group: old.group.clone(),
+                    remote: Some(remote.clone()),
+                    errhandler: old.errhandler,
+                    local: Some(lc),
+                    ..Default::default()
+                });
+                (n, Some(lc))
+            }
+        };
+        let seq = self.idups.seqs.entry(old.ctx).or_insert(0);
+        let this = *seq;
+        *seq = seq.wrapping_add(1);
+        let proposal = self.idup_proposal();
+        let req = self.coll_request(false);
+        let mut d = Idup {
+            req,
+            parent: c,
+            new,
+            new_local,
+            seq: this,
+            prio: (old.ctx, this),
+            proposal,
+            candidate: 0,
+            phase: Phase::Propose,
+            acc: Box::new(proposal as u64),
+            stages: Default::default(),
+        };
+        if let Err(e) = self.idup_phase(&mut d) {
+            let _ = self.release_comm(new);
+            self.release(req);
+            return Err(e);
+        }
+        self.idups.active.push(d);
+        self.idup_progress();
+        Ok((new, req))
+    }
+
+    /// Build the schedules of `d`'s current phase (its value is already in `d.acc`).
+    fn idup_phase(&mut self, d: &mut Idup) -> MpiResult<()> {
+        use crate::coll::{bcast, reduce, Schedule};
+        let red = u64_reduction(match d.phase {
+            Phase::Propose => crate::op::PredefOp::Max,
+            Phase::Confirm => crate::op::PredefOp::Min,
+        })?;
+        let code = if d.phase == Phase::Propose { 0 } else { 2 };
+        let tag = |stage: i32| IDUP_TAG_BASE | (((d.seq & 0x3fff) as i32) << 14) | ((code + stage) << 12);
+        let acc: *mut u8 = (&mut *d.acc as *mut u64).cast();
+        let parent = self.comm(d.parent)?.clone();
+        let mk = |comm: Handle, tag_base: i32| {
+            let mut s = Schedule::default();
+            s.comm = comm;
+            s.tag_base = tag_base;
+            s.red = Some(red.clone());
+            s
+        };
+        d.stages.clear();
+        match parent.local {
+            None => {
+                let mut s = mk(d.parent, tag(0));
+                reduce::recursive_doubling(&mut s, parent.rank, parent.size(), acc, 1, &red);
+                d.stages.push_back(s);
+            }
+            Some(local) => {
+                let size = parent.size();
+                let mut s = mk(local, tag(0));
+                reduce::recursive_doubling(&mut s, parent.rank, size, acc, 1, &red);
+                d.stages.push_back(s);
+                if parent.rank == 0 {
+                    // The leaders swap their group's result over the intercommunicator.
+                    let mut x = mk(d.parent, tag(0));
+                    let t = red.dtype.clone();
+                    let tmp = x.temp(8);
+                    x.send(0, 0, acc, 1, &t);
+                    x.recv(0, 0, tmp, 1, &t);
+                    x.round();
+                    x.reduce(tmp, acc, 1);
+                    x.round();
+                    d.stages.push_back(x);
+                }
+                let mut b = mk(local, tag(1));
+                bcast::binomial(&mut b, parent.rank, size, 0, acc, 1, &red.dtype);
+                d.stages.push_back(b);
+            }
+        }
+        Ok(())
+    }
+
+    /// A proposal at or above the next free id and the proposals of duplications in flight.
+    fn idup_proposal(&self) -> u32 {
+        self.idups.active.iter().map(|d| d.proposal + 4).fold(self.next_context(), u32::max)
+    }
+
+    /// Advance `d`; true when it has completed (successfully). `others` are the (priority,
+    /// proposal) of the other duplications in flight here.
+    fn idup_advance(&mut self, d: &mut Idup, others: &[((u32, u32), u32)]) -> MpiResult<bool> {
+        loop {
+            while let Some(s) = d.stages.front_mut() {
+                if !self.sched_advance(s)? {
+                    return Ok(false);
+                }
+                if let Some(e) = s.error() {
+                    return Err(MpiError::new(e, "a transfer of the context agreement failed"));
+                }
+                d.stages.pop_front();
+            }
+            match d.phase {
+                Phase::Propose => {
+                    d.candidate = *d.acc as u32;
+                    let c = d.candidate;
+                    let ok = c >= self.next_context()
+                        && !others.iter().any(|&(prio, p)| prio < d.prio && c < p + 4 && p < c + 4);
+                    if ok {
+                        self.claim_contexts(d.candidate, 4);
+                    }
+                    *d.acc = ok as u64;
+                    d.phase = Phase::Confirm;
+                }
+                Phase::Confirm if *d.acc == 1 => {
+                    self.comm_mut(d.new)?.ctx = d.candidate;
+                    if let Some(l) = d.new_local {
+                        self.comm_mut(l)?.ctx = d.candidate + 2;
+                    }
+                    return Ok(true);
+                }
+                Phase::Confirm => {
+                    // A member could not take the candidate: try again higher up.
+                    d.proposal = others.iter().map(|&(_, p)| p + 4).fold(self.next_context(), u32::max);
+                    *d.acc = d.proposal as u64;
+                    d.phase = Phase::Propose;
+                }
+            }
+            self.idup_phase(d)?;
+        }
+    }
+
+    /// Advance every nonblocking duplication (called from `progress`); true if one finished.
+    pub(crate) fn idup_progress(&mut self) -> bool {
+        let mut list = std::mem::take(&mut self.idups.active);
+        let mut finished = false;
+        let mut i = 0;
+        while i < list.len() {
+            let others: Vec<((u32, u32), u32)> =
+                list.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, d)| (d.prio, d.proposal)).collect();
+            match self.idup_advance(&mut list[i], &others) {
+                Ok(false) => i += 1,
+                Ok(true) => {
+                    let d = list.swap_remove(i);
+                    self.coll_request_done(d.req, None);
+                    finished = true;
+                }
+                Err(e) => {
+                    tracing::warn!("MPI_Comm_idup failed: {e}");
+                    let mut d = list.swap_remove(i);
+                    for s in d.stages.iter_mut() {
+                        self.sched_abandon(s);
+                    }
+                    self.coll_request_done(d.req, Some(e.class));
+                    finished = true;
+                }
+            }
+        }
+        list.append(&mut self.idups.active);
+        self.idups.active = list;
+        finished
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,16 +4,18 @@
 //! communicator is rank `r` of the old one, which is what MPI_Cart_map / MPI_Graph_map
 //! report too.
 //!
-//! Neighborhood collectives exchange one block per neighbor on the communicator's collective
-//! context. Graph neighbors listed twice are matched in list order (MPI's non-overtaking
-//! rule). A Cartesian dimension of size 1 or 2 with wrap-around makes one process both the
-//! `-1` and the `+1` neighbor; the tag then says which way the block travels, so the block
+//! Neighborhood collectives are one-round collective schedules (`coll::Coll::Neighbor`), so
+//! the blocking, nonblocking and persistent forms share the collective machinery: every
+//! block to an out-neighbor is sent and every block from an in-neighbor received at once.
+//! Graph neighbors listed twice are matched in list order (MPI's non-overtaking rule). A
+//! Cartesian dimension of size 1 or 2 with wrap-around makes one process both the `-1` and
+//! the `+1` neighbor; the tag sub-code then says which way the block travels, so the block
 //! sent towards `+1` always lands in the receiver's `-1` slot.
 
 use std::sync::Arc;
 
+use crate::coll::{Buf, Coll, Schedule};
 use crate::comm::Comm;
-use crate::datatype::TypeRef;
 use crate::engine::{Engine, PROC_NULL};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::group::UNDEFINED;
@@ -30,9 +32,6 @@ pub enum Topology {
     /// Distributed graph: this process's in- and out-neighbors.
     DistGraph { sources: Vec<i32>, sweights: Vec<i32>, dests: Vec<i32>, dweights: Vec<i32>, weighted: bool },
 }
-
-/// Base tag of neighborhood collectives on the collective context.
-const TAG_NBR: i32 = 0x7ffe_2000;
 
 // ---- pure topology arithmetic ----------------------------------------------------------
 
@@ -71,22 +70,29 @@ fn iroot(m: u64, k: u32) -> u64 {
 
 struct Search<'a> {
     divs: &'a [u64],
+    /// (spread, factors) of the best factorization so far.
     best: Option<(u64, Vec<u64>)>,
+}
+
+/// Whether non-increasing `a` beats `b` at equal spread: larger smallest factor, then larger
+/// second smallest, and so on (the choice MPICH's reference results make).
+fn better_balanced(a: &[u64], b: &[u64]) -> bool {
+    a.iter().rev().cmp(b.iter().rev()) == std::cmp::Ordering::Greater
 }
 
 impl Search<'_> {
     /// Extend `cur` (non-increasing) with `slots` factors whose product is `rem`, each at
-    /// most `cap`.
+    /// most `cap`. Best: the smallest spread, then [`better_balanced`].
     fn run(&mut self, rem: u64, slots: u32, cap: u64, cur: &mut Vec<u64>) {
         if slots == 1 {
             if rem <= cap {
                 let first = cur.first().copied().unwrap_or(rem);
                 let diff = first - rem;
-                if self.best.as_ref().is_none_or(|b| diff < b.0) {
-                    let mut v = cur.clone();
-                    v.push(rem);
-                    self.best = Some((diff, v));
+                cur.push(rem);
+                if self.best.as_ref().is_none_or(|b| diff < b.0 || (diff == b.0 && better_balanced(cur, &b.1))) {
+                    self.best = Some((diff, cur.clone()));
                 }
+                cur.pop();
             }
             return;
         }
@@ -102,7 +108,7 @@ impl Search<'_> {
             let first = cur.first().copied().unwrap_or(d);
             // The smallest factor is at most the (slots-1)'th root of what is left.
             let min_bound = iroot(rem / d, slots - 1).min(d);
-            if self.best.as_ref().is_some_and(|b| first - min_bound >= b.0) {
+            if self.best.as_ref().is_some_and(|b| first - min_bound > b.0) {
                 if cur.is_empty() {
                     // A larger first factor only widens the spread.
                     break;
@@ -117,7 +123,8 @@ impl Search<'_> {
 }
 
 /// MPI_Dims_create: fill the zero entries of `dims` so the product is `nnodes`, as balanced
-/// as possible (smallest spread between largest and smallest factor) and non-increasing.
+/// as possible (smallest spread between largest and smallest factor; among equal spreads,
+/// the largest smallest factor, then the largest second smallest, ...) and non-increasing.
 pub fn dims_create(nnodes: i32, dims: &mut [i32]) -> MpiResult<()> {
     if nnodes < 0 {
         return mpi_err!(Arg, "nnodes {nnodes} is negative");
@@ -233,19 +240,21 @@ pub fn graph_neighbors<'a>(index: &[i32], edges: &'a [i32], rank: i32) -> &'a [i
     &edges[start..index[r] as usize]
 }
 
-/// (rank, tag) of each neighbor, in MPI order.
-pub type NeighborList = Vec<(i32, i32)>;
+/// (rank, tag sub-code) of each neighbor, in MPI order.
+pub type NeighborList = Vec<(i32, u16)>;
 
 impl Topology {
-    /// (rank, tag) of every in-neighbor and every out-neighbor of `rank`, in MPI order.
+    /// (rank, tag sub-code) of every in-neighbor and every out-neighbor of `rank`, in MPI
+    /// order. Sub-codes stay below 4096 (the schedule's sub-tag space).
     pub fn neighbor_lists(&self, rank: i32) -> (NeighborList, NeighborList) {
         match self {
             Topology::Cart { dims, periods } => {
                 let (mut ins, mut outs) = (Vec::new(), Vec::new());
                 for d in 0..dims.len() {
                     let (lo, hi) = cart_shift(dims, periods, rank, d, 1);
-                    let t = TAG_NBR + ((2 * d as i32) & 0xffe);
-                    // Slot 2d: the -1 neighbor; what it sends towards +1 carries tag t+1.
+                    // Sub-code t: travelling towards -1; t + 1: towards +1.
+                    let t = ((2 * d) & 0xffe) as u16;
+                    // Slot 2d: the -1 neighbor, whose block travels towards +1.
                     ins.push((lo, t + 1));
                     ins.push((hi, t));
                     outs.push((lo, t));
@@ -254,23 +263,34 @@ impl Topology {
                 (ins, outs)
             }
             Topology::Graph { index, edges } => {
-                let n: Vec<(i32, i32)> = graph_neighbors(index, edges, rank).iter().map(|&r| (r, TAG_NBR)).collect();
+                let n: NeighborList = graph_neighbors(index, edges, rank).iter().map(|&r| (r, 0)).collect();
                 (n.clone(), n)
             }
-            Topology::DistGraph { sources, dests, .. } => (
-                sources.iter().map(|&r| (r, TAG_NBR)).collect(),
-                dests.iter().map(|&r| (r, TAG_NBR)).collect(),
-            ),
+            Topology::DistGraph { sources, dests, .. } => {
+                (sources.iter().map(|&r| (r, 0)).collect(), dests.iter().map(|&r| (r, 0)).collect())
+            }
         }
     }
 }
 
-/// One block of a neighborhood collective: buffer address, element count and type.
-#[derive(Clone)]
-pub struct NbrBlock {
-    pub buf: *mut u8,
-    pub count: usize,
-    pub dtype: TypeRef,
+/// Write a neighborhood exchange into `s`: one round, every receive and send at once
+/// (MPI_PROC_NULL neighbors are skipped, their blocks left alone).
+pub fn neighbor_schedule(s: &mut Schedule, ins: &[(i32, u16)], outs: &[(i32, u16)], send: &[Buf], recv: &[Buf]) -> MpiResult<()> {
+    if ins.len() != recv.len() || outs.len() != send.len() {
+        return mpi_err!(Intern, "neighbor block count does not match the topology");
+    }
+    for (&(src, sub), b) in ins.iter().zip(recv) {
+        if src != PROC_NULL {
+            s.recv(src, sub as u32, b.ptr, b.count, &b.dtype);
+        }
+    }
+    for (&(dst, sub), b) in outs.iter().zip(send) {
+        if dst != PROC_NULL {
+            s.send(dst, sub as u32, b.ptr, b.count, &b.dtype);
+        }
+    }
+    s.round();
+    Ok(())
 }
 
 // ---- collective operations --------------------------------------------------------------
@@ -384,8 +404,9 @@ impl Engine {
         Ok(self.comm(c)?.topo.clone())
     }
 
-    /// MPI_Cart_sub: keep the dimensions where `remain` is true.
-    pub fn cart_sub(&mut self, c: Handle, remain: &[bool]) -> MpiResult<Handle> {
+    /// MPI_Cart_sub: keep the dimensions where `remain` is true. None where this process is
+    /// left out (only when no dimension remains).
+    pub fn cart_sub(&mut self, c: Handle, remain: &[bool]) -> MpiResult<Option<Handle>> {
         let comm = self.comm(c)?.clone();
         let Some(Topology::Cart { dims, periods }) = comm.topo.as_deref() else {
             return mpi_err!(Topology, "MPI_Cart_sub needs a Cartesian communicator");
@@ -405,9 +426,14 @@ impl Engine {
                 color = color * dims[i] + coords[i];
             }
         }
-        let n = self.comm_split(c, color, key)?.ok_or_else(|| MpiError::new(ErrorClass::Intern, "lost the sub-grid"))?;
+        if sub_dims.is_empty() {
+            // No dimension left: a zero-dimensional grid of one process, rank 0 of the old
+            // grid (as for MPI_Cart_create with ndims = 0); the others get nothing.
+            color = if comm.rank == 0 { 0 } else { UNDEFINED };
+        }
+        let Some(n) = self.comm_split(c, color, key)? else { return Ok(None) };
         self.comm_mut(n)?.topo = Some(Arc::new(Topology::Cart { dims: sub_dims, periods: sub_periods }));
-        Ok(n)
+        Ok(Some(n))
     }
 
     /// (in-neighbors, out-neighbors) of this process in `c`'s topology.
@@ -420,57 +446,19 @@ impl Engine {
         Ok((i.into_iter().map(|x| x.0).collect(), o.into_iter().map(|x| x.0).collect()))
     }
 
-    /// A neighborhood exchange: block `j` of `sends` goes to out-neighbor `j`, block `j` of
-    /// `recvs` comes from in-neighbor `j`. Blocking; every neighborhood collective is one.
-    ///
-    /// # Safety
-    /// Each block's buffer must be valid for its count of its datatype.
-    pub unsafe fn neighbor_exchange(&mut self, c: Handle, sends: &[NbrBlock], recvs: &[NbrBlock]) -> MpiResult<()> {
+    /// The neighborhood collective on `c` sending block `j` of `send` to out-neighbor `j`
+    /// and receiving block `j` of `recv` from in-neighbor `j`; run it with `coll`, `icoll` or
+    /// `coll_init`.
+    pub fn neighbor_coll(&self, c: Handle, send: Vec<Buf>, recv: Vec<Buf>) -> MpiResult<Coll> {
         let comm = self.comm(c)?;
-        let Some(t) = comm.topo.clone() else {
+        let Some(t) = comm.topo.as_deref() else {
             return mpi_err!(Topology, "the communicator has no topology");
         };
         let (ins, outs) = t.neighbor_lists(comm.rank);
-        if ins.len() != recvs.len() || outs.len() != sends.len() {
+        if ins.len() != recv.len() || outs.len() != send.len() {
             return mpi_err!(Intern, "neighbor block count does not match the topology");
         }
-        let mut rbufs: Vec<Vec<u8>> = recvs.iter().map(|b| vec![0u8; b.dtype.packed_size(b.count)]).collect();
-        let mut rreqs = Vec::with_capacity(ins.len());
-        for (j, &(src, tag)) in ins.iter().enumerate() {
-            if src == PROC_NULL {
-                rreqs.push(None);
-                continue;
-            }
-            rreqs.push(Some(self.coll_irecv(c, src, tag, &mut rbufs[j])?));
-        }
-        let mut sbufs: Vec<Vec<u8>> = Vec::with_capacity(outs.len());
-        for b in sends {
-            let mut v = vec![0u8; b.dtype.packed_size(b.count)];
-            b.dtype.pack(b.buf, b.count, &mut v);
-            sbufs.push(v);
-        }
-        let mut sreqs = Vec::with_capacity(outs.len());
-        for (j, &(dst, tag)) in outs.iter().enumerate() {
-            if dst != PROC_NULL {
-                sreqs.push(self.coll_isend(c, dst, tag, &sbufs[j])?);
-            }
-        }
-        let mut result = Ok(());
-        for (j, r) in rreqs.into_iter().enumerate() {
-            let Some(r) = r else { continue };
-            let st = self.wait(r)?;
-            self.release(r);
-            if st.error == Some(ErrorClass::Truncate) && result.is_ok() {
-                result = mpi_err!(Truncate, "block from neighbor {} is longer than the receive block", ins[j].0);
-            }
-            let b = &recvs[j];
-            b.dtype.unpack(&rbufs[j][..st.bytes as usize], b.buf, b.count);
-        }
-        for s in sreqs {
-            self.wait(s)?;
-            self.release(s);
-        }
-        result
+        Ok(Coll::Neighbor { ins, outs, send, recv })
     }
 }
 
@@ -507,6 +495,10 @@ mod tests {
         assert_eq!(dims(1, 3), vec![1, 1, 1]);
         assert_eq!(dims(1, 0), Vec::<i32>::new());
         assert_eq!(dims(2_147_483_647, 2), vec![2_147_483_647, 1]);
+        // Equal spreads: the larger smallest factor wins (21-15 = 20-14), then the larger
+        // second smallest.
+        assert_eq!(dims(5040, 3), vec![21, 16, 15]);
+        assert_eq!(dims(98784, 5), vec![14, 14, 9, 8, 7]);
     }
 
     #[test]
@@ -523,7 +515,8 @@ mod tests {
         assert_eq!(dims_create(8, &mut d).unwrap_err().class, ErrorClass::Dims);
     }
 
-    /// The chosen factors are non-increasing, multiply to n and have the smallest spread.
+    /// The chosen factors are non-increasing, multiply to n, have the smallest spread and,
+    /// among those, the largest smallest factor.
     #[test]
     fn dims_create_is_optimal_for_small_n() {
         for n in 1..=300 {
@@ -531,26 +524,33 @@ mod tests {
                 let d = dims(n, nd);
                 assert_eq!(d.iter().product::<i32>(), n, "n={n} nd={nd}");
                 assert!(d.windows(2).all(|w| w[0] >= w[1]), "n={n} nd={nd} {d:?}");
-                // Brute force the best spread.
-                fn best(m: i32, k: usize, cap: i32) -> Option<(i32, i32)> {
-                    // (max, min) over non-increasing factorizations with the smallest spread.
+                // Brute force over every non-increasing factorization.
+                fn all(m: i32, k: usize, cap: i32, cur: &mut Vec<i32>, out: &mut Vec<Vec<i32>>) {
                     if k == 1 {
-                        return (m <= cap).then_some((m, m));
+                        if m <= cap {
+                            cur.push(m);
+                            out.push(cur.clone());
+                            cur.pop();
+                        }
+                        return;
                     }
-                    let mut out: Option<(i32, i32)> = None;
                     for f in 1..=cap.min(m) {
                         if m % f == 0 {
-                            if let Some((_, mn)) = best(m / f, k - 1, f) {
-                                if out.is_none_or(|(a, b)| f - mn < a - b) {
-                                    out = Some((f, mn));
-                                }
-                            }
+                            cur.push(f);
+                            all(m / f, k - 1, f, cur, out);
+                            cur.pop();
                         }
                     }
-                    out
                 }
-                let (a, b) = best(n, nd, n).unwrap();
-                assert_eq!(d[0] - d[nd - 1], a - b, "n={n} nd={nd} {d:?}");
+                let mut fs = Vec::new();
+                all(n, nd, n, &mut Vec::new(), &mut fs);
+                let best = fs
+                    .into_iter()
+                    .min_by(|x, y| {
+                        (x[0] - x[nd - 1]).cmp(&(y[0] - y[nd - 1])).then_with(|| y.iter().rev().cmp(x.iter().rev()))
+                    })
+                    .unwrap();
+                assert_eq!(d, best, "n={n} nd={nd}");
             }
         }
     }
@@ -592,7 +592,7 @@ mod tests {
         let t = Topology::Cart { dims: vec![2], periods: vec![true] };
         let (ins1, _) = t.neighbor_lists(1);
         let (_, outs0) = t.neighbor_lists(0);
-        // rank 0 sends block 1 (towards +1) with the tag rank 1 expects in slot 0 (from -1).
+        // rank 0 sends block 1 (towards +1) with the sub-code rank 1 expects in slot 0.
         assert_eq!(outs0[1], (1, ins1[0].1));
         assert_eq!(outs0[0], (1, ins1[1].1));
         assert_eq!(map_rank(3, 4), 3);

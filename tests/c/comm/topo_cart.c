@@ -120,11 +120,18 @@ int main(int argc, char **argv)
         /* row ranks map back to cart ranks gc[0]*dims[1] + row rank */
         CHECK(rowsum == 2 * gc[0] * dims[1] + l + h, "row neighbours %d", rowsum);
     }
+    /* No dimension left: rank 0 gets a 0-D grid (congruent to MPI_COMM_SELF), the others
+     * nothing, as for a 0-D Cart_create. */
     MPI_Cart_sub(cart, keep_none, &pt);
-    MPI_Comm_size(pt, &rs);
-    MPI_Cartdim_get(pt, &nd);
-    CHECK(rs == 1 && nd == 0, "point sub-grid: size %d ndims %d", rs, nd);
-    MPI_Comm_free(&pt);
+    CHECK((cr == 0) == (pt != MPI_COMM_NULL), "membership of the point sub-grid");
+    if (pt != MPI_COMM_NULL) {
+        int cmp;
+        MPI_Comm_size(pt, &rs);
+        MPI_Cartdim_get(pt, &nd);
+        MPI_Comm_compare(pt, MPI_COMM_SELF, &cmp);
+        CHECK(rs == 1 && nd == 0 && cmp == MPI_CONGRUENT, "point sub-grid: size %d ndims %d compare %d", rs, nd, cmp);
+        MPI_Comm_free(&pt);
+    }
     MPI_Comm_free(&row);
 
     /* Cart_map: identity placement. */

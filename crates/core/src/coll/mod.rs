@@ -93,6 +93,10 @@ pub enum Coll {
     ReduceScatterBlock { buf: RBuf, red: Reduction },
     Scan { buf: RBuf, red: Reduction },
     Exscan { buf: RBuf, red: Reduction },
+    /// Neighborhood collective over a process topology: block `j` of `send` goes to
+    /// out-neighbor `outs[j]`, block `j` of `recv` comes from in-neighbor `ins[j]`; each
+    /// neighbor comes with its tag sub-code (built by `topo`).
+    Neighbor { ins: Vec<(i32, u16)>, outs: Vec<(i32, u16)>, send: Vec<Buf>, recv: Vec<Buf> },
 }
 
 // SAFETY: the raw pointers are application buffers the application keeps valid while the
@@ -408,6 +412,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
             s.red = Some(red.clone());
             reduce::scan(s, rank, size, buf, red, true)
         }
+        Coll::Neighbor { ins, outs, send, recv } => crate::topo::neighbor_schedule(s, ins, outs, send, recv),
     }
 }
 
