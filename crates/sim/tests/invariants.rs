@@ -193,14 +193,14 @@ fn opportunistic_keeps_invariants_and_tolerates_fewer_than_k_failures() {
     for seed in seeds(1, scaled(30, 8)) {
         for k in [2u32, 3, 4] {
             for optimized in [false, true] {
-                let c = Correction::Opportunistic { distance: k, optimized };
+                let c = Correction::Opportunistic { distance: k, optimized, relay: false };
                 let cfg = tree_cfg(500, TreeKind::KAry { k }, Numbering::Interleaved, c, false);
                 let faults = FaultPlan::Fraction(f64::from(k - 1) / 500.0);
                 run_checked(&cfg, &faults, seed, true);
             }
         }
         // Large fault fractions: no coloring guarantee, invariants only.
-        let c = Correction::Opportunistic { distance: 4, optimized: true };
+        let c = Correction::Opportunistic { distance: 4, optimized: true, relay: false };
         let cfg = tree_cfg(1000, TreeKind::Binomial, Numbering::Interleaved, c, false);
         run_checked(&cfg, &FaultPlan::Fraction(0.2), seed, false);
     }
