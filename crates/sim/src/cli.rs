@@ -60,6 +60,10 @@ pub struct SpecArgs {
     /// Acknowledged tree (acknowledgments back up the tree; needs --correction none).
     #[arg(long)]
     pub ack: bool,
+    /// Opportunistic correction on trees, overlapped: processes reached by correction before
+    /// their tree message also send correction messages (as the paper's simulator does).
+    #[arg(long)]
+    pub relay: bool,
     /// Number of processes.
     #[arg(short = 'P', long = "procs", default_value_t = 65536)]
     pub procs: u32,
@@ -246,8 +250,12 @@ impl SpecArgs {
                     None => 2 * self.o + self.l,
                 },
             },
-            "opportunistic" => Correction::Opportunistic { distance: d(4)?, optimized: false },
-            "optimized" => Correction::Opportunistic { distance: d(4)?, optimized: true },
+            "opportunistic" => {
+                Correction::Opportunistic { distance: d(4)?, optimized: false, relay: self.relay }
+            }
+            "optimized" => {
+                Correction::Opportunistic { distance: d(4)?, optimized: true, relay: self.relay }
+            }
             "failure-proof" => Correction::FailureProof { crashes: d(1)? },
             _ => {
                 return Err(arg_err(
@@ -314,9 +322,10 @@ pub fn describe(spec: &BcastSpec) -> String {
         Correction::FailureProof { crashes } => {
             format!("failure-proof checked correction (tolerates {crashes} crashes)")
         }
-        Correction::Opportunistic { distance, optimized } => format!(
-            "{}opportunistic correction d={distance}",
-            if optimized { "optimized " } else { "" }
+        Correction::Opportunistic { distance, optimized, relay } => format!(
+            "{}opportunistic correction d={distance}{}",
+            if optimized { "optimized " } else { "" },
+            if relay { " (relayed)" } else { "" }
         ),
     };
     let start = match spec.start {

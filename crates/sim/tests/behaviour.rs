@@ -96,12 +96,12 @@ fn fault_free_message_counts() {
     // Opportunistic, d = 4 each way: exactly 8 per process when synchronized; overlapped,
     // processes reached by correction before their tree message do not take part, and the
     // optimization saves more.
-    let plain = Correction::Opportunistic { distance: 4, optimized: false };
+    let plain = Correction::Opportunistic { distance: 4, optimized: false, relay: false };
     let m = binomial(FaultPlan::None, plain, StartSpec::Synchronized).run(0);
     assert_eq!(m.correction_messages, 8 * p);
     let overlapped = binomial(FaultPlan::None, plain, StartSpec::Overlapped).run(0);
     assert!(overlapped.correction_messages < 8 * p);
-    let opt = Correction::Opportunistic { distance: 4, optimized: true };
+    let opt = Correction::Opportunistic { distance: 4, optimized: true, relay: false };
     let m = binomial(FaultPlan::None, opt, StartSpec::Overlapped).run(0);
     assert!(m.correction_messages < overlapped.correction_messages, "{}", m.correction_messages);
     assert_eq!(m.uncolored, 0);
@@ -160,4 +160,27 @@ fn gossip_with_checked_correction_colors_everybody() {
         assert_eq!(m.uncolored, 0, "{}", replay(seed, "behaviour"));
         assert!(m.gossip_messages > 4096);
     }
+}
+
+/// Opportunistic correction with distance d covers every gap of at most 2d processes, and the
+/// optimization must not lose that: whatever a process skips, a participant to its right
+/// covers. (Applying the skip rule to messages from both sides loses coverage: two
+/// participants each skip the ranks they expect the other to cover.)
+#[test]
+fn optimized_opportunistic_covers_every_gap_up_to_2d() {
+    let mut checked_runs = 0;
+    for optimized in [false, true] {
+        for start in [StartSpec::Synchronized, StartSpec::Overlapped] {
+            let c = Correction::Opportunistic { distance: 4, optimized, relay: false };
+            let mut sim = binomial(FaultPlan::Fraction(0.02), c, start);
+            for seed in seeds(0, scaled(60, 15)) {
+                let m = sim.run(seed);
+                if m.max_gap <= 8 {
+                    checked_runs += 1;
+                    assert_eq!(m.uncolored, 0, "{optimized} {start:?}; {}", replay(seed, "behaviour"));
+                }
+            }
+        }
+    }
+    assert!(checked_runs > 20);
 }

@@ -53,7 +53,7 @@ fn failure_proof_correction_survives_the_same_crashes() {
 
 #[test]
 fn failure_proof_tolerates_up_to_f_random_crashes() {
-    for seed in seeds(1, 100) {
+    for seed in seeds(1, scaled(100, 25)) {
         for f in [1u32, 2, 3] {
             for kind in [TreeKind::Binomial, TreeKind::KAry { k: 4 }] {
                 for start in [StartSpec::Synchronized, StartSpec::Overlapped] {

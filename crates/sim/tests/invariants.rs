@@ -162,7 +162,7 @@ fn tree_cfg(procs: u32, kind: TreeKind, numbering: Numbering, c: Correction, syn
 #[test]
 fn checked_and_delayed_color_every_live_process() {
     let mut corrected = 0;
-    for seed in seeds(1, 6) {
+    for seed in seeds(1, scaled(6, 2)) {
         for kind in TREES {
             for numbering in [Numbering::Interleaved, Numbering::InOrder] {
                 for correction in [
@@ -183,24 +183,24 @@ fn checked_and_delayed_color_every_live_process() {
         }
     }
     // The faults must actually have left work for correction.
-    assert!(corrected > 1000, "correction colored only {corrected} processes");
+    assert!(corrected > 300, "correction colored only {corrected} processes");
 }
 
 #[test]
 fn opportunistic_keeps_invariants_and_tolerates_fewer_than_k_failures() {
     // Paper, section 4.2: in a k-ary tree, opportunistic correction with d >= k tolerates at
     // least k - 1 failures.
-    for seed in seeds(1, 30) {
+    for seed in seeds(1, scaled(30, 8)) {
         for k in [2u32, 3, 4] {
             for optimized in [false, true] {
-                let c = Correction::Opportunistic { distance: k, optimized };
+                let c = Correction::Opportunistic { distance: k, optimized, relay: false };
                 let cfg = tree_cfg(500, TreeKind::KAry { k }, Numbering::Interleaved, c, false);
                 let faults = FaultPlan::Fraction(f64::from(k - 1) / 500.0);
                 run_checked(&cfg, &faults, seed, true);
             }
         }
         // Large fault fractions: no coloring guarantee, invariants only.
-        let c = Correction::Opportunistic { distance: 4, optimized: true };
+        let c = Correction::Opportunistic { distance: 4, optimized: true, relay: false };
         let cfg = tree_cfg(1000, TreeKind::Binomial, Numbering::Interleaved, c, false);
         run_checked(&cfg, &FaultPlan::Fraction(0.2), seed, false);
     }
@@ -208,7 +208,7 @@ fn opportunistic_keeps_invariants_and_tolerates_fewer_than_k_failures() {
 
 #[test]
 fn acknowledged_tree_and_gossip_keep_invariants() {
-    for seed in seeds(1, 8) {
+    for seed in seeds(1, scaled(8, 3)) {
         for kind in TREES {
             let topology = Topology::new(kind, Numbering::Interleaved, 300).unwrap();
             let lat = topology.fault_free_latency(2, 1, 0);
@@ -241,7 +241,7 @@ fn acknowledged_tree_and_gossip_keep_invariants() {
 /// checked, failure-proof and delayed correction still color every live process.
 #[test]
 fn corrections_survive_duplication_and_reordering() {
-    for seed in seeds(1, 20) {
+    for seed in seeds(1, scaled(20, 5)) {
         for correction in [
             Correction::Checked,
             Correction::FailureProof { crashes: 1 },

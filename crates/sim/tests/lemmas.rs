@@ -19,7 +19,7 @@ fn lemma2_and_corollary1_over_a_grid() {
     for l in 0..=8u64 {
         for o in 1..=4u64 {
             for kind in [TreeKind::Binomial, TreeKind::KAry { k: 3 }, TreeKind::Lame { k: 2 }] {
-                for procs in [64u32, 1000] {
+                for procs in [64u32, scaled(1000, 200) as u32] {
                     let mut spec = tree_spec(
                         procs,
                         kind,
@@ -52,9 +52,10 @@ fn lemma2_and_corollary1_over_a_grid() {
 
 #[test]
 fn paper_default_parameters_give_eight_steps_and_five_messages() {
+    let procs = scaled(65536, 8192) as u32;
     for kind in TREES {
         let mut sim = BcastSim::new(tree_spec(
-            65536,
+            procs,
             kind,
             Numbering::Interleaved,
             Correction::Checked,
@@ -64,7 +65,7 @@ fn paper_default_parameters_give_eight_steps_and_five_messages() {
         .unwrap();
         let m = sim.run(0);
         assert_eq!(m.correction_latency, Some(8), "{kind:?}");
-        assert_eq!(m.correction_messages, 5 * 65536, "{kind:?}");
+        assert_eq!(m.correction_messages, 5 * u64::from(procs), "{kind:?}");
         assert_eq!(m.max_gap, 0);
     }
 }
@@ -84,7 +85,7 @@ fn lemma3_bounds_hold_under_faults() {
                 FaultPlan::Fraction(frac),
             ))
             .unwrap();
-            for seed in seeds(100, 40) {
+            for seed in seeds(100, scaled(40, 10)) {
                 let m = sim.run(seed);
                 let g = u64::from(m.max_gap);
                 let l = m.correction_latency.unwrap();

@@ -80,6 +80,10 @@ pub enum Correction {
         distance: u32,
         /// Skip targets a nearer participant is known to cover (section 3.3).
         optimized: bool,
+        /// With overlapped correction on a tree, processes reached by correction before any
+        /// tree message also send their correction messages (after their tree messages), as
+        /// the paper's simulator does; otherwise only tree-colored processes do.
+        relay: bool,
     },
     /// Checked correction (Corrected Gossip, section 3.1).
     Checked,
@@ -409,7 +413,8 @@ impl BcastState {
         })
     }
 
-    /// Whether the process takes part in correction (colored by dissemination).
+    /// Whether the process takes part in correction (colored by dissemination, or relaying
+    /// opportunistic correction).
     pub fn is_participant(&self) -> bool {
         self.flags & PARTICIPANT != 0
     }
@@ -480,6 +485,9 @@ impl BcastState {
                 {
                     self.flags |= TREE;
                     self.cursor = topology.cursor(self.rank);
+                    if let Correction::Opportunistic { relay: true, .. } = cfg.correction {
+                        self.flags |= PARTICIPANT;
+                    }
                 }
             }
         }
@@ -531,11 +539,15 @@ impl BcastState {
         };
         self.stop[side] = self.stop[side].min(dist);
         match cfg.correction {
-            Correction::Opportunistic { distance: d, optimized: true } if dist <= d => {
-                // The sender covers everything on our `side` and its own `d` on the other side,
-                // which reaches `d - dist` past us.
-                self.sent[side] = self.sent[side].max(d);
-                self.sent[1 - side] = self.sent[1 - side].max(d - dist);
+            Correction::Opportunistic { distance: d, optimized: true, .. }
+                if dist <= d && side == RIGHT =>
+            {
+                // Section 3.3: a participant j to our right covers j-d .. i+d, so we only
+                // send left beyond j - d. Only messages from the right count: if both sides
+                // skipped on each other's account, the ranks each expects the other to cover
+                // would be covered by neither.
+                self.sent[RIGHT] = self.sent[RIGHT].max(d);
+                self.sent[LEFT] = self.sent[LEFT].max(d - dist);
             }
             Correction::FailureProof { crashes } => {
                 if let Some(ext) = self.ext.as_deref_mut() {

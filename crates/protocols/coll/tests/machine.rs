@@ -101,7 +101,7 @@ fn configuration_errors_are_typed() {
     let tree = Dissemination::Tree { topology, ack: None };
     let e = BcastConfig::new(11, tree.clone(), Correction::Checked, CorrectionStart::Overlapped);
     assert!(matches!(e, Err(steadfast_coll::ConfigError::TreeSize { tree: 10, procs: 11 })));
-    let d = Correction::Opportunistic { distance: 5, optimized: true };
+    let d = Correction::Opportunistic { distance: 5, optimized: true, relay: false };
     assert!(BcastConfig::new(10, tree.clone(), d, CorrectionStart::Overlapped).is_err());
     let g = Dissemination::Gossip { duration: 5, seed: 1 };
     assert!(BcastConfig::new(10, g, Correction::Checked, CorrectionStart::Overlapped).is_err());

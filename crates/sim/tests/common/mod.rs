@@ -12,6 +12,15 @@ pub fn seeds(base: u64, count: u64) -> Vec<u64> {
     }
 }
 
+/// `release` in optimized builds, `debug` otherwise (keeps `cargo test` fast in both).
+pub fn scaled(release: u64, debug: u64) -> u64 {
+    if cfg!(debug_assertions) {
+        debug
+    } else {
+        release
+    }
+}
+
 /// One-line replay command for a failing seed.
 pub fn replay(seed: u64, test: &str) -> String {
     format!("replay: STEADFAST_SEED={seed} cargo test -p steadfast-sim --test {test}")
