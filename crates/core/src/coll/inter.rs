@@ -180,6 +180,9 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         Coll::Scan { .. } | Coll::Exscan { .. } => {
             return Err(MpiError::new(ErrorClass::Comm, "MPI_Scan and MPI_Exscan are not defined on intercommunicators"));
         }
+        Coll::Neighbor { .. } => {
+            return Err(MpiError::new(ErrorClass::Topology, "neighborhood collectives need a process topology on an intracommunicator"));
+        }
     }
     Ok(())
 }
