@@ -122,7 +122,7 @@ fn scenario(exe: &Path, base: &Path, victims: &[u32], path: PathKind, flood: boo
     // Both ways of keeping the survivors: the plain policy, and the run-through mode.
     match path {
         PathKind::Shm => cfg.on_failure = Some(OnFailure::Continue),
-        PathKind::Tcp => cfg.ft = FtMode::RunThrough,
+        PathKind::Tcp | PathKind::Udp => cfg.ft = FtMode::RunThrough,
     }
     cfg.timeout = Some(Duration::from_secs(60));
     let started = Instant::now();

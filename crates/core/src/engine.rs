@@ -1046,6 +1046,10 @@ impl Engine {
             return;
         }
         self.ft_seen = generation;
+        // Take in what the dead ranks sent before they died, so it is still received.
+        if let Some(net) = self.net.as_mut() {
+            let _ = net.poll(&mut Sink(&mut self.st));
+        }
         for w in self.ft.failed() {
             self.st.peer_failed(w);
             // Nothing more is owed to it: a reliable path stops retransmitting.

@@ -207,6 +207,10 @@ pub unsafe fn typed_copy(src: *const u8, scount: usize, stype: &TypeRef, dst: *m
     dtype.unpack(&tmp[..n], dst, dcount);
 }
 
+/// How long a collective keeps waiting on live peers after a member of its communicator
+/// failed, before it reports MPIX_ERR_PROC_FAILED (run-through mode).
+const COLL_FAILURE_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+
 impl Engine {
     /// Advance `s` as far as it goes without waiting. Returns true when it has finished.
     pub(crate) fn sched_advance(&mut self, s: &mut Schedule) -> MpiResult<bool> {
@@ -297,6 +301,18 @@ impl Engine {
                     || e.comm_has_failed_member(comm)
                     || e.comm_is_revoked(comm)
             })?;
+            if !self.comm_is_revoked(comm) && !s.pending.iter().all(|h| self.is_complete(*h).unwrap_or(true)) {
+                // A member failed, but what we wait for may come from live peers that are
+                // still fine (the dead rank may have done its part before dying): give them a
+                // grace period. Receives from the dead rank itself already failed.
+                let deadline = std::time::Instant::now() + COLL_FAILURE_GRACE;
+                let pending = &s.pending;
+                self.block_until(|e| {
+                    pending.iter().all(|h| e.is_complete(*h).unwrap_or(true))
+                        || e.comm_is_revoked(comm)
+                        || std::time::Instant::now() >= deadline
+                })?;
+            }
             if !s.pending.iter().all(|h| self.is_complete(*h).unwrap_or(true)) {
                 // A member failed or the communicator was revoked: give up on every survivor
                 // rather than wait for messages that may never come.
