@@ -7,12 +7,13 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=${1:-$here/install}
 cd "$here"
-passed=0; failed=0; skipped=0
+passed=0; failed=0; skipped=0; failed_names=""
 suite() {   # suite NAME COMMAND...
     local name=$1; shift
     echo "=== $name"
     if "$@"; then passed=$((passed+1)); echo "=== $name: ok"
-    else failed=$((failed+1)); echo "=== $name: FAILED"; fi
+    else failed=$((failed+1)); failed_names="$failed_names
+  - $name"; echo "=== $name: FAILED"; fi
 }
 suite "rust tests" cargo test --release --workspace
 if [ -x tests/c/run-tests.sh ]; then
@@ -33,4 +34,5 @@ if [ -x scripts/netpipe-test.sh ]; then
 fi
 echo
 echo "suites: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] || printf "failed suites:%b\n" "$failed_names"
 [ "$failed" -eq 0 ]
