@@ -74,9 +74,19 @@ fn trees() -> [(&'static str, TreeKind); 4] {
     ]
 }
 
-const OPPORTUNISTIC: Correction = Correction::Opportunistic { distance: 4, optimized: true, relay: false };
+const OPPORTUNISTIC: Correction = Correction::Opportunistic {
+    distance: 4,
+    optimized: true,
+    relay: false,
+};
 
-fn tree(kind: TreeKind, numbering: Numbering, procs: u32, c: Correction, start: StartSpec) -> BcastSpec {
+fn tree(
+    kind: TreeKind,
+    numbering: Numbering,
+    procs: u32,
+    c: Correction,
+    start: StartSpec,
+) -> BcastSpec {
     BcastSpec {
         procs,
         logp: LOGP,
@@ -114,7 +124,12 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn batch(&mut self, spec: &BcastSpec, runs: u64, label: &str) -> Result<Vec<RunMetrics>, SimError> {
+    fn batch(
+        &mut self,
+        spec: &BcastSpec,
+        runs: u64,
+        label: &str,
+    ) -> Result<Vec<RunMetrics>, SimError> {
         self.seed_counter += 1;
         let b = Batch {
             runs,
@@ -148,7 +163,10 @@ impl Ctx {
 /// Runs `steadfast sim paper`.
 pub fn run(a: PaperArgs) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(&a.out) {
-        eprintln!("steadfast sim paper: cannot create {}: {e}", a.out.display());
+        eprintln!(
+            "steadfast sim paper: cannot create {}: {e}",
+            a.out.display()
+        );
         return ExitCode::from(1);
     }
     if !a.no_plots {
@@ -270,16 +288,47 @@ fn lemma2(ctx: &mut Ctx) -> Result<(), Box<dyn std::error::Error>> {
 /// checked-gossip phase length at P.
 fn fault_free(ctx: &mut Ctx) -> Result<u64, Box<dyn std::error::Error>> {
     let p = ctx.a.procs;
-    let mut csv = String::from("algorithm,coloring_latency,quiescence_latency,messages_per_process\n");
+    let mut csv =
+        String::from("algorithm,coloring_latency,quiescence_latency,messages_per_process\n");
     let mut md = format!(
         "## Fault-free latency at P = {p}\n\n| algorithm | dissemination (coloring) | \
          quiescence | messages / process |\n|---|---|---|---|\n"
     );
     for (name, kind) in trees() {
         let rows = [
-            ("checked (sync)", tree(kind, Numbering::Interleaved, p, Correction::Checked, StartSpec::Synchronized), false),
-            ("opportunistic", tree(kind, Numbering::Interleaved, p, OPPORTUNISTIC, StartSpec::Overlapped), false),
-            ("acknowledged", tree(kind, Numbering::Interleaved, p, Correction::None, StartSpec::Overlapped), true),
+            (
+                "checked (sync)",
+                tree(
+                    kind,
+                    Numbering::Interleaved,
+                    p,
+                    Correction::Checked,
+                    StartSpec::Synchronized,
+                ),
+                false,
+            ),
+            (
+                "opportunistic",
+                tree(
+                    kind,
+                    Numbering::Interleaved,
+                    p,
+                    OPPORTUNISTIC,
+                    StartSpec::Overlapped,
+                ),
+                false,
+            ),
+            (
+                "acknowledged",
+                tree(
+                    kind,
+                    Numbering::Interleaved,
+                    p,
+                    Correction::None,
+                    StartSpec::Overlapped,
+                ),
+                true,
+            ),
         ];
         for (what, mut spec, ack) in rows {
             spec.ack = ack;
@@ -308,7 +357,11 @@ fn fault_free(ctx: &mut Ctx) -> Result<u64, Box<dyn std::error::Error>> {
         "| gossip {d}, checked (mean of {}) | {:.2} | {:.2} | {:.3} |",
         s.runs, s.coloring.mean, s.quiescence.mean, s.messages.mean
     );
-    let _ = writeln!(csv, "gossip checked,{:.3},{:.3},{:.4}", s.coloring.mean, s.quiescence.mean, s.messages.mean);
+    let _ = writeln!(
+        csv,
+        "gossip checked,{:.3},{:.3},{:.4}",
+        s.coloring.mean, s.quiescence.mean, s.messages.mean
+    );
     let _ = writeln!(
         md,
         "\nThe gossip phase length ({d}) is the one with the lowest mean quiescence latency over \
@@ -333,7 +386,11 @@ fn tune_checked_gossip(ctx: &mut Ctx, p: u32) -> Result<(u64, Vec<RunMetrics>), 
     let mut d = (guess * 3 / 5).max(1);
     // Latency is roughly convex in the phase length: walk up until it clearly rises.
     while worse < 4 && d <= 4 * guess {
-        let r = ctx.batch(&gossip(p, d, Correction::Checked), runs, &format!("tune gossip P={p} T={d}"))?;
+        let r = ctx.batch(
+            &gossip(p, d, Correction::Checked),
+            runs,
+            &format!("tune gossip P={p} T={d}"),
+        )?;
         let mean = Summary::of(&r).quiescence.mean;
         if mean < best {
             (best, best_d, best_runs) = (mean, d, r);
@@ -349,15 +406,27 @@ fn tune_checked_gossip(ctx: &mut Ctx, p: u32) -> Result<(u64, Vec<RunMetrics>), 
 
 /// Shortest gossip phase after which opportunistic correction colored everybody in
 /// `--fig-runs` runs. Candidates are rejected as soon as one mini-batch fails.
-fn tune_opportunistic_gossip(ctx: &mut Ctx, p: u32, checked: u64) -> Result<(u64, Vec<RunMetrics>), SimError> {
+fn tune_opportunistic_gossip(
+    ctx: &mut Ctx,
+    p: u32,
+    checked: u64,
+) -> Result<(u64, Vec<RunMetrics>), SimError> {
     let want = ctx.a.fig_runs.max(1);
-    let c = Correction::Opportunistic { distance: 4, optimized: false, relay: false };
+    let c = Correction::Opportunistic {
+        distance: 4,
+        optimized: false,
+        relay: false,
+    };
     let mut d = (checked * 4 / 5).max(1);
     'next: loop {
         let mut runs = Vec::new();
         while (runs.len() as u64) < want {
             let chunk = (want - runs.len() as u64).min(16);
-            let r = ctx.batch(&gossip(p, d, c), chunk, &format!("tune opp. gossip P={p} T={d}"))?;
+            let r = ctx.batch(
+                &gossip(p, d, c),
+                chunk,
+                &format!("tune opp. gossip P={p} T={d}"),
+            )?;
             if r.iter().any(|m| m.uncolored > 0) && d < 8 * checked.max(4) {
                 d += 1;
                 continue 'next;
@@ -382,12 +451,24 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
     let mut cells = Vec::new();
     for rate in RATES {
         for (name, kind) in trees() {
-            let mut spec = tree(kind, Numbering::Interleaved, p, Correction::Checked, StartSpec::Synchronized);
+            let mut spec = tree(
+                kind,
+                Numbering::Interleaved,
+                p,
+                Correction::Checked,
+                StartSpec::Synchronized,
+            );
             spec.faults = FaultPlan::Fraction(rate);
             let checked = ctx
                 .batch(&spec, n, &format!("checked {name} {}", pct(rate)))
                 .map_err(|e| e.to_string())?;
-            let mut spec = tree(kind, Numbering::Interleaved, p, OPPORTUNISTIC, StartSpec::Overlapped);
+            let mut spec = tree(
+                kind,
+                Numbering::Interleaved,
+                p,
+                OPPORTUNISTIC,
+                StartSpec::Overlapped,
+            );
             spec.faults = FaultPlan::Fraction(rate);
             let opportunistic = if ctx.a.table1_only {
                 Vec::new()
@@ -395,7 +476,12 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
                 ctx.batch(&spec, n, &format!("opportunistic {name} {}", pct(rate)))
                     .map_err(|e| e.to_string())?
             };
-            cells.push(Cell { rate, tree: name, checked, opportunistic });
+            cells.push(Cell {
+                rate,
+                tree: name,
+                checked,
+                opportunistic,
+            });
         }
     }
     let mut gossip_runs = Vec::new();
@@ -420,12 +506,21 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
          Lemma 3 violations |\n|---|---|---|---|---|---|---|---|\n",
         4 * n
     );
-    let mut csv = String::from("rate,gmax_p99,gmax_p999,gmax_max,lscc_p99,lscc_p999,lscc_max,lemma3_violations,runs\n");
+    let mut csv = String::from(
+        "rate,gmax_p99,gmax_p999,gmax_max,lscc_p99,lscc_p999,lscc_max,lemma3_violations,runs\n",
+    );
     for (i, rate) in RATES.iter().enumerate() {
-        let runs: Vec<&RunMetrics> =
-            cells.iter().filter(|c| c.rate == *rate).flat_map(|c| &c.checked).collect();
+        let runs: Vec<&RunMetrics> = cells
+            .iter()
+            .filter(|c| c.rate == *rate)
+            .flat_map(|c| &c.checked)
+            .collect();
         let mut g: Vec<f64> = runs.iter().map(|m| f64::from(m.max_gap)).collect();
-        let mut l: Vec<f64> = runs.iter().filter_map(|m| m.correction_latency).map(|v| v as f64).collect();
+        let mut l: Vec<f64> = runs
+            .iter()
+            .filter_map(|m| m.correction_latency)
+            .map(|v| v as f64)
+            .collect();
         let (g, l) = (Dist::of(&mut g), Dist::of(&mut l));
         let violations = runs
             .iter()
@@ -438,9 +533,31 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
         let _ = writeln!(
             md,
             "| {} | {} ({}) | {} ({}) | {} ({}) | {} ({}) | {} ({}) | {} ({}) | {violations} |",
-            pct(*rate), g.p99, pt[0], g.p999, pt[1], g.max, pt[2], l.p99, pt[3], l.p999, pt[4], l.max, pt[5]
+            pct(*rate),
+            g.p99,
+            pt[0],
+            g.p999,
+            pt[1],
+            g.max,
+            pt[2],
+            l.p99,
+            pt[3],
+            l.p999,
+            pt[4],
+            l.max,
+            pt[5]
         );
-        let _ = writeln!(csv, "{rate},{},{},{},{},{},{},{violations},{}", g.p99, g.p999, g.max, l.p99, l.p999, l.max, runs.len());
+        let _ = writeln!(
+            csv,
+            "{rate},{},{},{},{},{},{},{violations},{}",
+            g.p99,
+            g.p999,
+            g.max,
+            l.p99,
+            l.p999,
+            l.max,
+            runs.len()
+        );
     }
     md.push_str(
         "\nWith no faults g_max = 0 and L_SCC = 8 (paper: the same). Lemma 3 violations count \
@@ -448,24 +565,41 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
          | F | tree | g_max 99% | g_max 99.9% | g_max max | L_SCC 99% | L_SCC 99.9% | L_SCC max | \
          mean quiescence |\n|---|---|---|---|---|---|---|---|---|\n",
     );
-    let mut csv_tree = String::from("rate,tree,gmax_p99,gmax_p999,gmax_max,lscc_p99,lscc_p999,lscc_max,quiescence_mean\n");
+    let mut csv_tree = String::from(
+        "rate,tree,gmax_p99,gmax_p999,gmax_max,lscc_p99,lscc_p999,lscc_max,quiescence_mean\n",
+    );
     for c in &cells {
         let s = Summary::of(&c.checked);
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {:.2} |",
-            pct(c.rate), c.tree, s.max_gap.p99, s.max_gap.p999, s.max_gap.max,
-            s.correction.p99, s.correction.p999, s.correction.max, s.quiescence.mean
+            pct(c.rate),
+            c.tree,
+            s.max_gap.p99,
+            s.max_gap.p999,
+            s.max_gap.max,
+            s.correction.p99,
+            s.correction.p999,
+            s.correction.max,
+            s.quiescence.mean
         );
         let _ = writeln!(
             csv_tree,
             "{},{},{},{},{},{},{},{},{:.4}",
-            c.rate, c.tree, s.max_gap.p99, s.max_gap.p999, s.max_gap.max,
-            s.correction.p99, s.correction.p999, s.correction.max, s.quiescence.mean
+            c.rate,
+            c.tree,
+            s.max_gap.p99,
+            s.max_gap.p999,
+            s.max_gap.max,
+            s.correction.p99,
+            s.correction.p999,
+            s.correction.max,
+            s.quiescence.mean
         );
     }
     ctx.write("table1.csv", &csv).map_err(|e| e.to_string())?;
-    ctx.write("table1_by_tree.csv", &csv_tree).map_err(|e| e.to_string())?;
+    ctx.write("table1_by_tree.csv", &csv_tree)
+        .map_err(|e| e.to_string())?;
     ctx.md.push_str(&md);
 
     // Figure 10: every distinct (g_max, L_SCC) pair with the Lemma 3 bounds.
@@ -481,21 +615,30 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
     let mut series: Vec<Series> = trees()
         .iter()
         .enumerate()
-        .map(|(i, (name, _))| Series { name: name.to_string(), scatter: true, color: Some(i), ..Series::default() })
+        .map(|(i, (name, _))| Series {
+            name: name.to_string(),
+            scatter: true,
+            color: Some(i),
+            ..Series::default()
+        })
         .collect();
     let gmax = pairs.iter().map(|p| p.0).max().unwrap_or(0);
     for &(g, l, t) in &pairs {
         let _ = writeln!(csv, "{t},{g},{l}");
         if let Some(i) = trees().iter().position(|(n, _)| *n == t) {
             // Spread the trees slightly so overlapping points stay visible.
-            series[i].points.push((f64::from(g) + 0.12 * i as f64, l as f64));
+            series[i]
+                .points
+                .push((f64::from(g) + 0.12 * i as f64, l as f64));
         }
     }
     let bound = |name: &str, f: &dyn Fn(f64) -> f64| Series {
         name: name.to_string(),
         dashed: true,
         color: Some(7),
-        points: (0..=gmax).map(|g| (f64::from(g), f(f64::from(g)))).collect(),
+        points: (0..=gmax)
+            .map(|g| (f64::from(g), f(f64::from(g))))
+            .collect(),
         ..Series::default()
     };
     series.push(bound("Lemma 3 bounds", &|g| 8.0 + g));
@@ -503,7 +646,8 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
     ctx.write("fig10.csv", &csv).map_err(|e| e.to_string())?;
     ctx.plot(
         &Chart {
-            title: "Fig. 10: correction time vs. largest gap (all tree types and fault rates)".into(),
+            title: "Fig. 10: correction time vs. largest gap (all tree types and fault rates)"
+                .into(),
             x_label: "g_max".into(),
             y_label: "L_SCC (steps)".into(),
             x_scale: Scale::Linear,
@@ -514,7 +658,8 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
         },
         "fig10.png",
     )?;
-    ctx.md.push_str("## Figure 10\n\n![Figure 10](fig10.png)\n\nData: `fig10.csv`.\n\n");
+    ctx.md
+        .push_str("## Figure 10\n\n![Figure 10](fig10.png)\n\nData: `fig10.csv`.\n\n");
     if ctx.a.table1_only {
         return Ok(());
     }
@@ -526,7 +671,8 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
          the number of uncolored processes over those runs.\n\n| F | binomial | 4-ary | \
          Lamé k=2 | optimal | all | per 10^5 runs |\n|---|---|---|---|---|---|---|\n"
     );
-    let mut csv = String::from("rate,tree,runs,runs_with_uncolored,uncolored_total,max_uncolored\n");
+    let mut csv =
+        String::from("rate,tree,runs,runs_with_uncolored,uncolored_total,max_uncolored\n");
     let (mut all_bad, mut all_runs) = (0usize, 0usize);
     let mut single = 0usize;
     let mut bad_by_rate = Vec::new();
@@ -535,14 +681,27 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
         let (mut bad, mut runs) = (0, 0);
         for c in cells.iter().filter(|c| c.rate == rate) {
             let s = Summary::of(&c.opportunistic);
-            let max_unc = c.opportunistic.iter().map(|m| m.uncolored).max().unwrap_or(0);
+            let max_unc = c
+                .opportunistic
+                .iter()
+                .map(|m| m.uncolored)
+                .max()
+                .unwrap_or(0);
             single += c.opportunistic.iter().filter(|m| m.uncolored == 1).count();
             let _ = write!(md, " {} ({}) |", s.runs_with_uncolored, s.uncolored_total);
-            let _ = writeln!(csv, "{rate},{},{},{},{},{max_unc}", c.tree, s.runs, s.runs_with_uncolored, s.uncolored_total);
+            let _ = writeln!(
+                csv,
+                "{rate},{},{},{},{},{max_unc}",
+                c.tree, s.runs, s.runs_with_uncolored, s.uncolored_total
+            );
             bad += s.runs_with_uncolored;
             runs += s.runs;
         }
-        let _ = writeln!(md, " {bad} | {:.1} |", bad as f64 * 1e5 / runs.max(1) as f64);
+        let _ = writeln!(
+            md,
+            " {bad} | {:.1} |",
+            bad as f64 * 1e5 / runs.max(1) as f64
+        );
         bad_by_rate.push((rate, bad));
         all_bad += bad;
         all_runs += runs;
@@ -558,7 +717,11 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
         100.0 * single as f64 / all_bad.max(1) as f64,
     );
     // Relaying variant: processes reached by an early correction message also correct.
-    let relay = Correction::Opportunistic { distance: 4, optimized: true, relay: true };
+    let relay = Correction::Opportunistic {
+        distance: 4,
+        optimized: true,
+        relay: true,
+    };
     let _ = write!(
         md,
         "With relaying (processes reached by correction before their tree message also send \
@@ -570,28 +733,59 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
         let _ = write!(md, "| {} |", pct(rate));
         let mut msgs = Vec::new();
         for (name, kind) in trees() {
-            let mut spec = tree(kind, Numbering::Interleaved, p, relay, StartSpec::Overlapped);
+            let mut spec = tree(
+                kind,
+                Numbering::Interleaved,
+                p,
+                relay,
+                StartSpec::Overlapped,
+            );
             spec.faults = FaultPlan::Fraction(rate);
             let r = ctx
                 .batch(&spec, n, &format!("relayed opp. {name} {}", pct(rate)))
                 .map_err(|e| e.to_string())?;
             let s = Summary::of(&r);
             let _ = write!(md, " {} ({}) |", s.runs_with_uncolored, s.uncolored_total);
-            let _ = writeln!(csv, "{rate},{name} relayed,{},{},{},{}", s.runs, s.runs_with_uncolored, s.uncolored_total, r.iter().map(|m| m.uncolored).max().unwrap_or(0));
+            let _ = writeln!(
+                csv,
+                "{rate},{name} relayed,{},{},{},{}",
+                s.runs,
+                s.runs_with_uncolored,
+                s.uncolored_total,
+                r.iter().map(|m| m.uncolored).max().unwrap_or(0)
+            );
             msgs.push(format!("{:.2}", s.messages.mean));
         }
         let _ = writeln!(md, " {} |", msgs.join(" / "));
     }
     md.push('\n');
-    ctx.write("opportunistic.csv", &csv).map_err(|e| e.to_string())?;
+    ctx.write("opportunistic.csv", &csv)
+        .map_err(|e| e.to_string())?;
     ctx.md.push_str(&md);
 
     // Figures 8 and 9: mean quiescence latency and messages per process versus fault rate.
     let mut csv = String::from("algorithm,rate,quiescence_mean,quiescence_p5,quiescence_p95,messages_mean,messages_p5,messages_p95\n");
     let mut lat_series = Vec::new();
     let mut msg_series = Vec::new();
-    let mut add = |name: String, color: usize, dashed: bool, data: Vec<(f64, &[RunMetrics])>, csv: &mut String| {
-        let (mut lat, mut msg) = (Series { name: name.clone(), dashed, color: Some(color), ..Series::default() }, Series { name: name.clone(), dashed, color: Some(color), ..Series::default() });
+    let mut add = |name: String,
+                   color: usize,
+                   dashed: bool,
+                   data: Vec<(f64, &[RunMetrics])>,
+                   csv: &mut String| {
+        let (mut lat, mut msg) = (
+            Series {
+                name: name.clone(),
+                dashed,
+                color: Some(color),
+                ..Series::default()
+            },
+            Series {
+                name: name.clone(),
+                dashed,
+                color: Some(color),
+                ..Series::default()
+            },
+        );
         for (rate, runs) in data {
             let s = Summary::of(runs);
             let x = rate * 100.0;
@@ -602,22 +796,44 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
             let _ = writeln!(
                 csv,
                 "{name},{rate},{:.4},{},{},{:.4},{:.4},{:.4}",
-                s.quiescence.mean, s.quiescence.p5, s.quiescence.p95,
-                s.messages.mean, s.messages.p5, s.messages.p95
+                s.quiescence.mean,
+                s.quiescence.p5,
+                s.quiescence.p95,
+                s.messages.mean,
+                s.messages.p5,
+                s.messages.p95
             );
         }
         lat_series.push(lat);
         msg_series.push(msg);
     };
     for (i, (name, _)) in trees().into_iter().enumerate() {
-        let data = cells.iter().filter(|c| c.tree == name).map(|c| (c.rate, c.checked.as_slice())).collect();
+        let data = cells
+            .iter()
+            .filter(|c| c.tree == name)
+            .map(|c| (c.rate, c.checked.as_slice()))
+            .collect();
         add(format!("{name}, checked"), i, false, data, &mut csv);
-        let data = cells.iter().filter(|c| c.tree == name).map(|c| (c.rate, c.opportunistic.as_slice())).collect();
+        let data = cells
+            .iter()
+            .filter(|c| c.tree == name)
+            .map(|c| (c.rate, c.opportunistic.as_slice()))
+            .collect();
         add(format!("{name}, opportunistic"), i, true, data, &mut csv);
     }
-    let data = gossip_runs.iter().map(|(r, runs)| (*r, runs.as_slice())).collect();
-    add(format!("gossip {gossip_time}, checked"), 5, false, data, &mut csv);
-    ctx.write("fig8_fig9.csv", &csv).map_err(|e| e.to_string())?;
+    let data = gossip_runs
+        .iter()
+        .map(|(r, runs)| (*r, runs.as_slice()))
+        .collect();
+    add(
+        format!("gossip {gossip_time}, checked"),
+        5,
+        false,
+        data,
+        &mut csv,
+    );
+    ctx.write("fig8_fig9.csv", &csv)
+        .map_err(|e| e.to_string())?;
     let chart = |title: &str, y: &str, series: Vec<Series>| Chart {
         title: title.to_string(),
         x_label: "failed processes (%)".into(),
@@ -628,8 +844,22 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
         vlines: Vec::new(),
         legend: Legend::UpperLeft,
     };
-    ctx.plot(&chart(&format!("Fig. 8: quiescence latency vs. faults (P = {p}; whiskers 5%/95%)"), "quiescence latency (steps)", lat_series), "fig8.png")?;
-    ctx.plot(&chart(&format!("Fig. 9: messages per process vs. faults (P = {p}; whiskers 5%/95%)"), "messages per process", msg_series), "fig9.png")?;
+    ctx.plot(
+        &chart(
+            &format!("Fig. 8: quiescence latency vs. faults (P = {p}; whiskers 5%/95%)"),
+            "quiescence latency (steps)",
+            lat_series,
+        ),
+        "fig8.png",
+    )?;
+    ctx.plot(
+        &chart(
+            &format!("Fig. 9: messages per process vs. faults (P = {p}; whiskers 5%/95%)"),
+            "messages per process",
+            msg_series,
+        ),
+        "fig9.png",
+    )?;
     ctx.md.push_str(&format!(
         "## Figures 8 and 9\n\n![Figure 8](fig8.png)\n\n![Figure 9](fig9.png)\n\nData: \
          `fig8_fig9.csv` ({n} runs per tree point, {} per gossip point; gossip phase {gossip_time}).\n\n",
@@ -656,7 +886,10 @@ fn fig1b(ctx: &mut Ctx) -> Result<(), String> {
         if !sizes_seen.insert(p) {
             continue;
         }
-        for (ni, numbering) in [Numbering::Interleaved, Numbering::InOrder].into_iter().enumerate() {
+        for (ni, numbering) in [Numbering::Interleaved, Numbering::InOrder]
+            .into_iter()
+            .enumerate()
+        {
             let name = match numbering {
                 Numbering::Interleaved => "interleaved",
                 Numbering::InOrder => "in-order",
@@ -669,7 +902,13 @@ fn fig1b(ctx: &mut Ctx) -> Result<(), String> {
                 ..Series::default()
             };
             for (ri, rate) in RATES.into_iter().enumerate() {
-                let mut spec = tree(TreeKind::Binomial, numbering, p, Correction::Checked, StartSpec::Synchronized);
+                let mut spec = tree(
+                    TreeKind::Binomial,
+                    numbering,
+                    p,
+                    Correction::Checked,
+                    StartSpec::Synchronized,
+                );
                 spec.faults = FaultPlan::Fraction(rate);
                 let runs = ctx
                     .batch(&spec, n, &format!("fig1b {name} P={p} {}", pct(rate)))
@@ -720,16 +959,32 @@ fn fig1b(ctx: &mut Ctx) -> Result<(), String> {
 fn fig67(ctx: &mut Ctx) -> Result<(), String> {
     let max_log = 31 - ctx.a.procs.max(16).leading_zeros();
     let sizes: Vec<u32> = (4..=max_log).map(|e| 1u32 << e).collect();
-    let mut csv = String::from("algorithm,procs,quiescence_mean,quiescence_p5,quiescence_p95,messages_mean,gossip_time\n");
+    let mut csv = String::from(
+        "algorithm,procs,quiescence_mean,quiescence_p5,quiescence_p95,messages_mean,gossip_time\n",
+    );
     let mut msg: Vec<Series> = Vec::new();
     let mut lat: Vec<Series> = Vec::new();
-    let push = |name: &str, color: usize, dashed: bool, p: u32, runs: &[RunMetrics], d: u64, band: bool, csv: &mut String, msg: &mut Vec<Series>, lat: &mut Vec<Series>| {
+    let push = |name: &str,
+                color: usize,
+                dashed: bool,
+                p: u32,
+                runs: &[RunMetrics],
+                d: u64,
+                band: bool,
+                csv: &mut String,
+                msg: &mut Vec<Series>,
+                lat: &mut Vec<Series>| {
         let s = Summary::of(runs);
         for (list, y) in [(&mut *msg, s.messages.mean), (&mut *lat, s.quiescence.mean)] {
             let idx = match list.iter().position(|x| x.name == name) {
                 Some(i) => i,
                 None => {
-                    list.push(Series { name: name.to_string(), dashed, color: Some(color), ..Series::default() });
+                    list.push(Series {
+                        name: name.to_string(),
+                        dashed,
+                        color: Some(color),
+                        ..Series::default()
+                    });
                     list.len() - 1
                 }
             };
@@ -737,7 +992,8 @@ fn fig67(ctx: &mut Ctx) -> Result<(), String> {
         }
         if band {
             if let Some(l) = lat.iter_mut().find(|x| x.name == name) {
-                l.band.push((f64::from(p), s.quiescence.p5, s.quiescence.p95));
+                l.band
+                    .push((f64::from(p), s.quiescence.p5, s.quiescence.p95));
             }
         }
         let _ = writeln!(
@@ -749,27 +1005,105 @@ fn fig67(ctx: &mut Ctx) -> Result<(), String> {
     let mut gossip_times = Vec::new();
     for &p in &sizes {
         for (i, (name, kind)) in trees().into_iter().enumerate() {
-            let checked = tree(kind, Numbering::Interleaved, p, Correction::Checked, StartSpec::Synchronized);
+            let checked = tree(
+                kind,
+                Numbering::Interleaved,
+                p,
+                Correction::Checked,
+                StartSpec::Synchronized,
+            );
             let m = ctx.one(&checked).map_err(|e| e.to_string())?;
-            push(&format!("{name}, checked"), i, true, p, &[m], 0, false, &mut csv, &mut msg, &mut lat);
-            let opp = tree(kind, Numbering::Interleaved, p, OPPORTUNISTIC, StartSpec::Overlapped);
+            push(
+                &format!("{name}, checked"),
+                i,
+                true,
+                p,
+                &[m],
+                0,
+                false,
+                &mut csv,
+                &mut msg,
+                &mut lat,
+            );
+            let opp = tree(
+                kind,
+                Numbering::Interleaved,
+                p,
+                OPPORTUNISTIC,
+                StartSpec::Overlapped,
+            );
             let m = ctx.one(&opp).map_err(|e| e.to_string())?;
-            push(&format!("{name}, opportunistic"), i, false, p, &[m], 0, false, &mut csv, &mut msg, &mut lat);
-            let mut ack = tree(kind, Numbering::Interleaved, p, Correction::None, StartSpec::Overlapped);
+            push(
+                &format!("{name}, opportunistic"),
+                i,
+                false,
+                p,
+                &[m],
+                0,
+                false,
+                &mut csv,
+                &mut msg,
+                &mut lat,
+            );
+            let mut ack = tree(
+                kind,
+                Numbering::Interleaved,
+                p,
+                Correction::None,
+                StartSpec::Overlapped,
+            );
             ack.ack = true;
             let m = ctx.one(&ack).map_err(|e| e.to_string())?;
-            push(&format!("{name}, acknowledged"), i, false, p, &[m], 0, false, &mut csv, &mut msg, &mut lat);
+            push(
+                &format!("{name}, acknowledged"),
+                i,
+                false,
+                p,
+                &[m],
+                0,
+                false,
+                &mut csv,
+                &mut msg,
+                &mut lat,
+            );
         }
         let (d, _) = tune_checked_gossip(ctx, p).map_err(|e| e.to_string())?;
         let runs = ctx
-            .batch(&gossip(p, d, Correction::Checked), ctx.a.fig_runs, &format!("gossip P={p}"))
+            .batch(
+                &gossip(p, d, Correction::Checked),
+                ctx.a.fig_runs,
+                &format!("gossip P={p}"),
+            )
             .map_err(|e| e.to_string())?;
-        push("gossip, checked", 5, false, p, &runs, d, true, &mut csv, &mut msg, &mut lat);
+        push(
+            "gossip, checked",
+            5,
+            false,
+            p,
+            &runs,
+            d,
+            true,
+            &mut csv,
+            &mut msg,
+            &mut lat,
+        );
         let (od, runs) = tune_opportunistic_gossip(ctx, p, d).map_err(|e| e.to_string())?;
-        push("gossip, opportunistic", 6, false, p, &runs, od, false, &mut csv, &mut msg, &mut lat);
+        push(
+            "gossip, opportunistic",
+            6,
+            false,
+            p,
+            &runs,
+            od,
+            false,
+            &mut csv,
+            &mut msg,
+            &mut lat,
+        );
         gossip_times.push((p, d, od));
     }
-    ctx.write("fig6_fig7.csv", &csv).map_err(|e| e.to_string())?;
+    ctx.write("fig6_fig7.csv", &csv)
+        .map_err(|e| e.to_string())?;
     // Figure 6: checked correction and acknowledgments cost the same for every tree (one
     // line each, as in the paper); opportunistic correction differs per tree.
     let same = |list: &mut Vec<Series>, suffix: &str, label: &str, color: usize, dashed: bool| {
@@ -783,7 +1117,13 @@ fn fig67(ctx: &mut Ctx) -> Result<(), String> {
         }
     };
     same(&mut msg, ", checked", "any tree, checked", 7, false);
-    same(&mut msg, ", acknowledged", "any tree, acknowledged", plot::BLACK_INDEX, true);
+    same(
+        &mut msg,
+        ", acknowledged",
+        "any tree, acknowledged",
+        plot::BLACK_INDEX,
+        true,
+    );
     // Figure 7: trees with acknowledgments (solid), corrected trees (dashed), gossip.
     lat.retain(|s| !s.name.ends_with("opportunistic") || s.name.starts_with("gossip"));
     lat.retain(|s| s.name != "gossip, opportunistic");

@@ -101,7 +101,10 @@ mod tests {
             assert_eq!(Msg::from_bytes(&m.to_bytes()), Ok(m));
         }
         assert_eq!(Msg::from_bytes(&[]), Err(DecodeError::Length { got: 0 }));
-        assert_eq!(Msg::from_bytes(&[MAGIC, 1, 0]), Err(DecodeError::Length { got: 3 }));
+        assert_eq!(
+            Msg::from_bytes(&[MAGIC, 1, 0]),
+            Err(DecodeError::Length { got: 3 })
+        );
         assert_eq!(Msg::from_bytes(&[0, 1]), Err(DecodeError::Magic(0)));
         assert_eq!(Msg::from_bytes(&[MAGIC, 0]), Err(DecodeError::Kind(0)));
         assert_eq!(Msg::from_bytes(&[MAGIC, 6]), Err(DecodeError::Kind(6)));
