@@ -2,7 +2,9 @@
 //!
 //! The wire form is two bytes: a magic byte and a kind byte. The payload being broadcast and
 //! the identity of the collective travel in the runtime's own framing; this is only the
-//! protocol header, decoded through a checked decoder that rejects anything else.
+//! protocol header, decoded through a checked decoder that rejects anything else. Every
+//! message except [`Msg::Ack`] must carry the payload: whichever arrives first colors the
+//! receiver.
 
 /// Direction a correction message travels on the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
