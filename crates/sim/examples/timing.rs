@@ -4,9 +4,15 @@ use steadfast_sim::*;
 
 fn main() {
     let spec = BcastSpec {
-        procs: std::env::var("P").ok().and_then(|v| v.parse().ok()).unwrap_or(65536),
+        procs: std::env::var("P")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(65536),
         logp: LogPParams { l: 2, o: 1, g: 0 },
-        dissemination: DissemSpec::Tree { kind: TreeKind::Binomial, numbering: Numbering::Interleaved },
+        dissemination: DissemSpec::Tree {
+            kind: TreeKind::Binomial,
+            numbering: Numbering::Interleaved,
+        },
         correction: Correction::Checked,
         start: StartSpec::Synchronized,
         ack: false,
@@ -26,6 +32,9 @@ fn main() {
     }
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     walls.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    println!("cpu median {:.3} ms p10 {:.3} p90 {:.3}; wall median {:.3}", times[100], times[20], times[180], walls[100]);
+    println!(
+        "cpu median {:.3} ms p10 {:.3} p90 {:.3}; wall median {:.3}",
+        times[100], times[20], times[180], walls[100]
+    );
     println!("{:?}", last.unwrap());
 }

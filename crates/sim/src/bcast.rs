@@ -196,7 +196,9 @@ impl BcastSim {
                 let latency = topology.fault_free_latency(l, o, g);
                 // An acknowledgment round trip takes about twice the dissemination; wait a
                 // little longer before declaring a child silent.
-                let ack = spec.ack.then(|| AckOptions { timeout: 2 * latency + 2 * (2 * o + l) });
+                let ack = spec.ack.then(|| AckOptions {
+                    timeout: 2 * latency + 2 * (2 * o + l),
+                });
                 (Dissemination::Tree { topology, ack }, latency)
             }
             DissemSpec::Gossip { duration } => {
@@ -268,13 +270,19 @@ impl BcastSim {
             self.reseed_gossip(seed);
         }
         if self.states.len() != procs as usize {
-            self.states = (0..procs).map(|r| BcastState::new(&self.cfg, r, 0)).collect();
+            self.states = (0..procs)
+                .map(|r| BcastState::new(&self.cfg, r, 0))
+                .collect();
         } else {
             for (r, s) in self.states.iter_mut().enumerate() {
                 s.reset(&self.cfg, r as u32, 0);
             }
         }
-        let mut pop = Pop { cfg: &self.cfg, states: &mut self.states, counts: [0; 4] };
+        let mut pop = Pop {
+            cfg: &self.cfg,
+            states: &mut self.states,
+            counts: [0; 4],
+        };
         let outcome = self.engine.run(&mut pop, self.limit);
         let counts = pop.counts;
 

@@ -149,7 +149,11 @@ pub struct ArgError {
 }
 
 fn arg_err(option: &'static str, value: &str, why: &'static str) -> ArgError {
-    ArgError { option, value: value.to_string(), why }
+    ArgError {
+        option,
+        value: value.to_string(),
+        why,
+    }
 }
 
 fn split(v: &str) -> (&str, Option<&str>) {
@@ -160,7 +164,9 @@ fn split(v: &str) -> (&str, Option<&str>) {
 }
 
 fn num<T: std::str::FromStr>(option: &'static str, v: &str) -> Result<T, ArgError> {
-    v.trim().parse().map_err(|_| arg_err(option, v, "expected a number"))
+    v.trim()
+        .parse()
+        .map_err(|_| arg_err(option, v, "expected a number"))
 }
 
 /// Parses a fault fraction: `1%` or `0.01`.
@@ -170,7 +176,11 @@ pub fn parse_fraction(v: &str) -> Result<f64, ArgError> {
         None => num::<f64>("faults", v)?,
     };
     if !(0.0..=1.0).contains(&f) {
-        return Err(arg_err("faults", v, "fraction must be within 0..=1 (0%..=100%)"));
+        return Err(arg_err(
+            "faults",
+            v,
+            "fraction must be within 0..=1 (0%..=100%)",
+        ));
     }
     Ok(f)
 }
@@ -208,7 +218,11 @@ pub fn parse_faults(v: &str) -> Result<FaultPlan, ArgError> {
 impl SpecArgs {
     /// Builds the simulation spec.
     pub fn to_spec(&self) -> Result<BcastSpec, ArgError> {
-        let logp = LogPParams { l: self.l, o: self.o, g: self.g };
+        let logp = LogPParams {
+            l: self.l,
+            o: self.o,
+            g: self.g,
+        };
         let (name, param) = split(self.tree.trim());
         let k = |default: u32| param.map_or(Ok(default), |p| num::<u32>("tree", p));
         let numbering = match self.numbering {
@@ -250,12 +264,16 @@ impl SpecArgs {
                     None => 2 * self.o + self.l,
                 },
             },
-            "opportunistic" => {
-                Correction::Opportunistic { distance: d(4)?, optimized: false, relay: self.relay }
-            }
-            "optimized" => {
-                Correction::Opportunistic { distance: d(4)?, optimized: true, relay: self.relay }
-            }
+            "opportunistic" => Correction::Opportunistic {
+                distance: d(4)?,
+                optimized: false,
+                relay: self.relay,
+            },
+            "optimized" => Correction::Opportunistic {
+                distance: d(4)?,
+                optimized: true,
+                relay: self.relay,
+            },
             "failure-proof" => Correction::FailureProof { crashes: d(1)? },
             _ => {
                 return Err(arg_err(
@@ -322,7 +340,11 @@ pub fn describe(spec: &BcastSpec) -> String {
         Correction::FailureProof { crashes } => {
             format!("failure-proof checked correction (tolerates {crashes} crashes)")
         }
-        Correction::Opportunistic { distance, optimized, relay } => format!(
+        Correction::Opportunistic {
+            distance,
+            optimized,
+            relay,
+        } => format!(
             "{}opportunistic correction d={distance}{}",
             if optimized { "optimized " } else { "" },
             if relay { " (relayed)" } else { "" }
@@ -338,14 +360,25 @@ pub fn describe(spec: &BcastSpec) -> String {
         FaultPlan::List(r) => format!("{} listed faults", r.len()),
         FaultPlan::At(r) => format!("{} scheduled crashes", r.len()),
         FaultPlan::Fraction(f) => {
-            format!("{}% faults ({} processes)", f * 100.0, spec.faults.count(spec.procs))
+            format!(
+                "{}% faults ({} processes)",
+                f * 100.0,
+                spec.faults.count(spec.procs)
+            )
         }
-        FaultPlan::Crash { fraction, from, until } => {
+        FaultPlan::Crash {
+            fraction,
+            from,
+            until,
+        } => {
             format!("{}% crash between {from} and {until}", fraction * 100.0)
         }
     };
     let LogPParams { l, o, g } = spec.logp;
-    format!("{dis}, {cor} ({start}), P={}, L={l} o={o} g={g}, {faults}", spec.procs)
+    format!(
+        "{dis}, {cor} ({start}), P={}, L={l} o={o} g={g}, {faults}",
+        spec.procs
+    )
 }
 
 /// Runs `steadfast sim`.
@@ -375,7 +408,8 @@ fn csv_row(run: u64, m: &RunMetrics) -> String {
         m.uncolored,
         m.coloring_latency,
         m.quiescence_latency,
-        m.correction_latency.map_or(String::new(), |l| l.to_string()),
+        m.correction_latency
+            .map_or(String::new(), |l| l.to_string()),
         m.messages,
         m.tree_messages,
         m.gossip_messages,
@@ -465,7 +499,13 @@ fn write_table(
         "{:<28} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8}",
         "metric", "mean", "p50", "p95", "p99", "p99.9", "max"
     )?;
-    let v = |x: f64| if x.fract() == 0.0 { format!("{x}") } else { format!("{x:.3}") };
+    let v = |x: f64| {
+        if x.fract() == 0.0 {
+            format!("{x}")
+        } else {
+            format!("{x:.3}")
+        }
+    };
     let row = |out: &mut dyn Write, name: &str, d: &Dist| -> std::io::Result<()> {
         if d.count == 0 {
             return Ok(());
@@ -527,9 +567,22 @@ fn bench(a: BenchArgs) -> ExitCode {
     let c = Dist::of(&mut cpu);
     let w = Dist::of(&mut wall);
     println!("{}", describe(&spec));
-    println!("{} runs on one thread, {:.0} messages per run", a.runs, messages as f64 / a.runs as f64);
-    println!("cpu time per run:  median {:.3} ms  p5 {:.3}  p95 {:.3}  min {:.3}", c.p50, c.p5, c.p95, c.min);
-    println!("wall time per run: median {:.3} ms  p5 {:.3}  p95 {:.3}  min {:.3}", w.p50, w.p5, w.p95, w.min);
-    println!("per message (cpu, median run): {:.1} ns", c.p50 * 1e6 / (messages as f64 / a.runs as f64));
+    println!(
+        "{} runs on one thread, {:.0} messages per run",
+        a.runs,
+        messages as f64 / a.runs as f64
+    );
+    println!(
+        "cpu time per run:  median {:.3} ms  p5 {:.3}  p95 {:.3}  min {:.3}",
+        c.p50, c.p5, c.p95, c.min
+    );
+    println!(
+        "wall time per run: median {:.3} ms  p5 {:.3}  p95 {:.3}  min {:.3}",
+        w.p50, w.p5, w.p95, w.min
+    );
+    println!(
+        "per message (cpu, median run): {:.1} ns",
+        c.p50 * 1e6 / (messages as f64 / a.runs as f64)
+    );
     ExitCode::SUCCESS
 }

@@ -121,7 +121,15 @@ impl<N: Network, M: Copy> Engine<N, M> {
         let n = procs as usize;
         self.wheel.reset();
         self.slots.clear();
-        self.slots.resize(n, Slot { send_free: 0, timer: NEVER, woken: NEVER, dies_at: NEVER });
+        self.slots.resize(
+            n,
+            Slot {
+                send_free: 0,
+                timer: NEVER,
+                woken: NEVER,
+                dies_at: NEVER,
+            },
+        );
         self.live.reset(procs);
         self.net.reset(procs, seed);
         self.marks.clear();
@@ -267,7 +275,13 @@ impl<N: Network, M: Copy> Engine<N, M> {
 
     /// Polls an idle process once and rearms its timer.
     #[inline]
-    fn poll<P: Population<Msg = M>>(&mut self, pop: &mut P, r: u32, now: u64, out: &mut RunOutcome) {
+    fn poll<P: Population<Msg = M>>(
+        &mut self,
+        pop: &mut P,
+        r: u32,
+        now: u64,
+        out: &mut RunOutcome,
+    ) {
         self.poll_once(pop, r, now, out);
         self.rearm_timer(pop, r, now as Tick);
     }
@@ -284,7 +298,9 @@ impl<N: Network, M: Copy> Engine<N, M> {
         if !pop.wants_poll(r) {
             return;
         }
-        let Some((to, msg)) = pop.poll_transmit(r, now) else { return };
+        let Some((to, msg)) = pop.poll_transmit(r, now) else {
+            return;
+        };
         out.sends += 1;
         let free = tick(now + self.net.send_slot());
         let slot = &mut self.slots[r as usize];
@@ -292,7 +308,10 @@ impl<N: Network, M: Copy> Engine<N, M> {
         let sent_at = now + self.net.send_overhead();
         let completes = u64::from(slot.dies_at) > sent_at;
         self.wake(r, free);
-        debug_assert!(to < self.live.procs(), "process {r} sent to unknown rank {to}");
+        debug_assert!(
+            to < self.live.procs(),
+            "process {r} sent to unknown rank {to}"
+        );
         if completes && to < self.live.procs() {
             out.last_activity = out.last_activity.max(sent_at);
             let routed = self.net.route(now, r, to, &self.live);

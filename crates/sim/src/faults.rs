@@ -71,9 +71,10 @@ impl FaultPlan {
             {
                 Err(FaultError::Fraction(*f))
             }
-            FaultPlan::Crash { from, until, .. } if from > until => {
-                Err(FaultError::Window { from: *from, until: *until })
-            }
+            FaultPlan::Crash { from, until, .. } if from > until => Err(FaultError::Window {
+                from: *from,
+                until: *until,
+            }),
             _ => Ok(()),
         }
     }
@@ -124,7 +125,12 @@ impl FaultPlan {
 }
 
 /// Floyd's sampling of `n` distinct ranks among `1..procs`, using `live` as the set.
-fn choose(live: &mut Liveness, rng: &mut ChaCha8Rng, n: u32, mut when: impl FnMut(&mut ChaCha8Rng) -> u64) {
+fn choose(
+    live: &mut Liveness,
+    rng: &mut ChaCha8Rng,
+    n: u32,
+    mut when: impl FnMut(&mut ChaCha8Rng) -> u64,
+) {
     let pool = live.procs() - 1;
     for j in (pool - n)..pool {
         let t = rng.gen_range(0..=j) + 1;
@@ -167,6 +173,12 @@ mod tests {
         assert!(FaultPlan::List(vec![4]).validate(4).is_err());
         assert!(FaultPlan::List(vec![3]).validate(4).is_ok());
         assert!(FaultPlan::Fraction(1.5).validate(4).is_err());
-        assert!(FaultPlan::Crash { fraction: 0.1, from: 5, until: 4 }.validate(4).is_err());
+        assert!(FaultPlan::Crash {
+            fraction: 0.1,
+            from: 5,
+            until: 4
+        }
+        .validate(4)
+        .is_err());
     }
 }

@@ -26,4 +26,4 @@ mod wheel;
 pub use bcast::{BcastSim, BcastSpec, DissemSpec, RunMetrics, SimError, StartSpec};
 pub use engine::{Engine, Population, RunOutcome};
 pub use faults::{FaultError, FaultPlan};
-pub use network::{FaultRates, Faulty, LogP, LogPParams, Liveness, Network, Routed};
+pub use network::{FaultRates, Faulty, Liveness, LogP, LogPParams, Network, Routed};

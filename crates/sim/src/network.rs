@@ -19,7 +19,9 @@ pub struct Liveness {
 impl Liveness {
     /// Everybody alive forever.
     pub fn all_alive(procs: u32) -> Self {
-        Liveness { dies_at: vec![u32::MAX; procs as usize] }
+        Liveness {
+            dies_at: vec![u32::MAX; procs as usize],
+        }
     }
 
     /// Resets to `procs` processes, all alive.
@@ -112,7 +114,10 @@ impl LogP {
     /// A LogP network; `o` must be at least 1.
     pub fn new(params: LogPParams) -> Self {
         assert!(params.o >= 1, "LogP overhead must be at least 1");
-        LogP { params, recv_free: Vec::new() }
+        LogP {
+            params,
+            recv_free: Vec::new(),
+        }
     }
 
     /// The parameters.
@@ -151,10 +156,16 @@ impl Network for LogP {
         let free = &mut self.recv_free[to as usize];
         let start = arrival.max(u64::from(*free));
         if !live.alive_at(to, start) {
-            return Routed { deliveries: [None, None], activity_end: arrival };
+            return Routed {
+                deliveries: [None, None],
+                activity_end: arrival,
+            };
         }
         *free = (start + o.max(g)).min(u64::from(u32::MAX)) as u32;
-        Routed { deliveries: [Some(start + o), None], activity_end: start + o }
+        Routed {
+            deliveries: [Some(start + o), None],
+            activity_end: start + o,
+        }
     }
 }
 
@@ -181,7 +192,11 @@ pub struct Faulty<N> {
 impl<N: Network> Faulty<N> {
     /// Wraps `inner`.
     pub fn new(inner: N, rates: FaultRates) -> Self {
-        Faulty { inner, rates, rng: ChaCha8Rng::seed_from_u64(0) }
+        Faulty {
+            inner,
+            rates,
+            rng: ChaCha8Rng::seed_from_u64(0),
+        }
     }
 }
 
@@ -201,7 +216,9 @@ impl<N: Network> Network for Faulty<N> {
 
     fn route(&mut self, now: u64, from: u32, to: u32, live: &Liveness) -> Routed {
         let mut r = self.inner.route(now, from, to, live);
-        let Some(first) = r.deliveries[0] else { return r };
+        let Some(first) = r.deliveries[0] else {
+            return r;
+        };
         if self.rng.gen_bool(self.rates.loss.clamp(0.0, 1.0)) {
             r.deliveries = [None, None];
             return r;

@@ -198,7 +198,11 @@ pub fn draw(chart: &Chart, path: &Path) -> Result<(), PlotError> {
     }
     let pad = |r: (f64, f64), lin: bool| {
         let span = (r.1 - r.0).abs().max(1e-9);
-        let lo = if lin && r.0 >= 0.0 { (r.0 - 0.05 * span).max(0.0) } else { r.0 - 0.05 * span };
+        let lo = if lin && r.0 >= 0.0 {
+            (r.0 - 0.05 * span).max(0.0)
+        } else {
+            r.0 - 0.05 * span
+        };
         (lo, r.1 + 0.08 * span)
     };
     let xr = pad(xr, xs == Scale::Linear);
@@ -232,11 +236,23 @@ pub fn draw(chart: &Chart, path: &Path) -> Result<(), PlotError> {
     }
     for (i, s) in chart.series.iter().enumerate() {
         let c = color(s.color.unwrap_or(i));
-        let pts: Vec<(f64, f64)> = s.points.iter().map(|&(x, y)| (xs.fwd(x), ys.fwd(y))).collect();
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|&(x, y)| (xs.fwd(x), ys.fwd(y)))
+            .collect();
         if !s.band.is_empty() {
-            let mut poly: Vec<(f64, f64)> =
-                s.band.iter().map(|&(x, lo, _)| (xs.fwd(x), ys.fwd(lo))).collect();
-            poly.extend(s.band.iter().rev().map(|&(x, _, hi)| (xs.fwd(x), ys.fwd(hi))));
+            let mut poly: Vec<(f64, f64)> = s
+                .band
+                .iter()
+                .map(|&(x, lo, _)| (xs.fwd(x), ys.fwd(lo)))
+                .collect();
+            poly.extend(
+                s.band
+                    .iter()
+                    .rev()
+                    .map(|&(x, _, hi)| (xs.fwd(x), ys.fwd(hi))),
+            );
             ctx.draw_series(std::iter::once(Polygon::new(poly, c.mix(0.15).filled())))
                 .map_err(|e| err(&e))?;
         }
@@ -275,7 +291,9 @@ pub fn draw(chart: &Chart, path: &Path) -> Result<(), PlotError> {
                     )
                 });
             } else {
-                anno.legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 22, y)], legend_style));
+                anno.legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 22, y)], legend_style)
+                });
             }
         }
     }

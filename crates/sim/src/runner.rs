@@ -53,7 +53,8 @@ pub fn run_batch(spec: &BcastSpec, batch: &Batch) -> Result<Vec<RunMetrics>, Sim
         ProgressBar::hidden()
     };
     let next = AtomicU64::new(0);
-    let results: Mutex<Vec<(u64, RunMetrics)>> = Mutex::new(Vec::with_capacity(batch.runs as usize));
+    let results: Mutex<Vec<(u64, RunMetrics)>> =
+        Mutex::new(Vec::with_capacity(batch.runs as usize));
     const CHUNK: u64 = 8;
     let outcome: Result<(), SimError> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)

@@ -49,7 +49,11 @@ impl<M: Copy> Wheel<M> {
 
     #[inline]
     fn fit(&mut self, at: u64) {
-        debug_assert!(at >= self.now, "scheduling into the past: {at} < {}", self.now);
+        debug_assert!(
+            at >= self.now,
+            "scheduling into the past: {at} < {}",
+            self.now
+        );
         if at - self.now > self.mask {
             self.grow(at);
         }
@@ -66,7 +70,12 @@ impl<M: Copy> Wheel<M> {
         let mut deliveries: Vec<Vec<Delivery<M>>> = (0..len).map(|_| Vec::new()).collect();
         let mut wakeups: Vec<Vec<u32>> = (0..len).map(|_| Vec::new()).collect();
         let new_mask = len as u64 - 1;
-        for (i, (d, w)) in self.deliveries.drain(..).zip(self.wakeups.drain(..)).enumerate() {
+        for (i, (d, w)) in self
+            .deliveries
+            .drain(..)
+            .zip(self.wakeups.drain(..))
+            .enumerate()
+        {
             let t = self.now + ((i as u64).wrapping_sub(self.now) & (old_len - 1));
             let slot = (t & new_mask) as usize;
             if !d.is_empty() {
@@ -119,7 +128,10 @@ impl<M: Copy> Wheel<M> {
 
     pub(crate) fn restore_deliveries(&mut self, mut v: Vec<Delivery<M>>) {
         let i = (self.now & self.mask) as usize;
-        debug_assert!(self.deliveries[i].is_empty(), "delivery scheduled for the current step");
+        debug_assert!(
+            self.deliveries[i].is_empty(),
+            "delivery scheduled for the current step"
+        );
         v.clear();
         self.deliveries[i] = v;
     }

@@ -20,8 +20,16 @@ fn binomial(faults: FaultPlan, correction: Correction, start: StartSpec) -> Bcas
 
 #[test]
 fn a_seed_replays_exactly() {
-    let mut a = binomial(FaultPlan::Fraction(0.02), Correction::Checked, StartSpec::Synchronized);
-    let mut b = binomial(FaultPlan::Fraction(0.02), Correction::Checked, StartSpec::Synchronized);
+    let mut a = binomial(
+        FaultPlan::Fraction(0.02),
+        Correction::Checked,
+        StartSpec::Synchronized,
+    );
+    let mut b = binomial(
+        FaultPlan::Fraction(0.02),
+        Correction::Checked,
+        StartSpec::Synchronized,
+    );
     let runs_a: Vec<_> = (0..20).map(|s| a.run(s)).collect();
     // Other runs in between do not disturb a replay.
     let _ = b.run(999);
@@ -29,13 +37,19 @@ fn a_seed_replays_exactly() {
     let runs_b: Vec<_> = runs_b.into_iter().rev().collect();
     assert_eq!(runs_a, runs_b);
     // Different seeds fail different processes.
-    assert!(runs_a.windows(2).any(|w| w[0].max_gap != w[1].max_gap
-        || w[0].correction_messages != w[1].correction_messages));
+    assert!(runs_a
+        .windows(2)
+        .any(|w| w[0].max_gap != w[1].max_gap
+            || w[0].correction_messages != w[1].correction_messages));
 }
 
 #[test]
 fn fraction_faults_spare_the_root_and_count_exactly() {
-    let mut sim = binomial(FaultPlan::Fraction(0.04), Correction::Checked, StartSpec::Synchronized);
+    let mut sim = binomial(
+        FaultPlan::Fraction(0.04),
+        Correction::Checked,
+        StartSpec::Synchronized,
+    );
     for seed in seeds(0, 20) {
         let m = sim.run(seed);
         assert_eq!(m.failed, 164, "{}", replay(seed, "behaviour"));
@@ -55,7 +69,11 @@ fn fraction_faults_spare_the_root_and_count_exactly() {
 fn listed_faults_leave_the_expected_gap() {
     // Interleaved binomial: process 1 roots the subtree of all odd ranks, so its failure
     // uncolors every odd rank: gaps of one between every pair of even ranks.
-    let mut sim = binomial(FaultPlan::List(vec![1]), Correction::Checked, StartSpec::Synchronized);
+    let mut sim = binomial(
+        FaultPlan::List(vec![1]),
+        Correction::Checked,
+        StartSpec::Synchronized,
+    );
     let m = sim.run(0);
     assert_eq!(m.failed, 1);
     assert_eq!(m.max_gap, 1);
@@ -85,25 +103,46 @@ fn listed_faults_leave_the_expected_gap() {
 fn fault_free_message_counts() {
     let p = 4096u64;
     // Synchronized checked: one tree message per non-root process plus five per process.
-    let m = binomial(FaultPlan::None, Correction::Checked, StartSpec::Synchronized).run(0);
+    let m = binomial(
+        FaultPlan::None,
+        Correction::Checked,
+        StartSpec::Synchronized,
+    )
+    .run(0);
     assert_eq!(m.tree_messages, p - 1);
     assert_eq!(m.correction_messages, 5 * p);
     // Delayed: one correction message per process.
-    let m = binomial(FaultPlan::None, Correction::Delayed { delay: 4 }, StartSpec::Synchronized)
-        .run(0);
+    let m = binomial(
+        FaultPlan::None,
+        Correction::Delayed { delay: 4 },
+        StartSpec::Synchronized,
+    )
+    .run(0);
     assert_eq!(m.correction_messages, p);
     assert_eq!(m.uncolored, 0);
     // Opportunistic, d = 4 each way: exactly 8 per process when synchronized; overlapped,
     // processes reached by correction before their tree message do not take part, and the
     // optimization saves more.
-    let plain = Correction::Opportunistic { distance: 4, optimized: false, relay: false };
+    let plain = Correction::Opportunistic {
+        distance: 4,
+        optimized: false,
+        relay: false,
+    };
     let m = binomial(FaultPlan::None, plain, StartSpec::Synchronized).run(0);
     assert_eq!(m.correction_messages, 8 * p);
     let overlapped = binomial(FaultPlan::None, plain, StartSpec::Overlapped).run(0);
     assert!(overlapped.correction_messages < 8 * p);
-    let opt = Correction::Opportunistic { distance: 4, optimized: true, relay: false };
+    let opt = Correction::Opportunistic {
+        distance: 4,
+        optimized: true,
+        relay: false,
+    };
     let m = binomial(FaultPlan::None, opt, StartSpec::Overlapped).run(0);
-    assert!(m.correction_messages < overlapped.correction_messages, "{}", m.correction_messages);
+    assert!(
+        m.correction_messages < overlapped.correction_messages,
+        "{}",
+        m.correction_messages
+    );
     assert_eq!(m.uncolored, 0);
     // Acknowledged tree: every non-root process sends one acknowledgment.
     let mut spec = tree_spec(
@@ -171,13 +210,22 @@ fn optimized_opportunistic_covers_every_gap_up_to_2d() {
     let mut checked_runs = 0;
     for optimized in [false, true] {
         for start in [StartSpec::Synchronized, StartSpec::Overlapped] {
-            let c = Correction::Opportunistic { distance: 4, optimized, relay: false };
+            let c = Correction::Opportunistic {
+                distance: 4,
+                optimized,
+                relay: false,
+            };
             let mut sim = binomial(FaultPlan::Fraction(0.02), c, start);
             for seed in seeds(0, scaled(60, 15)) {
                 let m = sim.run(seed);
                 if m.max_gap <= 8 {
                     checked_runs += 1;
-                    assert_eq!(m.uncolored, 0, "{optimized} {start:?}; {}", replay(seed, "behaviour"));
+                    assert_eq!(
+                        m.uncolored,
+                        0,
+                        "{optimized} {start:?}; {}",
+                        replay(seed, "behaviour")
+                    );
                 }
             }
         }

@@ -75,7 +75,12 @@ fn failure_proof_tolerates_up_to_f_random_crashes() {
                     .unwrap();
                     let m = sim.run(seed);
                     assert_eq!(m.failed, f);
-                    assert_eq!(m.uncolored, 0, "f={f} {kind:?} {start:?}; {}", replay(seed, "crashes"));
+                    assert_eq!(
+                        m.uncolored,
+                        0,
+                        "f={f} {kind:?} {start:?}; {}",
+                        replay(seed, "crashes")
+                    );
                 }
             }
         }
@@ -95,6 +100,10 @@ fn failure_proof_costs_two_messages_per_tolerated_crash_fault_free() {
         ))
         .unwrap();
         let m = sim.run(0);
-        assert_eq!(m.correction_messages, u64::from(5 + 2 * f) * 1024, "f = {f}");
+        assert_eq!(
+            m.correction_messages,
+            u64::from(5 + 2 * f) * 1024,
+            "f = {f}"
+        );
     }
 }

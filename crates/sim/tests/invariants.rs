@@ -32,7 +32,11 @@ impl Checked<'_> {
         while let Some(ev) = s.poll_event() {
             if let Event::Colored { at, via } = ev {
                 self.events[r as usize] += 1;
-                assert_eq!(s.colored(), Some((at, via)), "event disagrees with state of {r}");
+                assert_eq!(
+                    s.colored(),
+                    Some((at, via)),
+                    "event disagrees with state of {r}"
+                );
             }
         }
         let now = s.colored();
@@ -78,7 +82,12 @@ impl Population for Checked<'_> {
                     while a.is_some_and(|a| a != r) {
                         a = topo.parent(a.unwrap_or(0));
                     }
-                    assert_eq!(a, Some(r), "tree message {r} -> {} to a non-descendant", t.dst);
+                    assert_eq!(
+                        a,
+                        Some(r),
+                        "tree message {r} -> {} to a non-descendant",
+                        t.dst
+                    );
                 }
             }
             Msg::Correction(_) => {
@@ -97,7 +106,13 @@ impl Population for Checked<'_> {
 
 /// Runs one broadcast with invariant checks; returns (uncolored live, colored by correction).
 fn run_checked(cfg: &BcastConfig, faults: &FaultPlan, seed: u64, all_colored: bool) -> (u32, u32) {
-    run_on(LogP::new(LogPParams { l: 2, o: 1, g: 0 }), cfg, faults, seed, all_colored)
+    run_on(
+        LogP::new(LogPParams { l: 2, o: 1, g: 0 }),
+        cfg,
+        faults,
+        seed,
+        all_colored,
+    )
 }
 
 fn run_on<N: Network>(
@@ -115,7 +130,9 @@ fn run_on<N: Network>(
     let mut engine: Engine<N, Msg> = Engine::new(net);
     engine.prepare(procs, seed);
     faults.apply(engine.liveness_mut(), &mut run_rng(seed));
-    let dead: Vec<bool> = (0..procs).map(|r| engine.liveness().ever_fails(r)).collect();
+    let dead: Vec<bool> = (0..procs)
+        .map(|r| engine.liveness().ever_fails(r))
+        .collect();
     let mut pop = Checked {
         cfg,
         topo,
@@ -136,7 +153,11 @@ fn run_on<N: Network>(
             None => uncolored += 1,
             Some((_, via)) => {
                 assert_eq!(pop.events[r], 1, "colored event count of {r}");
-                assert!(s.is_finished(), "{r} still has work at the end; {}", replay(seed, "invariants"));
+                assert!(
+                    s.is_finished(),
+                    "{r} still has work at the end; {}",
+                    replay(seed, "invariants")
+                );
                 if via == Via::Correction {
                     by_correction += 1;
                 }
@@ -144,19 +165,41 @@ fn run_on<N: Network>(
         }
     }
     if all_colored {
-        assert_eq!(uncolored, 0, "live processes left uncolored; {}", replay(seed, "invariants"));
+        assert_eq!(
+            uncolored,
+            0,
+            "live processes left uncolored; {}",
+            replay(seed, "invariants")
+        );
     }
     (uncolored, by_correction)
 }
 
-fn tree_cfg(procs: u32, kind: TreeKind, numbering: Numbering, c: Correction, sync: bool) -> BcastConfig {
+fn tree_cfg(
+    procs: u32,
+    kind: TreeKind,
+    numbering: Numbering,
+    c: Correction,
+    sync: bool,
+) -> BcastConfig {
     let topology = Topology::new(kind, numbering, procs).unwrap();
     let start = if sync {
-        CorrectionStart::Synchronized { at: topology.fault_free_latency(2, 1, 0) }
+        CorrectionStart::Synchronized {
+            at: topology.fault_free_latency(2, 1, 0),
+        }
     } else {
         CorrectionStart::Overlapped
     };
-    BcastConfig::new(procs, Dissemination::Tree { topology, ack: None }, c, start).unwrap()
+    BcastConfig::new(
+        procs,
+        Dissemination::Tree {
+            topology,
+            ack: None,
+        },
+        c,
+        start,
+    )
+    .unwrap()
 }
 
 #[test]
@@ -183,7 +226,10 @@ fn checked_and_delayed_color_every_live_process() {
         }
     }
     // The faults must actually have left work for correction.
-    assert!(corrected > 300, "correction colored only {corrected} processes");
+    assert!(
+        corrected > 300,
+        "correction colored only {corrected} processes"
+    );
 }
 
 #[test]
@@ -193,14 +239,22 @@ fn opportunistic_keeps_invariants_and_tolerates_fewer_than_k_failures() {
     for seed in seeds(1, scaled(30, 8)) {
         for k in [2u32, 3, 4] {
             for optimized in [false, true] {
-                let c = Correction::Opportunistic { distance: k, optimized, relay: false };
+                let c = Correction::Opportunistic {
+                    distance: k,
+                    optimized,
+                    relay: false,
+                };
                 let cfg = tree_cfg(500, TreeKind::KAry { k }, Numbering::Interleaved, c, false);
                 let faults = FaultPlan::Fraction(f64::from(k - 1) / 500.0);
                 run_checked(&cfg, &faults, seed, true);
             }
         }
         // Large fault fractions: no coloring guarantee, invariants only.
-        let c = Correction::Opportunistic { distance: 4, optimized: true, relay: false };
+        let c = Correction::Opportunistic {
+            distance: 4,
+            optimized: true,
+            relay: false,
+        };
         let cfg = tree_cfg(1000, TreeKind::Binomial, Numbering::Interleaved, c, false);
         run_checked(&cfg, &FaultPlan::Fraction(0.2), seed, false);
     }
@@ -212,7 +266,9 @@ fn acknowledged_tree_and_gossip_keep_invariants() {
         for kind in TREES {
             let topology = Topology::new(kind, Numbering::Interleaved, 300).unwrap();
             let lat = topology.fault_free_latency(2, 1, 0);
-            let ack = Some(steadfast_coll::AckOptions { timeout: 2 * lat + 8 });
+            let ack = Some(steadfast_coll::AckOptions {
+                timeout: 2 * lat + 8,
+            });
             let cfg = BcastConfig::new(
                 300,
                 Dissemination::Tree { topology, ack },
@@ -248,10 +304,20 @@ fn corrections_survive_duplication_and_reordering() {
             Correction::Delayed { delay: 4 },
         ] {
             for sync in [true, false] {
-                let cfg = tree_cfg(400, TreeKind::Binomial, Numbering::Interleaved, correction, sync);
+                let cfg = tree_cfg(
+                    400,
+                    TreeKind::Binomial,
+                    Numbering::Interleaved,
+                    correction,
+                    sync,
+                );
                 let net = Faulty::new(
                     LogP::new(LogPParams { l: 2, o: 1, g: 0 }),
-                    FaultRates { loss: 0.0, duplicate: 0.2, max_delay: 6 },
+                    FaultRates {
+                        loss: 0.0,
+                        duplicate: 0.2,
+                        max_delay: 6,
+                    },
                 );
                 run_on(net, &cfg, &FaultPlan::Fraction(0.05), seed, true);
             }
@@ -265,10 +331,20 @@ fn corrections_survive_duplication_and_reordering() {
 fn heavy_message_loss_breaks_coloring() {
     let mut uncolored = 0;
     for seed in seeds(1, 10) {
-        let cfg = tree_cfg(400, TreeKind::Binomial, Numbering::Interleaved, Correction::Checked, true);
+        let cfg = tree_cfg(
+            400,
+            TreeKind::Binomial,
+            Numbering::Interleaved,
+            Correction::Checked,
+            true,
+        );
         let net = Faulty::new(
             LogP::new(LogPParams { l: 2, o: 1, g: 0 }),
-            FaultRates { loss: 0.5, duplicate: 0.0, max_delay: 0 },
+            FaultRates {
+                loss: 0.5,
+                duplicate: 0.0,
+                max_delay: 0,
+            },
         );
         uncolored += run_on(net, &cfg, &FaultPlan::None, seed, false).0;
     }

@@ -18,7 +18,11 @@ fn lemma2(l: u64, o: u64) -> (u64, u64) {
 fn lemma2_and_corollary1_over_a_grid() {
     for l in 0..=8u64 {
         for o in 1..=4u64 {
-            for kind in [TreeKind::Binomial, TreeKind::KAry { k: 3 }, TreeKind::Lame { k: 2 }] {
+            for kind in [
+                TreeKind::Binomial,
+                TreeKind::KAry { k: 3 },
+                TreeKind::Lame { k: 2 },
+            ] {
                 for procs in [64u32, scaled(1000, 200) as u32] {
                     let mut spec = tree_spec(
                         procs,
@@ -33,7 +37,11 @@ fn lemma2_and_corollary1_over_a_grid() {
                     let m = sim.run(1);
                     let (latency, msgs) = lemma2(l, o);
                     assert_eq!(m.uncolored, 0);
-                    assert_eq!(m.correction_latency, Some(latency), "L={l} o={o} {kind:?} P={procs}");
+                    assert_eq!(
+                        m.correction_latency,
+                        Some(latency),
+                        "L={l} o={o} {kind:?} P={procs}"
+                    );
                     assert_eq!(
                         m.correction_messages,
                         msgs * u64::from(procs),

@@ -167,7 +167,10 @@ impl BcastConfig {
         match &dissemination {
             Dissemination::Tree { topology, ack } => {
                 if topology.procs() != procs {
-                    return Err(ConfigError::TreeSize { tree: topology.procs(), procs });
+                    return Err(ConfigError::TreeSize {
+                        tree: topology.procs(),
+                        procs,
+                    });
                 }
                 if ack.is_some() && correction != Correction::None {
                     return Err(ConfigError::AckWithCorrection);
@@ -186,7 +189,12 @@ impl BcastConfig {
                 return Err(ConfigError::Distance { distance, procs });
             }
         }
-        Ok(BcastConfig { procs, dissemination, correction, start })
+        Ok(BcastConfig {
+            procs,
+            dissemination,
+            correction,
+            start,
+        })
     }
 
     /// Number of processes.
@@ -481,8 +489,7 @@ impl BcastState {
             Via::Correction => {
                 self.flags |= VIA_CORRECTION;
                 // An early correction message does not stop the tree below this process.
-                if let (Some(topology), CorrectionStart::Overlapped) = (cfg.topology(), cfg.start)
-                {
+                if let (Some(topology), CorrectionStart::Overlapped) = (cfg.topology(), cfg.start) {
                     self.flags |= TREE;
                     self.cursor = topology.cursor(self.rank);
                     if let Correction::Opportunistic { relay: true, .. } = cfg.correction {
@@ -539,9 +546,11 @@ impl BcastState {
         };
         self.stop[side] = self.stop[side].min(dist);
         match cfg.correction {
-            Correction::Opportunistic { distance: d, optimized: true, .. }
-                if dist <= d && side == RIGHT =>
-            {
+            Correction::Opportunistic {
+                distance: d,
+                optimized: true,
+                ..
+            } if dist <= d && side == RIGHT => {
                 // Section 3.3: a participant j to our right covers j-d .. i+d, so we only
                 // send left beyond j - d. Only messages from the right count: if both sides
                 // skipped on each other's account, the ranks each expects the other to cover
@@ -695,7 +704,10 @@ impl BcastState {
     fn next_transmit(&mut self, cfg: &BcastConfig, now: u64) -> Option<Transmit> {
         if self.flags & REPLY != 0 {
             self.flags &= !REPLY;
-            return Some(Transmit { dst: self.aux, msg: Msg::Correction(Dir::Left) });
+            return Some(Transmit {
+                dst: self.aux,
+                msg: Msg::Correction(Dir::Left),
+            });
         }
         if self.flags & TREE != 0 {
             if let Some(topology) = cfg.topology() {
@@ -703,7 +715,10 @@ impl BcastState {
                     if let Some(st) = ack_of(&mut self.ext, self.flags) {
                         st.awaiting.push(child);
                     }
-                    return Some(Transmit { dst: child, msg: Msg::Tree });
+                    return Some(Transmit {
+                        dst: child,
+                        msg: Msg::Tree,
+                    });
                 }
             }
             self.flags &= !TREE;
@@ -718,7 +733,10 @@ impl BcastState {
                     if dst >= self.rank {
                         dst += 1;
                     }
-                    return Some(Transmit { dst, msg: Msg::Gossip });
+                    return Some(Transmit {
+                        dst,
+                        msg: Msg::Gossip,
+                    });
                 }
             }
             self.flags &= !GOSSIP;
@@ -731,7 +749,10 @@ impl BcastState {
                 if st.adopt.is_empty() {
                     st.deadline = now.saturating_add(cfg.ack().map_or(0, |a| a.timeout));
                 }
-                return Some(Transmit { dst, msg: Msg::Tree });
+                return Some(Transmit {
+                    dst,
+                    msg: Msg::Tree,
+                });
             }
             if self.flags & TREE == 0 && st.awaiting.is_empty() && st.acked < st.ack_to.len() {
                 let dst = st.ack_to[st.acked];
@@ -791,7 +812,11 @@ impl BcastState {
     /// Picks the side to send to: the one with fewer messages so far, left on ties.
     fn pick(&self, left: bool, right: bool) -> Option<usize> {
         match (left, right) {
-            (true, true) => Some(if self.sent[LEFT] <= self.sent[RIGHT] { LEFT } else { RIGHT }),
+            (true, true) => Some(if self.sent[LEFT] <= self.sent[RIGHT] {
+                LEFT
+            } else {
+                RIGHT
+            }),
             (true, false) => Some(LEFT),
             (false, true) => Some(RIGHT),
             (false, false) => None,
@@ -801,7 +826,10 @@ impl BcastState {
     fn send_side(&mut self, cfg: &BcastConfig, side: usize) -> Transmit {
         self.sent[side] += 1;
         let dir = if side == LEFT { Dir::Left } else { Dir::Right };
-        Transmit { dst: self.target(cfg, side, self.sent[side]), msg: Msg::Correction(dir) }
+        Transmit {
+            dst: self.target(cfg, side, self.sent[side]),
+            msg: Msg::Correction(dir),
+        }
     }
 
     #[inline(always)]
@@ -830,7 +858,10 @@ impl BcastState {
             Correction::FailureProof { crashes } => {
                 // Stop at the (crashes + 1)-th nearest distinct participant of each side.
                 let limit = |near: &[Vec<u32>; 2], side: usize| {
-                    near[side].get(crashes as usize).copied().unwrap_or(u32::MAX)
+                    near[side]
+                        .get(crashes as usize)
+                        .copied()
+                        .unwrap_or(u32::MAX)
                 };
                 match self.ext.as_deref() {
                     Some(ext) if !covered => self.pick(

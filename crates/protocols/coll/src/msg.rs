@@ -2,7 +2,9 @@
 //!
 //! The wire form is two bytes: a magic byte and a kind byte. The payload being broadcast and
 //! the identity of the collective travel in the runtime's own framing; this is only the
-//! protocol header, decoded through a checked decoder that rejects anything else.
+//! protocol header, decoded through a checked decoder that rejects anything else. Every
+//! message except [`Msg::Ack`] must carry the payload: whichever arrives first colors the
+//! receiver.
 
 /// Direction a correction message travels on the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -101,7 +103,10 @@ mod tests {
             assert_eq!(Msg::from_bytes(&m.to_bytes()), Ok(m));
         }
         assert_eq!(Msg::from_bytes(&[]), Err(DecodeError::Length { got: 0 }));
-        assert_eq!(Msg::from_bytes(&[MAGIC, 1, 0]), Err(DecodeError::Length { got: 3 }));
+        assert_eq!(
+            Msg::from_bytes(&[MAGIC, 1, 0]),
+            Err(DecodeError::Length { got: 3 })
+        );
         assert_eq!(Msg::from_bytes(&[0, 1]), Err(DecodeError::Magic(0)));
         assert_eq!(Msg::from_bytes(&[MAGIC, 0]), Err(DecodeError::Kind(0)));
         assert_eq!(Msg::from_bytes(&[MAGIC, 6]), Err(DecodeError::Kind(6)));

@@ -97,7 +97,11 @@ fn interleaved_definition_1_exhaustive_small() {
 /// The negative space: in-order numbering is not interleaved once subtrees have depth two.
 #[test]
 fn in_order_trees_violate_definition_1() {
-    for kind in [TreeKind::KAry { k: 2 }, TreeKind::Binomial, TreeKind::Lame { k: 2 }] {
+    for kind in [
+        TreeKind::KAry { k: 2 },
+        TreeKind::Binomial,
+        TreeKind::Lame { k: 2 },
+    ] {
         let t = Topology::new(kind, Numbering::InOrder, 64).unwrap();
         assert!(definition_1_violation(&t).is_some(), "{kind:?}");
     }

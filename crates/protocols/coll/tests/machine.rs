@@ -13,8 +13,9 @@ use steadfast_coll::{
 /// Runs a broadcast where `dead` processes never act; returns per-process coloring.
 fn drive(cfg: Arc<BcastConfig>, dead: &[u32], delay: u64) -> Vec<Option<(u64, Via)>> {
     let p = cfg.procs();
-    let mut procs: Vec<Bcast<Arc<BcastConfig>>> =
-        (0..p).map(|r| Bcast::new(Arc::clone(&cfg), r, 1000)).collect();
+    let mut procs: Vec<Bcast<Arc<BcastConfig>>> = (0..p)
+        .map(|r| Bcast::new(Arc::clone(&cfg), r, 1000))
+        .collect();
     let mut colored = vec![None; p as usize];
     let mut wire: VecDeque<(u64, u32, u32, Vec<u8>)> = VecDeque::new();
     let mut now = 1000u64;
@@ -40,7 +41,9 @@ fn drive(cfg: Arc<BcastConfig>, dead: &[u32], delay: u64) -> Vec<Option<(u64, Vi
         }
         now += 1;
         while wire.front().is_some_and(|m| m.0 <= now) {
-            let Some((_, from, to, bytes)) = wire.pop_front() else { break };
+            let Some((_, from, to, bytes)) = wire.pop_front() else {
+                break;
+            };
             if dead.contains(&to) {
                 continue;
             }
@@ -51,7 +54,9 @@ fn drive(cfg: Arc<BcastConfig>, dead: &[u32], delay: u64) -> Vec<Option<(u64, Vi
             && procs.iter().enumerate().all(|(r, b)| {
                 dead.contains(&(r as u32)) || (b.state().is_finished() || !b.state().is_colored())
             })
-            && procs.iter().all(|b| b.poll_timeout().map_or(true, |t| t < now));
+            && procs
+                .iter()
+                .all(|b| b.poll_timeout().map_or(true, |t| t < now));
         if idle {
             break;
         }
@@ -61,13 +66,27 @@ fn drive(cfg: Arc<BcastConfig>, dead: &[u32], delay: u64) -> Vec<Option<(u64, Vi
 
 fn config(p: u32, c: Correction, start: CorrectionStart) -> Arc<BcastConfig> {
     let topology = Topology::new(TreeKind::Lame { k: 2 }, Numbering::Interleaved, p).unwrap();
-    Arc::new(BcastConfig::new(p, Dissemination::Tree { topology, ack: None }, c, start).unwrap())
+    Arc::new(
+        BcastConfig::new(
+            p,
+            Dissemination::Tree {
+                topology,
+                ack: None,
+            },
+            c,
+            start,
+        )
+        .unwrap(),
+    )
 }
 
 #[test]
 fn checked_correction_reaches_every_live_process_over_a_real_wire_format() {
     let dead = [1, 2, 5, 17, 33, 34, 35];
-    for start in [CorrectionStart::Overlapped, CorrectionStart::Synchronized { at: 40 }] {
+    for start in [
+        CorrectionStart::Overlapped,
+        CorrectionStart::Synchronized { at: 40 },
+    ] {
         let colored = drive(config(100, Correction::Checked, start), &dead, 3);
         for r in 0..100u32 {
             if dead.contains(&r) {
@@ -77,7 +96,9 @@ fn checked_correction_reaches_every_live_process_over_a_real_wire_format() {
             }
         }
         // Children of the dead process 1 can only have been reached by correction.
-        assert!(colored.iter().any(|c| matches!(c, Some((_, Via::Correction)))));
+        assert!(colored
+            .iter()
+            .any(|c| matches!(c, Some((_, Via::Correction)))));
         // Times are the driver's clock, which started at 1000.
         assert_eq!(colored[0], Some((1000, Via::Dissemination)));
     }
@@ -85,12 +106,19 @@ fn checked_correction_reaches_every_live_process_over_a_real_wire_format() {
 
 #[test]
 fn without_correction_a_dead_inner_process_cuts_off_its_subtree() {
-    let colored = drive(config(100, Correction::None, CorrectionStart::Overlapped), &[1], 2);
+    let colored = drive(
+        config(100, Correction::None, CorrectionStart::Overlapped),
+        &[1],
+        2,
+    );
     let topology = Topology::new(TreeKind::Lame { k: 2 }, Numbering::Interleaved, 100).unwrap();
     let mut stack: Vec<u32> = topology.children(1).collect();
     assert!(!stack.is_empty());
     while let Some(c) = stack.pop() {
-        assert!(colored[c as usize].is_none(), "descendant {c} of the dead process colored");
+        assert!(
+            colored[c as usize].is_none(),
+            "descendant {c} of the dead process colored"
+        );
         stack.extend(topology.children(c));
     }
 }
@@ -98,11 +126,32 @@ fn without_correction_a_dead_inner_process_cuts_off_its_subtree() {
 #[test]
 fn configuration_errors_are_typed() {
     let topology = Topology::new(TreeKind::Binomial, Numbering::Interleaved, 10).unwrap();
-    let tree = Dissemination::Tree { topology, ack: None };
-    let e = BcastConfig::new(11, tree.clone(), Correction::Checked, CorrectionStart::Overlapped);
-    assert!(matches!(e, Err(steadfast_coll::ConfigError::TreeSize { tree: 10, procs: 11 })));
-    let d = Correction::Opportunistic { distance: 5, optimized: true, relay: false };
+    let tree = Dissemination::Tree {
+        topology,
+        ack: None,
+    };
+    let e = BcastConfig::new(
+        11,
+        tree.clone(),
+        Correction::Checked,
+        CorrectionStart::Overlapped,
+    );
+    assert!(matches!(
+        e,
+        Err(steadfast_coll::ConfigError::TreeSize {
+            tree: 10,
+            procs: 11
+        })
+    ));
+    let d = Correction::Opportunistic {
+        distance: 5,
+        optimized: true,
+        relay: false,
+    };
     assert!(BcastConfig::new(10, tree.clone(), d, CorrectionStart::Overlapped).is_err());
-    let g = Dissemination::Gossip { duration: 5, seed: 1 };
+    let g = Dissemination::Gossip {
+        duration: 5,
+        seed: 1,
+    };
     assert!(BcastConfig::new(10, g, Correction::Checked, CorrectionStart::Overlapped).is_err());
 }

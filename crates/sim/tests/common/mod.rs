@@ -6,7 +6,10 @@ use steadfast_sim::{BcastSpec, DissemSpec, FaultPlan, LogPParams, StartSpec};
 
 /// Seeds to run: `STEADFAST_SEED=<s>` replays exactly one, otherwise `count` seeds from `base`.
 pub fn seeds(base: u64, count: u64) -> Vec<u64> {
-    match std::env::var("STEADFAST_SEED").ok().and_then(|s| s.parse().ok()) {
+    match std::env::var("STEADFAST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
         Some(s) => vec![s],
         None => (base..base + count).collect(),
     }

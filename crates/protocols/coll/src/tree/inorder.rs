@@ -111,13 +111,19 @@ impl InOrder {
     fn base_next(&self, cur: &mut BaseCursor) -> Option<u32> {
         match &self.base {
             SizedBase::KAry(t) => {
-                let mut c = KAryCursor { next: cur[1], ..t.cursor(cur[0]) };
+                let mut c = KAryCursor {
+                    next: cur[1],
+                    ..t.cursor(cur[0])
+                };
                 let out = t.next_child(&mut c);
                 cur[1] = c.next;
                 out
             }
             SizedBase::Schedule(t) => {
-                let mut c = ScheduleCursor { next_time: cur[0], pos: cur[1] };
+                let mut c = ScheduleCursor {
+                    next_time: cur[0],
+                    pos: cur[1],
+                };
                 let out = t.next_child(&mut c);
                 *cur = [c.next_time, c.pos];
                 out
@@ -181,7 +187,10 @@ impl InOrder {
 
     pub(crate) fn cursor(&self, q: u32) -> InOrderCursor {
         let v = self.to_interleaved(q);
-        InOrderCursor { base: self.base_cursor(v), next: q.saturating_add(1) }
+        InOrderCursor {
+            base: self.base_cursor(v),
+            next: q.saturating_add(1),
+        }
     }
 
     pub(crate) fn next_child(&self, cur: &mut InOrderCursor) -> Option<u32> {

@@ -44,7 +44,11 @@ impl KAryTree {
 
     pub(crate) fn cursor(&self, rank: u32) -> KAryCursor {
         let (_, _, width) = self.level(rank);
-        KAryCursor { rank, stride: width.min(u64::from(u32::MAX)) as u32, next: 1 }
+        KAryCursor {
+            rank,
+            stride: width.min(u64::from(u32::MAX)) as u32,
+            next: 1,
+        }
     }
 
     #[inline]

@@ -147,7 +147,12 @@ impl Topology {
                 ))
             }
         };
-        Ok(Topology { kind, numbering, procs, imp })
+        Ok(Topology {
+            kind,
+            numbering,
+            procs,
+            imp,
+        })
     }
 
     /// Number of processes.
@@ -225,32 +230,49 @@ impl Topology {
         let w = &mut cur.0;
         let next = match &self.imp {
             Imp::Schedule(t) => {
-                let mut c = ScheduleCursor { next_time: w[0], pos: w[1] };
+                let mut c = ScheduleCursor {
+                    next_time: w[0],
+                    pos: w[1],
+                };
                 let out = t.next_child(&mut c);
                 w[0] = c.next_time;
                 out
             }
             Imp::KAry(t) => {
-                let mut c = KAryCursor { rank: w[0], stride: w[1], next: w[2] };
+                let mut c = KAryCursor {
+                    rank: w[0],
+                    stride: w[1],
+                    next: w[2],
+                };
                 let out = t.next_child(&mut c);
                 w[2] = c.next;
                 out
             }
             Imp::BinomialInOrder(t) => {
-                let mut c = BinomialCursor { rank: w[0], mask: w[1] };
+                let mut c = BinomialCursor {
+                    rank: w[0],
+                    mask: w[1],
+                };
                 let out = t.next_child(&mut c);
                 w[1] = c.mask;
                 out
             }
             Imp::InOrder(t) => {
-                let mut c = InOrderCursor { base: [w[0], w[1]], next: w[2] };
+                let mut c = InOrderCursor {
+                    base: [w[0], w[1]],
+                    next: w[2],
+                };
                 let out = t.next_child(&mut c);
                 *w = [c.base[0], c.base[1], c.next];
                 out
             }
         };
         if next.is_none() {
-            let marker = if matches!(self.imp, Imp::KAry(_)) { 2 } else { 0 };
+            let marker = if matches!(self.imp, Imp::KAry(_)) {
+                2
+            } else {
+                0
+            };
             w[marker] = u32::MAX;
         }
         next
@@ -258,7 +280,10 @@ impl Topology {
 
     /// Children of `rank` in send order.
     pub fn children(&self, rank: u32) -> Children<'_> {
-        Children { tree: self, cur: self.cursor(rank) }
+        Children {
+            tree: self,
+            cur: self.cursor(rank),
+        }
     }
 
     /// Time at which the last process is colored in a fault-free run under LogP (`l`, `o`,
@@ -358,7 +383,10 @@ mod tests {
                         }
                     }
                     assert_eq!(seen[0], 0);
-                    assert!(seen[1..].iter().all(|&n| n == 1), "{kind:?} {numbering:?} P={p}");
+                    assert!(
+                        seen[1..].iter().all(|&n| n == 1),
+                        "{kind:?} {numbering:?} P={p}"
+                    );
                 }
             }
         }
@@ -367,7 +395,11 @@ mod tests {
     #[test]
     fn in_order_subtrees_are_contiguous() {
         for p in [5u32, 16, 33, 100] {
-            for kind in [TreeKind::Binomial, TreeKind::KAry { k: 2 }, TreeKind::Lame { k: 2 }] {
+            for kind in [
+                TreeKind::Binomial,
+                TreeKind::KAry { k: 2 },
+                TreeKind::Lame { k: 2 },
+            ] {
                 let t = Topology::new(kind, Numbering::InOrder, p).unwrap();
                 for r in 0..p {
                     let mut all = vec![r];
@@ -378,7 +410,10 @@ mod tests {
                     }
                     all.sort_unstable();
                     assert_eq!(all[0], r, "{kind:?} P={p} r={r}");
-                    assert!(all.windows(2).all(|w| w[1] == w[0] + 1), "{kind:?} P={p} r={r}");
+                    assert!(
+                        all.windows(2).all(|w| w[1] == w[0] + 1),
+                        "{kind:?} P={p} r={r}"
+                    );
                 }
             }
         }
@@ -390,9 +425,11 @@ mod tests {
         // colored exactly when R(t) reaches P.
         for (l, o) in [(2u32, 1u32), (1, 1), (5, 1), (3, 2), (1, 3), (0, 2)] {
             for p in [2u32, 10, 100, 1000, 4097] {
-                let t = Topology::new(TreeKind::Optimal { l, o }, Numbering::Interleaved, p)
-                    .unwrap();
-                let Imp::Schedule(s) = &t.imp else { unreachable!() };
+                let t =
+                    Topology::new(TreeKind::Optimal { l, o }, Numbering::Interleaved, p).unwrap();
+                let Imp::Schedule(s) = &t.imp else {
+                    unreachable!()
+                };
                 assert_eq!(
                     t.fault_free_latency(u64::from(l), u64::from(o), 0),
                     u64::from(s.last_time()),

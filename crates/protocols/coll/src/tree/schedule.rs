@@ -69,7 +69,13 @@ impl ScheduleTree {
             }
             t += 1;
         }
-        ScheduleTree { procs, step, delay, ready, senders }
+        ScheduleTree {
+            procs,
+            step,
+            delay,
+            ready,
+            senders,
+        }
     }
 
     fn r(&self, t: i64) -> u64 {
@@ -107,7 +113,10 @@ impl ScheduleTree {
         let c = self.colored_at(rank);
         let pos = self.s(i64::from(c) - i64::from(self.step)) + u64::from(rank)
             - self.r(i64::from(c) - 1);
-        ScheduleCursor { next_time: c, pos: pos as u32 }
+        ScheduleCursor {
+            next_time: c,
+            pos: pos as u32,
+        }
     }
 
     /// Next child in send order, or `None` once all children are enumerated.
