@@ -244,6 +244,15 @@ fn handler_of(g: &Global, comm: Option<usize>) -> (u64, usize) {
 /// released, since it may call MPI) and then the code is returned, anything else aborts.
 fn raise(mut guard: Guard, func: &str, comm: Option<usize>, f: Failure) -> c_int {
     let Some(g) = guard.as_mut() else { not_live(func) };
+    if let (Failure::Mpi(e), Some(c)) = (&f, comm) {
+        if e.class == ErrorClass::ProcFailed {
+            // From now on the application knows: run-through collectives on this
+            // communicator go on without the failed members.
+            if let Ok(h) = comm_handle(g, c) {
+                g.eng.comm_mark_reported(h);
+            }
+        }
+    }
     let (code, text) = match f {
         Failure::Code(c) if crate::errhandler::is_known_code(g, c) => {
             let class = class_of_code(g, c);

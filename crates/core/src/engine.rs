@@ -1024,6 +1024,30 @@ impl Engine {
         self.comm_failed(c, true).map(|v| v.len())
     }
 
+    /// Whether the failure of rank `peer` of communicator `c` was already reported to the
+    /// application on `c` (by an error or an acknowledgement).
+    pub fn failure_reported(&self, c: Handle, peer: i32) -> bool {
+        let Ok(comm) = self.comm(c) else { return false };
+        let Some(w) = comm.peer_world(peer) else { return false };
+        let ft = self.st.ft.comm.get(&comm.ctx);
+        ft.is_some_and(|f| f.reported.contains(&w) || self.st.ft.order[..f.acked.min(self.st.ft.order.len())].contains(&w))
+    }
+
+    /// A call on `c` returned MPIX_ERR_PROC_FAILED: every failure of a member known now
+    /// counts as reported on `c`.
+    pub fn comm_mark_reported(&mut self, c: Handle) {
+        let Ok(comm) = self.comm(c) else { return };
+        let ctx = comm.ctx;
+        let g = comm.remote.as_ref().unwrap_or(&comm.group);
+        let dead: Vec<u32> = g.iter().copied().filter(|w| self.st.ft.is_dead(*w)).collect();
+        let f = self.st.ft.comm.entry(ctx).or_default();
+        for w in dead {
+            if !f.reported.contains(&w) {
+                f.reported.push(w);
+            }
+        }
+    }
+
     /// Whether some member of communicator `c` is known to have failed.
     pub fn comm_has_failed_member(&self, c: Handle) -> bool {
         if self.st.ft.order.is_empty() {
@@ -1134,8 +1158,14 @@ impl Engine {
         r.active = true;
         r.recv.ctx = ctx;
         let h = self.st.reqs.insert(r);
+        let dead = src != ANY_SOURCE && self.comm(c)?.peer_world(src).is_some_and(|w| self.st.ft.is_dead(w));
         match self.st.matcher.post(ctx, src, tag, h) {
             Some(u) => self.st.deliver(h, u.src, u.tag, u.body_into()),
+            None if dead => {
+                // Nothing the failed process sent is waiting, and nothing more will come.
+                self.st.matcher.cancel(ctx, h);
+                self.st.complete(h, failed_status(src, tag));
+            }
             None => {
                 if let Some(r) = self.st.reqs.get_mut(h) {
                     r.recv.posted = true;

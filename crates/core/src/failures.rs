@@ -13,6 +13,9 @@ pub struct CommFt {
     pub revoked: bool,
     /// Failures acknowledged on this communicator: a prefix of [`FtState::order`].
     pub acked: usize,
+    /// World ranks whose failure a call on this communicator already reported to the
+    /// application (MPIX_ERR_PROC_FAILED); run-through collectives then go on without them.
+    pub reported: Vec<u32>,
 }
 
 /// Job-wide failure knowledge of this process.

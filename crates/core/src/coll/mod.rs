@@ -198,14 +198,32 @@ impl Engine {
 
     fn prepare(&mut self, comm: Handle, c: &Coll, tag: Option<i32>) -> MpiResult<Box<Schedule>> {
         let (topo, ctx) = self.topo(comm)?;
+        if self.comm_is_revoked(comm) {
+            return Err(bad(ErrorClass::Revoked, "the communicator was revoked"));
+        }
         let tag = match tag {
             Some(t) => t,
             None => self.next_tag(ctx),
         };
         let mut s = self.coll.schedule();
         s.reset(comm, tag);
+        let run_through = self.run_through();
         let cfg = self.coll.cfg.get_or_insert_with(CollConfig::from_env);
-        if let Err(e) = build(&mut s, topo, c, cfg) {
+        let built = match c {
+            // Run-through mode: contributions go straight to the root, so a failed contributor
+            // costs only its own part (see docs/ulfm.md).
+            Coll::Reduce { buf, red, root } if run_through && topo.remote.is_none() => {
+                if (0..topo.size).contains(root) {
+                    s.red = Some(red.clone());
+                    reduce::linear_tolerant(&mut s, topo.rank, topo.size, *root, buf, red);
+                    Ok(())
+                } else {
+                    Err(bad(ErrorClass::Root, format!("root {root} is not a rank of the communicator (size {})", topo.size)))
+                }
+            }
+            _ => build(&mut s, topo, c, cfg),
+        };
+        if let Err(e) = built {
             self.coll.recycle(s);
             return Err(e);
         }
@@ -292,6 +310,21 @@ impl Engine {
             let h = *h;
             let done = match self.sched_advance(s) {
                 Ok(true) => Some(s.error()),
+                Ok(false) if self.comm_is_revoked(s.comm) => {
+                    self.sched_give_up(s);
+                    Some(Some(ErrorClass::Revoked))
+                }
+                Ok(false) if !s.tolerant && self.comm_has_failed_member(s.comm) => {
+                    // As for blocking collectives: live peers get a grace period, then the
+                    // collective fails instead of waiting for messages that may never come.
+                    let seen = *s.failure_seen.get_or_insert_with(std::time::Instant::now);
+                    if seen.elapsed() >= sched::COLL_FAILURE_GRACE {
+                        self.sched_give_up(s);
+                        Some(Some(ErrorClass::ProcFailed))
+                    } else {
+                        None
+                    }
+                }
                 Ok(false) => None,
                 Err(e) => {
                     tracing::warn!("nonblocking collective failed: {e}");

@@ -32,6 +32,36 @@ pub fn reduce(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RBuf, red: 
     Ok(())
 }
 
+/// Reduce for run-through mode: every rank sends its contribution to the root, which
+/// combines in rank order whatever arrived. A contributor that failed before sending leaves
+/// its part out (the root reports MPIX_ERR_PROC_FAILED unless the application already heard
+/// of that failure on the communicator), and no other rank depends on it. O(P) at the root.
+pub fn linear_tolerant(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RBuf, red: &Reduction) {
+    if b.count == 0 {
+        return;
+    }
+    let t = red.dtype.clone();
+    let mine: *const u8 = b.send.unwrap_or(b.recv);
+    s.tolerant = true;
+    if rank != root {
+        s.send(root, 0, mine, b.count, &t);
+        return;
+    }
+    let mut parts = Vec::with_capacity(size as usize);
+    for r in 0..size {
+        if r == rank {
+            parts.push((None, mine));
+        } else {
+            let tmp = s.temp_typed(&t, b.count);
+            parts.push((Some(s.next_step()), tmp as *const u8));
+            s.recv(r, 0, tmp, b.count, &t);
+        }
+    }
+    s.round();
+    let acc = s.temp_typed(&t, b.count);
+    s.ordered_reduce(parts, acc, b.recv, b.count);
+}
+
 /// Binomial reduce. Commutative ops use a tree rooted at `root`; non-commutative ones a tree
 /// rooted at rank 0 (where every subtree is a contiguous range of ranks), whose result then
 /// goes to `root`.

@@ -35,6 +35,10 @@ pub enum Step {
     Reduce { src: *const u8, dst: *mut u8, count: usize },
     /// Local copy with type conversion (what a send to oneself would do).
     Copy { src: *const u8, scount: usize, stype: TypeRef, dst: *mut u8, dcount: usize, dtype: TypeRef },
+    /// `dst = parts[0] op parts[1] op … ` in order over the parts that arrived (run-through
+    /// mode): a part is the receive step that fills it (`None`: this rank's own) and its
+    /// buffer. `acc` is a temporary of `count` elements.
+    OrderedReduce { parts: Vec<(Option<usize>, *const u8)>, acc: *mut u8, dst: *mut u8, count: usize },
     /// End of a round.
     Round,
 }
@@ -59,7 +63,17 @@ pub struct Schedule {
     round_end: usize,
     in_round: bool,
     pending: Vec<Handle>,
+    /// Step index of each entry of `pending`.
+    pending_step: Vec<usize>,
     error: Option<ErrorClass>,
+    /// Run-through mode: a receive from a failed process leaves its buffer missing instead
+    /// of stopping the schedule (see `OrderedReduce`).
+    pub(crate) tolerant: bool,
+    /// Receive steps whose sender failed before sending (tolerant schedules).
+    missing: Vec<usize>,
+    /// When a failure in the communicator was first seen while this (nonblocking) schedule
+    /// waited.
+    pub(crate) failure_seen: Option<std::time::Instant>,
 }
 
 // SAFETY: the raw pointers are application buffers valid for the collective's lifetime (an
@@ -80,7 +94,11 @@ impl Default for Schedule {
             round_end: 0,
             in_round: false,
             pending: Vec::new(),
+            pending_step: Vec::new(),
             error: None,
+            tolerant: false,
+            missing: Vec::new(),
+            failure_seen: None,
         }
     }
 }
@@ -101,7 +119,11 @@ impl Schedule {
         self.round_end = 0;
         self.in_round = false;
         self.pending.clear();
+        self.pending_step.clear();
         self.error = None;
+        self.tolerant = false;
+        self.missing.clear();
+        self.failure_seen = None;
     }
 
     /// A temporary of `bytes` bytes owned by the schedule; its address never changes.
@@ -148,6 +170,16 @@ impl Schedule {
         if !std::ptr::eq(src, dst) || !same_layout(stype, dtype, scount, dcount) {
             self.steps.push(Step::Copy { src, scount, stype: stype.clone(), dst, dcount, dtype: dtype.clone() });
         }
+    }
+    /// Append an ordered reduction over the parts that arrived (tolerant schedules).
+    pub fn ordered_reduce(&mut self, parts: Vec<(Option<usize>, *const u8)>, acc: *mut u8, dst: *mut u8, count: usize) {
+        if count > 0 {
+            self.steps.push(Step::OrderedReduce { parts, acc, dst, count });
+        }
+    }
+    /// Index the next appended step will have.
+    pub fn next_step(&self) -> usize {
+        self.steps.len()
     }
     /// End the current round (no-op when it is empty).
     pub fn round(&mut self) {
@@ -209,7 +241,7 @@ pub unsafe fn typed_copy(src: *const u8, scount: usize, stype: &TypeRef, dst: *m
 
 /// How long a collective keeps waiting on live peers after a member of its communicator
 /// failed, before it reports MPIX_ERR_PROC_FAILED (run-through mode).
-const COLL_FAILURE_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+pub(crate) const COLL_FAILURE_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
 impl Engine {
     /// Advance `s` as far as it goes without waiting. Returns true when it has finished.
@@ -221,14 +253,28 @@ impl Engine {
                         return Ok(false);
                     }
                 }
-                for h in s.pending.drain(..) {
+                for (h, i) in s.pending.drain(..).zip(s.pending_step.drain(..)) {
                     let st = self.status(h)?;
                     self.release(h);
-                    if let Some(e) = st.error {
-                        s.error.get_or_insert(e);
+                    match st.error {
+                        Some(ErrorClass::ProcFailed) if s.tolerant && matches!(s.steps[i], Step::Recv { .. }) => {
+                            s.missing.push(i);
+                            // A failure the application already heard of on this
+                            // communicator is excused; a new one is reported.
+                            let Step::Recv { peer, .. } = s.steps[i] else { continue };
+                            if !self.failure_reported(s.comm, peer) {
+                                s.error.get_or_insert(ErrorClass::ProcFailed);
+                            }
+                        }
+                        Some(e) => {
+                            s.error.get_or_insert(e);
+                        }
+                        None => {}
                     }
                 }
-                if matches!(s.error, Some(ErrorClass::ProcFailed | ErrorClass::Revoked)) {
+                if matches!(s.error, Some(ErrorClass::Revoked))
+                    || (!s.tolerant && matches!(s.error, Some(ErrorClass::ProcFailed)))
+                {
                     // Stop here: later rounds would let ranks downstream of the failure
                     // finish without it. They wait, learn of the failure, and fail too.
                     s.pc = s.steps.len();
@@ -245,6 +291,27 @@ impl Engine {
                         Step::Copy { src, scount, stype, dst, dcount, dtype } => {
                             // SAFETY: as above, for the types and counts recorded.
                             unsafe { typed_copy(*src, *scount, stype, *dst, *dcount, dtype) };
+                        }
+                        Step::OrderedReduce { parts, acc, dst, count } => {
+                            let red = s.red.as_ref().ok_or_else(|| MpiError::new(ErrorClass::Intern, "reduce step without an op"))?;
+                            let arrived: Vec<*const u8> = parts
+                                .iter()
+                                .filter(|(step, _)| step.is_none_or(|i| !s.missing.contains(&i)))
+                                .map(|(_, b)| *b)
+                                .collect();
+                            if let Some((last, rest)) = arrived.split_last() {
+                                let t = &red.dtype;
+                                // SAFETY: every part and `acc` hold `count` elements of the
+                                // reduction type; `acc = part op acc` from the right keeps the
+                                // rank order for non-commutative operations.
+                                unsafe {
+                                    typed_copy(*last, *count, t, *acc, *count, t);
+                                    for p in rest.iter().rev() {
+                                        red.apply(*p, *acc, *count);
+                                    }
+                                    typed_copy(*acc, *count, t, *dst, *count, t);
+                                }
+                            }
                         }
                         _ => {}
                     }
@@ -283,6 +350,7 @@ impl Engine {
                         _ => continue,
                     };
                     s.pending.push(h);
+                    s.pending_step.push(i);
                 }
             }
         }
@@ -296,6 +364,19 @@ impl Engine {
             }
             let pending = &s.pending;
             let comm = s.comm;
+            if s.tolerant {
+                // Every receive ends with its message or its sender's failure.
+                self.block_until(|e| pending.iter().all(|h| e.is_complete(*h).unwrap_or(true)) || e.comm_is_revoked(comm))?;
+                if self.comm_is_revoked(comm) {
+                    for h in s.pending.drain(..) {
+                        let _ = self.cancel(h);
+                        let _ = self.request_free(h);
+                    }
+                    s.pending_step.clear();
+                    return Err(MpiError::new(ErrorClass::Revoked, "the communicator was revoked"));
+                }
+                continue;
+            }
             self.block_until(|e| {
                 pending.iter().all(|h| e.is_complete(*h).unwrap_or(true))
                     || e.comm_has_failed_member(comm)
@@ -321,6 +402,7 @@ impl Engine {
                     let _ = self.cancel(h);
                     let _ = self.request_free(h);
                 }
+                s.pending_step.clear();
                 return Err(if revoked {
                     MpiError::new(ErrorClass::Revoked, "the communicator was revoked")
                 } else {
@@ -330,6 +412,9 @@ impl Engine {
         }
         match s.error {
             Some(ErrorClass::Truncate) => Err(MpiError::new(ErrorClass::Truncate, "message truncated: a receive buffer was smaller than the data sent")),
+            Some(ErrorClass::ProcFailed) if s.tolerant => {
+                Err(MpiError::new(ErrorClass::ProcFailed, "a member of the communicator failed; the result leaves out its contribution"))
+            }
             Some(c) => Err(MpiError::new(c, "a transfer of the collective failed")),
             None => Ok(()),
         }
@@ -340,6 +425,17 @@ impl Engine {
         for h in s.pending.drain(..) {
             let _ = self.request_free(h);
         }
+        s.pending_step.clear();
+    }
+
+    /// Give up on a schedule whose peers failed or whose communicator was revoked: cancel
+    /// its posted receives and free its requests.
+    pub(crate) fn sched_give_up(&mut self, s: &mut Schedule) {
+        for h in s.pending.drain(..) {
+            let _ = self.cancel(h);
+            let _ = self.request_free(h);
+        }
+        s.pending_step.clear();
     }
 }
 
