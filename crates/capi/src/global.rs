@@ -193,9 +193,25 @@ where
 {
     let mut guard = lock();
     let Some(g) = guard.as_mut() else { not_live(func) };
-    match body(g) {
+    let r = body(g);
+    adopt_background_comms(g);
+    match r {
         Ok(()) => abi::MPI_SUCCESS,
         Err(e) => raise(guard, func, comm, Failure::Mpi(e)),
+    }
+}
+
+/// Communicators the engine built in the background (MPIX_Comm_ishrink) hold a reference on
+/// the error handler they inherited, like every communicator handed to the application.
+fn adopt_background_comms(g: &mut Global) {
+    if !g.eng.run_through() {
+        return;
+    }
+    for h in g.eng.take_new_comms() {
+        if let Ok(c) = g.eng.comm(h) {
+            let e = c.errhandler;
+            crate::errhandler::retain(g, e);
+        }
     }
 }
 

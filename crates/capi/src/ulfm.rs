@@ -68,20 +68,37 @@ mpix_api! {
                 return Err(err(ErrorClass::Arg, "newcomm is NULL"));
             }
             let n = g.eng.shrink(h)?;
+            // The new communicator holds a reference on the error handler it inherits.
+            let e = g.eng.comm(n)?.errhandler;
+            crate::errhandler::retain(g, e);
             *newcomm = n.0 as MPI_Comm;
             Ok(())
         })
     }
 
-    fn Comm_iagree(comm: MPI_Comm, _flag: *mut c_int, _request: *mut MPI_Request) -> c_int {
-        api("MPIX_Comm_iagree", Some(comm as usize), |_| {
-            Err(err(ErrorClass::Unsupported, "MPIX_Comm_iagree is not implemented yet; use MPIX_Comm_agree"))
+    fn Comm_iagree(comm: MPI_Comm, flag: *mut c_int, request: *mut MPI_Request) -> c_int {
+        api("MPIX_Comm_iagree", Some(comm as usize), |g| {
+            let h = comm_handle(g, comm as usize)?;
+            if flag.is_null() || request.is_null() {
+                return Err(err(ErrorClass::Arg, "flag or request is NULL"));
+            }
+            // The agreed value replaces *flag when the request completes.
+            let r = g.eng.iagree(h, *flag, flag)?;
+            *request = r.0 as MPI_Request;
+            Ok(())
         })
     }
 
-    fn Comm_ishrink(comm: MPI_Comm, _newcomm: *mut MPI_Comm, _request: *mut MPI_Request) -> c_int {
-        api("MPIX_Comm_ishrink", Some(comm as usize), |_| {
-            Err(err(ErrorClass::Unsupported, "MPIX_Comm_ishrink is not implemented yet; use MPIX_Comm_shrink"))
+    fn Comm_ishrink(comm: MPI_Comm, newcomm: *mut MPI_Comm, request: *mut MPI_Request) -> c_int {
+        api("MPIX_Comm_ishrink", Some(comm as usize), |g| {
+            let h = comm_handle(g, comm as usize)?;
+            if newcomm.is_null() || request.is_null() {
+                return Err(err(ErrorClass::Arg, "newcomm or request is NULL"));
+            }
+            // MPI_Comm is pointer-sized; the engine writes the handle when the shrink ends.
+            let r = g.eng.ishrink(h, newcomm as *mut usize)?;
+            *request = r.0 as MPI_Request;
+            Ok(())
         })
     }
 

@@ -814,6 +814,9 @@ impl Engine {
     /// Returns whether anything happened.
     pub fn progress(&mut self) -> MpiResult<bool> {
         let before = self.st.events;
+        // Failures reach programs that only poll (MPI_Test, MPIX_Comm_get_failed) too; one
+        // atomic load when nothing changed.
+        self.poll_failures();
         if let Some(net) = self.net.as_mut() {
             match net.poll(&mut Sink(&mut self.st)) {
                 Ok(_) => {}
@@ -836,6 +839,9 @@ impl Engine {
         }
         if !self.idups.active.is_empty() && self.idup_progress() {
             self.st.events += 1;
+        }
+        if self.st.ulfm.calls > 0 {
+            self.ulfm_service();
         }
         Ok(self.st.events != before)
     }

@@ -3,7 +3,7 @@
 //! the ordinary paths. The protocols decide; this module moves their messages, feeds them
 //! failure notices, and turns their events into completed calls.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,28 @@ pub(super) struct UlfmComm {
     me: i32,
     agreed: HashMap<Seq, (i32, bool)>,
     shrunk: HashMap<Seq, (Vec<u32>, u64)>,
+    /// Calls made here but not started yet (one protocol operation runs at a time; calls
+    /// start in call order, which MPI makes the same on every member).
+    queued: VecDeque<Call>,
+    /// Started calls by protocol sequence number.
+    started: HashMap<Seq, Call>,
 }
+
+/// An agree or shrink call and the request that completes it.
+pub(super) struct Call {
+    op: CallOp,
+    req: Handle,
+}
+
+/// Where a call's result goes: application memory, valid until the request completes (as
+/// MPI requires of nonblocking calls).
+enum CallOp {
+    Agree { flag: i32, out: *mut i32 },
+    Shrink { out: *mut usize },
+}
+
+// SAFETY: the pointers are only written under the engine lock, while the request is pending.
+unsafe impl Send for Call {}
 
 /// Protocol instances by point-to-point context id, plus packets that arrived first.
 #[derive(Default)]
@@ -32,6 +53,10 @@ pub(super) struct UlfmState {
     comms: HashMap<u32, UlfmComm>,
     early: Vec<(u32, i32, Vec<u8>)>,
     origin: Option<Instant>,
+    /// Agree and shrink calls queued or running.
+    pub(super) calls: usize,
+    /// Communicators built by nonblocking shrinks since the C layer last asked.
+    new_comms: Vec<Handle>,
 }
 
 impl UlfmState {
@@ -92,7 +117,18 @@ impl State {
         let me = comm.rank;
         let ft = FtComm::new(Default::default(), ctx as u64, group.len() as u32, me as u32)
             .map_err(|e| MpiError::new(ErrorClass::Intern, format!("fault-tolerance state: {e}")))?;
-        self.ulfm.comms.insert(ctx, UlfmComm { ft, group: group.clone(), me, agreed: HashMap::new(), shrunk: HashMap::new() });
+        self.ulfm.comms.insert(
+            ctx,
+            UlfmComm {
+                ft,
+                group: group.clone(),
+                me,
+                agreed: HashMap::new(),
+                shrunk: HashMap::new(),
+                queued: VecDeque::new(),
+                started: HashMap::new(),
+            },
+        );
         let now = self.ulfm.now();
         for (r, w) in group.iter().enumerate() {
             if self.ft.is_dead(*w) {
@@ -243,31 +279,160 @@ impl Engine {
     /// MPIX_Comm_agree: fault-tolerant AND of `flag` over the live members of `c`.
     /// Returns the agreed flag and whether to report MPIX_ERR_PROC_FAILED.
     pub fn agree(&mut self, c: Handle, flag: i32) -> MpiResult<(i32, bool)> {
-        let ctx = self.st.ulfm_instance(c)?;
-        self.block_until(|e| e.st.ulfm.comms.get(&ctx).is_none_or(|u| u.ft.can_start()))?;
-        let now = self.st.ulfm.now();
-        let seq = match self.st.ulfm.comms.get_mut(&ctx) {
-            Some(u) => u.ft.start_agree(now, flag).map_err(|e| MpiError::new(ErrorClass::Intern, e.to_string()))?,
-            None => return mpi_err!(Intern, "fault-tolerance state vanished"),
-        };
-        self.st.ulfm_drain(ctx);
-        self.block_until(|e| e.st.ulfm.comms.get(&ctx).is_none_or(|u| u.agreed.contains_key(&seq)))?;
-        let u = self.st.ulfm.comms.get_mut(&ctx).ok_or_else(|| MpiError::new(ErrorClass::Intern, "fault-tolerance state vanished"))?;
-        u.agreed.remove(&seq).ok_or_else(|| MpiError::new(ErrorClass::Intern, "agreement without a result"))
+        let mut out = flag;
+        let req = self.iagree(c, flag, &mut out)?;
+        let st = self.wait(req);
+        self.release(req);
+        let st = st?;
+        Ok((out, st.error == Some(ErrorClass::ProcFailed)))
+    }
+
+    /// MPIX_Comm_iagree: start an agreement; `*out` receives the agreed flag when the
+    /// returned request completes (with MPIX_ERR_PROC_FAILED in its status when a member
+    /// failed unacknowledged).
+    pub fn iagree(&mut self, c: Handle, flag: i32, out: *mut i32) -> MpiResult<Handle> {
+        self.ulfm_call(c, CallOp::Agree { flag, out })
     }
 
     /// MPIX_Comm_shrink: a new communicator of the survivors of `c`, identical everywhere.
     pub fn shrink(&mut self, c: Handle) -> MpiResult<Handle> {
+        let mut out = 0usize;
+        let req = self.ishrink(c, &mut out)?;
+        let st = self.wait(req);
+        self.release(req);
+        if let Some(e) = st?.error {
+            return Err(MpiError::new(e, "the shrink did not complete"));
+        }
+        // The C layer adopts it here, not through `take_new_comms`.
+        let h = Handle(out as u64);
+        self.st.ulfm.new_comms.retain(|x| *x != h);
+        Ok(h)
+    }
+
+    /// MPIX_Comm_ishrink: start a shrink; `*out` receives the new communicator's handle when
+    /// the returned request completes.
+    pub fn ishrink(&mut self, c: Handle, out: *mut usize) -> MpiResult<Handle> {
+        self.ulfm_call(c, CallOp::Shrink { out })
+    }
+
+    /// Communicators made by nonblocking shrinks since the last call (the C layer takes a
+    /// reference on their error handlers).
+    pub fn take_new_comms(&mut self) -> Vec<Handle> {
+        std::mem::take(&mut self.st.ulfm.new_comms)
+    }
+
+    fn ulfm_call(&mut self, c: Handle, op: CallOp) -> MpiResult<Handle> {
         let ctx = self.st.ulfm_instance(c)?;
-        self.block_until(|e| e.st.ulfm.comms.get(&ctx).is_none_or(|u| u.ft.can_start()))?;
-        let now = self.st.ulfm.now();
-        let proposal = self.next_ctx as u64;
-        let seq = match self.st.ulfm.comms.get_mut(&ctx) {
-            Some(u) => u.ft.start_shrink(now, proposal).map_err(|e| MpiError::new(ErrorClass::Intern, e.to_string()))?,
-            None => return mpi_err!(Intern, "fault-tolerance state vanished"),
-        };
-        self.st.ulfm_drain(ctx);
-        self.block_until(|e| e.st.ulfm.comms.get(&ctx).is_none_or(|u| u.shrunk.contains_key(&seq)))?;
+        let req = self.coll_request(false);
+        match self.st.ulfm.comms.get_mut(&ctx) {
+            Some(u) => u.queued.push_back(Call { op, req }),
+            None => {
+                self.release(req);
+                return mpi_err!(Intern, "fault-tolerance state vanished");
+            }
+        }
+        self.st.ulfm.calls += 1;
+        self.ulfm_service();
+        Ok(req)
+    }
+
+    /// Start queued agree / shrink calls whose turn came and complete those that finished
+    /// (called from `progress` while any are outstanding).
+    pub(super) fn ulfm_service(&mut self) {
+        let ctxs: Vec<u32> = self
+            .st
+            .ulfm
+            .comms
+            .iter()
+            .filter(|(_, u)| !u.queued.is_empty() || !u.started.is_empty())
+            .map(|(k, _)| *k)
+            .collect();
+        for ctx in ctxs {
+            // Finish what is done.
+            let mut done = Vec::new();
+            if let Some(u) = self.st.ulfm.comms.get_mut(&ctx) {
+                let seqs: Vec<Seq> = u.started.keys().copied().collect();
+                for seq in seqs {
+                    let ready = match u.started.get(&seq).map(|c| &c.op) {
+                        Some(CallOp::Agree { .. }) => u.agreed.contains_key(&seq),
+                        Some(CallOp::Shrink { .. }) => u.shrunk.contains_key(&seq),
+                        None => false,
+                    };
+                    if ready {
+                        if let Some(call) = u.started.remove(&seq) {
+                            done.push((seq, call));
+                        }
+                    }
+                }
+            }
+            for (seq, call) in done {
+                self.st.ulfm.calls = self.st.ulfm.calls.saturating_sub(1);
+                let error = match call.op {
+                    CallOp::Agree { out, .. } => self.finish_agree(ctx, seq, out),
+                    CallOp::Shrink { out } => self.finish_shrink(ctx, seq, out),
+                };
+                self.coll_request_done(call.req, error);
+            }
+            // Start the next call when the protocol is free.
+            loop {
+                let now = self.st.ulfm.now();
+                let proposal = self.next_ctx as u64;
+                let Some(u) = self.st.ulfm.comms.get_mut(&ctx) else { break };
+                if u.queued.is_empty() || !u.ft.can_start() {
+                    break;
+                }
+                let Some(call) = u.queued.pop_front() else { break };
+                let started = match call.op {
+                    CallOp::Agree { flag, .. } => u.ft.start_agree(now, flag),
+                    CallOp::Shrink { .. } => u.ft.start_shrink(now, proposal),
+                };
+                match started {
+                    Ok(seq) => {
+                        u.started.insert(seq, call);
+                        self.st.ulfm_drain(ctx);
+                    }
+                    Err(e) => {
+                        tracing::warn!("fault-tolerance call could not start: {e}");
+                        self.st.ulfm.calls = self.st.ulfm.calls.saturating_sub(1);
+                        self.coll_request_done(call.req, Some(ErrorClass::Intern));
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish_agree(&mut self, ctx: u32, seq: Seq, out: *mut i32) -> Option<ErrorClass> {
+        let u = self.st.ulfm.comms.get_mut(&ctx)?;
+        let (flag, proc_failed) = u.agreed.remove(&seq)?;
+        // SAFETY: the caller keeps `out` valid until the request completes.
+        unsafe { *out = flag };
+        if proc_failed {
+            if let Some(c) = self.st.comm_by_ctx(ctx) {
+                self.comm_mark_reported(c);
+            }
+            return Some(ErrorClass::ProcFailed);
+        }
+        None
+    }
+
+    fn finish_shrink(&mut self, ctx: u32, seq: Seq, out: *mut usize) -> Option<ErrorClass> {
+        match self.build_shrunk(ctx, seq) {
+            Ok(h) => {
+                // SAFETY: the caller keeps `out` valid until the request completes.
+                unsafe { *out = h.0 as usize };
+                self.st.ulfm.new_comms.push(h);
+                None
+            }
+            Err(e) => {
+                tracing::warn!("shrink failed: {e}");
+                Some(e.class)
+            }
+        }
+    }
+
+    /// Build the communicator a finished shrink decided on.
+    fn build_shrunk(&mut self, ctx: u32, seq: Seq) -> MpiResult<Handle> {
+        let c = self.st.comm_by_ctx(ctx).ok_or_else(|| MpiError::new(ErrorClass::Comm, "the shrunk communicator was freed"))?;
         let u = self.st.ulfm.comms.get_mut(&ctx).ok_or_else(|| MpiError::new(ErrorClass::Intern, "fault-tolerance state vanished"))?;
         let (members, cid) = u.shrunk.remove(&seq).ok_or_else(|| MpiError::new(ErrorClass::Intern, "shrink without a result"))?;
         let (group, me) = (u.group.clone(), u.me);
