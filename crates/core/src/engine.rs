@@ -834,6 +834,15 @@ impl Engine {
         if !self.st.busy_peers.is_empty() {
             self.flush()?;
         }
+        if !self.st.ulfm.pending_revokes.is_empty() {
+            // Messages already in the paths were sent before the revoke: take them in first.
+            if let Some(net) = self.net.as_mut() {
+                let _ = net.poll(&mut Sink(&mut self.st));
+            }
+            for ctx in std::mem::take(&mut self.st.ulfm.pending_revokes) {
+                self.st.revoked(ctx);
+            }
+        }
         if self.coll.busy() && self.coll_progress() {
             self.st.events += 1;
         }

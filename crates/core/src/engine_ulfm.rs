@@ -57,6 +57,8 @@ pub(super) struct UlfmState {
     pub(super) calls: usize,
     /// Communicators built by nonblocking shrinks since the C layer last asked.
     new_comms: Vec<Handle>,
+    /// Revokes that arrived and are not applied yet.
+    pub(super) pending_revokes: Vec<u32>,
 }
 
 impl UlfmState {
@@ -196,7 +198,9 @@ impl State {
             }
             for e in events {
                 match e {
-                    Event::Revoked => self.revoked(ctx),
+                    // Applied by `progress` after one more pass over the paths, so that what
+                    // other members sent before the revoke is still received.
+                    Event::Revoked => self.ulfm.pending_revokes.push(ctx),
                     Event::Agreed { seq, flag, proc_failed } => {
                         if let Some(u) = self.ulfm.comms.get_mut(&ctx) {
                             u.agreed.insert(seq, (flag, proc_failed));
@@ -219,7 +223,7 @@ impl State {
     }
 
     /// The communicator with context `ctx` was revoked: fail everything pending on it.
-    fn revoked(&mut self, ctx: u32) {
+    pub(super) fn revoked(&mut self, ctx: u32) {
         self.ft.comm.entry(ctx).or_default().revoked = true;
         for h in self.reqs.handles() {
             let Some(r) = self.reqs.get(h) else { continue };
