@@ -10,10 +10,15 @@
 #     expected M, and a recovery line naming the dead world ranks;
 #   - no rank is left running.
 #
-#   tests/c/ft/run.sh [PREFIX]      (PREFIX defaults to ./install)
+#   tests/c/ft/run.sh [--known-bugs] [PREFIX]      (PREFIX defaults to ./install)
+#
+# --known-bugs runs, instead, the reproducers of library bugs not fixed yet (C files of this
+# folder whose header names this driver); they fail until the bug is fixed.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../../.." && pwd)
+known_bugs=0
+if [ "${1:-}" = --known-bugs ]; then known_bugs=1; shift; fi
 prefix=${1:-$root/install}
 mpicc="$prefix/bin/mpicc"
 mpiexec="$prefix/bin/mpiexec"
@@ -23,6 +28,33 @@ mkdir -p "$build/logs"
 
 passed=0
 failed=0
+
+# known_bug NAME NP: every survivor (all ranks but the last) must print "rank R: ok".
+known_bug() {
+    local name=$1 np=$2 out="$build/logs/$1.out" err="$build/logs/$1.err" why=""
+    if ! "$mpicc" -O2 -Wall -Werror -o "$build/$name" "$here/$name.c" >"$build/logs/$name.build" 2>&1; then
+        echo "FAIL $name (compile)"; failed=$((failed + 1)); return
+    fi
+    for path in shm tcp; do
+        STEADFAST_PATH=$path timeout -k 5 30 "$mpiexec" -v --ft run-through -n "$np" "$build/$name" \
+            >"$out" 2>"$err" </dev/null
+        local oks; oks=$(grep -cE '^rank [0-9]+: ok$' "$out")
+        if [ "$oks" -eq $((np - 1)) ]; then
+            echo "PASS $name np=$np path=$path"; passed=$((passed + 1))
+        else
+            echo "FAIL $name np=$np path=$path: $oks of $((np - 1)) survivors ok"
+            sed 's/^/    | /' "$out" "$err" | tail -n 20
+            failed=$((failed + 1))
+        fi
+    done
+}
+if [ $known_bugs = 1 ]; then
+    known_bug get_failed_poll 3
+    echo "$passed passed, $failed failed"
+    [ $failed -eq 0 ]
+    exit
+fi
+
 bin="$build/ft_solver"
 if ! "$mpicc" -O2 -Wall -Wextra -Werror -o "$bin" "$root/examples/ft_solver.c" -lm \
     >"$build/logs/ft_solver.build" 2>&1; then
