@@ -15,7 +15,7 @@
 #            the library does is recorded: a time, or the error a survivor got and how
 #            long its call took to return
 #
-#   scripts/bench-ft.sh [--prefix DIR] [--runs N] [--only detect,ops,bcast]
+#   scripts/bench-ft.sh [--prefix DIR] [--runs N (default 7)] [--only detect,ops,bcast]
 #
 # Not a test: it prints numbers (µs). Raw output goes to bench/results/ft-<timestamp>/.
 # About a minute on a 2-core machine; every job is bounded by a 60 s timeout.
