@@ -23,6 +23,9 @@ fi
 if [ -x scripts/mpich-tests.sh ]; then
     suite "MPICH test suite (fast subset)" scripts/mpich-tests.sh --prefix "$prefix" --fast
 fi
+if [ -x tests/c/ft/run.sh ]; then
+    suite "run-through fault tolerance (ft_solver with killed ranks)" tests/c/ft/run.sh "$prefix"
+fi
 if [ -x tests/c/reliable/run.sh ]; then
     suite "reliability (udp with faults, damage detection)" tests/c/reliable/run.sh "$prefix"
 fi

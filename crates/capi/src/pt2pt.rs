@@ -282,6 +282,29 @@ unsafe fn request_slice<'a>(count: c_int, reqs: *mut MPI_Request) -> Result<&'a 
 }
 
 /// A request that waits/tests consider: not null and not an inactive persistent request.
+/// The communicator, as the application names it, of the request at `r`: completion calls
+/// on a point-to-point request raise errors through its error handler.
+unsafe fn request_comm(r: *const MPI_Request) -> Option<usize> {
+    if r.is_null() {
+        return None;
+    }
+    let h = req_of(*r)?;
+    let guard = crate::global::lock();
+    let g = guard.as_ref()?;
+    let c = match &g.eng.request(h).ok()?.op {
+        steadfast_core::request::Op::Send(s) => s.comm,
+        steadfast_core::request::Op::Recv(s) => s.comm,
+        steadfast_core::request::Op::Null => return None,
+    };
+    Some(if c == g.eng.world {
+        abi::MPI_COMM_WORLD
+    } else if c == g.eng.self_comm {
+        abi::MPI_COMM_SELF
+    } else {
+        c.0 as usize
+    })
+}
+
 fn live(g: &Global, r: MPI_Request) -> Result<Option<Handle>, MpiError> {
     match req_of(r) {
         None => Ok(None),
@@ -469,7 +492,7 @@ mpi_api! {
     }
 
     fn Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-        api("MPI_Wait", None, |g| {
+        api("MPI_Wait", request_comm(request), |g| {
             if request.is_null() {
                 return Err(err(ErrorClass::Request, "request pointer is NULL"));
             }
@@ -486,7 +509,7 @@ mpi_api! {
     }
 
     fn Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-        api("MPI_Test", None, |g| {
+        api("MPI_Test", request_comm(request), |g| {
             if request.is_null() || flag.is_null() {
                 return Err(err(ErrorClass::Arg, "request or flag pointer is NULL"));
             }

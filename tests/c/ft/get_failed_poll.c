@@ -1,5 +1,5 @@
 /* get_failed_poll: a failure must become visible to a rank that only polls.
- * driver: tests/c/ft/run.sh --known-bugs (needs --ft run-through; not run by run-tests.sh)
+ * driver: tests/c/ft/run.sh (needs --ft run-through; not run by run-tests.sh)
  *
  *   mpiexec --ft run-through -n 3 ./get_failed_poll
  *
