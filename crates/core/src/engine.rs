@@ -1063,6 +1063,41 @@ impl Engine {
         }
     }
 
+    /// Largest message sent in one eager packet.
+    pub(crate) fn eager_limit(&self) -> usize {
+        self.eager_limit
+    }
+
+    /// Drop one unexpected message matching (`ctx`, `src`, `tag`); false when none waits.
+    pub(crate) fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> bool {
+        self.st.matcher.take(ctx, src, tag).is_some()
+    }
+
+    /// Count a message dropped as malformed.
+    pub(crate) fn dropped_packet(&mut self) {
+        self.st.dropped += 1;
+    }
+
+    /// Send `data` eagerly on the collective context of `c` (it must fit one packet).
+    pub(crate) fn coll_send_bytes(&mut self, c: Handle, dest: i32, tag: i32, data: &[u8]) -> MpiResult<()> {
+        let byte = self.byte_type();
+        if self.coll_send_now(c, dest, false, tag, data.as_ptr(), data.len(), &byte)? {
+            Ok(())
+        } else {
+            mpi_err!(Intern, "message of {} bytes does not fit one eager packet", data.len())
+        }
+    }
+
+    /// Whether every member of `c` other than this process is known failed.
+    pub(crate) fn all_others_failed(&self, c: Handle) -> bool {
+        if self.st.ft.order.is_empty() {
+            return false;
+        }
+        self.comm(c).is_ok_and(|comm| {
+            comm.group.iter().enumerate().all(|(r, w)| r as i32 == comm.rank || self.st.ft.is_dead(*w))
+        })
+    }
+
     /// Whether some member of communicator `c` is known to have failed.
     pub fn comm_has_failed_member(&self, c: Handle) -> bool {
         if self.st.ft.order.is_empty() {

@@ -115,6 +115,8 @@ case_ kill-3-in-turn    8 5 "5 0 7" shm --kill-rank 5 --kill-iter 20 --kill-rank
 case_ kill-in-recovery  6 4 "2 4"   shm --kill-rank 2 --kill-iter 50 --kill-rank 4 --kill-iter -1
 
 poll_case get_failed_poll 3
+poll_case bcast_dead 6
+poll_case bcast_dead 16
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -12,6 +12,7 @@
 
 pub mod alltoall;
 pub mod bcast;
+pub mod corrected;
 pub mod gather;
 pub mod inter;
 pub mod reduce;
@@ -156,6 +157,8 @@ pub struct CollState {
     /// User-defined operations (MPI_Op handles).
     pub ops: Slab<Arc<UserOp>>,
     cfg: Option<CollConfig>,
+    /// Corrected-tree broadcast state (run-through mode).
+    corrected: corrected::CorrectedState,
 }
 
 impl CollState {
@@ -232,6 +235,14 @@ impl Engine {
 
     /// Run collective `c` on `comm` to completion.
     pub fn coll(&mut self, comm: Handle, c: &Coll) -> MpiResult<()> {
+        if let Coll::Bcast { buf, root } = c {
+            if self.use_corrected_bcast(comm, buf.dtype.packed_size(buf.count)) {
+                if self.comm_is_revoked(comm) {
+                    return Err(bad(ErrorClass::Revoked, "the communicator was revoked"));
+                }
+                return self.bcast_corrected(comm, buf, *root);
+            }
+        }
         let mut s = self.prepare(comm, c, None)?;
         let r = self.sched_run(&mut s);
         if r.is_err() {
