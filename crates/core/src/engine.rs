@@ -1370,6 +1370,12 @@ impl Engine {
     pub fn coll_wait(&mut self, c: Handle, h: Handle) -> MpiResult<Status> {
         self.block_until(|e| e.st.reqs.get(h).is_none_or(|r| r.complete) || e.comm_has_failed_member(c))?;
         if !self.request(h)?.complete {
+            // The failed member may play no part here (e.g. a group creation that excludes
+            // it): live peers get the collectives' grace period.
+            let deadline = std::time::Instant::now() + crate::coll::sched::COLL_FAILURE_GRACE;
+            self.block_until(|e| e.st.reqs.get(h).is_none_or(|r| r.complete) || std::time::Instant::now() >= deadline)?;
+        }
+        if !self.request(h)?.complete {
             return mpi_err!(ProcFailed, "a member of the communicator failed");
         }
         self.status(h)
