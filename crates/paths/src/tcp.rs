@@ -17,11 +17,11 @@
 //! delivered).
 //!
 //! The payload is checksummed in the passes over it that happen anyway:
-//! - **Sender**: the payload goes out in pieces ([`FIRST_PIECE`], then [`PIECE`]); each is
+//! - **Sender**: the payload goes out in pieces of up to [`PIECE`] bytes; each is
 //!   checksummed right before the `sendmsg` that copies it into the kernel (so that copy
-//!   reads cache-hot data), and the first bytes leave after checksumming one small piece,
-//!   not the whole frame. What the socket does not take is copied into the connection's
-//!   queue with the checksum fused into that copy. The frame CRC is therefore a trailer.
+//!   reads cache-hot data). What the socket does not take is copied into the connection's
+//!   queue with the checksum fused into that copy. The frame CRC is therefore a trailer,
+//!   which also lets pieces leave before the whole frame is checksummed.
 //! - **Receiver**: `hcrc` is checked as soon as the header is in (so a damaged length
 //!   word is caught at once instead of waiting for bytes that never come), and the header
 //!   is trusted only after that. The payload check is handed to the sink with the frame
@@ -51,11 +51,13 @@ const FRAME_PREFIX: usize = 8;
 const NO_CRC: u32 = 1 << 31;
 /// Frame CRC after the payload.
 const TRAILER: usize = 4;
-/// First piece of a checksummed payload: small, so the first bytes leave early.
-pub const FIRST_PIECE: usize = 32 << 10;
-/// Later pieces: large enough to keep the number of `sendmsg` calls low, small enough to
-/// still be in the L2 cache when the kernel copies them right after their checksum.
-pub const PIECE: usize = 256 << 10;
+/// Largest piece of a payload checksummed and written by one `sendmsg`. A whole frame
+/// (512 KiB) still fits the L2 cache, so the kernel's copy right after the checksum
+/// reads cache-hot data. Smaller pieces would let the first bytes leave earlier, but
+/// each costs one more `sendmsg` (3–4 µs of CPU on the test VM), which measured worse
+/// than the ~12 µs of checksum they hide once per message (see
+/// docs/performance-reliability.md).
+pub const PIECE: usize = TCP_MAX_PAYLOAD;
 
 struct OutConn {
     stream: TcpStream,
@@ -255,7 +257,7 @@ impl TcpPath {
 fn send_frame(c: &mut OutConn, peer: u32, head: &[u8], payload: &[u8], mut crc: Option<u32>) -> Result<(), PathError> {
     let mut head = head;
     let mut off = 0;
-    let mut piece = if crc.is_some() { FIRST_PIECE } else { payload.len() };
+    let piece = if crc.is_some() { PIECE } else { payload.len().max(1) };
     loop {
         if c.pending() > 0 {
             // The socket is full: copy the rest into the queue, checksumming in that copy.
@@ -282,7 +284,6 @@ fn send_frame(c: &mut OutConn, peer: u32, head: &[u8], payload: &[u8], mut crc: 
         }
         head = &[];
         off = end;
-        piece = PIECE;
     }
 }
 
@@ -724,7 +725,7 @@ mod tests {
         a.set_peer_addr(1, b.local_addr().unwrap());
         // Frames 1..=3 are sent intact, the 4th is damaged.
         a.set_faults(Injector::new(FaultSpec::parse("corrupt=1,after=3").unwrap(), 0));
-        let sizes = [TCP_MAX_PAYLOAD, FIRST_PIECE + PIECE + 3, 1, TCP_MAX_PAYLOAD - 5];
+        let sizes = [TCP_MAX_PAYLOAD, 300_003, 1, TCP_MAX_PAYLOAD - 5];
         let frames: Vec<Vec<u8>> =
             sizes.iter().enumerate().map(|(k, &n)| (0..n).map(|i| (i * 7 + k * 13) as u8).collect()).collect();
         let mut sink = FusingSink { dest: Vec::new(), completed: Vec::new(), mismatches: 0 };
