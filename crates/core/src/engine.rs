@@ -164,6 +164,19 @@ impl PacketSink for Sink<'_> {
     fn packet(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) {
         self.0.handle_packet(peer, hdr, payload);
     }
+
+    fn packet_unverified(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], seed: u32, expected: u32) -> bool {
+        // Rendezvous data: checksum while copying into the receive buffer (one pass).
+        if let Some(h) = Header::decode(hdr).filter(|h| h.kind == Kind::Data) {
+            self.0.events += 1;
+            return self.0.rndv_data(Handle(h.a), h.len, payload, Some((seed, expected)));
+        }
+        if steadfast_paths::checksum::crc32c_append(seed, payload) != expected {
+            return false;
+        }
+        self.0.handle_packet(peer, hdr, payload);
+        true
+    }
 }
 
 fn revoked_status(peer: i32, tag: i32) -> Status {
@@ -1550,7 +1563,9 @@ impl State {
                 let len = s.dtype.packed_size(s.count);
                 self.queue(peer, OutOp::Stream { sreq, rreq: h.a, ptr, len, off: 0 });
             }
-            Kind::Data => self.rndv_data(Handle(h.a), h.len, payload),
+            Kind::Data => {
+                self.rndv_data(Handle(h.a), h.len, payload, None);
+            }
             Kind::Fin => self.complete_send(Handle(h.b)),
             Kind::Ulfm => self.ulfm_packet(peer, h.ctx, h.src, payload),
         }
@@ -1659,23 +1674,56 @@ impl State {
         self.queue(peer, OutOp::Packet { hdr: cts, payload: Vec::new() });
     }
 
-    fn rndv_data(&mut self, h: Handle, off: u64, data: &[u8]) {
+    /// A piece of rendezvous data. With `check = Some((seed, expected))` the payload is not
+    /// verified yet: it is checksummed in the same pass that copies it into the receive
+    /// buffer, and counts (and may complete the receive) only if
+    /// `crc32c_append(seed, data) == expected`; on a mismatch it returns false and the
+    /// request stays incomplete (the path then reports the damage as an error). Bytes
+    /// already copied into the application's buffer are harmless then: a receive buffer
+    /// belongs to MPI until the receive completes, and this one never completes from them.
+    /// Returns false only on a checksum mismatch.
+    fn rndv_data(&mut self, h: Handle, off: u64, data: &[u8], check: Option<(u32, u32)>) -> bool {
+        use steadfast_paths::checksum::{copy_with_crc32c_append, crc32c_append};
+        let verify_only = |check: Option<(u32, u32)>| check.is_none_or(|(seed, want)| crc32c_append(seed, data) == want);
         let Some((buf, count, dtype)) = self.recv_target(h) else {
+            // Report damage rather than drop it silently (a damaged handle lands here).
+            if !verify_only(check) {
+                return false;
+            }
             self.dropped += 1;
-            return;
+            return true;
         };
-        let Some(r) = self.reqs.get_mut(h) else { return };
+        let Some(r) = self.reqs.get_mut(h) else { return verify_only(check) };
         if r.complete || off.checked_add(data.len() as u64).is_none_or(|end| end > r.recv.expected) {
+            if !verify_only(check) {
+                return false;
+            }
             self.dropped += 1;
-            return;
+            return true;
         }
         let cap = dtype.packed_size(count) as u64;
+        let mut crc = check.map(|(seed, _)| seed);
         if off < cap {
             let n = (data.len() as u64).min(cap - off) as usize;
-            match r.recv.temp.as_mut() {
-                Some(t) => t[off as usize..off as usize + n].copy_from_slice(&data[..n]),
-                // SAFETY: off + n <= cap, the size of the receive buffer.
-                None => unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf.add(off as usize), n) },
+            let dst: &mut [u8] = match r.recv.temp.as_mut() {
+                Some(t) => &mut t[off as usize..off as usize + n],
+                // SAFETY: off + n <= cap, the size of the receive buffer, which MPI owns
+                // until this request completes.
+                None => unsafe { std::slice::from_raw_parts_mut(buf.add(off as usize), n) },
+            };
+            match crc {
+                Some(c) => crc = Some(copy_with_crc32c_append(c, dst, &data[..n])),
+                None => dst.copy_from_slice(&data[..n]),
+            }
+            if let Some(c) = crc {
+                crc = Some(crc32c_append(c, &data[n..]));
+            }
+        } else if let Some(c) = crc {
+            crc = Some(crc32c_append(c, data));
+        }
+        if let (Some(got), Some((_, want))) = (crc, check) {
+            if got != want {
+                return false;
             }
         }
         r.recv.received += data.len() as u64;
@@ -1687,5 +1735,6 @@ impl State {
             let status = r.status;
             self.complete(h, status);
         }
+        true
     }
 }

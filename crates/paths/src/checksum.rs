@@ -14,6 +14,8 @@
 
 use crate::PathError;
 
+pub use steadfast_reliable::crc::{copy_with_crc32c_append, crc32c, crc32c_append, extend_with_crc32c};
+
 /// Checksum algorithm of a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Checksum {

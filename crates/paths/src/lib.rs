@@ -159,6 +159,23 @@ impl fmt::Display for PathCounters {
 pub trait PacketSink {
     /// One complete packet from `peer` (a world rank). `payload` is only valid during the call.
     fn packet(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]);
+
+    /// One complete packet whose header is verified but whose payload is not yet: the
+    /// packet is valid only if `crc32c_append(seed, payload) == expected`.
+    ///
+    /// Returns false, and must leave no effect visible to the application, when the check
+    /// fails. The point is to let the sink fuse the check into the copy it makes anyway
+    /// ([`checksum::copy_with_crc32c_append`]): it may copy into its final destination
+    /// first, as long as nothing is completed, matched or counted before the CRC is known
+    /// to match. The default checks in a pass of its own and then calls
+    /// [`PacketSink::packet`].
+    fn packet_unverified(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], seed: u32, expected: u32) -> bool {
+        if checksum::crc32c_append(seed, payload) != expected {
+            return false;
+        }
+        self.packet(peer, hdr, payload);
+        true
+    }
 }
 
 /// A transport between the ranks of one job.

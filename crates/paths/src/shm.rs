@@ -438,8 +438,8 @@ impl Path for ShmPath {
                             Some("record without checksum (sender runs STEADFAST_CHECKSUM=none)".to_owned())
                         } else {
                             let crc = crc32c::crc32c(&(plen as u32).to_le_bytes());
-                            let crc = crc32c::crc32c_append(crc, hdr);
-                            let crc = crc32c::crc32c_append(crc, payload);
+                            let crc = steadfast_reliable::crc::crc32c_append(crc, hdr);
+                            let crc = steadfast_reliable::crc::crc32c_append(crc, payload);
                             (crc != stored).then(|| format!("CRC32C mismatch: record says {stored:08x}, data gives {crc:08x}"))
                         };
                         if let Some(what) = what {

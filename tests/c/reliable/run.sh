@@ -91,5 +91,25 @@ detect shm "path=shm,corrupt=0.02,seed=3"
 detect tcp "path=tcp,bus=0.02,seed=3"
 detect tcp "path=tcp,corrupt=0.02,seed=3"
 
+# Large messages over tcp: the receiver verifies rendezvous data while copying it into
+# the application's buffer (one pass), so damaged bytes do land there; the receive must
+# never complete from them. bigxfer checks every word of every message it sees
+# complete. Seed 6 damages a 512 KiB data frame (the message names the payload check).
+echo "== tcp bigxfer with damaged data frames (checksum fused into the copy to the user buffer)"
+log="$build/logs/detect-tcp-data.log"
+STEADFAST_CMA=0 STEADFAST_FAULTS="path=tcp,corrupt=0.1,after=40,seed=6" timeout -k 5 60 \
+    "$mpiexec" --path tcp -n 2 "$build/bigxfer" -m 16 -s 512 >"$log" 2>&1 </dev/null
+rc=$?
+if [ $rc -eq 0 ]; then
+    fail "tcp data frames: job succeeded although frames were damaged"
+elif ! grep -q "detected on the tcp path (payload CRC32C mismatch" "$log"; then
+    fail "tcp data frames: exit $rc without the payload detection message"
+    tail -n 10 "$log" | sed 's/^/    | /'
+elif grep -qE 'words wrong|Found [0-9]+ errors' "$log"; then
+    fail "tcp data frames: damaged bytes reached the application"
+else
+    pass "tcp data frames: damage detected in the fused copy, receive never completed"
+fi
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
