@@ -26,6 +26,9 @@ fi
 if [ -x tests/c/ft/run.sh ]; then
     suite "run-through fault tolerance (ft_solver with killed ranks)" tests/c/ft/run.sh "$prefix"
 fi
+if [ -x scripts/ft-tests.sh ]; then
+    suite "MPICH ft suite in run-through mode" scripts/ft-tests.sh "$prefix"
+fi
 if [ -x tests/c/reliable/run.sh ]; then
     suite "reliability (udp with faults, damage detection)" tests/c/reliable/run.sh "$prefix"
 fi
