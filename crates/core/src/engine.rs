@@ -1086,6 +1086,25 @@ impl Engine {
         self.st.matcher.take(ctx, src, tag).is_some()
     }
 
+    /// Take an eager message matching (`ctx`, `src`, `tag`) that already arrived: its source
+    /// and data. A rendezvous announcement there is dropped (protocols that use this send
+    /// eagerly only).
+    pub(crate) fn take_eager(&mut self, ctx: u32, src: i32, tag: i32) -> Option<(i32, Vec<u8>)> {
+        let u = self.st.matcher.take(ctx, src, tag)?;
+        match u.msg {
+            Body::Eager { data } => Some((u.src, data)),
+            Body::Rts { .. } => {
+                self.st.dropped += 1;
+                None
+            }
+        }
+    }
+
+    /// Whether a message matching (`ctx`, `src`, `tag`) arrived and waits.
+    pub(crate) fn has_unexpected(&self, ctx: u32, src: i32, tag: i32) -> bool {
+        self.st.matcher.peek(ctx, src, tag).is_some()
+    }
+
     /// Count a message dropped as malformed.
     pub(crate) fn dropped_packet(&mut self) {
         self.st.dropped += 1;

@@ -10,6 +10,7 @@
 //! rank returned are dropped when its next corrected broadcast on the communicator starts.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use steadfast_coll::{
@@ -32,12 +33,14 @@ const LATE_TAGS: usize = 8;
 /// Configurations by process count, and recent tags per collective context.
 #[derive(Default)]
 pub struct CorrectedState {
-    configs: HashMap<u32, BcastConfig>,
+    configs: HashMap<u32, Arc<BcastConfig>>,
     finished: HashMap<u32, Vec<i32>>,
+    /// The outgoing message, kept between calls.
+    out: Vec<u8>,
 }
 
 impl CorrectedState {
-    fn config(&mut self, procs: u32) -> MpiResult<&BcastConfig> {
+    fn config(&mut self, procs: u32) -> MpiResult<Arc<BcastConfig>> {
         if !self.configs.contains_key(&procs) {
             let intern = |e: String| MpiError::new(ErrorClass::Intern, format!("corrected tree: {e}"));
             let topology = Topology::new(TreeKind::Binomial, Numbering::Interleaved, procs).map_err(|e| intern(e.to_string()))?;
@@ -48,9 +51,9 @@ impl CorrectedState {
                 CorrectionStart::Overlapped,
             )
             .map_err(|e| intern(e.to_string()))?;
-            self.configs.insert(procs, cfg);
+            self.configs.insert(procs, Arc::new(cfg));
         }
-        self.configs.get(&procs).ok_or_else(|| MpiError::new(ErrorClass::Intern, "corrected tree configuration vanished"))
+        self.configs.get(&procs).cloned().ok_or_else(|| MpiError::new(ErrorClass::Intern, "corrected tree configuration vanished"))
     }
 }
 
@@ -76,20 +79,21 @@ impl Engine {
             while self.take_unexpected(ctx, ANY_SOURCE, *t) {}
         }
         let (procs, me, root_u) = (size as u32, rank as u32, root as u32);
-        let cfg = self.coll.corrected.config(procs)?.clone();
+        let cfg = self.coll.corrected.config(procs)?;
         let bytes = buf.dtype.packed_size(buf.count);
         let origin = Instant::now();
         let now = || origin.elapsed().as_micros() as u64;
         let mut st = BcastState::new(&cfg, relative_rank(me, root_u, procs), now());
         // Message = protocol header + packed data.
-        let mut msg = vec![0u8; Msg::WIRE_LEN + bytes];
+        let mut msg = std::mem::take(&mut self.coll.corrected.out);
+        msg.clear();
+        msg.resize(Msg::WIRE_LEN + bytes, 0);
         let mut have_data = rank == root;
         if have_data {
             // SAFETY: the application's buffer holds `count` elements of its type.
             unsafe { buf.dtype.pack(buf.ptr, buf.count, &mut msg[Msg::WIRE_LEN..]) };
         }
-        let mut incoming = vec![0u8; Msg::WIRE_LEN + bytes];
-        let mut recv: Option<Handle> = None;
+        let root_world = self.comm(comm)?.peer_world(root);
         let mut result = Ok(());
         loop {
             // Send what the protocol wants sent.
@@ -111,53 +115,38 @@ impl Engine {
             if result.is_err() || (st.is_colored() && st.is_finished()) {
                 break;
             }
-            // Wait for the next message, or learn that no one is left to send one.
-            let h = match recv {
-                Some(h) => h,
-                None => {
-                    let h = self.coll_irecv(comm, ANY_SOURCE, tag, &mut incoming)?;
-                    recv = Some(h);
-                    h
+            // Take the next message that arrived (all are eager, so no receive is posted).
+            if let Some((src, data)) = self.take_eager(ctx, ANY_SOURCE, tag) {
+                let m = match Msg::from_bytes(data.get(..Msg::WIRE_LEN).unwrap_or(&[])) {
+                    Ok(m) if data.len() == msg.len() => m,
+                    _ => {
+                        self.dropped_packet();
+                        continue;
+                    }
+                };
+                if !have_data && m != Msg::Ack {
+                    msg[Msg::WIRE_LEN..].copy_from_slice(&data[Msg::WIRE_LEN..]);
+                    have_data = true;
                 }
-            };
-            let root_world = self.comm(comm)?.peer_world(root);
+                st.handle(&cfg, now(), relative_rank(src as u32, root_u, procs), m);
+                continue;
+            }
+            // Wait for one, or learn that no one is left to send one.
             self.block_until(|e| {
-                e.is_complete(h).unwrap_or(true)
+                e.has_unexpected(ctx, ANY_SOURCE, tag)
                     || e.comm_is_revoked(comm)
                     || (!st.is_colored() && root_world.is_some_and(|w| e.is_failed(w)))
                     || e.all_others_failed(comm)
             })?;
-            if self.is_complete(h)? {
-                recv = None;
-                let s = self.status(h)?;
-                self.release(h);
-                if s.error.is_some() || s.bytes as usize != incoming.len() {
-                    self.dropped_packet();
-                    continue;
-                }
-                let Ok(m) = Msg::from_bytes(&incoming[..Msg::WIRE_LEN]) else {
-                    self.dropped_packet();
-                    continue;
-                };
-                if !have_data && m != Msg::Ack {
-                    msg[Msg::WIRE_LEN..].copy_from_slice(&incoming[Msg::WIRE_LEN..]);
-                    have_data = true;
-                }
-                let from = relative_rank(s.source as u32, root_u, procs);
-                st.handle(&cfg, now(), from, m);
+            if self.has_unexpected(ctx, ANY_SOURCE, tag) {
                 continue;
             }
-            // No message: revoked, root dead before we got the data, or alone.
             if self.comm_is_revoked(comm) {
                 result = Err(MpiError::new(ErrorClass::Revoked, "the communicator was revoked"));
             } else if !st.is_colored() {
                 result = Err(MpiError::new(ErrorClass::ProcFailed, "the root of the broadcast failed before the data reached this process"));
             }
             break;
-        }
-        if let Some(h) = recv {
-            let _ = self.cancel(h);
-            let _ = self.request_free(h);
         }
         let tags = self.coll.corrected.finished.entry(ctx).or_default();
         tags.push(tag);
@@ -167,6 +156,9 @@ impl Engine {
         if result.is_ok() && rank != root {
             // SAFETY: as above, for the receive side.
             unsafe { buf.dtype.unpack(&msg[Msg::WIRE_LEN..], buf.ptr, buf.count) };
+        }
+        if msg.capacity() <= 1 << 16 {
+            self.coll.corrected.out = msg;
         }
         result
     }
