@@ -1076,6 +1076,42 @@ impl Engine {
         }
     }
 
+    /// Whether a member gave up on the collective with tag `tag` on `c` (run-through mode).
+    pub(crate) fn coll_aborted(&self, c: Handle, tag: i32) -> bool {
+        !self.st.ft.aborted.is_empty()
+            && self.comm(c).is_ok_and(|comm| {
+                let ctx = comm.coll_ctx();
+                self.st.ft.aborted.iter().any(|(x, t, at)| *x == ctx && *t == tag && at.elapsed() < crate::failures::ABORT_TTL)
+            })
+    }
+
+    /// The collective with tag `tag` on `c` ended here: forget abort notices for it.
+    pub(crate) fn coll_forget_abort(&mut self, c: Handle, tag: i32) {
+        if self.st.ft.aborted.is_empty() {
+            return;
+        }
+        if let Ok(comm) = self.comm(c) {
+            let ctx = comm.coll_ctx();
+            self.st.ft.aborted.retain(|(x, t, _)| !(*x == ctx && *t == tag));
+        }
+    }
+
+    /// This process gives up on the collective with tag `tag` on `c` because a member
+    /// failed: tell the other live members, so they stop waiting for it at once instead of
+    /// after the grace period.
+    pub(crate) fn coll_abort_notify(&mut self, c: Handle, tag: i32) {
+        if !self.st.ft.run_through {
+            return;
+        }
+        let Ok(comm) = self.comm(c) else { return };
+        let (ctx, me) = (comm.coll_ctx(), comm.rank);
+        let peers: Vec<u32> = comm.group.iter().copied().filter(|w| *w != self.rank && !self.st.ft.is_dead(*w)).collect();
+        let hdr = Header { kind: Kind::CollAbort, flags: 0, ctx, src: me, tag, len: 0, a: 0, b: 0 }.encode();
+        for w in peers {
+            self.st.queue(w, OutOp::Packet { hdr, payload: Vec::new() });
+        }
+    }
+
     /// Largest message sent in one eager packet.
     pub(crate) fn eager_limit(&self) -> usize {
         self.eager_limit
@@ -1587,6 +1623,17 @@ impl State {
             }
             Kind::Fin => self.complete_send(Handle(h.b)),
             Kind::Ulfm => self.ulfm_packet(peer, h.ctx, h.src, payload),
+            Kind::CollAbort => {
+                if self.ft.run_through {
+                    self.ft.aborted.push((h.ctx, h.tag, std::time::Instant::now()));
+                    if self.ft.aborted.len() > 256 {
+                        self.ft.aborted.remove(0);
+                    }
+                    self.events += 1;
+                } else {
+                    self.dropped += 1;
+                }
+            }
         }
     }
 

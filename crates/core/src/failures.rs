@@ -6,6 +6,9 @@
 
 use std::collections::HashMap;
 
+/// How long a collective abort notice stays valid.
+pub const ABORT_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Per-communicator fault-tolerance state, keyed by the point-to-point context id.
 #[derive(Debug, Default, Clone)]
 pub struct CommFt {
@@ -29,12 +32,16 @@ pub struct FtState {
     pub order: Vec<u32>,
     /// Per communicator (by point-to-point context id).
     pub comm: HashMap<u32, CommFt>,
+    /// Collectives another member gave up on: (collective context, tag, when), most recent
+    /// last. Tags repeat after 65 536 collectives on a communicator, so entries go when the
+    /// collective ends here and expire after [`ABORT_TTL`].
+    pub aborted: Vec<(u32, i32, std::time::Instant)>,
 }
 
 impl FtState {
     /// State for a job of `size` ranks.
     pub fn new(size: u32, run_through: bool) -> FtState {
-        FtState { run_through, dead: vec![false; size as usize], order: Vec::new(), comm: HashMap::new() }
+        FtState { run_through, dead: vec![false; size as usize], order: Vec::new(), comm: HashMap::new(), aborted: Vec::new() }
     }
     /// Whether world rank `w` failed.
     pub fn is_dead(&self, w: u32) -> bool {

@@ -25,6 +25,9 @@ pub enum Kind {
     /// Run-through fault-tolerance protocol message (revoke / agree / shrink) for the
     /// communicator with point-to-point context `ctx`; payload = encoded message.
     Ulfm = 6,
+    /// A member gave up on the collective with tag `tag` on collective context `ctx`
+    /// (run-through mode): the others stop waiting for it.
+    CollAbort = 7,
 }
 
 impl Kind {
@@ -36,6 +39,7 @@ impl Kind {
             4 => Kind::Data,
             5 => Kind::Fin,
             6 => Kind::Ulfm,
+            7 => Kind::CollAbort,
             _ => return None,
         })
     }

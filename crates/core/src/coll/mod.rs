@@ -248,6 +248,7 @@ impl Engine {
         if r.is_err() {
             self.sched_abandon(&mut s);
         }
+        self.coll_forget_abort(comm, s.tag_base);
         self.coll.recycle(s);
         r
     }
@@ -320,7 +321,12 @@ impl Engine {
             let (h, s) = &mut active[i];
             let h = *h;
             let done = match self.sched_advance(s) {
-                Ok(true) => Some(s.error()),
+                Ok(true) => {
+                    if s.error() == Some(ErrorClass::ProcFailed) && !s.tolerant {
+                        self.coll_abort_notify(s.comm, s.tag_base);
+                    }
+                    Some(s.error())
+                }
                 Ok(false) if self.comm_is_revoked(s.comm) => {
                     self.sched_give_up(s);
                     Some(Some(ErrorClass::Revoked))
@@ -329,8 +335,9 @@ impl Engine {
                     // As for blocking collectives: live peers get a grace period, then the
                     // collective fails instead of waiting for messages that may never come.
                     let seen = *s.failure_seen.get_or_insert_with(std::time::Instant::now);
-                    if seen.elapsed() >= sched::COLL_FAILURE_GRACE {
+                    if seen.elapsed() >= sched::COLL_FAILURE_GRACE || self.coll_aborted(s.comm, s.tag_base) {
                         self.sched_give_up(s);
+                        self.coll_abort_notify(s.comm, s.tag_base);
                         Some(Some(ErrorClass::ProcFailed))
                     } else {
                         None
@@ -345,6 +352,7 @@ impl Engine {
             };
             if let Some(err) = done {
                 let (_, s) = active.swap_remove(i);
+                self.coll_forget_abort(s.comm, s.tag_base);
                 self.coll.recycle(s);
                 self.coll_request_done(h, err);
                 finished = true;

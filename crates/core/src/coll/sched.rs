@@ -388,9 +388,11 @@ impl Engine {
                 // grace period. Receives from the dead rank itself already failed.
                 let deadline = std::time::Instant::now() + COLL_FAILURE_GRACE;
                 let pending = &s.pending;
+                let tag = s.tag_base;
                 self.block_until(|e| {
                     pending.iter().all(|h| e.is_complete(*h).unwrap_or(true))
                         || e.comm_is_revoked(comm)
+                        || e.coll_aborted(comm, tag)
                         || std::time::Instant::now() >= deadline
                 })?;
             }
@@ -403,12 +405,18 @@ impl Engine {
                     let _ = self.request_free(h);
                 }
                 s.pending_step.clear();
+                if !revoked {
+                    self.coll_abort_notify(comm, s.tag_base);
+                }
                 return Err(if revoked {
                     MpiError::new(ErrorClass::Revoked, "the communicator was revoked")
                 } else {
                     MpiError::new(ErrorClass::ProcFailed, "a member of the communicator failed")
                 });
             }
+        }
+        if s.error == Some(ErrorClass::ProcFailed) && !s.tolerant {
+            self.coll_abort_notify(s.comm, s.tag_base);
         }
         match s.error {
             Some(ErrorClass::Truncate) => Err(MpiError::new(ErrorClass::Truncate, "message truncated: a receive buffer was smaller than the data sent")),
