@@ -27,7 +27,7 @@ mkdir -p "$build/logs"
 passed=0
 failed=0
 
-# poll_case NAME NP: every survivor (all ranks but the last) must print "rank R: ok".
+# poll_case NAME NP: every survivor (all ranks but one) must print "rank R: ok".
 poll_case() {
     local name=$1 np=$2 out="$build/logs/$1.out" err="$build/logs/$1.err" why=""
     if ! "$mpicc" -O2 -Wall -Werror -o "$build/$name" "$here/$name.c" >"$build/logs/$name.build" 2>&1; then
@@ -117,6 +117,7 @@ case_ kill-in-recovery  6 4 "2 4"   shm --kill-rank 2 --kill-iter 50 --kill-rank
 poll_case get_failed_poll 3
 poll_case bcast_dead 6
 poll_case bcast_dead 16
+poll_case reduce_dead 5
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

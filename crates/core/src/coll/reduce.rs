@@ -43,24 +43,39 @@ pub fn linear_tolerant(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RB
     let t = red.dtype.clone();
     let mine: *const u8 = b.send.unwrap_or(b.recv);
     s.tolerant = true;
+    // Chunks bound the root's temporaries (one per rank) to about TOLERANT_TEMP_BYTES.
+    let per_elem = t.extent.unsigned_abs().max(1) * size as usize;
+    let chunk = (TOLERANT_TEMP_BYTES / per_elem).max(1).min(b.count);
+    let chunks = b.count.div_ceil(chunk);
     if rank != root {
-        s.send(root, 0, mine, b.count, &t);
+        for k in 0..chunks {
+            let n = chunk.min(b.count - k * chunk);
+            s.send(root, 0, at(mine, &t, k * chunk), n, &t);
+            s.round();
+        }
         return;
     }
-    let mut parts = Vec::with_capacity(size as usize);
-    for r in 0..size {
-        if r == rank {
-            parts.push((None, mine));
-        } else {
-            let tmp = s.temp_typed(&t, b.count);
-            parts.push((Some(s.next_step()), tmp as *const u8));
-            s.recv(r, 0, tmp, b.count, &t);
+    let temps: Vec<*mut u8> = (0..size).map(|r| if r == rank { std::ptr::null_mut() } else { s.temp_typed(&t, chunk) }).collect();
+    let acc = s.temp_typed(&t, chunk);
+    for k in 0..chunks {
+        let n = chunk.min(b.count - k * chunk);
+        let mut parts = Vec::with_capacity(size as usize);
+        for r in 0..size {
+            if r == rank {
+                parts.push((None, at(mine, &t, k * chunk) as *const u8));
+            } else {
+                parts.push((Some(s.next_step()), temps[r as usize] as *const u8));
+                s.recv(r, 0, temps[r as usize], n, &t);
+            }
         }
+        s.round();
+        s.ordered_reduce(parts, acc, at(b.recv, &t, k * chunk), n);
+        s.round();
     }
-    s.round();
-    let acc = s.temp_typed(&t, b.count);
-    s.ordered_reduce(parts, acc, b.recv, b.count);
 }
+
+/// Bound on the root's temporaries in [`linear_tolerant`].
+const TOLERANT_TEMP_BYTES: usize = 8 << 20;
 
 /// Binomial reduce. Commutative ops use a tree rooted at `root`; non-commutative ones a tree
 /// rooted at rank 0 (where every subtree is a contiguous range of ranks), whose result then
