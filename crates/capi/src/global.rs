@@ -47,6 +47,8 @@ pub struct Tables {
     pub keyvals: Keyvals,
     /// Attributes cached on communicators, by engine handle.
     pub comm_attrs: HashMap<Handle, AttrList>,
+    /// Attributes cached on datatypes, by application handle.
+    pub type_attrs: HashMap<usize, AttrList>,
     /// Info hints of communicators (Comm_set_info / dup_with_info), by engine handle.
     pub comm_info: HashMap<Handle, Info>,
     /// Error classes, codes and strings added by the application.
