@@ -346,6 +346,7 @@ unsafe fn finish(g: &mut Global, reqs: &mut [MPI_Request], i: usize) -> Result<S
     let s = g.eng.status(h)?;
     if g.eng.release(h) {
         reqs[i] = abi::MPI_REQUEST_NULL as MPI_Request;
+        crate::greq::on_release(g, h);
     }
     Ok(s)
 }
@@ -698,6 +699,7 @@ mpi_api! {
                 return Err(err(ErrorClass::Request, "request pointer is NULL"));
             }
             let h = req_of(*request).ok_or_else(|| err(ErrorClass::Request, "MPI_REQUEST_NULL cannot be freed"))?;
+            crate::greq::on_request_free(g, h)?;
             g.eng.request_free(h)?;
             *request = abi::MPI_REQUEST_NULL as MPI_Request;
             Ok(())
@@ -731,6 +733,9 @@ mpi_api! {
                 return Err(err(ErrorClass::Request, "request pointer is NULL"));
             }
             let h = req_of(*request).ok_or_else(|| err(ErrorClass::Request, "MPI_REQUEST_NULL cannot be cancelled"))?;
+            if crate::greq::on_cancel(g, h)? {
+                return Ok(());
+            }
             g.eng.cancel(h)
         })
     }

@@ -106,3 +106,21 @@ impl Engine {
         finished
     }
 }
+
+impl Engine {
+    /// MPI_Grequest_start: an active request that only [`Engine::complete_generalized`]
+    /// completes (the application's operation runs outside the library).
+    pub fn generalized_request(&mut self) -> Handle {
+        self.coll_request(false)
+    }
+
+    /// MPI_Grequest_complete: complete generalized request `h` with `status`. The request
+    /// goes away at once if the application already freed it.
+    pub fn complete_generalized(&mut self, h: Handle, status: Status) -> MpiResult<()> {
+        if self.is_complete(h)? {
+            return crate::mpi_err!(Request, "the generalized request is already complete");
+        }
+        self.complete_request(h, status);
+        Ok(())
+    }
+}
