@@ -51,6 +51,18 @@ unsafe fn adopt(g: &mut Global, n: Option<Handle>, out: *mut MPI_Comm) -> Result
     Ok(())
 }
 
+/// The tag the processes calling a `*_from_group(s)` constructor agree on: a hash of the
+/// string tag (two different string tags colliding would only matter for creations running
+/// at the same time between the same processes).
+unsafe fn stringtag_hash(tag: *const c_char) -> Result<c_int, MpiError> {
+    if tag.is_null() {
+        return Err(err(ErrorClass::Arg, "stringtag is NULL"));
+    }
+    let bytes = std::ffi::CStr::from_ptr(tag).to_bytes();
+    let h = bytes.iter().fold(0x811c_9dc5u32, |h, b| (h ^ *b as u32).wrapping_mul(0x0100_0193));
+    Ok((h & 0x1fff_ffff) as c_int)
+}
+
 fn check_out(p: *mut MPI_Comm) -> Result<(), MpiError> {
     if p.is_null() {
         return Err(err(ErrorClass::Arg, "newcomm pointer is NULL"));
@@ -362,6 +374,55 @@ mpi_api! {
                 comm_handle(g, peer_comm as usize).ok()
             };
             let n = g.eng.intercomm_create(l, local_leader, peer, remote_leader, tag)?;
+            adopt(g, Some(n), newintercomm)
+        })
+    }
+
+    fn Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, _info: MPI_Info, errhandler: abi::MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
+        api("MPI_Comm_create_from_group", None, |g| {
+            check_out(newcomm)?;
+            let tag = stringtag_hash(stringtag)?;
+            errhandler::check_errhandler(g, errhandler as usize)?;
+            let members = group_of(g, group)?;
+            if grp::rank_of(&members, g.eng.rank).is_none() {
+                return Err(err(ErrorClass::Group, "the calling process is not a member of the group"));
+            }
+            let world = g.eng.world;
+            let n = g.eng.comm_create_group(world, &members, tag)?;
+            if let Some(n) = n {
+                g.eng.comm_mut(n)?.errhandler = errhandler as u64;
+            }
+            adopt(g, n, newcomm)
+        })
+    }
+
+    fn Intercomm_create_from_groups(local_group: MPI_Group, local_leader: c_int, remote_group: MPI_Group, remote_leader: c_int,
+                                    stringtag: *const c_char, _info: MPI_Info, errhandler: abi::MPI_Errhandler, newintercomm: *mut MPI_Comm) -> c_int {
+        api("MPI_Intercomm_create_from_groups", None, |g| {
+            check_out(newintercomm)?;
+            let tag = stringtag_hash(stringtag)?;
+            errhandler::check_errhandler(g, errhandler as usize)?;
+            let local = group_of(g, local_group)?;
+            let remote = group_of(g, remote_group)?;
+            if grp::rank_of(&local, g.eng.rank).is_none() {
+                return Err(err(ErrorClass::Group, "the calling process is not a member of the local group"));
+            }
+            if !(0..local.len() as c_int).contains(&local_leader) {
+                return Err(err(ErrorClass::Rank, format!("local leader {local_leader} is not a rank of the local group (size {})", local.len())));
+            }
+            let Some(&remote_world) = usize::try_from(remote_leader).ok().and_then(|r| remote.get(r)) else {
+                return Err(err(ErrorClass::Rank, format!("remote leader {remote_leader} is not a rank of the remote group (size {})", remote.len())));
+            };
+            // Every process of the job is in MPI_COMM_WORLD (no dynamic processes): the local
+            // group agrees on a communicator, and the leaders meet over MPI_COMM_WORLD's
+            // collective context.
+            let world = g.eng.world;
+            let lc = g.eng.comm_create_group(world, &local, tag)?
+                .ok_or_else(|| err(ErrorClass::Intern, "local group communicator not created"))?;
+            let r = g.eng.intercomm_create(lc, local_leader, Some(world), remote_world as c_int, tag);
+            g.eng.release_comm(lc)?;
+            let n = r?;
+            g.eng.comm_mut(n)?.errhandler = errhandler as u64;
             adopt(g, Some(n), newintercomm)
         })
     }
