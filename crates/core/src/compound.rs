@@ -124,3 +124,84 @@ impl Engine {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorClass;
+    use crate::request::Mode;
+    use crate::PROC_NULL;
+
+    fn send(e: &Engine, buf: &[u8], dest: i32, tag: i32) -> SendSpec {
+        SendSpec { buf: buf.as_ptr(), count: buf.len(), dtype: e.byte_type(), comm: e.world, dest, tag, mode: Mode::Standard }
+    }
+
+    fn recv(e: &Engine, buf: &mut [u8], src: i32, tag: i32) -> RecvSpec {
+        RecvSpec { buf: buf.as_mut_ptr(), count: buf.len(), dtype: e.byte_type(), comm: e.world, src, tag }
+    }
+
+    #[test]
+    fn isendrecv_with_oneself_completes_with_the_receive_status() {
+        let mut e = Engine::init(None, None).unwrap();
+        let out = [1u8, 2, 3, 4];
+        let mut inb = [0u8; 8];
+        let (s, r) = (send(&e, &out, 0, 7), recv(&e, &mut inb, 0, 7));
+        let h = e.isendrecv(s, r).unwrap();
+        let st = e.wait(h).unwrap();
+        assert_eq!((st.source, st.tag, st.bytes, st.error), (0, 7, 4, None));
+        assert!(e.release(h));
+        assert_eq!(&inb[..4], &out);
+        assert!(e.compounds.is_empty());
+    }
+
+    #[test]
+    fn replace_sends_the_data_from_before_the_receive() {
+        let mut e = Engine::init(None, None).unwrap();
+        let mut buf = [10u8, 11, 12];
+        let other = [20u8, 21, 22];
+        // The message for the replace's receive is already there (tag 2), so the receive
+        // overwrites the buffer at once; the send (tag 1) must still carry 10 11 12.
+        let o = e.isend(send(&e, &other, 0, 2)).unwrap();
+        let (s, r) = (send(&e, &buf, 0, 1), recv(&e, &mut buf, 0, 2));
+        let h = e.isendrecv_replace(s, r).unwrap();
+        e.wait(h).unwrap();
+        e.wait(o).unwrap();
+        assert_eq!(buf, other);
+        let mut got = [0u8; 3];
+        let g = e.irecv(recv(&e, &mut got, 0, 1)).unwrap();
+        e.wait(g).unwrap();
+        assert_eq!(got, [10, 11, 12]);
+    }
+
+    #[test]
+    fn proc_null_ends_and_argument_errors() {
+        let mut e = Engine::init(None, None).unwrap();
+        let out = [5u8];
+        let mut inb = [9u8];
+        let (s, r) = (send(&e, &out, PROC_NULL, 0), recv(&e, &mut inb, PROC_NULL, 0));
+        let h = e.isendrecv(s, r).unwrap();
+        let st = e.wait(h).unwrap();
+        assert_eq!((st.source, st.bytes), (PROC_NULL, 0));
+        assert_eq!(inb, [9]);
+        // A bad destination fails before anything starts: nothing is left in flight.
+        let (s, r) = (send(&e, &out, 3, 0), recv(&e, &mut inb, 0, 0));
+        assert_eq!(e.isendrecv(s, r).unwrap_err().class, ErrorClass::Rank);
+        assert!(e.compounds.is_empty());
+        let mut probe = [0u8];
+        let p = e.irecv(recv(&e, &mut probe, crate::matching::ANY_SOURCE, crate::matching::ANY_TAG)).unwrap();
+        e.progress().unwrap();
+        assert!(!e.is_complete(p).unwrap(), "a message was sent by the failed call");
+    }
+
+    #[test]
+    fn generalized_request_completes_only_when_told() {
+        let mut e = Engine::init(None, None).unwrap();
+        let h = e.generalized_request();
+        e.progress().unwrap();
+        assert!(!e.is_complete(h).unwrap());
+        let st = Status { source: 4, tag: 5, error: None, bytes: 6, cancelled: false };
+        e.complete_generalized(h, st).unwrap();
+        assert_eq!(e.wait(h).unwrap(), st);
+        assert_eq!(e.complete_generalized(h, st).unwrap_err().class, ErrorClass::Request);
+    }
+}
