@@ -11,7 +11,7 @@ use steadfast_core::group::{self as grp, Comparison};
 use steadfast_core::info::Info;
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
-use crate::abi::{self, MPI_Comm, MPI_Errhandler, MPI_Group, MPI_Info, MPI_Request};
+use crate::abi::{self, MPI_Comm, MPI_Group, MPI_Info, MPI_Request};
 use crate::env::write_cstr;
 use crate::errhandler;
 use crate::global::{api, api_unlocked, comm_handle, locked, Failure, Global};
@@ -51,29 +51,16 @@ unsafe fn adopt(g: &mut Global, n: Option<Handle>, out: *mut MPI_Comm) -> Result
     Ok(())
 }
 
-/// A tag for the internal creation traffic of the `*_from_group(s)` calls: every caller
-/// passes the same string, so they all derive the same tag.
-unsafe fn string_tag(s: *const c_char) -> Result<c_int, MpiError> {
-    if s.is_null() {
+/// The tag the processes calling a `*_from_group(s)` constructor agree on: a hash of the
+/// string tag (two different string tags colliding would only matter for creations running
+/// at the same time between the same processes).
+unsafe fn stringtag_hash(tag: *const c_char) -> Result<c_int, MpiError> {
+    if tag.is_null() {
         return Err(err(ErrorClass::Arg, "stringtag is NULL"));
     }
-    let bytes = std::ffi::CStr::from_ptr(s).to_bytes();
-    // FNV-1a, folded into the tag range.
-    let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
-    Ok((h % (crate::pt2pt::TAG_UB as u64 + 1)) as c_int)
-}
-
-/// Install the error handler given to a `*_from_group(s)` call on the new communicator.
-fn set_new_errhandler(g: &mut Global, n: Option<Handle>, e: MPI_Errhandler) -> Result<(), MpiError> {
-    let Some(n) = n else { return Ok(()) };
-    if e as usize == abi::MPI_ERRHANDLER_NULL {
-        return Ok(());
-    }
-    errhandler::check_errhandler(g, e as usize)?;
-    errhandler::retain(g, e as u64);
-    let old = std::mem::replace(&mut g.eng.comm_mut(n)?.errhandler, e as u64);
-    errhandler::release(g, old);
-    Ok(())
+    let bytes = std::ffi::CStr::from_ptr(tag).to_bytes();
+    let h = bytes.iter().fold(0x811c_9dc5u32, |h, b| (h ^ *b as u32).wrapping_mul(0x0100_0193));
+    Ok((h & 0x1fff_ffff) as c_int)
 }
 
 fn check_out(p: *mut MPI_Comm) -> Result<(), MpiError> {
@@ -391,43 +378,52 @@ mpi_api! {
         })
     }
 
-    fn Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
+    fn Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, _info: MPI_Info, errhandler: abi::MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
         api("MPI_Comm_create_from_group", None, |g| {
             check_out(newcomm)?;
-            let tag = string_tag(stringtag)?;
-            let _ = info_arg(g, info)?;
+            let tag = stringtag_hash(stringtag)?;
+            errhandler::check_errhandler(g, errhandler as usize)?;
             let members = group_of(g, group)?;
-            // Without dynamic processes every group is a group of MPI_COMM_WORLD, so this is
-            // MPI_Comm_create_group over the world with a tag derived from the string.
-            let n = g.eng.comm_create_group(g.eng.world, &members, tag)?;
-            adopt(g, n, newcomm)?;
-            set_new_errhandler(g, n, errhandler)
+            if grp::rank_of(&members, g.eng.rank).is_none() {
+                return Err(err(ErrorClass::Group, "the calling process is not a member of the group"));
+            }
+            let world = g.eng.world;
+            let n = g.eng.comm_create_group(world, &members, tag)?;
+            if let Some(n) = n {
+                g.eng.comm_mut(n)?.errhandler = errhandler as u64;
+            }
+            adopt(g, n, newcomm)
         })
     }
 
-    fn Intercomm_create_from_groups(local_group: MPI_Group, local_leader: c_int, remote_group: MPI_Group, remote_leader: c_int, stringtag: *const c_char, info: MPI_Info, errhandler: MPI_Errhandler, newintercomm: *mut MPI_Comm) -> c_int {
+    fn Intercomm_create_from_groups(local_group: MPI_Group, local_leader: c_int, remote_group: MPI_Group, remote_leader: c_int,
+                                    stringtag: *const c_char, _info: MPI_Info, errhandler: abi::MPI_Errhandler, newintercomm: *mut MPI_Comm) -> c_int {
         api("MPI_Intercomm_create_from_groups", None, |g| {
             check_out(newintercomm)?;
-            let tag = string_tag(stringtag)?;
-            let _ = info_arg(g, info)?;
+            let tag = stringtag_hash(stringtag)?;
+            errhandler::check_errhandler(g, errhandler as usize)?;
             let local = group_of(g, local_group)?;
             let remote = group_of(g, remote_group)?;
+            if grp::rank_of(&local, g.eng.rank).is_none() {
+                return Err(err(ErrorClass::Group, "the calling process is not a member of the local group"));
+            }
             if !(0..local.len() as c_int).contains(&local_leader) {
-                return Err(err(ErrorClass::Rank, format!("local_leader {local_leader} is not a rank of the local group")));
+                return Err(err(ErrorClass::Rank, format!("local leader {local_leader} is not a rank of the local group (size {})", local.len())));
             }
             let Some(&remote_world) = usize::try_from(remote_leader).ok().and_then(|r| remote.get(r)) else {
-                return Err(err(ErrorClass::Rank, format!("remote_leader {remote_leader} is not a rank of the remote group")));
+                return Err(err(ErrorClass::Rank, format!("remote leader {remote_leader} is not a rank of the remote group (size {})", remote.len())));
             };
+            // Every process of the job is in MPI_COMM_WORLD (no dynamic processes): the local
+            // group agrees on a communicator, and the leaders meet over MPI_COMM_WORLD's
+            // collective context.
             let world = g.eng.world;
-            let l = g
-                .eng
-                .comm_create_group(world, &local, tag)?
-                .ok_or_else(|| err(ErrorClass::Group, "this process is not a member of local_group"))?;
-            let r = g.eng.intercomm_create(l, local_leader, Some(world), remote_world as c_int, tag);
-            let _ = g.eng.release_comm(l);
+            let lc = g.eng.comm_create_group(world, &local, tag)?
+                .ok_or_else(|| err(ErrorClass::Intern, "local group communicator not created"))?;
+            let r = g.eng.intercomm_create(lc, local_leader, Some(world), remote_world as c_int, tag);
+            g.eng.release_comm(lc)?;
             let n = r?;
-            adopt(g, Some(n), newintercomm)?;
-            set_new_errhandler(g, Some(n), errhandler)
+            g.eng.comm_mut(n)?.errhandler = errhandler as u64;
+            adopt(g, Some(n), newintercomm)
         })
     }
 

@@ -13,7 +13,8 @@ use steadfast_core::{ErrorClass, Handle, MpiError};
 
 use crate::abi::{self, FloatFormat, MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Status, TypeKind};
 use crate::env::write_cstr;
-use crate::global::{api, comm_handle, set_status_count, Global};
+use crate::attr::{self, Obj};
+use crate::global::{api, api_unlocked, comm_handle, locked, set_status_count, Global};
 use crate::mpi_api;
 
 fn err(class: ErrorClass, msg: impl Into<String>) -> MpiError {
@@ -958,10 +959,21 @@ mpi_api! {
         resized_impl("MPI_Type_create_resized_c", oldtype, lb, extent, newtype, true)
     }
     fn Type_dup(oldtype: MPI_Datatype, newtype: *mut MPI_Datatype) -> c_int {
-        api("MPI_Type_dup", None, |g| {
-            let o = type_any(g, oldtype)?;
-            check_out(newtype, "newtype")?;
-            *newtype = register(g, Datatype::dup(&o));
+        api_unlocked("MPI_Type_dup", None, || {
+            let n = locked(|g| {
+                let o = type_any(g, oldtype)?;
+                check_out(newtype, "newtype")?;
+                Ok(register(g, Datatype::dup(&o)))
+            })?;
+            // Copy callbacks are application code: they run without the lock.
+            if let Err(e) = attr::copy_obj_attrs(oldtype as usize, Obj::Type(oldtype as usize), Obj::Type(n as usize), n as usize) {
+                locked(|g| {
+                    g.types.remove(Handle(n as u64));
+                    Ok(())
+                })?;
+                return Err(e);
+            }
+            *newtype = n;
             Ok(())
         })
     }
@@ -979,16 +991,24 @@ mpi_api! {
         })
     }
     fn Type_free(datatype: *mut MPI_Datatype) -> c_int {
-        api("MPI_Type_free", None, |g| {
-            if datatype.is_null() {
-                return Err(err(ErrorClass::Arg, "datatype pointer is NULL"));
-            }
-            let t = type_any(g, *datatype)?;
-            if t.predefined {
-                return Err(err(ErrorClass::Type, format!("{} is a predefined datatype and cannot be freed", describe(&t))));
-            }
-            // Requests and derived types that use it hold their own reference.
-            g.types.remove(Handle(*datatype as u64));
+        api_unlocked("MPI_Type_free", None, || {
+            let t = locked(|g| {
+                if datatype.is_null() {
+                    return Err(err(ErrorClass::Arg, "datatype pointer is NULL"));
+                }
+                let t = type_any(g, *datatype)?;
+                if t.predefined {
+                    return Err(err(ErrorClass::Type, format!("{} is a predefined datatype and cannot be freed", describe(&t))));
+                }
+                Ok(*datatype as usize)
+            })?;
+            // Delete callbacks run without the lock; the handle may be reused once removed.
+            attr::delete_obj_attrs(t, Obj::Type(t))?;
+            locked(|g| {
+                // Requests and derived types that use it hold their own reference.
+                g.types.remove(Handle(t as u64));
+                Ok(())
+            })?;
             *datatype = abi::MPI_DATATYPE_NULL as MPI_Datatype;
             Ok(())
         })

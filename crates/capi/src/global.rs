@@ -47,10 +47,16 @@ pub struct Tables {
     pub keyvals: Keyvals,
     /// Attributes cached on communicators, by engine handle.
     pub comm_attrs: HashMap<Handle, AttrList>,
+    /// Attributes cached on datatypes, by application handle.
+    pub type_attrs: HashMap<usize, AttrList>,
     /// Info hints of communicators (Comm_set_info / dup_with_info), by engine handle.
     pub comm_info: HashMap<Handle, Info>,
     /// Error classes, codes and strings added by the application.
     pub user_errors: crate::errhandler::UserErrors,
+    /// Callbacks of generalized requests, by engine request handle.
+    pub greqs: HashMap<Handle, crate::greq::Greq>,
+    /// Application callbacks to run once the current call has released the lock.
+    pub deferred: Vec<crate::greq::Deferred>,
 }
 
 pub static GLOBAL: Mutex<Option<Global>> = Mutex::new(None);
@@ -195,9 +201,26 @@ where
     let Some(g) = guard.as_mut() else { not_live(func) };
     let r = body(g);
     adopt_background_comms(g);
-    match r {
-        Ok(()) => abi::MPI_SUCCESS,
+    if g.tables.deferred.is_empty() {
+        return match r {
+            Ok(()) => abi::MPI_SUCCESS,
+            Err(e) => raise(guard, func, comm, Failure::Mpi(e)),
+        };
+    }
+    // Application callbacks the body queued (generalized requests) run without the lock.
+    let deferred = std::mem::take(&mut g.tables.deferred);
+    let code = match r {
+        Ok(()) => {
+            drop(guard);
+            abi::MPI_SUCCESS
+        }
         Err(e) => raise(guard, func, comm, Failure::Mpi(e)),
+    };
+    // SAFETY: the application registered these callbacks with MPI_Grequest_start.
+    match unsafe { crate::greq::run_deferred(deferred) } {
+        abi::MPI_SUCCESS => code,
+        rc if code == abi::MPI_SUCCESS => raise(lock(), func, comm, Failure::Code(rc)),
+        _ => code,
     }
 }
 

@@ -16,6 +16,7 @@ pub mod env;
 pub mod errhandler;
 pub mod ext;
 pub mod global;
+pub mod greq;
 pub mod op;
 pub mod pt2pt;
 pub mod ulfm;

@@ -268,6 +268,57 @@ unsafe fn sendrecv_replace_impl(
     })
 }
 
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv_impl(
+    func: &str,
+    sendbuf: *const c_void,
+    sendcount: i64,
+    sendtype: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    recvbuf: *mut c_void,
+    recvcount: i64,
+    recvtype: MPI_Datatype,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    api(func, Some(comm as usize), |g| {
+        if request.is_null() {
+            return Err(err(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        let sspec = send_spec(g, sendbuf, sendcount, sendtype, dest, sendtag, comm, Mode::Standard)?;
+        let rspec = recv_spec(g, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
+        let h = g.eng.isendrecv(sspec, rspec)?;
+        out_request(request, h)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn isendrecv_replace_impl(
+    func: &str,
+    buf: *mut c_void,
+    count: i64,
+    dt: MPI_Datatype,
+    dest: c_int,
+    sendtag: c_int,
+    source: c_int,
+    recvtag: c_int,
+    comm: MPI_Comm,
+    request: *mut MPI_Request,
+) -> c_int {
+    api(func, Some(comm as usize), |g| {
+        if request.is_null() {
+            return Err(err(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        let sspec = send_spec(g, buf, count, dt, dest, sendtag, comm, Mode::Standard)?;
+        let rspec = recv_spec(g, buf, count, dt, source, recvtag, comm)?;
+        let h = g.eng.isendrecv_replace(sspec, rspec)?;
+        out_request(request, h)
+    })
+}
+
 unsafe fn request_slice<'a>(count: c_int, reqs: *mut MPI_Request) -> Result<&'a mut [MPI_Request], MpiError> {
     if count < 0 {
         return Err(err(ErrorClass::Count, format!("count {count} is negative")));
@@ -318,6 +369,7 @@ unsafe fn finish(g: &mut Global, reqs: &mut [MPI_Request], i: usize) -> Result<S
     let s = g.eng.status(h)?;
     if g.eng.release(h) {
         reqs[i] = abi::MPI_REQUEST_NULL as MPI_Request;
+        crate::greq::on_release(g, h);
     }
     Ok(s)
 }
@@ -438,6 +490,25 @@ mpi_api! {
     fn Sendrecv_replace_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
                         source: c_int, recvtag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
         sendrecv_replace_impl("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+    }
+
+    fn Isendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                 recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+                 comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isendrecv_impl("MPI_Isendrecv", sendbuf, sendcount as i64, sendtype, dest, sendtag, recvbuf, recvcount as i64, recvtype, source, recvtag, comm, request)
+    }
+    fn Isendrecv_c(sendbuf: *const c_void, sendcount: MPI_Count, sendtype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                   recvbuf: *mut c_void, recvcount: MPI_Count, recvtype: MPI_Datatype, source: c_int, recvtag: c_int,
+                   comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isendrecv_impl("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+    }
+    fn Isendrecv_replace(buf: *mut c_void, count: c_int, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                         source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isendrecv_replace_impl("MPI_Isendrecv_replace", buf, count as i64, datatype, dest, sendtag, source, recvtag, comm, request)
+    }
+    fn Isendrecv_replace_c(buf: *mut c_void, count: MPI_Count, datatype: MPI_Datatype, dest: c_int, sendtag: c_int,
+                           source: c_int, recvtag: c_int, comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
+        isendrecv_replace_impl("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
     }
 
     fn Buffer_attach(buffer: *mut c_void, size: c_int) -> c_int {
@@ -651,6 +722,7 @@ mpi_api! {
                 return Err(err(ErrorClass::Request, "request pointer is NULL"));
             }
             let h = req_of(*request).ok_or_else(|| err(ErrorClass::Request, "MPI_REQUEST_NULL cannot be freed"))?;
+            crate::greq::on_request_free(g, h)?;
             g.eng.request_free(h)?;
             *request = abi::MPI_REQUEST_NULL as MPI_Request;
             Ok(())
@@ -684,6 +756,9 @@ mpi_api! {
                 return Err(err(ErrorClass::Request, "request pointer is NULL"));
             }
             let h = req_of(*request).ok_or_else(|| err(ErrorClass::Request, "MPI_REQUEST_NULL cannot be cancelled"))?;
+            if crate::greq::on_cancel(g, h)? {
+                return Ok(());
+            }
             g.eng.cancel(h)
         })
     }

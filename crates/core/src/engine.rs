@@ -145,6 +145,8 @@ pub struct Engine {
     ft_seen: u64,
     /// Nonblocking communicator duplications in flight (MPI_Comm_idup).
     pub(crate) idups: crate::group::Idups,
+    /// Requests made of other requests in flight (MPI_Isendrecv).
+    pub(crate) compounds: crate::compound::Compounds,
 }
 
 /// Which context and group a send goes to.
@@ -317,6 +319,7 @@ impl Engine {
             ft,
             ft_seen: 0,
             idups: Default::default(),
+            compounds: Default::default(),
         })
     }
 
@@ -865,6 +868,9 @@ impl Engine {
         if self.st.ulfm.calls > 0 {
             self.ulfm_service();
         }
+        if !self.compounds.is_empty() && self.compound_progress() {
+            self.st.events += 1;
+        }
         Ok(self.st.events != before)
     }
 
@@ -1387,6 +1393,11 @@ impl Engine {
         }
     }
 
+    /// Complete request `h` with `status` (requests the engine completes itself).
+    pub(crate) fn complete_request(&mut self, h: Handle, status: Status) {
+        self.st.complete(h, status);
+    }
+
     /// Complete collective request `h`, with the error class of a failed transfer if any.
     pub(crate) fn coll_request_done(&mut self, h: Handle, error: Option<ErrorClass>) {
         let status = Status { source: ANY_SOURCE, tag: ANY_TAG, error, bytes: 0, cancelled: false };
@@ -1449,7 +1460,7 @@ impl Engine {
         self.status(h)
     }
 
-    fn byte_type(&self) -> TypeRef {
+    pub(crate) fn byte_type(&self) -> TypeRef {
         thread_local! {
             static BYTE: TypeRef = Arc::new(crate::datatype::Datatype::predefined(
                 "byte", 1, 1, crate::datatype::BasicKind::Opaque,

@@ -130,6 +130,20 @@ pub enum OnFailureArg {
     Continue,
 }
 
+/// `MPIEXEC_TIMEOUT` (seconds; MPICH's launcher and test suite use it) when `--timeout` is
+/// not given; 0 or an unreadable value means no limit.
+fn env_timeout() -> Option<Duration> {
+    let v = std::env::var("MPIEXEC_TIMEOUT").ok()?;
+    match parse_secs(v.trim()) {
+        Ok(d) if !d.is_zero() => Some(d),
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!("steadfast: ignoring MPIEXEC_TIMEOUT: {e}");
+            None
+        }
+    }
+}
+
 fn parse_secs(s: &str) -> Result<Duration, String> {
     let v: f64 = s
         .parse()
@@ -257,7 +271,7 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         OnFailureArg::Abort => OnFailure::Abort,
         OnFailureArg::Continue => OnFailure::Continue,
     });
-    cfg.timeout = args.timeout;
+    cfg.timeout = args.timeout.or_else(env_timeout);
     cfg.tag_output = args.tag_output;
     cfg.kill_grace = args.kill_grace;
     launcher::run(cfg)

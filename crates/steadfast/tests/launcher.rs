@@ -362,6 +362,15 @@ fn timeout_kills_the_job() {
     assert!(r.elapsed < Duration::from_secs(8), "took {:?}", r.elapsed);
 }
 
+#[test]
+fn mpiexec_timeout_variable_kills_the_job() {
+    let mut cmd = steadfast();
+    cmd.env("MPIEXEC_TIMEOUT", "1").args(["run", "-n", "2", "sleep", "100"]);
+    let r = run_cmd(cmd, None);
+    assert_eq!(r.code(), 124, "{}", r.stderr);
+    assert!(r.elapsed < Duration::from_secs(8), "took {:?}", r.elapsed);
+}
+
 fn signal_forwarding(sig: i32, signame: &str) {
     let mut cmd = steadfast();
     cmd.args([

@@ -1,0 +1,178 @@
+//! Generalized requests (MPI_Grequest_start / MPI_Grequest_complete).
+//!
+//! The engine holds an ordinary request that only MPI_Grequest_complete completes; this
+//! layer keeps the application's callbacks. Callbacks are application code that may call
+//! MPI, so none runs under the library lock:
+//! - query_fn runs in MPI_Grequest_complete, and its status becomes the request's status
+//!   (the standard calls it from the wait or test; the status is the same unless the
+//!   application changes what query_fn reports after completing the request);
+//! - free_fn runs when the request is freed: after the completing call has released the
+//!   lock (queued by [`on_release`]), in MPI_Request_free for a completed request, or in
+//!   MPI_Grequest_complete for a request freed while still pending; a failing free_fn
+//!   fails the call that freed the request;
+//! - cancel_fn runs in MPI_Cancel, after the lock is released.
+
+use std::ffi::{c_int, c_void};
+
+use steadfast_core::request::Status;
+use steadfast_core::{ErrorClass, Handle, MpiError};
+
+use crate::abi::{self, MPI_Request, MPI_Status};
+use crate::global::{api, api_unlocked, locked, status_count, Failure, Global};
+use crate::mpi_api;
+
+type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
+type FreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type CancelFn = unsafe extern "C" fn(*mut c_void, c_int) -> c_int;
+
+/// The callbacks of one generalized request.
+#[derive(Debug, Clone, Copy)]
+pub struct Greq {
+    query: usize,
+    free: usize,
+    cancel: usize,
+    extra: usize,
+    /// MPI_Request_free was called before completion: free_fn runs at completion.
+    freed: bool,
+}
+
+/// A callback to run once the library lock is released.
+#[derive(Debug, Clone, Copy)]
+pub enum Deferred {
+    /// free_fn of a request a wait or test freed.
+    Free(Greq),
+    /// cancel_fn with the `complete` argument.
+    Cancel(Greq, bool),
+}
+
+fn err(class: ErrorClass, msg: impl Into<String>) -> MpiError {
+    MpiError::new(class, msg)
+}
+
+unsafe fn call_free(gr: &Greq) -> c_int {
+    if gr.free == 0 {
+        return abi::MPI_SUCCESS;
+    }
+    let f: FreeFn = std::mem::transmute::<usize, FreeFn>(gr.free);
+    f(gr.extra as *mut c_void)
+}
+
+/// The completion code path (wait, test, their array forms) releases request `h`: queue
+/// free_fn if it is a generalized request.
+pub fn on_release(g: &mut Global, h: Handle) {
+    if let Some(gr) = g.tables.greqs.remove(&h) {
+        g.tables.deferred.push(Deferred::Free(gr));
+    }
+}
+
+/// MPI_Request_free of `h` (called under the lock, before the engine forgets it): free_fn
+/// is queued if the request is complete, or left for MPI_Grequest_complete.
+pub fn on_request_free(g: &mut Global, h: Handle) -> Result<(), MpiError> {
+    let complete = g.eng.is_complete(h)?;
+    if let Some(gr) = g.tables.greqs.get_mut(&h) {
+        if complete {
+            if let Some(gr) = g.tables.greqs.remove(&h) {
+                g.tables.deferred.push(Deferred::Free(gr));
+            }
+        } else {
+            gr.freed = true;
+        }
+    }
+    Ok(())
+}
+
+/// MPI_Cancel of `h` (under the lock): queue cancel_fn if it is a generalized request.
+pub fn on_cancel(g: &mut Global, h: Handle) -> Result<bool, MpiError> {
+    let Some(gr) = g.tables.greqs.get(&h).copied() else { return Ok(false) };
+    let complete = g.eng.is_complete(h)?;
+    g.tables.deferred.push(Deferred::Cancel(gr, complete));
+    Ok(true)
+}
+
+/// Run queued callbacks (no lock held); the first failing one's code.
+pub unsafe fn run_deferred(list: Vec<Deferred>) -> c_int {
+    let mut rc = abi::MPI_SUCCESS;
+    for d in list {
+        let r = match d {
+            Deferred::Free(gr) => call_free(&gr),
+            Deferred::Cancel(gr, complete) if gr.cancel != 0 => {
+                let f: CancelFn = std::mem::transmute::<usize, CancelFn>(gr.cancel);
+                f(gr.extra as *mut c_void, complete as c_int)
+            }
+            Deferred::Cancel(..) => abi::MPI_SUCCESS,
+        };
+        if rc == abi::MPI_SUCCESS {
+            rc = r;
+        }
+    }
+    rc
+}
+
+/// Error class of a code query_fn returned (codes the library made, or classes).
+fn class_from_code(code: c_int) -> ErrorClass {
+    use ErrorClass::*;
+    let class = crate::global::class_of(code);
+    [Buffer, Count, Type, Tag, Comm, Rank, Request, Root, Group, Op, Topology, Dims, Arg, Truncate, Intern, InStatus, Pending, NoMem, Keyval, Info, Size]
+        .into_iter()
+        .find(|c| crate::global::abi_class(*c) == class)
+        .unwrap_or(Other)
+}
+
+mpi_api! {
+    fn Grequest_start(query_fn: usize, free_fn: usize, cancel_fn: usize, extra_state: *mut c_void, request: *mut MPI_Request) -> c_int {
+        api("MPI_Grequest_start", None, |g| {
+            if request.is_null() {
+                return Err(err(ErrorClass::Arg, "request pointer is NULL"));
+            }
+            let h = g.eng.generalized_request();
+            g.tables.greqs.insert(h, Greq { query: query_fn, free: free_fn, cancel: cancel_fn, extra: extra_state as usize, freed: false });
+            *request = h.0 as MPI_Request;
+            Ok(())
+        })
+    }
+
+    fn Grequest_complete(request: MPI_Request) -> c_int {
+        api_unlocked("MPI_Grequest_complete", None, || {
+            let h = Handle(request as u64);
+            let gr = locked(|g| {
+                let gr = g.tables.greqs.get(&h).copied();
+                let gr = gr.ok_or_else(|| err(ErrorClass::Request, "not a pending generalized request"))?;
+                if g.eng.is_complete(h)? {
+                    return Err(err(ErrorClass::Request, "the generalized request is already complete"));
+                }
+                Ok(gr)
+            })?;
+            let mut st: MPI_Status = std::mem::zeroed();
+            st.MPI_SOURCE = abi::MPI_UNDEFINED;
+            st.MPI_TAG = abi::MPI_UNDEFINED;
+            let rc = if gr.query == 0 {
+                abi::MPI_SUCCESS
+            } else {
+                let f: QueryFn = std::mem::transmute::<usize, QueryFn>(gr.query);
+                f(gr.extra as *mut c_void, &mut st)
+            };
+            let status = Status {
+                source: st.MPI_SOURCE,
+                tag: st.MPI_TAG,
+                error: (rc != abi::MPI_SUCCESS).then(|| class_from_code(rc)),
+                bytes: status_count(&st).max(0) as u64,
+                cancelled: st.internal[2] != 0,
+            };
+            let freed = locked(|g| {
+                g.eng.complete_generalized(h, status)?;
+                let freed = g.tables.greqs.get(&h).is_some_and(|x| x.freed);
+                if freed {
+                    g.tables.greqs.remove(&h);
+                }
+                Ok(freed)
+            })?;
+            if freed {
+                match call_free(&gr) {
+                    abi::MPI_SUCCESS => {}
+                    c => return Err(Failure::Code(c)),
+                }
+            }
+            Ok(())
+        })
+    }
+}
