@@ -386,7 +386,14 @@ impl Mesh {
                         closed = Some("connection closed by peer".into());
                         break;
                     }
-                    Ok(n) => c.rbuf.extend_from_slice(&chunk[..n]),
+                    Ok(n) => {
+                        c.rbuf.extend_from_slice(&chunk[..n]);
+                        // A short read emptied the socket: another read would only say so
+                        // (an end-of-file right behind the data shows at the next poll).
+                        if n < chunk.len() {
+                            break;
+                        }
+                    }
                     Err(e) if would_block(&e) => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => {}
                     Err(e) => {
