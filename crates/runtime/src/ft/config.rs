@@ -43,11 +43,6 @@ pub const FT_RT: &str = "STEADFAST_FT_RT";
 /// does not wait for a busy thread's slice to end; it gets no more CPU than before and needs
 /// no privilege. Ignored with `STEADFAST_FT_RT=1`.
 pub const FT_SLICE_US: &str = "STEADFAST_FT_SLICE_US";
-/// `STEADFAST_FT_SPREAD`: `1` (default) pins the control thread of rank r to CPU number
-/// r mod n among the n CPUs the process may use (nothing happens when it may use one only),
-/// so the control threads of a tree run on all CPUs instead of being woken one after the other
-/// on their parent's CPU; `0` leaves placement to the kernel. Ignored with `STEADFAST_FT_RT=1`.
-pub const FT_SPREAD: &str = "STEADFAST_FT_SPREAD";
 /// `STEADFAST_FT_TRACE_SCHED`: `1` adds the control thread's run-queue wait to the trace
 /// (`rx` lines, and `busy` lines for long turns of the loop); costs two reads of
 /// `/proc/thread-self/schedstat` per turn, so it is off by default.
@@ -80,8 +75,6 @@ pub struct FtConfig {
     pub host: IpAddr,
     /// Where to write the per-rank trace, if anywhere.
     pub trace_dir: Option<PathBuf>,
-    /// Pin the control thread to a CPU chosen by rank.
-    pub spread: bool,
     /// Add scheduler waits to the trace.
     pub trace_sched: bool,
     /// Leave the process (exit status [`crate::ft::EXIT_EXCLUDED`]) when the group excludes
@@ -110,7 +103,6 @@ impl Default for FtConfig {
             slice: Some(Duration::from_micros(100)),
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             trace_dir: None,
-            spread: true,
             trace_sched: false,
             exit_when_excluded: false,
         }
@@ -171,9 +163,6 @@ impl FtConfig {
         if let Some(v) = num(FT_SLICE_US, 0, 100_000) {
             c.slice = (v > 0).then(|| Duration::from_micros(v.max(100)));
         }
-        if let Some(v) = num(FT_SPREAD, 0, 1) {
-            c.spread = v == 1;
-        }
         if let Some(v) = num(FT_TRACE_SCHED, 0, 1) {
             c.trace_sched = v == 1;
         }
@@ -232,7 +221,6 @@ mod tests {
             (MEMBERSHIP, "0"),
             (FT_RT, "0"),
             (FT_SLICE_US, "0"),
-            (FT_SPREAD, "0"),
             (FT_TRACE_SCHED, "1"),
             (FT_HOST, "::1"),
             (FT_TRACE, "/tmp/x"),
@@ -241,7 +229,6 @@ mod tests {
         assert!(!c.enabled);
         assert!(!c.realtime);
         assert_eq!(c.slice, None);
-        assert!(!c.spread);
         assert!(c.trace_sched);
         assert_eq!(c.heartbeat, Duration::from_millis(20));
         assert_eq!(c.suspect, Duration::from_millis(150));

@@ -239,19 +239,8 @@ impl Control {
         } else {
             "default"
         };
-        let cpu = if self.cfg.spread && !self.cfg.realtime {
-            spread_cpu(self.me)
-        } else {
-            None
-        };
-        self.trace.line(|| {
-            format!(
-                "sched {} {} {}",
-                mono_now().as_nanos(),
-                sched,
-                cpu.map_or("-".to_string(), |c| c.to_string())
-            )
-        });
+        self.trace
+            .line(|| format!("sched {} {}", mono_now().as_nanos(), sched));
         let runq = RunDelay::open(self.trace.on() && self.cfg.trace_sched);
         let mut fds: Vec<libc::pollfd> = Vec::new();
         let mut slots: Vec<Slot> = Vec::new();
@@ -755,31 +744,6 @@ fn set_realtime() -> &'static str {
         return "default";
     }
     "realtime"
-}
-
-/// Pins the calling thread to one of the CPUs it may run on, chosen by rank
-/// (`STEADFAST_FT_SPREAD`): the kernel wakes a thread on the waker's CPU when no CPU is idle,
-/// so on a busy machine a whole tree of control threads ended up taking turns on one CPU
-/// while the others ran other work; spread by rank, a parent's children run side by side.
-/// Does nothing for a process allowed on one CPU only (bound ranks).
-fn spread_cpu(rank: u32) -> Option<usize> {
-    // SAFETY: cpu_set_t is plain data; the calls read and write the calling thread's mask.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return None;
-        }
-        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-            .filter(|&c| libc::CPU_ISSET(c, &set))
-            .collect();
-        if cpus.len() < 2 {
-            return None;
-        }
-        let cpu = cpus[rank as usize % cpus.len()];
-        let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut one);
-        (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one) == 0).then_some(cpu)
-    }
 }
 
 /// `struct sched_attr` of `sched_setattr(2)` (the first version, 48 bytes).
