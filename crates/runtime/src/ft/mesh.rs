@@ -75,8 +75,26 @@ impl Stream {
 
     fn write(&self, buf: &[u8]) -> io::Result<usize> {
         match self {
+            // std's TcpStream writes with MSG_NOSIGNAL.
             Stream::Tcp(s) => (&*s).write(buf),
-            Stream::Unix(s) => (&*s).write(buf),
+            // std's UnixStream writes with write(2): a write to a dead peer would raise
+            // SIGPIPE, which kills a C program that does not ignore it.
+            Stream::Unix(s) => {
+                // SAFETY: `buf` is valid for `buf.len()` bytes; the descriptor is ours.
+                let n = unsafe {
+                    libc::send(
+                        s.as_raw_fd(),
+                        buf.as_ptr().cast(),
+                        buf.len(),
+                        libc::MSG_NOSIGNAL,
+                    )
+                };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            }
         }
     }
 
@@ -905,6 +923,14 @@ mod tests {
         };
         assert_eq!(unix(&a), vec![true]);
         assert_eq!(unix(&b), vec![true]);
+        // A write to a dead peer is an error, not SIGPIPE (this test binary ignores SIGPIPE
+        // like every Rust program, so check the flag's effect directly on a socket pair).
+        let (x, y) = UnixStream::pair().unwrap();
+        drop(y);
+        let sx = Stream::Unix(x);
+        let _ = sx.write(b"1");
+        let e = sx.write(b"2").expect_err("the peer is gone");
+        assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
         // A peer without the local listener (another host, or it could not create it) is
         // reached over TCP, and its death is still seen.
         let mut a = mesh(0, 2, 8);
