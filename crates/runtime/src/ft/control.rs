@@ -281,7 +281,11 @@ impl Control {
             mesh_tags.clear();
             fds.push(pollfd(self.wake_rx.as_raw_fd()));
             slots.push(Slot::Wake);
-            if !self.link_busy && !self.link_muted {
+            // Only the coordinator acts on a notice at once; the others hold it for the
+            // grace anyway, so they read the link at its periodic check (LINK_RECHECK) rather
+            // than being woken by it: a notice arrives while the view change it is about is
+            // still under way, and waking every rank for it took CPU from that change.
+            if !self.link_busy && !self.link_muted && self.coordinates() {
                 if let Some(fd) = self.link.as_ref().and_then(|l| l.event_fd()) {
                     fds.push(pollfd(fd));
                     slots.push(Slot::Launcher);
@@ -451,6 +455,19 @@ impl Control {
         }
     }
 
+    /// Whether this rank is the coordinator (the lowest member not noticed dead), the one
+    /// that acts on a launcher notice at once.
+    fn coordinates(&self) -> bool {
+        self.coordinator() == Some(self.me)
+    }
+
+    fn coordinator(&self) -> Option<u32> {
+        let v = self.machine.view()?;
+        v.members()
+            .map(|m| m.id)
+            .find(|id| !self.noticed.contains_key(id))
+    }
+
     /// The launcher tells every survivor, so the reports would all converge on the root:
     /// only the coordinator (the lowest member not noticed dead) acts at once, the others
     /// after the grace if no view without the rank arrived (the coordinator may be dead too,
@@ -465,11 +482,7 @@ impl Control {
         self.noticed
             .entry(rank)
             .or_insert(now + self.cfg.notice_grace);
-        let coordinator = v
-            .members()
-            .map(|m| m.id)
-            .find(|id| !self.noticed.contains_key(id));
-        if coordinator == Some(self.me) {
+        if self.coordinates() {
             let all: Vec<u32> = std::mem::take(&mut self.noticed).into_keys().collect();
             for r in all {
                 self.suspect(now, r, None, SuspectSource::Launcher);
