@@ -244,7 +244,11 @@ mod tests {
         assert_eq!(w.len(), 3, "{w:?}");
         let (c2, w2) = with(&[(FT_SLICE_US, "30")]);
         assert!(w2.is_empty());
-        assert_eq!(c2.slice, Some(Duration::from_micros(100)), "the kernel's minimum");
+        assert_eq!(
+            c2.slice,
+            Some(Duration::from_micros(100)),
+            "the kernel's minimum"
+        );
         assert_eq!(c.protocol.fanout_log2, 2);
         assert_eq!(c.heartbeat, FtConfig::default().heartbeat);
 

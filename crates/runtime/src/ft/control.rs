@@ -313,9 +313,8 @@ impl Control {
                 // wait) or blocked (the rest)?
                 let t1 = super::mono_ns();
                 if t1.saturating_sub(t0) > 100_000 {
-                    self.trace.line(|| {
-                        format!("busy {} {} {}", t1, t1 - t0, q1.saturating_sub(q0))
-                    });
+                    self.trace
+                        .line(|| format!("busy {} {} {}", t1, t1 - t0, q1.saturating_sub(q0)));
                 }
             }
             // SAFETY: `fds` is a valid, exclusively borrowed slice of pollfd structs.
