@@ -7,7 +7,20 @@
 #
 # Each run is one job of N ranks (tests/c/ft/view_kill.c) that kills the root's last child
 # (rank min(2^k, N−1), the paper's example) with SIGKILL after a settle time, with
-# STEADFAST_FT_TRACE on. From the traces (crates/runtime/src/ft/trace.rs):
+# STEADFAST_FT_TRACE on. During the measurement the survivors are blocked in
+# MPIX_Steadfast_wait_view (a condition variable: no CPU) until their own process installs the
+# new view; then each writes its view to a file and resumes MPI point-to-point traffic (a send
+# to the lowest survivor, a ring), so the ranks that already have the view compete for the
+# CPUs with the control threads still stabilizing, as an application that reacts at once
+# would. Traces and view files go to a tmpfs directory (/dev/shm when writable), so file
+# creation by the survivors costs what it costs on tmpfs, not on the disk.
+# Main series: the default configuration (no STEADFAST_FT_* tuning in the environment).
+# Extra series at N = 4, 16, 64, shm, fan-out 4 (--extra): `rt`, real-time control threads
+# (STEADFAST_FT_RT=1); `slice0`, the kernel's default time slice (STEADFAST_FT_SLICE_US=0);
+# `idle`, the default configuration with survivors that stay blocked after they saw the view
+# (a small program built from this script: MPIX_Steadfast_wait_view, then a 0.2 s sleep and
+# MPI_Finalize), which isolates the membership service from the application's own work.
+# From the traces (crates/runtime/src/ft/trace.rs):
 #   Ts      = the root's `stable` line: its install of the new view -> its last FAILURE_ACK
 #   detect  = first suspicion / launcher notice of the victim at any survivor - kill time
 #   L       = one-way latency of FAILED_NODE and FAILURE_ACK frames (sender clock -> receipt)
@@ -15,6 +28,7 @@
 #
 # Usage: scripts/membership-ts.sh [--prefix DIR] [--out DIR] [--reps N] [--sizes "2 4 .."]
 #                                 [--fanouts "1 2"] [--paths "shm tcp"] [--no-plot] [--quick]
+#                                 [--extra "rt slice0 idle"] [--extra-sizes "4 16 64"]
 #                                 [--analyze-only]   (redo tables and plot from OUT/ts-runs.csv)
 # Output: OUT/ts-runs.csv (one line per job), OUT/ts-series.csv, OUT/ts-summary.md, OUT/ts.png
 # (default OUT: docs/reproduction/membership)
@@ -29,6 +43,8 @@ paths="shm tcp"
 plot=yes
 settle=0.3
 analyze_only=no
+extra="rt slice0 idle"
+extra_sizes="4 16 64"
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix=$2; shift 2 ;;
@@ -40,30 +56,77 @@ while [ $# -gt 0 ]; do
         --no-plot) plot=no; shift ;;
         --quick) reps=2; sizes="4 16 64"; shift ;;
         --analyze-only) analyze_only=yes; shift ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        --extra) extra=$2; shift 2 ;;
+        --extra-sizes) extra_sizes=$2; shift 2 ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
 mkdir -p "$out"
 if [ "$analyze_only" = no ]; then
-work=$(mktemp -d)
+if [ -w /dev/shm ]; then work=$(mktemp -d -p /dev/shm); else work=$(mktemp -d); fi
 trap 'rm -rf "$work"' EXIT
 "$prefix/bin/mpicc" -O2 -Wall -o "$work/view_kill" "$here/tests/c/ft/view_kill.c" || exit 1
+# Same kill as view_kill (same arguments), but the survivors stay blocked after the view.
+cat >"$work/idle_kill.c" <<'EOF'
+#include <mpi.h>
+#include <mpi-ext.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+int main(int argc, char **argv)
+{
+    int rank, e;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    int victim = atoi(argv[1]);
+    double settle = atof(argv[4]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    struct timespec ts = {(time_t)settle, (long)((settle - (double)(time_t)settle) * 1e9)};
+    nanosleep(&ts, NULL);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == victim) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/killed.%d", argv[2], rank);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f, "%.9f\n", MPI_Wtime());
+            fclose(f);
+        }
+        raise(SIGKILL);
+    }
+    MPIX_Steadfast_wait_view(1, atof(argv[3]), &e);
+    struct timespec rest = {0, 200000000};
+    nanosleep(&rest, NULL);
+    MPI_Finalize();
+    return 0;
+}
+EOF
+"$prefix/bin/mpicc" -O2 -Wall -o "$work/idle_kill" "$work/idle_kill.c" || exit 1
 
 runs=$work/runs
 mkdir -p "$runs"
-# Real-time control threads (the default) for the main series; one series without.
-series() {   # series RT PATH K SIZES REPS
-    local rt=$1 path=$2 k=$3 ns=$4 reps=$5
+# series CFG PATH K SIZES REPS: CFG def (default configuration), rt, slice0 or idle (above).
+unset STEADFAST_FT_RT STEADFAST_FT_SLICE_US STEADFAST_FT_TRACE_SCHED
+series() {
+    local cfg=$1 path=$2 k=$3 ns=$4 reps=$5
+    local env=() prog=$work/view_kill
+    case $cfg in
+        rt) env=(STEADFAST_FT_RT=1) ;;
+        slice0) env=(STEADFAST_FT_SLICE_US=0) ;;
+        idle) prog=$work/idle_kill ;;
+    esac
     for n in $ns; do
         local victim=$(( (1 << k) < n - 1 ? (1 << k) : n - 1 ))
         for ((rep = 1; rep <= reps; rep++)); do
-            local d="$runs/rt$rt-$path-k$k-n$n-r$rep"
+            local d="$runs/$cfg-$path-k$k-n$n-r$rep"
             mkdir -p "$d"
             echo "$(cut -d' ' -f1 /proc/loadavg)" >"$d/load"
-            STEADFAST_FT_RT=$rt STEADFAST_FANOUT_LOG2=$k STEADFAST_FT_TRACE=$d \
+            env "${env[@]}" STEADFAST_FANOUT_LOG2=$k STEADFAST_FT_TRACE=$d \
                 timeout -k 5 120 "$prefix/bin/mpiexec" -n "$n" --path "$path" --on-failure continue \
-                "$work/view_kill" "$victim" "$d" 20 "$settle" >"$d/stdout" 2>"$d/stderr"
+                "$prog" "$victim" "$d" 20 "$settle" >"$d/stdout" 2>"$d/stderr"
             printf '.'
         done
     done
@@ -71,10 +134,12 @@ series() {   # series RT PATH K SIZES REPS
 echo "measuring (each dot is one job; load average now: $(cut -d' ' -f1-3 /proc/loadavg))"
 for path in $paths; do
     for k in $fanouts; do
-        series 1 "$path" "$k" "$sizes" "$reps"
+        series def "$path" "$k" "$sizes" "$reps"
     done
 done
-series 0 shm 2 "4 16 64" 3
+for cfg in $extra; do
+    series "$cfg" shm 2 "$extra_sizes" "$reps"
+done
 echo
 
 python3 - "$runs" "$out" <<'PY'
@@ -83,8 +148,8 @@ import csv, glob, os, statistics, sys
 runs_dir, out = sys.argv[1:3]
 rows = []
 for d in sorted(glob.glob(os.path.join(runs_dir, '*'))):
-    rt, path, k, n, rep = os.path.basename(d).split('-')
-    row = dict(rt=int(rt[2:]), path=path, k=int(k[1:]), n=int(n[1:]), rep=int(rep[1:]),
+    cfg, path, k, n, rep = os.path.basename(d).split('-')
+    row = dict(cfg=cfg, path=path, k=int(k[1:]), n=int(n[1:]), rep=int(rep[1:]),
                load=open(os.path.join(d, 'load')).read().strip(), ts_us='', detect_us='', via='',
                connection_us='', launcher_us='', all_installed_us='', L_us='', Ocp_us='', ok=0)
     rows.append(row)
@@ -136,7 +201,7 @@ import csv, os, statistics, subprocess, sys
 out, repo = sys.argv[1:3]
 rows = list(csv.DictReader(open(os.path.join(out, 'ts-runs.csv'))))
 for r in rows:
-    for key in ('rt', 'k', 'n', 'rep', 'ok'):
+    for key in ('k', 'n', 'rep', 'ok'):
         r[key] = int(r[key])
 
 def height(n, k):
@@ -155,7 +220,7 @@ def vals(rs, key):
 def group(key):
     g = {}
     for r in rows:
-        if (r['rt'], r['path'], r['k']) == key:
+        if (r['cfg'], r['path'], r['k']) == key:
             g.setdefault(r['n'], []).append(r)
     return g
 
@@ -194,7 +259,12 @@ def sim(L, O):
     return table
 
 f0 = lambda x: f'{x:.0f}' if x == x else '–'
-keys = sorted({(r['rt'], r['path'], r['k']) for r in rows}, key=lambda s: (-s[0], s[1], s[2]))
+CFG_ORDER = {'def': 0, 'idle': 1, 'slice0': 2, 'rt': 3}
+CFG_NAME = {'def': 'default configuration',
+            'idle': 'default configuration, survivors stay blocked after the view',
+            'slice0': "kernel's default time slice for the control thread (STEADFAST_FT_SLICE_US=0)",
+            'rt': 'real-time control threads (STEADFAST_FT_RT=1)'}
+keys = sorted({(r['cfg'], r['path'], r['k']) for r in rows}, key=lambda s: (CFG_ORDER.get(s[0], 9), s[1], s[2]))
 lines = []
 emit = lines.append
 loads = [float(r['load']) for r in rows]
@@ -202,13 +272,15 @@ emit(f'{len(rows)} jobs, {sum(r["ok"] for r in rows)} with a complete trace; 1-m
      f'{min(loads):.1f}–{max(loads):.1f} during the runs (2 cores). Times in µs.\n')
 series_rows = []
 for key in keys:
-    rt, path, k = key
+    cfg, path, k = key
     g = group(key)
     L = med([x for rs in g.values() for x in vals(rs, 'L_us')])
     O = med([x for rs in g.values() for x in vals(rs, 'Ocp_us')])
     fl, fo = fit([(n, k, med(vals(rs, 'ts_us'))) for n, rs in g.items() if vals(rs, 'ts_us')])
     st = sim(L, O) if L == L and O == O else {}
-    emit(f'#### {path}, fan-out {1 << k} (k = {k}), control thread {"real-time (default)" if rt else "default scheduling (STEADFAST_FT_RT=0)"}\n')
+    ld = [float(r['load']) for rs in g.values() for r in rs]
+    emit(f'#### {path}, fan-out {1 << k} (k = {k}), {CFG_NAME.get(cfg, cfg)}\n')
+    emit(f'1-minute load average {min(ld):.1f}–{max(ld):.1f} during this series.\n')
     emit(f'Series medians: L = {L:.0f} µs, Ocp = {O:.0f} µs. Least-squares fit of the model to the Ts '
          f'medians (N ≥ 3, costs ≥ 0): L = {fl:.0f} µs, Ocp = {fo:.0f} µs.\n')
     emit('| N | H | runs | Ts median | Ts min–max | L at N | Ocp at N | model, L and Ocp at N | model, series L and Ocp | sim, series L and Ocp | sim + contention | detection: first (by) | broken connection | launcher notice | view at every survivor |')
@@ -225,7 +297,7 @@ for key in keys:
              f'{f0(med(vals(rs, "detect_us")))} ({vias}) | {f0(med(vals(rs, "connection_us")))} | '
              f'{f0(med(vals(rs, "launcher_us")))} | {f0(med(vals(rs, "all_installed_us")))} |')
         if ts:
-            series_rows.append([rt, path, k, n, height(n, k), f'{med(ts):.1f}', f'{min(ts):.1f}', f'{max(ts):.1f}',
+            series_rows.append([cfg, path, k, n, height(n, k), f'{med(ts):.1f}', f'{min(ts):.1f}', f'{max(ts):.1f}',
                                 f'{model(n, k, ln, on):.1f}' if ln == ln else '', f'{model(n, k, L, O):.1f}',
                                 f'{ln:.1f}' if ln == ln else ''])
     emit('')
@@ -233,7 +305,7 @@ with open(os.path.join(out, 'ts-summary.md'), 'w') as f:
     f.write('\n'.join(lines) + '\n')
 with open(os.path.join(out, 'ts-series.csv'), 'w', newline='') as f:
     w = csv.writer(f)
-    w.writerow(['rt', 'path', 'k', 'n', 'H', 'ts_median_us', 'ts_min_us', 'ts_max_us', 'model_at_n_us',
+    w.writerow(['cfg', 'path', 'k', 'n', 'H', 'ts_median_us', 'ts_min_us', 'ts_max_us', 'model_at_n_us',
                 'model_series_us', 'L_at_n_us'])
     w.writerows(series_rows)
 print('\n'.join(lines))
@@ -254,30 +326,34 @@ out = sys.argv[1]
 rows = list(csv.DictReader(open(os.path.join(out, 'ts-series.csv'))))
 fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={'width_ratios': [3, 2]})
 colors = {1: 'tab:blue', 2: 'tab:red'}
-keys = sorted({(r['rt'], r['path'], int(r['k'])) for r in rows}, reverse=True)
-for (rt, path, k) in keys:
-    s = sorted([r for r in rows if (r['rt'], r['path'], int(r['k'])) == (rt, path, k)], key=lambda r: int(r['n']))
+keys = sorted({(r['cfg'], r['path'], int(r['k'])) for r in rows}, key=lambda s: ({'def': 0}.get(s[0], 1), s[0], s[1], s[2]))
+for (cfg, path, k) in keys:
+    s = sorted([r for r in rows if (r['cfg'], r['path'], int(r['k'])) == (cfg, path, k)], key=lambda r: int(r['n']))
     n = [int(r['n']) for r in s if int(r['n']) > 2]
     s = [r for r in s if int(r['n']) > 2]
     med = [float(r['ts_median_us']) for r in s]
     lo = [m - float(r['ts_min_us']) for m, r in zip(med, s)]
     hi = [float(r['ts_max_us']) - m for m, r in zip(med, s)]
-    label = f'{path}, fan-out {1 << k}' + ('' if rt == '1' else ', default scheduling')
-    ax.errorbar(n, med, yerr=[lo, hi], fmt=dict(shm='o', tcp='s')[path], color=colors[k],
-                alpha=1.0 if rt == '1' else 0.45, capsize=3, label=f'measured: {label}',
-                mfc='none' if path == 'tcp' else colors[k])
-    if rt == '1' and path == 'shm':
+    main = cfg == 'def'
+    label = f'{path}, fan-out {1 << k}' + {'def': '', 'rt': ', real-time control threads',
+                                           'slice0': ", kernel's default slice",
+                                           'idle': ', survivors blocked'}.get(cfg, cfg)
+    ax.errorbar(n, med, yerr=[lo, hi], fmt=dict(shm='o', tcp='s')[path] if main else dict(rt='^', slice0='v', idle='D').get(cfg, 'x'),
+                color=colors[k] if main else dict(rt='tab:green', slice0='tab:gray', idle='tab:purple').get(cfg, 'k'),
+                alpha=1.0 if main else 0.6, capsize=3, label=f'measured: {label}',
+                mfc='none' if path == 'tcp' else None)
+    if main and path == 'shm':
         ax.plot(n, [float(r['model_at_n_us']) for r in s], color=colors[k], ls='--',
                 label=f'model 2L(H−1)+Ocp·H, L and Ocp measured at each N (fan-out {1 << k})')
         ax.step(n, [float(r['model_series_us']) for r in s], where='mid', color=colors[k], ls=':',
                 label=f'model with the series medians of L and Ocp (fan-out {1 << k})')
-    if rt == '1':
+    if main:
         bx.plot(n, [float(r['L_at_n_us']) for r in s], marker=dict(shm='o', tcp='s')[path], color=colors[k],
                 mfc='none' if path == 'tcp' else colors[k], label=f'{path}, fan-out {1 << k}')
 ax.set_xscale('log', base=2); ax.set_yscale('log')
 ax.set_xlabel('ranks N (2 cores: N > 2 shares the cores, N ≥ 8 is oversubscribed)')
 ax.set_ylabel('Ts after one failure (µs)')
-ax.set_title('Membership stabilization time on this machine (median, min–max)')
+ax.set_title('Membership stabilization time, default configuration (median, min–max)')
 ax.axhline(1000, color='grey', lw=0.8)
 ax.text(3, 1060, '1 ms (target for N = 16)', color='grey', fontsize=8)
 ax.legend(fontsize=7, loc='upper left')

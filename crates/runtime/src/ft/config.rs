@@ -37,6 +37,16 @@ pub const NOTICE_GRACE_MS: &str = "STEADFAST_FT_NOTICE_GRACE_MS";
 /// machine with few cores, real-time control threads were seen starving the application
 /// threads of their own processes (a revoke that never got processed).
 pub const FT_RT: &str = "STEADFAST_FT_RT";
+/// `STEADFAST_FT_SLICE_US`: time slice the control thread asks the fair scheduler for
+/// (default 100 µs, the kernel's minimum; 0 = the kernel's default). A thread with a shorter
+/// slice than the running one preempts it when woken (Linux ≥ 6.12), so a membership hop
+/// does not wait for a busy thread's slice to end; it gets no more CPU than before and needs
+/// no privilege. Ignored with `STEADFAST_FT_RT=1`.
+pub const FT_SLICE_US: &str = "STEADFAST_FT_SLICE_US";
+/// `STEADFAST_FT_TRACE_SCHED`: `1` adds the control thread's run-queue wait to the trace
+/// (`rx` lines, and `busy` lines for long turns of the loop); costs two reads of
+/// `/proc/thread-self/schedstat` per turn, so it is off by default.
+pub const FT_TRACE_SCHED: &str = "STEADFAST_FT_TRACE_SCHED";
 /// `STEADFAST_FT_HOST`: address the control channel listens on and publishes
 /// (default 127.0.0.1: the launcher starts single-host jobs).
 pub const FT_HOST: &str = "STEADFAST_FT_HOST";
@@ -59,10 +69,14 @@ pub struct FtConfig {
     pub protocol: ProtocolConfig,
     /// Run the control thread at real-time priority if permitted.
     pub realtime: bool,
+    /// Short fair-scheduler time slice for the control thread (`None`: the kernel's default).
+    pub slice: Option<Duration>,
     /// Listening address of the control channel.
     pub host: IpAddr,
     /// Where to write the per-rank trace, if anywhere.
     pub trace_dir: Option<PathBuf>,
+    /// Add scheduler waits to the trace.
+    pub trace_sched: bool,
     /// Leave the process (exit status [`crate::ft::EXIT_EXCLUDED`]) when the group excludes
     /// it: a process declared failed must stay failed (run-through mode). Set by the caller.
     pub exit_when_excluded: bool,
@@ -86,8 +100,10 @@ impl Default for FtConfig {
                 auto_rejoin: false,
             },
             realtime: false,
+            slice: Some(Duration::from_micros(100)),
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             trace_dir: None,
+            trace_sched: false,
             exit_when_excluded: false,
         }
     }
@@ -144,6 +160,12 @@ impl FtConfig {
         if let Some(v) = num(FT_RT, 0, 1) {
             c.realtime = v == 1;
         }
+        if let Some(v) = num(FT_SLICE_US, 0, 100_000) {
+            c.slice = (v > 0).then(|| Duration::from_micros(v.max(100)));
+        }
+        if let Some(v) = num(FT_TRACE_SCHED, 0, 1) {
+            c.trace_sched = v == 1;
+        }
         if let Some(raw) = get(FT_HOST) {
             match raw.trim().parse::<IpAddr>() {
                 Ok(ip) => c.host = ip,
@@ -198,12 +220,16 @@ mod tests {
             (NOTICE_GRACE_MS, "7"),
             (MEMBERSHIP, "0"),
             (FT_RT, "0"),
+            (FT_SLICE_US, "0"),
+            (FT_TRACE_SCHED, "1"),
             (FT_HOST, "::1"),
             (FT_TRACE, "/tmp/x"),
         ]);
         assert!(w.is_empty(), "{w:?}");
         assert!(!c.enabled);
         assert!(!c.realtime);
+        assert_eq!(c.slice, None);
+        assert!(c.trace_sched);
         assert_eq!(c.heartbeat, Duration::from_millis(20));
         assert_eq!(c.suspect, Duration::from_millis(150));
         assert_eq!(c.protocol.fanout_log2, 1);
@@ -216,6 +242,13 @@ mod tests {
 
         let (c, w) = with(&[(FANOUT_LOG2, "9"), (HEARTBEAT_MS, "x"), (FT_HOST, "nope")]);
         assert_eq!(w.len(), 3, "{w:?}");
+        let (c2, w2) = with(&[(FT_SLICE_US, "30")]);
+        assert!(w2.is_empty());
+        assert_eq!(
+            c2.slice,
+            Some(Duration::from_micros(100)),
+            "the kernel's minimum"
+        );
         assert_eq!(c.protocol.fanout_log2, 2);
         assert_eq!(c.heartbeat, FtConfig::default().heartbeat);
 

@@ -18,7 +18,7 @@ use super::frame::{FrameKey, Kind};
 use super::link::LauncherLink;
 use super::mesh::{Mesh, MeshEvent, Tag};
 use super::monitor::{Action, Monitor};
-use super::trace::Trace;
+use super::trace::{RunDelay, Trace};
 use super::{mono_now, FtError, EXIT_EXCLUDED};
 use crate::event::LauncherEvent;
 
@@ -143,6 +143,7 @@ impl Prepared {
             noticed: BTreeMap::new(),
             wake_rx,
             trace,
+            wake_runq: None,
         };
         let handle = std::thread::Builder::new()
             .name(format!("steadfast-ft-{}", self.rank))
@@ -225,22 +226,36 @@ struct Control {
     noticed: BTreeMap<u32, Time>,
     wake_rx: UnixStream,
     trace: Trace,
+    /// Run-queue wait of the last wake-up from `poll` (traces only).
+    wake_runq: Option<u64>,
 }
 
 impl Control {
     fn run(mut self) {
-        if self.cfg.realtime {
-            set_realtime();
-        }
+        let sched = if self.cfg.realtime {
+            set_realtime()
+        } else if let Some(slice) = self.cfg.slice {
+            set_short_slice(slice)
+        } else {
+            "default"
+        };
+        self.trace
+            .line(|| format!("sched {} {}", mono_now().as_nanos(), sched));
+        let runq = RunDelay::open(self.trace.on() && self.cfg.trace_sched);
         let mut fds: Vec<libc::pollfd> = Vec::new();
         let mut slots: Vec<Slot> = Vec::new();
         let mut mesh_tags: Vec<Tag> = Vec::new();
         let now = mono_now();
         self.pump(now);
+        // Whether the wake-up socket may hold bytes (it is read only then: a syscall less
+        // per turn of the loop).
+        let mut wake_ready = true;
         // Iterations in a row that found a deadline already due: a component that failed to
         // move its deadline must not turn the loop into a spin (the thread may be real-time).
         let mut due_in_a_row = 0u32;
         let mut window = (now, 0u32);
+        // When the last poll returned, and the run-queue wait so far (traces only).
+        let mut awake_since: Option<(u64, u64)> = None;
         let stop = loop {
             let now = mono_now();
             // Safety net under real-time priority: whatever the cause, a loop that turns far
@@ -255,7 +270,7 @@ impl Control {
             if window.1 >= PACE_LIMIT {
                 std::thread::sleep(Duration::from_millis(1));
             }
-            if let Some(mode) = self.on_wake(now) {
+            if let Some(mode) = self.on_wake(now, std::mem::take(&mut wake_ready)) {
                 break mode;
             }
             self.timers(now);
@@ -266,7 +281,11 @@ impl Control {
             mesh_tags.clear();
             fds.push(pollfd(self.wake_rx.as_raw_fd()));
             slots.push(Slot::Wake);
-            if !self.link_busy && !self.link_muted {
+            // Only the coordinator acts on a notice at once; the others hold it for the
+            // grace anyway, so they read the link at its periodic check (LINK_RECHECK) rather
+            // than being woken by it: a notice arrives while the view change it is about is
+            // still under way, and waking every rank for it took CPU from that change.
+            if !self.link_busy && !self.link_muted && self.coordinates() {
                 if let Some(fd) = self.link.as_ref().and_then(|l| l.event_fd()) {
                     fds.push(pollfd(fd));
                     slots.push(Slot::Launcher);
@@ -288,8 +307,23 @@ impl Control {
             }
             // Round up to whole milliseconds so a deadline 0.4 ms away is not a busy loop.
             let ms = timeout.as_micros().div_ceil(1000) as i32;
+            let runq_before = runq.read();
+            if let (Some((t0, q0)), Some(q1)) = (awake_since, runq_before) {
+                // A turn of the loop that took long: was the thread preempted (run-queue
+                // wait) or blocked (the rest)?
+                let t1 = super::mono_ns();
+                if t1.saturating_sub(t0) > 100_000 {
+                    self.trace
+                        .line(|| format!("busy {} {} {}", t1, t1 - t0, q1.saturating_sub(q0)));
+                }
+            }
             // SAFETY: `fds` is a valid, exclusively borrowed slice of pollfd structs.
             let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+            let runq_after = runq.read();
+            self.wake_runq = runq_after
+                .zip(runq_before)
+                .map(|(a, b)| a.saturating_sub(b));
+            awake_since = runq_after.map(|q| (super::mono_ns(), q));
             if n < 0 {
                 let e = std::io::Error::last_os_error();
                 if e.kind() != ErrorKind::Interrupted {
@@ -304,7 +338,7 @@ impl Control {
                     continue;
                 }
                 match *slot {
-                    Slot::Wake => {}
+                    Slot::Wake => wake_ready = true,
                     Slot::Launcher => {
                         self.link_check_at = now;
                         self.link_readable = true;
@@ -342,9 +376,9 @@ impl Control {
     }
 
     /// Drains the wake-up socket and the board's inbox; returns a stop request.
-    fn on_wake(&mut self, now: Time) -> Option<StopMode> {
+    fn on_wake(&mut self, now: Time, drain: bool) -> Option<StopMode> {
         let mut buf = [0u8; 64];
-        while matches!((&self.wake_rx).read(&mut buf), Ok(n) if n > 0) {}
+        while drain && matches!((&self.wake_rx).read(&mut buf), Ok(n) if n > 0) {}
         let inbox = self.board.take_inbox();
         for r in inbox.suspects {
             self.suspect(now, r, None, SuspectSource::Reliable);
@@ -420,6 +454,19 @@ impl Control {
         }
     }
 
+    /// Whether this rank is the coordinator (the lowest member not noticed dead), the one
+    /// that acts on a launcher notice at once.
+    fn coordinates(&self) -> bool {
+        self.coordinator() == Some(self.me)
+    }
+
+    fn coordinator(&self) -> Option<u32> {
+        let v = self.machine.view()?;
+        v.members()
+            .map(|m| m.id)
+            .find(|id| !self.noticed.contains_key(id))
+    }
+
     /// The launcher tells every survivor, so the reports would all converge on the root:
     /// only the coordinator (the lowest member not noticed dead) acts at once, the others
     /// after the grace if no view without the rank arrived (the coordinator may be dead too,
@@ -434,11 +481,7 @@ impl Control {
         self.noticed
             .entry(rank)
             .or_insert(now + self.cfg.notice_grace);
-        let coordinator = v
-            .members()
-            .map(|m| m.id)
-            .find(|id| !self.noticed.contains_key(id));
-        if coordinator == Some(self.me) {
+        if self.coordinates() {
             let all: Vec<u32> = std::mem::take(&mut self.noticed).into_keys().collect();
             for r in all {
                 self.suspect(now, r, None, SuspectSource::Launcher);
@@ -516,13 +559,15 @@ impl Control {
                         };
                         let name = msg.body.name();
                         let t_ns = rx_ns;
+                        let runq = self.wake_runq;
                         self.trace.line(|| {
                             format!(
-                                "rx {} {} {} {}",
+                                "rx {} {} {} {} {}",
                                 t_ns,
                                 from,
                                 name,
-                                t_ns.saturating_sub(f.sent_ns)
+                                t_ns.saturating_sub(f.sent_ns),
+                                runq.map_or("-".to_string(), |r| r.to_string())
                             )
                         });
                         self.machine.handle(now, from, msg);
@@ -699,7 +744,7 @@ impl Control {
 /// Moves the calling thread to real-time priority 1 (`STEADFAST_FT_RT=1`), if permitted.
 /// Round-robin rather than FIFO: control threads of one host share the lowest real-time
 /// level, and round-robin keeps them taking turns.
-fn set_realtime() {
+fn set_realtime() -> &'static str {
     let param = libc::sched_param { sched_priority: 1 };
     // SAFETY: plain call on the current thread with a valid parameter block.
     let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_RR, &param) };
@@ -708,7 +753,57 @@ fn set_realtime() {
             errno = rc,
             "real-time priority for the control thread refused; keeping the default"
         );
+        return "default";
     }
+    "realtime"
+}
+
+/// `struct sched_attr` of `sched_setattr(2)` (the first version, 48 bytes).
+#[repr(C)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// Asks the fair scheduler for a short time slice for the calling thread
+/// (`STEADFAST_FT_SLICE_US`): the thread keeps the normal policy and nice value, so it gets
+/// no more CPU than any other thread, but since Linux 6.12 a woken thread with a shorter
+/// slice than the running one preempts it instead of queueing behind the rest of the
+/// running thread's slice (about 1.5 ms on two cores) — which is what a hop of the
+/// membership protocol otherwise waits on a busy machine. Needs no privilege; older
+/// kernels ignore the slice.
+fn set_short_slice(slice: Duration) -> &'static str {
+    // SAFETY: getpriority on the calling thread (tid 0 = self) reads its nice value.
+    let nice = unsafe {
+        *libc::__errno_location() = 0;
+        libc::getpriority(libc::PRIO_PROCESS, 0)
+    };
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: libc::SCHED_OTHER as u32,
+        flags: 0,
+        nice,
+        priority: 0,
+        runtime: slice.as_nanos().min(u64::MAX as u128) as u64,
+        deadline: 0,
+        period: 0,
+    };
+    // SAFETY: sched_setattr on the calling thread (pid 0) with a valid, sized attribute block.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+    if rc != 0 {
+        tracing::debug!(
+            error = %std::io::Error::last_os_error(),
+            "short scheduler slice for the control thread refused; keeping the default"
+        );
+        return "default";
+    }
+    "short-slice"
 }
 
 fn pollfd(fd: std::os::fd::RawFd) -> libc::pollfd {

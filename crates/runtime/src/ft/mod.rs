@@ -12,7 +12,9 @@
 //! path (shared memory or TCP): one TCP listener per rank on `STEADFAST_FT_HOST`
 //! (default 127.0.0.1), its address published in the launcher's key-value space as
 //! `ft.<rank>` before the job's start-up fence ([`kv_key`]). Connections are opened on first
-//! use, without blocking, and carry frames both ways ([`frame`]: a fixed header plus a
+//! use, without blocking (to a peer on a loopback address, over a Unix socket in the abstract
+//! namespace named after its TCP address, when it answers: a quarter of the CPU time per
+//! frame), and carry frames both ways ([`frame`]: a fixed header plus a
 //! SipHash-2-4 tag keyed with the job key, so a frame from another job or another program is
 //! dropped and counted, never acted upon).
 //!
