@@ -104,7 +104,7 @@ unsafe fn send_impl(func: &str, buf: *const c_void, count: i64, dt: MPI_Datatype
     api(func, Some(comm as usize), |g| {
         let spec = send_spec(g, buf, count, dt, dest, tag, comm, mode)?;
         if mode == Mode::Buffered {
-            return g.eng.bsend(spec);
+            return g.eng.bsend(spec).map(|_| ());
         }
         let h = g.eng.isend(spec)?;
         g.eng.wait(h)?;
@@ -128,8 +128,8 @@ unsafe fn isend_impl(
     api(func, Some(comm as usize), |g| {
         let spec = send_spec(g, buf, count, dt, dest, tag, comm, mode)?;
         let h = if mode == Mode::Buffered {
-            g.eng.bsend(spec)?;
-            g.eng.completed_request()
+            let sent = g.eng.bsend(spec)?;
+            g.eng.bsend_request(sent)
         } else {
             g.eng.isend(spec)?
         };

@@ -24,7 +24,7 @@ use crate::failures::FtState;
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::matching::{Matcher, Unexpected, ANY_SOURCE, ANY_TAG};
 use crate::mpi_err;
-use crate::request::{Mode, Op, RecvSpec, Request, SendSpec, Status};
+use crate::request::{Mode, Op, RecvSpec, Request, SendSpec, Sent, Status};
 use crate::slab::{Handle, Slab};
 use crate::wire::{Header, Kind, FLAG_CMA};
 
@@ -73,14 +73,15 @@ pub struct JobInfo {
 
 /// An unexpected message's body.
 pub enum Body {
-    Eager { data: Vec<u8> },
+    /// `id`: the sender's message id (for MPI_Cancel of the send).
+    Eager { data: Vec<u8>, id: u64 },
     Rts { peer: u32, len: u64, addr: u64, sreq: u64, flags: u8 },
 }
 
 impl Body {
     fn len(&self) -> u64 {
         match self {
-            Body::Eager { data } => data.len() as u64,
+            Body::Eager { data, .. } => data.len() as u64,
             Body::Rts { len, .. } => *len,
         }
     }
@@ -115,6 +116,11 @@ struct State {
     cma_ok: Vec<bool>,
     events: u64,
     dropped: u64,
+    /// Ids of eager messages sent (MPI_Cancel names a message by it).
+    msg_ids: u64,
+    /// The last message `start_send` put on its way (buffered sends hand it to the
+    /// application's request).
+    last_sent: Option<Sent>,
     bsend_used: usize,
     ft: FtState,
     ulfm: ulfm::UlfmState,
@@ -276,6 +282,8 @@ impl Engine {
             cma_ok,
             events: 0,
             dropped: 0,
+            msg_ids: 0,
+            last_sent: None,
             bsend_used: 0,
             ft: FtState::new(size, run_through),
             ulfm: Default::default(),
@@ -327,6 +335,13 @@ impl Engine {
     pub fn finalize(&mut self) -> MpiResult<()> {
         if self.finalized {
             return Ok(());
+        }
+        // Keep serving the others (cancel requests, rendezvous) until every rank got here;
+        // the launcher's fence below does not run the engine. In run-through mode a failed
+        // rank makes this fail, which changes nothing.
+        if self.size > 1 && self.boot.is_some() {
+            let world = self.world;
+            let _ = self.barrier(world);
         }
         // Output queued for a rank the membership declared failed can never leave: do not wait for it.
         self.block_until(|e| {
@@ -511,8 +526,11 @@ impl Engine {
             Op::Send(s) if s.mode == Mode::Buffered => {
                 // Buffered sends complete locally: the data moves to a detached internal send.
                 let s = s.clone();
-                self.bsend(s)?;
+                let sent = self.bsend(s)?;
                 self.st.complete(h, status_null());
+                if let Some(r) = self.st.reqs.get_mut(h) {
+                    r.send.sent = sent;
+                }
                 Ok(())
             }
             Op::Send(s) => {
@@ -581,7 +599,14 @@ impl Engine {
         }
         let eager = s.mode != Mode::Synchronous && len <= self.eager_limit;
         if eager {
-            let hdr = Header { kind: Kind::Eager, flags: 0, ctx, src, tag: s.tag, len: len as u64, a: 0, b: 0 }.encode();
+            self.st.msg_ids += 1;
+            let id = self.st.msg_ids;
+            let sent = Sent { peer, ctx, src, id, rendezvous: false, buffered: false };
+            self.st.last_sent = Some(sent);
+            if let Some(r) = self.st.reqs.get_mut(h) {
+                r.send.sent = Some(sent);
+            }
+            let hdr = Header { kind: Kind::Eager, flags: 0, ctx, src, tag: s.tag, len: len as u64, a: 0, b: id }.encode();
             // SAFETY: data_ptr is valid for len bytes (user buffer or our packed copy).
             let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { data_ptr }, len) };
             self.emit(peer, hdr, payload)?;
@@ -590,6 +615,11 @@ impl Engine {
             let flags = if self.st.cma_ok[peer as usize] || peer == self.rank { FLAG_CMA } else { 0 };
             let hdr = Header { kind: Kind::Rts, flags, ctx, src, tag: s.tag, len: len as u64, a: data_ptr as u64, b: h.0 }
                 .encode();
+            let sent = Sent { peer, ctx, src, id: h.0, rendezvous: true, buffered: false };
+            self.st.last_sent = Some(sent);
+            if let Some(r) = self.st.reqs.get_mut(h) {
+                r.send.sent = Some(sent);
+            }
             self.emit(peer, hdr, &[])?;
         }
         Ok(())
@@ -698,6 +728,9 @@ impl Engine {
     /// MPI_Cancel: a posted receive is withdrawn; a send is left to complete normally.
     pub fn cancel(&mut self, h: Handle) -> MpiResult<()> {
         let r = self.st.reqs.get_mut(h).ok_or_else(|| MpiError::new(ErrorClass::Request, "invalid request handle"))?;
+        if matches!(r.op, Op::Send(_)) || r.send.sent.is_some() {
+            return self.cancel_send(h);
+        }
         if r.complete || !r.recv.posted {
             return Ok(());
         }
@@ -709,6 +742,42 @@ impl Engine {
             self.st.complete(h, Status { source: PROC_NULL, tag: ANY_TAG, error: None, bytes: 0, cancelled: true });
         }
         Ok(())
+    }
+
+    /// MPI_Cancel of a send: ask the receiver to withdraw the message if no receive matched
+    /// it yet. The request completes again when the answer arrives, cancelled or not (an
+    /// eager send that already completed locally is reopened until then).
+    fn cancel_send(&mut self, h: Handle) -> MpiResult<()> {
+        let Some(r) = self.st.reqs.get_mut(h) else { return mpi_err!(Request, "invalid request handle") };
+        if !r.active || r.send.cancelling || r.freed {
+            return Ok(());
+        }
+        let Some(sent) = r.send.sent else { return Ok(()) };
+        if sent.rendezvous && !sent.buffered && r.complete {
+            // Delivered.
+            return Ok(());
+        }
+        if sent.buffered && sent.rendezvous && self.st.reqs.get(Handle(sent.id)).is_none_or(|x| x.complete) {
+            return Ok(());
+        }
+        let Some(r) = self.st.reqs.get_mut(h) else { return Ok(()) };
+        if self.st.ft.is_dead(sent.peer) {
+            return Ok(());
+        }
+        r.send.cancelling = true;
+        r.complete = false;
+        let hdr = Header {
+            kind: Kind::CancelReq,
+            flags: 0,
+            ctx: sent.ctx,
+            src: sent.src,
+            tag: 0,
+            len: h.0,
+            a: sent.rendezvous as u64,
+            b: sent.id,
+        }
+        .encode();
+        self.emit(sent.peer, hdr, &[])
     }
 
     /// Account a buffered send's reservation when the application attaches/detaches.
@@ -726,8 +795,10 @@ impl Engine {
     }
 
     /// Start a buffered send: the data is copied now and sent in the background.
-    pub fn bsend(&mut self, mut spec: SendSpec) -> MpiResult<()> {
+    /// Returns what MPI_Cancel of the application's request needs.
+    pub fn bsend(&mut self, mut spec: SendSpec) -> MpiResult<Option<Sent>> {
         spec.mode = Mode::Buffered;
+        self.st.last_sent = None;
         let h = self.send_init(spec.clone(), false)?;
         if let Some(r) = self.st.reqs.get_mut(h) {
             r.freed = true;
@@ -739,7 +810,18 @@ impl Engine {
         } else if self.st.reqs.get(h).is_some_and(|r| r.complete) {
             self.st.reqs.remove(h);
         }
-        res
+        res?;
+        Ok(self.st.last_sent.take().map(|s| Sent { buffered: true, ..s }))
+    }
+
+    /// The application's request of a nonblocking buffered send: complete at once, and
+    /// cancellable while the message is unmatched.
+    pub fn bsend_request(&mut self, sent: Option<Sent>) -> Handle {
+        let h = self.completed_request();
+        if let Some(r) = self.st.reqs.get_mut(h) {
+            r.send.sent = sent;
+        }
+        h
     }
 
     // ---- probe ------------------------------------------------------------------------------
@@ -1134,7 +1216,7 @@ impl Engine {
     pub(crate) fn take_eager(&mut self, ctx: u32, src: i32, tag: i32) -> Option<(i32, Vec<u8>)> {
         let u = self.st.matcher.take(ctx, src, tag)?;
         match u.msg {
-            Body::Eager { data } => Some((u.src, data)),
+            Body::Eager { data, .. } => Some((u.src, data)),
             Body::Rts { .. } => {
                 self.st.dropped += 1;
                 None
@@ -1347,7 +1429,7 @@ impl Engine {
             return self.coll_irecv_typed(c, src, tag, buf, count, dtype).map(Some);
         };
         match u.msg {
-            Body::Eager { data } => {
+            Body::Eager { data, .. } => {
                 let cap = dtype.packed_size(count);
                 let n = data.len().min(cap);
                 if n > 0 {
@@ -1604,7 +1686,7 @@ impl State {
                     self.dropped += 1;
                     return;
                 }
-                match self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec() }) {
+                match self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec(), id: h.b }) {
                     Some(r) => self.deliver_bytes(r, h.src, h.tag, payload, h.len),
                     None => {}
                 }
@@ -1634,6 +1716,52 @@ impl State {
             }
             Kind::Fin => self.complete_send(Handle(h.b)),
             Kind::Ulfm => self.ulfm_packet(peer, h.ctx, h.src, payload),
+            Kind::CancelReq => {
+                let (src, id, rts) = (h.src, h.b, h.a == 1);
+                let withdrawn = self.matcher.remove_unexpected(h.ctx, |u| {
+                    u.src == src
+                        && match &u.msg {
+                            Body::Eager { id: x, .. } => !rts && *x == id,
+                            Body::Rts { sreq, .. } => rts && *sreq == id,
+                        }
+                });
+                let hdr = Header { kind: Kind::CancelAck, flags: 0, ctx: h.ctx, src: 0, tag: 0, len: 0, a: withdrawn as u64, b: h.len }
+                    .encode();
+                if peer == self.rank {
+                    self.loopback.push_back((hdr, Vec::new()));
+                } else {
+                    self.queue(peer, OutOp::Packet { hdr, payload: Vec::new() });
+                }
+            }
+            Kind::CancelAck => {
+                let sreq = Handle(h.b);
+                let Some(r) = self.reqs.get_mut(sreq) else {
+                    self.dropped += 1;
+                    return;
+                };
+                if !r.send.cancelling {
+                    self.dropped += 1;
+                    return;
+                }
+                r.send.cancelling = false;
+                let sent = r.send.sent;
+                let rts = sent.is_some_and(|s| s.rendezvous && !s.buffered);
+                let tag = match &r.op {
+                    Op::Send(s) => s.tag,
+                    _ => 0,
+                };
+                if h.a == 1 {
+                    self.complete(sreq, Status { source: PROC_NULL, tag, error: None, bytes: 0, cancelled: true });
+                    if let Some(s) = sent.filter(|s| s.buffered && s.rendezvous) {
+                        // The internal send that held the buffered data ends too.
+                        self.complete(Handle(s.id), Status { source: PROC_NULL, tag, error: None, bytes: 0, cancelled: true });
+                    }
+                } else if !rts {
+                    // The eager message was already received: the send stands.
+                    self.complete(sreq, Status { source: PROC_NULL, tag, error: None, bytes: 0, cancelled: false });
+                }
+                // A matched rendezvous completes as usual.
+            }
             Kind::CollAbort => {
                 if self.ft.run_through {
                     self.ft.aborted.push((h.ctx, h.tag, std::time::Instant::now()));
@@ -1651,7 +1779,7 @@ impl State {
     /// Hand a matched message to receive `h`.
     fn deliver(&mut self, h: Handle, src: i32, tag: i32, body: Body) {
         match body {
-            Body::Eager { data } => {
+            Body::Eager { data, .. } => {
                 let len = data.len() as u64;
                 self.deliver_bytes(h, src, tag, &data, len)
             }

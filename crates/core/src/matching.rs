@@ -78,6 +78,16 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
         None
     }
 
+    /// Remove the first unexpected message of context `ctx` that `pred` selects; true if
+    /// there was one (a cancelled send).
+    pub fn remove_unexpected(&mut self, ctx: u32, pred: impl Fn(&Unexpected<U>) -> bool) -> bool {
+        let Some(q) = self.ctxs.get_mut(&ctx) else { return false };
+        match q.unexpected.iter().position(pred) {
+            Some(i) => q.unexpected.remove(i).is_some(),
+            None => false,
+        }
+    }
+
     /// Look, without removing, at the first unexpected message `(src, tag)` would match.
     pub fn peek(&self, ctx: u32, src: i32, tag: i32) -> Option<&Unexpected<U>> {
         self.ctxs.get(&ctx)?.unexpected.iter().find(|u| accepts(src, tag, u.src, u.tag))

@@ -62,6 +62,27 @@ pub struct SendState {
     pub owned: Option<Vec<u8>>,
     /// Bytes reserved in the attached Bsend buffer, released at completion.
     pub bsend_reserved: usize,
+    /// Where the message went: world rank, context, and the id the receiver knows it by
+    /// (the eager message id, or this request for a rendezvous), for MPI_Cancel.
+    pub sent: Option<Sent>,
+    /// MPI_Cancel asked the receiver to withdraw the message; the answer is pending.
+    pub cancelling: bool,
+}
+
+/// Where a send went, for MPI_Cancel.
+#[derive(Debug, Clone, Copy)]
+pub struct Sent {
+    /// World rank of the receiver.
+    pub peer: u32,
+    /// Context and the sender's rank in it, as the message header carries them.
+    pub ctx: u32,
+    pub src: i32,
+    /// Eager message id, or the send request for a rendezvous.
+    pub id: u64,
+    pub rendezvous: bool,
+    /// A buffered send: this request completed locally and `id` (for a rendezvous) is the
+    /// internal request that carries the data.
+    pub buffered: bool,
 }
 
 /// Progress of an active receive.

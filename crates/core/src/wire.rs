@@ -28,6 +28,12 @@ pub enum Kind {
     /// A member gave up on the collective with tag `tag` on collective context `ctx`
     /// (run-through mode): the others stop waiting for it.
     CollAbort = 7,
+    /// MPI_Cancel of a send: withdraw the unmatched message from `src` (comm rank) on `ctx`
+    /// whose id is `b` (`a` = 1: a rendezvous announcement, 0: an eager message); `len` =
+    /// the sender's request.
+    CancelReq = 8,
+    /// Answer to `CancelReq`: `a` = 1 if the message was withdrawn; `b` = the sender's request.
+    CancelAck = 9,
 }
 
 impl Kind {
@@ -40,6 +46,8 @@ impl Kind {
             5 => Kind::Fin,
             6 => Kind::Ulfm,
             7 => Kind::CollAbort,
+            8 => Kind::CancelReq,
+            9 => Kind::CancelAck,
             _ => return None,
         })
     }
