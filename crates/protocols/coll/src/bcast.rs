@@ -224,6 +224,12 @@ impl BcastConfig {
         }
     }
 
+    /// Whether per-process states need their out-of-line part.
+    #[inline]
+    fn needs_ext(&self) -> bool {
+        self.ack().is_some() || matches!(self.correction, Correction::FailureProof { .. })
+    }
+
     fn ack(&self) -> Option<AckOptions> {
         match &self.dissemination {
             Dissemination::Tree { ack, .. } => *ack,
@@ -357,7 +363,17 @@ impl BcastState {
     }
 
     /// Reinitializes in place, reusing the heap allocation of acknowledged trees.
+    #[inline]
     pub fn reset(&mut self, cfg: &BcastConfig, rank: u32, now: u64) {
+        if self.ext.is_none() && !cfg.needs_ext() {
+            // Common case (no acknowledgments, no failure-proof correction): nothing to
+            // recycle, and only the root starts colored.
+            *self = BcastState::blank(rank, now);
+            if rank == 0 {
+                self.color(cfg, now, Via::Dissemination, None);
+            }
+            return;
+        }
         let ext = self.ext.take();
         *self = BcastState::blank(rank, now);
         self.init(cfg, ext);
@@ -676,6 +692,17 @@ impl BcastState {
         // `handle` (which then clears FINISHED).
         if self.flags & COLORED == 0 || self.flags & FINISHED != 0 {
             return None;
+        }
+        // Fast path: running checked or opportunistic correction with nothing else to do
+        // (most calls in a large broadcast). `next_correction` changes nothing when it
+        // returns `None`, so that case simply takes the general path.
+        const BUSY: u16 = FINISHED | REPLY | TREE | GOSSIP | ACK_MODE | CORR_RUNNING | CORR_DONE;
+        if self.flags & BUSY == CORR_RUNNING
+            && !matches!(cfg.correction, Correction::Delayed { .. })
+        {
+            if let Some(t) = self.next_correction(cfg) {
+                return Some(t);
+            }
         }
         self.advance(cfg, now);
         let out = self.next_transmit(cfg, now);
