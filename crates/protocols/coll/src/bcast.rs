@@ -601,10 +601,14 @@ impl BcastState {
     #[inline(always)]
     fn advance(&mut self, cfg: &BcastConfig, now: u64) {
         // Running checked or opportunistic correction has no time-driven transitions left.
-        if self.flags & CORR_RUNNING != 0
-            && self.flags & ACK_MODE == 0
-            && !matches!(cfg.correction, Correction::Delayed { .. })
-        {
+        if self.flags & ACK_MODE == 0 && !matches!(cfg.correction, Correction::Delayed { .. }) {
+            // Without acknowledgments or delayed correction, the only time-driven transition
+            // is the start of correction (the first step of `advance_slow`), inlined here.
+            if self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE | TREE | GOSSIP) == PARTICIPANT
+                && self.abs(self.corr_at) <= now
+            {
+                self.flags |= CORR_RUNNING;
+            }
             return;
         }
         self.advance_slow(cfg, now);
