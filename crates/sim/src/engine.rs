@@ -132,6 +132,7 @@ impl<N: Network, M: Copy> Engine<N, M> {
         );
         self.live.reset(procs);
         self.net.reset(procs, seed);
+        self.wheel.configure_near(self.net.send_slot(), procs);
         self.marks.clear();
         self.marks.resize(n.div_ceil(64), 0);
     }
@@ -164,6 +165,7 @@ impl<N: Network, M: Copy> Engine<N, M> {
         let mut cx = Cx {
             send_slot: net.send_slot(),
             send_overhead: net.send_overhead(),
+            near: wheel.near_ahead() != 0 && wheel.near_ahead() == net.send_slot(),
             net,
             wheel,
             slots: &mut slots[..procs as usize],
@@ -211,19 +213,33 @@ impl<N: Network, M: Copy> Engine<N, M> {
             cx.wheel.restore_deliveries(deliveries);
             // Then each woken process may start one send.
             loop {
+                let near = cx.wheel.take_near();
                 let wakeups = cx.wheel.take_wakeups();
-                // Walk the bucket itself when it is already in rank order, else `order`; the
-                // other vector goes back to the bucket, so capacity is recycled either way.
-                let (list, spare) = if sort_wakeups(marks, order, &wakeups) {
-                    (wakeups, std::mem::take(order))
+                let spare = if let Some(mut set) = near {
+                    // Next-send-slot wake-ups are a bitset already: add the others to it and
+                    // walk it in rank order.
+                    for &r in &wakeups {
+                        set.insert(r);
+                    }
+                    set.drain(|r| cx.wakeup(pop, r, tnow));
+                    cx.wheel.restore_near(set);
+                    wakeups
                 } else {
-                    (std::mem::take(order), wakeups)
+                    // Walk the bucket itself when it is already in rank order, else `order`;
+                    // the other vector goes back to the bucket, so capacity is recycled
+                    // either way.
+                    let (list, spare) = if sort_wakeups(marks, order, &wakeups) {
+                        (wakeups, std::mem::take(order))
+                    } else {
+                        (std::mem::take(order), wakeups)
+                    };
+                    for &r in &list {
+                        cx.wakeup(pop, r, tnow);
+                    }
+                    *order = list;
+                    spare
                 };
-                for &r in &list {
-                    cx.wakeup(pop, r, tnow);
-                }
                 let done = cx.wheel.restore_wakeups(spare);
-                *order = list;
                 if done && !cx.wheel.has_wakeups_now() {
                     break;
                 }
@@ -273,6 +289,8 @@ struct Cx<'a, N, M> {
     procs: u32,
     send_slot: u64,
     send_overhead: u64,
+    /// Next-send-slot wake-ups go to the wheel's bitsets.
+    near: bool,
     out: RunOutcome,
 }
 
@@ -343,7 +361,16 @@ impl<N: Network, M: Copy> Cx<'_, N, M> {
         slot.send_free = free;
         let sent_at = now + self.send_overhead;
         let completes = u64::from(slot.dies_at) > sent_at;
-        self.wake(r, free);
+        if self.near {
+            // free == now + send_slot: the wheel's bitset for the next send slot.
+            let w = &mut self.slots[r as usize].woken;
+            if *w != free {
+                *w = free;
+                self.wheel.push_wakeup_near(r);
+            }
+        } else {
+            self.wake(r, free);
+        }
         debug_assert!(to < self.procs, "process {r} sent to unknown rank {to}");
         if completes && to < self.procs {
             let routed = self.net.route(now, r, to, self.live);
