@@ -152,6 +152,7 @@ impl<N: Network, M: Copy> Engine<N, M> {
         for r in 0..procs {
             self.slots[r as usize].dies_at = tick(self.live.dies_at(r));
         }
+        self.net.begin(&self.live);
         let inline_poll = self.net.one_delivery_per_step();
         let Engine {
             net,
