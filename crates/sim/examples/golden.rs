@@ -103,7 +103,7 @@ fn main() {
                 let mut s = spec("binomial", NumberingArg::Interleaved, correction, "auto", f);
                 (s.l, s.o, s.g) = (l, o, g);
                 grid.push(s.clone());
-                s.tree = format!("optimal");
+                s.tree = "optimal".into();
                 grid.push(s);
             }
         }

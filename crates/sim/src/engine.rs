@@ -271,8 +271,9 @@ fn sort_wakeups(marks: &mut [u64], order: &mut Vec<u32>, list: &[u32]) -> bool {
         lo = lo.min(w);
         hi = hi.max(w);
     }
-    for w in lo..=hi {
-        let mut bits = std::mem::take(&mut marks[w]);
+    for (i, word) in marks[lo..=hi].iter_mut().enumerate() {
+        let w = lo + i;
+        let mut bits = std::mem::take(word);
         while bits != 0 {
             order.push(w as u32 * 64 + bits.trailing_zeros());
             bits &= bits - 1;

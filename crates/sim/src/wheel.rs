@@ -263,8 +263,16 @@ impl<M: Copy> Wheel<M> {
             self.now += 1;
             if self.near.ahead != 0 {
                 let n = self.near.sets.len();
-                self.near.cur = if self.near.cur + 1 == n { 0 } else { self.near.cur + 1 };
-                self.near.push = if self.near.push + 1 == n { 0 } else { self.near.push + 1 };
+                self.near.cur = if self.near.cur + 1 == n {
+                    0
+                } else {
+                    self.near.cur + 1
+                };
+                self.near.push = if self.near.push + 1 == n {
+                    0
+                } else {
+                    self.near.push + 1
+                };
             }
         }
     }
