@@ -559,6 +559,11 @@ impl BcastState {
     /// [`BcastConfig::kernel`] of `cfg`, or [`Kernel::ANY`]).
     #[inline(always)]
     pub fn handle_in<const K: u8>(&mut self, cfg: &BcastConfig, now: u64, from: u32, msg: Msg) {
+        debug_assert!(
+            K == Kernel::ANY || K == cfg.kernel(),
+            "kernel {K} for {:?}",
+            cfg.correction
+        );
         if from >= cfg.procs || from == self.rank {
             return;
         }
@@ -692,6 +697,11 @@ impl BcastState {
     /// [`BcastConfig::kernel`] of `cfg`, or [`Kernel::ANY`]).
     #[inline(always)]
     pub fn handle_timeout_in<const K: u8>(&mut self, cfg: &BcastConfig, now: u64) {
+        debug_assert!(
+            K == Kernel::ANY || K == cfg.kernel(),
+            "kernel {K} for {:?}",
+            cfg.correction
+        );
         self.advance::<K>(cfg, now);
     }
 
@@ -705,6 +715,11 @@ impl BcastState {
     /// [`BcastConfig::kernel`] of `cfg`, or [`Kernel::ANY`]).
     #[inline(always)]
     pub fn poll_timeout_in<const K: u8>(&self, cfg: &BcastConfig) -> Option<u64> {
+        debug_assert!(
+            K == Kernel::ANY || K == cfg.kernel(),
+            "kernel {K} for {:?}",
+            cfg.correction
+        );
         if self.flags & ACK_MODE == 0
             && (self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE) != PARTICIPANT
                 || self.flags & (TREE | GOSSIP) != 0)
@@ -757,6 +772,11 @@ impl BcastState {
         cfg: &BcastConfig,
         now: u64,
     ) -> Option<Transmit> {
+        debug_assert!(
+            K == Kernel::ANY || K == cfg.kernel(),
+            "kernel {K} for {:?}",
+            cfg.correction
+        );
         // Uncolored processes have nothing to send; finished ones only get work back from
         // `handle` (which then clears FINISHED).
         if self.flags & COLORED == 0 || self.flags & FINISHED != 0 {
