@@ -2,7 +2,7 @@
 
 use steadfast_coll::{
     AckOptions, BcastConfig, BcastState, ConfigError, Correction, CorrectionStart, Dissemination,
-    Msg, Numbering, Topology, TreeError, TreeKind, Via,
+    Kernel, Msg, Numbering, Topology, TreeError, TreeKind, Via,
 };
 
 use crate::engine::{Engine, Population};
@@ -115,13 +115,15 @@ impl RunMetrics {
     }
 }
 
-struct Pop<'a> {
+/// The population of one run; `K` is the configuration's [`Kernel`], so the engine loop is
+/// compiled once per kernel with the configuration's variant checks folded away.
+struct Pop<'a, const K: u8> {
     cfg: &'a BcastConfig,
     states: &'a mut [BcastState],
     counts: [u64; 4],
 }
 
-impl Population for Pop<'_> {
+impl<const K: u8> Population for Pop<'_, K> {
     type Msg = Msg;
 
     #[inline(always)]
@@ -131,17 +133,17 @@ impl Population for Pop<'_> {
 
     #[inline(always)]
     fn handle(&mut self, rank: u32, now: u64, from: u32, msg: Msg) {
-        self.states[rank as usize].handle(self.cfg, now, from, msg);
+        self.states[rank as usize].handle_in::<K>(self.cfg, now, from, msg);
     }
 
     #[inline(always)]
     fn handle_timeout(&mut self, rank: u32, now: u64) {
-        self.states[rank as usize].handle_timeout(self.cfg, now);
+        self.states[rank as usize].handle_timeout_in::<K>(self.cfg, now);
     }
 
     #[inline(always)]
     fn poll_transmit(&mut self, rank: u32, now: u64) -> Option<(u32, Msg)> {
-        let t = self.states[rank as usize].poll_transmit(self.cfg, now)?;
+        let t = self.states[rank as usize].poll_transmit_in::<K>(self.cfg, now)?;
         let kind = match t.msg {
             Msg::Tree => 0,
             Msg::Gossip => 1,
@@ -154,7 +156,7 @@ impl Population for Pop<'_> {
 
     #[inline(always)]
     fn poll_timeout(&self, rank: u32) -> Option<u64> {
-        self.states[rank as usize].poll_timeout(self.cfg)
+        self.states[rank as usize].poll_timeout_in::<K>(self.cfg)
     }
 
     #[inline(always)]
@@ -278,13 +280,24 @@ impl BcastSim {
                 s.reset(&self.cfg, r as u32, 0);
             }
         }
-        let mut pop = Pop {
-            cfg: &self.cfg,
-            states: &mut self.states,
-            counts: [0; 4],
+        let (outcome, counts) = match self.cfg.kernel() {
+            Kernel::CHECKED => {
+                let mut pop = Pop::<{ Kernel::CHECKED }> {
+                    cfg: &self.cfg,
+                    states: &mut self.states,
+                    counts: [0; 4],
+                };
+                (self.engine.run(&mut pop, self.limit), pop.counts)
+            }
+            _ => {
+                let mut pop = Pop::<{ Kernel::ANY }> {
+                    cfg: &self.cfg,
+                    states: &mut self.states,
+                    counts: [0; 4],
+                };
+                (self.engine.run(&mut pop, self.limit), pop.counts)
+            }
         };
-        let outcome = self.engine.run(&mut pop, self.limit);
-        let counts = pop.counts;
 
         let live = self.engine.liveness();
         let mut m = RunMetrics {

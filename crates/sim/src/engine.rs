@@ -132,59 +132,9 @@ impl<N: Network, M: Copy> Engine<N, M> {
         );
         self.live.reset(procs);
         self.net.reset(procs, seed);
+        self.wheel.configure_near(self.net.send_slot(), procs);
         self.marks.clear();
         self.marks.resize(n.div_ceil(64), 0);
-    }
-
-    /// Fills `order` with the distinct ranks of `list`, ascending.
-    fn sort_wakeups(&mut self, list: &[u32]) {
-        self.order.clear();
-        // Wake-ups for the next send slot arrive already in rank order.
-        if list.windows(2).all(|w| w[0] < w[1]) {
-            self.order.extend_from_slice(list);
-            return;
-        }
-        if list.len() < 64 {
-            self.order.extend_from_slice(list);
-            self.order.sort_unstable();
-            self.order.dedup();
-            return;
-        }
-        let (mut lo, mut hi) = (usize::MAX, 0usize);
-        for &r in list {
-            let w = (r / 64) as usize;
-            self.marks[w] |= 1u64 << (r % 64);
-            lo = lo.min(w);
-            hi = hi.max(w);
-        }
-        for w in lo..=hi {
-            let mut bits = std::mem::take(&mut self.marks[w]);
-            while bits != 0 {
-                self.order.push(w as u32 * 64 + bits.trailing_zeros());
-                bits &= bits - 1;
-            }
-        }
-    }
-
-    #[inline(always)]
-    fn wake(&mut self, rank: u32, at: Tick) {
-        let w = &mut self.slots[rank as usize].woken;
-        if *w != at {
-            *w = at;
-            self.wheel.push_wakeup(u64::from(at), rank);
-        }
-    }
-
-    #[inline(always)]
-    fn rearm_timer<P: Population<Msg = M>>(&mut self, pop: &P, rank: u32, earliest: Tick) {
-        match pop.poll_timeout(rank).map(tick) {
-            Some(t) if t != self.slots[rank as usize].timer => {
-                self.slots[rank as usize].timer = t;
-                self.wake(rank, t.max(earliest));
-            }
-            Some(_) => {}
-            None => self.slots[rank as usize].timer = NEVER,
-        }
     }
 
     /// Runs until nothing is left to do or time passes `limit`. Call [`Self::prepare`] (and set
@@ -198,124 +148,235 @@ impl<N: Network, M: Copy> Engine<N, M> {
     pub fn run<P: Population<Msg = M>>(&mut self, pop: &mut P, limit: u64) -> RunOutcome {
         let procs = pop.procs();
         debug_assert_eq!(procs, self.live.procs());
-        let mut out = RunOutcome::default();
         let limit = limit.min(u64::from(NEVER) / 2);
         for r in 0..procs {
             self.slots[r as usize].dies_at = tick(self.live.dies_at(r));
         }
+        self.net.begin(&self.live);
+        let inline_poll = self.net.one_delivery_per_step();
+        let Engine {
+            net,
+            wheel,
+            slots,
+            live,
+            marks,
+            order,
+        } = self;
+        // Split borrows keep every table's address and length in registers in the hot loop.
+        let mut cx = Cx {
+            send_slot: net.send_slot(),
+            send_overhead: net.send_overhead(),
+            near: wheel.near_ahead() != 0 && wheel.near_ahead() == net.send_slot(),
+            net,
+            wheel,
+            slots: &mut slots[..procs as usize],
+            live,
+            procs,
+            out: RunOutcome::default(),
+        };
         for r in 0..procs {
-            if self.live.alive_at(r, 0) {
+            if cx.live.alive_at(r, 0) {
                 if pop.initially_active(r) {
-                    self.wake(r, 0);
+                    cx.wake(r, 0);
                 } else {
-                    self.rearm_timer(pop, r, 0);
+                    cx.rearm_timer(pop, r, 0);
                 }
             }
         }
-        let inline_poll = self.net.one_delivery_per_step();
-        while self.wheel.advance() {
-            let now = self.wheel.now();
+        while cx.wheel.advance() {
+            let now = cx.wheel.now();
             if now > limit {
-                out.hit_limit = true;
+                cx.out.hit_limit = true;
                 break;
             }
             let tnow = now as Tick;
             // Receptions that end now come first.
-            let deliveries = self.wheel.take_deliveries();
+            let deliveries = cx.wheel.take_deliveries();
             for &(to, from, msg) in &deliveries {
-                let slot = self.slots[to as usize];
+                let slot = cx.slots[to as usize];
                 if slot.dies_at <= tnow {
                     continue;
                 }
-                out.deliveries += 1;
+                cx.out.deliveries += 1;
                 pop.handle(to, now, from, msg);
                 if slot.send_free <= tnow {
                     if inline_poll && slot.timer > tnow {
-                        self.poll(pop, to, now, &mut out);
+                        cx.poll_once(pop, to, tnow);
+                        cx.rearm_timer(pop, to, tnow);
                     } else {
-                        self.rearm_timer(pop, to, tnow);
-                        self.wake(to, tnow);
+                        cx.rearm_timer(pop, to, tnow);
+                        cx.wake(to, tnow);
                     }
                 } else {
-                    self.rearm_timer(pop, to, tnow);
+                    cx.rearm_timer(pop, to, tnow);
                 }
             }
-            self.wheel.restore_deliveries(deliveries);
+            cx.wheel.restore_deliveries(deliveries);
             // Then each woken process may start one send.
             loop {
-                let wakeups = self.wheel.take_wakeups();
-                self.sort_wakeups(&wakeups);
-                let done = self.wheel.restore_wakeups(wakeups);
-                let order = std::mem::take(&mut self.order);
-                for &r in &order {
-                    let slot = self.slots[r as usize];
-                    if slot.dies_at <= tnow {
-                        continue;
+                let near = cx.wheel.take_near();
+                let wakeups = cx.wheel.take_wakeups();
+                let spare = if let Some(mut set) = near {
+                    // Next-send-slot wake-ups are a bitset already: add the others to it and
+                    // walk it in rank order.
+                    for &r in &wakeups {
+                        set.insert(r);
                     }
-                    let mut earliest = tnow;
-                    if slot.timer <= tnow {
-                        self.slots[r as usize].timer = NEVER;
-                        pop.handle_timeout(r, now);
-                        // A timer that keeps asking for `now` must not spin this step.
-                        earliest = tnow + 1;
+                    set.drain(|r| cx.wakeup(pop, r, tnow));
+                    cx.wheel.restore_near(set);
+                    wakeups
+                } else {
+                    // Walk the bucket itself when it is already in rank order, else `order`;
+                    // the other vector goes back to the bucket, so capacity is recycled
+                    // either way.
+                    let (list, spare) = if sort_wakeups(marks, order, &wakeups) {
+                        (wakeups, std::mem::take(order))
+                    } else {
+                        (std::mem::take(order), wakeups)
+                    };
+                    for &r in &list {
+                        cx.wakeup(pop, r, tnow);
                     }
-                    if slot.send_free <= tnow {
-                        self.poll_once(pop, r, now, &mut out);
-                    }
-                    self.rearm_timer(pop, r, earliest);
-                }
-                self.order = order;
-                if done && !self.wheel.has_wakeups_now() {
+                    *order = list;
+                    spare
+                };
+                let done = cx.wheel.restore_wakeups(spare);
+                if done && !cx.wheel.has_wakeups_now() {
                     break;
                 }
             }
         }
-        out
+        cx.out
+    }
+}
+
+/// Puts the distinct ranks of `list` in ascending order: `true` if `list` already is (the
+/// common case: wake-ups for the next send slot arrive in rank order), otherwise they are
+/// written to `order`, using `marks` as a scratch bitset.
+fn sort_wakeups(marks: &mut [u64], order: &mut Vec<u32>, list: &[u32]) -> bool {
+    if list.windows(2).all(|w| w[0] < w[1]) {
+        return true;
+    }
+    order.clear();
+    if list.len() < 64 {
+        order.extend_from_slice(list);
+        order.sort_unstable();
+        order.dedup();
+        return false;
+    }
+    let (mut lo, mut hi) = (usize::MAX, 0usize);
+    for &r in list {
+        let w = (r / 64) as usize;
+        marks[w] |= 1u64 << (r % 64);
+        lo = lo.min(w);
+        hi = hi.max(w);
+    }
+    for (i, word) in marks[lo..=hi].iter_mut().enumerate() {
+        let w = lo + i;
+        let mut bits = std::mem::take(word);
+        while bits != 0 {
+            order.push(w as u32 * 64 + bits.trailing_zeros());
+            bits &= bits - 1;
+        }
+    }
+    false
+}
+
+/// The engine's tables borrowed for one run.
+struct Cx<'a, N, M> {
+    net: &'a mut N,
+    wheel: &'a mut Wheel<M>,
+    slots: &'a mut [Slot],
+    live: &'a Liveness,
+    procs: u32,
+    send_slot: u64,
+    send_overhead: u64,
+    /// Next-send-slot wake-ups go to the wheel's bitsets.
+    near: bool,
+    out: RunOutcome,
+}
+
+impl<N: Network, M: Copy> Cx<'_, N, M> {
+    #[inline(always)]
+    fn wake(&mut self, rank: u32, at: Tick) {
+        let w = &mut self.slots[rank as usize].woken;
+        if *w != at {
+            *w = at;
+            self.wheel.push_wakeup(u64::from(at), rank);
+        }
     }
 
-    /// Polls an idle process once and rearms its timer.
-    #[inline]
-    fn poll<P: Population<Msg = M>>(
-        &mut self,
-        pop: &mut P,
-        r: u32,
-        now: u64,
-        out: &mut RunOutcome,
-    ) {
-        self.poll_once(pop, r, now, out);
-        self.rearm_timer(pop, r, now as Tick);
+    #[inline(always)]
+    fn rearm_timer<P: Population<Msg = M>>(&mut self, pop: &P, rank: u32, earliest: Tick) {
+        let t = pop.poll_timeout(rank).map_or(NEVER, tick);
+        let slot = &mut self.slots[rank as usize];
+        if t != slot.timer {
+            slot.timer = t;
+            if t != NEVER {
+                self.wake(rank, t.max(earliest));
+            }
+        }
+    }
+
+    /// Handles one wake-up of `r` at `tnow`: fires its timer if due, lets it start a send if
+    /// its channel is free, and rearms its timer if anything was called.
+    #[inline(always)]
+    fn wakeup<P: Population<Msg = M>>(&mut self, pop: &mut P, r: u32, tnow: Tick) {
+        let slot = self.slots[r as usize];
+        if slot.dies_at <= tnow {
+            return;
+        }
+        let mut earliest = tnow;
+        let mut touched = false;
+        if slot.timer <= tnow {
+            self.slots[r as usize].timer = NEVER;
+            pop.handle_timeout(r, u64::from(tnow));
+            // A timer that keeps asking for `now` must not spin this step.
+            earliest = tnow + 1;
+            touched = true;
+        }
+        if slot.send_free <= tnow {
+            self.poll_once(pop, r, tnow);
+            touched = true;
+        }
+        // Otherwise nothing was called, and every call is followed by a rearm, so the timer
+        // is already right (typically: the process was polled right after a delivery in
+        // this step and its channel is busy again).
+        if touched {
+            self.rearm_timer(pop, r, earliest);
+        }
     }
 
     /// Lets an idle process start one send.
     #[inline(always)]
-    fn poll_once<P: Population<Msg = M>>(
-        &mut self,
-        pop: &mut P,
-        r: u32,
-        now: u64,
-        out: &mut RunOutcome,
-    ) {
+    fn poll_once<P: Population<Msg = M>>(&mut self, pop: &mut P, r: u32, tnow: Tick) {
         if !pop.wants_poll(r) {
             return;
         }
+        let now = u64::from(tnow);
         let Some((to, msg)) = pop.poll_transmit(r, now) else {
             return;
         };
-        out.sends += 1;
-        let free = tick(now + self.net.send_slot());
+        self.out.sends += 1;
+        let free = tick(now + self.send_slot);
         let slot = &mut self.slots[r as usize];
         slot.send_free = free;
-        let sent_at = now + self.net.send_overhead();
+        let sent_at = now + self.send_overhead;
         let completes = u64::from(slot.dies_at) > sent_at;
-        self.wake(r, free);
-        debug_assert!(
-            to < self.live.procs(),
-            "process {r} sent to unknown rank {to}"
-        );
-        if completes && to < self.live.procs() {
-            out.last_activity = out.last_activity.max(sent_at);
-            let routed = self.net.route(now, r, to, &self.live);
-            out.last_activity = out.last_activity.max(routed.activity_end);
+        if self.near {
+            // free == now + send_slot: the wheel's bitset for the next send slot.
+            let w = &mut self.slots[r as usize].woken;
+            if *w != free {
+                *w = free;
+                self.wheel.push_wakeup_near(r);
+            }
+        } else {
+            self.wake(r, free);
+        }
+        debug_assert!(to < self.procs, "process {r} sent to unknown rank {to}");
+        if completes && to < self.procs {
+            let routed = self.net.route(now, r, to, self.live);
+            self.out.last_activity = self.out.last_activity.max(sent_at).max(routed.activity_end);
             for at in routed.deliveries.into_iter().flatten() {
                 self.wheel.push_delivery(at, (to, r, msg));
             }

@@ -79,7 +79,12 @@ pub trait Network {
     fn send_slot(&self) -> u64;
     /// Time from the start of a send until the message has left the sender.
     fn send_overhead(&self) -> u64;
-    /// A message from `from` to `to` starts being sent at `now`.
+    /// Called at the start of each run, once the liveness of every process is known.
+    fn begin(&mut self, live: &Liveness) {
+        let _ = live;
+    }
+    /// A message from `from` to `to` starts being sent at `now`; `live` is the liveness given
+    /// to [`Self::begin`].
     fn route(&mut self, now: u64, from: u32, to: u32, live: &Liveness) -> Routed;
     /// Whether no receiver ever gets two deliveries in the same step (lets the engine poll a
     /// receiver right after its delivery).
@@ -106,8 +111,21 @@ pub struct LogPParams {
 #[derive(Debug, Clone)]
 pub struct LogP {
     params: LogPParams,
-    /// When each process's receive channel becomes free (run-relative steps).
-    recv_free: Vec<u32>,
+    /// `o + L`: from the start of a send to the arrival.
+    flight: u64,
+    /// `max(o, g)`: how long a reception keeps the receive channel busy.
+    recv_busy: u64,
+    /// Per receiver, side by side so a message touches one cache line.
+    recv: Vec<Receiver>,
+}
+
+/// Receive side of one process.
+#[derive(Debug, Clone, Copy)]
+struct Receiver {
+    /// When the receive channel becomes free (run-relative steps).
+    free: u32,
+    /// Copy of the process's death step ([`Liveness`] encoding: `u32::MAX` is never).
+    dies_at: u32,
 }
 
 impl LogP {
@@ -116,7 +134,9 @@ impl LogP {
         assert!(params.o >= 1, "LogP overhead must be at least 1");
         LogP {
             params,
-            recv_free: Vec::new(),
+            flight: params.o + params.l,
+            recv_busy: params.o.max(params.g),
+            recv: Vec::new(),
         }
     }
 
@@ -128,8 +148,20 @@ impl LogP {
 
 impl Network for LogP {
     fn reset(&mut self, procs: u32, _seed: u64) {
-        self.recv_free.clear();
-        self.recv_free.resize(procs as usize, 0);
+        self.recv.clear();
+        self.recv.resize(
+            procs as usize,
+            Receiver {
+                free: 0,
+                dies_at: u32::MAX,
+            },
+        );
+    }
+
+    fn begin(&mut self, live: &Liveness) {
+        for (r, d) in self.recv.iter_mut().zip(&live.dies_at) {
+            r.dies_at = *d;
+        }
     }
 
     #[inline]
@@ -149,22 +181,30 @@ impl Network for LogP {
 
     #[inline]
     fn route(&mut self, now: u64, _from: u32, to: u32, live: &Liveness) -> Routed {
-        let LogPParams { l, o, g } = self.params;
-        let arrival = now + o + l;
+        debug_assert_eq!(live.dies_at(to), {
+            let d = self.recv[to as usize].dies_at;
+            if d == u32::MAX {
+                u64::MAX
+            } else {
+                u64::from(d)
+            }
+        });
+        let arrival = now + self.flight;
         // Sends are issued in time order with one latency for all, so arrivals reach each
         // receiver in order and the receive queue can be resolved right now.
-        let free = &mut self.recv_free[to as usize];
-        let start = arrival.max(u64::from(*free));
-        if !live.alive_at(to, start) {
+        let rc = &mut self.recv[to as usize];
+        let start = arrival.max(u64::from(rc.free));
+        if rc.dies_at != u32::MAX && start >= u64::from(rc.dies_at) {
             return Routed {
                 deliveries: [None, None],
                 activity_end: arrival,
             };
         }
-        *free = (start + o.max(g)).min(u64::from(u32::MAX)) as u32;
+        rc.free = (start + self.recv_busy).min(u64::from(u32::MAX)) as u32;
+        let at = start + self.params.o;
         Routed {
-            deliveries: [Some(start + o), None],
-            activity_end: start + o,
+            deliveries: [Some(at), None],
+            activity_end: at,
         }
     }
 }
@@ -204,6 +244,10 @@ impl<N: Network> Network for Faulty<N> {
     fn reset(&mut self, procs: u32, seed: u64) {
         self.inner.reset(procs, seed);
         self.rng = ChaCha8Rng::seed_from_u64(seed ^ 0xFA17_FA17_FA17_FA17);
+    }
+
+    fn begin(&mut self, live: &Liveness) {
+        self.inner.begin(live);
     }
 
     fn send_slot(&self) -> u64 {

@@ -5,9 +5,89 @@
 //! ring covers `[now, now + len)`; scheduling further out doubles it (rare: long timers).
 //! Each step has two buckets: message deliveries, processed first, then process wake-ups, so a
 //! process deciding what to send at `t` already knows every reception that ended at `t`.
+//!
+//! Wake-ups exactly one send slot ahead (a process that just started a send; the bulk of all
+//! wake-ups) can instead go to a small ring of per-step bitsets over the ranks ([`Near`]):
+//! setting a bit is cheaper than a push, and the engine reads them back in rank order without
+//! sorting.
 
 /// A message delivery: `(to, from, msg)`.
 pub(crate) type Delivery<M> = (u32, u32, M);
+
+/// A set of ranks as a bitset, with the number of members.
+#[derive(Debug, Default)]
+pub(crate) struct RankSet {
+    words: Vec<u64>,
+    count: usize,
+}
+
+impl RankSet {
+    fn resize(&mut self, procs: u32) {
+        self.words.clear();
+        self.words.resize((procs as usize).div_ceil(64), 0);
+        self.count = 0;
+    }
+
+    fn clear(&mut self) {
+        if self.count > 0 {
+            self.words.fill(0);
+        }
+        self.count = 0;
+    }
+
+    /// Adds `rank`, which must not be a member (cheaper than [`Self::insert`]).
+    #[inline(always)]
+    fn insert_new(&mut self, rank: u32) {
+        let word = &mut self.words[(rank / 64) as usize];
+        let bit = 1u64 << (rank % 64);
+        debug_assert!(*word & bit == 0, "rank {rank} scheduled twice");
+        *word |= bit;
+        self.count += 1;
+    }
+
+    /// Adds `rank` if it is not a member yet.
+    #[inline(always)]
+    pub(crate) fn insert(&mut self, rank: u32) {
+        let word = &mut self.words[(rank / 64) as usize];
+        let bit = 1u64 << (rank % 64);
+        if *word & bit == 0 {
+            *word |= bit;
+            self.count += 1;
+        }
+    }
+
+    /// Calls `f` on every member in ascending order and empties the set. Scans every word:
+    /// at most P/64 per step, against about P messages per step when the set is full.
+    #[inline(always)]
+    pub(crate) fn drain(&mut self, mut f: impl FnMut(u32)) {
+        if self.count > 0 {
+            for (w, word) in self.words.iter_mut().enumerate() {
+                let mut bits = std::mem::take(word);
+                while bits != 0 {
+                    f(w as u32 * 64 + bits.trailing_zeros());
+                    bits &= bits - 1;
+                }
+            }
+        }
+        self.count = 0;
+    }
+}
+
+/// Wake-ups exactly `ahead` steps after the step they are scheduled in: one [`RankSet`] per
+/// step of `now ..= now + ahead`, indexed by time modulo `ahead + 1`.
+#[derive(Debug, Default)]
+struct Near {
+    /// 0: disabled (everything goes to the buckets).
+    ahead: u64,
+    sets: Vec<RankSet>,
+    /// Index of the set for `now`.
+    cur: usize,
+    /// Index of the set for `now + ahead`.
+    push: usize,
+}
+
+/// Largest send slot for which [`Near`] is used (it costs `ahead + 1` bitsets of P bits).
+const MAX_NEAR: u64 = 4;
 
 /// Ring of per-step buckets.
 #[derive(Debug)]
@@ -17,6 +97,7 @@ pub(crate) struct Wheel<M> {
     mask: u64,
     now: u64,
     pending: usize,
+    near: Near,
 }
 
 impl<M: Copy> Wheel<M> {
@@ -28,7 +109,64 @@ impl<M: Copy> Wheel<M> {
             mask: len as u64 - 1,
             now: 0,
             pending: 0,
+            near: Near::default(),
         }
+    }
+
+    /// Sets up [`Self::push_wakeup_near`] for wake-ups `ahead` steps out, over `procs` ranks
+    /// (disabled unless `1 <= ahead <= MAX_NEAR`). Call after [`Self::reset`].
+    pub(crate) fn configure_near(&mut self, ahead: u64, procs: u32) {
+        let near = &mut self.near;
+        near.ahead = if (1..=MAX_NEAR).contains(&ahead) {
+            ahead
+        } else {
+            0
+        };
+        let sets = if near.ahead == 0 {
+            0
+        } else {
+            near.ahead as usize + 1
+        };
+        near.sets.resize_with(sets, RankSet::default);
+        for set in &mut near.sets {
+            set.resize(procs);
+        }
+        near.cur = 0;
+        near.push = near.ahead as usize;
+    }
+
+    /// How far ahead [`Self::push_wakeup_near`] schedules (0: not available).
+    #[inline(always)]
+    pub(crate) fn near_ahead(&self) -> u64 {
+        self.near.ahead
+    }
+
+    /// Wakes `rank` at `now + near_ahead()`. Each rank may be scheduled at most once per
+    /// step this way (a process starts at most one send per step).
+    #[inline(always)]
+    pub(crate) fn push_wakeup_near(&mut self, rank: u32) {
+        let near = &mut self.near;
+        near.sets[near.push].insert_new(rank);
+        self.pending += 1;
+    }
+
+    /// Takes the near wake-ups of the current step (`None` if there are none); give the set
+    /// back, drained, with [`Self::restore_near`].
+    pub(crate) fn take_near(&mut self) -> Option<RankSet> {
+        let near = &mut self.near;
+        if near.ahead == 0 || near.sets[near.cur].count == 0 {
+            return None;
+        }
+        let set = std::mem::take(&mut near.sets[near.cur]);
+        self.pending -= set.count;
+        Some(set)
+    }
+
+    /// Gives back a set from [`Self::take_near`] once it is empty.
+    pub(crate) fn restore_near(&mut self, set: RankSet) {
+        debug_assert_eq!(set.count, 0);
+        let cur = self.near.cur;
+        self.near.sets[cur] = set;
     }
 
     /// Empties the queue and restarts time at zero; bucket capacity is kept.
@@ -39,6 +177,11 @@ impl<M: Copy> Wheel<M> {
         for b in &mut self.wakeups {
             b.clear();
         }
+        for set in &mut self.near.sets {
+            set.clear();
+        }
+        self.near.cur = 0;
+        self.near.push = self.near.ahead as usize;
         self.now = 0;
         self.pending = 0;
     }
@@ -111,10 +254,26 @@ impl<M: Copy> Wheel<M> {
         }
         loop {
             let i = (self.now & self.mask) as usize;
-            if !self.deliveries[i].is_empty() || !self.wakeups[i].is_empty() {
+            if !self.deliveries[i].is_empty()
+                || !self.wakeups[i].is_empty()
+                || (self.near.ahead != 0 && self.near.sets[self.near.cur].count != 0)
+            {
                 return true;
             }
             self.now += 1;
+            if self.near.ahead != 0 {
+                let n = self.near.sets.len();
+                self.near.cur = if self.near.cur + 1 == n {
+                    0
+                } else {
+                    self.near.cur + 1
+                };
+                self.near.push = if self.near.push + 1 == n {
+                    0
+                } else {
+                    self.near.push + 1
+                };
+            }
         }
     }
 

@@ -224,6 +224,20 @@ impl BcastConfig {
         }
     }
 
+    /// The specialized kernel of this configuration (see [`Kernel`]).
+    pub fn kernel(&self) -> u8 {
+        match self.correction {
+            Correction::Checked => Kernel::CHECKED,
+            _ => Kernel::ANY,
+        }
+    }
+
+    /// Whether per-process states need their out-of-line part.
+    #[inline]
+    fn needs_ext(&self) -> bool {
+        self.ack().is_some() || matches!(self.correction, Correction::FailureProof { .. })
+    }
+
     fn ack(&self) -> Option<AckOptions> {
         match &self.dissemination {
             Dissemination::Tree { ack, .. } => *ack,
@@ -287,6 +301,29 @@ const LEFT: usize = 0;
 const RIGHT: usize = 1;
 const NEVER: u64 = u64::MAX;
 
+/// Specialized code paths of [`BcastState`], chosen once per broadcast by drivers that run
+/// many processes (simulators): the `*_in::<K>` methods behave exactly like the plain ones
+/// when `K` is [`BcastConfig::kernel`], with the configuration's variant checks folded away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kernel;
+
+impl Kernel {
+    /// Any configuration (reads everything from the configuration).
+    pub const ANY: u8 = 0;
+    /// Checked correction (hence no acknowledgments).
+    pub const CHECKED: u8 = 1;
+}
+
+/// The correction of `cfg`, known at compile time for specialized kernels.
+#[inline(always)]
+fn corr<const K: u8>(cfg: &BcastConfig) -> Correction {
+    if K == Kernel::CHECKED {
+        Correction::Checked
+    } else {
+        cfg.correction
+    }
+}
+
 /// State of the rarely used modes, kept out of line so the common state stays 64 bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Ext {
@@ -296,15 +333,17 @@ struct Ext {
     near: [Vec<u32>; 2],
 }
 
-fn ack_of(ext: &mut Option<Box<Ext>>, flags: u16) -> Option<&mut AckState> {
-    if flags & ACK_MODE == 0 {
+#[inline(always)]
+fn ack_of<const K: u8>(ext: &mut Option<Box<Ext>>, flags: u16) -> Option<&mut AckState> {
+    if K == Kernel::CHECKED || flags & ACK_MODE == 0 {
         return None;
     }
     ext.as_deref_mut().map(|e| &mut e.ack)
 }
 
-fn ack_ref(ext: &Option<Box<Ext>>, flags: u16) -> Option<&AckState> {
-    if flags & ACK_MODE == 0 {
+#[inline(always)]
+fn ack_ref<const K: u8>(ext: &Option<Box<Ext>>, flags: u16) -> Option<&AckState> {
+    if K == Kernel::CHECKED || flags & ACK_MODE == 0 {
         return None;
     }
     ext.as_deref().map(|e| &e.ack)
@@ -357,7 +396,17 @@ impl BcastState {
     }
 
     /// Reinitializes in place, reusing the heap allocation of acknowledged trees.
+    #[inline]
     pub fn reset(&mut self, cfg: &BcastConfig, rank: u32, now: u64) {
+        if self.ext.is_none() && !cfg.needs_ext() {
+            // Common case (no acknowledgments, no failure-proof correction): nothing to
+            // recycle, and only the root starts colored.
+            *self = BcastState::blank(rank, now);
+            if rank == 0 {
+                self.color::<{ Kernel::ANY }>(cfg, now, Via::Dissemination, None);
+            }
+            return;
+        }
         let ext = self.ext.take();
         *self = BcastState::blank(rank, now);
         self.init(cfg, ext);
@@ -395,7 +444,7 @@ impl BcastState {
             self.flags |= if ack { ACK_MODE } else { 0 } | if near { NEAR_MODE } else { 0 };
         }
         if self.rank == 0 && self.rank < cfg.procs {
-            self.color(cfg, self.base, Via::Dissemination, None);
+            self.color::<{ Kernel::ANY }>(cfg, self.base, Via::Dissemination, None);
         }
     }
 
@@ -457,12 +506,12 @@ impl BcastState {
         }
     }
 
-    fn color(&mut self, cfg: &BcastConfig, now: u64, via: Via, from: Option<u32>) {
+    fn color<const K: u8>(&mut self, cfg: &BcastConfig, now: u64, via: Via, from: Option<u32>) {
         self.flags |= COLORED | EV_COLORED;
         self.colored_at = self.rel(now);
         match via {
             Via::Dissemination => {
-                if cfg.correction != Correction::None {
+                if corr::<K>(cfg) != Correction::None {
                     self.flags |= PARTICIPANT;
                     if let CorrectionStart::Synchronized { at } = cfg.start {
                         self.corr_at = self.rel(self.base.saturating_add(at).max(now));
@@ -473,7 +522,7 @@ impl BcastState {
                         self.flags |= TREE;
                         self.cursor = topology.cursor(self.rank);
                         if ack.is_some() {
-                            if let Some(st) = ack_of(&mut self.ext, self.flags) {
+                            if let Some(st) = ack_of::<K>(&mut self.ext, self.flags) {
                                 st.ack_to.clear();
                                 st.ack_to.extend(from);
                             }
@@ -492,7 +541,7 @@ impl BcastState {
                 if let (Some(topology), CorrectionStart::Overlapped) = (cfg.topology(), cfg.start) {
                     self.flags |= TREE;
                     self.cursor = topology.cursor(self.rank);
-                    if let Correction::Opportunistic { relay: true, .. } = cfg.correction {
+                    if let Correction::Opportunistic { relay: true, .. } = corr::<K>(cfg) {
                         self.flags |= PARTICIPANT;
                     }
                 }
@@ -501,16 +550,28 @@ impl BcastState {
     }
 
     /// Feeds a message received at `now` from `from`.
-    #[inline(always)]
+    #[inline]
     pub fn handle(&mut self, cfg: &BcastConfig, now: u64, from: u32, msg: Msg) {
+        self.handle_in::<{ Kernel::ANY }>(cfg, now, from, msg)
+    }
+
+    /// Same as [`Self::handle`], specialized for kernel `K` (which must be
+    /// [`BcastConfig::kernel`] of `cfg`, or [`Kernel::ANY`]).
+    #[inline(always)]
+    pub fn handle_in<const K: u8>(&mut self, cfg: &BcastConfig, now: u64, from: u32, msg: Msg) {
+        debug_assert!(
+            K == Kernel::ANY || K == cfg.kernel(),
+            "kernel {K} for {:?}",
+            cfg.correction
+        );
         if from >= cfg.procs || from == self.rank {
             return;
         }
         match msg {
             Msg::Tree | Msg::Gossip => {
                 if !self.is_colored() {
-                    self.color(cfg, now, Via::Dissemination, Some(from));
-                } else if let Some(st) = ack_of(&mut self.ext, self.flags) {
+                    self.color::<K>(cfg, now, Via::Dissemination, Some(from));
+                } else if let Some(st) = ack_of::<K>(&mut self.ext, self.flags) {
                     // Another process adopted us after a timeout: it waits for our subtree too.
                     if !st.ack_to.contains(&from) {
                         st.ack_to.push(from);
@@ -520,12 +581,12 @@ impl BcastState {
             }
             Msg::Correction(dir) => {
                 if !self.is_colored() {
-                    self.color(cfg, now, Via::Correction, None);
+                    self.color::<K>(cfg, now, Via::Correction, None);
                 }
-                self.record_correction(cfg, from, dir);
+                self.record_correction::<K>(cfg, from, dir);
             }
             Msg::Ack => {
-                if let Some(st) = ack_of(&mut self.ext, self.flags) {
+                if let Some(st) = ack_of::<K>(&mut self.ext, self.flags) {
                     if let Some(i) = st.awaiting.iter().position(|&c| c == from) {
                         st.awaiting.swap_remove(i);
                     }
@@ -535,7 +596,7 @@ impl BcastState {
     }
 
     #[inline(always)]
-    fn record_correction(&mut self, cfg: &BcastConfig, from: u32, dir: Dir) {
+    fn record_correction<const K: u8>(&mut self, cfg: &BcastConfig, from: u32, dir: Dir) {
         let (p, me) = (cfg.procs, self.rank);
         // Ring distance from a to b going right; both are below P.
         let ahead = |a: u32, b: u32| if b >= a { b - a } else { b + p - a };
@@ -545,7 +606,7 @@ impl BcastState {
             Dir::Right => (LEFT, ahead(from, me)),
         };
         self.stop[side] = self.stop[side].min(dist);
-        match cfg.correction {
+        match corr::<K>(cfg) {
             Correction::Opportunistic {
                 distance: d,
                 optimized: true,
@@ -583,32 +644,36 @@ impl BcastState {
 
     /// Time-driven transitions; idempotent, called from every entry point.
     #[inline(always)]
-    fn advance(&mut self, cfg: &BcastConfig, now: u64) {
+    fn advance<const K: u8>(&mut self, cfg: &BcastConfig, now: u64) {
         // Running checked or opportunistic correction has no time-driven transitions left.
-        if self.flags & CORR_RUNNING != 0
-            && self.flags & ACK_MODE == 0
-            && !matches!(cfg.correction, Correction::Delayed { .. })
-        {
+        if self.flags & ACK_MODE == 0 && !matches!(corr::<K>(cfg), Correction::Delayed { .. }) {
+            // Without acknowledgments or delayed correction, the only time-driven transition
+            // is the start of correction (the first step of `advance_slow`), inlined here.
+            if self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE | TREE | GOSSIP) == PARTICIPANT
+                && self.abs(self.corr_at) <= now
+            {
+                self.flags |= CORR_RUNNING;
+            }
             return;
         }
-        self.advance_slow(cfg, now);
+        self.advance_slow::<K>(cfg, now);
     }
 
     #[inline(never)]
-    fn advance_slow(&mut self, cfg: &BcastConfig, now: u64) {
+    fn advance_slow<const K: u8>(&mut self, cfg: &BcastConfig, now: u64) {
         if self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE) == PARTICIPANT
             && self.flags & (TREE | GOSSIP) == 0
             && self.abs(self.corr_at) <= now
         {
             self.flags |= CORR_RUNNING;
         }
-        if let Correction::Delayed { delay } = cfg.correction {
+        if let Correction::Delayed { delay } = corr::<K>(cfg) {
             if self.flags & CORR_RUNNING != 0 && self.abs(self.corr_at).saturating_add(delay) <= now
             {
                 self.flags |= DELAY_EXPIRED;
             }
         }
-        if let Some(st) = ack_of(&mut self.ext, self.flags) {
+        if let Some(st) = ack_of::<K>(&mut self.ext, self.flags) {
             if st.deadline <= now && self.flags & TREE == 0 && st.adopt.is_empty() {
                 st.deadline = NEVER;
                 if let Some(topology) = cfg.topology() {
@@ -625,16 +690,40 @@ impl BcastState {
     /// Feeds the passage of time (call when [`Self::poll_timeout`] is reached).
     #[inline]
     pub fn handle_timeout(&mut self, cfg: &BcastConfig, now: u64) {
-        self.advance(cfg, now);
+        self.handle_timeout_in::<{ Kernel::ANY }>(cfg, now)
+    }
+
+    /// Same as [`Self::handle_timeout`], specialized for kernel `K` (which must be
+    /// [`BcastConfig::kernel`] of `cfg`, or [`Kernel::ANY`]).
+    #[inline(always)]
+    pub fn handle_timeout_in<const K: u8>(&mut self, cfg: &BcastConfig, now: u64) {
+        debug_assert!(
+            K == Kernel::ANY || K == cfg.kernel(),
+            "kernel {K} for {:?}",
+            cfg.correction
+        );
+        self.advance::<K>(cfg, now);
     }
 
     /// Earliest time at which [`Self::handle_timeout`] has work to do.
-    #[inline(always)]
+    #[inline]
     pub fn poll_timeout(&self, cfg: &BcastConfig) -> Option<u64> {
+        self.poll_timeout_in::<{ Kernel::ANY }>(cfg)
+    }
+
+    /// Same as [`Self::poll_timeout`], specialized for kernel `K` (which must be
+    /// [`BcastConfig::kernel`] of `cfg`, or [`Kernel::ANY`]).
+    #[inline(always)]
+    pub fn poll_timeout_in<const K: u8>(&self, cfg: &BcastConfig) -> Option<u64> {
+        debug_assert!(
+            K == Kernel::ANY || K == cfg.kernel(),
+            "kernel {K} for {:?}",
+            cfg.correction
+        );
         if self.flags & ACK_MODE == 0
             && (self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE) != PARTICIPANT
                 || self.flags & (TREE | GOSSIP) != 0)
-            && !matches!(cfg.correction, Correction::Delayed { .. })
+            && !matches!(corr::<K>(cfg), Correction::Delayed { .. })
         {
             return None;
         }
@@ -643,12 +732,12 @@ impl BcastState {
         if self.flags & (PARTICIPANT | CORR_RUNNING | CORR_DONE | TREE | GOSSIP) == PARTICIPANT {
             t = t.min(self.abs(self.corr_at));
         }
-        if let Correction::Delayed { delay } = cfg.correction {
+        if let Correction::Delayed { delay } = corr::<K>(cfg) {
             if self.flags & (CORR_RUNNING | DELAY_EXPIRED) == CORR_RUNNING {
                 t = t.min(self.abs(self.corr_at).saturating_add(delay));
             }
         }
-        if let Some(st) = ack_ref(&self.ext, self.flags) {
+        if let Some(st) = ack_ref::<K>(&self.ext, self.flags) {
             t = t.min(st.deadline);
         }
         (t != NEVER).then_some(t)
@@ -670,38 +759,65 @@ impl BcastState {
 
     /// Next message to send at `now` (one per call), or `None` if there is nothing to send
     /// until the next input or timeout.
-    #[inline(always)]
+    #[inline]
     pub fn poll_transmit(&mut self, cfg: &BcastConfig, now: u64) -> Option<Transmit> {
+        self.poll_transmit_in::<{ Kernel::ANY }>(cfg, now)
+    }
+
+    /// Same as [`Self::poll_transmit`], specialized for kernel `K` (which must be
+    /// [`BcastConfig::kernel`] of `cfg`, or [`Kernel::ANY`]).
+    #[inline(always)]
+    pub fn poll_transmit_in<const K: u8>(
+        &mut self,
+        cfg: &BcastConfig,
+        now: u64,
+    ) -> Option<Transmit> {
+        debug_assert!(
+            K == Kernel::ANY || K == cfg.kernel(),
+            "kernel {K} for {:?}",
+            cfg.correction
+        );
         // Uncolored processes have nothing to send; finished ones only get work back from
         // `handle` (which then clears FINISHED).
         if self.flags & COLORED == 0 || self.flags & FINISHED != 0 {
             return None;
         }
-        self.advance(cfg, now);
-        let out = self.next_transmit(cfg, now);
+        // Fast path: running checked or opportunistic correction with nothing else to do
+        // (most calls in a large broadcast). `next_correction` changes nothing when it
+        // returns `None`, so that case simply takes the general path.
+        const BUSY: u16 = FINISHED | REPLY | TREE | GOSSIP | ACK_MODE | CORR_RUNNING | CORR_DONE;
+        if self.flags & BUSY == CORR_RUNNING
+            && !matches!(corr::<K>(cfg), Correction::Delayed { .. })
+        {
+            if let Some(t) = self.next_correction::<K>(cfg) {
+                return Some(t);
+            }
+        }
+        self.advance::<K>(cfg, now);
+        let out = self.next_transmit::<K>(cfg, now);
         if out.is_some() {
             self.flags &= !FINISHED;
-        } else if self.flags & FINISHED == 0 && self.done_sending() {
+        } else if self.flags & FINISHED == 0 && self.done_sending::<K>() {
             self.flags |= FINISHED | EV_FINISHED;
         }
         out
     }
 
-    fn done_sending(&self) -> bool {
+    fn done_sending<const K: u8>(&self) -> bool {
         if self.flags & (TREE | GOSSIP | REPLY) != 0 {
             return false;
         }
         if self.flags & PARTICIPANT != 0 && self.flags & CORR_DONE == 0 {
             return false;
         }
-        if let Some(st) = ack_ref(&self.ext, self.flags) {
+        if let Some(st) = ack_ref::<K>(&self.ext, self.flags) {
             return st.awaiting.is_empty() && st.adopt.is_empty() && st.acked == st.ack_to.len();
         }
         true
     }
 
     #[inline(always)]
-    fn next_transmit(&mut self, cfg: &BcastConfig, now: u64) -> Option<Transmit> {
+    fn next_transmit<const K: u8>(&mut self, cfg: &BcastConfig, now: u64) -> Option<Transmit> {
         if self.flags & REPLY != 0 {
             self.flags &= !REPLY;
             return Some(Transmit {
@@ -712,7 +828,7 @@ impl BcastState {
         if self.flags & TREE != 0 {
             if let Some(topology) = cfg.topology() {
                 if let Some(child) = topology.next_child(&mut self.cursor) {
-                    if let Some(st) = ack_of(&mut self.ext, self.flags) {
+                    if let Some(st) = ack_of::<K>(&mut self.ext, self.flags) {
                         st.awaiting.push(child);
                     }
                     return Some(Transmit {
@@ -722,7 +838,7 @@ impl BcastState {
                 }
             }
             self.flags &= !TREE;
-            self.tree_done(cfg, now);
+            self.tree_done::<K>(cfg, now);
         }
         if self.flags & GOSSIP != 0 {
             if let Dissemination::Gossip { duration, seed } = cfg.dissemination {
@@ -741,9 +857,9 @@ impl BcastState {
             }
             self.flags &= !GOSSIP;
             self.aux = 0;
-            self.advance(cfg, now);
+            self.advance::<K>(cfg, now);
         }
-        if let Some(st) = ack_of(&mut self.ext, self.flags) {
+        if let Some(st) = ack_of::<K>(&mut self.ext, self.flags) {
             if let Some(dst) = st.adopt.pop() {
                 st.awaiting.push(dst);
                 if st.adopt.is_empty() {
@@ -761,11 +877,11 @@ impl BcastState {
             }
         }
         if self.flags & (CORR_RUNNING | CORR_DONE) == CORR_RUNNING {
-            match self.next_correction(cfg) {
+            match self.next_correction::<K>(cfg) {
                 Some(t) => return Some(t),
                 None => {
                     // Delayed correction may still have to wait for its timer.
-                    if !matches!(cfg.correction, Correction::Delayed { .. })
+                    if !matches!(corr::<K>(cfg), Correction::Delayed { .. })
                         || self.flags & DELAY_EXPIRED != 0
                     {
                         self.flags |= CORR_DONE;
@@ -776,13 +892,13 @@ impl BcastState {
         None
     }
 
-    fn tree_done(&mut self, cfg: &BcastConfig, now: u64) {
+    fn tree_done<const K: u8>(&mut self, cfg: &BcastConfig, now: u64) {
         if self.flags & PARTICIPANT != 0 && cfg.start == CorrectionStart::Overlapped {
             self.corr_at = self.rel(now);
         }
         // A synchronized start may already have passed while tree messages were going out.
-        self.advance(cfg, now);
-        if let (Some(st), Some(opts)) = (ack_of(&mut self.ext, self.flags), cfg.ack()) {
+        self.advance::<K>(cfg, now);
+        if let (Some(st), Some(opts)) = (ack_of::<K>(&mut self.ext, self.flags), cfg.ack()) {
             if !st.awaiting.is_empty() {
                 st.deadline = now.saturating_add(opts.timeout);
             }
@@ -833,14 +949,14 @@ impl BcastState {
     }
 
     #[inline(always)]
-    fn next_correction(&mut self, cfg: &BcastConfig) -> Option<Transmit> {
+    fn next_correction<const K: u8>(&mut self, cfg: &BcastConfig) -> Option<Transmit> {
         let p = cfg.procs;
         if p <= 1 {
             return None;
         }
         // Every other process already has a message from us.
         let covered = u64::from(self.sent[LEFT]) + u64::from(self.sent[RIGHT]) >= u64::from(p - 1);
-        let side = match cfg.correction {
+        let side = match corr::<K>(cfg) {
             Correction::None => None,
             Correction::Opportunistic { distance: d, .. } => {
                 self.pick(self.sent[LEFT] < d, self.sent[RIGHT] < d)

@@ -15,7 +15,7 @@ pub mod tree;
 
 pub use bcast::{
     AckOptions, Bcast, BcastConfig, BcastState, ConfigError, Correction, CorrectionStart,
-    Dissemination, Event, Transmit, Via,
+    Dissemination, Event, Kernel, Transmit, Via,
 };
 pub use msg::{DecodeError, Dir, Msg};
 pub use tree::{ChildCursor, Children, Numbering, Topology, TreeError, TreeKind};

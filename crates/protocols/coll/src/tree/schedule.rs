@@ -34,6 +34,10 @@ pub struct ScheduleTree {
     ready: Vec<u64>,
     /// `senders[t] = S(t)`: processes that start a send at time `t` in the full schedule.
     senders: Vec<u64>,
+    /// `by_bits[b]`: the first `t` with `R(t) >= 2^b` (`ready.len()` if none), so a rank of
+    /// bit length `b` is colored in `by_bits[b - 1] ..= by_bits[b]`: a few steps to scan
+    /// instead of a binary search per coloring.
+    by_bits: [u8; 33],
 }
 
 /// Iteration state over one process's children in a [`ScheduleTree`].
@@ -69,12 +73,18 @@ impl ScheduleTree {
             }
             t += 1;
         }
+        let mut by_bits = [0u8; 33];
+        for (b, slot) in by_bits.iter_mut().enumerate() {
+            // The table is at most a few hundred entries long (R grows geometrically).
+            *slot = ready.partition_point(|&x| x < 1u64 << b).min(255) as u8;
+        }
         ScheduleTree {
             procs,
             step,
             delay,
             ready,
             senders,
+            by_bits,
         }
     }
 
@@ -97,9 +107,24 @@ impl ScheduleTree {
     }
 
     /// Schedule time at which `rank` is colored (the smallest `t` with `R(t) > rank`).
+    #[inline]
     pub(crate) fn colored_at(&self, rank: u32) -> u32 {
         let r = u64::from(rank);
-        self.ready.partition_point(|&x| x <= r) as u32
+        let bits = (32 - rank.leading_zeros()) as usize;
+        let mut t = if bits == 0 {
+            0
+        } else {
+            usize::from(self.by_bits[bits - 1])
+        };
+        if self.ready.len() > 255 {
+            // Very slow growth (huge delay): fall back to the binary search.
+            return self.ready.partition_point(|&x| x <= r) as u32;
+        }
+        // R(by_bits[bits]) >= 2^bits > r, or the table ends, which only ranks >= procs reach.
+        while t < self.ready.len() && self.ready[t] <= r {
+            t += 1;
+        }
+        t as u32
     }
 
     /// Last time step of the schedule: every rank is colored by then.
@@ -213,6 +238,32 @@ mod tests {
         let mut cur = t.cursor(1);
         let kids: Vec<u32> = std::iter::from_fn(|| t.next_child(&mut cur)).collect();
         assert_eq!(kids, vec![5, 7]);
+    }
+
+    #[test]
+    fn colored_at_matches_binary_search() {
+        for (step, delay) in [
+            (1, 1),
+            (1, 2),
+            (1, 3),
+            (1, 4),
+            (2, 6),
+            (3, 11),
+            (1, 40),
+            (1, 300),
+        ] {
+            for procs in [1u32, 2, 5, 64, 1000, 70_000] {
+                let t = ScheduleTree::new(procs, step, delay);
+                for rank in (0..procs).step_by(((procs / 3000) as usize).max(1)) {
+                    let want = t.ready.partition_point(|&x| x <= u64::from(rank)) as u32;
+                    assert_eq!(
+                        t.colored_at(rank),
+                        want,
+                        "step {step} delay {delay} rank {rank}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
