@@ -337,11 +337,16 @@ impl Engine {
             return Ok(());
         }
         // Keep serving the others (cancel requests, rendezvous) until every rank got here;
-        // the launcher's fence below does not run the engine. In run-through mode a failed
-        // rank makes this fail, which changes nothing.
+        // the launcher's fence below does not run the engine.
         if self.size > 1 && self.boot.is_some() {
             let world = self.world;
-            let _ = self.barrier(world);
+            if let Ok(req) = self.icoll(world, crate::coll::Coll::Barrier) {
+                // A failed rank never arrives: stop waiting once the membership view has one.
+                let _ = self.block_until(|e| e.is_complete(req).unwrap_or(true) || !e.ft.failed().is_empty());
+                if self.is_complete(req).unwrap_or(false) {
+                    self.release(req);
+                }
+            }
         }
         // Output queued for a rank the membership declared failed can never leave: do not wait for it.
         self.block_until(|e| {
