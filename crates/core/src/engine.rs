@@ -570,7 +570,7 @@ impl Engine {
             self.st.complete(h, failed_status(s.dest, s.tag));
             return Ok(());
         }
-        if self.st.ft.comm(comm.ctx).revoked {
+        if self.st.ft.is_revoked(comm.ctx) {
             self.st.complete(h, revoked_status(s.dest, s.tag));
             return Ok(());
         }
@@ -660,7 +660,7 @@ impl Engine {
         }
         let comm = self.comm(s.comm)?;
         let ctx = comm.ctx;
-        if self.st.ft.comm(ctx).revoked {
+        if self.st.ft.is_revoked(ctx) {
             self.st.complete(h, revoked_status(s.src, s.tag));
             return Ok(());
         }
@@ -675,7 +675,13 @@ impl Engine {
             r.recv.ctx = ctx;
         }
         match self.st.matcher.post(ctx, s.src, s.tag, h) {
-            Some(u) => self.st.deliver(h, u.src, u.tag, u.body_into()),
+            Some(u) => {
+                self.st.deliver(h, u.src, u.tag, u.body_into());
+                // A rendezvous read here queued its FIN: send it before the program can exit.
+                if !self.st.busy_peers.is_empty() {
+                    self.flush()?;
+                }
+            }
             None => {
                 if let Some(r) = self.st.reqs.get_mut(h) {
                     r.recv.posted = true;
@@ -919,7 +925,9 @@ impl Engine {
         let before = self.st.events;
         // Failures reach programs that only poll (MPI_Test, MPIX_Comm_get_failed) too; one
         // atomic load when nothing changed.
-        self.poll_failures();
+        if self.st.ft.run_through {
+            self.poll_failures();
+        }
         if let Some(net) = self.net.as_mut() {
             match net.poll(&mut Sink(&mut self.st)) {
                 Ok(_) => {}
@@ -1036,6 +1044,11 @@ impl Engine {
         let mut idle = 0u32;
         loop {
             if done(self) {
+                // Control packets queued while the operation completed (a rendezvous FIN)
+                // leave now: the program may exit right after this call.
+                if !self.st.busy_peers.is_empty() {
+                    self.flush()?;
+                }
                 return Ok(());
             }
             if self.progress()? {
@@ -1294,6 +1307,7 @@ impl Engine {
         }
     }
 
+    #[inline]
     fn any_source_blocked(&self, h: Handle) -> bool {
         if !self.st.ft.run_through || self.st.ft.order.is_empty() {
             return false;

@@ -250,7 +250,7 @@ impl State {
 impl Engine {
     /// Whether communicator `c` was revoked.
     pub fn comm_is_revoked(&self, c: Handle) -> bool {
-        self.comm(c).is_ok_and(|comm| self.st.ft.comm(comm.ctx).revoked)
+        self.comm(c).is_ok_and(|comm| self.st.ft.is_revoked(comm.ctx))
     }
 
     /// MPIX_Comm_revoke: revoke `c` here and on every other live member.

@@ -47,6 +47,11 @@ impl FtState {
     pub fn is_dead(&self, w: u32) -> bool {
         self.dead.get(w as usize).copied().unwrap_or(false)
     }
+    /// Whether the communicator with context `ctx` was revoked (cheap when nothing was).
+    #[inline]
+    pub fn is_revoked(&self, ctx: u32) -> bool {
+        !self.comm.is_empty() && self.comm.get(&ctx).is_some_and(|c| c.revoked)
+    }
     /// The communicator state for context `ctx`.
     pub fn comm(&self, ctx: u32) -> CommFt {
         self.comm.get(&ctx).cloned().unwrap_or_default()
