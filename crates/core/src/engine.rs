@@ -816,9 +816,7 @@ impl Engine {
             r.active = true;
         }
         let res = self.start_send(h, &spec, Route::P2p);
-        if res.is_err() {
-            self.st.reqs.remove(h);
-        } else if self.st.reqs.get(h).is_some_and(|r| r.complete) {
+        if res.is_err() || self.st.reqs.get(h).is_some_and(|r| r.complete) {
             self.st.reqs.remove(h);
         }
         res?;
@@ -1705,9 +1703,8 @@ impl State {
                     self.dropped += 1;
                     return;
                 }
-                match self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec(), id: h.b }) {
-                    Some(r) => self.deliver_bytes(r, h.src, h.tag, payload, h.len),
-                    None => {}
+                if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec(), id: h.b }) {
+                    self.deliver_bytes(r, h.src, h.tag, payload, h.len);
                 }
             }
             Kind::Rts => {

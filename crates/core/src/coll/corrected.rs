@@ -41,19 +41,16 @@ pub struct CorrectedState {
 
 impl CorrectedState {
     fn config(&mut self, procs: u32) -> MpiResult<Arc<BcastConfig>> {
-        if !self.configs.contains_key(&procs) {
-            let intern = |e: String| MpiError::new(ErrorClass::Intern, format!("corrected tree: {e}"));
-            let topology = Topology::new(TreeKind::Binomial, Numbering::Interleaved, procs).map_err(|e| intern(e.to_string()))?;
-            let cfg = BcastConfig::new(
-                procs,
-                Dissemination::Tree { topology, ack: None },
-                Correction::Checked,
-                CorrectionStart::Overlapped,
-            )
-            .map_err(|e| intern(e.to_string()))?;
-            self.configs.insert(procs, Arc::new(cfg));
+        if let Some(c) = self.configs.get(&procs) {
+            return Ok(c.clone());
         }
-        self.configs.get(&procs).cloned().ok_or_else(|| MpiError::new(ErrorClass::Intern, "corrected tree configuration vanished"))
+        let intern = |e: String| MpiError::new(ErrorClass::Intern, format!("corrected tree: {e}"));
+        let topology = Topology::new(TreeKind::Binomial, Numbering::Interleaved, procs).map_err(|e| intern(e.to_string()))?;
+        let cfg = BcastConfig::new(procs, Dissemination::Tree { topology, ack: None }, Correction::Checked, CorrectionStart::Overlapped)
+            .map_err(|e| intern(e.to_string()))?;
+        let cfg = Arc::new(cfg);
+        self.configs.insert(procs, cfg.clone());
+        Ok(cfg)
     }
 }
 
