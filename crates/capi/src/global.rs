@@ -197,8 +197,19 @@ pub fn api<F>(func: &str, comm: Option<usize>, body: F) -> c_int
 where
     F: FnOnce(&mut Global) -> Result<(), MpiError>,
 {
+    api_with(func, |_| comm, body)
+}
+
+/// [`api`] for calls whose error handler depends on library state (the communicator of a
+/// request): `comm_of` picks it under the same lock, before the body runs.
+pub fn api_with<C, F>(func: &str, comm_of: C, body: F) -> c_int
+where
+    C: FnOnce(&Global) -> Option<usize>,
+    F: FnOnce(&mut Global) -> Result<(), MpiError>,
+{
     let mut guard = lock();
     let Some(g) = guard.as_mut() else { not_live(func) };
+    let comm = comm_of(g);
     let r = body(g);
     adopt_background_comms(g);
     if g.tables.deferred.is_empty() {

@@ -6,7 +6,7 @@ use steadfast_core::request::{Mode, RecvSpec, SendSpec, Status};
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
 use crate::abi::{self, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Message, MPI_Request, MPI_Status};
-use crate::global::{api, comm_handle, dtype, empty_status, put_status, status_count, Global};
+use crate::global::{api, api_with, comm_handle, dtype, empty_status, put_status, status_count, Global};
 use crate::mpi_api;
 
 /// Largest tag value (the MPI_TAG_UB attribute).
@@ -335,13 +335,11 @@ unsafe fn request_slice<'a>(count: c_int, reqs: *mut MPI_Request) -> Result<&'a 
 /// A request that waits/tests consider: not null and not an inactive persistent request.
 /// The communicator, as the application names it, of the request at `r`: completion calls
 /// on a point-to-point request raise errors through its error handler.
-unsafe fn request_comm(r: *const MPI_Request) -> Option<usize> {
+unsafe fn request_comm(g: &Global, r: *const MPI_Request) -> Option<usize> {
     if r.is_null() {
         return None;
     }
     let h = req_of(*r)?;
-    let guard = crate::global::lock();
-    let g = guard.as_ref()?;
     let c = match &g.eng.request(h).ok()?.op {
         steadfast_core::request::Op::Send(s) => s.comm,
         steadfast_core::request::Op::Recv(s) => s.comm,
@@ -563,7 +561,7 @@ mpi_api! {
     }
 
     fn Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-        api("MPI_Wait", request_comm(request), |g| {
+        api_with("MPI_Wait", |g| request_comm(g, request), |g| {
             if request.is_null() {
                 return Err(err(ErrorClass::Request, "request pointer is NULL"));
             }
@@ -580,7 +578,7 @@ mpi_api! {
     }
 
     fn Test(request: *mut MPI_Request, flag: *mut c_int, status: *mut MPI_Status) -> c_int {
-        api("MPI_Test", request_comm(request), |g| {
+        api_with("MPI_Test", |g| request_comm(g, request), |g| {
             if request.is_null() || flag.is_null() {
                 return Err(err(ErrorClass::Arg, "request or flag pointer is NULL"));
             }

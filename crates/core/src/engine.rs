@@ -187,6 +187,24 @@ impl PacketSink for Sink<'_> {
     }
 }
 
+/// Copy a message's packed bytes into a receive buffer of `count` elements of `dtype`, as much
+/// as fits. Returns the bytes copied and whether the message was longer than the buffer.
+///
+/// # Safety
+/// `buf` must be valid for `count` elements of `dtype`.
+unsafe fn copy_into(data: &[u8], buf: *mut u8, count: usize, dtype: &TypeRef) -> (usize, bool) {
+    let cap = dtype.packed_size(count);
+    let n = data.len().min(cap);
+    if n > 0 {
+        if dtype.is_contiguous() {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), buf, n);
+        } else {
+            dtype.unpack(&data[..n], buf, count);
+        }
+    }
+    (n, data.len() > cap)
+}
+
 fn revoked_status(peer: i32, tag: i32) -> Status {
     Status { source: peer, tag, error: Some(ErrorClass::Revoked), bytes: 0, cancelled: false }
 }
@@ -1447,18 +1465,9 @@ impl Engine {
         };
         match u.msg {
             Body::Eager { data, .. } => {
-                let cap = dtype.packed_size(count);
-                let n = data.len().min(cap);
-                if n > 0 {
-                    if dtype.is_contiguous() {
-                        // SAFETY: the receive buffer holds `cap >= n` bytes.
-                        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, n) };
-                    } else {
-                        // SAFETY: as above, through the type map.
-                        unsafe { dtype.unpack(&data[..n], buf, count) };
-                    }
-                }
-                if data.len() > cap {
+                // SAFETY: the collective's receive buffer holds `count` elements of `dtype`.
+                let (_, truncated) = unsafe { copy_into(&data, buf, count, &dtype) };
+                if truncated {
                     err.get_or_insert(ErrorClass::Truncate);
                 }
                 self.st.events += 1;
@@ -1812,18 +1821,9 @@ impl State {
 
     fn deliver_bytes(&mut self, h: Handle, src: i32, tag: i32, data: &[u8], total: u64) {
         let Some((buf, count, dtype)) = self.recv_target(h) else { return };
-        let cap = dtype.packed_size(count);
-        let n = data.len().min(cap);
-        if n > 0 {
-            if dtype.is_contiguous() {
-                // SAFETY: the receive buffer holds `cap >= n` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, n) };
-            } else {
-                // SAFETY: as above, through the type map.
-                unsafe { dtype.unpack(&data[..n], buf, count) };
-            }
-        }
-        let error = (total > cap as u64).then_some(ErrorClass::Truncate);
+        // SAFETY: the receive request's buffer holds `count` elements of `dtype`.
+        let (n, _) = unsafe { copy_into(data, buf, count, &dtype) };
+        let error = (total > dtype.packed_size(count) as u64).then_some(ErrorClass::Truncate);
         self.complete(h, Status { source: src, tag, error, bytes: n as u64, cancelled: false });
     }
 

@@ -164,23 +164,7 @@ impl ViewBoard {
     /// Sleeps until the generation differs from `seen` or `timeout` passes; returns the
     /// generation then.
     pub fn wait_newer(&self, seen: u64, timeout: Duration) -> u64 {
-        let deadline = Instant::now().checked_add(timeout);
-        let mut st = lock(&self.state);
-        while st.generation == seen {
-            let left = match deadline {
-                Some(d) => d.saturating_duration_since(Instant::now()),
-                None => Duration::from_secs(3600),
-            };
-            if left.is_zero() {
-                break;
-            }
-            st = self
-                .changed
-                .wait_timeout(st, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-        st.generation
+        self.wait_for(timeout, |v| v.generation != seen).generation
     }
 
     /// Sleeps until `pred` holds for the current view or `timeout` passes; returns the view
