@@ -211,7 +211,9 @@ where
     let Some(g) = guard.as_mut() else { not_live(func) };
     let comm = comm_of(g);
     let r = body(g);
-    adopt_background_comms(g);
+    if g.eng.run_through() {
+        adopt_background_comms(g);
+    }
     if g.tables.deferred.is_empty() {
         return match r {
             Ok(()) => abi::MPI_SUCCESS,
@@ -238,9 +240,6 @@ where
 /// Communicators the engine built in the background (MPIX_Comm_ishrink) hold a reference on
 /// the error handler they inherited, like every communicator handed to the application.
 fn adopt_background_comms(g: &mut Global) {
-    if !g.eng.run_through() {
-        return;
-    }
     for h in g.eng.take_new_comms() {
         if let Ok(c) = g.eng.comm(h) {
             let e = c.errhandler;

@@ -106,10 +106,7 @@ unsafe fn send_impl(func: &str, buf: *const c_void, count: i64, dt: MPI_Datatype
         if mode == Mode::Buffered {
             return g.eng.bsend(spec).map(|_| ());
         }
-        let h = g.eng.isend(spec)?;
-        g.eng.wait(h)?;
-        g.eng.release(h);
-        Ok(())
+        g.eng.send(spec)
     })
 }
 
@@ -169,17 +166,7 @@ unsafe fn recv_impl(
 ) -> c_int {
     api(func, Some(comm as usize), |g| {
         let spec = recv_spec(g, buf, count, dt, src, tag, comm)?;
-        let h = g.eng.irecv(spec)?;
-        let s = match g.eng.wait(h) {
-            // A blocking ANY_SOURCE receive cannot stay pending: it fails (ULFM).
-            Err(e) if e.class == ErrorClass::ProcFailedPending => {
-                g.eng.cancel(h)?;
-                g.eng.release(h);
-                return Err(err(ErrorClass::ProcFailed, "a process failed while receiving from MPI_ANY_SOURCE"));
-            }
-            other => other?,
-        };
-        g.eng.release(h);
+        let s = g.eng.recv(spec)?;
         put_status(status, &s, None);
         truncated(&s)
     })

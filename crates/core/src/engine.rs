@@ -30,6 +30,8 @@ use crate::wire::{Header, Kind, FLAG_CMA};
 
 #[path = "engine_ulfm.rs"]
 mod ulfm;
+#[path = "engine_fast.rs"]
+mod fast;
 
 /// Rank value of MPI_PROC_NULL.
 pub const PROC_NULL: i32 = -3;
@@ -124,6 +126,8 @@ struct State {
     bsend_used: usize,
     ft: FtState,
     ulfm: ulfm::UlfmState,
+    /// A blocking receive waiting without a request (see `engine_fast.rs`).
+    waiting: Option<fast::Waiting>,
 }
 
 /// The MPI engine of one process.
@@ -305,6 +309,7 @@ impl Engine {
             bsend_used: 0,
             ft: FtState::new(size, run_through),
             ulfm: Default::default(),
+            waiting: None,
         };
         let world = st.comms.insert(Comm {
             ctx: 0,
@@ -1712,11 +1717,17 @@ impl State {
                     self.dropped += 1;
                     return;
                 }
+                if self.waiting.is_some() && self.eager_to_waiting(&h, payload) {
+                    return;
+                }
                 if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec(), id: h.b }) {
                     self.deliver_bytes(r, h.src, h.tag, payload, h.len);
                 }
             }
             Kind::Rts => {
+                if self.waiting.is_some() {
+                    self.promote_waiting(h.ctx, h.src, h.tag);
+                }
                 let body = || Body::Rts { peer, len: h.len, addr: h.a, sreq: h.b, flags: h.flags };
                 if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, body) {
                     self.deliver(r, h.src, h.tag, body());

@@ -14,7 +14,8 @@ pub const ANY_SOURCE: i32 = -1;
 /// Wildcard tag.
 pub const ANY_TAG: i32 = -2;
 
-fn accepts(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
+/// Whether a receive for (want_src, want_tag) accepts a message from `src` with `tag`.
+pub fn accepts(want_src: i32, want_tag: i32, src: i32, tag: i32) -> bool {
     (want_src == ANY_SOURCE || want_src == src) && (want_tag == ANY_TAG || want_tag == tag)
 }
 
@@ -63,6 +64,17 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
         }
         q.posted.push_back(Posted { src, tag, id });
         None
+    }
+
+    /// Post receive `id` ahead of every receive posted on `ctx` (it was logically posted
+    /// before them). The caller knows no unexpected message matches it.
+    pub fn post_first(&mut self, ctx: u32, src: i32, tag: i32, id: R) {
+        self.ctxs.entry(ctx).or_default().posted.push_front(Posted { src, tag, id });
+    }
+
+    /// Whether any receive is posted on `ctx`.
+    pub fn has_posted(&self, ctx: u32) -> bool {
+        self.ctxs.get(&ctx).is_some_and(|q| !q.posted.is_empty())
     }
 
     /// A message from `src` with `tag` arrived on `ctx`. Returns the receive it matched, or

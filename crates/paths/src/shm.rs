@@ -8,12 +8,20 @@
 //! ...     ring from sender i at 4096 + i * (RING_META + ring_size)
 //! ```
 //! Records in a ring are `[u32 record len][u32 payload len][u32 crc][u32 flags][header][payload]`,
-//! 8-byte aligned; a record that would straddle the end is preceded by a skip record. `crc` is
-//! the CRC32C of the payload-length word, header and payload, computed while copying them
-//! into the ring (one fused pass) and checked by the receiver before delivery (flags bit 0:
-//! sent without checksum, `STEADFAST_CHECKSUM=shm=none`). Damage is reported as
-//! [`PathError::Corrupt`]; nothing damaged is delivered. The producer owns `tail`, the consumer
-//! owns `head`; both are monotonically increasing byte counters.
+//! aligned to 64-byte cache lines; a record that would straddle the end is preceded by a skip
+//! record. `crc` is the CRC32C of the payload-length word, header and payload, computed while
+//! copying them into the ring (one fused pass) and checked by the receiver before delivery
+//! (flags bit 0: sent without checksum, `STEADFAST_CHECKSUM=shm=none`). Damage is reported as
+//! [`PathError::Corrupt`]; nothing damaged is delivered. The consumer owns `head` (a
+//! monotonically increasing byte counter); the producer keeps its own tail.
+//!
+//! **The record-length word is the publication flag.** The consumer polls the word at `head`
+//! and a record is there once it is non-zero, so a small message costs the receiver one cache
+//! line (length, header and up to 8 payload bytes) instead of a shared tail counter plus the
+//! record. For that, the word at the position after the last record is always 0: before
+//! publishing a record, the producer zeroes the length word of the line that follows it
+//! (which it will write next anyway) and keeps one line of the ring free for it. Record
+//! starts are line-aligned, so a zeroed word is never one a later record's payload overwrote.
 //!
 //! Sleeping is race-free by a Dekker-style handshake: the sleeper stores `waiting = 1`, then
 //! re-checks its rings, then sleeps on the doorbell value it read before; a producer publishes
@@ -56,8 +64,19 @@ pub fn default_ring_size(nranks: u32) -> usize {
     per.clamp(64 << 10, 512 << 10).next_power_of_two()
 }
 
-fn align8(n: usize) -> usize {
-    (n + 7) & !7
+/// Records start on cache lines.
+const LINE: usize = 64;
+
+fn align_line(n: usize) -> usize {
+    (n + LINE - 1) & !(LINE - 1)
+}
+
+/// The record-length word at byte `at` of a ring's data area.
+///
+/// # Safety
+/// `at` must be a line-aligned offset inside the data area.
+unsafe fn len_word<'a>(data: *mut u8, at: usize) -> &'a AtomicU32 {
+    &*(data.add(at) as *const AtomicU32)
 }
 
 /// A mapped segment (ours or a peer's).
@@ -269,7 +288,9 @@ impl ShmPath {
     fn inbound_pending(&self) -> bool {
         (0..self.nranks).any(|s| {
             let r = self.me.ring(s);
-            r.tail().load(Ordering::SeqCst) != self.heads[s as usize]
+            let at = (self.heads[s as usize] % r.size as u64) as usize;
+            // SAFETY: head is always a line-aligned record start inside the ring.
+            unsafe { len_word(r.data(), at) }.load(Ordering::SeqCst) != 0
         })
     }
 
@@ -323,10 +344,12 @@ impl ShmPath {
         let checksum = self.checksum.enabled();
         let o = self.outbound(peer)?;
         let size = o.ring.size as u64;
-        let rec = align8(REC_PREFIX + HDR_LEN + payload.len()) as u64;
+        let rec = align_line(REC_PREFIX + HDR_LEN + payload.len()) as u64;
         let pos = o.tail % size;
         let to_end = size - pos;
-        let need = if to_end < rec { to_end + rec } else { rec };
+        let used = if to_end < rec { to_end + rec } else { rec };
+        // One more line: the length word after the record is zeroed before it is published.
+        let need = used + LINE as u64;
         if size - (o.tail - o.cached_head) < need {
             o.cached_head = o.ring.head().load(Ordering::Acquire);
             if size - (o.tail - o.cached_head) < need {
@@ -344,28 +367,21 @@ impl ShmPath {
         let data = o.ring.data();
         // SAFETY: [tail, tail+need) is free space owned by the producer until `tail` is published.
         unsafe {
-            let mut at = pos as usize;
-            if to_end < rec {
-                let p = data.add(at);
-                (p as *mut u32).write(to_end as u32);
-                (p.add(4) as *mut u32).write(SKIP);
-                at = 0;
-            }
+            let skip = to_end < rec;
+            let at = if skip { 0 } else { pos as usize };
+            // The next record's length word must read 0 until that record is published.
+            len_word(data, (at + rec as usize) % size as usize).store(0, Ordering::Relaxed);
             let p = data.add(at);
             let plen = payload.len() as u32;
-            (p as *mut u32).write(rec as u32);
             (p.add(4) as *mut u32).write(plen);
-            let dst_hdr = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN);
-            let dst_payload = std::slice::from_raw_parts_mut(p.add(REC_PREFIX + HDR_LEN), payload.len());
+            let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
             if checksum {
-                let crc = crc32c::crc32c(&plen.to_le_bytes());
-                let crc = steadfast_reliable::crc::copy_with_crc32c_append(crc, dst_hdr, hdr);
-                let crc = steadfast_reliable::crc::copy_with_crc32c_append(crc, dst_payload, payload);
+                let crc = steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload);
                 (p.add(8) as *mut u32).write(crc);
                 (p.add(12) as *mut u32).write(0);
             } else {
-                dst_hdr.copy_from_slice(hdr);
-                dst_payload.copy_from_slice(payload);
+                body[..HDR_LEN].copy_from_slice(hdr);
+                body[HDR_LEN..].copy_from_slice(payload);
                 (p.add(8) as *mut u32).write(0);
                 (p.add(12) as *mut u32).write(REC_NO_CRC);
             }
@@ -373,8 +389,15 @@ impl ShmPath {
                 let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
                 inj.corrupt_outgoing(body);
             }
+            len_word(data, at).store(rec as u32, Ordering::Release);
+            if skip {
+                // Published after the record at 0, which the consumer reaches through it.
+                let q = data.add(pos as usize);
+                (q.add(4) as *mut u32).write(SKIP);
+                len_word(data, pos as usize).store(to_end as u32, Ordering::Release);
+            }
         }
-        o.tail += need;
+        o.tail += used;
         o.ring.tail().store(o.tail, Ordering::Release);
         ring_doorbell(&o.seg);
         self.counters.packets_sent += 1;
@@ -396,21 +419,20 @@ impl Path for ShmPath {
         let mut n = 0;
         for s in 0..self.nranks {
             let ring = self.me.ring(s);
-            let tail = ring.tail().load(Ordering::Acquire);
             let mut head = self.heads[s as usize];
-            if head == tail {
-                continue;
-            }
             let size = ring.size as u64;
             let data = ring.data();
-            while head != tail {
+            let start = head;
+            loop {
                 let at = (head % size) as usize;
-                // SAFETY: [head, tail) was published by the producer with a release store.
-                let (len, kind) = unsafe {
-                    let p = data.add(at);
-                    ((p as *const u32).read() as usize, (p.add(4) as *const u32).read())
-                };
-                if len < 8 || len % 8 != 0 || len as u64 > tail - head || at + len > ring.size {
+                // SAFETY: head is a line-aligned record start inside the data area.
+                let len = unsafe { len_word(data, at) }.load(Ordering::Acquire) as usize;
+                if len == 0 {
+                    break;
+                }
+                // SAFETY: the producer published the record (release store of its length).
+                let kind = unsafe { (data.add(at + 4) as *const u32).read() };
+                if len < LINE || len % LINE != 0 || at + len > ring.size {
                     // A peer that writes garbage into our segment is broken; stop reading it.
                     self.counters.frames_dropped += 1;
                     return Err(PathError::PeerLost(s, format!("corrupt ring record (len {len})")));
@@ -437,9 +459,7 @@ impl Path for ShmPath {
                         let what = if flags & REC_NO_CRC != 0 {
                             Some("record without checksum (sender runs STEADFAST_CHECKSUM=none)".to_owned())
                         } else {
-                            let crc = crc32c::crc32c(&(plen as u32).to_le_bytes());
-                            let crc = steadfast_reliable::crc::crc32c_append(crc, hdr);
-                            let crc = steadfast_reliable::crc::crc32c_append(crc, payload);
+                            let crc = steadfast_reliable::crc::record_crc32c(plen as u32, hdr, payload);
                             (crc != stored).then(|| format!("CRC32C mismatch: record says {stored:08x}, data gives {crc:08x}"))
                         };
                         if let Some(what) = what {
@@ -459,6 +479,9 @@ impl Path for ShmPath {
                 head += len as u64;
                 // Release each record as soon as it is consumed so a blocked producer can go on.
                 ring.head().store(head, Ordering::SeqCst);
+            }
+            if head == start {
+                continue;
             }
             self.heads[s as usize] = head;
             if ring.blocked().load(Ordering::SeqCst) != 0 {
@@ -574,6 +597,59 @@ mod tests {
             assert_eq!(h, eh);
             assert_eq!(p, ep);
         }
+        drop(a);
+        drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Producer and consumer on two threads: the length word is the only publication flag,
+    /// so this checks that no record is seen early, late, twice or torn across many wraps.
+    #[test]
+    fn concurrent_producer_and_consumer_agree() {
+        let dir = std::env::temp_dir().join(format!("sf-shm-conc-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = ShmPath::create(&dir, 0, 2, 8192).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, 8192).unwrap();
+        const N: u32 = 20_000;
+        let max = a.max_payload();
+        let producer = std::thread::spawn(move || {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+            let mut i = 0u32;
+            while i < N {
+                let len = if rng.gen_bool(0.7) { rng.gen_range(0..16) } else { rng.gen_range(0..max) };
+                let payload: Vec<u8> = (0..len).map(|k| (k as u32).wrapping_mul(31).wrapping_add(i) as u8).collect();
+                let mut hdr = [0u8; HDR_LEN];
+                hdr[..4].copy_from_slice(&i.to_le_bytes());
+                hdr[4..8].copy_from_slice(&(len as u32).to_le_bytes());
+                match a.send(1, &hdr, &payload).unwrap() {
+                    SendStatus::Done => i += 1,
+                    SendStatus::Full => std::thread::yield_now(),
+                }
+            }
+            a
+        });
+        struct Check(u32);
+        impl PacketSink for Check {
+            fn packet(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) {
+                assert_eq!(peer, 0);
+                let i = u32::from_le_bytes(hdr[..4].try_into().unwrap());
+                let len = u32::from_le_bytes(hdr[4..8].try_into().unwrap()) as usize;
+                assert_eq!(i, self.0, "record out of order");
+                assert_eq!(payload.len(), len);
+                for (k, &x) in payload.iter().enumerate() {
+                    assert_eq!(x, (k as u32).wrapping_mul(31).wrapping_add(i) as u8, "record {i} byte {k}");
+                }
+                self.0 += 1;
+            }
+        }
+        let mut got = Check(0);
+        while got.0 < N {
+            if b.poll(&mut got).unwrap() == 0 {
+                std::hint::spin_loop();
+            }
+        }
+        let a = producer.join().unwrap();
+        assert_eq!(b.poll(&mut got).unwrap(), 0, "records after the last one");
         drop(a);
         drop(b);
         let _ = std::fs::remove_dir_all(&dir);
