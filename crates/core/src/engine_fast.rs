@@ -141,12 +141,25 @@ impl Engine {
 
     /// Receive through the waiting slot; gives the spec back if the general path must run.
     fn recv_now(&mut self, spec: RecvSpec) -> MpiResult<Result<Status, RecvSpec>> {
-        if self.st.ft.run_through || spec.src == PROC_NULL || !spec.dtype.is_contiguous() || self.st.waiting.is_some() {
-            return Ok(Err(spec));
-        }
         let Ok(comm) = self.comm(spec.comm) else { return Ok(Err(spec)) };
         let ctx = comm.ctx;
-        if spec.src != ANY_SOURCE && comm.peer_world(spec.src).is_none() || self.st.matcher.has_posted(ctx) {
+        if spec.src != ANY_SOURCE && comm.peer_world(spec.src).is_none() {
+            return Ok(Err(spec));
+        }
+        self.recv_slot(ctx, spec)
+    }
+
+    /// Wait in the waiting slot for one message on context `ctx` that `spec` accepts (the
+    /// caller checked `spec.src` names a member). Gives the spec back, having done nothing,
+    /// when the slot cannot be used: run-through mode, a non-contiguous type, a receive
+    /// already posted on `ctx`, or a matching rendezvous message already waiting.
+    pub(crate) fn recv_slot(&mut self, ctx: u32, spec: RecvSpec) -> MpiResult<Result<Status, RecvSpec>> {
+        if self.st.ft.run_through
+            || spec.src == PROC_NULL
+            || !spec.dtype.is_contiguous()
+            || self.st.waiting.is_some()
+            || self.st.matcher.has_posted(ctx)
+        {
             return Ok(Err(spec));
         }
         match self.st.matcher.peek(ctx, spec.src, spec.tag) {
@@ -156,6 +169,7 @@ impl Engine {
                 // SAFETY: the buffer holds `count` elements of the contiguous type.
                 let (n, longer) = unsafe { copy_into(&data, spec.buf, spec.count, &spec.dtype) };
                 let error = longer.then_some(ErrorClass::Truncate);
+                self.st.events += 1;
                 return Ok(Ok(Status { source: u.src, tag: u.tag, error, bytes: n as u64, cancelled: false }));
             }
             Some(_) => return Ok(Err(spec)),

@@ -4,7 +4,7 @@
 //! Whoever detects a failure (the launcher's exit notice, a broken connection, the membership
 //! service) calls [`crate::Engine::peer_failed`]; everything else follows from this state.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// How long a collective abort notice stays valid.
 pub const ABORT_TTL: std::time::Duration = std::time::Duration::from_secs(10);
@@ -41,7 +41,7 @@ pub struct FtState {
 impl FtState {
     /// State for a job of `size` ranks.
     pub fn new(size: u32, run_through: bool) -> FtState {
-        FtState { run_through, dead: vec![false; size as usize], order: Vec::new(), comm: HashMap::new(), aborted: Vec::new() }
+        FtState { run_through, dead: vec![false; size as usize], order: Vec::new(), comm: HashMap::default(), aborted: Vec::new() }
     }
     /// Whether world rank `w` failed.
     pub fn is_dead(&self, w: u32) -> bool {

@@ -7,7 +7,9 @@
 //! - together with in-order delivery per sender by the paths, this gives non-overtaking
 //!   order: two messages from one sender that both match a receive are received in send order.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap;
 
 /// Wildcard source.
 pub const ANY_SOURCE: i32 = -1;
@@ -45,12 +47,13 @@ impl<R, U> Default for Queues<R, U> {
 
 /// Posted-receive and unexpected-message queues of every context.
 pub struct Matcher<R, U> {
-    ctxs: HashMap<u32, Queues<R, U>>,
+    /// Keyed by context id: a fast non-cryptographic hash (ids are our own, not an attacker's).
+    ctxs: FxHashMap<u32, Queues<R, U>>,
 }
 
 impl<R, U> Default for Matcher<R, U> {
     fn default() -> Self {
-        Matcher { ctxs: HashMap::new() }
+        Matcher { ctxs: FxHashMap::default() }
     }
 }
 
@@ -144,6 +147,7 @@ mod tests {
     //! Seeded differential test against a deliberately naive reference model that keeps every
     //! event with a global timestamp and decides matches by scanning all of history.
     use super::*;
+    use std::collections::HashMap;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 

@@ -22,7 +22,6 @@ pub mod select;
 mod sim;
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::datatype::TypeRef;
@@ -108,24 +107,6 @@ unsafe impl Send for VBuf {}
 unsafe impl Send for WBuf {}
 unsafe impl Send for RBuf {}
 
-/// Hasher for context ids (small integers chosen by the library, not by an adversary).
-#[derive(Default)]
-struct CtxHasher(u64);
-
-impl Hasher for CtxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ *b as u64).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.0 = (x as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
 /// Where this rank stands in the communicator.
 #[derive(Debug, Clone, Copy)]
 pub struct Topo {
@@ -146,7 +127,7 @@ struct Persistent {
 #[derive(Default)]
 pub struct CollState {
     /// Next sequence number per communicator context id.
-    seqs: HashMap<u32, u32, BuildHasherDefault<CtxHasher>>,
+    seqs: rustc_hash::FxHashMap<u32, u32>,
     /// Nonblocking collectives in progress, with their request.
     active: Vec<(Handle, Box<Schedule>)>,
     persistent: HashMap<Handle, Persistent>,

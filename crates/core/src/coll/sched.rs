@@ -74,6 +74,11 @@ pub struct Schedule {
     /// When a failure in the communicator was first seen while this (nonblocking) schedule
     /// waited.
     pub(crate) failure_seen: Option<std::time::Instant>,
+    /// Run by a blocking call outside run-through mode: a round's only receive may wait in
+    /// the engine's request-free receive slot instead of as a posted request.
+    blocking: bool,
+    /// The receive step of the current round left for the slot.
+    slot: Option<usize>,
 }
 
 // SAFETY: the raw pointers are application buffers valid for the collective's lifetime (an
@@ -99,6 +104,8 @@ impl Default for Schedule {
             tolerant: false,
             missing: Vec::new(),
             failure_seen: None,
+            blocking: false,
+            slot: None,
         }
     }
 }
@@ -124,6 +131,8 @@ impl Schedule {
         self.tolerant = false;
         self.missing.clear();
         self.failure_seen = None;
+        self.blocking = false;
+        self.slot = None;
     }
 
     /// A temporary of `bytes` bytes owned by the schedule; its address never changes.
@@ -247,6 +256,9 @@ impl Engine {
     /// Advance `s` as far as it goes without waiting. Returns true when it has finished.
     pub(crate) fn sched_advance(&mut self, s: &mut Schedule) -> MpiResult<bool> {
         loop {
+            if s.slot.is_some() {
+                return Ok(false);
+            }
             if s.in_round {
                 for h in &s.pending {
                     if !self.is_complete(*h)? {
@@ -328,11 +340,20 @@ impl Engine {
             }
             s.round_end = end;
             s.in_round = true;
+            let slot_ok = s.blocking && {
+                let mut recvs = s.steps[s.pc..end].iter().filter(|st| matches!(st, Step::Recv { .. }));
+                matches!((recvs.next(), recvs.next()), (Some(Step::Recv { dtype, .. }), None) if dtype.is_contiguous())
+            };
             // Receives first, so arrivals find them posted. Messages that already arrived and
             // eager sends complete at once, without a request.
             for pass in 0..2 {
                 for i in s.pc..end {
                     let h = match (&s.steps[i], pass) {
+                        (Step::Recv { .. }, 0) if slot_ok => {
+                            // Received by `sched_run` after the round's sends left.
+                            s.slot = Some(i);
+                            continue;
+                        }
                         (Step::Recv { peer, local, sub, buf, count, dtype }, 0) => {
                             let tag = tag_of(s.tag_base, *local, *sub);
                             match self.coll_recv_or_post(s.comm, *peer, tag, *buf, *count, dtype.clone(), &mut s.error)? {
@@ -358,9 +379,14 @@ impl Engine {
 
     /// Run `s` to completion (blocking collectives).
     pub(crate) fn sched_run(&mut self, s: &mut Schedule) -> MpiResult<()> {
+        s.blocking = !s.tolerant && !self.run_through();
         loop {
             if self.sched_advance(s)? {
                 break;
+            }
+            if let Some(i) = s.slot.take() {
+                self.sched_slot_recv(s, i)?;
+                continue;
             }
             let pending = &s.pending;
             let comm = s.comm;
@@ -426,6 +452,30 @@ impl Engine {
             Some(c) => Err(MpiError::new(c, "a transfer of the collective failed")),
             None => Ok(()),
         }
+    }
+
+    /// The round's only receive, step `i`, through the engine's receive slot (or as a posted
+    /// request when the slot cannot take it).
+    fn sched_slot_recv(&mut self, s: &mut Schedule, i: usize) -> MpiResult<()> {
+        let Step::Recv { peer, local, sub, buf, count, dtype } = &s.steps[i] else {
+            return Err(MpiError::new(ErrorClass::Intern, "slot step is not a receive"));
+        };
+        let tag = tag_of(s.tag_base, *local, *sub);
+        let ctx = self.comm(s.comm)?.coll_ctx();
+        let spec = crate::request::RecvSpec { buf: *buf, count: *count, dtype: dtype.clone(), comm: s.comm, src: *peer, tag };
+        match self.recv_slot(ctx, spec)? {
+            Ok(st) => {
+                if let Some(e) = st.error {
+                    s.error.get_or_insert(e);
+                }
+            }
+            Err(spec) => {
+                let h = self.coll_irecv_typed(s.comm, spec.src, tag, spec.buf, spec.count, spec.dtype)?;
+                s.pending.push(h);
+                s.pending_step.push(i);
+            }
+        }
+        Ok(())
     }
 
     /// Abandon the requests of a schedule that failed part way.
