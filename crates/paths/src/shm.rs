@@ -432,7 +432,7 @@ impl Path for ShmPath {
                 }
                 // SAFETY: the producer published the record (release store of its length).
                 let kind = unsafe { (data.add(at + 4) as *const u32).read() };
-                if len < LINE || len % LINE != 0 || at + len > ring.size {
+                if len < LINE || !len.is_multiple_of(LINE) || at + len > ring.size {
                     // A peer that writes garbage into our segment is broken; stop reading it.
                     self.counters.frames_dropped += 1;
                     return Err(PathError::PeerLost(s, format!("corrupt ring record (len {len})")));

@@ -568,7 +568,7 @@ impl Path for TcpPath {
         let before = self.counters.packets_received;
         self.polls = self.polls.wrapping_add(1);
         let open = self.inc.iter().filter(|c| c.open).count();
-        if open > 0 && open <= DIRECT_READ_MAX && self.polls % EPOLL_EVERY != 0 {
+        if open > 0 && open <= DIRECT_READ_MAX && !self.polls.is_multiple_of(EPOLL_EVERY) {
             for i in 0..self.inc.len() {
                 self.read_conn(i, sink);
             }

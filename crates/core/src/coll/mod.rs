@@ -18,6 +18,7 @@ pub mod inter;
 pub mod reduce;
 pub mod sched;
 pub mod select;
+mod small;
 #[cfg(test)]
 mod sim;
 
@@ -223,6 +224,14 @@ impl Engine {
                 }
                 return self.bcast_corrected(comm, buf, *root);
             }
+        }
+        let small = match c {
+            Coll::Bcast { buf, root } => self.bcast_small(comm, buf, *root)?,
+            Coll::Allreduce { buf, red } => self.allreduce_small(comm, buf, red)?,
+            _ => false,
+        };
+        if small {
+            return Ok(());
         }
         let mut s = self.prepare(comm, c, None)?;
         let r = self.sched_run(&mut s);

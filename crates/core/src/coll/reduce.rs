@@ -15,9 +15,9 @@ use crate::op::Reduction;
 const ALL_CHILDREN_AT_ONCE: usize = 64 << 10;
 
 /// Sub-tag of the message that carries the result to the real root.
-const SUB_FINAL: u32 = 0xffe;
+pub(crate) const SUB_FINAL: u32 = 0xffe;
 /// Sub-tag of the messages that fold the extra ranks of a non-power-of-two size in and out.
-const SUB_FOLD: u32 = 0xffd;
+pub(crate) const SUB_FOLD: u32 = 0xffd;
 
 /// MPI_Reduce on an intracommunicator.
 pub fn reduce(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RBuf, red: &Reduction, cfg: &CollConfig) -> MpiResult<()> {

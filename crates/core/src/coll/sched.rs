@@ -497,6 +497,7 @@ impl Engine {
     }
 }
 
-fn tag_of(base: i32, local: bool, sub: u16) -> i32 {
+/// Tag of a collective message: the instance's base, the step's sub-code, the local bit.
+pub(crate) fn tag_of(base: i32, local: bool, sub: u16) -> i32 {
     base | (sub as i32 & ((1 << SUB_BITS) - 1)) | if local { LOCAL_BIT } else { 0 }
 }

@@ -1,0 +1,203 @@
+//! Small blocking broadcasts and allreduces without a schedule.
+//!
+//! For a few bytes the cost of a collective is instructions, and with more ranks than cores
+//! every rank's instructions add up on the shared CPUs. Building a [`Schedule`](super::sched)
+//! (steps, temporaries, requests) costs several times what the messages do, so the blocking
+//! calls below run the *same* algorithms the schedules encode — the binomial tree of
+//! [`super::bcast::binomial`] and the recursive doubling of
+//! [`super::reduce::recursive_doubling`], with the same tags, peers, message order and
+//! reduction order — directly over the request-free primitives: eager sends straight to the
+//! path and the engine's receive slot. Wire traffic is identical, so a rank on this path and
+//! a rank on the schedule path (a different eager limit on another host) still match.
+//!
+//! They apply outside run-through mode, on intracommunicators, for contiguous buffers up to
+//! the eager limit, and only where the selection rule picks these algorithms; otherwise the
+//! caller builds the schedule as before.
+
+use super::reduce::{SUB_FINAL, SUB_FOLD};
+use super::sched::tag_of;
+use super::{pof2_floor, select, Buf, CollConfig, RBuf};
+use crate::datatype::TypeRef;
+use crate::engine::Engine;
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::op::Reduction;
+use crate::request::RecvSpec;
+use crate::slab::Handle;
+
+impl Engine {
+    /// Where the small path applies: the communicator's rank and size, its point-to-point
+    /// context (which numbers its collectives) and its collective context.
+    fn small_coll_target(&mut self, comm: Handle, dtype: &TypeRef, count: usize) -> Option<(i32, i32, u32, u32)> {
+        if self.run_through() || !dtype.is_contiguous() || dtype.packed_size(count) > self.eager_limit() {
+            return None;
+        }
+        let c = self.comm(comm).ok()?;
+        if c.remote.is_some() || c.size() < 2 {
+            return None;
+        }
+        Some((c.rank, c.size(), c.ctx, c.coll_ctx()))
+    }
+
+    fn small_cfg(&mut self) -> &CollConfig {
+        self.coll.cfg.get_or_insert_with(CollConfig::from_env)
+    }
+
+    /// MPI_Bcast of a small buffer over the binomial tree; false if the general path must run.
+    pub(crate) fn bcast_small(&mut self, comm: Handle, b: &Buf, root: i32) -> MpiResult<bool> {
+        let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, &b.dtype, b.count) else { return Ok(false) };
+        let bytes = b.dtype.packed_size(b.count);
+        if bytes == 0 || !(0..size).contains(&root) || select::bcast(self.small_cfg(), size, bytes) != select::Bcast::Binomial {
+            return Ok(false);
+        }
+        let tag = tag_of(self.next_tag(pctx), false, 0);
+        let vr = (rank - root + size) % size;
+        let mut mask = 1;
+        while mask < size {
+            if vr & mask != 0 {
+                self.small_recv(comm, ctx, (rank - mask + size) % size, tag, b.ptr, b.count, &b.dtype)?;
+                break;
+            }
+            mask <<= 1;
+        }
+        mask >>= 1;
+        let mut pending = Vec::new();
+        while mask > 0 {
+            if vr + mask < size {
+                self.small_send(comm, (rank + mask) % size, tag, b.ptr, b.count, &b.dtype, &mut pending)?;
+            }
+            mask >>= 1;
+        }
+        self.small_wait_all(pending)?;
+        Ok(true)
+    }
+
+    /// MPI_Allreduce of a small vector by recursive doubling; false if the general path must
+    /// run.
+    pub(crate) fn allreduce_small(&mut self, comm: Handle, b: &RBuf, red: &Reduction) -> MpiResult<bool> {
+        let t = &red.dtype;
+        let count = b.count;
+        let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, t, count) else { return Ok(false) };
+        let bytes = t.packed_size(count);
+        let commute = red.commutative();
+        if count == 0 || select::allreduce(self.small_cfg(), size, count, bytes, commute) != select::Allreduce::RecursiveDoubling {
+            return Ok(false);
+        }
+        let base = self.next_tag(pctx);
+        let recv = b.recv;
+        if let Some(sb) = b.send {
+            if !std::ptr::eq(sb, recv) {
+                // SAFETY: both buffers hold `count` elements of the contiguous type.
+                unsafe { std::ptr::copy(sb, recv, bytes) };
+            }
+        }
+        // Temporary for the partner's vector, aligned for any element type.
+        let mut scratch = vec![0u128; bytes.div_ceil(16)];
+        let mut tmp = scratch.as_mut_ptr().cast::<u8>();
+        let mut acc = recv;
+        let pof2 = pof2_floor(size);
+        let rem = size - pof2;
+        let real = |n: i32| if n < rem { n * 2 + 1 } else { n + rem };
+        let mut pending = Vec::new();
+        let newrank = if rank < 2 * rem {
+            if rank % 2 == 0 {
+                self.small_send(comm, rank + 1, tag_of(base, false, SUB_FOLD as u16), acc, count, t, &mut pending)?;
+                self.small_wait_all(std::mem::take(&mut pending))?;
+                None
+            } else {
+                self.small_recv(comm, ctx, rank - 1, tag_of(base, false, SUB_FOLD as u16), tmp, count, t)?;
+                // SAFETY: both hold `count` elements; the even neighbour is the lower rank.
+                unsafe { red.apply(tmp, acc, count) };
+                Some(rank / 2)
+            }
+        } else {
+            Some(rank - rem)
+        };
+        if let Some(newrank) = newrank {
+            let mut mask = 1;
+            let mut k = 0u16;
+            while mask < pof2 {
+                let dst = real(newrank ^ mask);
+                let tag = tag_of(base, false, k);
+                self.small_send(comm, dst, tag, acc, count, t, &mut pending)?;
+                self.small_recv(comm, ctx, dst, tag, tmp, count, t)?;
+                self.small_wait_all(std::mem::take(&mut pending))?;
+                // SAFETY: `acc` and `tmp` hold `count` elements each. The lower rank's data
+                // goes first for non-commutative operations.
+                unsafe {
+                    if commute || dst < rank {
+                        red.apply(tmp, acc, count);
+                    } else {
+                        red.apply(acc, tmp, count);
+                        std::mem::swap(&mut acc, &mut tmp);
+                    }
+                }
+                mask <<= 1;
+                k += 1;
+            }
+        }
+        if rank < 2 * rem {
+            if rank % 2 == 1 {
+                self.small_send(comm, rank - 1, tag_of(base, false, SUB_FINAL as u16), acc, count, t, &mut pending)?;
+                self.small_wait_all(std::mem::take(&mut pending))?;
+            } else {
+                self.small_recv(comm, ctx, rank + 1, tag_of(base, false, SUB_FINAL as u16), recv, count, t)?;
+            }
+        }
+        if acc != recv {
+            // SAFETY: `acc` is the scratch block here, `count` elements like `recv`.
+            unsafe { std::ptr::copy_nonoverlapping(acc, recv, bytes) };
+        }
+        drop(scratch);
+        Ok(true)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn small_send(
+        &mut self,
+        comm: Handle,
+        peer: i32,
+        tag: i32,
+        buf: *const u8,
+        count: usize,
+        t: &TypeRef,
+        pending: &mut Vec<Handle>,
+    ) -> MpiResult<()> {
+        if !self.coll_send_now(comm, peer, false, tag, buf, count, t)? {
+            pending.push(self.coll_isend_typed(comm, peer, false, tag, buf, count, t.clone())?);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn small_recv(&mut self, comm: Handle, ctx: u32, src: i32, tag: i32, buf: *mut u8, count: usize, t: &TypeRef) -> MpiResult<()> {
+        let spec = RecvSpec { buf, count, dtype: t.clone(), comm, src, tag };
+        let status = match self.recv_slot(ctx, spec)? {
+            Ok(s) => s,
+            Err(spec) => {
+                let h = self.coll_irecv_typed(comm, src, tag, spec.buf, spec.count, spec.dtype)?;
+                let s = self.wait(h);
+                self.release(h);
+                s?
+            }
+        };
+        match status.error {
+            None => Ok(()),
+            Some(ErrorClass::Truncate) => {
+                Err(MpiError::new(ErrorClass::Truncate, "message truncated: a receive buffer was smaller than the data sent"))
+            }
+            Some(c) => Err(MpiError::new(c, "a transfer of the collective failed")),
+        }
+    }
+
+    fn small_wait_all(&mut self, pending: Vec<Handle>) -> MpiResult<()> {
+        let mut first = Ok(());
+        for h in pending {
+            let r = self.wait(h);
+            self.release(h);
+            if let (Ok(()), Err(e)) = (&first, r) {
+                first = Err(e);
+            }
+        }
+        first
+    }
+}

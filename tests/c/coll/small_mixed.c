@@ -1,0 +1,94 @@
+/* ranks: 2 3 4 5 7 8
+ * timeout: 120
+ * Small blocking Bcast and Allreduce take a path without schedules; larger ones, and
+ * nonblocking ones, use schedules. This mixes them: every root, sizes from one element to
+ * past the eager limit, a nonblocking Iallreduce in flight around blocking calls, and ranks
+ * with different eager limits (odd ranks set STEADFAST_EAGER_LIMIT=64 before MPI_Init), so
+ * one side of a message may take the small path while the other builds a schedule.
+ */
+#include "ct.h"
+
+static void fill(double *v, int n, int seed)
+{
+    for (int i = 0; i < n; i++)
+        v[i] = seed * 1000.0 + i;
+}
+
+int main(int argc, char **argv)
+{
+    const char *r = getenv("STEADFAST_RANK");
+    if (r && atoi(r) % 2 == 1)
+        setenv("STEADFAST_EAGER_LIMIT", "64", 1);
+    ct_init(&argc, &argv, "small_mixed");
+    static const int counts[] = {1, 2, 7, 8, 9, 100, 2047, 2048, 2049, 9000};
+    const int ncounts = (int)(sizeof counts / sizeof counts[0]);
+    double *a = malloc(9000 * sizeof(double)), *b = malloc(9000 * sizeof(double));
+    double *c = malloc(9000 * sizeof(double)), *d = malloc(9000 * sizeof(double));
+    if (!a || !b || !c || !d)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    for (int k = 0; k < ncounts; k++) {
+        int n = counts[k];
+        for (int root = 0; root < ct_size; root++) {
+            if (ct_rank == root)
+                fill(a, n, root + k);
+            else
+                fill(a, n, -1);
+            MPI_Bcast(a, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
+            for (int i = 0; i < n; i++)
+                if (a[i] != (root + k) * 1000.0 + i) {
+                    CT_ERR("bcast n=%d root=%d: a[%d]=%g", n, root, i, a[i]);
+                    break;
+                }
+        }
+        /* An Iallreduce stays in flight across a blocking Allreduce and Bcast. */
+        MPI_Request req;
+        for (int i = 0; i < n; i++)
+            c[i] = ct_rank + i;
+        MPI_Iallreduce(c, d, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+        fill(a, n, ct_rank);
+        MPI_Allreduce(a, b, n, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        for (int i = 0; i < n; i++)
+            if (b[i] != (ct_size - 1) * 1000.0 + i) {
+                CT_ERR("allreduce max n=%d: b[%d]=%g", n, i, b[i]);
+                break;
+            }
+        /* In place, integer sum. */
+        int *x = (int *)a;
+        for (int i = 0; i < n; i++)
+            x[i] = ct_rank * i;
+        MPI_Allreduce(MPI_IN_PLACE, x, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        for (int i = 0; i < n; i++)
+            if (x[i] != i * (ct_size * (ct_size - 1) / 2)) {
+                CT_ERR("allreduce in place n=%d: x[%d]=%d", n, i, x[i]);
+                break;
+            }
+        MPI_Wait(&req, MPI_STATUS_IGNORE);
+        for (int i = 0; i < n; i++)
+            if (d[i] != ct_size * (ct_size - 1) / 2.0 + (double)ct_size * i) {
+                CT_ERR("iallreduce n=%d: d[%d]=%g", n, i, d[i]);
+                break;
+            }
+    }
+    /* A split communicator with a non-power-of-two size. */
+    MPI_Comm sub;
+    MPI_Comm_split(MPI_COMM_WORLD, ct_rank % 2, ct_rank, &sub);
+    int sr, ss;
+    MPI_Comm_rank(sub, &sr);
+    MPI_Comm_size(sub, &ss);
+    long long v = sr + 1, sum = 0;
+    for (int i = 0; i < 50; i++) {
+        MPI_Allreduce(&v, &sum, 1, MPI_LONG_LONG, MPI_SUM, sub);
+        if (sum != (long long)ss * (ss + 1) / 2)
+            CT_ERR("sub allreduce: %lld", sum);
+        long long w = sr == i % ss ? i : -1;
+        MPI_Bcast(&w, 1, MPI_LONG_LONG, i % ss, sub);
+        if (w != i)
+            CT_ERR("sub bcast: %lld", w);
+    }
+    MPI_Comm_free(&sub);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+    return ct_finish();
+}
