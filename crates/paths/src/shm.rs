@@ -183,7 +183,8 @@ pub struct ShmPath {
     max_payload: usize,
     counters: PathCounters,
     checksum: Checksum,
-    faults: Option<Injector>,
+    /// Boxed: taken out and put back around every send, which then moves a pointer.
+    faults: Option<Box<Injector>>,
 }
 
 // SAFETY: raw pointers point into mappings owned by the same struct.
@@ -244,7 +245,7 @@ impl ShmPath {
     /// Damage records as `inj` decides (`corrupt` at the sender after the checksum,
     /// `bus` at the receiver before the check).
     pub fn set_faults(&mut self, inj: Injector) {
-        self.faults = Some(inj);
+        self.faults = Some(Box::new(inj));
     }
 
     /// Process id of a peer on this host (for single-copy reads), mapping its segment if needed.
@@ -337,7 +338,7 @@ fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
 }
 
 impl ShmPath {
-    fn send_with(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], faults: &mut Option<Injector>) -> Result<SendStatus, PathError> {
+    fn send_with(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], faults: &mut Option<Box<Injector>>) -> Result<SendStatus, PathError> {
         if payload.len() > self.max_payload {
             return Err(PathError::Shm(format!("payload {} exceeds packet limit {}", payload.len(), self.max_payload)));
         }
