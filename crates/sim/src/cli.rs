@@ -596,7 +596,11 @@ fn bench(a: BenchArgs) -> ExitCode {
     println!(
         "{} runs on one thread ({} engine), {:.0} messages per run",
         a.runs,
-        if sim.is_fast() { "specialized" } else { "generic" },
+        if sim.is_fast() {
+            "specialized"
+        } else {
+            "generic"
+        },
         messages as f64 / a.runs as f64
     );
     println!(

@@ -207,8 +207,7 @@ impl FastChecked {
     #[inline]
     pub(crate) fn colored(&self, rank: u32) -> Option<(u64, bool)> {
         let s = self.st.get(rank as usize)?;
-        (s.flags & COLORED != 0)
-            .then(|| (u64::from(s.colored_at), s.flags & VIA_CORRECTION != 0))
+        (s.flags & COLORED != 0).then(|| (u64::from(s.colored_at), s.flags & VIA_CORRECTION != 0))
     }
 
     /// One broadcast; `live` says who is dead (from the start), `limit` is the generic
@@ -263,42 +262,77 @@ impl FastChecked {
         // Correction start: every participant sends to its left neighbour, first those
         // colored right now (polled after their delivery), then the others in rank order.
         let u = self.sync_at;
-        let last = std::mem::take(&mut self.last_colored);
-        for &r in &last {
-            self.poll(r, u);
+        let FastChecked {
+            procs,
+            flight,
+            st,
+            ring,
+            active,
+            next,
+            last_colored,
+            out,
+            ..
+        } = self;
+        let mut cx = Cx {
+            st: &mut st[..],
+            ring,
+            procs: *procs,
+            flight: *flight,
+            sends: 0,
+            last_activity: out.last_activity,
+        };
+        for &r in last_colored.iter() {
+            cx.poll(r, u);
         }
-        let mut active = std::mem::take(&mut self.active);
         for r in 0..p {
-            let s = &self.st[r as usize];
+            let s = &cx.st[r as usize];
             if s.flags & ACTIVE != 0 {
-                if s.colored_at != sync {
-                    self.poll(r, u);
+                if u64::from(s.colored_at) != u {
+                    cx.poll(r, u);
                 }
                 active.push(r);
             }
         }
-        self.last_colored = last;
-        self.active = active;
-        self.correct(u + 1, limit);
-        self.out
+        out.hit_limit = cx.correct(u + 1, limit, active, next);
+        out.correction_sends = cx.sends;
+        out.last_activity = cx.last_activity;
+        *out
     }
+}
 
-    /// The correction steps from `u` on.
-    fn correct(&mut self, mut u: u64, limit: u64) {
+/// The tables of one run, borrowed apart so the hot loop keeps its counters in registers.
+struct Cx<'a> {
+    st: &'a mut [Proc],
+    ring: &'a mut Ring,
+    procs: u32,
+    /// `o + L`.
+    flight: u64,
+    /// Correction messages sent.
+    sends: u64,
+    last_activity: u64,
+}
+
+impl Cx<'_> {
+    /// The correction steps from `u` on, `active` holding the participants that sent in
+    /// the previous step, in rank order (`next` is scratch). `true` if stopped at `limit`.
+    fn correct(
+        &mut self,
+        mut u: u64,
+        limit: u64,
+        active: &mut Vec<u32>,
+        next: &mut Vec<u32>,
+    ) -> bool {
         let limit = limit.min(u64::from(u32::MAX) / 2);
-        let mut active = std::mem::take(&mut self.active);
-        let mut next = std::mem::take(&mut self.next);
         loop {
             if active.is_empty() {
                 // Nobody sends: skip to the next delivery.
                 match self.ring.next_from(u) {
                     Some(t) => u = t,
-                    None => break,
+                    None => return false,
                 }
             }
             if u > limit {
-                self.out.hit_limit = true;
-                break;
+                return true;
             }
             // Deliveries first, each receiver with something to send polled right after.
             let bucket = self.ring.take(u);
@@ -308,7 +342,7 @@ impl FastChecked {
             self.ring.restore(u, bucket);
             // Then everybody else still sending, in rank order.
             next.clear();
-            for &r in &active {
+            for &r in active.iter() {
                 let f = self.st[r as usize].flags;
                 if f & POLLED != 0 {
                     self.st[r as usize].flags = f & !POLLED;
@@ -319,11 +353,9 @@ impl FastChecked {
                     next.push(r);
                 }
             }
-            std::mem::swap(&mut active, &mut next);
+            std::mem::swap(active, next);
             u += 1;
         }
-        self.active = active;
-        self.next = next;
     }
 
     #[inline(always)]
@@ -346,10 +378,10 @@ impl FastChecked {
     /// `true` if it sent (and polls again next step).
     #[inline(always)]
     fn poll(&mut self, r: u32, u: u64) -> bool {
+        let p = self.procs;
         let s = &mut self.st[r as usize];
         // The side with fewer messages (left on ties) until a participant there has been
         // reached and heard from, or everybody has one.
-        let p = self.procs;
         let [sl, sr] = s.sent;
         let covered = u64::from(sl) + u64::from(sr) >= u64::from(p - 1);
         let left = sl < s.stop[LEFT];
@@ -362,14 +394,17 @@ impl FastChecked {
             s.sent[LEFT] = sl + 1;
             let d = sl + 1;
             // The receiver hears from its right.
-            (if r >= d { r - d } else { r + p - d }, d << 1 | RIGHT as u32)
+            (
+                if r >= d { r - d } else { r + p - d },
+                d << 1 | RIGHT as u32,
+            )
         } else {
             s.sent[RIGHT] = sr + 1;
             let d = sr + 1;
             let t = r + d;
             (if t >= p { t - p } else { t }, d << 1 | LEFT as u32)
         };
-        self.out.correction_sends += 1;
+        self.sends += 1;
         self.route(dst, info, u);
         true
     }
@@ -381,14 +416,14 @@ impl FastChecked {
         let arrival = u + self.flight;
         let q = &mut self.st[to as usize];
         if q.recv_free == u32::MAX {
-            self.out.last_activity = self.out.last_activity.max(arrival);
+            self.last_activity = self.last_activity.max(arrival);
             return;
         }
         let start = arrival.max(u64::from(q.recv_free));
         q.recv_free = (start + 1) as u32;
         let at = start + 1;
         self.ring.push(u, at, (to, info));
-        self.out.last_activity = self.out.last_activity.max(at);
+        self.last_activity = self.last_activity.max(at);
     }
 }
 

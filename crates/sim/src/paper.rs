@@ -663,9 +663,11 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
         "fig10.png",
     )?;
     if ctx.a.no_plots {
-        ctx.md.push_str("## Figure 10\n\nData: `fig10.csv` (plot not drawn: `--no-plots`).\n\n");
+        ctx.md
+            .push_str("## Figure 10\n\nData: `fig10.csv` (plot not drawn: `--no-plots`).\n\n");
     } else {
-        ctx.md.push_str("## Figure 10\n\n![Figure 10](fig10.png)\n\nData: `fig10.csv`.\n\n");
+        ctx.md
+            .push_str("## Figure 10\n\n![Figure 10](fig10.png)\n\nData: `fig10.csv`.\n\n");
     }
     if ctx.a.table1_only {
         return Ok(());
