@@ -465,7 +465,7 @@ fn tree_sends(topology: &Topology, procs: u32, flight: u64) -> Vec<(u32, u32, u3
                 next.push(r);
             }
         }
-        merge_into(&mut merged, &mut next, &mut fresh);
+        merge_into(&mut merged, &next, &mut fresh);
         std::mem::swap(&mut active, &mut merged);
         u += 1;
     }
@@ -474,7 +474,7 @@ fn tree_sends(topology: &Topology, procs: u32, flight: u64) -> Vec<(u32, u32, u3
 
 /// `next` (sorted) and `fresh` (unsorted, disjoint from it) merged in rank order into
 /// `out`; `fresh` is left empty.
-fn merge_into(out: &mut Vec<u32>, next: &mut Vec<u32>, fresh: &mut Vec<u32>) {
+fn merge_into(out: &mut Vec<u32>, next: &[u32], fresh: &mut Vec<u32>) {
     fresh.sort_unstable();
     out.clear();
     let (mut i, mut j) = (0, 0);
