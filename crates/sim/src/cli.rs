@@ -573,10 +573,12 @@ fn bench(a: BenchArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e, 2),
     };
+    let setup = crate::cputime::thread_cpu_time();
     let mut sim = match BcastSim::with_engine(spec.clone(), a.engine.into()) {
         Ok(s) => s,
         Err(e) => return fail(e, 2),
     };
+    let setup = crate::cputime::thread_cpu_time() - setup;
     // One warm-up run sizes every buffer.
     sim.run(crate::runner::run_seed(a.seed, u64::MAX));
     let mut cpu = Vec::with_capacity(a.runs as usize);
@@ -602,6 +604,10 @@ fn bench(a: BenchArgs) -> ExitCode {
             "generic"
         },
         messages as f64 / a.runs as f64
+    );
+    println!(
+        "setup (once per simulator and thread): {:.3} ms cpu",
+        setup.as_secs_f64() * 1e3
     );
     println!(
         "cpu time per run:  median {:.3} ms  p5 {:.3}  p95 {:.3}  min {:.3}",
