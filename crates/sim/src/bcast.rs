@@ -6,8 +6,9 @@ use steadfast_coll::{
 };
 
 use crate::engine::{Engine, Population};
+use crate::fast::FastChecked;
 use crate::faults::{run_rng, FaultError, FaultPlan};
-use crate::network::{LogP, LogPParams};
+use crate::network::{Liveness, LogP, LogPParams};
 
 /// Dissemination phase of a simulated broadcast.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,6 +171,18 @@ impl<const K: u8> Population for Pop<'_, K> {
     }
 }
 
+/// Which engine simulates a broadcast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EngineChoice {
+    /// The specialized engine where it applies (tree dissemination, synchronized checked
+    /// correction, LogP with `o = 1` and `g <= 1`, processes dead from the start), which gives
+    /// the same results much faster; the generic one otherwise.
+    #[default]
+    Auto,
+    /// Always the generic engine driving the [`steadfast_coll`] state machines.
+    Generic,
+}
+
 /// A reusable simulator for one [`BcastSpec`]: call [`BcastSim::run`] once per seed.
 #[derive(Debug)]
 pub struct BcastSim {
@@ -182,11 +195,21 @@ pub struct BcastSim {
     limit: u64,
     states: Vec<BcastState>,
     engine: Engine<LogP, Msg>,
+    /// The specialized engine, when chosen (then `engine` and `states` stay unused).
+    fast: Option<FastChecked>,
+    /// Liveness of the last run on `fast`.
+    fast_live: Liveness,
 }
 
 impl BcastSim {
-    /// Sets up the simulator (O(P) time for the tree's fault-free latency).
+    /// Sets up the simulator (O(P) time for the tree's fault-free latency), on the fastest
+    /// engine that reproduces `spec` exactly ([`EngineChoice::Auto`]).
     pub fn new(spec: BcastSpec) -> Result<Self, SimError> {
+        Self::with_engine(spec, EngineChoice::Auto)
+    }
+
+    /// Sets up the simulator on the chosen engine.
+    pub fn with_engine(spec: BcastSpec, choice: EngineChoice) -> Result<Self, SimError> {
         if spec.logp.o == 0 {
             return Err(SimError::Overhead);
         }
@@ -220,6 +243,14 @@ impl BcastSim {
         // Generous bound: a correction that walks the whole ring twice, plus timeouts.
         let limit = 1_000_000 + 8 * u64::from(spec.procs) * (o.max(g) + l + 2 * o);
         let engine = Engine::new(LogP::new(spec.logp));
+        let fast = match (choice, cfg.dissemination(), sync_at) {
+            (EngineChoice::Auto, Dissemination::Tree { topology, .. }, Some(at))
+                if FastChecked::applies(&spec, sync_at, latency, limit) =>
+            {
+                Some(FastChecked::new(&spec, topology, at))
+            }
+            _ => None,
+        };
         Ok(BcastSim {
             spec,
             cfg,
@@ -228,7 +259,14 @@ impl BcastSim {
             limit,
             states: Vec::new(),
             engine,
+            fast,
+            fast_live: Liveness::default(),
         })
+    }
+
+    /// Whether runs use the specialized engine.
+    pub fn is_fast(&self) -> bool {
+        self.fast.is_some()
     }
 
     /// The specification.
@@ -251,18 +289,42 @@ impl BcastSim {
         self.dissemination_latency
     }
 
-    /// Per-process states after the last run.
-    pub fn states(&self) -> &[BcastState] {
-        &self.states
+    /// Per-process states after the last run; `None` on the specialized engine, which keeps
+    /// no [`BcastState`] (see [`Self::colored`]).
+    pub fn states(&self) -> Option<&[BcastState]> {
+        self.fast.is_none().then_some(&self.states[..])
+    }
+
+    /// When and how process `rank` was colored in the last run (`None`: never), whichever
+    /// engine ran it.
+    pub fn colored(&self, rank: u32) -> Option<(u64, Via)> {
+        match &self.fast {
+            Some(f) => f.colored(rank).map(|(at, by_correction)| {
+                let via = if by_correction {
+                    Via::Correction
+                } else {
+                    Via::Dissemination
+                };
+                (at, via)
+            }),
+            None => self.states.get(rank as usize)?.colored(),
+        }
     }
 
     /// Which processes failed in the last run.
-    pub fn liveness(&self) -> &crate::network::Liveness {
-        self.engine.liveness()
+    pub fn liveness(&self) -> &Liveness {
+        if self.fast.is_some() {
+            &self.fast_live
+        } else {
+            self.engine.liveness()
+        }
     }
 
     /// Simulates one broadcast. The same seed gives the same run.
     pub fn run(&mut self, seed: u64) -> RunMetrics {
+        if self.fast.is_some() {
+            return self.run_fast(seed);
+        }
         let procs = self.spec.procs;
         let mut rng = run_rng(seed);
         self.engine.prepare(procs, seed);
@@ -326,6 +388,53 @@ impl BcastSim {
             // Gaps: ring positions that dissemination left uncolored (dead ones included).
             // Rank 0 is always colored, so the ring needs no wrap-around.
             let covered = alive && matches!(colored, Some((_, Via::Dissemination)));
+            if covered {
+                run = 0;
+            } else {
+                if run == 0 {
+                    m.gaps += 1;
+                }
+                run += 1;
+                m.max_gap = m.max_gap.max(run);
+            }
+        }
+        m.correction_latency = self.sync_at.map(|t| m.quiescence_latency.saturating_sub(t));
+        m
+    }
+
+    /// [`Self::run`] on the specialized engine: the same fault draws, the same metrics.
+    fn run_fast(&mut self, seed: u64) -> RunMetrics {
+        let procs = self.spec.procs;
+        let mut rng = run_rng(seed);
+        self.fast_live.reset(procs);
+        let failed = self.spec.faults.apply(&mut self.fast_live, &mut rng);
+        let Some(fast) = self.fast.as_mut() else {
+            return RunMetrics::default();
+        };
+        let out = fast.run(&self.fast_live, self.limit);
+        let mut m = RunMetrics {
+            seed,
+            procs,
+            failed,
+            quiescence_latency: out.last_activity,
+            messages: out.tree_sends + out.correction_sends,
+            tree_messages: out.tree_sends,
+            correction_messages: out.correction_sends,
+            hit_limit: out.hit_limit,
+            ..RunMetrics::default()
+        };
+        let live = &self.fast_live;
+        let mut run = 0u32;
+        for r in 0..procs {
+            let alive = !live.ever_fails(r);
+            let colored = fast.colored(r);
+            if alive {
+                match colored {
+                    Some((at, _)) => m.coloring_latency = m.coloring_latency.max(at),
+                    None => m.uncolored += 1,
+                }
+            }
+            let covered = alive && matches!(colored, Some((_, false)));
             if covered {
                 run = 0;
             } else {

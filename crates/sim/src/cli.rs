@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand, ValueEnum};
 use steadfast_coll::{Correction, Numbering, TreeKind};
 
-use crate::bcast::{BcastSim, BcastSpec, DissemSpec, RunMetrics, StartSpec};
+use crate::bcast::{BcastSim, BcastSpec, DissemSpec, EngineChoice, RunMetrics, StartSpec};
 use crate::faults::FaultPlan;
 use crate::network::LogPParams;
 use crate::runner::{run_batch, Batch};
@@ -90,6 +90,25 @@ pub enum NumberingArg {
     InOrder,
 }
 
+/// Engine choice on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// The specialized engine where it applies (synchronized checked correction over a tree,
+    /// o = 1, g <= 1, faults from the start), the generic one otherwise; same results.
+    Auto,
+    /// Always the generic engine (the protocol state machines the runtime uses).
+    Generic,
+}
+
+impl From<EngineArg> for EngineChoice {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::Auto => EngineChoice::Auto,
+            EngineArg::Generic => EngineChoice::Generic,
+        }
+    }
+}
+
 /// Output format of `bcast`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -123,6 +142,9 @@ pub struct BcastArgs {
     /// No progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Simulation engine.
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
 }
 
 /// `steadfast sim bench`.
@@ -137,6 +159,9 @@ pub struct BenchArgs {
     /// Base seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Simulation engine.
+    #[arg(long, value_enum, default_value_t = EngineArg::Auto)]
+    pub engine: EngineArg,
 }
 
 /// A command-line value that does not parse.
@@ -427,7 +452,7 @@ fn bcast(a: BcastArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e, 2),
     };
-    let sim = match BcastSim::new(spec.clone()) {
+    let sim = match BcastSim::with_engine(spec.clone(), a.engine.into()) {
         Ok(s) => s,
         Err(e) => return fail(e, 2),
     };
@@ -443,6 +468,7 @@ fn bcast(a: BcastArgs) -> ExitCode {
                 threads: a.threads,
                 progress: !a.no_progress && a.runs >= 100,
                 label: "bcast".into(),
+                engine: a.engine.into(),
             };
             match run_batch(&spec, &batch) {
                 Ok(r) => (r, a.runs),
@@ -547,10 +573,12 @@ fn bench(a: BenchArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(e, 2),
     };
-    let mut sim = match BcastSim::new(spec.clone()) {
+    let setup = crate::cputime::thread_cpu_time();
+    let mut sim = match BcastSim::with_engine(spec.clone(), a.engine.into()) {
         Ok(s) => s,
         Err(e) => return fail(e, 2),
     };
+    let setup = crate::cputime::thread_cpu_time() - setup;
     // One warm-up run sizes every buffer.
     sim.run(crate::runner::run_seed(a.seed, u64::MAX));
     let mut cpu = Vec::with_capacity(a.runs as usize);
@@ -568,9 +596,18 @@ fn bench(a: BenchArgs) -> ExitCode {
     let w = Dist::of(&mut wall);
     println!("{}", describe(&spec));
     println!(
-        "{} runs on one thread, {:.0} messages per run",
+        "{} runs on one thread ({} engine), {:.0} messages per run",
         a.runs,
+        if sim.is_fast() {
+            "specialized"
+        } else {
+            "generic"
+        },
         messages as f64 / a.runs as f64
+    );
+    println!(
+        "setup (once per simulator and thread): {:.3} ms cpu",
+        setup.as_secs_f64() * 1e3
     );
     println!(
         "cpu time per run:  median {:.3} ms  p5 {:.3}  p95 {:.3}  min {:.3}",

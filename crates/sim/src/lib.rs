@@ -15,6 +15,7 @@ pub mod bcast;
 pub mod cli;
 pub mod cputime;
 pub mod engine;
+mod fast;
 pub mod faults;
 pub mod network;
 pub mod paper;
@@ -23,7 +24,7 @@ pub mod runner;
 pub mod stats;
 mod wheel;
 
-pub use bcast::{BcastSim, BcastSpec, DissemSpec, RunMetrics, SimError, StartSpec};
+pub use bcast::{BcastSim, BcastSpec, DissemSpec, EngineChoice, RunMetrics, SimError, StartSpec};
 pub use engine::{Engine, Population, RunOutcome};
 pub use faults::{FaultError, FaultPlan};
 pub use network::{FaultRates, Faulty, Liveness, LogP, LogPParams, Network, Routed};

@@ -52,6 +52,9 @@ pub struct PaperArgs {
     /// e.g. for a large `--runs`.
     #[arg(long)]
     pub table1_only: bool,
+    /// Simulation engine (results are the same either way).
+    #[arg(long, value_enum, default_value_t = crate::cli::EngineArg::Auto)]
+    pub engine: crate::cli::EngineArg,
 }
 
 const LOGP: LogPParams = LogPParams { l: 2, o: 1, g: 0 };
@@ -138,6 +141,7 @@ impl Ctx {
             threads: self.a.threads,
             progress: !self.a.no_progress,
             label: label.to_string(),
+            engine: self.a.engine.into(),
         };
         self.runs_done += runs;
         run_batch(spec, &b)
@@ -145,7 +149,7 @@ impl Ctx {
 
     fn one(&mut self, spec: &BcastSpec) -> Result<RunMetrics, SimError> {
         self.runs_done += 1;
-        Ok(BcastSim::new(spec.clone())?.run(self.a.seed))
+        Ok(BcastSim::with_engine(spec.clone(), self.a.engine.into())?.run(self.a.seed))
     }
 
     fn write(&self, name: &str, body: &str) -> std::io::Result<()> {
@@ -659,9 +663,11 @@ fn faults(ctx: &mut Ctx, gossip_time: u64) -> Result<(), String> {
         "fig10.png",
     )?;
     if ctx.a.no_plots {
-        ctx.md.push_str("## Figure 10\n\nData: `fig10.csv` (plot not drawn: `--no-plots`).\n\n");
+        ctx.md
+            .push_str("## Figure 10\n\nData: `fig10.csv` (plot not drawn: `--no-plots`).\n\n");
     } else {
-        ctx.md.push_str("## Figure 10\n\n![Figure 10](fig10.png)\n\nData: `fig10.csv`.\n\n");
+        ctx.md
+            .push_str("## Figure 10\n\n![Figure 10](fig10.png)\n\nData: `fig10.csv`.\n\n");
     }
     if ctx.a.table1_only {
         return Ok(());

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::bcast::{BcastSim, BcastSpec, RunMetrics, SimError};
+use crate::bcast::{BcastSim, BcastSpec, EngineChoice, RunMetrics, SimError};
 
 /// Seed of run `index` of a batch started from `base` (SplitMix64 of both, so runs are
 /// independent of how they are spread over threads).
@@ -29,12 +29,14 @@ pub struct Batch {
     pub progress: bool,
     /// Label for the progress bar.
     pub label: String,
+    /// Engine (results are the same either way).
+    pub engine: EngineChoice,
 }
 
 /// Runs `batch.runs` broadcasts of `spec`; results are in run order.
 pub fn run_batch(spec: &BcastSpec, batch: &Batch) -> Result<Vec<RunMetrics>, SimError> {
     // Fail early, on this thread, if the spec is bad.
-    drop(BcastSim::new(spec.clone())?);
+    drop(BcastSim::with_engine(spec.clone(), batch.engine)?);
     let threads = match batch.threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
@@ -60,7 +62,7 @@ pub fn run_batch(spec: &BcastSpec, batch: &Batch) -> Result<Vec<RunMetrics>, Sim
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 scope.spawn(|| -> Result<(), SimError> {
-                    let mut sim = BcastSim::new(spec.clone())?;
+                    let mut sim = BcastSim::with_engine(spec.clone(), batch.engine)?;
                     let mut local = Vec::new();
                     loop {
                         let start = next.fetch_add(CHUNK, Ordering::Relaxed);

@@ -59,7 +59,7 @@ fn fraction_faults_spare_the_root_and_count_exactly() {
         // Dead processes never get colored and never send.
         for r in 0..4096u32 {
             if sim.liveness().ever_fails(r) {
-                assert!(!sim.states()[r as usize].is_colored());
+                assert!(sim.colored(r).is_none());
             }
         }
     }

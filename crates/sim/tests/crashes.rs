@@ -32,7 +32,7 @@ fn two_crashes_during_checked_correction_can_leave_a_process_uncolored() {
     assert_eq!(sim.sync_at(), Some(24));
     let m = sim.run(0);
     assert_eq!(m.uncolored, 1);
-    assert!(!sim.states()[49].is_colored());
+    assert!(sim.colored(49).is_none());
 }
 
 #[test]
