@@ -26,6 +26,7 @@ CPU), which is the same mechanism for every MPI. Standard library only.
 import argparse
 import os
 import re
+import statistics
 import shutil
 import subprocess
 import sys
@@ -196,6 +197,9 @@ def main():
     ap.add_argument("--coll-ranks", type=int, default=4)
     ap.add_argument("--no-pin", action="store_true", help="do not pin the ping-pong ranks")
     ap.add_argument("--no-install", action="store_true", help="never call apt-get")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="run every configuration this many times, alternating, and report "
+                         "the median over rounds (the host's noise then hits all alike)")
     ap.add_argument("--timeout", type=int, default=240, help="seconds per job")
     ap.add_argument("--results", default=str(BENCH / "results"), help="where raw output goes")
     args = ap.parse_args()
@@ -230,38 +234,51 @@ def main():
                "-s", args.stat]
     if not args.no_pin:
         pp_args.append("-p")
-    for cfg in cfgs:
-        ok, why = built[cfg["family"]]
-        if not ok:
-            notes.append(f"{cfg['label']}: not run ({why})")
-            continue
-        binary = out_dir / "build" / cfg["family"]
-        log(f"{cfg['label']}: pingpong ...")
-        t0 = time.monotonic()
-        out, why = run(cfg, 2, [str(binary / "pingpong")] + pp_args, args.timeout,
-                       out_dir / f"pingpong.{cfg['key']}.log")
-        if out is None and cfg["family"] == "openmpi":
-            # Cross-memory attach is refused in some containers; retry without it.
-            log(f"{cfg['label']}: {why}; retrying with single-copy mechanism off")
-            cfg["env"]["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
-            out, why = run(cfg, 2, [str(binary / "pingpong")] + pp_args, args.timeout,
-                           out_dir / f"pingpong.{cfg['key']}.log")
-            if out is not None:
-                notes.append(f"{cfg['label']}: ran with OMPI_MCA_btl_vader_single_copy_mechanism=none")
-        if out is None:
-            notes.append(f"{cfg['label']}: pingpong failed ({why})")
-        else:
-            pp[cfg["key"]] = parse_pingpong(out)
-            log(f"{cfg['label']}: pingpong done in {time.monotonic() - t0:.0f} s")
-        if args.no_coll:
-            continue
-        log(f"{cfg['label']}: coll on {args.coll_ranks} ranks ...")
-        out, why = run(cfg, args.coll_ranks, [str(binary / "coll")], args.timeout,
-                       out_dir / f"coll.{cfg['key']}.log")
-        if out is None:
-            notes.append(f"{cfg['label']}: coll failed ({why})")
-        else:
-            coll[cfg["key"]] = parse_coll(out)
+    pp_runs, coll_runs = {}, {}
+    for rnd in range(max(1, args.rounds)):
+        for cfg in cfgs:
+            ok, why = built[cfg["family"]]
+            if not ok:
+                if rnd == 0:
+                    notes.append(f"{cfg['label']}: not run ({why})")
+                continue
+            binary = out_dir / "build" / cfg["family"]
+            log(f"{cfg['label']}: pingpong (round {rnd + 1}) ...")
+            t0 = time.monotonic()
+            log_file = out_dir / f"pingpong.{cfg['key']}.{rnd}.log"
+            out, why = run(cfg, 2, [str(binary / "pingpong")] + pp_args, args.timeout, log_file)
+            if out is None and cfg["family"] == "openmpi" and rnd == 0:
+                # Cross-memory attach is refused in some containers; retry without it.
+                log(f"{cfg['label']}: {why}; retrying with single-copy mechanism off")
+                cfg["env"]["OMPI_MCA_btl_vader_single_copy_mechanism"] = "none"
+                out, why = run(cfg, 2, [str(binary / "pingpong")] + pp_args, args.timeout, log_file)
+                if out is not None:
+                    notes.append(f"{cfg['label']}: ran with OMPI_MCA_btl_vader_single_copy_mechanism=none")
+            if out is None:
+                notes.append(f"{cfg['label']}: pingpong failed in round {rnd + 1} ({why})")
+            else:
+                pp_runs.setdefault(cfg["key"], []).append(parse_pingpong(out))
+                log(f"{cfg['label']}: pingpong done in {time.monotonic() - t0:.0f} s")
+            if args.no_coll:
+                continue
+            log(f"{cfg['label']}: coll on {args.coll_ranks} ranks ...")
+            out, why = run(cfg, args.coll_ranks, [str(binary / "coll")], args.timeout,
+                           out_dir / f"coll.{cfg['key']}.{rnd}.log")
+            if out is None:
+                notes.append(f"{cfg['label']}: coll failed in round {rnd + 1} ({why})")
+            else:
+                coll_runs.setdefault(cfg["key"], []).append(parse_coll(out))
+    # Median over rounds, per size (latency; bandwidth follows from it) and per collective.
+    for key, runs in pp_runs.items():
+        merged = {}
+        for n in set().union(*runs):
+            lats = [r[n][0] for r in runs if n in r]
+            lat = statistics.median(lats)
+            merged[n] = (lat, n / lat if lat > 0 else 0.0)
+        pp[key] = merged
+    for key, runs in coll_runs.items():
+        coll[key] = {op: statistics.median([r[op] for r in runs if op in r])
+                     for op in set().union(*runs)}
     load1 = os.getloadavg()[0]
 
     # Ping-pong table.
@@ -291,7 +308,8 @@ def main():
             row.append(fmt(ratio(va and va[1], vb and vb[1])) if n else "-")
         lines.append("| " + " | ".join(row) + " |")
 
-    report = [f"## Ping-pong (2 ranks, {args.stat} of {args.batches} batches): half round-trip "
+    report = [f"## Ping-pong (2 ranks, {args.stat} of {args.batches} batches, median of "
+              f"{max(1, args.rounds)} alternating rounds): half round-trip "
               "latency µs / bandwidth MB/s", ""]
     report += lines
     report += ["", "Ratios are Steadfast / Open MPI: latency ratio < 1 and bandwidth ratio > 1 "
@@ -311,7 +329,7 @@ def main():
 
     if not args.no_coll:
         report += ["", f"## Collectives ({args.coll_ranks} ranks): µs per call, "
-                   "median batch, slowest rank", "",
+                   f"median batch, slowest rank, median of {max(1, args.rounds)} rounds", "",
                    "| MPI | Allreduce 8 B | Bcast 8 B |", "|---|---:|---:|"]
         for k in shown:
             if k in coll:

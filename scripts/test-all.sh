@@ -20,6 +20,13 @@ if [ -x tests/c/run-tests.sh ]; then
     suite "C integration tests" tests/c/run-tests.sh --mpicc "$prefix/bin/mpicc" \
         --mpiexec "$prefix/bin/mpiexec" --paths "shm tcp"
 fi
+if [ -x tests/c/run-tests.sh ]; then
+    # Single-copy transfers are off by default; keep them working for those who turn them on.
+    suite "C point-to-point tests with single copy (STEADFAST_CMA=1)" env STEADFAST_CMA=1 \
+        tests/c/run-tests.sh --mpicc "$prefix/bin/mpicc" --mpiexec "$prefix/bin/mpiexec" \
+        --paths shm --build-dir "$here/tests/c/build-cma" \
+        --filter 'pingpong_sizes|sendrecv|ssend|order|large_count|anysource|probe|cancel|bigxfer|datatype'
+fi
 if [ -x scripts/mpich-tests.sh ]; then
     suite "MPICH test suite (fast subset)" scripts/mpich-tests.sh --prefix "$prefix" --fast
 fi
