@@ -7,12 +7,16 @@
 //! 4096    ring from sender 0: [head line][tail line][blocked line][data: ring_size bytes]
 //! ...     ring from sender i at 4096 + i * (RING_META + ring_size)
 //! ```
-//! Records in a ring are `[u32 record len][u32 payload len][u32 crc][u32 flags][header][payload]`,
+//! Records in a ring are `[u32 record len][u32 payload len][u32 crc][u32 hcrc][header][payload]`,
 //! aligned to 64-byte cache lines; a record that would straddle the end is preceded by a skip
-//! record. `crc` is the CRC32C of the payload-length word, header and payload, computed while
-//! copying them into the ring (one fused pass) and checked by the receiver before delivery
-//! (flags bit 0: sent without checksum, `STEADFAST_CHECKSUM=shm=none`). Damage is reported as
-//! [`PathError::Corrupt`]; nothing damaged is delivered. The consumer owns `head` (a
+//! record. `crc` is the CRC32C of the payload-length word, header and payload, and `hcrc` the
+//! same over the length word and header only, computed while copying them into the ring (one
+//! fused pass). The receiver checks small records whole before delivery; for large ones it
+//! checks the header by `hcrc` and hands the payload over unverified
+//! ([`PacketSink::packet_unverified`]) so the engine checks it in the copy it makes anyway.
+//! Bit 31 of the payload-length word marks a record sent without checksum
+//! (`STEADFAST_CHECKSUM=shm=none`). Damage is reported as [`PathError::Corrupt`]; nothing
+//! damaged is delivered. The consumer owns `head` (a
 //! monotonically increasing byte counter); the producer keeps its own tail.
 //!
 //! **The record-length word is the publication flag.** The consumer polls the word at `head`
@@ -46,8 +50,10 @@ const OFF_HEAD: usize = 0;
 const OFF_TAIL: usize = 64;
 const OFF_BLOCKED: usize = 128;
 const REC_PREFIX: usize = 16;
-/// Record flag: no checksum.
-const REC_NO_CRC: u32 = 1;
+/// Payload-length word flag: the record carries no checksum.
+const REC_NO_CRC: u32 = 1 << 31;
+/// Payloads at least this long are checked in the receiver's copy-out, not in a pass here.
+const FUSED_CHECK_MIN: usize = 4096;
 /// Second word of a skip record (a data record holds its exact payload length there).
 const SKIP: u32 = u32::MAX;
 
@@ -381,17 +387,17 @@ impl ShmPath {
             len_word(data, (at + rec as usize) % size as usize).store(0, Ordering::Relaxed);
             let p = data.add(at);
             let plen = payload.len() as u32;
-            (p.add(4) as *mut u32).write(plen);
+            (p.add(4) as *mut u32).write(if checksum { plen } else { plen | REC_NO_CRC });
             let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
             if checksum {
-                let crc = steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload);
+                let (hcrc, crc) = steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload);
                 (p.add(8) as *mut u32).write(crc);
-                (p.add(12) as *mut u32).write(0);
+                (p.add(12) as *mut u32).write(hcrc);
             } else {
                 body[..HDR_LEN].copy_from_slice(hdr);
                 body[HDR_LEN..].copy_from_slice(payload);
                 (p.add(8) as *mut u32).write(0);
-                (p.add(12) as *mut u32).write(REC_NO_CRC);
+                (p.add(12) as *mut u32).write(0);
             }
             if let Some(inj) = faults.as_mut() {
                 let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
@@ -446,13 +452,14 @@ impl Path for ShmPath {
                     return Err(PathError::PeerLost(s, format!("corrupt ring record (len {len})")));
                 }
                 if kind != SKIP {
-                    let plen = kind as usize;
+                    let unchecked = kind & REC_NO_CRC != 0;
+                    let plen = (kind & !REC_NO_CRC) as usize;
                     if REC_PREFIX + HDR_LEN + plen > len {
                         self.counters.frames_dropped += 1;
                         return Err(PathError::PeerLost(s, "short ring record".into()));
                     }
                     // SAFETY: bounds checked above; the record is ours until `head` moves.
-                    let (hdr, payload, stored, flags) = unsafe {
+                    let (hdr, payload, stored, stored_head) = unsafe {
                         let r = data.add(at);
                         if let Some(inj) = self.faults.as_mut() {
                             let body = std::slice::from_raw_parts_mut(r.add(REC_PREFIX), HDR_LEN + plen);
@@ -463,23 +470,34 @@ impl Path for ShmPath {
                         let payload = std::slice::from_raw_parts(p.add(HDR_LEN), plen);
                         (hdr, payload, (r.add(8) as *const u32).read(), (r.add(12) as *const u32).read())
                     };
-                    if self.checksum.enabled() {
-                        let what = if flags & REC_NO_CRC != 0 {
-                            Some("record without checksum (sender runs STEADFAST_CHECKSUM=none)".to_owned())
+                    let mut what = None;
+                    if !self.checksum.enabled() {
+                        sink.packet(s, hdr, payload);
+                    } else if unchecked {
+                        what = Some("record without checksum (sender runs STEADFAST_CHECKSUM=none)".to_owned());
+                    } else if plen >= FUSED_CHECK_MIN {
+                        let head = steadfast_reliable::crc::record_crc32c(plen as u32, hdr, &[]);
+                        if head != stored_head {
+                            what = Some(format!("header CRC32C mismatch: record says {stored_head:08x}, data gives {head:08x}"));
+                        } else if !sink.packet_unverified(s, hdr, payload, head, stored) {
+                            what = Some(format!("payload CRC32C mismatch (record says {stored:08x})"));
+                        }
+                    } else {
+                        let crc = steadfast_reliable::crc::record_crc32c(plen as u32, hdr, payload);
+                        if crc == stored {
+                            sink.packet(s, hdr, payload);
                         } else {
-                            let crc = steadfast_reliable::crc::record_crc32c(plen as u32, hdr, payload);
-                            (crc != stored).then(|| format!("CRC32C mismatch: record says {stored:08x}, data gives {crc:08x}"))
-                        };
-                        if let Some(what) = what {
-                            self.counters.corrupt_detected += 1;
-                            self.counters.frames_dropped += 1;
-                            head += len as u64;
-                            ring.head().store(head, Ordering::SeqCst);
-                            self.heads[s as usize] = head;
-                            return Err(PathError::Corrupt { peer: s, path: "shm", what });
+                            what = Some(format!("CRC32C mismatch: record says {stored:08x}, data gives {crc:08x}"));
                         }
                     }
-                    sink.packet(s, hdr, payload);
+                    if let Some(what) = what {
+                        self.counters.corrupt_detected += 1;
+                        self.counters.frames_dropped += 1;
+                        head += len as u64;
+                        ring.head().store(head, Ordering::SeqCst);
+                        self.heads[s as usize] = head;
+                        return Err(PathError::Corrupt { peer: s, path: "shm", what });
+                    }
                     self.counters.packets_received += 1;
                     self.counters.bytes_received += payload.len() as u64;
                     n += 1;
@@ -668,7 +686,10 @@ mod tests {
         use crate::fault::{FaultSpec, Injector};
         let dir = std::env::temp_dir().join(format!("sf-shm-crc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        for (who, spec) in [("sender", "corrupt=1"), ("receiver", "bus=1")] {
+        // 1000 bytes: checked whole here; 12000: header here, payload in the sink's copy.
+        for (who, spec, size) in
+            [("sender", "corrupt=1", 1000), ("receiver", "bus=1", 1000), ("sender", "corrupt=1", 12000), ("receiver", "bus=1", 12000)]
+        {
             let mut a = ShmPath::create(&dir, 0, 2, 1 << 16).unwrap();
             let mut b = ShmPath::create(&dir, 1, 2, 1 << 16).unwrap();
             let inj = Injector::new(FaultSpec::parse(spec).unwrap(), 0);
@@ -677,18 +698,19 @@ mod tests {
             } else {
                 b.set_faults(inj);
             }
-            a.send(1, &[3; HDR_LEN], &[7u8; 1000]).unwrap();
+            a.send(1, &[3; HDR_LEN], &vec![7u8; size]).unwrap();
             let mut got = Collect(Vec::new());
             let err = b.poll(&mut got).unwrap_err();
-            assert!(matches!(err, PathError::Corrupt { peer: 0, path: "shm", .. }), "{who}: {err}");
-            assert!(got.0.is_empty(), "{who}: damaged record delivered");
+            assert!(matches!(err, PathError::Corrupt { peer: 0, path: "shm", .. }), "{who} {size}: {err}");
+            assert!(got.0.is_empty(), "{who} {size}: damaged record delivered");
             assert_eq!(b.counters().corrupt_detected, 1);
             // Without damage the next record is fine (the check is not a false alarm).
             a.faults = None;
             b.faults = None;
-            a.send(1, &[4; HDR_LEN], &[8u8; 1000]).unwrap();
+            a.send(1, &[4; HDR_LEN], &vec![8u8; size]).unwrap();
             b.poll(&mut got).unwrap();
             assert_eq!(got.0.len(), 1);
+            assert_eq!(got.0[0].2, vec![8u8; size]);
             drop(a);
             drop(b);
         }

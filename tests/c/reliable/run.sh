@@ -111,5 +111,22 @@ else
     pass "tcp data frames: damage detected in the fused copy, receive never completed"
 fi
 
+# The same on shm: large ring records are checked in the engine's copy-out (header first).
+echo "== shm bigxfer with damaged data records (checksum fused into the copy to the user buffer)"
+log="$build/logs/detect-shm-data.log"
+STEADFAST_FAULTS="path=shm,corrupt=0.3,after=20,seed=1" timeout -k 5 60 \
+    "$mpiexec" --path shm -n 2 "$build/bigxfer" -m 16 -s 512 >"$log" 2>&1 </dev/null
+rc=$?
+if [ $rc -eq 0 ]; then
+    fail "shm data records: job succeeded although records were damaged"
+elif ! grep -q "detected on the shm path (payload CRC32C mismatch" "$log"; then
+    fail "shm data records: exit $rc without the payload detection message"
+    tail -n 10 "$log" | sed 's/^/    | /'
+elif grep -qE 'words wrong|Found [0-9]+ errors' "$log"; then
+    fail "shm data records: damaged bytes reached the application"
+else
+    pass "shm data records: damage detected in the fused copy, receive never completed"
+fi
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -48,15 +48,16 @@ pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
 /// Below this length [`crc32c_append`] and the fused copy run a single chain of 8-byte steps.
 const SHORT_MAX: usize = 256;
 
-/// CRC32C of a record made of a 32-bit length word (little-endian) and two parts, `a` then
+/// CRCs of a record made of a 32-bit length word (little-endian) and two parts, `a` then
 /// `b` (a header and a payload), copied into `dst` (`a.len() + b.len()` bytes) in the same
-/// pass. Short records take one call with a single 8-byte chain, which is what keeps the
-/// checksum cheap for small messages.
+/// pass: returns (CRC32C of `word ++ a`, CRC32C of `word ++ a ++ b`). The first lets a
+/// receiver trust the header before it checks the payload. Short records take one call with
+/// a single 8-byte chain, which is what keeps the checksum cheap for small messages.
 ///
 /// # Panics
 /// If `dst.len() != a.len() + b.len()`.
 #[inline]
-pub fn copy_record_with_crc32c(word: u32, dst: &mut [u8], a: &[u8], b: &[u8]) -> u32 {
+pub fn copy_record_with_crc32c(word: u32, dst: &mut [u8], a: &[u8], b: &[u8]) -> (u32, u32) {
     assert_eq!(dst.len(), a.len() + b.len(), "copy_record_with_crc32c: length mismatch");
     #[cfg(target_arch = "x86_64")]
     {
@@ -67,8 +68,8 @@ pub fn copy_record_with_crc32c(word: u32, dst: &mut [u8], a: &[u8], b: &[u8]) ->
     }
     let (da, db) = dst.split_at_mut(a.len());
     let crc = crc32c_append_u32(0, word);
-    let crc = copy_with_crc32c_append(crc, da, a);
-    copy_with_crc32c_append(crc, db, b)
+    let head = copy_with_crc32c_append(crc, da, a);
+    (head, copy_with_crc32c_append(head, db, b))
 }
 
 /// CRC32C of a record as [`copy_record_with_crc32c`] computes it, without copying.
@@ -78,7 +79,7 @@ pub fn record_crc32c(word: u32, a: &[u8], b: &[u8]) -> u32 {
     {
         if a.len() + b.len() < SHORT_MAX && std::arch::is_x86_feature_detected!("sse4.2") {
             // SAFETY: SSE4.2 checked; a null destination means no copy.
-            return unsafe { x86::copy_record_short(word, std::ptr::null_mut(), a, b) };
+            return unsafe { x86::copy_record_short(word, std::ptr::null_mut(), a, b) }.1;
         }
     }
     crc32c_append(crc32c_append(crc32c_append_u32(0, word), a), b)
@@ -359,20 +360,21 @@ mod x86 {
         !_mm_crc32_u32(!crc, v)
     }
 
-    /// CRC32C of `word ++ a ++ b`, copying `a ++ b` to `dst` unless it is null.
+    /// CRC32C of `word ++ a` and of `word ++ a ++ b`, copying `a ++ b` to `dst` unless it
+    /// is null.
     ///
     /// # Safety
     /// The CPU must have SSE4.2; a non-null `dst` is valid for `a.len() + b.len()` byte
     /// writes and overlaps neither source.
     #[target_feature(enable = "sse4.2")]
-    pub(super) unsafe fn copy_record_short(word: u32, dst: *mut u8, a: &[u8], b: &[u8]) -> u32 {
-        let mut c = !_mm_crc32_u32(!0, word);
+    pub(super) unsafe fn copy_record_short(word: u32, dst: *mut u8, a: &[u8], b: &[u8]) -> (u32, u32) {
+        let c = !_mm_crc32_u32(!0, word);
         if dst.is_null() {
-            c = crc32c_short(c, a);
-            crc32c_short(c, b)
+            let head = crc32c_short(c, a);
+            (head, crc32c_short(head, b))
         } else {
-            c = copy_crc32c_short(c, dst, a);
-            copy_crc32c_short(c, dst.add(a.len()), b)
+            let head = copy_crc32c_short(c, dst, a);
+            (head, copy_crc32c_short(head, dst.add(a.len()), b))
         }
     }
 
@@ -646,7 +648,9 @@ mod tests {
             whole.extend_from_slice(b);
             let want = crc32c::crc32c(&whole);
             let mut dst = vec![0u8; la + lb];
-            assert_eq!(copy_record_with_crc32c(0x1234, &mut dst, a, b), want, "{la}+{lb}");
+            let mut head_bytes = 0x1234u32.to_le_bytes().to_vec();
+            head_bytes.extend_from_slice(a);
+            assert_eq!(copy_record_with_crc32c(0x1234, &mut dst, a, b), (crc32c::crc32c(&head_bytes), want), "{la}+{lb}");
             assert_eq!(&dst[..la], a);
             assert_eq!(&dst[la..], b);
             assert_eq!(record_crc32c(0x1234, a, b), want, "{la}+{lb}");
