@@ -177,6 +177,12 @@ impl PacketSink for Sink<'_> {
         self.0.handle_packet(peer, hdr, payload);
     }
 
+    fn wants_more(&self) -> bool {
+        // A filled receive slot ends the blocking receive: what follows stays in the path
+        // for the next receive instead of being copied into the unexpected queue.
+        self.0.waiting.as_ref().is_none_or(|w| w.open())
+    }
+
     fn packet_unverified(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], seed: u32, expected: u32) -> bool {
         // Rendezvous data: checksum while copying into the receive buffer (one pass).
         if let Some(h) = Header::decode(hdr).filter(|h| h.kind == Kind::Data) {

@@ -34,7 +34,7 @@ pub(super) struct Waiting {
 unsafe impl Send for Waiting {}
 
 impl Waiting {
-    fn open(&self) -> bool {
+    pub(super) fn open(&self) -> bool {
         self.status.is_none() && self.promoted.is_none()
     }
 }

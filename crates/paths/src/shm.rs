@@ -29,8 +29,17 @@
 //!
 //! Sleeping is race-free by a Dekker-style handshake: the sleeper stores `waiting = 1`, then
 //! re-checks its rings, then sleeps on the doorbell value it read before; a producer publishes
-//! its record, then reads `waiting` and bumps and wakes the doorbell if set. Both sides use
-//! sequentially consistent operations for this handshake.
+//! its record, then reads `waiting` and bumps and wakes the doorbell if set. A producer that
+//! found a ring full and goes to sleep sets the ring's `blocked` flag the same way, and the
+//! consumer wakes it after freeing space.
+//!
+//! Each side of such a handshake needs a full fence between its store and its load. The
+//! busy side (a producer after every record, a consumer after every batch) would pay one per
+//! message; instead, where the kernel offers `membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)`
+//! and both ranks registered for it (flag in the control page), the side about to *sleep*
+//! issues that barrier, which makes every registered thread on the host execute a full
+//! fence, and the busy side uses plain loads (an asymmetric fence, as user-space RCU does).
+//! Sleeping is rare and already costs a system call; otherwise both sides fence.
 
 use std::fs::OpenOptions;
 use std::path::{Path as FsPath, PathBuf};
@@ -63,6 +72,35 @@ const CTRL_NRANKS: usize = 12;
 const CTRL_RING: usize = 16;
 const CTRL_DOORBELL: usize = 64;
 const CTRL_WAITING: usize = 128;
+/// 1 when the segment's owner registered for `membarrier` global expedited barriers.
+const CTRL_ASYM: usize = 192;
+
+const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
+const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_int = 1 << 1;
+const MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_int = 1 << 2;
+
+/// Register this process for global expedited barriers; false where the kernel lacks them.
+fn register_asymmetric_fences() -> bool {
+    // SAFETY: membarrier takes plain integer arguments and touches no memory of ours.
+    let supported = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) };
+    if supported < 0 || supported & libc::c_long::from(MEMBARRIER_CMD_GLOBAL_EXPEDITED) == 0 {
+        return false;
+    }
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 }
+}
+
+/// The sleeping side's heavy fence: every registered thread on the host executes a full
+/// memory barrier before this returns (see the module documentation).
+fn heavy_fence() {
+    // SAFETY: as above.
+    let r = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) };
+    if r != 0 {
+        // Registered but refused now: should not happen; a plain fence keeps this side right
+        // and a wake-up lost to the other side's missing fence costs one sleep timeout.
+        fence(Ordering::SeqCst);
+    }
+}
 
 /// Default ring size per sender/receiver pair for a job of `nranks` ranks on one host.
 ///
@@ -112,6 +150,9 @@ impl Segment {
     }
     fn waiting(&self) -> &AtomicU32 {
         self.atomic_u32(CTRL_WAITING)
+    }
+    fn asym(&self) -> bool {
+        self.atomic_u32(CTRL_ASYM).load(Ordering::Relaxed) == 1
     }
     fn pid(&self) -> u32 {
         self.atomic_u32(CTRL_PID).load(Ordering::Relaxed)
@@ -178,6 +219,8 @@ impl Ring {
 struct Outbound {
     seg: Segment,
     ring: Ring,
+    /// Both ranks use asymmetric fences: the receiver's sleep fences for us.
+    fence_free: bool,
     tail: u64,
     cached_head: u64,
 }
@@ -193,6 +236,12 @@ pub struct ShmPath {
     /// Peers' segments mapped for waking producers that blocked on a full ring.
     peer_ctrl: Vec<Option<Segment>>,
     blocked_on: Vec<u32>,
+    /// Ring `poll` looks at first.
+    first_ring: u32,
+    /// This process registered for asymmetric fences.
+    asym: bool,
+    /// Per sender: 0 not known yet, 1 its producer side fences, 2 asymmetric fences.
+    producer_asym: Vec<u8>,
     max_payload: usize,
     counters: PathCounters,
     checksum: Checksum,
@@ -229,6 +278,8 @@ impl ShmPath {
         map[CTRL_PID..CTRL_PID + 4].copy_from_slice(&std::process::id().to_ne_bytes());
         map[CTRL_NRANKS..CTRL_NRANKS + 4].copy_from_slice(&nranks.to_ne_bytes());
         map[CTRL_RING..CTRL_RING + 8].copy_from_slice(&(ring_size as u64).to_ne_bytes());
+        let asym = register_asymmetric_fences();
+        map[CTRL_ASYM..CTRL_ASYM + 4].copy_from_slice(&u32::from(asym).to_ne_bytes());
         map[CTRL_MAGIC..CTRL_MAGIC + 8].copy_from_slice(&MAGIC.to_ne_bytes());
         // Publish under the final name only once fully initialised.
         std::fs::rename(&tmp, &path).map_err(|e| PathError::Shm(format!("publish {}: {e}", path.display())))?;
@@ -243,6 +294,9 @@ impl ShmPath {
             out: (0..nranks).map(|_| None).collect(),
             peer_ctrl: (0..nranks).map(|_| None).collect(),
             blocked_on: Vec::new(),
+            first_ring: 0,
+            asym,
+            producer_asym: vec![0; nranks as usize],
             max_payload,
             counters: PathCounters::default(),
             checksum: Checksum::Crc32c,
@@ -279,30 +333,48 @@ impl ShmPath {
             let ring = seg.ring(self.rank);
             let tail = ring.tail().load(Ordering::Acquire);
             let cached_head = ring.head().load(Ordering::Acquire);
-            *slot = Some(Outbound { seg, ring, tail, cached_head });
+            let fence_free = self.asym && seg.asym();
+            *slot = Some(Outbound { seg, ring, fence_free, tail, cached_head });
         }
         slot.as_mut().ok_or_else(|| PathError::Shm("unreachable".into()))
     }
 
-    fn wake_producer(&mut self, sender: u32) {
+    /// Map `sender`'s segment (for its doorbell and its fence flag) if not done yet.
+    fn peer_segment(&mut self, sender: u32) -> Option<&Segment> {
         if self.peer_ctrl[sender as usize].is_none() {
             match Segment::open(&segment_path(&self.jobdir, sender)) {
                 Ok(s) => self.peer_ctrl[sender as usize] = Some(s),
                 Err(e) => {
-                    tracing::warn!("cannot map segment of rank {sender} to wake it: {e}");
-                    return;
+                    tracing::warn!("cannot map segment of rank {sender}: {e}");
+                    return None;
                 }
             }
         }
-        if let Some(seg) = &self.peer_ctrl[sender as usize] {
-            ring_doorbell(seg);
+        self.peer_ctrl[sender as usize].as_ref()
+    }
+
+    /// Whether the consumer side of `sender`'s ring may skip its fence (both asymmetric).
+    fn consumer_fence_free(&mut self, sender: u32) -> bool {
+        if !self.asym {
+            return false;
+        }
+        if self.producer_asym[sender as usize] == 0 {
+            let a = self.peer_segment(sender).is_some_and(|seg| seg.asym());
+            self.producer_asym[sender as usize] = if a { 2 } else { 1 };
+        }
+        self.producer_asym[sender as usize] == 2
+    }
+
+    fn wake_producer(&mut self, sender: u32, fence_free: bool) {
+        if let Some(seg) = self.peer_segment(sender) {
+            ring_doorbell(seg, !fence_free);
         }
     }
 
     fn inbound_pending(&self) -> bool {
         (0..self.nranks).any(|s| {
             let r = self.me.ring(s);
-            let at = (self.heads[s as usize] % r.size as u64) as usize;
+            let at = (self.heads[s as usize] & (r.size as u64 - 1)) as usize;
             // SAFETY: head is always a line-aligned record start inside the ring.
             unsafe { len_word(r.data(), at) }.load(Ordering::SeqCst) != 0
         })
@@ -316,8 +388,12 @@ impl ShmPath {
     }
 }
 
-fn ring_doorbell(seg: &Segment) {
-    fence(Ordering::SeqCst);
+/// After publishing (a record, or freed space): wake the segment's owner if it sleeps.
+/// `with_fence` unless the owner's sleep issues the heavy fence for us.
+fn ring_doorbell(seg: &Segment, with_fence: bool) {
+    if with_fence {
+        fence(Ordering::SeqCst);
+    }
     if seg.waiting().load(Ordering::SeqCst) != 0 {
         seg.doorbell().fetch_add(1, Ordering::SeqCst);
         futex_wake(seg.doorbell());
@@ -359,7 +435,8 @@ impl ShmPath {
         let o = self.outbound(peer)?;
         let size = o.ring.size as u64;
         let rec = align_line(REC_PREFIX + HDR_LEN + payload.len()) as u64;
-        let pos = o.tail % size;
+        // Ring sizes are powers of two (checked when a segment is opened): mask, not divide.
+        let pos = o.tail & (size - 1);
         let to_end = size - pos;
         let used = if to_end < rec { to_end + rec } else { rec };
         // One more line: the length word after the record is zeroed before it is published.
@@ -367,15 +444,11 @@ impl ShmPath {
         if size - (o.tail - o.cached_head) < need {
             o.cached_head = o.ring.head().load(Ordering::Acquire);
             if size - (o.tail - o.cached_head) < need {
-                // Ask the consumer to wake us when it frees space, then re-check (Dekker).
-                o.ring.blocked().store(1, Ordering::SeqCst);
-                o.cached_head = o.ring.head().load(Ordering::SeqCst);
-                if size - (o.tail - o.cached_head) < need {
-                    if !self.blocked_on.contains(&peer) {
-                        self.blocked_on.push(peer);
-                    }
-                    return Ok(SendStatus::Full);
+                // Full: `wait` asks the consumer to wake us if we end up sleeping.
+                if !self.blocked_on.contains(&peer) {
+                    self.blocked_on.push(peer);
                 }
+                return Ok(SendStatus::Full);
             }
         }
         let data = o.ring.data();
@@ -384,7 +457,7 @@ impl ShmPath {
             let skip = to_end < rec;
             let at = if skip { 0 } else { pos as usize };
             // The next record's length word must read 0 until that record is published.
-            len_word(data, (at + rec as usize) % size as usize).store(0, Ordering::Relaxed);
+            len_word(data, (at + rec as usize) & (size as usize - 1)).store(0, Ordering::Relaxed);
             let p = data.add(at);
             let plen = payload.len() as u32;
             (p.add(4) as *mut u32).write(if checksum { plen } else { plen | REC_NO_CRC });
@@ -413,7 +486,7 @@ impl ShmPath {
         }
         o.tail += used;
         o.ring.tail().store(o.tail, Ordering::Release);
-        ring_doorbell(&o.seg);
+        ring_doorbell(&o.seg, !o.fence_free);
         self.counters.packets_sent += 1;
         self.counters.bytes_sent += payload.len() as u64;
         Ok(SendStatus::Done)
@@ -431,14 +504,22 @@ impl Path for ShmPath {
 
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
         let mut n = 0;
-        for s in 0..self.nranks {
+        let mut stop = false;
+        // Start after the ring that ended the last poll early, so no sender is starved.
+        let mut next = self.first_ring;
+        for _ in 0..self.nranks {
+            if stop {
+                break;
+            }
+            let s = next;
+            next = if next + 1 == self.nranks { 0 } else { next + 1 };
             let ring = self.me.ring(s);
             let mut head = self.heads[s as usize];
             let size = ring.size as u64;
             let data = ring.data();
             let start = head;
             loop {
-                let at = (head % size) as usize;
+                let at = (head & (size - 1)) as usize;
                 // SAFETY: head is a line-aligned record start inside the data area.
                 let len = unsafe { len_word(data, at) }.load(Ordering::Acquire) as usize;
                 if len == 0 {
@@ -494,7 +575,7 @@ impl Path for ShmPath {
                         self.counters.corrupt_detected += 1;
                         self.counters.frames_dropped += 1;
                         head += len as u64;
-                        ring.head().store(head, Ordering::SeqCst);
+                        ring.head().store(head, Ordering::Release);
                         self.heads[s as usize] = head;
                         return Err(PathError::Corrupt { peer: s, path: "shm", what });
                     }
@@ -504,15 +585,25 @@ impl Path for ShmPath {
                 }
                 head += len as u64;
                 // Release each record as soon as it is consumed so a blocked producer can go on.
-                ring.head().store(head, Ordering::SeqCst);
+                ring.head().store(head, Ordering::Release);
+                if !sink.wants_more() {
+                    stop = true;
+                    self.first_ring = next;
+                    break;
+                }
             }
             if head == start {
                 continue;
             }
             self.heads[s as usize] = head;
+            // Dekker with a producer going to sleep on this full ring (see the module docs).
+            let fence_free = self.consumer_fence_free(s);
+            if !fence_free {
+                fence(Ordering::SeqCst);
+            }
             if ring.blocked().load(Ordering::SeqCst) != 0 {
                 ring.blocked().store(0, Ordering::SeqCst);
-                self.wake_producer(s);
+                self.wake_producer(s, fence_free);
             }
         }
         if !self.blocked_on.is_empty() {
@@ -533,6 +624,15 @@ impl Path for ShmPath {
         let bell = self.me.doorbell();
         let v = bell.load(Ordering::SeqCst);
         self.me.waiting().store(1, Ordering::SeqCst);
+        // Ask the consumers of the rings we could not write to to wake us when they free space.
+        for &p in &self.blocked_on {
+            if let Some(o) = &self.out[p as usize] {
+                o.ring.blocked().store(1, Ordering::SeqCst);
+            }
+        }
+        if self.asym {
+            heavy_fence();
+        }
         if !self.inbound_pending() && !self.outbound_space_freed() {
             futex_wait(self.me.doorbell(), v, timeout);
         }
@@ -566,7 +666,7 @@ impl ShmWaker {
     }
     /// Ring the doorbell.
     pub fn wake(&self) {
-        ring_doorbell(&self.seg);
+        ring_doorbell(&self.seg, true);
     }
 }
 
@@ -676,6 +776,60 @@ mod tests {
         }
         let a = producer.join().unwrap();
         assert_eq!(b.poll(&mut got).unwrap(), 0, "records after the last one");
+        drop(a);
+        drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Both sides sleep whenever they cannot go on (the producer on a full ring, the consumer
+    /// on an empty one): a lost wake-up shows as a wait that runs into its 2 s timeout.
+    #[test]
+    fn sleepers_are_always_woken() {
+        let dir = std::env::temp_dir().join(format!("sf-shm-sleep-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = ShmPath::create(&dir, 0, 2, 4096).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, 4096).unwrap();
+        const N: u32 = 5_000;
+        const LIMIT: Duration = Duration::from_secs(2);
+        let producer = std::thread::spawn(move || {
+            let mut slow = 0;
+            let mut i = 0u32;
+            while i < N {
+                let mut hdr = [0u8; HDR_LEN];
+                hdr[..4].copy_from_slice(&i.to_le_bytes());
+                match a.send(1, &hdr, &[i as u8; 300]).unwrap() {
+                    SendStatus::Done => i += 1,
+                    SendStatus::Full => {
+                        let t = std::time::Instant::now();
+                        a.wait(LIMIT).unwrap();
+                        if t.elapsed() >= LIMIT / 2 {
+                            slow += 1;
+                            break;
+                        }
+                    }
+                }
+            }
+            (a, slow)
+        });
+        let mut got = Collect(Vec::new());
+        let mut slow = 0;
+        while got.0.len() < N as usize {
+            if b.poll(&mut got).unwrap() == 0 {
+                let t = std::time::Instant::now();
+                b.wait(LIMIT).unwrap();
+                if t.elapsed() >= LIMIT / 2 {
+                    slow += 1;
+                    break;
+                }
+            }
+        }
+        assert_eq!(slow, 0, "the consumer's wait ran into its timeout: a wake-up was lost");
+        let (a, producer_slow) = producer.join().unwrap();
+        assert_eq!(producer_slow, 0, "the producer's wait ran into its timeout: a wake-up was lost");
+        for (i, (_, h, p)) in got.0.iter().enumerate() {
+            assert_eq!(u32::from_le_bytes(h[..4].try_into().unwrap()), i as u32);
+            assert_eq!(p[0], i as u8);
+        }
         drop(a);
         drop(b);
         let _ = std::fs::remove_dir_all(&dir);
