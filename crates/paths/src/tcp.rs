@@ -142,8 +142,10 @@ pub struct TcpPath {
     polls: u32,
 }
 
-/// With at most this many open inbound connections, `poll` reads them directly instead of
-/// asking epoll which are ready: an arriving message then costs one syscall instead of two.
+/// With at most this many open inbound connections, `poll` asks `poll(2)` about them
+/// directly instead of `epoll_wait` (no ready-list bookkeeping; measured a little faster than
+/// epoll for a ping-pong, and level with reading every connection blindly, which holds the
+/// socket lock against the kernel's delivery on every idle poll).
 const DIRECT_READ_MAX: usize = 4;
 /// Even then, every this many polls go through epoll (new connections on the listener).
 const EPOLL_EVERY: u32 = 64;
@@ -569,8 +571,22 @@ impl Path for TcpPath {
         self.polls = self.polls.wrapping_add(1);
         let open = self.inc.iter().filter(|c| c.open).count();
         if open > 0 && open <= DIRECT_READ_MAX && !self.polls.is_multiple_of(EPOLL_EVERY) {
-            for i in 0..self.inc.len() {
-                self.read_conn(i, sink);
+            let mut fds = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; DIRECT_READ_MAX];
+            let mut idx = [0usize; DIRECT_READ_MAX];
+            let mut k = 0;
+            for (i, c) in self.inc.iter().enumerate().filter(|(_, c)| c.open) {
+                fds[k].fd = c.stream.as_raw_fd();
+                idx[k] = i;
+                k += 1;
+            }
+            // SAFETY: `fds` holds `k` initialised entries.
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), k as libc::nfds_t, 0) };
+            if r > 0 {
+                for j in 0..k {
+                    if fds[j].revents != 0 {
+                        self.read_conn(idx[j], sink);
+                    }
+                }
             }
             if let Some((peer, what)) = self.corrupt.take() {
                 return Err(PathError::Corrupt { peer, path: "tcp", what });
