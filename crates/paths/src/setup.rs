@@ -202,7 +202,9 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
             .map_err(|e| PathError::Shm(format!("create {}: {e}", p.jobdir.display())))?;
     }
     if want_shm {
-        let ring = st.shm_ring.unwrap_or_else(|| crate::shm::default_ring_size(p.size));
+        let ring = st.shm_ring.unwrap_or_else(|| {
+            crate::shm::default_ring_size(p.size).min(crate::shm::ring_size_fitting(p.jobdir, p.size))
+        });
         let mut s = ShmPath::create(p.jobdir, p.rank, p.size, ring)?;
         s.set_checksum(cks("shm")?);
         if let Some(inj) = injector("shm", true) {

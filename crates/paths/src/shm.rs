@@ -115,6 +115,27 @@ pub fn default_ring_size(nranks: u32) -> usize {
     per.clamp(128 << 10, 2 << 20).next_power_of_two()
 }
 
+/// Largest power-of-two ring size (at least 64 KiB) whose rings for every pair of `nranks`
+/// ranks fill at most half the free space of the file system holding `jobdir`: the segments
+/// are sparse, but a job that streams between all pairs touches every ring, and a small
+/// `/dev/shm` (a container's default 64 MiB) must not run out (SIGBUS on a write).
+pub fn ring_size_fitting(jobdir: &FsPath, nranks: u32) -> usize {
+    let Ok(c) = std::ffi::CString::new(jobdir.as_os_str().as_encoded_bytes()) else { return usize::MAX };
+    // SAFETY: statvfs writes into the zeroed struct; `c` is a valid C string.
+    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut v) } != 0 {
+        return usize::MAX;
+    }
+    let free = (v.f_bavail as u128).saturating_mul(v.f_frsize as u128);
+    let n = u128::from(nranks.max(1));
+    let per = (free / 2 / (n * n)).min(usize::MAX as u128) as usize;
+    let mut size = 64 << 10;
+    while size * 2 <= per {
+        size *= 2;
+    }
+    size
+}
+
 /// Records start on cache lines.
 const LINE: usize = 64;
 
@@ -779,6 +800,17 @@ mod tests {
         drop(a);
         drop(b);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn ring_sizes_are_powers_of_two_within_bounds() {
+        for n in [1, 2, 3, 8, 16, 64, 1000] {
+            let r = default_ring_size(n);
+            assert!(r.is_power_of_two() && (128 << 10..=2 << 20).contains(&r), "{n}: {r}");
+            let f = ring_size_fitting(&std::env::temp_dir(), n);
+            assert!(f.is_power_of_two() && f >= 64 << 10, "{n}: {f}");
+        }
+        assert!(default_ring_size(2) >= default_ring_size(64));
     }
 
     /// Both sides sleep whenever they cannot go on (the producer on a full ring, the consumer
