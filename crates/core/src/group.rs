@@ -983,7 +983,7 @@ mod tests {
         let seed: u64 = std::env::var("STEADFAST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(7);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         for _ in 0..500 {
-            let mut pick = |rng: &mut rand_chacha::ChaCha8Rng| {
+            let pick = |rng: &mut rand_chacha::ChaCha8Rng| {
                 let mut v: Vec<u32> = (0..16).filter(|_| rng.gen_bool(0.5)).collect();
                 for i in (1..v.len()).rev() {
                     let j = rng.gen_range(0..=i);
