@@ -100,8 +100,54 @@ fn req_of(r: MPI_Request) -> Option<Handle> {
     }
 }
 
+/// Bytes of `count` elements of `dt` when the handle is a committed contiguous datatype,
+/// looked up without taking a reference to it (the fast paths below touch no refcount).
+fn contiguous_bytes(g: &Global, dt: MPI_Datatype, count: i64) -> Option<usize> {
+    let t = dt as usize;
+    let ty = if abi::is_predefined_handle(t) {
+        g.predef_types.get(t)?.as_ref()?
+    } else {
+        g.types.get(Handle(t as u64))?
+    };
+    (ty.committed && ty.is_contiguous() && count >= 0).then(|| ty.packed_size(count as usize))
+}
+
+/// MPI_Send's common case straight to the engine's request-free send: valid arguments, a
+/// contiguous type, standard or ready mode. Ok(false) (nothing done) sends it the general
+/// way, which also reports any argument error.
+#[allow(clippy::too_many_arguments)]
+fn send_fast(g: &mut Global, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> Result<bool, MpiError> {
+    if !matches!(mode, Mode::Standard | Mode::Ready) || dest < 0 || !(0..=TAG_UB).contains(&tag) {
+        return Ok(false);
+    }
+    let Some(len) = contiguous_bytes(g, dt, count) else { return Ok(false) };
+    if buf.is_null() && len > 0 {
+        return Ok(false);
+    }
+    let Ok(ch) = comm_handle(g, comm as usize) else { return Ok(false) };
+    g.eng.send_contig(ch, buf as *const u8, len, dest, tag)
+}
+
+/// MPI_Recv's common case through the engine's receive slot; None (nothing received) runs
+/// the general path, which also reports any argument error.
+#[allow(clippy::too_many_arguments)]
+fn recv_fast(g: &mut Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, src: c_int, tag: c_int, comm: MPI_Comm) -> Result<Option<Status>, MpiError> {
+    if (src < 0 && src != abi::MPI_ANY_SOURCE) || (tag != abi::MPI_ANY_TAG && !(0..=TAG_UB).contains(&tag)) {
+        return Ok(None);
+    }
+    let Some(cap) = contiguous_bytes(g, dt, count) else { return Ok(None) };
+    if buf.is_null() && cap > 0 {
+        return Ok(None);
+    }
+    let Ok(ch) = comm_handle(g, comm as usize) else { return Ok(None) };
+    g.eng.recv_contig(ch, buf as *mut u8, cap, src, tag)
+}
+
 unsafe fn send_impl(func: &str, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> c_int {
     api(func, Some(comm as usize), |g| {
+        if send_fast(g, buf, count, dt, dest, tag, comm, mode)? {
+            return Ok(());
+        }
         let spec = send_spec(g, buf, count, dt, dest, tag, comm, mode)?;
         if mode == Mode::Buffered {
             return g.eng.bsend(spec).map(|_| ());
@@ -165,8 +211,13 @@ unsafe fn recv_impl(
     status: *mut MPI_Status,
 ) -> c_int {
     api(func, Some(comm as usize), |g| {
-        let spec = recv_spec(g, buf, count, dt, src, tag, comm)?;
-        let s = g.eng.recv(spec)?;
+        let s = match recv_fast(g, buf, count, dt, src, tag, comm)? {
+            Some(s) => s,
+            None => {
+                let spec = recv_spec(g, buf, count, dt, src, tag, comm)?;
+                g.eng.recv(spec)?
+            }
+        };
         put_status(status, &s, None);
         truncated(&s)
     })

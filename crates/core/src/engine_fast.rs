@@ -19,9 +19,13 @@
 use super::*;
 use crate::matching::accepts;
 
-/// A blocking receive waiting without a request.
+/// A blocking receive waiting without a request: `cap` bytes at `buf` (a contiguous buffer).
 pub(super) struct Waiting {
-    spec: RecvSpec,
+    buf: *mut u8,
+    cap: usize,
+    comm: Handle,
+    src: i32,
+    tag: i32,
     ctx: u32,
     /// Set when an eager message was copied in.
     status: Option<Status>,
@@ -43,14 +47,13 @@ impl State {
     /// An eager message arrived: if the waiting slot accepts it, copy it in and return true.
     pub(super) fn eager_to_waiting(&mut self, h: &Header, payload: &[u8]) -> bool {
         let Some(w) = self.waiting.as_mut() else { return false };
-        if !(w.open() && w.ctx == h.ctx && accepts(w.spec.src, w.spec.tag, h.src, h.tag)) {
+        if !(w.open() && w.ctx == h.ctx && accepts(w.src, w.tag, h.src, h.tag)) {
             return false;
         }
-        let cap = w.spec.dtype.packed_size(w.spec.count);
-        let n = payload.len().min(cap);
-        // SAFETY: the slot's buffer holds `count` contiguous elements (checked when filled).
-        unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), w.spec.buf, n) };
-        let error = (payload.len() > cap).then_some(ErrorClass::Truncate);
+        let n = payload.len().min(w.cap);
+        // SAFETY: the slot's buffer holds `cap` bytes (checked when it was filled).
+        unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), w.buf, n) };
+        let error = (payload.len() > w.cap).then_some(ErrorClass::Truncate);
         w.status = Some(Status { source: h.src, tag: h.tag, error, bytes: n as u64, cancelled: false });
         true
     }
@@ -60,15 +63,17 @@ impl State {
     /// receive posted after it.
     pub(super) fn promote_waiting(&mut self, ctx: u32, src: i32, tag: i32) {
         let Some(w) = self.waiting.as_mut() else { return };
-        if !(w.open() && w.ctx == ctx && accepts(w.spec.src, w.spec.tag, src, tag)) {
+        if !(w.open() && w.ctx == ctx && accepts(w.src, w.tag, src, tag)) {
             return;
         }
-        let mut r = Request::new(Op::Recv(w.spec.clone()), false);
+        // The buffer is contiguous: receiving its bytes as MPI_BYTE is the same receive.
+        let spec = RecvSpec { buf: w.buf, count: w.cap, dtype: crate::coll::byte_type(), comm: w.comm, src: w.src, tag: w.tag };
+        let mut r = Request::new(Op::Recv(spec), false);
         r.active = true;
         r.recv.ctx = ctx;
         r.recv.posted = true;
         let h = self.reqs.insert(r);
-        self.matcher.post_first(ctx, w.spec.src, w.spec.tag, h);
+        self.matcher.post_first(ctx, w.src, w.tag, h);
         w.promoted = Some(h);
     }
 }
@@ -77,8 +82,11 @@ impl Engine {
     /// MPI_Send in every mode but buffered (which the caller handles): returns once the
     /// send buffer may be reused.
     pub fn send(&mut self, spec: SendSpec) -> MpiResult<()> {
-        if self.send_now(&spec)? {
-            return Ok(());
+        if matches!(spec.mode, Mode::Standard | Mode::Ready) && spec.dtype.is_contiguous() {
+            let len = spec.dtype.packed_size(spec.count);
+            if self.send_contig(spec.comm, spec.buf, len, spec.dest, spec.tag)? {
+                return Ok(());
+            }
         }
         let h = self.isend(spec)?;
         let r = self.wait(h);
@@ -86,27 +94,23 @@ impl Engine {
         r.map(|_| ())
     }
 
-    /// Hand a small contiguous message straight to the path; false if the general path must
-    /// run (nothing was sent then).
-    fn send_now(&mut self, s: &SendSpec) -> MpiResult<bool> {
-        if !matches!(s.mode, Mode::Standard | Mode::Ready) || s.dest == PROC_NULL || self.st.ft.run_through {
+    /// Standard-mode send of `len` contiguous bytes at `buf` straight to the path, if it is
+    /// small and the path takes it now; false (nothing sent) if the general path must run.
+    pub fn send_contig(&mut self, comm: Handle, buf: *const u8, len: usize, dest: i32, tag: i32) -> MpiResult<bool> {
+        if dest == PROC_NULL || self.st.ft.run_through || len > self.eager_limit {
             return Ok(false);
         }
-        let len = s.dtype.packed_size(s.count);
-        if len > self.eager_limit || !s.dtype.is_contiguous() {
-            return Ok(false);
-        }
-        let Ok(comm) = self.comm(s.comm) else { return Ok(false) };
-        let Some(peer) = comm.peer_world(s.dest) else { return Ok(false) };
-        let (ctx, src) = (comm.ctx, comm.rank);
+        let Ok(c) = self.comm(comm) else { return Ok(false) };
+        let Some(peer) = c.peer_world(dest) else { return Ok(false) };
+        let (ctx, src) = (c.ctx, c.rank);
         if peer == self.rank || !self.st.outq[peer as usize].is_empty() {
             return Ok(false);
         }
         let Some(net) = self.net.as_mut() else { return Ok(false) };
         let id = self.st.msg_ids + 1;
-        let hdr = Header { kind: Kind::Eager, flags: 0, ctx, src, tag: s.tag, len: len as u64, a: 0, b: id }.encode();
-        // SAFETY: the application's buffer holds `count` contiguous elements (len bytes).
-        let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { s.buf }, len) };
+        let hdr = Header { kind: Kind::Eager, flags: 0, ctx, src, tag, len: len as u64, a: 0, b: id }.encode();
+        // SAFETY: the application's buffer holds `len` contiguous bytes.
+        let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { buf }, len) };
         match net.send(peer, &hdr, payload) {
             Ok(SendStatus::Done) => {
                 self.st.msg_ids = id;
@@ -121,10 +125,12 @@ impl Engine {
     /// receive that cannot complete because of an unacknowledged failure fails with
     /// `ProcFailed` (a blocking receive cannot stay pending).
     pub fn recv(&mut self, spec: RecvSpec) -> MpiResult<Status> {
-        let spec = match self.recv_now(spec)? {
-            Ok(status) => return Ok(status),
-            Err(spec) => spec,
-        };
+        if spec.dtype.is_contiguous() {
+            let cap = spec.dtype.packed_size(spec.count);
+            if let Some(s) = self.recv_contig(spec.comm, spec.buf, cap, spec.src, spec.tag)? {
+                return Ok(s);
+            }
+        }
         let h = self.irecv(spec)?;
         match self.wait(h) {
             Err(e) if e.class == ErrorClass::ProcFailedPending => {
@@ -139,43 +145,41 @@ impl Engine {
         }
     }
 
-    /// Receive through the waiting slot; gives the spec back if the general path must run.
-    fn recv_now(&mut self, spec: RecvSpec) -> MpiResult<Result<Status, RecvSpec>> {
-        let Ok(comm) = self.comm(spec.comm) else { return Ok(Err(spec)) };
-        let ctx = comm.ctx;
-        if spec.src != ANY_SOURCE && comm.peer_world(spec.src).is_none() {
-            return Ok(Err(spec));
+    /// Blocking receive into `cap` contiguous bytes at `buf` through the receive slot; None
+    /// (nothing received) if the general path must run.
+    pub fn recv_contig(&mut self, comm: Handle, buf: *mut u8, cap: usize, src: i32, tag: i32) -> MpiResult<Option<Status>> {
+        let Ok(c) = self.comm(comm) else { return Ok(None) };
+        let ctx = c.ctx;
+        if src != ANY_SOURCE && c.peer_world(src).is_none() {
+            return Ok(None);
         }
-        self.recv_slot(ctx, spec)
+        self.recv_slot(ctx, comm, buf, cap, src, tag)
     }
 
-    /// Wait in the waiting slot for one message on context `ctx` that `spec` accepts (the
-    /// caller checked `spec.src` names a member). Gives the spec back, having done nothing,
-    /// when the slot cannot be used: run-through mode, a non-contiguous type, a receive
-    /// already posted on `ctx`, or a matching rendezvous message already waiting.
-    pub(crate) fn recv_slot(&mut self, ctx: u32, spec: RecvSpec) -> MpiResult<Result<Status, RecvSpec>> {
-        if self.st.ft.run_through
-            || spec.src == PROC_NULL
-            || !spec.dtype.is_contiguous()
-            || self.st.waiting.is_some()
-            || self.st.matcher.has_posted(ctx)
-        {
-            return Ok(Err(spec));
+    /// Wait in the receive slot for one message on context `ctx` (of communicator `comm`)
+    /// from `src` with `tag` into `cap` contiguous bytes at `buf`; the caller checked `src`
+    /// names a member. None, having done nothing, when the slot cannot be used: run-through
+    /// mode, a receive already posted on `ctx`, or a matching rendezvous message waiting.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn recv_slot(&mut self, ctx: u32, comm: Handle, buf: *mut u8, cap: usize, src: i32, tag: i32) -> MpiResult<Option<Status>> {
+        if self.st.ft.run_through || src == PROC_NULL || self.st.waiting.is_some() || self.st.matcher.has_posted(ctx) {
+            return Ok(None);
         }
-        match self.st.matcher.peek(ctx, spec.src, spec.tag) {
+        match self.st.matcher.peek(ctx, src, tag) {
             Some(u) if matches!(u.msg, Body::Eager { .. }) => {
-                let Some(u) = self.st.matcher.take(ctx, spec.src, spec.tag) else { return Ok(Err(spec)) };
-                let Body::Eager { data, .. } = u.msg else { return Ok(Err(spec)) };
-                // SAFETY: the buffer holds `count` elements of the contiguous type.
-                let (n, longer) = unsafe { copy_into(&data, spec.buf, spec.count, &spec.dtype) };
-                let error = longer.then_some(ErrorClass::Truncate);
+                let Some(u) = self.st.matcher.take(ctx, src, tag) else { return Ok(None) };
+                let Body::Eager { data, .. } = u.msg else { return Ok(None) };
+                let n = data.len().min(cap);
+                // SAFETY: the buffer holds `cap` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, n) };
+                let error = (data.len() > cap).then_some(ErrorClass::Truncate);
                 self.st.events += 1;
-                return Ok(Ok(Status { source: u.src, tag: u.tag, error, bytes: n as u64, cancelled: false }));
+                return Ok(Some(Status { source: u.src, tag: u.tag, error, bytes: n as u64, cancelled: false }));
             }
-            Some(_) => return Ok(Err(spec)),
+            Some(_) => return Ok(None),
             None => {}
         }
-        self.st.waiting = Some(Waiting { spec, ctx, status: None, promoted: None });
+        self.st.waiting = Some(Waiting { buf, cap, comm, src, tag, ctx, status: None, promoted: None });
         let r = self.block_until(|e| e.st.waiting.as_ref().is_none_or(|w| !w.open()));
         let w = self.st.waiting.take();
         let promoted = w.as_ref().and_then(|w| w.promoted);
@@ -187,11 +191,11 @@ impl Engine {
             return Err(e);
         }
         match (w.and_then(|w| w.status), promoted) {
-            (Some(s), _) => Ok(Ok(s)),
+            (Some(s), _) => Ok(Some(s)),
             (None, Some(h)) => {
                 let s = self.wait(h);
                 self.release(h);
-                s.map(Ok)
+                s.map(Some)
             }
             (None, None) => mpi_err!(Intern, "blocking receive ended without a message"),
         }

@@ -462,15 +462,16 @@ impl Engine {
         };
         let tag = tag_of(s.tag_base, *local, *sub);
         let ctx = self.comm(s.comm)?.coll_ctx();
-        let spec = crate::request::RecvSpec { buf: *buf, count: *count, dtype: dtype.clone(), comm: s.comm, src: *peer, tag };
-        match self.recv_slot(ctx, spec)? {
-            Ok(st) => {
+        let (buf, count, dtype, src) = (*buf, *count, dtype.clone(), *peer);
+        // The round's receive steps are contiguous when the slot is used (sched_advance).
+        match self.recv_slot(ctx, s.comm, buf, dtype.packed_size(count), src, tag)? {
+            Some(st) => {
                 if let Some(e) = st.error {
                     s.error.get_or_insert(e);
                 }
             }
-            Err(spec) => {
-                let h = self.coll_irecv_typed(s.comm, spec.src, tag, spec.buf, spec.count, spec.dtype)?;
+            None => {
+                let h = self.coll_irecv_typed(s.comm, src, tag, buf, count, dtype)?;
                 s.pending.push(h);
                 s.pending_step.push(i);
             }

@@ -21,7 +21,6 @@ use crate::datatype::TypeRef;
 use crate::engine::Engine;
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::op::Reduction;
-use crate::request::RecvSpec;
 use crate::slab::Handle;
 
 impl Engine {
@@ -170,11 +169,10 @@ impl Engine {
 
     #[allow(clippy::too_many_arguments)]
     fn small_recv(&mut self, comm: Handle, ctx: u32, src: i32, tag: i32, buf: *mut u8, count: usize, t: &TypeRef) -> MpiResult<()> {
-        let spec = RecvSpec { buf, count, dtype: t.clone(), comm, src, tag };
-        let status = match self.recv_slot(ctx, spec)? {
-            Ok(s) => s,
-            Err(spec) => {
-                let h = self.coll_irecv_typed(comm, src, tag, spec.buf, spec.count, spec.dtype)?;
+        let status = match self.recv_slot(ctx, comm, buf, t.packed_size(count), src, tag)? {
+            Some(s) => s,
+            None => {
+                let h = self.coll_irecv_typed(comm, src, tag, buf, count, t.clone())?;
                 let s = self.wait(h);
                 self.release(h);
                 s?
