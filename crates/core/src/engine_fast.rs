@@ -79,15 +79,9 @@ impl State {
 }
 
 impl Engine {
-    /// MPI_Send in every mode but buffered (which the caller handles): returns once the
-    /// send buffer may be reused.
+    /// MPI_Send in every mode but buffered (which the caller handles), through a request:
+    /// returns once the send buffer may be reused. Callers try [`Engine::send_contig`] first.
     pub fn send(&mut self, spec: SendSpec) -> MpiResult<()> {
-        if matches!(spec.mode, Mode::Standard | Mode::Ready) && spec.dtype.is_contiguous() {
-            let len = spec.dtype.packed_size(spec.count);
-            if self.send_contig(spec.comm, spec.buf, len, spec.dest, spec.tag)? {
-                return Ok(());
-            }
-        }
         let h = self.isend(spec)?;
         let r = self.wait(h);
         self.release(h);
@@ -121,16 +115,11 @@ impl Engine {
         }
     }
 
-    /// MPI_Recv: the status of the received message. In run-through mode an `ANY_SOURCE`
-    /// receive that cannot complete because of an unacknowledged failure fails with
-    /// `ProcFailed` (a blocking receive cannot stay pending).
+    /// MPI_Recv through a request: the status of the received message. Callers try
+    /// [`Engine::recv_contig`] first. In run-through mode an `ANY_SOURCE` receive that cannot
+    /// complete because of an unacknowledged failure fails with `ProcFailed` (a blocking
+    /// receive cannot stay pending).
     pub fn recv(&mut self, spec: RecvSpec) -> MpiResult<Status> {
-        if spec.dtype.is_contiguous() {
-            let cap = spec.dtype.packed_size(spec.count);
-            if let Some(s) = self.recv_contig(spec.comm, spec.buf, cap, spec.src, spec.tag)? {
-                return Ok(s);
-            }
-        }
         let h = self.irecv(spec)?;
         match self.wait(h) {
             Err(e) if e.class == ErrorClass::ProcFailedPending => {

@@ -201,6 +201,32 @@ pub struct BcastSim {
     fast_live: Liveness,
 }
 
+/// Adds the coloring metrics of one run to `m`: `rank(r)` says whether rank `r` stays alive,
+/// when it was colored, and whether dissemination (not correction) colored it.
+fn add_coloring(m: &mut RunMetrics, procs: u32, rank: impl Fn(u32) -> (bool, Option<u64>, bool)) {
+    let mut run = 0u32;
+    for r in 0..procs {
+        let (alive, colored_at, by_dissemination) = rank(r);
+        if alive {
+            match colored_at {
+                Some(at) => m.coloring_latency = m.coloring_latency.max(at),
+                None => m.uncolored += 1,
+            }
+        }
+        // Gaps: ring positions that dissemination left uncolored (dead ones included).
+        // Rank 0 is always colored, so the ring needs no wrap-around.
+        if alive && by_dissemination {
+            run = 0;
+        } else {
+            if run == 0 {
+                m.gaps += 1;
+            }
+            run += 1;
+            m.max_gap = m.max_gap.max(run);
+        }
+    }
+}
+
 impl BcastSim {
     /// Sets up the simulator (O(P) time for the tree's fault-free latency), on the fastest
     /// engine that reproduces `spec` exactly ([`EngineChoice::Auto`]).
@@ -375,29 +401,12 @@ impl BcastSim {
             hit_limit: outcome.hit_limit,
             ..RunMetrics::default()
         };
-        let mut run = 0u32;
-        for (r, s) in self.states.iter().enumerate() {
-            let alive = !live.ever_fails(r as u32);
-            let colored = s.colored();
-            if alive {
-                match colored {
-                    Some((at, _)) => m.coloring_latency = m.coloring_latency.max(at),
-                    None => m.uncolored += 1,
-                }
-            }
-            // Gaps: ring positions that dissemination left uncolored (dead ones included).
-            // Rank 0 is always colored, so the ring needs no wrap-around.
-            let covered = alive && matches!(colored, Some((_, Via::Dissemination)));
-            if covered {
-                run = 0;
-            } else {
-                if run == 0 {
-                    m.gaps += 1;
-                }
-                run += 1;
-                m.max_gap = m.max_gap.max(run);
-            }
-        }
+        let states = &self.states;
+        add_coloring(&mut m, procs, |r| {
+            let alive = !live.ever_fails(r);
+            let colored = states[r as usize].colored();
+            (alive, colored.map(|(at, _)| at), matches!(colored, Some((_, Via::Dissemination))))
+        });
         m.correction_latency = self.sync_at.map(|t| m.quiescence_latency.saturating_sub(t));
         m
     }
@@ -424,27 +433,10 @@ impl BcastSim {
             ..RunMetrics::default()
         };
         let live = &self.fast_live;
-        let mut run = 0u32;
-        for r in 0..procs {
-            let alive = !live.ever_fails(r);
+        add_coloring(&mut m, procs, |r| {
             let colored = fast.colored(r);
-            if alive {
-                match colored {
-                    Some((at, _)) => m.coloring_latency = m.coloring_latency.max(at),
-                    None => m.uncolored += 1,
-                }
-            }
-            let covered = alive && matches!(colored, Some((_, false)));
-            if covered {
-                run = 0;
-            } else {
-                if run == 0 {
-                    m.gaps += 1;
-                }
-                run += 1;
-                m.max_gap = m.max_gap.max(run);
-            }
-        }
+            (!live.ever_fails(r), colored.map(|(at, _)| at), matches!(colored, Some((_, false))))
+        });
         m.correction_latency = self.sync_at.map(|t| m.quiescence_latency.saturating_sub(t));
         m
     }

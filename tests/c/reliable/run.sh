@@ -91,42 +91,30 @@ detect shm "path=shm,corrupt=0.02,seed=3"
 detect tcp "path=tcp,bus=0.02,seed=3"
 detect tcp "path=tcp,corrupt=0.02,seed=3"
 
-# Large messages over tcp: the receiver verifies rendezvous data while copying it into
-# the application's buffer (one pass), so damaged bytes do land there; the receive must
-# never complete from them. bigxfer checks every word of every message it sees
-# complete. Seed 6 damages a 512 KiB data frame (the message names the payload check).
-echo "== tcp bigxfer with damaged data frames (checksum fused into the copy to the user buffer)"
-log="$build/logs/detect-tcp-data.log"
-STEADFAST_CMA=0 STEADFAST_FAULTS="path=tcp,corrupt=0.1,after=40,seed=6" timeout -k 5 60 \
-    "$mpiexec" --path tcp -n 2 "$build/bigxfer" -m 16 -s 512 >"$log" 2>&1 </dev/null
-rc=$?
-if [ $rc -eq 0 ]; then
-    fail "tcp data frames: job succeeded although frames were damaged"
-elif ! grep -q "detected on the tcp path (payload CRC32C mismatch" "$log"; then
-    fail "tcp data frames: exit $rc without the payload detection message"
-    tail -n 10 "$log" | sed 's/^/    | /'
-elif grep -qE 'words wrong|Found [0-9]+ errors' "$log"; then
-    fail "tcp data frames: damaged bytes reached the application"
-else
-    pass "tcp data frames: damage detected in the fused copy, receive never completed"
-fi
-
-# The same on shm: large ring records are checked in the engine's copy-out (header first).
-echo "== shm bigxfer with damaged data records (checksum fused into the copy to the user buffer)"
-log="$build/logs/detect-shm-data.log"
-STEADFAST_FAULTS="path=shm,corrupt=0.3,after=20,seed=1" timeout -k 5 60 \
-    "$mpiexec" --path shm -n 2 "$build/bigxfer" -m 16 -s 512 >"$log" 2>&1 </dev/null
-rc=$?
-if [ $rc -eq 0 ]; then
-    fail "shm data records: job succeeded although records were damaged"
-elif ! grep -q "detected on the shm path (payload CRC32C mismatch" "$log"; then
-    fail "shm data records: exit $rc without the payload detection message"
-    tail -n 10 "$log" | sed 's/^/    | /'
-elif grep -qE 'words wrong|Found [0-9]+ errors' "$log"; then
-    fail "shm data records: damaged bytes reached the application"
-else
-    pass "shm data records: damage detected in the fused copy, receive never completed"
-fi
+# Large messages: the receiver verifies rendezvous data while copying it into the
+# application's buffer (one pass), so damaged bytes do land there; the receive must never
+# complete from them. bigxfer checks every word of every message it sees complete.
+detect_data() {   # detect_data PATH FAULTS WHAT
+    local path=$1 f=$2 what=$3 log="$build/logs/detect-$1-data.log"
+    echo "== $path bigxfer with damaged $what (checksum fused into the copy to the user buffer)"
+    STEADFAST_CMA=0 STEADFAST_FAULTS="$f" timeout -k 5 60 \
+        "$mpiexec" --path "$path" -n 2 "$build/bigxfer" -m 16 -s 512 >"$log" 2>&1 </dev/null
+    local rc=$?
+    if [ $rc -eq 0 ]; then
+        fail "$path $what: job succeeded although they were damaged"
+    elif ! grep -q "detected on the $path path (payload CRC32C mismatch" "$log"; then
+        fail "$path $what: exit $rc without the payload detection message"
+        tail -n 10 "$log" | sed 's/^/    | /'
+    elif grep -qE 'words wrong|Found [0-9]+ errors' "$log"; then
+        fail "$path $what: damaged bytes reached the application"
+    else
+        pass "$path $what: damage detected in the fused copy, receive never completed"
+    fi
+}
+# Seed 6 damages a 512 KiB tcp data frame; on shm, large ring records are checked the same
+# way (header first, payload in the copy-out).
+detect_data tcp "path=tcp,corrupt=0.1,after=40,seed=6" "data frames"
+detect_data shm "path=shm,corrupt=0.3,after=20,seed=1" "data records"
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
