@@ -11,13 +11,13 @@
 //! any other packet. A bare C ping-pong over loopback measured 9.4 µs per hop with two
 //! one-way connections and 6.5 µs with one, where the ACK rides on the reply.
 //!
-//! Both ranks may connect at the same moment. The connection opened by the lower rank
-//! wins: the higher rank holds what it sends on its own connection until the lower rank's
-//! answer says `ACCEPT` (the lower rank had not connected) or `REJECT` (it had; its
-//! connection is on the way). On `REJECT`, or as soon as the lower rank's connection is
-//! accepted, the held bytes move unsent to the winning connection, so every byte of one
-//! direction travels on one connection and per-pair order is kept. The lower rank never
-//! waits: the higher rank accepts every connection from a lower rank.
+//! Both ranks may connect at the same moment; neither waits for the other, since a sent
+//! message must leave even if its sender never calls MPI again. The connection opened by the
+//! lower rank wins: when the higher rank accepts it while it has its own, it answers
+//! `ACCEPT_AFTER_DRAIN`, moves what it has not written yet behind that answer, and closes the
+//! writing side of its own connection. The lower rank reads the higher rank's frames on the
+//! winning connection only after its own end of the other one reached end-of-file, so the
+//! frames of one direction keep their order across the switch.
 //!
 //! Frames are `[u32 len][u32 hcrc][header][payload][u32 fcrc]`: `len` counts header and
 //! payload (bit 31 set = sent without checksum, `STEADFAST_CHECKSUM=tcp=none`; both CRCs
@@ -56,7 +56,8 @@ const HELLO_LEN: usize = 24;
 /// Hello kinds: the connector's introduction and the acceptor's two answers.
 const HELLO_CONNECT: u32 = 0;
 const HELLO_ACCEPT: u32 = 1;
-const HELLO_REJECT: u32 = 2;
+/// "My frames on the connection I opened come first: read it to its end before these."
+const HELLO_ACCEPT_AFTER_DRAIN: u32 = 2;
 /// Largest payload of one frame; larger messages are cut into frames by the message layer.
 pub const TCP_MAX_PAYLOAD: usize = 512 << 10;
 /// Bytes a connection may hold unsent in user space before `send` answers Full.
@@ -110,30 +111,21 @@ impl Out {
         }
     }
 
-    /// Moves everything unsent into `to` (behind what `to` already holds).
-    fn move_into(&mut self, to: &mut Out) {
-        to.compact();
-        to.queue.extend_from_slice(&self.queue[self.sent..]);
-        self.queue.clear();
-        self.sent = 0;
-    }
-
     /// Writes `parts` to `stream` now (nothing is queued, so order is kept) and queues
-    /// what the socket does not take; with no stream (held output) queues everything.
-    fn write_or_queue(&mut self, stream: Option<&TcpStream>, peer: u32, parts: &[&[u8]]) -> Result<(), PathError> {
-        let written = match stream {
-            Some(s) if self.pending() == 0 => {
-                let iov: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
-                loop {
-                    match send_vectored(s, &iov) {
-                        Ok(n) => break n,
-                        Err(e) if e.kind() == ErrorKind::WouldBlock => break 0,
-                        Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(PathError::PeerLost(peer, format!("write: {e}"))),
-                    }
+    /// what the socket does not take.
+    fn write_or_queue(&mut self, stream: &TcpStream, peer: u32, parts: &[&[u8]]) -> Result<(), PathError> {
+        let written = if self.pending() == 0 {
+            let iov: Vec<IoSlice<'_>> = parts.iter().map(|p| IoSlice::new(p)).collect();
+            loop {
+                match send_vectored(stream, &iov) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break 0,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(PathError::PeerLost(peer, format!("write: {e}"))),
                 }
             }
-            _ => 0,
+        } else {
+            0
         };
         let mut skip = written;
         for part in parts {
@@ -159,8 +151,11 @@ struct Conn {
     opened: bool,
     /// The peer's hello was read and checked.
     greeted: bool,
-    /// Our own connection to a lower rank awaiting its answer: nothing is written yet.
-    held: bool,
+    /// Frames from the peer wait until its other connection to us reached end-of-file
+    /// (answer `ACCEPT_AFTER_DRAIN`).
+    gated: bool,
+    /// Close the writing side once `out` is empty (the peer's connection replaced it).
+    finish: bool,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -168,8 +163,20 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(stream: TcpStream, peer: Option<u32>, opened: bool, held: bool) -> Conn {
-        Conn { stream, open: true, peer, opened, greeted: false, held, buf: vec![0; IN_BUF], start: 0, end: 0, out: Out::default() }
+    fn new(stream: TcpStream, peer: Option<u32>, opened: bool) -> Conn {
+        Conn {
+            stream,
+            open: true,
+            peer,
+            opened,
+            greeted: false,
+            gated: false,
+            finish: false,
+            buf: vec![0; IN_BUF],
+            start: 0,
+            end: 0,
+            out: Out::default(),
+        }
     }
 
 }
@@ -181,17 +188,16 @@ enum Link {
     Idle,
     /// Frames go to this connection.
     Ready(usize),
-    /// Our own connection to a lower rank, waiting for its answer (frames queue on it).
-    Awaiting(usize),
-    /// The lower rank rejected ours; frames park until its connection is accepted.
-    Parked,
+    /// The peer's connection broke (it died) or it was reported failed: what was queued
+    /// for it is dropped and sends fail.
+    Lost,
 }
 
 struct Peer {
     addr: Option<SocketAddr>,
     link: Link,
-    /// Output parked while `link == Parked`.
-    parked: Out,
+    /// A connection the peer opened to us, other than the link, reached end-of-file.
+    other_done: bool,
 }
 
 /// epoll token of the listener; connections use their index + 1.
@@ -244,7 +250,7 @@ impl TcpPath {
             listener,
             epfd,
             ready: vec![libc::epoll_event { events: 0, u64: 0 }; 64],
-            peers: (0..nranks).map(|_| Peer { addr: None, link: Link::Idle, parked: Out::default() }).collect(),
+            peers: (0..nranks).map(|_| Peer { addr: None, link: Link::Idle, other_done: false }).collect(),
             conns: Vec::new(),
             counters: PathCounters::default(),
             checksum: Checksum::Crc32c,
@@ -284,13 +290,15 @@ impl TcpPath {
     }
 
     /// Where frames to `peer` go now, connecting first if nothing links us yet.
-    fn link(&mut self, peer: u32) -> Result<Link, PathError> {
+    fn link(&mut self, peer: u32) -> Result<usize, PathError> {
         let idx = peer as usize;
         let Some(p) = self.peers.get(idx) else {
             return Err(PathError::Tcp(format!("no such peer {peer}")));
         };
-        if p.link != Link::Idle {
-            return Ok(p.link);
+        match p.link {
+            Link::Idle => {}
+            Link::Lost => return Err(PathError::PeerLost(peer, "connection lost".into())),
+            Link::Ready(i) => return Ok(i),
         }
         let addr = p.addr.ok_or_else(|| PathError::Tcp(format!("address of rank {peer} unknown")))?;
         let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
@@ -300,20 +308,21 @@ impl TcpPath {
             .write_all(&hello(self.job_key, self.rank, HELLO_CONNECT))
             .map_err(|e| PathError::PeerLost(peer, format!("hello: {e}")))?;
         stream.set_nonblocking(true)?;
-        // A higher rank holds its output until the lower rank says which connection wins.
-        let held = self.rank > peer;
-        let i = self.add_conn(Conn::new(stream, Some(peer), true, held))?;
-        let link = if held { Link::Awaiting(i) } else { Link::Ready(i) };
-        self.peers[idx].link = link;
-        Ok(link)
+        let i = self.add_conn(Conn::new(stream, Some(peer), true))?;
+        self.peers[idx].link = Link::Ready(i);
+        Ok(i)
     }
 
     fn flush_out(&mut self) -> Result<(), PathError> {
-        for c in self.conns.iter_mut().filter(|c| c.open && !c.held) {
+        let mut lost = None;
+        for (i, c) in self.conns.iter_mut().enumerate().filter(|(_, c)| c.open) {
             let peer = c.peer.unwrap_or(u32::MAX);
             while c.out.pending() > 0 {
                 match send_vectored(&c.stream, &[IoSlice::new(&c.out.queue[c.out.sent..])]) {
-                    Ok(0) => return Err(PathError::PeerLost(peer, "connection closed".into())),
+                    Ok(0) => {
+                        lost = Some((i, peer, "connection closed".to_string()));
+                        break;
+                    }
                     Ok(n) => {
                         c.out.sent += n;
                         if c.out.sent == c.out.queue.len() {
@@ -323,11 +332,41 @@ impl TcpPath {
                     }
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(PathError::PeerLost(peer, format!("write: {e}"))),
+                    Err(e) => {
+                        lost = Some((i, peer, format!("write: {e}")));
+                        break;
+                    }
                 }
             }
+            if lost.is_some() {
+                break;
+            }
+            if c.finish && c.out.pending() == 0 {
+                c.finish = false;
+                let _ = c.stream.shutdown(Shutdown::Write);
+            }
         }
-        Ok(())
+        match lost {
+            Some((i, peer, why)) => {
+                self.close_conn(i);
+                self.lose(peer);
+                Err(PathError::PeerLost(peer, why))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// `peer` is gone: what is queued for it can never be delivered, and later sends fail.
+    fn lose(&mut self, peer: u32) {
+        let Some(p) = self.peers.get_mut(peer as usize) else { return };
+        if let Link::Ready(i) = p.link {
+            p.link = Link::Lost;
+            if let Some(c) = self.conns.get_mut(i) {
+                c.out = Out::default();
+            }
+            self.close_conn(i);
+        }
+        self.peers[peer as usize].link = Link::Lost;
     }
 
     fn accept_new(&mut self) -> Result<(), PathError> {
@@ -336,7 +375,7 @@ impl TcpPath {
                 Ok((stream, _)) => {
                     stream.set_nonblocking(true)?;
                     stream.set_nodelay(true)?;
-                    self.add_conn(Conn::new(stream, None, false, false))?;
+                    self.add_conn(Conn::new(stream, None, false))?;
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
@@ -365,81 +404,59 @@ impl TcpPath {
     /// Returns why the connection must be dropped, if it must.
     fn greeted(&mut self, i: usize, from: u32, kind: u32) -> Option<&'static str> {
         let idx = from as usize;
-        let opened = self.conns[i].opened;
-        if opened {
+        if self.peers[idx].link == Link::Lost {
+            return Some("peer was lost before");
+        }
+        if self.conns[i].opened {
             // The answer to a connection we opened.
             if self.conns[i].peer != Some(from) || kind == HELLO_CONNECT {
                 return Some("unexpected answer to our hello");
             }
-            if self.peers[idx].link != Link::Awaiting(i) {
-                // A lower rank always gets ACCEPT; a held connection already given up on
-                // (the lower rank's own connection was accepted meanwhile) ignores the answer.
-                return (kind != HELLO_ACCEPT && self.rank < from).then_some("peer rejected our connection");
+            if kind == HELLO_ACCEPT_AFTER_DRAIN && !self.peers[idx].other_done {
+                self.conns[i].gated = true;
             }
-            if kind == HELLO_ACCEPT {
-                self.conns[i].held = false;
-                self.peers[idx].link = Link::Ready(i);
-                None
-            } else {
-                // The lower rank connected too; its connection will carry our frames.
-                let peer = &mut self.peers[idx];
-                self.conns[i].out.move_into(&mut peer.parked);
-                peer.link = Link::Parked;
-                Some("superseded by the peer's connection")
-            }
-        } else {
-            if kind != HELLO_CONNECT {
-                return Some("answer on a connection we did not open");
-            }
-            self.conns[i].peer = Some(from);
-            let link = self.peers[idx].link;
-            let accept = match link {
-                Link::Idle | Link::Parked => true,
-                // Ours wins over a higher rank's; a lower rank's wins over our held one.
-                Link::Ready(_) => false,
-                Link::Awaiting(_) => from < self.rank,
-            };
-            let answer = hello(self.job_key, self.rank, if accept { HELLO_ACCEPT } else { HELLO_REJECT });
-            let c = &mut self.conns[i];
-            // The answer goes first: later frames queue behind it.
-            let _ = c.out.write_or_queue(Some(&c.stream), from, &[&answer]);
-            if !accept {
-                return Some("superseded by our own connection");
-            }
-            let peer = &mut self.peers[idx];
-            match link {
-                Link::Parked => peer.parked.move_into(&mut self.conns[i].out),
-                Link::Awaiting(mine) => {
-                    let (held, winner) = two_mut(&mut self.conns, mine, i);
-                    held.out.move_into(&mut winner.out);
-                    self.close_conn(mine);
-                }
-                _ => {}
-            }
-            self.peers[idx].link = Link::Ready(i);
-            None
+            return None;
         }
-    }
-}
-
-/// Mutable references to two different elements.
-fn two_mut<T>(v: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
-    debug_assert_ne!(a, b);
-    if a < b {
-        let (x, y) = v.split_at_mut(b);
-        (&mut x[a], &mut y[0])
-    } else {
-        let (x, y) = v.split_at_mut(a);
-        (&mut y[0], &mut x[b])
+        if kind != HELLO_CONNECT {
+            return Some("answer on a connection we did not open");
+        }
+        self.conns[i].peer = Some(from);
+        // A higher rank that has its own connection to us goes on using it for what it
+        // sends: no switch on this side.
+        let mine = match self.peers[idx].link {
+            Link::Ready(m) if from < self.rank => Some(m),
+            Link::Ready(_) => {
+                let c = &mut self.conns[i];
+                let _ = c.out.write_or_queue(&c.stream, from, &[&hello(self.job_key, self.rank, HELLO_ACCEPT)]);
+                return None;
+            }
+            _ => None,
+        };
+        let kind = if mine.is_some() { HELLO_ACCEPT_AFTER_DRAIN } else { HELLO_ACCEPT };
+        let c = &mut self.conns[i];
+        // The answer goes first: later frames queue behind it.
+        let _ = c.out.write_or_queue(&c.stream, from, &[&hello(self.job_key, self.rank, kind)]);
+        if let Some(m) = mine {
+            // Switch to the lower rank's connection. Ours ends once what it holds is
+            // written (a partly written frame must finish there); its end-of-file ungates
+            // the other side.
+            let old = &mut self.conns[m];
+            old.finish = true;
+            if old.out.pending() == 0 {
+                let _ = old.stream.shutdown(Shutdown::Write);
+            }
+        }
+        self.peers[idx].link = Link::Ready(i);
+        None
     }
 }
 
 /// Writes one frame (`head` = length word, `hcrc`, header) to `out`, checksumming the
 /// payload piece by piece right before each piece is written (`crc` = `hcrc` when
-/// checksummed). With no stream (held or parked output) the frame is only queued.
+/// checksummed).
 fn send_frame(
     out: &mut Out,
-    stream: Option<&TcpStream>,
+    stream: &TcpStream,
     peer: u32,
     head: &[u8],
     payload: &[u8],
@@ -449,7 +466,7 @@ fn send_frame(
     let mut off = 0;
     let piece = if crc.is_some() { PIECE } else { payload.len().max(1) };
     loop {
-        if out.pending() > 0 || stream.is_none() {
+        if out.pending() > 0 {
             // The socket is full: copy the rest into the queue, checksumming in that copy.
             out.compact();
             out.queue.extend_from_slice(head);
@@ -515,7 +532,7 @@ impl Conn {
                     let key = u64::from_le_bytes(avail[8..16].try_into().unwrap_or_default());
                     let rank = u32::from_le_bytes(avail[16..20].try_into().unwrap_or_default());
                     let kind = u32::from_le_bytes(avail[20..24].try_into().unwrap_or_default());
-                    if magic != HELLO_MAGIC || key != job_key || rank as usize >= nranks || kind > HELLO_REJECT {
+                    if magic != HELLO_MAGIC || key != job_key || rank as usize >= nranks || kind > HELLO_ACCEPT_AFTER_DRAIN {
                         counters.foreign_dropped += 1;
                         return Parsed::Drop("bad hello (foreign process or wrong job key)");
                     }
@@ -524,7 +541,7 @@ impl Conn {
                     return Parsed::Hello(rank, kind);
                 }
             };
-            if avail.len() < FRAME_PREFIX {
+            if avail.len() < FRAME_PREFIX || self.gated {
                 return Parsed::More;
             }
             let word = u32::from_le_bytes(avail[0..4].try_into().unwrap_or_default());
@@ -643,17 +660,52 @@ impl TcpPath {
         Ok(n as usize)
     }
 
+    /// Deliver the complete frames buffered on connection `i`; returns why the connection
+    /// must be dropped, if it must.
+    fn parse_conn(&mut self, i: usize, sink: &mut dyn PacketSink) -> Option<&'static str> {
+        let nranks = self.peers.len();
+        loop {
+            let c = &mut self.conns[i];
+            match c.parse(self.job_key, nranks, sink, &mut self.counters, self.checksum, &mut self.faults) {
+                Parsed::More => break,
+                Parsed::Hello(from, kind) => {
+                    if let Some(why) = self.greeted(i, from, kind) {
+                        return Some(why);
+                    }
+                }
+                Parsed::Drop(why) => {
+                    self.counters.frames_dropped += 1;
+                    return Some(why);
+                }
+                Parsed::Corrupt(peer, what) => {
+                    // The stream cannot be trusted past damage: stop reading it.
+                    self.counters.frames_dropped += 1;
+                    self.corrupt.get_or_insert((peer, what));
+                    return Some("corrupt frame");
+                }
+            }
+        }
+        let c = &mut self.conns[i];
+        if c.start == c.end {
+            c.start = 0;
+            c.end = 0;
+        }
+        None
+    }
+
     /// Read everything available on connection `i` and deliver complete frames.
     fn read_conn(&mut self, i: usize, sink: &mut dyn PacketSink) {
-        let nranks = self.peers.len();
         if !self.conns.get(i).is_some_and(|c| c.open) {
             return;
         }
         let mut drop_reason = None;
-        'read: loop {
+        loop {
             let c = &mut self.conns[i];
             if c.end == c.buf.len() {
                 c.compact();
+                if c.end == c.buf.len() {
+                    break; // gated with a full buffer: the rest waits in the socket
+                }
             }
             match c.stream.read(&mut c.buf[c.end..]) {
                 Ok(0) => {
@@ -663,36 +715,8 @@ impl TcpPath {
                 Ok(n) => {
                     c.end += n;
                     let drained = n < c.buf.len() / 2;
-                    loop {
-                        let c = &mut self.conns[i];
-                        match c.parse(self.job_key, nranks, sink, &mut self.counters, self.checksum, &mut self.faults) {
-                            Parsed::More => break,
-                            Parsed::Hello(from, kind) => {
-                                if let Some(why) = self.greeted(i, from, kind) {
-                                    drop_reason = Some(why);
-                                    break 'read;
-                                }
-                            }
-                            Parsed::Drop(why) => {
-                                self.counters.frames_dropped += 1;
-                                drop_reason = Some(why);
-                                break 'read;
-                            }
-                            Parsed::Corrupt(peer, what) => {
-                                // The stream cannot be trusted past damage: stop reading it.
-                                self.counters.frames_dropped += 1;
-                                self.corrupt.get_or_insert((peer, what));
-                                drop_reason = Some("corrupt frame");
-                                break 'read;
-                            }
-                        }
-                    }
-                    let c = &mut self.conns[i];
-                    if c.start == c.end {
-                        c.start = 0;
-                        c.end = 0;
-                    }
-                    if drained {
+                    drop_reason = self.parse_conn(i, sink);
+                    if drop_reason.is_some() || drained {
                         break; // level-triggered readiness reports any rest
                     }
                 }
@@ -704,23 +728,30 @@ impl TcpPath {
                 }
             }
         }
-        if let Some(why) = drop_reason {
-            let c = &mut self.conns[i];
-            if c.held {
-                // Our held connection to a lower rank ended before its answer: the lower
-                // rank's own connection is the one to use (it rejects ours only then).
-                if let Some(p) = c.peer {
-                    if self.peers[p as usize].link == Link::Awaiting(i) {
-                        let peer = &mut self.peers[p as usize];
-                        c.out.move_into(&mut peer.parked);
-                        peer.link = Link::Parked;
+        let Some(why) = drop_reason else { return };
+        let (peer, opened) = (self.conns[i].peer, self.conns[i].opened);
+        self.close_conn(i);
+        if let Some(p) = peer {
+            match self.peers[p as usize].link {
+                // The connection carrying our frames ended: the peer died.
+                Link::Ready(l) if l == i => self.lose(p),
+                // The peer's own connection, replaced by ours, ended: what it sent after
+                // the switch can be read now.
+                Link::Ready(l) if !opened => {
+                    self.peers[p as usize].other_done = true;
+                    if self.conns[l].gated {
+                        self.conns[l].gated = false;
+                        if let Some(why) = self.parse_conn(l, sink) {
+                            tracing::warn!(rank = self.rank, "dropping connection: {why}");
+                            self.close_conn(l);
+                        }
                     }
                 }
+                _ => {}
             }
-            if !why.starts_with("superseded") && why != "closed" {
-                tracing::warn!(rank = self.rank, "dropping connection: {why}");
-            }
-            self.close_conn(i);
+        }
+        if why != "closed" {
+            tracing::warn!(rank = self.rank, "dropping connection: {why}");
         }
     }
 }
@@ -740,14 +771,7 @@ impl Path for TcpPath {
         head[4..8].copy_from_slice(&hcrc.to_le_bytes());
         head[FRAME_PREFIX..].copy_from_slice(hdr);
         let damage = self.faults.as_mut().is_some_and(|inj| inj.will_corrupt());
-        let (out, stream) = match link {
-            Link::Ready(i) | Link::Awaiting(i) => {
-                let Conn { out, stream, held, .. } = &mut self.conns[i];
-                (out, (!*held).then_some(&*stream))
-            }
-            Link::Parked => (&mut self.peers[peer as usize].parked, None),
-            Link::Idle => return Err(PathError::Tcp("unreachable: link after connect is idle".into())),
-        };
+        let Conn { out, stream, .. } = &mut self.conns[link];
         if out.pending() > OUT_LIMIT {
             return Ok(SendStatus::Full);
         }
@@ -816,7 +840,7 @@ impl Path for TcpPath {
 
     fn wait(&mut self, timeout: Duration) -> Result<(), PathError> {
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        let blocked = |c: &&Conn| c.open && !c.held && c.out.pending() > 0;
+        let blocked = |c: &&Conn| c.open && c.out.pending() > 0;
         if self.conns.iter().any(|c| blocked(&c)) {
             // Output is waiting for socket space: poll those sockets for writability too.
             let mut fds: Vec<libc::pollfd> = vec![libc::pollfd { fd: self.epfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
@@ -834,9 +858,12 @@ impl Path for TcpPath {
         Ok(())
     }
 
+    fn peer_failed(&mut self, peer: u32) {
+        self.lose(peer);
+    }
+
     fn backlog(&self) -> usize {
-        let conns: usize = self.conns.iter().filter(|c| c.open).map(|c| c.out.pending()).sum();
-        conns + self.peers.iter().map(|p| p.parked.pending()).sum::<usize>()
+        self.conns.iter().filter(|c| c.open).map(|c| c.out.pending()).sum()
     }
 
     fn counters(&self) -> PathCounters {
@@ -904,8 +931,8 @@ mod tests {
 
     /// Whichever rank sends first, and also when both connect at the same moment, the
     /// pair ends with one open connection carrying both directions, and every message
-    /// arrives once and in order (also those the higher rank sent while its own
-    /// connection awaited the lower rank's answer).
+    /// arrives once and in order, also those sent around the switch from the higher rank's
+    /// connection to the lower rank's. What is sent leaves without its sender polling again.
     #[test]
     fn one_connection_per_pair_whoever_connects() {
         for first in ["lower", "higher", "both"] {
@@ -927,30 +954,107 @@ mod tests {
                     sent[r] += 1;
                 }
             }
+            // Only the receivers poll: the first messages must arrive anyway.
             let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            for &r in starters {
+                let to = 1 - r;
+                while got[to].0.len() < 3 {
+                    assert!(std::time::Instant::now() < deadline, "{first}: rank {r}'s messages need it to poll");
+                    p[to].poll(&mut got[to]).unwrap();
+                }
+            }
             while got[0].0.len() < n || got[1].0.len() < n {
                 assert!(std::time::Instant::now() < deadline, "{first}: stalled at {} / {}", got[0].0.len(), got[1].0.len());
                 for r in 0..2 {
                     // Each side answers what it received, so sends overlap with the switch.
                     if sent[r] < n && sent[r] <= got[r].0.len() + 3 {
-                        if p[r].send(1 - r as u32, &[0; HDR_LEN], &msg(r as u32, sent[r])).unwrap() == SendStatus::Done {
-                            sent[r] += 1;
-                        }
+                        p[r].send(1 - r as u32, &[0; HDR_LEN], &msg(r as u32, sent[r])).unwrap();
+                        sent[r] += 1;
                     }
+                    p[r].poll(&mut got[r]).unwrap();
+                }
+            }
+            let open = |p: &TcpPath| p.conns.iter().filter(|c| c.open).count();
+            while open(&p[0]) + open(&p[1]) > 2 {
+                assert!(std::time::Instant::now() < deadline, "{first}: {} and {} connections stay open", open(&p[0]), open(&p[1]));
+                for r in 0..2 {
                     p[r].poll(&mut got[r]).unwrap();
                 }
             }
             for r in 0..2 {
                 let from = 1 - r as u32;
+                assert_eq!(got[r].0.len(), n, "{first}: rank {r} got extra messages");
                 for (k, (peer, payload)) in got[r].0.iter().enumerate() {
                     assert_eq!(*peer, from);
                     assert_eq!(*payload, msg(from, k), "{first}: rank {r}, message {k}");
                 }
-                let open = p[r].conns.iter().filter(|c| c.open).count();
-                assert_eq!(open, 1, "{first}: rank {r} has {open} open connections");
+                assert_eq!(open(&p[r]), 1, "{first}: rank {r}");
                 assert_eq!(p[r].backlog(), 0);
             }
+            // Both directions use the lower rank's connection when it opened one.
+            if first != "higher" {
+                assert!(p[0].conns.iter().any(|c| c.open && c.opened), "{first}: rank 0's own connection lost");
+            }
         }
+    }
+
+    /// Both ranks connect; the higher one switches to the lower one's connection before
+    /// the lower one even accepted the higher one's. The frames sent after the switch
+    /// must still be delivered after those sent before it.
+    #[test]
+    fn switch_to_the_lower_ranks_connection_keeps_order() {
+        let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 8).unwrap();
+        let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 8).unwrap();
+        a.set_peer_addr(1, b.local_addr().unwrap());
+        b.set_peer_addr(0, a.local_addr().unwrap());
+        a.send(1, &[0; HDR_LEN], &msg(0, 0)).unwrap();
+        for k in 0..3 {
+            b.send(0, &[0; HDR_LEN], &msg(1, k)).unwrap();
+        }
+        let mut got_b = Collect(Vec::new());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while got_b.0.is_empty() {
+            assert!(std::time::Instant::now() < deadline, "rank 0's connection never accepted");
+            b.poll(&mut got_b).unwrap();
+        }
+        assert!(matches!(b.peers[0].link, Link::Ready(i) if !b.conns[i].opened), "rank 1 did not switch");
+        for k in 3..6 {
+            b.send(0, &[0; HDR_LEN], &msg(1, k)).unwrap();
+        }
+        let mut got_a = Collect(Vec::new());
+        while got_a.0.len() < 6 {
+            assert!(std::time::Instant::now() < deadline, "stalled at {}", got_a.0.len());
+            a.poll(&mut got_a).unwrap();
+            b.poll(&mut got_b).unwrap();
+        }
+        for (k, (_, payload)) in got_a.0.iter().enumerate() {
+            assert_eq!(*payload, msg(1, k), "message {k} out of order");
+        }
+    }
+
+    /// A peer whose connection breaks is lost: what was queued for it is dropped (so it
+    /// does not hold up MPI_Finalize) and later sends fail.
+    #[test]
+    fn broken_connection_loses_the_peer() {
+        let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 4).unwrap();
+        let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 4).unwrap();
+        a.set_peer_addr(1, b.local_addr().unwrap());
+        a.send(1, &[0; HDR_LEN], &[1, 2, 3]).unwrap();
+        let mut got = Collect(Vec::new());
+        while got.0.is_empty() {
+            b.poll(&mut got).unwrap();
+        }
+        drop(b);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let err = loop {
+            assert!(std::time::Instant::now() < deadline, "broken connection not noticed");
+            if let Err(e) = a.poll(&mut Collect(Vec::new())).and_then(|_| a.send(1, &[0; HDR_LEN], &[4; 100])) {
+                break e;
+            }
+        };
+        assert!(matches!(err, PathError::PeerLost(1, _)), "{err}");
+        assert_eq!(a.backlog(), 0);
+        assert!(matches!(a.send(1, &[0; HDR_LEN], &[5]), Err(PathError::PeerLost(1, _))));
     }
 
     /// Damage after the checksum (sender: `corrupt`, receiver: `bus`) is detected,
