@@ -197,7 +197,7 @@ def main():
     ap.add_argument("--coll-ranks", type=int, default=4)
     ap.add_argument("--no-pin", action="store_true", help="do not pin the ping-pong ranks")
     ap.add_argument("--no-install", action="store_true", help="never call apt-get")
-    ap.add_argument("--rounds", type=int, default=3,
+    ap.add_argument("--rounds", type=int, default=7,
                     help="run every configuration this many times, alternating, and report "
                          "the median over rounds (the host's noise then hits all alike)")
     ap.add_argument("--timeout", type=int, default=240, help="seconds per job")
