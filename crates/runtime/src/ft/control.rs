@@ -234,6 +234,8 @@ impl Control {
     fn run(mut self) {
         let sched = if self.cfg.realtime {
             set_realtime()
+        } else if let Some("deadline") = self.cfg.deadline.map(|(r, p)| set_deadline(r, p)) {
+            "deadline"
         } else if let Some(slice) = self.cfg.slice {
             set_short_slice(slice)
         } else {
@@ -756,6 +758,35 @@ fn set_realtime() -> &'static str {
         return "default";
     }
     "realtime"
+}
+
+/// Moves the calling thread to the deadline scheduler with `runtime` of CPU per `period`
+/// (see [`super::config::FT_DL_RUNTIME_US`]), if permitted and admitted by the kernel.
+fn set_deadline(runtime: Duration, period: Duration) -> &'static str {
+    const SCHED_DEADLINE: u32 = 6;
+    let ns = |d: Duration| d.as_nanos().min(u64::MAX as u128) as u64;
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        policy: SCHED_DEADLINE,
+        flags: 0,
+        nice: 0,
+        priority: 0,
+        runtime: ns(runtime),
+        deadline: ns(period),
+        period: ns(period),
+    };
+    // SAFETY: sched_setattr on the calling thread (pid 0) with a valid, sized attribute block.
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+    if rc != 0 {
+        // EPERM without privilege or with a CPU affinity narrower than the machine, EBUSY
+        // when the kernel's deadline bandwidth is taken.
+        tracing::debug!(
+            error = %std::io::Error::last_os_error(),
+            "deadline scheduling for the control thread refused; using the fair scheduler"
+        );
+        return "default";
+    }
+    "deadline"
 }
 
 /// `struct sched_attr` of `sched_setattr(2)` (the first version, 48 bytes).
