@@ -16,7 +16,8 @@
 # creation by the survivors costs what it costs on tmpfs, not on the disk.
 # Main series: the default configuration (no STEADFAST_FT_* tuning in the environment).
 # Extra series at N = 4, 16, 64, shm, fan-out 4 (--extra): `rt`, real-time control threads
-# (STEADFAST_FT_RT=1); `slice0`, the kernel's default time slice (STEADFAST_FT_SLICE_US=0);
+# (STEADFAST_FT_RT=1); `fair`, no deadline budget, the fair scheduler with the short slice
+# (STEADFAST_FT_DL_RUNTIME_US=0); `slice0`, neither: the kernel's default time slice;
 # `idle`, the default configuration with survivors that stay blocked after they saw the view
 # (a small program built from this script: MPIX_Steadfast_wait_view, then a 0.2 s sleep and
 # MPI_Finalize), which isolates the membership service from the application's own work.
@@ -28,7 +29,7 @@
 #
 # Usage: scripts/membership-ts.sh [--prefix DIR] [--out DIR] [--reps N] [--sizes "2 4 .."]
 #                                 [--fanouts "1 2"] [--paths "shm tcp"] [--no-plot] [--quick]
-#                                 [--extra "rt slice0 idle"] [--extra-sizes "4 16 64"]
+#                                 [--extra "fair rt slice0 idle"] [--extra-sizes "4 16 64"]
 #                                 [--analyze-only]   (redo tables and plot from OUT/ts-runs.csv)
 # Output: OUT/ts-runs.csv (one line per job), OUT/ts-series.csv, OUT/ts-summary.md, OUT/ts.png
 # (default OUT: docs/reproduction/membership)
@@ -38,12 +39,12 @@ prefix=$here/install
 out=$here/docs/reproduction/membership
 reps=5
 sizes="2 3 4 5 6 8 16 21 22 32 64"
-fanouts="1 2 4"
+fanouts="1 2"
 paths="shm tcp"
 plot=yes
 settle=0.3
 analyze_only=no
-extra="rt slice0 idle"
+extra="fair rt slice0 idle"
 extra_sizes="4 16 64"
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -108,14 +109,16 @@ EOF
 
 runs=$work/runs
 mkdir -p "$runs"
-# series CFG PATH K SIZES REPS: CFG def (default configuration), rt, slice0 or idle (above).
-unset STEADFAST_FT_RT STEADFAST_FT_SLICE_US STEADFAST_FT_TRACE_SCHED
+# series CFG PATH K SIZES REPS: CFG def (default configuration), fair, rt, slice0 or idle (above).
+unset STEADFAST_FT_RT STEADFAST_FT_SLICE_US STEADFAST_FT_TRACE_SCHED STEADFAST_FT_DL_RUNTIME_US \
+    STEADFAST_FT_DL_PERIOD_US STEADFAST_FANOUT_LOG2
 series() {
     local cfg=$1 path=$2 k=$3 ns=$4 reps=$5
     local env=() prog=$work/view_kill
     case $cfg in
         rt) env=(STEADFAST_FT_RT=1) ;;
-        slice0) env=(STEADFAST_FT_SLICE_US=0) ;;
+        fair) env=(STEADFAST_FT_DL_RUNTIME_US=0) ;;
+        slice0) env=(STEADFAST_FT_DL_RUNTIME_US=0 STEADFAST_FT_SLICE_US=0) ;;
         idle) prog=$work/idle_kill ;;
     esac
     for n in $ns; do
@@ -259,10 +262,11 @@ def sim(L, O):
     return table
 
 f0 = lambda x: f'{x:.0f}' if x == x else '–'
-CFG_ORDER = {'def': 0, 'idle': 1, 'slice0': 2, 'rt': 3}
+CFG_ORDER = {'def': 0, 'idle': 1, 'fair': 2, 'slice0': 3, 'rt': 4}
 CFG_NAME = {'def': 'default configuration',
             'idle': 'default configuration, survivors stay blocked after the view',
-            'slice0': "kernel's default time slice for the control thread (STEADFAST_FT_SLICE_US=0)",
+            'fair': 'fair scheduler with the short slice, no deadline budget (STEADFAST_FT_DL_RUNTIME_US=0)',
+            'slice0': "fair scheduler with the kernel's default slice (STEADFAST_FT_DL_RUNTIME_US=0 STEADFAST_FT_SLICE_US=0)",
             'rt': 'real-time control threads (STEADFAST_FT_RT=1)'}
 keys = sorted({(r['cfg'], r['path'], r['k']) for r in rows}, key=lambda s: (CFG_ORDER.get(s[0], 9), s[1], s[2]))
 lines = []
@@ -325,7 +329,7 @@ import matplotlib.pyplot as plt
 out = sys.argv[1]
 rows = list(csv.DictReader(open(os.path.join(out, 'ts-series.csv'))))
 fig, (ax, bx) = plt.subplots(1, 2, figsize=(13, 5.2), gridspec_kw={'width_ratios': [3, 2]})
-colors = {1: 'tab:blue', 2: 'tab:red'}
+colors = {1: 'tab:blue', 2: 'tab:red', 3: 'tab:olive', 4: 'tab:brown'}
 keys = sorted({(r['cfg'], r['path'], int(r['k'])) for r in rows}, key=lambda s: ({'def': 0}.get(s[0], 1), s[0], s[1], s[2]))
 for (cfg, path, k) in keys:
     s = sorted([r for r in rows if (r['cfg'], r['path'], int(r['k'])) == (cfg, path, k)], key=lambda r: int(r['n']))
@@ -336,10 +340,11 @@ for (cfg, path, k) in keys:
     hi = [float(r['ts_max_us']) - m for m, r in zip(med, s)]
     main = cfg == 'def'
     label = f'{path}, fan-out {1 << k}' + {'def': '', 'rt': ', real-time control threads',
-                                           'slice0': ", kernel's default slice",
+                                           'fair': ', fair scheduler (no deadline budget)',
+                                           'slice0': ", fair, kernel's default slice",
                                            'idle': ', survivors blocked'}.get(cfg, cfg)
-    ax.errorbar(n, med, yerr=[lo, hi], fmt=dict(shm='o', tcp='s')[path] if main else dict(rt='^', slice0='v', idle='D').get(cfg, 'x'),
-                color=colors[k] if main else dict(rt='tab:green', slice0='tab:gray', idle='tab:purple').get(cfg, 'k'),
+    ax.errorbar(n, med, yerr=[lo, hi], fmt=dict(shm='o', tcp='s')[path] if main else dict(rt='^', fair='<', slice0='v', idle='D').get(cfg, 'x'),
+                color=colors[k] if main else dict(rt='tab:green', fair='tab:orange', slice0='tab:gray', idle='tab:purple').get(cfg, 'k'),
                 alpha=1.0 if main else 0.6, capsize=3, label=f'measured: {label}',
                 mfc='none' if path == 'tcp' else None)
     if main and path == 'shm':

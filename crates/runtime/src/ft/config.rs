@@ -16,8 +16,7 @@ pub const HEARTBEAT_MS: &str = "STEADFAST_HEARTBEAT_MS";
 /// `STEADFAST_SUSPECT_MS`: a tree neighbour silent this long is reported failed
 /// (default 2000 ms; at least twice the heartbeat).
 pub const SUSPECT_MS: &str = "STEADFAST_SUSPECT_MS";
-/// `STEADFAST_FANOUT_LOG2`: k, the membership tree has 2^k children per node (default 4 when
-/// the control channel is on loopback, i.e. one host; 2 across hosts).
+/// `STEADFAST_FANOUT_LOG2`: k, the membership tree has 2^k children per node (default 2).
 pub const FANOUT_LOG2: &str = "STEADFAST_FANOUT_LOG2";
 /// `STEADFAST_MEMBERSHIP_ACK_MS`: wait for FAILURE_ACK per tree level below a node
 /// before the silent child counts as failed (default 200 ms).
@@ -52,7 +51,8 @@ pub const FT_DL_PERIOD_US: &str = "STEADFAST_FT_DL_PERIOD_US";
 /// (default 100 µs, the kernel's minimum; 0 = the kernel's default). A thread with a shorter
 /// slice than the running one preempts it when woken (Linux ≥ 6.12), so a membership hop
 /// does not wait for a busy thread's slice to end; it gets no more CPU than before and needs
-/// no privilege. Ignored with `STEADFAST_FT_RT=1`.
+/// no privilege. Used when the control thread runs neither under the deadline scheduler nor
+/// at real-time priority.
 pub const FT_SLICE_US: &str = "STEADFAST_FT_SLICE_US";
 /// `STEADFAST_FT_TRACE_SCHED`: `1` adds the control thread's run-queue wait to the trace
 /// (`rx` lines, and `busy` lines for long turns of the loop); costs two reads of
@@ -64,15 +64,6 @@ pub const FT_HOST: &str = "STEADFAST_FT_HOST";
 /// `STEADFAST_FT_TRACE`: directory where every rank writes `ft.<rank>.trace` (suspicions,
 /// installed views, Ts, per-message latency and handling time) when it stops; unset = off.
 pub const FT_TRACE: &str = "STEADFAST_FT_TRACE";
-
-/// Default tree fan-out exponent when the control channel stays on one host (loopback):
-/// 16 children per node. A hop there costs a thread wake-up (tens of µs on a busy machine)
-/// while one more child costs the parent a few µs of sending, so a flat tree is faster: at
-/// N = 16 on two cores, Ts fell from 0.91–1.02 ms (4 children) to 0.76–0.82 ms (16),
-/// docs/reproduction/membership.md.
-pub const FANOUT_LOG2_ONE_HOST: u8 = 4;
-/// Default fan-out exponent across hosts: 4 children per node, the paper's choice.
-pub const FANOUT_LOG2_NETWORK: u8 = 2;
 
 /// Settings of one rank's control thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,7 +103,7 @@ impl Default for FtConfig {
             suspect: Duration::from_millis(2000),
             notice_grace: Duration::from_millis(100),
             protocol: ProtocolConfig {
-                fanout_log2: FANOUT_LOG2_ONE_HOST,
+                fanout_log2: 2,
                 ack_timeout: Duration::from_millis(200),
                 report_timeout: Duration::from_millis(500),
                 join_timeout: Duration::from_millis(500),
@@ -168,7 +159,9 @@ impl FtConfig {
         if let Some(v) = num(NOTICE_GRACE_MS, 0, 3_600_000) {
             c.notice_grace = ms(v);
         }
-        let fanout = num(FANOUT_LOG2, 1, 8);
+        if let Some(v) = num(FANOUT_LOG2, 1, 8) {
+            c.protocol.fanout_log2 = v as u8;
+        }
         if let Some(v) = num(ACK_MS, 1, 3_600_000) {
             c.protocol.ack_timeout = ms(v);
         }
@@ -207,11 +200,6 @@ impl FtConfig {
                 Err(_) => warn.push(format!("ignoring {FT_HOST}={raw:?} (not an IP address)")),
             }
         }
-        c.protocol.fanout_log2 = match fanout {
-            Some(v) => v as u8,
-            None if c.host.is_loopback() => FANOUT_LOG2_ONE_HOST,
-            None => FANOUT_LOG2_NETWORK,
-        };
         c.trace_dir = get(FT_TRACE).filter(|s| !s.is_empty()).map(PathBuf::from);
         // A neighbour must get at least one query before it can be suspected.
         if c.suspect < c.heartbeat * 2 {
@@ -291,12 +279,8 @@ mod tests {
             Some(Duration::from_micros(100)),
             "the kernel's minimum"
         );
-        assert_eq!(c.protocol.fanout_log2, FANOUT_LOG2_ONE_HOST, "bad value: the default");
+        assert_eq!(c.protocol.fanout_log2, 2);
         assert_eq!(c.heartbeat, FtConfig::default().heartbeat);
-        // Across hosts the tree is narrower by default.
-        let (c5, w5) = with(&[(FT_HOST, "10.0.0.1")]);
-        assert!(w5.is_empty());
-        assert_eq!(c5.protocol.fanout_log2, FANOUT_LOG2_NETWORK);
 
         let (c3, w3) = with(&[(FT_DL_RUNTIME_US, "500"), (FT_DL_PERIOD_US, "2000")]);
         assert!(w3.is_empty(), "{w3:?}");
