@@ -775,18 +775,9 @@ fn set_deadline(runtime: Duration, period: Duration) -> &'static str {
         deadline: ns(period),
         period: ns(period),
     };
-    // SAFETY: sched_setattr on the calling thread (pid 0) with a valid, sized attribute block.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
-    if rc != 0 {
-        // EPERM without privilege or with a CPU affinity narrower than the machine, EBUSY
-        // when the kernel's deadline bandwidth is taken.
-        tracing::debug!(
-            error = %std::io::Error::last_os_error(),
-            "deadline scheduling for the control thread refused; using the fair scheduler"
-        );
-        return "default";
-    }
-    "deadline"
+    // Refused with EPERM without privilege or with a CPU affinity narrower than the
+    // machine, EBUSY when the kernel's deadline bandwidth is taken.
+    set_attr(&attr, "deadline scheduling", "deadline")
 }
 
 /// `struct sched_attr` of `sched_setattr(2)` (the first version, 48 bytes).
@@ -825,16 +816,22 @@ fn set_short_slice(slice: Duration) -> &'static str {
         deadline: 0,
         period: 0,
     };
+    set_attr(&attr, "short scheduler slice", "short-slice")
+}
+
+/// Applies `attr` to the calling thread; returns `name` (for the trace), or "default" when
+/// the kernel refuses, in which case the thread keeps its scheduling.
+fn set_attr(attr: &SchedAttr, what: &str, name: &'static str) -> &'static str {
     // SAFETY: sched_setattr on the calling thread (pid 0) with a valid, sized attribute block.
-    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+    let rc = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, attr as *const SchedAttr, 0) };
     if rc != 0 {
         tracing::debug!(
             error = %std::io::Error::last_os_error(),
-            "short scheduler slice for the control thread refused; keeping the default"
+            "{what} for the control thread refused; keeping the default"
         );
         return "default";
     }
-    "short-slice"
+    name
 }
 
 fn pollfd(fd: std::os::fd::RawFd) -> libc::pollfd {
