@@ -82,6 +82,7 @@ fn do_init(required: c_int) -> Result<c_int, c_int> {
             steadfast_runtime::PathKind::Udp => steadfast_core::PathKind::Udp,
         },
         run_through: b.ft() == steadfast_runtime::FtMode::RunThrough,
+        incarnation: b.job_env().incarnation,
     });
     let boot: Option<Box<dyn steadfast_core::Bootstrap>> =
         boot.map(|b| Box::new(Boot(steadfast_runtime::ft::SharedBootstrap::new(b))) as _);

@@ -19,6 +19,7 @@ use steadfast_paths::{cma, PacketSink, Path, RawHeader, SendStatus};
 
 use crate::comm::Comm;
 use crate::config::Config;
+use crate::door::{self, Admitted, Door, Ident};
 use crate::datatype::TypeRef;
 use crate::failures::FtState;
 use crate::error::{ErrorClass, MpiError, MpiResult};
@@ -27,6 +28,7 @@ use crate::mpi_err;
 use crate::request::{Mode, Op, RecvSpec, Request, SendSpec, Sent, Status};
 use crate::slab::{Handle, Slab};
 use crate::wire::{Header, Kind, FLAG_CMA};
+pub use crate::ft::Ft;
 
 #[path = "engine_ulfm.rs"]
 mod ulfm;
@@ -71,16 +73,43 @@ pub struct JobInfo {
     pub path: PathKind,
     /// Failed processes are reported to the application instead of ending the job.
     pub run_through: bool,
+    /// Which start of this world rank this process is (0 first; the launcher's relaunch
+    /// policy starts a failed rank again as the next incarnation).
+    pub incarnation: u16,
+}
+
+/// What [`Engine::assemble`] builds an engine from.
+pub struct Parts {
+    pub rank: u32,
+    pub size: u32,
+    pub incarnation: u16,
+    pub cfg: Config,
+    /// The path to the other ranks (None: a singleton).
+    pub net: Option<Box<dyn Path>>,
+    pub boot: Option<Box<dyn Bootstrap>>,
+    /// The membership view ([`Ft::fixed`] when no service runs).
+    pub ft: Ft,
+    pub run_through: bool,
+    /// Process ids of the ranks on this host (0 elsewhere), for single-copy reads.
+    pub pids: Vec<u32>,
+    /// Per world rank: single-copy reads from it are allowed.
+    pub cma_ok: Vec<bool>,
+    pub eager_limit: usize,
 }
 
 /// An unexpected message's body.
 pub enum Body {
-    /// `id`: the sender's message id (for MPI_Cancel of the send).
-    Eager { data: Vec<u8>, id: u64 },
-    Rts { peer: u32, len: u64, addr: u64, sreq: u64, flags: u8 },
+    Eager { data: Vec<u8>, from: Ident },
+    Rts { from: Ident, len: u64, addr: u64, sreq: u64, flags: u8 },
 }
 
 impl Body {
+    fn from(&self) -> Ident {
+        match self {
+            Body::Eager { from, .. } | Body::Rts { from, .. } => *from,
+        }
+    }
+
     fn len(&self) -> u64 {
         match self {
             Body::Eager { data, .. } => data.len() as u64,
@@ -118,8 +147,8 @@ struct State {
     cma_ok: Vec<bool>,
     events: u64,
     dropped: u64,
-    /// Ids of eager messages sent (MPI_Cancel names a message by it).
-    msg_ids: u64,
+    /// Headers, identities, incarnations, determinants and the interposition hook.
+    door: Door,
     /// The last message `start_send` put on its way (buffered sends hand it to the
     /// application's request).
     last_sent: Option<Sent>,
@@ -174,7 +203,9 @@ struct Sink<'a>(&'a mut State);
 
 impl PacketSink for Sink<'_> {
     fn packet(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) {
-        self.0.handle_packet(peer, hdr, payload);
+        if let Some(h) = self.0.admit(peer, hdr) {
+            self.0.handle_packet(peer, &h, payload);
+        }
     }
 
     fn wants_more(&self) -> bool {
@@ -184,15 +215,19 @@ impl PacketSink for Sink<'_> {
     }
 
     fn packet_unverified(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], seed: u32, expected: u32) -> bool {
+        let Some(h) = self.0.admit(peer, hdr) else {
+            // Dropped and counted; the payload is not looked at.
+            return true;
+        };
         // Rendezvous data: checksum while copying into the receive buffer (one pass).
-        if let Some(h) = Header::decode(hdr).filter(|h| h.kind == Kind::Data) {
+        if h.kind == Kind::Data {
             self.0.events += 1;
             return self.0.rndv_data(Handle(h.a), h.len, payload, Some((seed, expected)));
         }
         if steadfast_paths::checksum::crc32c_append(seed, payload) != expected {
             return false;
         }
-        self.0.handle_packet(peer, hdr, payload);
+        self.0.handle_packet(peer, &h, payload);
         true
     }
 }
@@ -244,6 +279,8 @@ fn status_null() -> Status {
 
 impl Engine {
     /// Start the engine: singleton when `job` is None, else connect to the job's peers.
+    /// Reads the configuration from the environment, builds the path and starts the
+    /// membership service, then [`Engine::assemble`]s the engine from those parts.
     pub fn init(job: Option<JobInfo>, mut boot: Option<Box<dyn Bootstrap>>) -> MpiResult<Engine> {
         let mut cfg = Config::from_env();
         let (rank, size) = job.as_ref().map_or((0, 1), |j| (j.rank, j.size));
@@ -293,11 +330,19 @@ impl Engine {
             net = Some(built.path);
         }
         let ft = ft.start(boot.as_mut())?;
-        let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
-        eager_limit = eager_limit.min(chunk);
         let run_through = job.as_ref().is_some_and(|j| j.run_through);
         let cma_enabled = cfg.cma && job.as_ref().is_some_and(|j| j.path == PathKind::Shm);
         let cma_ok: Vec<bool> = shm_peer.iter().map(|&s| s && cma_enabled).collect();
+        let incarnation = job.as_ref().map_or(0, |j| j.incarnation);
+        Ok(Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, pids, cma_ok, eager_limit }))
+    }
+
+    /// Build the engine from its parts: no environment is read, no thread is started and no
+    /// I/O is done here, so a test can hand it an in-memory path (`crates/core/tests/bed`).
+    pub fn assemble(parts: Parts) -> Engine {
+        let Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, pids, cma_ok, eager_limit } = parts;
+        let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
+        let eager_limit = eager_limit.min(chunk);
         let mut st = State {
             rank,
             reqs: Slab::default(),
@@ -310,12 +355,12 @@ impl Engine {
             cma_ok,
             events: 0,
             dropped: 0,
-            msg_ids: 0,
             last_sent: None,
             bsend_used: 0,
             ft: FtState::new(size, run_through),
             ulfm: Default::default(),
             waiting: None,
+            door: Door::new(rank, incarnation, size),
         };
         let world = st.comms.insert(Comm {
             ctx: 0,
@@ -337,7 +382,7 @@ impl Engine {
             topo: None,
             local: None,
         });
-        Ok(Engine {
+        Engine {
             rank,
             size,
             cfg,
@@ -357,7 +402,7 @@ impl Engine {
             ft_seen: 0,
             idups: Default::default(),
             compounds: Default::default(),
-        })
+        }
     }
 
     /// Flush everything this rank still has to send, then leave the job.
@@ -633,30 +678,34 @@ impl Engine {
         }
         let eager = s.mode != Mode::Synchronous && len <= self.eager_limit;
         if eager {
-            self.st.msg_ids += 1;
-            let id = self.st.msg_ids;
-            let sent = Sent { peer, ctx, src, id, rendezvous: false, buffered: false };
+            let hdr = self.st.door.message(peer, Kind::Eager, 0, ctx, src, s.tag, len as u64, 0);
+            let sent = Sent { peer, ctx, src, seq: hdr.a, id: 0, rendezvous: false, buffered: false };
             self.st.last_sent = Some(sent);
             if let Some(r) = self.st.reqs.get_mut(h) {
                 r.send.sent = Some(sent);
             }
-            let hdr = Header { kind: Kind::Eager, flags: 0, ctx, src, tag: s.tag, len: len as u64, a: 0, b: id }.encode();
             // SAFETY: data_ptr is valid for len bytes (user buffer or our packed copy).
             let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { data_ptr }, len) };
-            self.emit(peer, hdr, payload)?;
+            self.emit_message(peer, &hdr, payload)?;
             self.st.complete(h, Status { source: PROC_NULL, tag: s.tag, error: None, bytes: 0, cancelled: false });
         } else {
             let flags = if self.st.cma_ok[peer as usize] || peer == self.rank { FLAG_CMA } else { 0 };
-            let hdr = Header { kind: Kind::Rts, flags, ctx, src, tag: s.tag, len: len as u64, a: data_ptr as u64, b: h.0 }
-                .encode();
-            let sent = Sent { peer, ctx, src, id: h.0, rendezvous: true, buffered: false };
+            let hdr = self.st.door.message(peer, Kind::Rts, flags, ctx, src, s.tag, len as u64, h.0);
+            let sent = Sent { peer, ctx, src, seq: hdr.a, id: h.0, rendezvous: true, buffered: false };
             self.st.last_sent = Some(sent);
             if let Some(r) = self.st.reqs.get_mut(h) {
                 r.send.sent = Some(sent);
             }
-            self.emit(peer, hdr, &[])?;
+            self.emit_message(peer, &hdr, &(data_ptr as u64).to_le_bytes())?;
         }
         Ok(())
+    }
+
+    /// Send message `hdr` (built by [`Door::message`]) to `peer`: it takes its sequence
+    /// number and the interposition hook sees it.
+    fn emit_message(&mut self, peer: u32, hdr: &Header, payload: &[u8]) -> MpiResult<()> {
+        self.st.door.commit(peer, hdr, payload);
+        self.emit(peer, hdr.encode(), payload)
     }
 
     /// Send one packet to `peer`, queueing behind earlier packets if any are waiting.
@@ -667,7 +716,7 @@ impl Engine {
         }
         if self.st.outq[peer as usize].is_empty() {
             let net = self.net.as_mut().ok_or_else(|| MpiError::new(ErrorClass::Intern, "no path to peers"))?;
-            match net.send(peer, &hdr, payload) {
+            match door::transmit(net.as_mut(), peer, &hdr, payload) {
                 Ok(SendStatus::Done) => return Ok(()),
                 Ok(SendStatus::Full) => {}
                 Err(e) if self.st.ft.run_through => {
@@ -703,7 +752,7 @@ impl Engine {
         if let Some(r) = self.st.reqs.get_mut(h) {
             r.recv.ctx = ctx;
         }
-        match self.st.matcher.post(ctx, s.src, s.tag, h) {
+        match self.st.post(ctx, s.src, s.tag, h) {
             Some(u) => {
                 self.st.deliver(h, u.src, u.tag, u.body_into());
                 // A rendezvous read here queued its FIN: send it before the program can exit.
@@ -806,17 +855,7 @@ impl Engine {
         }
         r.send.cancelling = true;
         r.complete = false;
-        let hdr = Header {
-            kind: Kind::CancelReq,
-            flags: 0,
-            ctx: sent.ctx,
-            src: sent.src,
-            tag: 0,
-            len: h.0,
-            a: sent.rendezvous as u64,
-            b: sent.id,
-        }
-        .encode();
+        let hdr = self.st.door.control(Kind::CancelReq, sent.ctx, sent.src, 0, h.0, sent.rendezvous as u64, sent.seq);
         self.emit(sent.peer, hdr, &[])
     }
 
@@ -923,7 +962,7 @@ impl Engine {
         if self.st.matcher.peek(ctx, src, tag).is_none() {
             self.progress()?;
         }
-        Ok(self.st.matcher.take(ctx, src, tag).map(|u| {
+        Ok(self.st.take(ctx, src, tag).map(|u| {
             let status = Status { source: u.src, tag: u.tag, error: None, bytes: u.msg.len(), cancelled: false };
             let h = self.messages.insert(ProbedMessage { src: u.src, tag: u.tag, body: u.msg });
             (Some(h), status)
@@ -967,7 +1006,9 @@ impl Engine {
         }
         while let Some((hdr, payload)) = self.st.loopback.pop_front() {
             let me = self.rank;
-            self.st.handle_packet(me, &hdr, &payload);
+            if let Some(h) = self.st.admit(me, &hdr) {
+                self.st.handle_packet(me, &h, &payload);
+            }
         }
         if !self.st.busy_peers.is_empty() {
             self.flush()?;
@@ -1008,7 +1049,7 @@ impl Engine {
             let q = &mut self.st.outq[peer as usize];
             while let Some(op) = q.front_mut() {
                 match op {
-                    OutOp::Packet { hdr, payload } => match net.send(peer, hdr, payload) {
+                    OutOp::Packet { hdr, payload } => match door::transmit(net.as_mut(), peer, hdr, payload) {
                         Ok(SendStatus::Done) => {
                             q.pop_front();
                             self.st.events += 1;
@@ -1024,11 +1065,10 @@ impl Engine {
                         let mut full = false;
                         while *off < *len {
                             let n = (*len - *off).min(chunk);
-                            let hdr = Header { kind: Kind::Data, flags: 0, ctx: 0, src: 0, tag: 0, len: *off as u64, a: *rreq, b: 0 }
-                                .encode();
+                            let hdr = self.st.door.control(Kind::Data, 0, 0, 0, *off as u64, *rreq, 0);
                             // SAFETY: the send request keeps its buffer valid until complete.
                             let data = unsafe { std::slice::from_raw_parts(ptr.add(*off), n) };
-                            match net.send(peer, &hdr, data) {
+                            match door::transmit(net.as_mut(), peer, &hdr, data) {
                                 Ok(SendStatus::Done) => *off += n,
                                 Ok(SendStatus::Full) => {
                                     full = true;
@@ -1239,7 +1279,7 @@ impl Engine {
         let Ok(comm) = self.comm(c) else { return };
         let (ctx, me) = (comm.coll_ctx(), comm.rank);
         let peers: Vec<u32> = comm.group.iter().copied().filter(|w| *w != self.rank && !self.st.ft.is_dead(*w)).collect();
-        let hdr = Header { kind: Kind::CollAbort, flags: 0, ctx, src: me, tag, len: 0, a: 0, b: 0 }.encode();
+        let hdr = self.st.door.control(Kind::CollAbort, ctx, me, tag, 0, 0, 0);
         for w in peers {
             self.st.queue(w, OutOp::Packet { hdr, payload: Vec::new() });
         }
@@ -1252,14 +1292,14 @@ impl Engine {
 
     /// Drop one unexpected message matching (`ctx`, `src`, `tag`); false when none waits.
     pub(crate) fn take_unexpected(&mut self, ctx: u32, src: i32, tag: i32) -> bool {
-        self.st.matcher.take(ctx, src, tag).is_some()
+        self.st.take(ctx, src, tag).is_some()
     }
 
     /// Take an eager message matching (`ctx`, `src`, `tag`) that already arrived: its source
     /// and data. A rendezvous announcement there is dropped (protocols that use this send
     /// eagerly only).
     pub(crate) fn take_eager(&mut self, ctx: u32, src: i32, tag: i32) -> Option<(i32, Vec<u8>)> {
-        let u = self.st.matcher.take(ctx, src, tag)?;
+        let u = self.st.take(ctx, src, tag)?;
         match u.msg {
             Body::Eager { data, .. } => Some((u.src, data)),
             Body::Rts { .. } => {
@@ -1411,7 +1451,7 @@ impl Engine {
         r.recv.ctx = ctx;
         let h = self.st.reqs.insert(r);
         let dead = src != ANY_SOURCE && self.comm(c)?.peer_world(src).is_some_and(|w| self.st.ft.is_dead(w));
-        match self.st.matcher.post(ctx, src, tag, h) {
+        match self.st.post(ctx, src, tag, h) {
             Some(u) => self.st.deliver(h, u.src, u.tag, u.body_into()),
             None if dead => {
                 // Nothing the failed process sent is waiting, and nothing more will come.
@@ -1448,10 +1488,10 @@ impl Engine {
         let comm = self.comm(c)?;
         let peer = if local { usize::try_from(dest).ok().and_then(|d| comm.group.get(d).copied()) } else { comm.peer_world(dest) };
         let peer = peer.ok_or_else(|| MpiError::new(ErrorClass::Rank, "invalid destination"))?;
-        let hdr = Header { kind: Kind::Eager, flags: 0, ctx: comm.coll_ctx(), src: comm.rank, tag, len: len as u64, a: 0, b: 0 }.encode();
+        let hdr = self.st.door.message(peer, Kind::Eager, 0, comm.coll_ctx(), comm.rank, tag, len as u64, 0);
         // SAFETY: the collective's buffer is valid for `len` bytes (contiguous type).
         let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { buf }, len) };
-        self.emit(peer, hdr, payload)?;
+        self.emit_message(peer, &hdr, payload)?;
         self.st.events += 1;
         Ok(true)
     }
@@ -1471,7 +1511,7 @@ impl Engine {
         err: &mut Option<ErrorClass>,
     ) -> MpiResult<Option<Handle>> {
         let ctx = self.comm(c)?.coll_ctx();
-        let Some(u) = self.st.matcher.take(ctx, src, tag) else {
+        let Some(u) = self.st.take(ctx, src, tag) else {
             return self.coll_irecv_typed(c, src, tag, buf, count, dtype).map(Some);
         };
         match u.msg {
@@ -1534,7 +1574,7 @@ impl Engine {
         if let Some(r) = self.st.reqs.get_mut(h) {
             r.recv.ctx = ctx;
         }
-        match self.st.matcher.post(ctx, src, tag, h) {
+        match self.st.post(ctx, src, tag, h) {
             Some(u) => self.st.deliver(h, u.src, u.tag, u.body_into()),
             None => {
                 if let Some(r) = self.st.reqs.get_mut(h) {
@@ -1636,6 +1676,57 @@ impl Unexpected<Body> {
 }
 
 impl State {
+    /// The incoming door: a packet from `peer` that may be acted on, or None (dropped and
+    /// counted: malformed, or from an incarnation of `peer` older than the newest known).
+    #[inline]
+    fn admit(&mut self, peer: u32, raw: &RawHeader) -> Option<Header> {
+        match self.door.admit(peer, raw) {
+            Admitted::Packet(h) => Some(h),
+            Admitted::Rejoined(h) => {
+                self.peer_rejoined(peer, h.incarnation);
+                Some(h)
+            }
+            Admitted::Dropped => {
+                self.dropped += 1;
+                None
+            }
+        }
+    }
+
+    /// Post receive `h`; a message that already arrived and matches is returned (and
+    /// recorded as received).
+    #[inline]
+    fn post(&mut self, ctx: u32, src: i32, tag: i32, h: Handle) -> Option<Unexpected<Body>> {
+        let u = self.matcher.post(ctx, src, tag, h)?;
+        self.door.matched(u.msg.from(), ctx, u.src, u.tag);
+        Some(u)
+    }
+
+    /// Take the earliest arrived message matching (`ctx`, `src`, `tag`) for a receive
+    /// that is not a posted request (recorded as received).
+    #[inline]
+    fn take(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected<Body>> {
+        let u = self.matcher.take(ctx, src, tag)?;
+        self.door.matched(u.msg.from(), ctx, u.src, u.tag);
+        Some(u)
+    }
+
+    /// World rank `w` started again as incarnation `inc`: its failure is over; messages
+    /// from earlier incarnations are dropped from now on.
+    pub(crate) fn peer_rejoined(&mut self, w: u32, inc: u16) {
+        if !self.door.rejoined(w, inc) {
+            return;
+        }
+        tracing::info!("rank {w} rejoined as incarnation {inc}");
+        if let Some(d) = self.ft.dead.get_mut(w as usize) {
+            *d = false;
+        }
+        // What the earlier incarnation sent and nobody received is gone with it.
+        let n = self.matcher.remove_unexpected_all(|u| u.msg.from().world == w && u.msg.from().incarnation < inc);
+        self.dropped += n as u64;
+        self.events += 1;
+    }
+
     fn queue(&mut self, peer: u32, op: OutOp) {
         let q = &mut self.outq[peer as usize];
         if q.is_empty() {
@@ -1710,12 +1801,8 @@ impl State {
         self.complete(sreq, Status { source: PROC_NULL, tag, error: None, bytes: 0, cancelled: false });
     }
 
-    fn handle_packet(&mut self, peer: u32, raw: &RawHeader, payload: &[u8]) {
-        let Some(h) = Header::decode(raw) else {
-            self.dropped += 1;
-            tracing::warn!("dropping packet with unknown kind from rank {peer}");
-            return;
-        };
+    /// Act on an admitted packet from `peer`.
+    fn handle_packet(&mut self, peer: u32, h: &Header, payload: &[u8]) {
         self.events += 1;
         match h.kind {
             Kind::Eager => {
@@ -1723,10 +1810,13 @@ impl State {
                     self.dropped += 1;
                     return;
                 }
-                if self.waiting.is_some() && self.eager_to_waiting(&h, payload) {
+                let from = self.door.ident(peer, h.a);
+                if self.waiting.is_some() && self.eager_to_waiting(h, payload) {
+                    self.door.matched(from, h.ctx, h.src, h.tag);
                     return;
                 }
-                if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec(), id: h.b }) {
+                if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec(), from }) {
+                    self.door.matched(from, h.ctx, h.src, h.tag);
                     self.deliver_bytes(r, h.src, h.tag, payload, h.len);
                 }
             }
@@ -1734,8 +1824,14 @@ impl State {
                 if self.waiting.is_some() {
                     self.promote_waiting(h.ctx, h.src, h.tag);
                 }
-                let body = || Body::Rts { peer, len: h.len, addr: h.a, sreq: h.b, flags: h.flags };
+                let Ok(addr) = <[u8; 8]>::try_from(payload).map(u64::from_le_bytes) else {
+                    self.dropped += 1;
+                    return;
+                };
+                let from = self.door.ident(peer, h.a);
+                let body = || Body::Rts { from, len: h.len, addr, sreq: h.b, flags: h.flags };
                 if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, body) {
+                    self.door.matched(from, h.ctx, h.src, h.tag);
                     self.deliver(r, h.src, h.tag, body());
                 }
             }
@@ -1759,16 +1855,10 @@ impl State {
             Kind::Fin => self.complete_send(Handle(h.b)),
             Kind::Ulfm => self.ulfm_packet(peer, h.ctx, h.src, payload),
             Kind::CancelReq => {
-                let (src, id, rts) = (h.src, h.b, h.a == 1);
-                let withdrawn = self.matcher.remove_unexpected(h.ctx, |u| {
-                    u.src == src
-                        && match &u.msg {
-                            Body::Eager { id: x, .. } => !rts && *x == id,
-                            Body::Rts { sreq, .. } => rts && *sreq == id,
-                        }
-                });
-                let hdr = Header { kind: Kind::CancelAck, flags: 0, ctx: h.ctx, src: 0, tag: 0, len: 0, a: withdrawn as u64, b: h.len }
-                    .encode();
+                // A message is named by its sender and sequence number.
+                let (src, from) = (h.src, self.door.ident(peer, h.b));
+                let withdrawn = self.matcher.remove_unexpected(h.ctx, |u| u.src == src && u.msg.from() == from);
+                let hdr = self.door.control(Kind::CancelAck, h.ctx, 0, 0, 0, withdrawn as u64, h.len);
                 if peer == self.rank {
                     self.loopback.push_back((hdr, Vec::new()));
                 } else {
@@ -1825,7 +1915,7 @@ impl State {
                 let len = data.len() as u64;
                 self.deliver_bytes(h, src, tag, &data, len)
             }
-            Body::Rts { peer, len, addr, sreq, flags } => self.start_rndv(h, src, tag, peer, len, addr, sreq, flags),
+            Body::Rts { from, len, addr, sreq, flags } => self.start_rndv(h, src, tag, from.world, len, addr, sreq, flags),
         }
     }
 
@@ -1850,7 +1940,7 @@ impl State {
         let cap = dtype.packed_size(count);
         let n = (len as usize).min(cap);
         let error = (len > cap as u64).then_some(ErrorClass::Truncate);
-        let fin = Header { kind: Kind::Fin, flags: 0, ctx: 0, src: 0, tag: 0, len: 0, a: 0, b: sreq }.encode();
+        let fin = self.door.control(Kind::Fin, 0, 0, 0, 0, 0, sreq);
         if self.ft.is_dead(peer) {
             self.complete(h, failed_status(src, tag));
             return;
@@ -1908,7 +1998,7 @@ impl State {
                 r.recv.temp = Some(vec![0u8; n]);
             }
         }
-        let cts = Header { kind: Kind::Cts, flags: 0, ctx: 0, src: 0, tag: 0, len, a: h.0, b: sreq }.encode();
+        let cts = self.door.control(Kind::Cts, 0, 0, 0, len, h.0, sreq);
         self.queue(peer, OutOp::Packet { hdr: cts, payload: Vec::new() });
     }
 

@@ -101,13 +101,12 @@ impl Engine {
             return Ok(false);
         }
         let Some(net) = self.net.as_mut() else { return Ok(false) };
-        let id = self.st.msg_ids + 1;
-        let hdr = Header { kind: Kind::Eager, flags: 0, ctx, src, tag, len: len as u64, a: 0, b: id }.encode();
+        let hdr = self.st.door.message(peer, Kind::Eager, 0, ctx, src, tag, len as u64, 0);
         // SAFETY: the application's buffer holds `len` contiguous bytes.
         let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { buf }, len) };
-        match net.send(peer, &hdr, payload) {
+        match door::transmit(net.as_mut(), peer, &hdr.encode(), payload) {
             Ok(SendStatus::Done) => {
-                self.st.msg_ids = id;
+                self.st.door.commit(peer, &hdr, payload);
                 Ok(true)
             }
             // Full, or an error the general path reports the usual way.
@@ -156,7 +155,7 @@ impl Engine {
         }
         match self.st.matcher.peek(ctx, src, tag) {
             Some(u) if matches!(u.msg, Body::Eager { .. }) => {
-                let Some(u) = self.st.matcher.take(ctx, src, tag) else { return Ok(None) };
+                let Some(u) = self.st.take(ctx, src, tag) else { return Ok(None) };
                 let Body::Eager { data, .. } = u.msg else { return Ok(None) };
                 let n = data.len().min(cap);
                 // SAFETY: the buffer holds `cap` bytes.

@@ -15,7 +15,7 @@ use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::mpi_err;
 use crate::request::{Op, Status};
 use crate::slab::Handle;
-use crate::wire::{Header, Kind};
+use crate::wire::Kind;
 
 /// One communicator's protocol instance and the results waiting for their callers.
 pub(super) struct UlfmComm {
@@ -188,7 +188,7 @@ impl State {
                 if self.ft.is_dead(w) {
                     continue;
                 }
-                let hdr = Header { kind: Kind::Ulfm, flags: 0, ctx, src: me, tag: 0, len: 0, a: 0, b: 0 }.encode();
+                let hdr = self.door.control(Kind::Ulfm, ctx, me, 0, 0, 0, 0);
                 let payload = t.message.encode();
                 if w == self.rank {
                     self.loopback.push_back((hdr, payload));

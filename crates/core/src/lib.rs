@@ -9,6 +9,7 @@ pub mod comm;
 pub mod compound;
 pub mod config;
 pub mod datatype;
+pub mod door;
 pub mod engine;
 pub mod error;
 pub mod failures;
@@ -22,7 +23,7 @@ pub mod slab;
 pub mod topo;
 pub mod wire;
 
-pub use engine::{Bootstrap, Engine, JobInfo, PathKind, PROC_NULL};
+pub use engine::{Bootstrap, Engine, JobInfo, Parts, PathKind, PROC_NULL};
 pub use error::{ErrorClass, MpiError, MpiResult};
 pub use slab::Handle;
 

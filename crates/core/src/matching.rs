@@ -103,6 +103,18 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
         }
     }
 
+    /// Remove every unexpected message (of any context) for which `pred` holds; returns how
+    /// many went.
+    pub fn remove_unexpected_all(&mut self, pred: impl Fn(&Unexpected<U>) -> bool) -> usize {
+        let mut n = 0;
+        for q in self.ctxs.values_mut() {
+            let before = q.unexpected.len();
+            q.unexpected.retain(|u| !pred(u));
+            n += before - q.unexpected.len();
+        }
+        n
+    }
+
     /// Look, without removing, at the first unexpected message `(src, tag)` would match.
     pub fn peek(&self, ctx: u32, src: i32, tag: i32) -> Option<&Unexpected<U>> {
         self.ctxs.get(&ctx)?.unexpected.iter().find(|u| accepts(src, tag, u.src, u.tag))

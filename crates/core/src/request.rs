@@ -77,7 +77,10 @@ pub struct Sent {
     /// Context and the sender's rank in it, as the message header carries them.
     pub ctx: u32,
     pub src: i32,
-    /// Eager message id, or the send request for a rendezvous.
+    /// The message's sequence number among those sent to `peer` (its name at the receiver).
+    pub seq: u64,
+    /// For a rendezvous, the send request (for a buffered send, the internal request that
+    /// carries the data); 0 for an eager message.
     pub id: u64,
     pub rendezvous: bool,
     /// A buffered send: this request completed locally and `id` (for a rendezvous) is the

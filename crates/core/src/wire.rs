@@ -1,10 +1,13 @@
 //! The message layer's packet header: what travels in front of every payload on every path.
 //!
 //! ```text
-//! 0  kind u8 | 1 flags u8 | 2..4 reserved | 4..8 context id u32 | 8..12 source rank i32
-//! 12..16 tag i32 | 16..24 length or offset u64 | 24..32 a u64 | 32..40 b u64
+//! 0  kind u8 | 1 flags u8 | 2..4 sender incarnation u16 | 4..8 context id u32
+//! 8..12 source rank i32 | 12..16 tag i32 | 16..24 length or offset u64 | 24..32 a u64
+//! 32..40 b u64
 //! ```
-//! Rendezvous ids (`a`, `b`) are request handles of the side that will receive them back.
+//! Messages (`Eager`, `Rts`) carry the sender's per-destination sequence number in `a`
+//! (their identity, see `door.rs`). Rendezvous ids (`a` of `Cts`/`Data`, `b`) are request
+//! handles of the side that will receive them back. Headers are built by the door only.
 
 use steadfast_paths::{RawHeader, HDR_LEN};
 
@@ -12,9 +15,10 @@ use steadfast_paths::{RawHeader, HDR_LEN};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
-    /// Whole message inline. `len` = message length.
+    /// Whole message inline. `len` = message length, `a` = sequence number.
     Eager = 1,
-    /// Request to send. `len` = message length, `a` = sender buffer address, `b` = send request.
+    /// Request to send. `len` = message length, `a` = sequence number, `b` = send request;
+    /// payload: the sender's buffer address (u64, for a single-copy read).
     Rts = 2,
     /// Clear to send (no single-copy): `a` = receive request, `b` = send request.
     Cts = 3,
@@ -29,8 +33,7 @@ pub enum Kind {
     /// (run-through mode): the others stop waiting for it.
     CollAbort = 7,
     /// MPI_Cancel of a send: withdraw the unmatched message from `src` (comm rank) on `ctx`
-    /// whose id is `b` (`a` = 1: a rendezvous announcement, 0: an eager message); `len` =
-    /// the sender's request.
+    /// whose sequence number is `b`; `len` = the sender's request.
     CancelReq = 8,
     /// Answer to `CancelReq`: `a` = 1 if the message was withdrawn; `b` = the sender's request.
     CancelAck = 9,
@@ -58,6 +61,8 @@ impl Kind {
 pub struct Header {
     pub kind: Kind,
     pub flags: u8,
+    /// The sender's incarnation.
+    pub incarnation: u16,
     pub ctx: u32,
     pub src: i32,
     pub tag: i32,
@@ -75,6 +80,7 @@ impl Header {
         let mut h = [0u8; HDR_LEN];
         h[0] = self.kind as u8;
         h[1] = self.flags;
+        h[2..4].copy_from_slice(&self.incarnation.to_le_bytes());
         h[4..8].copy_from_slice(&self.ctx.to_le_bytes());
         h[8..12].copy_from_slice(&self.src.to_le_bytes());
         h[12..16].copy_from_slice(&self.tag.to_le_bytes());
@@ -94,6 +100,7 @@ impl Header {
         Some(Header {
             kind: Kind::from_u8(h[0])?,
             flags: h[1],
+            incarnation: u16::from_le_bytes([h[2], h[3]]),
             ctx: u32at(4),
             src: u32at(8) as i32,
             tag: u32at(12) as i32,
@@ -109,7 +116,7 @@ mod tests {
     use super::*;
     #[test]
     fn roundtrip() {
-        let h = Header { kind: Kind::Rts, flags: 1, ctx: 7, src: -3, tag: 99, len: 1 << 40, a: 5, b: u64::MAX };
+        let h = Header { kind: Kind::Rts, flags: 1, incarnation: 3, ctx: 7, src: -3, tag: 99, len: 1 << 40, a: 5, b: u64::MAX };
         assert_eq!(Header::decode(&h.encode()), Some(h));
         let mut bad = h.encode();
         bad[0] = 77;

@@ -34,6 +34,9 @@ pub const HOSTMAP: &str = "STEADFAST_HOSTMAP";
 pub const HOST: &str = "STEADFAST_HOST";
 /// Fault-tolerance mode: `abort` or `run-through`.
 pub const FT: &str = "STEADFAST_FT";
+/// Which start of this world rank the process is: 0 (or unset) for the first, k+1 when
+/// the launcher's relaunch policy started the rank again after incarnation k died.
+pub const INCARNATION: &str = "STEADFAST_INCARNATION";
 
 /// Transport the ranks should use between themselves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -127,6 +130,8 @@ pub struct JobEnv {
     pub path: PathKind,
     /// Fault-tolerance mode.
     pub ft: FtMode,
+    /// Incarnation of this world rank (0: first start).
+    pub incarnation: u16,
 }
 
 impl JobEnv {
@@ -170,6 +175,10 @@ impl JobEnv {
             control: parse(CONTROL, var(CONTROL)?)?,
             path: parse(PATH, var(PATH)?)?,
             ft: parse(FT, var(FT)?)?,
+            incarnation: match get(INCARNATION) {
+                Some(v) => parse(INCARNATION, v)?,
+                None => 0,
+            },
         };
         let bad = |name, reason: &str| BootstrapError::BadVar {
             name,
@@ -206,6 +215,7 @@ impl JobEnv {
             (CONTROL, self.control.to_string()),
             (PATH, self.path.to_string()),
             (FT, self.ft.to_string()),
+            (INCARNATION, self.incarnation.to_string()),
         ]
     }
 }
@@ -227,6 +237,7 @@ mod tests {
             control: "127.0.0.1:4567".parse().unwrap(),
             path: PathKind::Tcp,
             ft: FtMode::RunThrough,
+            incarnation: 0,
         }
     }
 

@@ -529,6 +529,7 @@ impl Launcher {
             control,
             path: l.cfg.path,
             ft: l.cfg.ft,
+            incarnation: 0,
         };
         tracing::debug!(np = l.cfg.np, exe = %exe.display(), %control, jobdir = %template.jobdir.display(), "starting job");
         let map = (!l.cfg.hosts.is_empty()).then(|| hostmap(&places));
