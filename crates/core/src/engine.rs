@@ -1173,6 +1173,28 @@ impl Engine {
         self.st.peer_failed(w);
     }
 
+    /// World rank `w` was started again as incarnation `incarnation` (the launcher's
+    /// notice, or the first packet of the new incarnation): it is no longer failed, and
+    /// what earlier incarnations sent is dropped.
+    pub fn peer_rejoined(&mut self, w: u32, incarnation: u16) {
+        self.st.peer_rejoined(w, incarnation);
+    }
+
+    /// The incarnation of world rank `w` this process knows (its own for `w == rank`).
+    pub fn incarnation_of(&self, w: u32) -> u16 {
+        self.st.door.incarnation_of(w)
+    }
+
+    /// Plug a recovery protocol into the door (see [`crate::door::Interpose`]).
+    pub fn set_interpose(&mut self, hook: Option<Box<dyn crate::door::Interpose>>) {
+        self.st.door.set_hook(hook);
+    }
+
+    /// Packets dropped so far: malformed, from an earlier incarnation, or unusable.
+    pub fn dropped_packets(&self) -> u64 {
+        self.st.dropped
+    }
+
     /// World ranks known failed, in detection order.
     pub fn failed_ranks(&self) -> &[u32] {
         &self.st.ft.order
