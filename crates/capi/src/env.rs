@@ -39,6 +39,12 @@ impl steadfast_core::Bootstrap for Boot {
     fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
         Some(Box::new(self.0.clone()))
     }
+    fn rejoin(&mut self) -> Result<(), String> {
+        self.0.lock().rejoin().map_err(|e| e.to_string())
+    }
+    fn poll_events(&mut self) -> Vec<steadfast_runtime::LauncherEvent> {
+        self.0.lock().poll_events()
+    }
 }
 
 fn init_logging() {
@@ -81,7 +87,8 @@ fn do_init(required: c_int) -> Result<c_int, c_int> {
             steadfast_runtime::PathKind::Tcp => steadfast_core::PathKind::Tcp,
             steadfast_runtime::PathKind::Udp => steadfast_core::PathKind::Udp,
         },
-        run_through: b.ft() == steadfast_runtime::FtMode::RunThrough,
+        run_through: b.ft().runs_through(),
+        relaunch: b.ft() == steadfast_runtime::FtMode::Relaunch,
         incarnation: b.job_env().incarnation,
     });
     let boot: Option<Box<dyn steadfast_core::Bootstrap>> =

@@ -191,6 +191,11 @@ impl Door {
         }
     }
 
+    /// Whether any rank of the job (this one included) was restarted.
+    pub fn any_restart(&self) -> bool {
+        self.incarnation > 0 || self.peer_incarnation.iter().any(|&i| i > 0)
+    }
+
     /// Newest known incarnation of world rank `w`.
     pub fn incarnation_of(&self, w: u32) -> u16 {
         self.peer_incarnation.get(w as usize).copied().unwrap_or(0)

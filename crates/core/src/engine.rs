@@ -48,6 +48,15 @@ pub trait Bootstrap: Send {
     fn fence(&mut self) -> Result<(), String>;
     fn abort(&mut self, code: i32, msg: &str);
     fn finalize(&mut self) -> Result<(), String>;
+    /// A restarted rank joins the running job (after publishing its addresses).
+    fn rejoin(&mut self) -> Result<(), String> {
+        Err("this bootstrap cannot rejoin a running job".into())
+    }
+    /// The launcher's notices received so far (relaunch mode, where the engine reads them
+    /// itself), without blocking.
+    fn poll_events(&mut self) -> Vec<steadfast_runtime::LauncherEvent> {
+        Vec::new()
+    }
     /// The launcher's failure notices for the membership control thread (None: none).
     fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
         None
@@ -76,6 +85,8 @@ pub struct JobInfo {
     /// Which start of this world rank this process is (0 first; the launcher's relaunch
     /// policy starts a failed rank again as the next incarnation).
     pub incarnation: u16,
+    /// The launcher starts failed ranks again; its notices are the failure detector.
+    pub relaunch: bool,
 }
 
 /// What [`Engine::assemble`] builds an engine from.
@@ -90,6 +101,8 @@ pub struct Parts {
     /// The membership view ([`Ft::fixed`] when no service runs).
     pub ft: Ft,
     pub run_through: bool,
+    /// Relaunch mode: the engine reads the launcher's notices of failures and restarts.
+    pub relaunch: bool,
     /// Process ids of the ranks on this host (0 elsewhere), for single-copy reads.
     pub pids: Vec<u32>,
     /// Per world rank: single-copy reads from it are allowed.
@@ -149,6 +162,8 @@ struct State {
     dropped: u64,
     /// Headers, identities, incarnations, determinants and the interposition hook.
     door: Door,
+    /// Ranks that came back whose paths still lead to the earlier incarnation.
+    rejoined: Vec<u32>,
     /// The last message `start_send` put on its way (buffered sends hand it to the
     /// application's request).
     last_sent: Option<Sent>,
@@ -186,6 +201,14 @@ pub struct Engine {
     pub(crate) idups: crate::group::Idups,
     /// Requests made of other requests in flight (MPI_Isendrecv).
     pub(crate) compounds: crate::compound::Compounds,
+    /// Relaunch mode: failures and restarts come from the launcher's notices.
+    relaunch: bool,
+    /// Progress rounds since the launcher's notices were last read (relaunch mode).
+    launcher_polls: u32,
+    /// Per world rank, the incarnation the launcher's notices are about: a notice of an
+    /// exit names no incarnation, and it can arrive after the new incarnation's first
+    /// packets did.
+    launcher_incarnation: Vec<u16>,
 }
 
 /// Which context and group a send goes to.
@@ -316,6 +339,7 @@ impl Engine {
                 jobdir: &job.jobdir,
                 kind,
                 settings,
+                rejoin: job.incarnation > 0,
             };
             let built = steadfast_paths::setup::build(&params, &mut BootExchange(b.as_mut()))
                 .map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
@@ -328,19 +352,24 @@ impl Engine {
             let any_shm = shm_peer.iter().any(|&s| s) || job.size == 1 && job.path == PathKind::Shm;
             eager_limit = cfg.eager_limit.unwrap_or(if any_shm { 16 << 10 } else { 64 << 10 });
             net = Some(built.path);
+            if job.incarnation > 0 {
+                // Our addresses are published: the others may reconnect now.
+                b.rejoin().map_err(|e| MpiError::new(ErrorClass::Other, format!("rejoining the job: {e}")))?;
+            }
         }
         let ft = ft.start(boot.as_mut())?;
         let run_through = job.as_ref().is_some_and(|j| j.run_through);
         let cma_enabled = cfg.cma && job.as_ref().is_some_and(|j| j.path == PathKind::Shm);
         let cma_ok: Vec<bool> = shm_peer.iter().map(|&s| s && cma_enabled).collect();
         let incarnation = job.as_ref().map_or(0, |j| j.incarnation);
-        Ok(Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, pids, cma_ok, eager_limit }))
+        let relaunch = job.as_ref().is_some_and(|j| j.relaunch);
+        Ok(Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit }))
     }
 
     /// Build the engine from its parts: no environment is read, no thread is started and no
     /// I/O is done here, so a test can hand it an in-memory path (`crates/core/tests/bed`).
     pub fn assemble(parts: Parts) -> Engine {
-        let Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, pids, cma_ok, eager_limit } = parts;
+        let Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit } = parts;
         let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
         let eager_limit = eager_limit.min(chunk);
         let mut st = State {
@@ -361,6 +390,7 @@ impl Engine {
             ulfm: Default::default(),
             waiting: None,
             door: Door::new(rank, incarnation, size),
+            rejoined: Vec::new(),
         };
         let world = st.comms.insert(Comm {
             ctx: 0,
@@ -402,6 +432,9 @@ impl Engine {
             ft_seen: 0,
             idups: Default::default(),
             compounds: Default::default(),
+            relaunch,
+            launcher_polls: 0,
+            launcher_incarnation: vec![0; size as usize],
         }
     }
 
@@ -411,8 +444,11 @@ impl Engine {
             return Ok(());
         }
         // Keep serving the others (cancel requests, rendezvous) until every rank got here;
-        // the launcher's fence below does not run the engine.
-        if self.size > 1 && self.boot.is_some() {
+        // the launcher's fence below does not run the engine. In relaunch mode a restarted
+        // rank started its collectives over, so the ranks' collective sequence numbers need
+        // not line up (and not every rank may know of a restart yet): only the fence
+        // remains, after this rank's own output has left.
+        if self.size > 1 && self.boot.is_some() && !self.relaunch {
             let world = self.world;
             if let Ok(req) = self.icoll(world, crate::coll::Coll::Barrier) {
                 // A failed rank never arrives: stop waiting once the membership view has one.
@@ -424,7 +460,7 @@ impl Engine {
         }
         // Output queued for a rank the membership declared failed can never leave: do not wait for it.
         self.block_until(|e| {
-            e.st.busy_peers.iter().all(|&p| e.ft.is_failed(p)) && e.net.as_ref().map_or(0, |n| n.backlog()) == 0
+            e.st.busy_peers.iter().all(|&p| e.ft.is_failed(p) || e.st.ft.is_dead(p)) && e.net.as_ref().map_or(0, |n| n.backlog()) == 0
         })?;
         // A reliable path keeps answering peers (lost ACKs) while we block in the fence.
         let linger = match self.net.take() {
@@ -993,6 +1029,13 @@ impl Engine {
         // atomic load when nothing changed.
         if self.st.ft.run_through {
             self.poll_failures();
+            if self.relaunch {
+                self.launcher_polls += 1;
+                // A socket read: not on every round of a busy loop.
+                if self.launcher_polls >= 1024 {
+                    self.poll_launcher();
+                }
+            }
         }
         if let Some(net) = self.net.as_mut() {
             match net.poll(&mut Sink(&mut self.st)) {
@@ -1003,6 +1046,9 @@ impl Engine {
                 }
                 Err(e) => return mpi_err!(Other, "{e}"),
             }
+        }
+        if !self.st.rejoined.is_empty() {
+            self.reconnect_rejoined();
         }
         while let Some((hdr, payload)) = self.st.loopback.pop_front() {
             let me = self.rank;
@@ -1125,6 +1171,9 @@ impl Engine {
             idle += 1;
             if idle % 256 == 0 {
                 self.poll_failures();
+                if self.relaunch {
+                    self.poll_launcher();
+                }
             }
             if idle < self.cfg.spin {
                 std::hint::spin_loop();
@@ -1137,6 +1186,9 @@ impl Engine {
                 let sleep = if self.st.ft.run_through { self.cfg.sleep.min(std::time::Duration::from_millis(5)) } else { self.cfg.sleep };
                 net.wait(sleep).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
                 self.poll_failures();
+                if self.relaunch {
+                    self.poll_launcher();
+                }
                 idle = self.cfg.spin;
             } else {
                 // A singleton with nothing in flight can never be woken: the wait is a deadlock.
@@ -1392,6 +1444,56 @@ impl Engine {
             // Nothing more is owed to it: a reliable path stops retransmitting.
             if let Some(n) = self.net.as_mut() {
                 n.peer_failed(w);
+            }
+        }
+    }
+
+    /// Relaunch mode: act on the launcher's notices of failed and restarted ranks.
+    fn poll_launcher(&mut self) {
+        self.launcher_polls = 0;
+        let Some(boot) = self.boot.as_mut() else { return };
+        for ev in boot.poll_events() {
+            match ev {
+                steadfast_runtime::LauncherEvent::RankExited { rank, finalized: false, .. } => {
+                    if let Some(net) = self.net.as_mut() {
+                        // Take in what it sent before it died, so it is still received.
+                        let _ = net.poll(&mut Sink(&mut self.st));
+                    }
+                    let noticed = self.launcher_incarnation.get(rank as usize).copied().unwrap_or(0);
+                    if self.st.door.incarnation_of(rank) > noticed {
+                        // The exit of an earlier incarnation: the new one already spoke.
+                        continue;
+                    }
+                    if let Some(net) = self.net.as_mut() {
+                        net.peer_failed(rank);
+                    }
+                    self.st.peer_failed(rank);
+                }
+                steadfast_runtime::LauncherEvent::RankRejoined { rank, incarnation } => {
+                    if let Some(n) = self.launcher_incarnation.get_mut(rank as usize) {
+                        *n = incarnation;
+                    }
+                    self.st.peer_rejoined(rank, incarnation);
+                }
+                _ => {}
+            }
+        }
+        if !self.st.rejoined.is_empty() {
+            self.reconnect_rejoined();
+        }
+    }
+
+    /// Point the paths at the new incarnations of ranks that came back.
+    fn reconnect_rejoined(&mut self) {
+        for w in std::mem::take(&mut self.st.rejoined) {
+            if let Some(ok) = self.st.cma_ok.get_mut(w as usize) {
+                // Another process now: its memory is not where the old one's was.
+                *ok = false;
+            }
+            let (Some(net), Some(boot)) = (self.net.as_mut(), self.boot.as_mut()) else { continue };
+            if let Err(e) = net.peer_rejoined(w, &mut BootExchange(boot.as_mut())) {
+                tracing::warn!("cannot reconnect to rank {w}: {e}");
+                self.st.peer_failed(w);
             }
         }
     }
@@ -1743,6 +1845,12 @@ impl State {
         if let Some(d) = self.ft.dead.get_mut(w as usize) {
             *d = false;
         }
+        // Output still queued was meant for the earlier incarnation.
+        if let Some(q) = self.outq.get_mut(w as usize) {
+            q.clear();
+        }
+        self.busy_peers.retain(|p| *p != w);
+        self.rejoined.push(w);
         // What the earlier incarnation sent and nobody received is gone with it.
         let n = self.matcher.remove_unexpected_all(|u| u.msg.from().world == w && u.msg.from().incarnation < inc);
         self.dropped += n as u64;
@@ -1778,7 +1886,9 @@ impl State {
             return;
         }
         self.ft.dead[w as usize] = true;
-        self.ft.order.push(w);
+        if !self.ft.order.contains(&w) {
+            self.ft.order.push(w);
+        }
         self.events += 1;
         self.ulfm_process_failed(w);
         self.outq[w as usize].clear();

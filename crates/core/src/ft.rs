@@ -32,11 +32,8 @@ pub struct PendingFt {
     required: bool,
 }
 
-fn run_through() -> bool {
-    std::env::var(steadfast_runtime::env::FT)
-        .ok()
-        .and_then(|v| v.parse::<FtMode>().ok())
-        == Some(FtMode::RunThrough)
+fn ft_mode() -> Option<FtMode> {
+    std::env::var(steadfast_runtime::env::FT).ok().and_then(|v| v.parse::<FtMode>().ok())
 }
 
 fn ft_error(e: impl std::fmt::Display) -> MpiError {
@@ -52,7 +49,7 @@ impl Ft {
         boot: Option<&mut Box<dyn Bootstrap>>,
     ) -> MpiResult<PendingFt> {
         let size = job.map_or(1, |j| j.size);
-        let required = run_through();
+        let required = ft_mode() == Some(FtMode::RunThrough);
         let idle = PendingFt {
             prepared: None,
             size,
@@ -65,7 +62,9 @@ impl Ft {
         for w in warnings {
             eprintln!("steadfast: {w}");
         }
-        if job.size < 2 || !cfg.enabled {
+        // In relaunch mode the launcher's notices are the failure detector (a restarted
+        // rank cannot enter the others' membership group yet).
+        if job.size < 2 || !cfg.enabled || job.relaunch {
             return Ok(idle);
         }
         cfg.exit_when_excluded = required;

@@ -87,6 +87,10 @@ impl Path for CompositePath {
         }
     }
 
+    fn peer_rejoined(&mut self, peer: u32, ex: &mut dyn crate::setup::Exchange) -> Result<(), PathError> {
+        self.part(peer)?.peer_rejoined(peer, ex)
+    }
+
     fn needs_linger(&self) -> bool {
         self.parts.iter().any(|(_, p)| p.needs_linger())
     }

@@ -209,6 +209,13 @@ pub trait Path: Send {
     /// `peer` is known to have failed (run-through mode): forget what is owed to it, so
     /// it no longer counts in [`Path::backlog`] and nothing is retransmitted to it.
     fn peer_failed(&mut self, _peer: u32) {}
+    /// `peer` was started again (a new incarnation of the same rank, which created its
+    /// endpoints anew and published them through `ex`): forget the old incarnation's
+    /// endpoints so that later sends reach the new one. Paths that cannot do this return
+    /// an error and the peer stays failed.
+    fn peer_rejoined(&mut self, _peer: u32, _ex: &mut dyn crate::setup::Exchange) -> Result<(), PathError> {
+        Ok(())
+    }
     /// Extra lines for the statistics report (per-route detail), if any.
     fn stats_detail(&self) -> Vec<String> {
         Vec::new()

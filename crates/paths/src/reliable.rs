@@ -732,6 +732,12 @@ impl<W: Wire> Path for ReliablePath<W> {
         true
     }
 
+    fn peer_rejoined(&mut self, peer: u32, _ex: &mut dyn crate::setup::Exchange) -> Result<(), PathError> {
+        // The channel's sequence numbers and routes to the peer would have to start over
+        // on both sides; not built yet.
+        Err(PathError::Config(format!("the udp path cannot reconnect rank {peer} after a restart (use shm or tcp)")))
+    }
+
     fn peer_failed(&mut self, peer: u32) {
         let idx = peer as usize;
         if idx < self.dead.len() && !self.dead[idx] {

@@ -100,6 +100,9 @@ pub struct Params<'a> {
     /// The job's path (`STEADFAST_PATH`).
     pub kind: Kind,
     pub settings: Settings,
+    /// A restarted rank joining a running job: the others published their addresses long
+    /// ago and are not in a fence, so there is none.
+    pub rejoin: bool,
 }
 
 /// The built path and what the engine needs to know about each peer.
@@ -240,7 +243,9 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         ex.put(&format!("udp.{}", p.rank), &w.published()).map_err(exch_err)?;
         udp_wire = Some(w);
     }
-    ex.fence().map_err(exch_err)?;
+    if !p.rejoin {
+        ex.fence().map_err(exch_err)?;
+    }
 
     let mut pids = vec![0u32; n];
     if let Some(s) = shm.as_mut() {

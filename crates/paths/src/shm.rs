@@ -392,6 +392,22 @@ impl ShmPath {
         }
     }
 
+    /// `peer` created its segment anew: map the new one on next use. Its ring into our
+    /// segment goes on where the earlier incarnation stopped (the producer's position is
+    /// in the ring's metadata), so nothing here changes for it.
+    fn forget_peer(&mut self, peer: u32) {
+        if let Some(slot) = self.out.get_mut(peer as usize) {
+            *slot = None;
+        }
+        if let Some(slot) = self.peer_ctrl.get_mut(peer as usize) {
+            *slot = None;
+        }
+        if let Some(a) = self.producer_asym.get_mut(peer as usize) {
+            *a = 0;
+        }
+        self.blocked_on.retain(|p| *p != peer);
+    }
+
     fn inbound_pending(&self) -> bool {
         (0..self.nranks).any(|s| {
             let r = self.me.ring(s);
@@ -658,6 +674,11 @@ impl Path for ShmPath {
             futex_wait(self.me.doorbell(), v, timeout);
         }
         self.me.waiting().store(0, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn peer_rejoined(&mut self, peer: u32, _ex: &mut dyn crate::setup::Exchange) -> Result<(), PathError> {
+        self.forget_peer(peer);
         Ok(())
     }
 

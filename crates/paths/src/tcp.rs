@@ -405,7 +405,12 @@ impl TcpPath {
     fn greeted(&mut self, i: usize, from: u32, kind: u32) -> Option<&'static str> {
         let idx = from as usize;
         if self.peers[idx].link == Link::Lost {
-            return Some("peer was lost before");
+            if self.conns[i].opened {
+                return Some("peer was lost before");
+            }
+            // A process that died cannot connect: this is a new incarnation of the rank
+            // (relaunch policy), which may reach us before the launcher's notice does.
+            self.peers[idx] = Peer { addr: self.peers[idx].addr, link: Link::Idle, other_done: false };
         }
         if self.conns[i].opened {
             // The answer to a connection we opened.
@@ -860,6 +865,23 @@ impl Path for TcpPath {
 
     fn peer_failed(&mut self, peer: u32) {
         self.lose(peer);
+    }
+
+    fn peer_rejoined(&mut self, peer: u32, ex: &mut dyn crate::setup::Exchange) -> Result<(), PathError> {
+        let Some(p) = self.peers.get(peer as usize) else {
+            return Err(PathError::Tcp(format!("no such peer {peer}")));
+        };
+        if let Link::Ready(i) = p.link {
+            if self.conns[i].open && self.conns[i].greeted {
+                // Already linked to the new incarnation (it connected to us first).
+                return Ok(());
+            }
+            self.close_conn(i);
+        }
+        let a = ex.get(&format!("tcp.{peer}")).map_err(|e| PathError::Config(format!("bootstrap: {e}")))?;
+        let addr = a.parse().map_err(|_| PathError::Config(format!("bad address {a:?} for rank {peer}")))?;
+        self.peers[peer as usize] = Peer { addr: Some(addr), link: Link::Idle, other_done: false };
+        Ok(())
     }
 
     fn backlog(&self) -> usize {

@@ -174,6 +174,20 @@ impl Bootstrap {
         }
     }
 
+    /// A restarted rank announces that it joins the running job (after publishing its
+    /// addresses); its fences continue at the job's current epoch.
+    pub fn rejoin(&mut self) -> Result<(), BootstrapError> {
+        self.check_usable()?;
+        self.send(&ClientMsg::Rejoin)?;
+        match self.recv_reply()? {
+            ServerMsg::RejoinAck { fence_epoch } => {
+                self.fence_epoch = fence_epoch;
+                Ok(())
+            }
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Asks the launcher to print `msg`, tear the job down and exit with `code` (1 if
     /// `code` is 0). Returns once the launcher acknowledged (or after a few seconds if it
     /// did not); the caller should then exit. The launcher kills this process too.

@@ -58,6 +58,16 @@ pub enum FtMode {
     Abort,
     /// Survivors keep running and are told which rank died.
     RunThrough,
+    /// As run-through, and the launcher starts a dead rank again as its next incarnation;
+    /// the survivors reconnect to it. The launcher's notices are the failure detector.
+    Relaunch,
+}
+
+impl FtMode {
+    /// Failures are reported to the application instead of ending the job.
+    pub fn runs_through(self) -> bool {
+        self != FtMode::Abort
+    }
 }
 
 /// A value that names no known variant.
@@ -93,6 +103,7 @@ impl FromStr for FtMode {
         match s {
             "abort" => Ok(FtMode::Abort),
             "run-through" => Ok(FtMode::RunThrough),
+            "relaunch" => Ok(FtMode::Relaunch),
             _ => Err(UnknownValue(s.to_owned())),
         }
     }
@@ -103,6 +114,7 @@ impl fmt::Display for FtMode {
         f.write_str(match self {
             FtMode::Abort => "abort",
             FtMode::RunThrough => "run-through",
+            FtMode::Relaunch => "relaunch",
         })
     }
 }

@@ -83,6 +83,9 @@ pub enum LauncherEvent {
         status: ExitStatus,
         finalized: bool,
     },
+    /// World rank `rank` was started again as incarnation `incarnation` (relaunch policy)
+    /// and has published its new addresses: reconnect to it.
+    RankRejoined { rank: u32, incarnation: u16 },
     /// The control connection to the launcher was lost (launcher died or closed it).
     /// Synthesised by the client, never sent on the wire.
     Disconnected,

@@ -54,6 +54,8 @@ struct RankSlot {
     finalized: bool,
     exited: bool,
     in_fence: bool,
+    /// Incarnation of the rank's current process (0: the first start).
+    incarnation: u16,
 }
 
 /// Control server state: authentication, key-value space, fences and notices.
@@ -203,6 +205,23 @@ impl ControlCore {
         self.try_complete_fence();
     }
 
+    /// `rank` was started again as `incarnation` (relaunch policy): the new process may
+    /// connect and takes part in later fences. It tells the others it is back with
+    /// `Rejoin` once its addresses are published.
+    pub fn rank_relaunched(&mut self, rank: u32, incarnation: u16) {
+        let Some(slot) = self.ranks.get_mut(rank as usize) else {
+            return;
+        };
+        if !slot.exited {
+            return;
+        }
+        if let Some(c) = slot.conn.take() {
+            self.conns.remove(&c);
+        }
+        *slot = RankSlot { incarnation, ..RankSlot::default() };
+        self.fence_pending += 1;
+    }
+
     /// Next reply to write: (connection, message).
     pub fn poll_transmit(&mut self) -> Option<(ConnId, ServerMsg)> {
         self.out.pop_front()
@@ -305,6 +324,24 @@ impl ControlCore {
                 self.out.push_back((conn, ServerMsg::AbortAck));
                 self.events
                     .push_back(ControlEvent::Abort { rank, code, msg });
+            }
+            ClientMsg::Rejoin => {
+                let inc = self.ranks[rank as usize].incarnation;
+                if inc == 0 {
+                    return self.protocol_error(conn, rank, "rejoin from a rank that was never restarted".into());
+                }
+                self.out.push_back((conn, ServerMsg::RejoinAck { fence_epoch: self.fence_epoch }));
+                let ev = LauncherEvent::RankRejoined { rank, incarnation: inc };
+                let targets: Vec<ConnId> = self
+                    .ranks
+                    .iter()
+                    .enumerate()
+                    .filter(|(r, s)| *r != rank as usize && !s.exited)
+                    .filter_map(|(_, s)| s.conn)
+                    .collect();
+                for c in targets {
+                    self.out.push_back((c, ServerMsg::Event(ev.clone())));
+                }
             }
             ClientMsg::Finalize => {
                 let slot = &mut self.ranks[rank as usize];

@@ -57,6 +57,9 @@ pub enum ClientMsg {
     Abort { code: i32, msg: String },
     /// The rank reached MPI_Finalize.
     Finalize,
+    /// A restarted rank (incarnation > 0) published its addresses and joins the running
+    /// job; answered with `RejoinAck`, and the others are sent `RankRejoined`.
+    Rejoin,
 }
 
 /// Messages the launcher sends to a rank.
@@ -76,6 +79,8 @@ pub enum ServerMsg {
     Event(LauncherEvent),
     /// The launcher found the rank's request invalid and will close the connection.
     Error { msg: String },
+    /// Answer to `Rejoin`: the job's next fence epoch (the start-up fence is long over).
+    RejoinAck { fence_epoch: u64 },
 }
 
 mod tag {
@@ -85,6 +90,7 @@ mod tag {
     pub const FENCE: u8 = 0x04;
     pub const ABORT: u8 = 0x05;
     pub const FINALIZE: u8 = 0x06;
+    pub const REJOIN: u8 = 0x07;
 
     pub const WELCOME: u8 = 0x81;
     pub const VALUE: u8 = 0x82;
@@ -92,7 +98,9 @@ mod tag {
     pub const ABORT_ACK: u8 = 0x84;
     pub const FINALIZE_ACK: u8 = 0x85;
     pub const ERROR: u8 = 0x86;
+    pub const REJOIN_ACK: u8 = 0x87;
     pub const EV_RANK_EXITED: u8 = 0x90;
+    pub const EV_RANK_REJOINED: u8 = 0x91;
 }
 
 /// Builds one frame (length prefix included).
@@ -217,6 +225,7 @@ impl ClientMsg {
             ClientMsg::Fence { epoch } => Writer::new(tag::FENCE).u64(*epoch),
             ClientMsg::Abort { code, msg } => Writer::new(tag::ABORT).i32(*code).str(msg),
             ClientMsg::Finalize => Writer::new(tag::FINALIZE),
+            ClientMsg::Rejoin => Writer::new(tag::REJOIN),
         }
         .finish()
     }
@@ -246,6 +255,7 @@ impl ClientMsg {
                 msg: r.string()?,
             },
             tag::FINALIZE => ClientMsg::Finalize,
+            tag::REJOIN => ClientMsg::Rejoin,
             other => return Err(WireError::UnknownTag(other)),
         };
         r.end()?;
@@ -263,6 +273,10 @@ impl ServerMsg {
             ServerMsg::AbortAck => Writer::new(tag::ABORT_ACK),
             ServerMsg::FinalizeAck => Writer::new(tag::FINALIZE_ACK),
             ServerMsg::Error { msg } => Writer::new(tag::ERROR).str(msg),
+            ServerMsg::RejoinAck { fence_epoch } => Writer::new(tag::REJOIN_ACK).u64(*fence_epoch),
+            ServerMsg::Event(LauncherEvent::RankRejoined { rank, incarnation }) => {
+                Writer::new(tag::EV_RANK_REJOINED).u32(*rank).u16(*incarnation)
+            }
             ServerMsg::Event(LauncherEvent::RankExited {
                 rank,
                 status,
@@ -299,6 +313,11 @@ impl ServerMsg {
             tag::ABORT_ACK => ServerMsg::AbortAck,
             tag::FINALIZE_ACK => ServerMsg::FinalizeAck,
             tag::ERROR => ServerMsg::Error { msg: r.string()? },
+            tag::REJOIN_ACK => ServerMsg::RejoinAck { fence_epoch: r.u64()? },
+            tag::EV_RANK_REJOINED => ServerMsg::Event(LauncherEvent::RankRejoined {
+                rank: r.u32()?,
+                incarnation: r.u16()?,
+            }),
             tag::EV_RANK_EXITED => {
                 let rank = r.u32()?;
                 let status = match (r.u8()?, r.i32()?) {

@@ -63,9 +63,15 @@ pub struct RunArgs {
     pub ft: FtArg,
 
     /// What the launcher does when a rank fails (default: abort, or continue with
-    /// --ft run-through).
+    /// --ft run-through). `relaunch` keeps the survivors running and starts the failed
+    /// rank's program again with the same rank (STEADFAST_INCARNATION tells it which
+    /// start it is); the survivors reconnect to it on shm and tcp.
     #[arg(long = "on-failure", value_enum)]
     pub on_failure: Option<OnFailureArg>,
+
+    /// With --on-failure relaunch: how often one rank may be started again.
+    #[arg(long = "max-restarts", value_name = "N", default_value_t = 3)]
+    pub max_restarts: u32,
 
     /// Kill the job after SECS seconds and exit with status 124.
     #[arg(long = "timeout", value_name = "SECS", value_parser = parse_secs)]
@@ -128,6 +134,8 @@ pub enum OnFailureArg {
     Abort,
     /// Keep the survivors running.
     Continue,
+    /// Keep the survivors running and start the failed rank again.
+    Relaunch,
 }
 
 /// `MPIEXEC_TIMEOUT` (seconds; MPICH's launcher and test suite use it) when `--timeout` is
@@ -178,6 +186,7 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--control-addr", 1),
     ("--ft", 1),
     ("--on-failure", 1),
+    ("--max-restarts", 1),
     ("--timeout", 1),
     ("--kill-grace", 1),
 ];
@@ -270,7 +279,9 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
     cfg.on_failure = args.on_failure.map(|o| match o {
         OnFailureArg::Abort => OnFailure::Abort,
         OnFailureArg::Continue => OnFailure::Continue,
+        OnFailureArg::Relaunch => OnFailure::Relaunch,
     });
+    cfg.max_restarts = args.max_restarts;
     cfg.timeout = args.timeout.or_else(env_timeout);
     cfg.tag_output = args.tag_output;
     cfg.kill_grace = args.kill_grace;

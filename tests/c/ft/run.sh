@@ -119,5 +119,33 @@ poll_case bcast_dead 6
 poll_case bcast_dead 16
 poll_case reduce_dead 5
 
+# relaunch_case PATH: `--on-failure relaunch` starts the killed rank again; the new
+# incarnation exchanges messages with the survivors (relaunch.c) and the job ends with 0.
+relaunch_case() {
+    local path=$1 name=relaunch out="$build/logs/relaunch.$1.out" err="$build/logs/relaunch.$1.err" why=""
+    if ! "$mpicc" -O2 -Wall -Werror -o "$build/$name" "$here/$name.c" >"$build/logs/$name.build" 2>&1; then
+        echo "FAIL $name (compile)"; failed=$((failed + 1)); return
+    fi
+    STEADFAST_PATH=$path timeout -k 5 60 "$mpiexec" --on-failure relaunch -n 4 "$build/$name" \
+        >"$out" 2>"$err" </dev/null
+    local rc=$?
+    [ $rc -eq 0 ] || why="launcher exit status $rc, expected 0"
+    for want in "rank 0 incarnation 0: ok" "rank 1 incarnation 0: ok" "rank 2 incarnation 1: ok" \
+        "rank 3 incarnation 0: ok"; do
+        grep -q "^$want" "$out" || why="${why:+$why; }no '$want' line"
+    done
+    grep -q "rank 2 (pid [0-9]*) killed by signal 9 (SIGKILL); starting it again as incarnation 1" "$err" ||
+        why="${why:+$why; }the launcher did not report the relaunch"
+    if [ -z "$why" ]; then
+        echo "PASS $name np=4 path=$path"; passed=$((passed + 1))
+    else
+        echo "FAIL $name np=4 path=$path: $why"
+        sed 's/^/    | /' "$out" "$err" | tail -n 20
+        failed=$((failed + 1))
+    fi
+}
+relaunch_case shm
+relaunch_case tcp
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -443,6 +443,9 @@ impl Control {
                             self.on_notice(now, rank);
                         }
                         LauncherEvent::RankExited { .. } => {}
+                        // Relaunch mode runs without the membership service (the engine
+                        // takes the launcher's notices itself).
+                        LauncherEvent::RankRejoined { .. } => {}
                         LauncherEvent::Disconnected => {
                             // The launcher is gone (the job is ending); its descriptor would
                             // stay readable at end-of-file, so stop watching it.

@@ -64,6 +64,9 @@ pub enum OnFailure {
     Abort,
     /// Keep the survivors running.
     Continue,
+    /// Keep the survivors running and start the failed rank again, as its next
+    /// incarnation (at most [`LaunchConfig::max_restarts`] times per rank).
+    Relaunch,
 }
 
 /// Everything `steadfast run` needs to start a job.
@@ -101,6 +104,8 @@ pub struct LaunchConfig {
     pub agent: String,
     /// Address (IP or IP:PORT) the control server listens on.
     pub control_addr: Option<String>,
+    /// Under the relaunch policy, how often one rank may be started again.
+    pub max_restarts: u32,
 }
 
 impl LaunchConfig {
@@ -122,6 +127,7 @@ impl LaunchConfig {
             hosts: Vec::new(),
             agent: DEFAULT_AGENT.to_owned(),
             control_addr: None,
+            max_restarts: 3,
         }
     }
 
@@ -130,7 +136,17 @@ impl LaunchConfig {
         self.on_failure.unwrap_or(match self.ft {
             FtMode::Abort => OnFailure::Abort,
             FtMode::RunThrough => OnFailure::Continue,
+            FtMode::Relaunch => OnFailure::Relaunch,
         })
+    }
+
+    /// The mode told to the ranks: the relaunch policy needs ranks in relaunch mode.
+    pub fn rank_mode(&self) -> FtMode {
+        if self.failure_policy() == OnFailure::Relaunch {
+            FtMode::Relaunch
+        } else {
+            self.ft
+        }
     }
 }
 
@@ -324,10 +340,23 @@ struct Pipe {
 
 struct RankProc {
     pid: i32,
+    /// Starts of this rank so far beyond the first.
+    restarts: u32,
     status: Option<ExitStatus>,
     ever_connected: bool,
     out: Option<Pipe>,
     err: Option<Pipe>,
+}
+
+/// What starting a rank again needs: the program, directory, and each rank's environment
+/// and host as first started.
+#[derive(Default)]
+struct Respawn {
+    exe: PathBuf,
+    cwd: PathBuf,
+    envs: Vec<JobEnv>,
+    hosts: Vec<Option<String>>,
+    map: Option<String>,
 }
 
 struct Conn {
@@ -432,6 +461,8 @@ struct Launcher {
     teardown: Option<Teardown>,
     drain_deadline: Option<Instant>,
     exit_code: Option<i32>,
+    /// What starting a rank again needs (relaunch policy).
+    respawn: Respawn,
     // Dropped last: removes the directory after every rank is gone.
     _jobdir: JobDir,
 }
@@ -516,6 +547,7 @@ impl Launcher {
             teardown: None,
             drain_deadline: None,
             exit_code: None,
+            respawn: Respawn::default(),
             _jobdir: jobdir,
         };
         let template = JobEnv {
@@ -528,9 +560,10 @@ impl Launcher {
             jobdir: l._jobdir.path().to_path_buf(),
             control,
             path: l.cfg.path,
-            ft: l.cfg.ft,
+            ft: l.cfg.rank_mode(),
             incarnation: 0,
         };
+        l.respawn = Respawn { exe: exe.clone(), cwd: cwd.clone(), envs: Vec::new(), hosts: Vec::new(), map: None };
         tracing::debug!(np = l.cfg.np, exe = %exe.display(), %control, jobdir = %template.jobdir.display(), "starting job");
         let map = (!l.cfg.hosts.is_empty()).then(|| hostmap(&places));
         for place in places {
@@ -546,7 +579,10 @@ impl Launcher {
                 l.accept_all();
             }
             let host = l.cfg.hosts.get(place.host).map(|h| host_name(h).to_owned());
-            if let Err(e) = l.spawn_rank(&exe, &env, host.as_deref(), map.as_deref(), &cwd) {
+            l.respawn.envs.push(env.clone());
+            l.respawn.hosts.push(host.clone());
+            l.respawn.map.clone_from(&map);
+            if let Err(e) = l.spawn_rank(&exe, &env, host.as_deref(), map.as_deref(), &cwd, None) {
                 let code = if e.kind() == ErrorKind::NotFound {
                     127
                 } else {
@@ -562,6 +598,7 @@ impl Launcher {
                 let now = Instant::now();
                 for r in place.rank..l.cfg.np {
                     l.ranks.push(RankProc {
+                        restarts: 0,
                         pid: 0,
                         status: Some(ExitStatus::Exited(code)),
                         ever_connected: false,
@@ -628,6 +665,7 @@ impl Launcher {
         host: Option<&str>,
         hostmap: Option<&str>,
         cwd: &Path,
+        replace: Option<usize>,
     ) -> std::io::Result<()> {
         let mut vars: Vec<(OsString, OsString)> = Vec::new();
         if let Some(h) = host {
@@ -705,15 +743,22 @@ impl Launcher {
         }
         // The child is reaped by `reap`, not through `Child`; dropping it does not wait.
         drop(child);
-        tracing::debug!(rank = env.rank, pid, "rank spawned");
-        self.pid_to_rank.insert(pid, self.ranks.len());
-        self.ranks.push(RankProc {
-            pid,
-            status: None,
-            ever_connected: false,
-            out,
-            err,
-        });
+        tracing::debug!(rank = env.rank, pid, incarnation = env.incarnation, "rank spawned");
+        let proc_ = RankProc { pid, restarts: u32::from(env.incarnation), status: None, ever_connected: false, out, err };
+        match replace {
+            Some(idx) => {
+                self.pid_to_rank.insert(pid, idx);
+                // The earlier process's output pipes are at end of file: forward what
+                // they still hold before they go.
+                self.pipe_readable(idx, StreamKind::Stdout);
+                self.pipe_readable(idx, StreamKind::Stderr);
+                self.ranks[idx] = proc_;
+            }
+            None => {
+                self.pid_to_rank.insert(pid, self.ranks.len());
+                self.ranks.push(proc_);
+            }
+        }
         Ok(())
     }
 
@@ -804,7 +849,17 @@ impl Launcher {
         } else {
             status.to_string()
         };
-        if self.policy == OnFailure::Abort || self.cfg.verbose {
+        let restarts = self.ranks[idx].restarts;
+        if self.policy == OnFailure::Relaunch && restarts < self.cfg.max_restarts {
+            let incarnation = (restarts + 1).min(u32::from(u16::MAX)) as u16;
+            self.stderr_sink.message(&format!(
+                "steadfast run: rank {rank} (pid {pid}) {what}; starting it again as incarnation {incarnation}"
+            ));
+            if self.relaunch(idx, incarnation).is_ok() {
+                return;
+            }
+        }
+        if self.policy == OnFailure::Abort || self.policy == OnFailure::Relaunch || self.cfg.verbose {
             self.stderr_sink
                 .message(&format!("steadfast run: rank {rank} (pid {pid}) {what}"));
         }
@@ -817,6 +872,24 @@ impl Launcher {
         if self.policy == OnFailure::Abort {
             self.begin_teardown(libc::SIGTERM, now);
         }
+    }
+
+    /// Start rank `idx` again as `incarnation` (relaunch policy).
+    fn relaunch(&mut self, idx: usize, incarnation: u16) -> std::io::Result<()> {
+        let Some(env) = self.respawn.envs.get(idx) else {
+            return Err(std::io::Error::new(ErrorKind::NotFound, "rank was never started"));
+        };
+        let env = JobEnv { incarnation, ..env.clone() };
+        let host = self.respawn.hosts.get(idx).cloned().flatten();
+        let (exe, cwd, map) = (self.respawn.exe.clone(), self.respawn.cwd.clone(), self.respawn.map.clone());
+        self.core.rank_relaunched(idx as u32, incarnation);
+        let r = self.spawn_rank(&exe, &env, host.as_deref(), map.as_deref(), &cwd, Some(idx));
+        if let Err(e) = &r {
+            self.stderr_sink.message(&format!("steadfast run: cannot start rank {idx} again: {e}"));
+            // Not started: it stays exited for fences and notices.
+            self.core.rank_exited(idx as u32, ExitStatus::Exited(127));
+        }
+        r
     }
 
     fn check_timers(&mut self, now: Instant) {
