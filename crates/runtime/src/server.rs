@@ -465,6 +465,50 @@ mod tests {
     }
 
     #[test]
+    fn a_relaunched_rank_reconnects_rejoins_and_takes_part_in_fences() {
+        let mut core = ControlCore::new(3, KEY);
+        for r in 0..3 {
+            hello(&mut core, r as u64, r);
+        }
+        for r in 0..3 {
+            core.handle_frame(r as u64, &frame(ClientMsg::Fence { epoch: 0 }));
+        }
+        drain(&mut core);
+        core.rank_exited(1, ExitStatus::Signaled(9));
+        drain(&mut core);
+        while core.poll_event().is_some() {}
+        // A second Hello for rank 1 is refused until the launcher started it again ...
+        core.handle_frame(7, &frame(ClientMsg::Hello { version: PROTOCOL_VERSION, rank: 1, key: KEY }));
+        assert!(matches!(core.poll_event(), Some(ControlEvent::Rejected { conn: 7, .. })));
+        assert_eq!(core.poll_close(), Some(7));
+        core.rank_relaunched(1, 1);
+        hello(&mut core, 8, 1);
+        // ... and the restarted one learns the fence epoch while the others hear of it.
+        core.handle_frame(8, &frame(ClientMsg::Rejoin));
+        let out = drain(&mut core);
+        assert!(out.contains(&(8, ServerMsg::RejoinAck { fence_epoch: 1 })));
+        let ev = ServerMsg::Event(LauncherEvent::RankRejoined { rank: 1, incarnation: 1 });
+        assert!(out.contains(&(2, ev.clone())));
+        assert!(!out.iter().any(|(c, m)| *c == 8 && *m == ev));
+        // The next fence waits for the new incarnation too.
+        core.handle_frame(0, &frame(ClientMsg::Fence { epoch: 1 }));
+        core.handle_frame(2, &frame(ClientMsg::Fence { epoch: 1 }));
+        assert_eq!(drain(&mut core), vec![]);
+        core.handle_frame(8, &frame(ClientMsg::Fence { epoch: 1 }));
+        let out = drain(&mut core);
+        assert!(out.contains(&(8, ServerMsg::FenceDone { epoch: 1 })));
+        assert!(out.contains(&(2, ServerMsg::FenceDone { epoch: 1 })));
+    }
+
+    #[test]
+    fn a_rank_that_was_never_restarted_cannot_rejoin() {
+        let mut core = ControlCore::new(2, KEY);
+        hello(&mut core, 0, 0);
+        core.handle_frame(0, &frame(ClientMsg::Rejoin));
+        assert!(matches!(core.poll_event(), Some(ControlEvent::ProtocolError { rank: 0, .. })));
+    }
+
+    #[test]
     fn get_blocks_until_put() {
         let mut core = ControlCore::new(2, KEY);
         hello(&mut core, 10, 0);

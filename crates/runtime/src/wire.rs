@@ -434,6 +434,9 @@ mod tests {
             msg: "bye".into(),
         });
         client_roundtrip(ClientMsg::Finalize);
+        client_roundtrip(ClientMsg::Rejoin);
+        server_roundtrip(ServerMsg::RejoinAck { fence_epoch: 4 });
+        server_roundtrip(ServerMsg::Event(LauncherEvent::RankRejoined { rank: 3, incarnation: 2 }));
         server_roundtrip(ServerMsg::Welcome { size: 64 });
         server_roundtrip(ServerMsg::Value {
             key: "a".into(),
