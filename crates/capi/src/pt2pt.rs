@@ -626,10 +626,7 @@ mpi_api! {
                 put_status(status, &empty_status(), None);
                 return Ok(());
             };
-            if !g.eng.is_complete(h)? {
-                g.eng.progress()?;
-            }
-            if !g.eng.is_complete(h)? {
+            if !g.eng.test(h)? {
                 *flag = 0;
                 return Ok(());
             }
@@ -646,19 +643,12 @@ mpi_api! {
             if index.is_null() {
                 return Err(err(ErrorClass::Arg, "index pointer is NULL"));
             }
-            let live_reqs: Vec<(usize, Handle)> =
-                reqs.iter().enumerate().filter_map(|(i, r)| live(g, *r).ok().flatten().map(|h| (i, h))).collect();
-            if live_reqs.is_empty() {
+            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r).ok().flatten()).collect();
+            let Some(i) = g.eng.wait_any(&handles)? else {
                 *index = abi::MPI_UNDEFINED;
                 put_status(status, &empty_status(), None);
                 return Ok(());
-            }
-            let mut found = None;
-            g.eng.block_until(|e| {
-                found = live_reqs.iter().find(|(_, h)| e.is_complete(*h).unwrap_or(true)).map(|x| x.0);
-                found.is_some()
-            })?;
-            let i = found.ok_or_else(|| err(ErrorClass::Intern, "no completed request"))?;
+            };
             *index = i as c_int;
             let s = finish(g, reqs, i)?;
             put_status(status, &s, None);
@@ -672,18 +662,14 @@ mpi_api! {
             if index.is_null() || flag.is_null() {
                 return Err(err(ErrorClass::Arg, "index or flag pointer is NULL"));
             }
-            g.eng.progress()?;
-            let mut any_live = false;
-            for i in 0..reqs.len() {
-                let Some(h) = live(g, reqs[i])? else { continue };
-                any_live = true;
-                if g.eng.is_complete(h)? {
-                    *flag = 1;
-                    *index = i as c_int;
-                    let s = finish(g, reqs, i)?;
-                    put_status(status, &s, None);
-                    return truncated(&s);
-                }
+            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r)).collect::<Result<_, _>>()?;
+            let any_live = handles.iter().any(Option::is_some);
+            if let Some(i) = g.eng.test_any(&handles)? {
+                *flag = 1;
+                *index = i as c_int;
+                let s = finish(g, reqs, i)?;
+                put_status(status, &s, None);
+                return truncated(&s);
             }
             *index = abi::MPI_UNDEFINED;
             *flag = (!any_live) as c_int;
@@ -710,8 +696,7 @@ mpi_api! {
                 return Err(err(ErrorClass::Arg, "flag pointer is NULL"));
             }
             let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r)).collect::<Result<_, _>>()?;
-            g.eng.progress()?;
-            let all = handles.iter().flatten().all(|h| g.eng.is_complete(*h).unwrap_or(true));
+            let all = g.eng.test_all(&handles)?;
             *flag = all as c_int;
             if !all {
                 return Ok(());
@@ -731,8 +716,8 @@ mpi_api! {
                 *outcount = abi::MPI_UNDEFINED;
                 return Ok(());
             }
-            g.eng.block_until(|e| handles.iter().flatten().any(|h| e.is_complete(*h).unwrap_or(true)))?;
-            complete_some(g, reqs, &handles, outcount, array_of_indices, array_of_statuses)
+            let done = g.eng.wait_some(&handles)?;
+            complete_some(g, reqs, &done, outcount, array_of_indices, array_of_statuses)
         })
     }
 
@@ -747,8 +732,8 @@ mpi_api! {
                 *outcount = abi::MPI_UNDEFINED;
                 return Ok(());
             }
-            g.eng.progress()?;
-            complete_some(g, reqs, &handles, outcount, array_of_indices, array_of_statuses)
+            let done = g.eng.test_some(&handles)?;
+            complete_some(g, reqs, &done, outcount, array_of_indices, array_of_statuses)
         })
     }
 
@@ -1059,21 +1044,19 @@ unsafe fn complete_all(
     Ok(())
 }
 
+/// Finish the requests at `completed` (indices the engine chose) and report them.
 unsafe fn complete_some(
     g: &mut Global,
     reqs: &mut [MPI_Request],
-    handles: &[Option<Handle>],
+    completed: &[usize],
     outcount: *mut c_int,
     indices: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> Result<(), MpiError> {
     let mut n = 0usize;
     let mut done = Vec::new();
-    for (i, h) in handles.iter().enumerate() {
-        let Some(h) = h else { continue };
-        if g.eng.is_complete(*h)? {
-            done.push((i, finish(g, reqs, i)?));
-        }
+    for &i in completed {
+        done.push((i, finish(g, reqs, i)?));
     }
     let any_error = done.iter().any(|(_, s)| s.error.is_some());
     for (i, s) in &done {

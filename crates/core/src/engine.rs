@@ -957,10 +957,16 @@ impl Engine {
             })
         };
         if let Some(s) = found(self) {
+            self.st.door.completed(crate::door::CompletionCall::Iprobe, &[0]);
             return Ok(Some(s));
         }
         self.progress()?;
-        Ok(found(self))
+        let s = found(self);
+        match s {
+            Some(_) => self.st.door.completed(crate::door::CompletionCall::Iprobe, &[0]),
+            None => self.st.door.test_failed(),
+        }
+        Ok(s)
     }
 
     /// MPI_Probe: block until a matching message has arrived.
@@ -1235,6 +1241,10 @@ impl Engine {
     /// The incarnation of world rank `w` this process knows (its own for `w == rank`).
     pub fn incarnation_of(&self, w: u32) -> u16 {
         self.st.door.incarnation_of(w)
+    }
+
+    pub(crate) fn door_mut(&mut self) -> &mut Door {
+        &mut self.st.door
     }
 
     /// Plug a recovery protocol into the door (see [`crate::door::Interpose`]).

@@ -6,6 +6,7 @@
 pub mod coll;
 pub mod attr;
 pub mod comm;
+pub mod completion;
 pub mod compound;
 pub mod config;
 pub mod datatype;

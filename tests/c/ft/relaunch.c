@@ -8,7 +8,7 @@
  * program does; it is done when every worker's last request (round ROUNDS-1) arrived.
  * Each process prints "rank R incarnation K: ok" when all its checks passed.
  *
- * Run by tests/c/ft/run.sh under shm and tcp.
+ * driver: tests/c/ft/run.sh (needs --on-failure relaunch; not run by run-tests.sh)
  */
 #include <mpi.h>
 #include <mpi-ext.h>
