@@ -21,7 +21,7 @@ use crate::comm::Comm;
 use crate::config::Config;
 use crate::door::{self, Admitted, Door, Ident};
 use crate::datatype::TypeRef;
-use crate::failures::FtState;
+use crate::ft::state::FtState;
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::matching::{Matcher, Unexpected, ANY_SOURCE, ANY_TAG};
 use crate::mpi_err;
@@ -30,7 +30,7 @@ use crate::slab::{Handle, Slab};
 use crate::wire::{Header, Kind, FLAG_CMA};
 pub use crate::ft::Ft;
 
-#[path = "engine_ulfm.rs"]
+#[path = "ft/ulfm.rs"]
 mod ulfm;
 #[path = "engine_fast.rs"]
 mod fast;
@@ -1338,7 +1338,7 @@ impl Engine {
         !self.st.ft.aborted.is_empty()
             && self.comm(c).is_ok_and(|comm| {
                 let ctx = comm.coll_ctx();
-                self.st.ft.aborted.iter().any(|(x, t, at)| *x == ctx && *t == tag && at.elapsed() < crate::failures::ABORT_TTL)
+                self.st.ft.aborted.iter().any(|(x, t, at)| *x == ctx && *t == tag && at.elapsed() < crate::ft::state::ABORT_TTL)
             })
     }
 

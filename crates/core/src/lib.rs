@@ -13,7 +13,6 @@ pub mod datatype;
 pub mod door;
 pub mod engine;
 pub mod error;
-pub mod failures;
 pub mod group;
 pub mod info;
 pub mod ft;

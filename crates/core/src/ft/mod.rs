@@ -1,6 +1,11 @@
-//! The membership view inside the engine: which ranks are alive, as agreed by every
-//! survivor, and how to hear about changes. The run-through (ULFM) and recovery work build
-//! on this; today the `MPIX_Steadfast_*` extension calls expose it.
+//! Fault tolerance in the engine, in one place:
+//! - this module: the membership view (which ranks are alive, as agreed by every
+//!   survivor, and how to hear about changes);
+//! - [`state`]: what the engine knows of failed processes, per job and per communicator;
+//! - `ulfm.rs`: revoke, agree and shrink (a child module of the engine, which it drives).
+//!
+//! The run-through (ULFM) and recovery work build on the membership view; today the
+//! `MPIX_Steadfast_*` extension calls expose it.
 //!
 //! The view comes from the runtime's control thread (`steadfast_runtime::ft`), started at
 //! MPI_Init when the job has more than one rank and stopped at MPI_Finalize, after the
@@ -15,6 +20,8 @@ use steadfast_runtime::ft::{self as rt, FtConfig, ViewBoard};
 pub use steadfast_runtime::ft::{Subscription, ViewId, ViewSnapshot, EXIT_EXCLUDED};
 
 use crate::engine::{Bootstrap, JobInfo};
+
+pub mod state;
 use crate::error::{ErrorClass, MpiError, MpiResult};
 
 /// The engine's handle on the membership service.
