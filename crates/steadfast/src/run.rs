@@ -125,6 +125,9 @@ pub enum FtArg {
     Abort,
     /// Survivors keep running.
     RunThrough,
+    /// Survivors keep running and a failed rank is started again (same as
+    /// --on-failure relaunch).
+    Relaunch,
 }
 
 /// `--on-failure` values.
@@ -274,6 +277,7 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
     cfg.ft = match args.ft {
         FtArg::Abort => FtMode::Abort,
         FtArg::RunThrough => FtMode::RunThrough,
+        FtArg::Relaunch => FtMode::Relaunch,
     };
     cfg.verbose = args.verbose;
     cfg.on_failure = args.on_failure.map(|o| match o {
