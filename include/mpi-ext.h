@@ -102,7 +102,13 @@ int MPIX_Steadfast_failed(int *nfailed, int *failed_world_ranks, int maxlen);
  * MPI communication. */
 int MPIX_Steadfast_wait_view(int min_epoch, double timeout_s, int *epoch);
 
+/* The incarnation of a world rank as this process knows it: 0 for a first
+ * start, k after `mpiexec --on-failure relaunch` started the rank again k
+ * times (the calling rank's own incarnation for itself). */
+int MPIX_Steadfast_incarnation(int world_rank, int *incarnation);
+
 int PMPIX_Steadfast_view(int *epoch, int *nlive, int *live_world_ranks, int maxlen);
+int PMPIX_Steadfast_incarnation(int world_rank, int *incarnation);
 int PMPIX_Steadfast_failed(int *nfailed, int *failed_world_ranks, int maxlen);
 int PMPIX_Steadfast_wait_view(int min_epoch, double timeout_s, int *epoch);
 

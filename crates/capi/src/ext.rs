@@ -59,6 +59,25 @@ mpix_api! {
         })
     }
 
+    /// The incarnation of world rank `world_rank` this process knows: 0 for a first start,
+    /// k when the launcher's relaunch policy started it again k times (for the calling
+    /// rank itself, its own incarnation).
+    fn Steadfast_incarnation(world_rank: c_int, incarnation: *mut c_int) -> c_int {
+        api("MPIX_Steadfast_incarnation", None, |g| {
+            if incarnation.is_null() {
+                return Err(MpiError::new(ErrorClass::Arg, "incarnation is NULL"));
+            }
+            if world_rank < 0 || world_rank as u32 >= g.eng.size {
+                return Err(MpiError::new(
+                    ErrorClass::Rank,
+                    format!("world rank {world_rank} is not in 0..{}", g.eng.size),
+                ));
+            }
+            *incarnation = c_int::from(g.eng.incarnation_of(world_rank as u32));
+            Ok(())
+        })
+    }
+
     /// World ranks the membership service declared failed: their number and the first
     /// `maxlen` of them in ascending order (`failed_world_ranks` may be NULL if `maxlen` is 0).
     fn Steadfast_failed(nfailed: *mut c_int, failed_world_ranks: *mut c_int, maxlen: c_int) -> c_int {

@@ -1491,6 +1491,16 @@ impl Engine {
         if !self.st.rejoined.is_empty() {
             self.reconnect_rejoined();
         }
+        self.publish_view();
+    }
+
+    /// Relaunch mode: the membership view is the set of ranks not known failed (the
+    /// `MPIX_Steadfast_view` calls show failures and rejoins).
+    fn publish_view(&mut self) {
+        let members: Vec<u32> = (0..self.size).filter(|w| !self.st.ft.is_dead(*w)).collect();
+        self.ft.publish_external(members);
+        // This process made the change: nothing new for poll_failures.
+        self.ft_seen = self.ft.generation();
     }
 
     /// Point the paths at the new incarnations of ranks that came back.
@@ -1505,6 +1515,9 @@ impl Engine {
                 tracing::warn!("cannot reconnect to rank {w}: {e}");
                 self.st.peer_failed(w);
             }
+        }
+        if self.relaunch {
+            self.publish_view();
         }
     }
 

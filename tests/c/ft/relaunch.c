@@ -29,7 +29,12 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     const char *inc_env = getenv("STEADFAST_INCARNATION");
-    int inc = inc_env ? atoi(inc_env) : 0;
+    int inc = inc_env ? atoi(inc_env) : 0, mine = -1;
+    MPIX_Steadfast_incarnation(rank, &mine);
+    if (mine != inc) {
+        fprintf(stderr, "rank %d: incarnation %d, environment says %d\n", rank, mine, inc);
+        return 1;
+    }
 
     if (rank == 0) {
         int remaining = size - 1, failures = 0, served = 0, rejoined = 0;
@@ -67,6 +72,15 @@ int main(int argc, char **argv)
         }
         if (rejoined < 1) {
             fprintf(stderr, "rank 0: no request came from a restarted rank\n");
+            return 1;
+        }
+        /* The view and the incarnations show the rank back. */
+        int known = -1, nlive = -1;
+        MPIX_Steadfast_incarnation(KILLED, &known);
+        MPIX_Steadfast_view(NULL, &nlive, NULL, 0);
+        if (known != 1 || nlive != size) {
+            fprintf(stderr, "rank 0: rank %d is incarnation %d with %d of %d live, expected 1 and all\n", KILLED,
+                    known, nlive, size);
             return 1;
         }
         printf("rank 0 incarnation %d: ok (served %d requests, %d failure notices, %d rejoined)\n", inc, served,

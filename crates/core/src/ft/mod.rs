@@ -163,6 +163,16 @@ impl Ft {
         self.board.report_suspect(rank);
     }
 
+    /// Relaunch mode: the engine keeps the view from the launcher's notices of exits and
+    /// restarts; `members` (ascending world ranks) become the next view if they changed.
+    pub fn publish_external(&self, members: Vec<u32>) {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes into the timespec we own.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        let ns = (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64);
+        self.board.publish_external(members, ns);
+    }
+
     /// The shared board, to wait on it without holding the engine.
     pub fn board(&self) -> Arc<ViewBoard> {
         self.board.clone()

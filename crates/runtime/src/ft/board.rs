@@ -252,6 +252,22 @@ impl ViewBoard {
         });
     }
 
+    /// Publishes a view kept by someone other than the control thread (the engine in
+    /// relaunch mode, from the launcher's notices of exits and restarts): the next epoch,
+    /// with `members` (world ranks, ascending) live. A no-op when nothing changed.
+    pub fn publish_external(&self, members: Vec<u32>, installed_at_ns: u64) {
+        let current = self.snapshot();
+        if current.members == members {
+            return;
+        }
+        let view_id = ViewId {
+            epoch: current.view_id.epoch + 1,
+            coordinator: members.first().copied().unwrap_or(0),
+            coordinator_incarnation: 0,
+        };
+        self.publish(view_id, members, installed_at_ns);
+    }
+
     /// Records that the group excluded this process (control thread only).
     pub(crate) fn set_excluded(&self) {
         self.update(|s| s.excluded = true);
