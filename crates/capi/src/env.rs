@@ -48,7 +48,7 @@ impl steadfast_core::Bootstrap for Boot {
 }
 
 fn init_logging() {
-    if let Ok(filter) = std::env::var("STEADFAST_LOG") {
+    if let Some(filter) = steadfast_config::lookup("STEADFAST_LOG") {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
             .with_writer(std::io::stderr)

@@ -36,7 +36,7 @@ impl EnvFacts {
             Some(g) => EnvFacts { size: g.eng.size, thread_level: g.thread_level },
             // Before MPI_Init: what the launcher said, or a singleton.
             None => EnvFacts {
-                size: std::env::var("STEADFAST_SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(1),
+                size: steadfast_config::parse("STEADFAST_SIZE", "a rank count").unwrap_or(1),
                 thread_level: abi::MPI_THREAD_SINGLE,
             },
         }

@@ -1,16 +1,9 @@
-//! Every `STEADFAST_*` tunable the engine reads, with its default, in one place.
+//! The engine's settings, read once at MPI_Init through `steadfast_config` (where every
+//! `STEADFAST_*` variable is listed with its default and meaning).
 
 use std::time::Duration;
 
-fn env_parse<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-            eprintln!("steadfast: ignoring {name}={v:?} (not a valid value)");
-            default
-        }),
-        Err(_) => default,
-    }
-}
+use steadfast_config::{lookup, parse, parse_or};
 
 /// Engine configuration read from the environment at MPI_Init.
 #[derive(Debug, Clone)]
@@ -57,23 +50,23 @@ impl Config {
     /// Read the configuration from the environment.
     pub fn from_env() -> Config {
         Config {
-            eager_limit: std::env::var("STEADFAST_EAGER_LIMIT").ok().and_then(|v| v.parse().ok()),
-            shm_ring: std::env::var("STEADFAST_SHM_RING").ok().and_then(|v| v.parse().ok()),
-            spin: env_parse("STEADFAST_SPIN", 2000),
-            yields: env_parse("STEADFAST_YIELDS", 20),
-            sleep: Duration::from_millis(env_parse("STEADFAST_SLEEP_MS", 100)),
-            cma: env_parse::<u32>("STEADFAST_CMA", 0) != 0,
+            eager_limit: parse("STEADFAST_EAGER_LIMIT", "a number of bytes"),
+            shm_ring: parse("STEADFAST_SHM_RING", "a number of bytes"),
+            spin: parse_or("STEADFAST_SPIN", 2000, "a count"),
+            yields: parse_or("STEADFAST_YIELDS", 20, "a count"),
+            sleep: Duration::from_millis(parse_or("STEADFAST_SLEEP_MS", 100, "milliseconds")),
+            cma: parse_or::<u32>("STEADFAST_CMA", 0, "0 or 1") != 0,
             paths: steadfast_paths::setup::Settings {
-                checksum: std::env::var("STEADFAST_CHECKSUM").ok(),
-                faults: std::env::var("STEADFAST_FAULTS").ok(),
-                routes: std::env::var("STEADFAST_ROUTES").ok(),
-                net_path: std::env::var("STEADFAST_NET_PATH").ok(),
-                hostmap: std::env::var("STEADFAST_HOSTMAP").ok(),
-                udp_frag: std::env::var("STEADFAST_UDP_FRAG").ok().and_then(|v| v.trim().parse().ok()),
-                udp_window: std::env::var("STEADFAST_UDP_WINDOW").ok().and_then(|v| v.trim().parse().ok()),
-                probe_ms: std::env::var("STEADFAST_PROBE_MS").ok().and_then(|v| v.trim().parse().ok()),
-                retries: std::env::var("STEADFAST_RETRIES").ok().and_then(|v| v.trim().parse().ok()),
-                control: std::env::var("STEADFAST_CONTROL").ok().and_then(|v| v.trim().parse().ok()),
+                checksum: lookup("STEADFAST_CHECKSUM"),
+                faults: lookup("STEADFAST_FAULTS"),
+                routes: lookup("STEADFAST_ROUTES"),
+                net_path: lookup("STEADFAST_NET_PATH"),
+                hostmap: lookup("STEADFAST_HOSTMAP"),
+                udp_frag: parse("STEADFAST_UDP_FRAG", "a number of bytes"),
+                udp_window: parse("STEADFAST_UDP_WINDOW", "a number of bytes"),
+                probe_ms: parse("STEADFAST_PROBE_MS", "milliseconds"),
+                retries: parse("STEADFAST_RETRIES", "a count"),
+                control: parse("STEADFAST_CONTROL", "an IP:PORT address"),
                 shm_ring: None,
             },
         }

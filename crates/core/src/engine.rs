@@ -311,7 +311,7 @@ impl Engine {
         // so yield at once, as Open MPI does when oversubscribed (an 8-byte allreduce on
         // 4 ranks / 2 CPUs went from ~1.5 ms to ~40 us). An explicit STEADFAST_SPIN wins.
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if size as usize > cpus && std::env::var_os("STEADFAST_SPIN").is_none() {
+        if size as usize > cpus && !steadfast_config::is_set("STEADFAST_SPIN") {
             cfg.spin = cfg.spin.min(OVERSUBSCRIBED_SPIN);
         }
         let mut net: Option<Box<dyn Path>> = None;
@@ -479,7 +479,7 @@ impl Engine {
         if let Some(l) = linger {
             self.net = l.stop().0;
         }
-        if std::env::var("STEADFAST_STATS").is_ok_and(|v| v == "1") {
+        if steadfast_config::flag("STEADFAST_STATS") == Some(true) {
             if let Some(n) = &self.net {
                 let mut c = n.counters();
                 c.frames_dropped += self.st.dropped;

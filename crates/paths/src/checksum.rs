@@ -74,7 +74,7 @@ pub fn for_path(value: Option<&str>, path: &str) -> Result<Checksum, PathError> 
 
 /// Setting for `path` from the environment.
 pub fn from_env(path: &str) -> Result<Checksum, PathError> {
-    for_path(std::env::var("STEADFAST_CHECKSUM").ok().as_deref(), path)
+    for_path(steadfast_config::lookup("STEADFAST_CHECKSUM").as_deref(), path)
 }
 
 #[cfg(test)]

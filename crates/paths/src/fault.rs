@@ -85,8 +85,8 @@ impl FaultSpec {
 
     /// The spec from the environment, if set and non-empty.
     pub fn from_env() -> Result<Option<FaultSpec>, PathError> {
-        match std::env::var("STEADFAST_FAULTS") {
-            Ok(v) if !v.trim().is_empty() => FaultSpec::parse(&v).map(Some),
+        match steadfast_config::lookup("STEADFAST_FAULTS") {
+            Some(v) if !v.trim().is_empty() => FaultSpec::parse(&v).map(Some),
             _ => Ok(None),
         }
     }

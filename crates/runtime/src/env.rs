@@ -150,7 +150,7 @@ impl JobEnv {
     /// Reads the contract from the process environment. `Ok(None)` means singleton
     /// (no `STEADFAST_RANK`); any other missing or malformed variable is an error.
     pub fn from_env() -> Result<Option<JobEnv>, BootstrapError> {
-        Self::from_lookup(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+        Self::from_lookup(steadfast_config::lookup)
     }
 
     /// Same as [`JobEnv::from_env`] with an arbitrary variable source (for tests).

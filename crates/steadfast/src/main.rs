@@ -33,6 +33,12 @@ enum Command {
     /// spellings such as `-np 4`, `-wdir DIR`, `-genv NAME VALUE` and `-x NAME=VALUE`
     /// are accepted.
     Run(run::RunArgs),
+    /// Every STEADFAST_* environment variable: default, meaning and the value set now
+    /// (`--markdown`: the list as docs/configuration.md has it).
+    Config {
+        #[arg(long)]
+        markdown: bool,
+    },
     /// Simulate fault-tolerant broadcasts in the LogP model (corrected trees), and
     /// regenerate the paper's tables and figures (`steadfast sim paper`).
     Sim(steadfast_sim::cli::SimArgs),
@@ -51,6 +57,10 @@ fn main() {
             let sub = matches.subcommand_matches("run");
             run::execute(args, sub)
         }
+        Command::Config { markdown } => {
+            print!("{}", if markdown { steadfast_config::markdown() } else { steadfast_config::text() });
+            0
+        }
         Command::Sim(args) => match steadfast_sim::cli::run(args) {
             c if c == std::process::ExitCode::SUCCESS => 0,
             _ => 1,
@@ -63,7 +73,7 @@ fn main() {
 /// they are off by default.
 fn init_logging() {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("STEADFAST_LOG").unwrap_or_else(|_| EnvFilter::new("off"));
+    let filter = steadfast_config::lookup("STEADFAST_LOG").map_or_else(|| EnvFilter::new("off"), EnvFilter::new);
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -256,7 +256,7 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         Some(PathArg::Tcp) => PathKind::Tcp,
         Some(PathArg::Udp) => PathKind::Udp,
         // The launcher sets STEADFAST_PATH for the ranks, so honour the user's value here.
-        None => match std::env::var("STEADFAST_PATH") {
+        None => match steadfast_config::lookup("STEADFAST_PATH").ok_or(()) {
             Ok(v) if !v.trim().is_empty() => match v.trim().parse() {
                 Ok(k) => k,
                 Err(_) => {

@@ -55,20 +55,14 @@ impl Default for CollConfig {
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
-    match std::env::var(name) {
-        Ok(v) => v.trim().parse().unwrap_or_else(|_| {
-            eprintln!("steadfast: ignoring {name}={v:?} (not a byte count)");
-            default
-        }),
-        Err(_) => default,
-    }
+    steadfast_config::parse_or(name, default, "a number of bytes")
 }
 
 impl CollConfig {
     /// Read the `STEADFAST_COLL_*` variables.
     pub fn from_env() -> CollConfig {
         let d = CollConfig::default();
-        let force = std::env::var("STEADFAST_COLL_FORCE")
+        let force = steadfast_config::lookup("STEADFAST_COLL_FORCE")
             .unwrap_or_default()
             .split(',')
             .filter_map(|kv| {

@@ -126,7 +126,7 @@ impl Default for FtConfig {
 impl FtConfig {
     /// Reads the settings from the process environment (see [`FtConfig::from_lookup`]).
     pub fn from_env() -> (FtConfig, Vec<String>) {
-        Self::from_lookup(|name| std::env::var(name).ok())
+        Self::from_lookup(steadfast_config::lookup)
     }
 
     /// Reads the settings from `get`; a malformed or out-of-range value keeps its default
@@ -139,9 +139,7 @@ impl FtConfig {
             match raw.trim().parse::<u64>() {
                 Ok(v) if (min..=max).contains(&v) => Some(v),
                 _ => {
-                    warn.push(format!(
-                        "ignoring {name}={raw:?} (expected an integer in {min}..={max})"
-                    ));
+                    warn.push(steadfast_config::ignored(name, &raw, &format!("expected an integer in {min}..={max}")));
                     None
                 }
             }
@@ -197,7 +195,7 @@ impl FtConfig {
         if let Some(raw) = get(FT_HOST) {
             match raw.trim().parse::<IpAddr>() {
                 Ok(ip) => c.host = ip,
-                Err(_) => warn.push(format!("ignoring {FT_HOST}={raw:?} (not an IP address)")),
+                Err(_) => warn.push(steadfast_config::ignored(FT_HOST, &raw, "not an IP address")),
             }
         }
         c.trace_dir = get(FT_TRACE).filter(|s| !s.is_empty()).map(PathBuf::from);

@@ -1,0 +1,234 @@
+//! Every `STEADFAST_*` environment variable in one place.
+//!
+//! - [`lookup`] is the one way the project reads one of them;
+//! - [`parse`], [`parse_or`] and [`flag`] turn a value into a setting, and a value that
+//!   does not parse is ignored with the same warning everywhere ([`ignored`], printed once
+//!   per variable by [`warn`]);
+//! - [`VARS`] lists every variable with its default and meaning: `steadfast config` prints
+//!   it, `docs/configuration.md` is generated from it (`steadfast config --markdown`), and a
+//!   test fails when the code names a variable that is not listed here.
+//!
+//! Components that validate ranges themselves (the membership settings,
+//! `steadfast_runtime::ft::FtConfig::from_lookup`) take [`lookup`] as their source and
+//! word their warnings with [`ignored`].
+
+use std::str::FromStr;
+use std::sync::Mutex;
+
+/// Who sets a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A setting for users.
+    Tunable,
+    /// Set by the launcher (or a scheduler's bootstrap) for each rank; not for users.
+    Launcher,
+    /// For the project's own tests, simulator and benchmarks.
+    Developer,
+}
+
+/// One variable: name, default (as a user would write it, or a description), meaning.
+#[derive(Debug, Clone, Copy)]
+pub struct Var {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
+const fn v(name: &'static str, kind: Kind, default: &'static str, meaning: &'static str) -> Var {
+    Var { name, kind, default, meaning }
+}
+
+use Kind::{Developer, Launcher, Tunable};
+
+/// Every variable the project reads.
+pub static VARS: &[Var] = &[
+    // Paths and the engine.
+    v("STEADFAST_PATH", Tunable, "shm", "path between ranks on one host: `shm`, `tcp` or `udp` (set by `mpiexec --path`)"),
+    v("STEADFAST_NET_PATH", Tunable, "udp", "path between ranks on different hosts when `STEADFAST_PATH=shm` (`udp` or `tcp`)"),
+    v("STEADFAST_CHECKSUM", Tunable, "crc32c", "end-to-end CRC32C of every udp/tcp frame and shm ring record; `none`, or per path (`udp=crc32c,shm=none`). shm messages moved by the optional single-copy CMA are not checksummed"),
+    v("STEADFAST_FAULTS", Tunable, "unset", "seeded fault injection, e.g. `path=udp,drop=0.01,dup=0.01,reorder=0.05,corrupt=0.001,bus=0.0001,seed=7` (also `after=N` frames); shm/tcp take only `corrupt`/`bus`"),
+    v("STEADFAST_ROUTES", Tunable, "job interface", "udp routes, one socket each: subnets, interface names or addresses (`10.77.1.0/24,10.77.2.0/24`), or `auto` (every shared subnet)"),
+    v("STEADFAST_UDP_FRAG", Tunable, "8192 (32768 on loopback)", "udp fragment payload bytes"),
+    v("STEADFAST_UDP_WINDOW", Tunable, "1 MiB (4 MiB on loopback)", "unacknowledged udp bytes in flight per peer, at most what the socket buffers hold (no congestion control: keep it near the bandwidth-delay product)"),
+    v("STEADFAST_PROBE_MS", Tunable, "50", "route heartbeat / fail-back probe interval; 3 missed heartbeats fail a route over"),
+    v("STEADFAST_RETRIES", Tunable, "6", "sends of a fragment on one route before that route is declared failed"),
+    v("STEADFAST_EAGER_LIMIT", Tunable, "16 KiB shm, 64 KiB tcp", "largest message sent eagerly; larger ones use rendezvous"),
+    v("STEADFAST_SHM_RING", Tunable, "128 MiB / ranks², 128 KiB-2 MiB", "bytes per sender-receiver shared-memory ring (large messages stream through it in quarter-ring chunks of at most 256 KiB)"),
+    v("STEADFAST_CMA", Tunable, "0", "1: single-copy `process_vm_readv` for large shm messages instead of the pipelined copy through the ring"),
+    v("STEADFAST_SPIN", Tunable, "2000 (0 when ranks outnumber CPUs)", "idle progress polls before yielding the CPU"),
+    v("STEADFAST_YIELDS", Tunable, "20", "`sched_yield` rounds before sleeping on a futex / in `poll`"),
+    v("STEADFAST_SLEEP_MS", Tunable, "100", "longest single sleep while blocked"),
+    v("STEADFAST_STATS", Tunable, "unset", "`1`: print per-rank path counters at MPI_Finalize (faults injected, corruption detected, retransmissions, drops, per-route traffic and failover events)"),
+    v("STEADFAST_LOG", Tunable, "unset", "tracing filter for logs on stderr, e.g. `debug` or `steadfast_core=info`"),
+    // Collectives.
+    v("STEADFAST_COLL_FORCE", Tunable, "unset", "force one collective algorithm (`docs/collectives.md`)"),
+    v("STEADFAST_COLL_BCAST_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Bcast uses its long-message algorithm"),
+    v("STEADFAST_COLL_ALLREDUCE_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Allreduce uses its long-message algorithm"),
+    v("STEADFAST_COLL_REDUCE_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Reduce uses its long-message algorithm"),
+    v("STEADFAST_COLL_ALLGATHER_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Allgather uses its long-message algorithm"),
+    v("STEADFAST_COLL_ALLTOALL_SHORT", Tunable, "see docs/collectives.md", "bytes up to which MPI_Alltoall uses its short-message algorithm"),
+    v("STEADFAST_COLL_ALLTOALL_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Alltoall uses its long-message algorithm"),
+    v("STEADFAST_COLL_REDUCE_SCATTER_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Reduce_scatter uses its long-message algorithm"),
+    // Membership and failure detection.
+    v("STEADFAST_MEMBERSHIP", Tunable, "1", "`0`: no membership control thread (the view stays the start-up one)"),
+    v("STEADFAST_HEARTBEAT_MS", Tunable, "200", "a silent tree neighbour is asked HOW_ARE_YOU after this long"),
+    v("STEADFAST_SUSPECT_MS", Tunable, "2000", "... and reported failed after this long (at least twice the heartbeat)"),
+    v("STEADFAST_FANOUT_LOG2", Tunable, "2", "membership tree fan-out 2^k"),
+    v("STEADFAST_MEMBERSHIP_ACK_MS", Tunable, "200", "FAILURE_ACK wait per tree level before a child counts as failed"),
+    v("STEADFAST_MEMBERSHIP_REPORT_MS", Tunable, "500", "FAILURE_DET_ACK wait before the coordinator counts as failed"),
+    v("STEADFAST_MEMBERSHIP_SYNC_MS", Tunable, "500", "member-to-parent view sync period (0: off)"),
+    v("STEADFAST_FT_NOTICE_GRACE_MS", Tunable, "100", "how long a non-coordinator holds the launcher's exit notice"),
+    v("STEADFAST_FT_DL_RUNTIME_US", Tunable, "1000", "CPU budget per period of the membership control thread under the deadline scheduler (used when permitted: root or CAP_SYS_NICE); `0` turns it off"),
+    v("STEADFAST_FT_DL_PERIOD_US", Tunable, "10000", "period of that budget"),
+    v("STEADFAST_FT_RT", Tunable, "0", "`1`: real-time priority (SCHED_RR 1) for the control thread when permitted (faster view changes; can starve application threads on few cores)"),
+    v("STEADFAST_FT_SLICE_US", Tunable, "100", "time slice the control thread asks the fair scheduler for, so it preempts busy threads when woken (Linux 6.12 and later; `0`: the kernel's default)"),
+    v("STEADFAST_FT_TRACE_SCHED", Tunable, "0", "`1`: membership traces also record the control thread's run-queue waits"),
+    v("STEADFAST_FT_HOST", Tunable, "127.0.0.1", "address of the membership control channel"),
+    v("STEADFAST_FT_TRACE", Tunable, "unset", "directory for per-rank membership traces `ft.<rank>.trace`"),
+    // The launcher's contract with each rank (crates/runtime/src/env.rs).
+    v("STEADFAST_RANK", Launcher, "unset: a singleton", "this process's world rank"),
+    v("STEADFAST_SIZE", Launcher, "1", "world size"),
+    v("STEADFAST_LOCAL_RANK", Launcher, "0", "rank among the ranks on this host"),
+    v("STEADFAST_LOCAL_SIZE", Launcher, "1", "ranks on this host"),
+    v("STEADFAST_JOBID", Launcher, "", "job identifier (hex)"),
+    v("STEADFAST_JOB_KEY", Launcher, "", "job secret (16 hex digits) proven to the launcher on connect"),
+    v("STEADFAST_JOBDIR", Launcher, "", "private (0700) per-job directory"),
+    v("STEADFAST_CONTROL", Launcher, "", "IP:PORT of the launcher's control server"),
+    v("STEADFAST_FT", Launcher, "abort", "fault-tolerance mode told to the ranks: `abort`, `run-through` or `relaunch` (set by `mpiexec --ft` / `--on-failure`)"),
+    v("STEADFAST_INCARNATION", Launcher, "0", "which start of this world rank the process is: k after `--on-failure relaunch` started it again k times"),
+    v("STEADFAST_HOSTMAP", Launcher, "unset", "host index of each rank (`0*4,1*4`), multi-host jobs"),
+    v("STEADFAST_HOST", Launcher, "unset", "name of the host a rank was started on, multi-host jobs"),
+    // The project's own tests and tools.
+    v("STEADFAST_SEED", Developer, "per test", "replay one seed of a seeded test"),
+    v("STEADFAST_SIM_SEEDS", Developer, "per test", "number of seeds a simulation test sweeps"),
+    v("STEADFAST_SIM_TRACE", Developer, "unset", "reliable-channel simulation: print every frame that arrives"),
+    v("STEADFAST_SIM_DUMP", Developer, "unset", "reliable-channel simulation: dump channel state on failure"),
+    v("STEADFAST_SIM_PROFILE", Developer, "unset", "reliable-channel simulation: time per seed"),
+    v("STEADFAST_FUZZ_CASES", Developer, "per test", "cases of the stable-toolchain fuzz loops"),
+    v("STEADFAST_FUZZ_JOBS", Developer, "2", "build parallelism of `scripts/fuzz-frame.sh`"),
+    v("STEADFAST_TEST_SKIP_LARGE", Developer, "unset", "skip the C tests that need several GiB of memory"),
+    v("STEADFAST_PRINT_DIGEST", Developer, "unset", "simulator replay test: print the digests"),
+    v("STEADFAST_FONT", Developer, "DejaVu Sans", "TrueType font for the simulator's plots"),
+];
+
+/// The entry of `name`, if listed.
+pub fn var(name: &str) -> Option<&'static Var> {
+    VARS.iter().find(|v| v.name == name)
+}
+
+/// The one way to read a `STEADFAST_*` variable.
+pub fn lookup(name: &str) -> Option<String> {
+    debug_assert!(var(name).is_some(), "{name} is not listed in steadfast_config::VARS");
+    std::env::var(name).ok()
+}
+
+/// Whether `name` is set at all (to anything).
+pub fn is_set(name: &str) -> bool {
+    lookup(name).is_some()
+}
+
+/// The warning text for a value that is ignored: `ignoring NAME="value" (why)`.
+pub fn ignored(name: &str, raw: &str, why: &str) -> String {
+    format!("ignoring {name}={raw:?} ({why})")
+}
+
+static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Print `steadfast: msg` on stderr, once per distinct message in this process.
+pub fn warn(msg: &str) {
+    let mut seen = WARNED.lock().unwrap_or_else(|p| p.into_inner());
+    if !seen.iter().any(|m| m == msg) {
+        seen.push(msg.to_owned());
+        eprintln!("steadfast: {msg}");
+    }
+}
+
+/// The value of `name` parsed as `T`; None when unset, or (with a warning) when it does
+/// not parse. `what` says what was expected, e.g. "a number of bytes".
+pub fn parse<T: FromStr>(name: &str, what: &str) -> Option<T> {
+    let raw = lookup(name)?;
+    match raw.trim().parse() {
+        Ok(v) => Some(v),
+        Err(_) => {
+            warn(&ignored(name, &raw, &format!("expected {what}; using the default")));
+            None
+        }
+    }
+}
+
+/// [`parse`] with a default.
+pub fn parse_or<T: FromStr>(name: &str, default: T, what: &str) -> T {
+    parse(name, what).unwrap_or(default)
+}
+
+/// A `0`/`1` switch; None when unset or malformed (with a warning).
+pub fn flag(name: &str) -> Option<bool> {
+    parse::<u8>(name, "0 or 1").and_then(|v| match v {
+        0 => Some(false),
+        1 => Some(true),
+        _ => {
+            warn(&ignored(name, &v.to_string(), "expected 0 or 1; using the default"));
+            None
+        }
+    })
+}
+
+/// The list as a Markdown document (`docs/configuration.md`).
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Configuration\n\nEvery environment variable Steadfast reads, generated from \
+         `crates/config/src/lib.rs` by `steadfast config --markdown` (a test keeps the two \
+         equal). A value that does not parse is ignored with a warning on stderr \
+         (`steadfast: ignoring NAME=\"value\" (...)`) and the default is used.\n",
+    );
+    for (kind, title) in [
+        (Tunable, "Settings"),
+        (Launcher, "Set by the launcher for each rank"),
+        (Developer, "For the project's tests and tools"),
+    ] {
+        out.push_str(&format!("\n## {title}\n\n| variable | default | meaning |\n|---|---|---|\n"));
+        for v in VARS.iter().filter(|v| v.kind == kind) {
+            let default = if v.default.is_empty() { "—" } else { v.default };
+            out.push_str(&format!("| `{}` | {} | {} |\n", v.name, default, v.meaning.replace('|', "\\|")));
+        }
+    }
+    out
+}
+
+/// The list as plain text, with the values set in this environment.
+pub fn text() -> String {
+    let mut out = String::new();
+    for v in VARS.iter().filter(|v| v.kind != Developer) {
+        let now = std::env::var(v.name).map(|s| format!("  [set: {s}]")).unwrap_or_default();
+        out.push_str(&format!("{:32} default {}{}\n    {}\n", v.name, v.default, now, v.meaning));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_prefixed() {
+        for (i, a) in VARS.iter().enumerate() {
+            assert!(a.name.starts_with("STEADFAST_"), "{}", a.name);
+            assert!(VARS[i + 1..].iter().all(|b| b.name != a.name), "{} listed twice", a.name);
+        }
+    }
+
+    #[test]
+    fn bad_values_fall_back_with_the_same_warning() {
+        assert_eq!(ignored("STEADFAST_SPIN", "x", "why"), "ignoring STEADFAST_SPIN=\"x\" (why)");
+        // SAFETY of set_var: single-threaded test of this process's own variable.
+        std::env::set_var("STEADFAST_YIELDS", "lots");
+        assert_eq!(parse_or("STEADFAST_YIELDS", 20u32, "a count"), 20);
+        std::env::set_var("STEADFAST_YIELDS", " 7 ");
+        assert_eq!(parse_or("STEADFAST_YIELDS", 20u32, "a count"), 7);
+        std::env::set_var("STEADFAST_STATS", "2");
+        assert_eq!(flag("STEADFAST_STATS"), None);
+        std::env::set_var("STEADFAST_STATS", "1");
+        assert_eq!(flag("STEADFAST_STATS"), Some(true));
+    }
+}
