@@ -6,7 +6,7 @@
 //! handles and lays envelopes out the way get_contents returns them.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use steadfast_core::datatype::{Args, BasicKind, Combiner, DarrayDim, Datatype, Distrib, Ext32, Order, Part, TypeRef};
 use steadfast_core::{ErrorClass, Handle, MpiError};
@@ -833,11 +833,8 @@ unsafe fn set_elements_impl(func: &str, status: *mut MPI_Status, datatype: MPI_D
     })
 }
 
-/// Fortran kinds chosen by MPI_Type_create_f90_* and their permanent handles.
-static F90_TYPES: Mutex<Vec<(F90Key, usize)>> = Mutex::new(Vec::new());
-
 /// (kind: 0 integer, 1 real, 2 complex; precision; range) as given to create_f90_*.
-type F90Key = (u8, i32, i32);
+pub type F90Key = (u8, i32, i32);
 
 /// Smallest predefined type of `kind` (0 integer, 1 real, 2 complex) with decimal precision
 /// at least `p` and exponent range at least `r` (MPI_UNDEFINED: no requirement).
@@ -865,8 +862,7 @@ unsafe fn f90_impl(func: &str, kind: u8, p: c_int, r: c_int, newtype: *mut MPI_D
         if (p < 0 && p != abi::MPI_UNDEFINED) || (r < 0 && r != abi::MPI_UNDEFINED) || (kind > 0 && p == abi::MPI_UNDEFINED && r == abi::MPI_UNDEFINED) {
             return Err(err(ErrorClass::Arg, format!("invalid precision {p} / range {r}")));
         }
-        let mut cache = F90_TYPES.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, h)) = cache.iter().find(|(k, _)| *k == (kind, p, r)) {
+        if let Some((_, h)) = g.tables.f90_types.iter().find(|(k, _)| *k == (kind, p, r)) {
             *newtype = *h as MPI_Datatype;
             return Ok(());
         }
@@ -880,14 +876,11 @@ unsafe fn f90_impl(func: &str, kind: u8, p: c_int, r: c_int, newtype: *mut MPI_D
             _ => Args::F90Complex { p, r },
         };
         let h = register_permanent(g, t);
-        cache.push(((kind, p, r), h as usize));
+        g.tables.f90_types.push(((kind, p, r), h as usize));
         *newtype = h;
         Ok(())
     })
 }
-
-/// Derived (value, index) pair types made by MPI_Type_get_value_index, by their two handles.
-static VALUE_INDEX_TYPES: Mutex<Vec<((usize, usize), usize)>> = Mutex::new(Vec::new());
 
 // ---- entry points --------------------------------------------------------------------------
 
@@ -1336,13 +1329,12 @@ mpi_api! {
                 *pair_type = h as MPI_Datatype;
                 return Ok(());
             }
-            let mut cache = VALUE_INDEX_TYPES.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, h)) = cache.iter().find(|(k, _)| *k == (vh, ih)) {
+            if let Some((_, h)) = g.tables.value_index_types.iter().find(|(k, _)| *k == (vh, ih)) {
                 *pair_type = *h as MPI_Datatype;
                 return Ok(());
             }
             let h = register_permanent(g, Datatype::value_index(&v, &i)?);
-            cache.push(((vh, ih), h as usize));
+            g.tables.value_index_types.push(((vh, ih), h as usize));
             *pair_type = h;
             Ok(())
         })

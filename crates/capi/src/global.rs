@@ -1,5 +1,13 @@
 //! Process-wide library state, handle translation and error reporting for the C entry points.
 //!
+//! Every MPI object a program holds a handle to has one owner, [`Global`] (behind
+//! [`GLOBAL`]): communicators, requests, user ops and the message state live in its
+//! [`Engine`]; datatypes, groups, error handlers, attributes, generalized requests and the
+//! handle caches live here, next to it. That is the state a checkpoint captures and a
+//! restart restores as one. Outside it: info objects (`info.rs`), which MPI allows before
+//! MPI_Init and after MPI_Finalize, when there is no `Global`; and the values of the
+//! predefined attributes (`attr.rs`), constants of the job set at MPI_Init.
+//!
 //! One lock guards the engine. Every entry point runs its body through [`api`], which checks
 //! that MPI is initialised, runs the body under the lock, and on error consults the
 //! communicator's error handler *after* releasing the lock (a user handler may call MPI).
@@ -57,6 +65,10 @@ pub struct Tables {
     pub greqs: HashMap<Handle, crate::greq::Greq>,
     /// Application callbacks to run once the current call has released the lock.
     pub deferred: Vec<crate::greq::Deferred>,
+    /// Types made by MPI_Type_create_f90_*: one permanent handle per (kind, p, r).
+    pub f90_types: Vec<(crate::datatype::F90Key, usize)>,
+    /// Pair types made by MPI_Type_get_value_index, by (value, index) handles.
+    pub value_index_types: Vec<((usize, usize), usize)>,
 }
 
 pub static GLOBAL: Mutex<Option<Global>> = Mutex::new(None);
