@@ -71,6 +71,17 @@ pub struct JobInfo {
     pub path: PathKind,
     /// Failed processes are reported to the application instead of ending the job.
     pub run_through: bool,
+    /// Path settings the bootstrap derived itself (PMI jobs: host layout, path between
+    /// hosts, routes); they replace the `STEADFAST_HOSTMAP/NET_PATH/ROUTES` variables.
+    pub path_overrides: Option<PathOverrides>,
+}
+
+/// See [`JobInfo::path_overrides`].
+#[derive(Debug, Clone, Default)]
+pub struct PathOverrides {
+    pub hostmap: Option<String>,
+    pub net_path: Option<String>,
+    pub routes: Option<String>,
 }
 
 /// An unexpected message's body.
@@ -272,6 +283,11 @@ impl Engine {
             };
             let mut settings = cfg.paths.clone();
             settings.shm_ring = cfg.shm_ring;
+            if let Some(o) = &job.path_overrides {
+                settings.hostmap = o.hostmap.clone();
+                settings.net_path = o.net_path.clone();
+                settings.routes = o.routes.clone().or(settings.routes);
+            }
             let params = steadfast_paths::setup::Params {
                 rank: job.rank,
                 size: job.size,

@@ -22,7 +22,7 @@ pub mod slab;
 pub mod topo;
 pub mod wire;
 
-pub use engine::{Bootstrap, Engine, JobInfo, PathKind, PROC_NULL};
+pub use engine::{Bootstrap, Engine, JobInfo, PathKind, PathOverrides, PROC_NULL};
 pub use error::{ErrorClass, MpiError, MpiResult};
 pub use slab::Handle;
 
