@@ -353,10 +353,13 @@ impl PmiBootstrap {
         self.client.fence()
     }
 
-    /// Prints `msg` and asks the process manager to end the job.
-    pub fn abort(&mut self, code: i32, msg: &str) {
+    /// Prints `msg`, asks the process manager to end the job and exits with `code` (1 if
+    /// `code` is 0). Exits here because Slurm's `PMI2_Abort` exits the process itself
+    /// (status 1: PMI-2 carries no exit code), so the message must come first.
+    pub fn abort(&mut self, code: i32, msg: &str) -> ! {
         eprintln!("steadfast: rank {}: {msg}", self.job.rank);
         self.client.abort(code, msg);
+        std::process::exit(if code == 0 { 1 } else { code & 0xff });
     }
 
     /// Leaves the PMI job.
