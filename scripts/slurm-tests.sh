@@ -56,16 +56,17 @@ run() {
     fi
 }
 
-# must_fail LABEL COMMAND...: MPI_Abort must end the job, non-zero, within 20 s, and say so.
+# must_fail LABEL PATTERN COMMAND...: the job must end non-zero within 20 s, its output must
+# match PATTERN (grep -E), and no rank may get past its receive from the failed rank.
 must_fail() {
-    local label=$1; shift
+    local label=$1 pattern=$2; shift 2
     local log="$build/logs/$(echo "$label" | tr -c 'A-Za-z0-9_.-' '_').log"
     local t0; t0=$(date +%s.%N)
     timeout -k 5 20 "$@" >"$log" 2>&1 </dev/null
     local rc=$?
     local dt; dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
     if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ $rc -ne 137 -o "${dt%.*}" -lt 20 ] \
-        && grep -q 'MPI_Abort called with error code 7' "$log" && ! grep -q 'receive from the aborted rank completed' "$log"; then
+        && grep -qE "$pattern" "$log" && ! grep -qE 'receive from the (aborted|exited) rank completed' "$log"; then
         echo "PASS $label (exit $rc, ${dt} s)"; passed=$((passed + 1))
     else
         echo "FAIL $label: exit $rc (${dt} s)"; tail -n 15 "$log" | sed 's/^/    | /'; failed=$((failed + 1))
@@ -111,6 +112,7 @@ for p in $progs; do
     compile "$p" "$(src_of "$p")" && built="$built $p"
 done
 compile abort_rank "$here/tests/c/sched/abort_rank.c" || true
+compile exit_code "$here/tests/c/exit_code.c" || true
 compile ft_solver "$here/examples/ft_solver.c" -lm || true
 
 if [ $short = yes ]; then paths="shm"; sizes="4"; else paths="shm tcp"; sizes="4 8"; fi
@@ -129,12 +131,23 @@ for p in $built; do
     done
 done
 
-if [ -x abort_rank ]; then
+abort_msg='MPI_Abort called with error code 7'
+# Abort mode without help from the process manager (no srun -K1): the survivors' membership
+# service sees rank 1 die and they leave, so the job ends instead of hanging.
+left_msg='rank\(s\) 1 failed; ending the job'
+if [ -x abort_rank ] && [ -x exit_code ]; then
     if [ $slurm = yes ]; then
-        must_fail "MPI_Abort srun --mpi=pmi2" srun -n 3 --mpi=pmi2 ./abort_rank
-        [ $short = no ] && must_fail "MPI_Abort srun --mpi=pmix" srun -n 3 --mpi=pmix ./abort_rank
+        must_fail "MPI_Abort srun --mpi=pmi2" "$abort_msg" srun -n 3 --mpi=pmi2 ./abort_rank
+        must_fail "rank exits early, abort mode, srun --mpi=pmix" "$left_msg" srun -n 3 --mpi=pmix ./exit_code
+        if [ $short = no ]; then
+            must_fail "MPI_Abort srun --mpi=pmix" "$abort_msg" srun -n 3 --mpi=pmix ./abort_rank
+            must_fail "rank exits early, abort mode, srun --mpi=pmi2" "$left_msg" srun -n 3 --mpi=pmi2 ./exit_code
+        fi
     fi
-    [ $hydra = yes ] && must_fail "MPI_Abort mpiexec.hydra" mpiexec.hydra -n 3 ./abort_rank
+    if [ $hydra = yes ]; then
+        must_fail "MPI_Abort mpiexec.hydra" "$abort_msg" mpiexec.hydra -n 3 ./abort_rank
+        [ $short = no ] && must_fail "rank exits early, abort mode, mpiexec.hydra" "exit_code rank 1|EXIT CODE: 3|$left_msg" mpiexec.hydra -n 3 ./exit_code
+    fi
 fi
 
 if [ -x ft_solver ] && [ $slurm = yes ]; then

@@ -60,6 +60,9 @@ impl steadfast_core::Bootstrap for PmiBoot {
     fn finalize(&mut self) -> Result<(), String> {
         self.0.finalize().map_err(|e| e.to_string())
     }
+    fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
+        self.0.failure_link()
+    }
 }
 
 fn core_path(p: steadfast_runtime::PathKind) -> steadfast_core::PathKind {

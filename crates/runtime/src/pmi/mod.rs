@@ -324,6 +324,13 @@ impl PmiBootstrap {
         })
     }
 
+    /// What the membership control thread should do with failures: in abort mode, leave
+    /// (a PMI process manager does not end the job when a rank dies unless told to, e.g.
+    /// `srun -K1`); in run-through mode, nothing (`None`).
+    pub fn failure_link(&self) -> Option<Box<dyn crate::ft::LauncherLink>> {
+        (self.job.ft == FtMode::Abort).then(|| Box::new(LeaveOnFailure { rank: self.job.rank }) as _)
+    }
+
     /// The job.
     pub fn job(&self) -> &PmiJob {
         &self.job
@@ -374,6 +381,35 @@ impl Drop for PmiBootstrap {
         // (each rank removed its own segment when its path closed; rmdir fails while
         // others remain).
         remove_dir_if_empty(&self.job.jobdir);
+    }
+}
+
+/// Abort mode under PMI: when the membership service declares a rank failed, every
+/// survivor leaves with status 1, so the process manager ends the job the way
+/// `steadfast run` would have (and no survivor waits forever for the dead rank).
+#[derive(Debug)]
+pub struct LeaveOnFailure {
+    rank: u32,
+}
+
+impl crate::ft::LauncherLink for LeaveOnFailure {
+    fn event_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
+    fn try_poll(&mut self) -> Option<Vec<crate::event::LauncherEvent>> {
+        Some(Vec::new())
+    }
+    fn on_failures(&mut self, failed: &[u32]) {
+        let list: Vec<String> = failed.iter().map(u32::to_string).collect();
+        eprintln!(
+            "steadfast: rank {}: rank(s) {} failed; ending the job (abort mode; STEADFAST_FT=run-through keeps the survivors running)",
+            self.rank,
+            list.join(",")
+        );
+        // The failure ends the job (abort mode): leave at once, from this thread, without
+        // waiting for the application thread, which may be blocked on the dead rank.
+        // SAFETY: _exit ends the process; nothing runs after it.
+        unsafe { libc::_exit(1) };
     }
 }
 
