@@ -4,8 +4,10 @@
 #   - C test programs under `srun --mpi=pmi2`, `srun --mpi=pmix`, our `mpiexec` inside
 #     `salloc`, and MPICH's `mpiexec.hydra` (PMI-1); over shm and (full run) tcp;
 #   - MPI_Abort ends the job under each of them;
+#   - abort mode: a rank that exits early ends the job (no hang) under srun and Hydra;
 #   - run-through fault tolerance under srun: a task is killed, the survivors finish with the
-#     right answer (examples/ft_solver.c) and no task but the killed one fails.
+#     right answer (examples/ft_solver.c) and no task but the killed one fails;
+#   - (full run) MPICH's test suite, fast subset, with `srun --mpi=pmi2` and `--mpi=pmix`.
 # A normal case passes when the launcher exits 0 and rank 0 printed " No Errors".
 #
 # Usage: scripts/slurm-tests.sh [--short] [PREFIX]      (PREFIX defaults to ./install)
@@ -159,6 +161,20 @@ if [ -x ft_solver ] && [ $slurm = yes ]; then
         ft_case "run-through srun --mpi=pmi2 -K0 tcp: kill rank 5 of 8" 8 5 \
             env STEADFAST_PATH=tcp srun -K0 -n 8 --mpi=pmi2 ./ft_solver --kill-rank 5 --kill-iter 40
     fi
+fi
+
+# MPICH's test suite (fast subset) with srun as the launcher, graded by MPICH's rules.
+if [ $short = no ] && [ $slurm = yes ] && [ -x "$here/scripts/mpich-tests.sh" ]; then
+    for m in pmi2 pmix; do
+        log="$build/logs/mpich-srun-$m.log"
+        if "$here/scripts/mpich-tests.sh" --prefix "$prefix" --fast --mpiexec "srun --mpi=$m" \
+            --out "$build/logs/mpich-srun-$m.txt" >"$log" 2>&1; then
+            echo "PASS MPICH fast subset under srun --mpi=$m: $(grep -E '^all ' "$log" | tail -n 1)"; passed=$((passed + 1))
+        else
+            echo "FAIL MPICH fast subset under srun --mpi=$m"; grep -E '^(FAIL|TIMEOUT)|^all ' "$log" | tail -n 15 | sed 's/^/    | /'
+            failed=$((failed + 1))
+        fi
+    done
 fi
 
 # A killed rank leaves its shared-memory segment, so its job directory stays: remove those
