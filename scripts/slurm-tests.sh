@@ -150,7 +150,7 @@ if [ -x abort_rank ] && [ -x exit_code ]; then
     fi
     if [ $hydra = yes ]; then
         must_fail "MPI_Abort mpiexec.hydra" "$abort_msg" 7 mpiexec.hydra -n 3 ./abort_rank
-        [ $short = no ] && must_fail "rank exits early, abort mode, mpiexec.hydra" "exit_code rank 1|EXIT CODE: 3|$left_msg" - mpiexec.hydra -n 3 ./exit_code
+        [ $short = no ] && must_fail "rank exits early, abort mode, mpiexec.hydra" "BAD TERMINATION|$left_msg" - mpiexec.hydra -n 3 ./exit_code
     fi
 fi
 
