@@ -16,10 +16,19 @@ conf=/etc/slurm/slurm.conf
 skip() { echo "slurm-setup: $*" >&2; exit 77; }
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# stop_daemon PIDFILE: SIGTERM, then wait (at most 15 s) until the process is gone.
+stop_daemon() {
+    pid_alive "$1" || { rm -f "$1"; return 0; }
+    local pid; pid=$(cat "$1")
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null
+    rm -f "$1"
+}
 
 if [ "${1:-}" = --stop ]; then
     for f in "$state/slurmd.pid" "$state/slurmctld.pid" "$state/munged.pid"; do
-        if pid_alive "$f"; then kill "$(cat "$f")"; fi
+        stop_daemon "$f"
     done
     exit 0
 fi
@@ -52,6 +61,7 @@ if ! pid_alive "$state/munged.pid"; then
     for _ in $(seq 50); do [ -s /run/munge/munged.pid ] && break; sleep 0.1; done
     cp /run/munge/munged.pid "$state/munged.pid" 2>/dev/null || skip "munged wrote no pid file"
 fi
+munge -n 2>/dev/null | unmunge >/dev/null 2>&1 || skip "munge does not work (credential round trip failed)"
 
 new_conf=$(cat <<EOF
 # Written by steadfast scripts/slurm-setup.sh: one node, $cpus declared CPUs.
@@ -90,9 +100,8 @@ if [ ! -f "$conf" ] || [ "$(cat "$conf")" != "$new_conf" ]; then
     restart=yes
 fi
 if [ $restart = yes ]; then
-    for f in "$state/slurmd.pid" "$state/slurmctld.pid"; do
-        if pid_alive "$f"; then kill "$(cat "$f")"; sleep 1; fi
-    done
+    stop_daemon "$state/slurmd.pid"
+    stop_daemon "$state/slurmctld.pid"
 fi
 if ! pid_alive "$state/slurmctld.pid"; then
     /usr/sbin/slurmctld -i >>"$state/log/start.log" 2>&1 || skip "slurmctld does not start ($state/log/slurmctld.log)"
@@ -101,7 +110,7 @@ if ! pid_alive "$state/slurmd.pid"; then
     /usr/sbin/slurmd >>"$state/log/start.log" 2>&1 || skip "slurmd does not start ($state/log/slurmd.log)"
 fi
 for _ in $(seq 60); do
-    st=$(sinfo -h -n "$host" -o %t 2>/dev/null | head -1)
+    st=$(timeout 5 sinfo -h -n "$host" -o %t 2>/dev/null | head -1)
     case "$st" in
         idle|mix|alloc) echo "slurm-setup: node $host is $st ($cpus CPUs)"; exit 0 ;;
         down*|drain*|fail*) scontrol update nodename="$host" state=resume >/dev/null 2>&1 ;;
