@@ -135,6 +135,15 @@ for p in $built; do
     done
 done
 
+if [ $short = no ] && [ -x ring ]; then
+    # Without Slurm's libpmi2 the library speaks PMI-1 to the same pmi2 plugin.
+    [ $slurm = yes ] && run "ring np=4 srun --mpi=pmi2, libpmi2 missing (PMI-1 fallback)" 60 \
+        env STEADFAST_PMI2_LIB=/nonexistent/libpmi2.so.0 srun -n 4 --mpi=pmi2 ./ring
+    # Hydra inside an allocation starts its proxies through srun.
+    [ $slurm = yes ] && [ $hydra = yes ] && run "ring np=4 salloc + mpiexec.hydra" 60 \
+        salloc -Q -n 4 mpiexec.hydra -n 4 ./ring
+fi
+
 abort_msg='MPI_Abort called with error code 7'
 # Abort mode without help from the process manager (no srun -K1): the survivors' membership
 # service sees rank 1 die and they leave, so the job ends instead of hanging.
