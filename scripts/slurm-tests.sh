@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Steadfast under the process managers of clusters, on a one-node Slurm cluster started by
 # scripts/slurm-setup.sh:
-#   - C test programs under `srun --mpi=pmi2`, `srun --mpi=pmix`, our `mpiexec` inside
+#   - C test programs under `srun --mpi=pmi2`, `srun --mpi=pmix` (and, full run, `sbatch`), our `mpiexec` inside
 #     `salloc`, and MPICH's `mpiexec.hydra` (PMI-1); over shm and (full run) tcp;
 #   - MPI_Abort ends the job under each of them;
 #   - abort mode: a rank that exits early ends the job (no hang) under srun and Hydra;
@@ -142,6 +142,20 @@ if [ $short = no ] && [ -x ring ]; then
     # Hydra inside an allocation starts its proxies through srun.
     [ $slurm = yes ] && [ $hydra = yes ] && run "ring np=4 salloc + mpiexec.hydra" 60 \
         salloc -Q -n 4 mpiexec.hydra -n 4 ./ring
+fi
+
+# A batch job: sbatch runs the script on the allocation, each srun inside it is one step.
+if [ $short = no ] && [ $slurm = yes ] && [ -x ring ] && [ -x hosts ]; then
+    printf '#!/bin/sh\nsrun --mpi=pmix ./ring\nsrun --mpi=pmi2 ./hosts\n' >job.sh
+    rm -f sbatch.out
+    t0=$(date +%s)
+    if timeout -k 5 90 sbatch -Q --wait -n 4 -o sbatch.out job.sh >"$build/logs/sbatch.log" 2>&1 \
+        && [ "$(grep -c '^ No Errors$' sbatch.out 2>/dev/null)" = 2 ]; then
+        echo "PASS sbatch -n 4 (ring under pmix, hosts under pmi2) ($(( $(date +%s) - t0 )) s)"; passed=$((passed + 1))
+    else
+        echo "FAIL sbatch -n 4"; cat "$build/logs/sbatch.log" sbatch.out 2>/dev/null | tail -n 15 | sed 's/^/    | /'
+        failed=$((failed + 1))
+    fi
 fi
 
 abort_msg='MPI_Abort called with error code 7'
