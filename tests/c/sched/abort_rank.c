@@ -1,6 +1,9 @@
 /* abort_rank: rank 1 calls MPI_Abort(MPI_COMM_WORLD, 7) while the others block in a receive
  * from it. The process manager (srun, mpiexec.hydra, steadfast run) must end the whole job
- * with a non-zero status within seconds. Run by scripts/slurm-tests.sh.
+ * with a non-zero status within seconds. Run by scripts/slurm-tests.sh and run-tests.sh.
+ * ranks: 2 3
+ * expect: fail
+ * timeout: 20
  */
 #include <mpi.h>
 #include <stdio.h>

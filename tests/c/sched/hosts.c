@@ -1,7 +1,9 @@
 /* hosts: every rank checks the bootstrap's view of the job against the process manager's
  * own variables when they are set (SLURM_PROCID/SLURM_NTASKS under srun, PMI_RANK/PMI_SIZE
  * under Hydra, STEADFAST_RANK under steadfast run), then all pairs exchange messages of
- * 1 B .. 1 MiB, verifying every byte. Run by scripts/slurm-tests.sh.
+ * 1 B .. 1 MiB, verifying every byte. Run by scripts/slurm-tests.sh and run-tests.sh.
+ * ranks: 1 2 4
+ * timeout: 60
  */
 #include <mpi.h>
 #include <stdio.h>
