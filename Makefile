@@ -6,7 +6,7 @@ CC ?= cc
 RELEASE := target/release
 BUILD := build
 
-.PHONY: all build install demo test test-rust test-c test-net bench clean
+.PHONY: all build install demo test test-rust test-c test-net test-cluster bench clean
 
 all: install
 
@@ -37,6 +37,11 @@ test: install
 test-net: install
 	tests/c/reliable/run.sh $(PREFIX)
 	scripts/netns-failover.sh $(PREFIX)
+
+# Every Slurm (srun --mpi=pmi2 / pmix, salloc + mpiexec) and Hydra case on a one-node Slurm
+# cluster that scripts/slurm-setup.sh brings up (root; installs the packages it needs).
+test-cluster: install
+	scripts/slurm-tests.sh $(PREFIX)
 
 bench: install
 	scripts/bench-pingpong.sh --prefix $(PREFIX)

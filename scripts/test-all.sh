@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run every test suite: Rust unit/simulation/integration tests, then the C programs compiled
 # with our mpicc and run with our launcher over shm and tcp, the fast subset of MPICH's test
-# suite, then NetPIPE.
+# suite, Slurm and Hydra launches (short form), then NetPIPE.
 # Usage: scripts/test-all.sh [PREFIX]   (PREFIX defaults to ./install; `make test` passes it)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +41,11 @@ if [ -x tests/c/reliable/run.sh ]; then
 fi
 if [ -x scripts/netns-failover.sh ]; then
     suite "multi-host failover (network namespaces; skips without root)" scripts/netns-failover.sh "$prefix"
+fi
+if [ -x scripts/slurm-tests.sh ]; then
+    # Full form: `make test-cluster`. Installs Slurm, munge and MPICH's Hydra when missing;
+    # skips the Slurm cases where the cluster cannot start (not root).
+    suite "Slurm (srun pmi2/pmix, salloc) and Hydra, short form" scripts/slurm-tests.sh --short "$prefix"
 fi
 if [ -x scripts/netpipe-test.sh ]; then
     suite "NetPIPE" env PREFIX="$prefix" scripts/netpipe-test.sh

@@ -47,6 +47,82 @@ impl steadfast_core::Bootstrap for Boot {
     }
 }
 
+/// The bootstrap of a job started by a PMI process manager (Slurm, Hydra, PRRTE).
+struct PmiBoot(steadfast_runtime::pmi::PmiBootstrap);
+
+impl steadfast_core::Bootstrap for PmiBoot {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), String> {
+        self.0.put(key, value).map_err(|e| e.to_string())
+    }
+    fn get(&mut self, key: &str) -> Result<String, String> {
+        self.0.get(key).map_err(|e| e.to_string())
+    }
+    fn fence(&mut self) -> Result<(), String> {
+        self.0.fence().map_err(|e| e.to_string())
+    }
+    fn abort(&mut self, code: i32, msg: &str) {
+        self.0.abort(code, msg)
+    }
+    fn finalize(&mut self) -> Result<(), String> {
+        self.0.finalize().map_err(|e| e.to_string())
+    }
+    fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
+        self.0.failure_link()
+    }
+}
+
+fn core_path(p: steadfast_runtime::PathKind) -> steadfast_core::PathKind {
+    match p {
+        steadfast_runtime::PathKind::Shm => steadfast_core::PathKind::Shm,
+        steadfast_runtime::PathKind::Tcp => steadfast_core::PathKind::Tcp,
+        steadfast_runtime::PathKind::Udp => steadfast_core::PathKind::Udp,
+    }
+}
+
+/// The engine's view of the job and its bootstrap, whichever started the process.
+fn job_and_boot(
+    b: Option<steadfast_runtime::pmi::Selected>,
+) -> (Option<JobInfo>, Option<Box<dyn steadfast_core::Bootstrap>>) {
+    use steadfast_runtime::pmi::Selected;
+    match b {
+        None => (None, None),
+        Some(Selected::Launcher(b)) => {
+            let job = JobInfo {
+                rank: b.rank(),
+                size: b.size(),
+                jobdir: b.jobdir().to_path_buf(),
+                job_key: b.job_key(),
+                path: core_path(b.path()),
+                run_through: b.ft().runs_through(),
+                relaunch: b.ft() == steadfast_runtime::FtMode::Relaunch,
+                incarnation: b.job_env().incarnation,
+                path_overrides: None,
+            };
+            (Some(job), Some(Box::new(Boot(steadfast_runtime::ft::SharedBootstrap::new(b)))))
+        }
+        Some(Selected::Pmi(b)) => {
+            let j = b.job();
+            let job = JobInfo {
+                rank: j.rank,
+                size: j.size,
+                jobdir: j.jobdir.clone(),
+                job_key: j.job_key,
+                path: core_path(j.path),
+                run_through: j.ft.runs_through(),
+                // Under a scheduler nobody starts a failed rank again.
+                relaunch: false,
+                incarnation: 0,
+                path_overrides: Some(steadfast_core::PathOverrides {
+                    hostmap: j.hostmap.clone(),
+                    net_path: Some(j.net_path.to_string()),
+                    routes: j.routes.clone(),
+                }),
+            };
+            (Some(job), Some(Box::new(PmiBoot(b))))
+        }
+    }
+}
+
 fn init_logging() {
     if let Some(filter) = steadfast_config::lookup("STEADFAST_LOG") {
         let _ = tracing_subscriber::fmt()
@@ -70,29 +146,13 @@ fn do_init(required: c_int) -> Result<c_int, c_int> {
         }
     }
     init_logging();
-    let boot = match steadfast_runtime::Bootstrap::from_env() {
-        Ok(b) => b,
+    let (job, boot) = match steadfast_runtime::pmi::from_env() {
+        Ok(b) => job_and_boot(b),
         Err(e) => {
             eprintln!("steadfast: cannot join the job: {e}");
             std::process::exit(1);
         }
     };
-    let job = boot.as_ref().map(|b| JobInfo {
-        rank: b.rank(),
-        size: b.size(),
-        jobdir: b.jobdir().to_path_buf(),
-        job_key: b.job_key(),
-        path: match b.path() {
-            steadfast_runtime::PathKind::Shm => steadfast_core::PathKind::Shm,
-            steadfast_runtime::PathKind::Tcp => steadfast_core::PathKind::Tcp,
-            steadfast_runtime::PathKind::Udp => steadfast_core::PathKind::Udp,
-        },
-        run_through: b.ft().runs_through(),
-        relaunch: b.ft() == steadfast_runtime::FtMode::Relaunch,
-        incarnation: b.job_env().incarnation,
-    });
-    let boot: Option<Box<dyn steadfast_core::Bootstrap>> =
-        boot.map(|b| Box::new(Boot(steadfast_runtime::ft::SharedBootstrap::new(b))) as _);
     let mut eng = match Engine::init(job, boot) {
         Ok(e) => e,
         Err(e) => {

@@ -43,6 +43,10 @@ use Kind::{Developer, Launcher, Tunable};
 
 /// Every variable the project reads.
 pub static VARS: &[Var] = &[
+    // Joining a job.
+    v("STEADFAST_BOOTSTRAP", Tunable, "auto", "how a rank joins its job: `launcher`, `pmi1` (Hydra), `pmi2` (Slurm), `pmix`; `auto` decides from the environment (`docs/schedulers.md`)"),
+    v("STEADFAST_PMI2_LIB", Tunable, "libpmi2.so.0", "PMI-2 client library loaded under `srun --mpi=pmi2`"),
+    v("STEADFAST_PMIX_LIB", Tunable, "libpmix.so.2", "PMIx client library loaded under `srun --mpi=pmix`"),
     // Paths and the engine.
     v("STEADFAST_PATH", Tunable, "shm", "path between ranks on one host: `shm`, `tcp` or `udp` (set by `mpiexec --path`)"),
     v("STEADFAST_NET_PATH", Tunable, "udp", "path between ranks on different hosts when `STEADFAST_PATH=shm` (`udp` or `tcp`)"),
@@ -109,6 +113,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_FUZZ_JOBS", Developer, "2", "build parallelism of `scripts/fuzz-frame.sh`"),
     v("STEADFAST_TEST_SKIP_LARGE", Developer, "unset", "skip the C tests that need several GiB of memory"),
     v("STEADFAST_PRINT_DIGEST", Developer, "unset", "simulator replay test: print the digests"),
+    v("STEADFAST_SLURM_CPUS", Developer, "16", "CPUs the one-node test cluster of `scripts/slurm-setup.sh` declares"),
     v("STEADFAST_FONT", Developer, "DejaVu Sans", "TrueType font for the simulator's plots"),
 ];
 

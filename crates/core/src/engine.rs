@@ -87,6 +87,9 @@ pub struct JobInfo {
     pub incarnation: u16,
     /// The launcher starts failed ranks again; its notices are the failure detector.
     pub relaunch: bool,
+    /// Path settings the bootstrap derived itself (PMI jobs: host layout, path between
+    /// hosts, routes); they replace the `STEADFAST_HOSTMAP/NET_PATH/ROUTES` variables.
+    pub path_overrides: Option<PathOverrides>,
 }
 
 /// What [`Engine::assemble`] builds an engine from.
@@ -108,6 +111,14 @@ pub struct Parts {
     /// Per world rank: single-copy reads from it are allowed.
     pub cma_ok: Vec<bool>,
     pub eager_limit: usize,
+}
+
+/// See [`JobInfo::path_overrides`].
+#[derive(Debug, Clone, Default)]
+pub struct PathOverrides {
+    pub hostmap: Option<String>,
+    pub net_path: Option<String>,
+    pub routes: Option<String>,
 }
 
 /// An unexpected message's body.
@@ -332,6 +343,11 @@ impl Engine {
             };
             let mut settings = cfg.paths.clone();
             settings.shm_ring = cfg.shm_ring;
+            if let Some(o) = &job.path_overrides {
+                settings.hostmap = o.hostmap.clone();
+                settings.net_path = o.net_path.clone();
+                settings.routes = o.routes.clone().or(settings.routes);
+            }
             let params = steadfast_paths::setup::Params {
                 rank: job.rank,
                 size: job.size,

@@ -39,6 +39,9 @@ pub enum BootstrapError {
     /// The rank already called `finalize`.
     #[error("bootstrap already finalized")]
     Finalized,
+    /// The process manager's PMI service (PMI-1, PMI-2 or PMIx) failed or refused a request.
+    #[error("PMI: {0}")]
+    Pmi(String),
     /// Other I/O failure on the control connection.
     #[error("control connection I/O error: {0}")]
     Io(#[from] std::io::Error),

@@ -8,6 +8,8 @@
 //!   (protocol logic in the sans-IO [`server::ControlCore`]), forwards output and
 //!   signals, and tears the job down.
 //! - [`wire`]: the length-prefixed control protocol shared by both sides.
+//! - [`pmi`]: the same services over the PMI of other process managers (Hydra's PMI-1,
+//!   Slurm's PMI-2, PMIx), chosen from the environment ([`pmi::from_env`]).
 //! - [`ft`]: the failure detector and the membership control thread each rank runs.
 
 pub mod client;
@@ -16,6 +18,7 @@ pub mod error;
 pub mod event;
 pub mod ft;
 pub mod launcher;
+pub mod pmi;
 pub mod server;
 pub mod wire;
 

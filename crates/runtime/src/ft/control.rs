@@ -619,6 +619,12 @@ impl Control {
                 tracing::debug!(me = self.me, %view_id, members = ranks.len(), "view installed");
                 if view_id != ViewId::INITIAL {
                     self.board.publish(view_id, ranks, t as u64);
+                    if let Some(link) = self.link.as_mut() {
+                        let failed = self.board.snapshot().failed;
+                        if !failed.is_empty() {
+                            link.on_failures(&failed);
+                        }
+                    }
                 }
                 if let Some(v) = self.machine.view() {
                     self.noticed.retain(|r, _| v.contains(*r));

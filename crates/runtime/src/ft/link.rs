@@ -14,6 +14,11 @@ pub trait LauncherLink: Send {
     /// The notices received so far, without blocking; `None` when another thread is using
     /// the link right now (it queues the notices it meets; ask again shortly).
     fn try_poll(&mut self) -> Option<Vec<LauncherEvent>>;
+    /// A view was installed that leaves out `failed` (every world rank declared failed so
+    /// far). Our launcher acts on failures itself, so by default nothing happens; under a
+    /// process manager that does not (PMI), abort mode ends the process here
+    /// ([`crate::pmi::LeaveOnFailure`]).
+    fn on_failures(&mut self, _failed: &[u32]) {}
 }
 
 /// A [`Bootstrap`] used by two threads: the MPI library (put, get, fence, finalize, abort)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Start-up time of an N-rank job (MPI_Init + MPI_Finalize, nothing else) under srun with
+# PMI-2 and PMIx, under our launcher and under MPICH's Hydra, for Steadfast and, where Debian's
+# packages are installed, for MPICH (mpicc.mpich) and Open MPI (mpicc.openmpi; its Debian build
+# supports only PMIx under srun). Wall time of the whole launch, median of REPS runs.
+#
+# Usage: scripts/bench-startup.sh [-n N] [-r REPS] [PREFIX]      (defaults: 64 ranks, 5 runs)
+# Needs the cluster of scripts/slurm-setup.sh. N may exceed the cores: srun -O oversubscribes.
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+np=64; reps=5
+while [ $# -gt 0 ]; do
+    case $1 in
+        -n) np=$2; shift 2 ;;
+        -r) reps=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
+prefix=${1:-$here/install}
+build="$here/tests/c/build/startup"
+mkdir -p "$build"
+"$here/scripts/slurm-setup.sh" >/dev/null || { echo "bench-startup: the Slurm cluster is not available" >&2; exit 1; }
+cat >"$build/hello.c" <<'EOF'
+#include <mpi.h>
+int main(int argc, char **argv) { MPI_Init(&argc, &argv); MPI_Finalize(); return 0; }
+EOF
+"$prefix/bin/mpicc" -O2 -o "$build/hello.steadfast" "$build/hello.c" || exit 1
+command -v mpicc.mpich >/dev/null && mpicc.mpich -O2 -o "$build/hello.mpich" "$build/hello.c" 2>/dev/null
+command -v mpicc.openmpi >/dev/null && mpicc.openmpi -O2 -o "$build/hello.ompi" "$build/hello.c" 2>/dev/null
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+measure() {   # measure LABEL COMMAND...
+    local label=$1; shift
+    local times="" ok=yes
+    for _ in $(seq "$reps"); do
+        local t0; t0=$(date +%s.%N)
+        if ! timeout -k 5 120 "$@" >/dev/null 2>"$build/last.err" </dev/null; then ok=no; break; fi
+        times="$times $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"
+    done
+    if [ $ok = yes ]; then
+        printf '| %-42s | %8s |\n' "$label" "$(printf '%s\n' $times | median)"
+    else
+        printf '| %-42s | %8s |\n' "$label" "failed"; sed 's/^/    /' "$build/last.err" | tail -n 3 >&2
+    fi
+}
+
+cd "$build"
+echo "Start-up of $np ranks (MPI_Init + MPI_Finalize), median of $reps runs, seconds; $(nproc) cores"
+printf '| %-42s | %8s |\n' "library, launcher" "time"
+printf '|%s|%s|\n' "--------------------------------------------" "----------"
+measure "Steadfast, srun --mpi=pmi2" srun -Q -O -n "$np" --mpi=pmi2 ./hello.steadfast
+measure "Steadfast, srun --mpi=pmix" srun -Q -O -n "$np" --mpi=pmix ./hello.steadfast
+measure "Steadfast, steadfast run (mpiexec)" "$prefix/bin/mpiexec" -n "$np" ./hello.steadfast
+command -v mpiexec.hydra >/dev/null && measure "Steadfast, mpiexec.hydra (PMI-1)" mpiexec.hydra -n "$np" ./hello.steadfast
+if [ -x hello.mpich ]; then
+    measure "MPICH, srun --mpi=pmi2" srun -Q -O -n "$np" --mpi=pmi2 ./hello.mpich
+    measure "MPICH, mpiexec.hydra" mpiexec.hydra -n "$np" ./hello.mpich
+fi
+if [ -x hello.ompi ]; then
+    measure "Open MPI, srun --mpi=pmix" srun -Q -O -n "$np" --mpi=pmix ./hello.ompi
+    measure "Open MPI, mpirun.openmpi" mpirun.openmpi --oversubscribe --allow-run-as-root -n "$np" ./hello.ompi
+fi
