@@ -314,6 +314,12 @@ impl Bed {
         self.net.lock().unwrap().arrivals[rank as usize].clone()
     }
 
+    /// Packets in flight from `from` to `to`, not yet delivered.
+    pub fn link_len(&self, from: u32, to: u32) -> usize {
+        let net = self.net.lock().unwrap();
+        net.links[net.link(from, to)].len()
+    }
+
     /// Packets in links and inboxes.
     pub fn in_flight(&self) -> usize {
         self.net.lock().unwrap().in_flight()
@@ -420,6 +426,12 @@ impl Bed {
     /// the receiver knows of a restart, for the door to drop) and the rest is lost, as on
     /// a connection that breaks. What was on its way to it is lost.
     pub fn crash(&mut self, w: u32) {
+        self.crash_with(w, false)
+    }
+
+    /// [`Bed::crash`], but with `keep_all` everything the dead rank had in flight stays
+    /// deliverable.
+    pub fn crash_with(&mut self, w: u32, keep_all: bool) {
         let e = self.engines[w as usize].take();
         assert!(e.is_some(), "seed {}: rank {w} crashed twice", self.seed);
         drop(e);
@@ -430,7 +442,7 @@ impl Bed {
         for to in 0..n {
             let i = w as usize * n + to;
             let len = net.links[i].len();
-            let keep = net.rng.gen_range(0..=len);
+            let keep = if keep_all { len } else { net.rng.gen_range(0..=len) };
             let hold = net.rng.gen_range(0..=len - keep);
             let mut tail = net.links[i].split_off(keep);
             let rest = tail.split_off(hold);
