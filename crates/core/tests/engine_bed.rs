@@ -14,7 +14,7 @@ use steadfast_core::request::{Mode, Status};
 use steadfast_core::{ErrorClass, Handle};
 
 /// Seeds per test when `BED_SEEDS` is not set.
-const SEEDS: u64 = 200;
+const SEEDS: u64 = 500;
 /// Step bound of one drive.
 const STEPS: u64 = 200_000;
 
@@ -223,6 +223,8 @@ fn random_cfg(bed_seed: u64, ranks: u32) -> BedConfig {
     let mut cfg = BedConfig::new(ranks);
     cfg.capacity = if r.gen_bool(0.5) { Some(r.gen_range(1..4)) } else { None };
     cfg.max_latency = r.gen_range(0..20);
+    cfg.eager_limit = [64, 256, 1000][r.gen_range(0..3)];
+    cfg.max_payload = cfg.eager_limit * r.gen_range(1..5) + r.gen_range(0..3) * 8;
     cfg
 }
 
@@ -234,11 +236,12 @@ fn random_cfg(bed_seed: u64, ranks: u32) -> BedConfig {
 #[test]
 fn eager_rendezvous_and_non_overtaking() {
     sweep("eager_rendezvous_and_non_overtaking", SEEDS, |seed| {
-        let mut bed = Bed::new(seed, random_cfg(seed, 4));
-        let mut t = Traffic::new(4);
-        for from in 0..4 {
+        let n = 2 + (seed % 5) as u32;
+        let mut bed = Bed::new(seed, random_cfg(seed, n));
+        let mut t = Traffic::new(n);
+        for from in 0..n {
             for _ in 0..bed.rng_range(6, 14) {
-                let to = bed.pick(4) as u32;
+                let to = bed.pick(n as usize) as u32;
                 let tag = bed.pick(3) as i32;
                 let len = message_len(&mut bed);
                 let mode = if bed.chance(0.15) { Mode::Synchronous } else { Mode::Standard };
@@ -256,7 +259,7 @@ fn eager_rendezvous_and_non_overtaking() {
         }
         t.check_streams(seed, |_| true);
         bed.settle(STEPS);
-        for r in 0..4 {
+        for r in 0..n {
             assert_eq!(bed.e(r).queue_depth(0), (0, 0), "seed {seed}: rank {r} has leftovers");
         }
     });
@@ -269,7 +272,7 @@ fn eager_rendezvous_and_non_overtaking() {
 #[test]
 fn wildcards_match_like_the_reference() {
     sweep("wildcards_match_like_the_reference", SEEDS, |seed| {
-        let n = 4;
+        let n = 2 + (seed % 5) as u32;
         let mut bed = Bed::new(seed, random_cfg(seed, n));
         let mut t = Traffic::new(n);
         let cap = 3 * bed.cfg.max_payload + 8;
@@ -875,7 +878,7 @@ fn crash_and_restart() {
         // Phase 1: traffic among everybody; w dies in the middle of it.
         let mut t = Traffic::new(n);
         for from in 0..n {
-            for _ in 0..bed.rng_range(3, 8) {
+            for _ in 0..bed.rng_range(4, 12) {
                 let to = (from + 1 + bed.pick(n as usize - 1) as u32) % n;
                 let tag = bed.pick(2) as i32;
                 let len = message_len(&mut bed);
@@ -886,7 +889,7 @@ fn crash_and_restart() {
             }
         }
         t.interleave(&mut bed);
-        let crash_at = bed.rng_range(0, 300) as u64;
+        let crash_at = bed.rng_range(0, 200) as u64;
         let notice_delay = bed.rng_range(0, 60) as u64;
         let start = bed.steps;
         let mut crashed_at = None;
