@@ -508,14 +508,14 @@ fn cancel_receives_and_sends() {
                         let spec = recv_spec(b.e(c.to), &mut c.recv_buf, c.from as i32, c.tag);
                         c.recv = Some(b.e(c.to).irecv(spec).unwrap());
                     }
-                    if c.recv.is_some() && !cancelled_recvs[i] && now >= c.post_at + c.cancel_at {
+                    if let Some(h) = c.recv.filter(|_| !cancelled_recvs[i] && now >= c.post_at + c.cancel_at) {
                         if c.recv_status.is_none() {
-                            b.e(c.to).cancel(c.recv.unwrap()).unwrap();
+                            b.e(c.to).cancel(h).unwrap();
                         }
                         cancelled_recvs[i] = true;
                     }
-                    if c.send_status.is_none() && c.send.is_some() {
-                        c.send_status = test(b.e(c.from), c.send.unwrap());
+                    if let (None, Some(h)) = (c.send_status, c.send) {
+                        c.send_status = test(b.e(c.from), h);
                     }
                 } else if !cancelled_sends[i] && now >= c.cancel_send_at {
                     // This case cancels the send (the request is kept until then).
