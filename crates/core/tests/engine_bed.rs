@@ -873,135 +873,145 @@ fn crash_and_restart() {
         let mut cfg = random_cfg(seed, n);
         cfg.run_through = true;
         let mut bed = Bed::new(seed, cfg);
-        let w = bed.pick(n as usize) as u32;
-        let survivors: Vec<u32> = (0..n).filter(|r| *r != w).collect();
-
-        // Phase 1: traffic among everybody; w dies in the middle of it.
-        let mut t = Traffic::new(n);
-        for from in 0..n {
-            for _ in 0..bed.rng_range(4, 12) {
-                let to = (from + 1 + bed.pick(n as usize - 1) as u32) % n;
-                let tag = bed.pick(2) as i32;
-                let len = message_len(&mut bed);
-                let s = t.send(&bed, from, to, tag, len, Mode::Standard);
-                t.program(from, Action::Send(s));
-                // Room for any message: one from a failed rank may come in place of another.
-                let r = t.recv(to, from as i32, tag, 3 * bed.cfg.max_payload + 8);
-                t.program(to, Action::Recv(r));
-            }
-        }
-        t.interleave(&mut bed);
-        let crash_at = bed.rng_range(0, 200) as u64;
-        let notice_delay = bed.rng_range(0, 60) as u64;
-        let start = bed.steps;
-        let mut crashed_at = None;
-        let mut last_words = Vec::new();
-        bed.drive("phase 1", STEPS, |b| {
-            let now = b.steps - start;
-            if crashed_at.is_none() && now >= crash_at {
-                // A burst just before dying, so that something is in flight.
-                for &to in &survivors {
-                    let buf = body(Stamp { from: w, incarnation: 0, seq: 9000 + to, tag: 1 }, STAMP + 8);
-                    let spec = send_spec(b.e(w), &buf, to as i32, 1, Mode::Standard);
-                    let _ = b.e(w).isend(spec).unwrap();
-                    last_words.push(buf);
-                }
-                b.crash(w);
-                crashed_at = Some(now);
-            }
-            if crashed_at.is_some_and(|c| now == c + notice_delay) {
-                b.notify_failed(w);
-            }
-            if t.pending_actions(b) && b.chance(0.2) {
-                t.act(b);
-            }
-            t.poll(b);
-            crashed_at.is_some_and(|c| now > c + notice_delay) && t.done(b)
-        });
-        t.check_streams(seed, |r| r.at != w && r.src != w as i32);
-        let dropped_before: Vec<u64> = (0..n).map(|r| if r == w { 0 } else { bed.e(r).dropped_packets() }).collect();
-        let stale_before = bed.net.lock().unwrap().stale_delivered.clone();
-
-        // Restart; the survivors hear of it now, later, or from the first packet.
-        assert_eq!(bed.restart(w), 1);
-        let tell_now = bed.chance(0.5);
-        if tell_now {
-            bed.notify_rejoined(w);
-        }
-        let tell_at = bed.rng_range(0, 200) as u64;
-
-        // Phase 2: the new incarnation and the survivors exchange messages both ways.
-        let mut t2 = Traffic::new(n);
-        for &s in &survivors {
-            for _ in 0..bed.rng_range(2, 6) {
-                let tag = bed.pick(2) as i32;
-                let len = message_len(&mut bed);
-                let (from, to) = if bed.chance(0.5) { (w, s) } else { (s, w) };
-                let x = t2.send(&bed, from, to, tag, len, Mode::Standard);
-                t2.program(from, Action::Send(x));
-                let r = t2.recv(to, from as i32, tag, len);
-                t2.program(to, Action::Recv(r));
-            }
-        }
-        // Until a survivor knows w is back, w is failed there: a send to it fails, and a
-        // receive from it may still get what the dead incarnation sent before dying (MPI
-        // allows that). Survivors therefore talk to w only once they know.
-        t2.interleave(&mut bed);
-        let start = bed.steps;
-        bed.drive("phase 2", STEPS, |b| {
-            if !tell_now && b.steps - start == tell_at {
-                b.notify_rejoined(w);
-            }
-            if b.chance(0.2) {
-                // Ranks that do not know w is back yet hold their calls naming it.
-                let ready: Vec<u32> = (0..n)
-                    .filter(|r| {
-                        t2.programs[*r as usize].front().is_some_and(|a| match *a {
-                            Action::Send(i) => t2.sends[i].to != w || b.e(*r).incarnation_of(w) == 1,
-                            Action::Recv(i) => t2.recvs[i].src != w as i32 || b.e(*r).incarnation_of(w) == 1,
-                        })
-                    })
-                    .collect();
-                if !ready.is_empty() {
-                    let r = ready[b.pick(ready.len())];
-                    let a = t2.programs[r as usize].pop_front().unwrap();
-                    t2.perform(b, a);
-                }
-            }
-            t2.poll(b);
-            t2.done(b)
-        });
-        if !tell_now {
-            bed.notify_rejoined(w);
-        }
-        // Let whatever the dead incarnation left in flight arrive.
-        bed.settle(STEPS);
-        for s in &t2.sends {
-            assert_eq!(s.status.unwrap().error, None, "seed {seed}: phase 2 send {:?}", s.stamp);
-        }
-        // Every phase-2 receive got a message of the new incarnation, in order.
-        t2.check_streams(seed, |_| true);
-        for (i, r) in t2.recvs.iter().enumerate() {
-            let s = t2.received(seed, i);
-            if r.src == w as i32 {
-                assert_eq!(s.incarnation, 1, "seed {seed}: a message of the dead incarnation was received");
-            }
-        }
-        // Stale packets were dropped by the door, not acted on.
-        let stale_after = bed.net.lock().unwrap().stale_delivered.clone();
-        for &s in &survivors {
-            let stale = stale_after[s as usize] - stale_before[s as usize];
-            let dropped = bed.e(s).dropped_packets() - dropped_before[s as usize];
-            assert!(dropped >= stale, "seed {seed}: rank {s}: {stale} stale packets delivered, {dropped} dropped");
-            assert_eq!(bed.e(s).incarnation_of(w), 1, "seed {seed}");
-            assert!(!bed.e(s).is_failed(w), "seed {seed}: rank {s} still sees {w} failed");
-            STALE_SEEN.fetch_add(stale, std::sync::atomic::Ordering::Relaxed);
-            // Nothing of the old incarnation is left to be received.
-            assert_eq!(bed.e(s).queue_depth(0), (0, 0), "seed {seed}: rank {s} has leftovers");
+        // A third of the seeds crash and restart twice (the same rank or another).
+        for _ in 0..if seed % 3 == 0 { 2 } else { 1 } {
+            crash_restart_cycle(&mut bed, seed);
         }
     });
     if std::env::var("BED_SEED").is_err() {
         assert!(STALE_SEEN.load(std::sync::atomic::Ordering::Relaxed) > 0, "no seed delivered a stale packet: the test checks nothing");
+    }
+}
+
+/// One crash and restart of a random rank in the middle of traffic, then traffic with the
+/// new incarnation (see [`crash_and_restart`]).
+fn crash_restart_cycle(bed: &mut Bed, seed: u64) {
+    let n = bed.size();
+    let w = bed.pick(n as usize) as u32;
+    let survivors: Vec<u32> = (0..n).filter(|r| *r != w).collect();
+
+    // Phase 1: traffic among everybody; w dies in the middle of it.
+    let mut t = Traffic::new(n);
+    for from in 0..n {
+        for _ in 0..bed.rng_range(4, 12) {
+            let to = (from + 1 + bed.pick(n as usize - 1) as u32) % n;
+            let tag = bed.pick(2) as i32;
+            let len = message_len(bed);
+            let s = t.send(&bed, from, to, tag, len, Mode::Standard);
+            t.program(from, Action::Send(s));
+            // Room for any message: one from a failed rank may come in place of another.
+            let r = t.recv(to, from as i32, tag, 3 * bed.cfg.max_payload + 8);
+            t.program(to, Action::Recv(r));
+        }
+    }
+    t.interleave(bed);
+    let crash_at = bed.rng_range(0, 200) as u64;
+    let notice_delay = bed.rng_range(0, 60) as u64;
+    let start = bed.steps;
+    let mut crashed_at = None;
+    let mut last_words = Vec::new();
+    bed.drive("phase 1", STEPS, |b| {
+        let now = b.steps - start;
+        if crashed_at.is_none() && now >= crash_at {
+            // A burst just before dying, so that something is in flight.
+            for &to in &survivors {
+                let buf = body(Stamp { from: w, incarnation: b.incarnation(w), seq: 9000 + to, tag: 1 }, STAMP + 8);
+                let spec = send_spec(b.e(w), &buf, to as i32, 1, Mode::Standard);
+                let _ = b.e(w).isend(spec).unwrap();
+                last_words.push(buf);
+            }
+            b.crash(w);
+            crashed_at = Some(now);
+        }
+        if crashed_at.is_some_and(|c| now == c + notice_delay) {
+            b.notify_failed(w);
+        }
+        if t.pending_actions(b) && b.chance(0.2) {
+            t.act(b);
+        }
+        t.poll(b);
+        crashed_at.is_some_and(|c| now > c + notice_delay) && t.done(b)
+    });
+    t.check_streams(seed, |r| r.at != w && r.src != w as i32);
+    let dropped_before: Vec<u64> = (0..n).map(|r| if r == w { 0 } else { bed.e(r).dropped_packets() }).collect();
+    let stale_before = bed.net.lock().unwrap().stale_delivered.clone();
+
+    // Restart; the survivors hear of it now, later, or from the first packet.
+    let inc = bed.restart(w);
+    let tell_now = bed.chance(0.5);
+    if tell_now {
+        bed.notify_rejoined(w);
+    }
+    let tell_at = bed.rng_range(0, 200) as u64;
+
+    // Phase 2: the new incarnation and the survivors exchange messages both ways.
+    let mut t2 = Traffic::new(n);
+    for &s in &survivors {
+        for _ in 0..bed.rng_range(2, 6) {
+            let tag = bed.pick(2) as i32;
+            let len = message_len(bed);
+            let (from, to) = if bed.chance(0.5) { (w, s) } else { (s, w) };
+            let x = t2.send(&bed, from, to, tag, len, Mode::Standard);
+            t2.program(from, Action::Send(x));
+            let r = t2.recv(to, from as i32, tag, len);
+            t2.program(to, Action::Recv(r));
+        }
+    }
+    // Until a survivor knows w is back, w is failed there: a send to it fails, and a
+    // receive from it may still get what the dead incarnation sent before dying (MPI
+    // allows that). Survivors therefore talk to w only once they know.
+    t2.interleave(bed);
+    let start = bed.steps;
+    bed.drive("phase 2", STEPS, |b| {
+        if !tell_now && b.steps - start == tell_at {
+            b.notify_rejoined(w);
+        }
+        if b.chance(0.2) {
+            // Ranks that do not know w is back yet hold their calls naming it.
+            let ready: Vec<u32> = (0..n)
+                .filter(|r| {
+                    t2.programs[*r as usize].front().is_some_and(|a| match *a {
+                        Action::Send(i) => t2.sends[i].to != w || b.e(*r).incarnation_of(w) == inc,
+                        Action::Recv(i) => t2.recvs[i].src != w as i32 || b.e(*r).incarnation_of(w) == inc,
+                    })
+                })
+                .collect();
+            if !ready.is_empty() {
+                let r = ready[b.pick(ready.len())];
+                let a = t2.programs[r as usize].pop_front().unwrap();
+                t2.perform(b, a);
+            }
+        }
+        t2.poll(b);
+        t2.done(b)
+    });
+    if !tell_now {
+        bed.notify_rejoined(w);
+    }
+    // Let whatever the dead incarnation left in flight arrive.
+    bed.settle(STEPS);
+    for s in &t2.sends {
+        assert_eq!(s.status.unwrap().error, None, "seed {seed}: phase 2 send {:?}", s.stamp);
+    }
+    // Every phase-2 receive got a message of the new incarnation, in order.
+    t2.check_streams(seed, |_| true);
+    for (i, r) in t2.recvs.iter().enumerate() {
+        let s = t2.received(seed, i);
+        if r.src == w as i32 {
+            assert_eq!(s.incarnation, inc, "seed {seed}: a message of a dead incarnation was received");
+        }
+    }
+    // Stale packets were dropped by the door, not acted on.
+    let stale_after = bed.net.lock().unwrap().stale_delivered.clone();
+    for &s in &survivors {
+        let stale = stale_after[s as usize] - stale_before[s as usize];
+        let dropped = bed.e(s).dropped_packets() - dropped_before[s as usize];
+        assert!(dropped >= stale, "seed {seed}: rank {s}: {stale} stale packets delivered, {dropped} dropped");
+        assert_eq!(bed.e(s).incarnation_of(w), inc, "seed {seed}");
+        assert!(!bed.e(s).is_failed(w), "seed {seed}: rank {s} still sees {w} failed");
+        STALE_SEEN.fetch_add(stale, std::sync::atomic::Ordering::Relaxed);
+        // Nothing of the old incarnation is left to be received.
+        assert_eq!(bed.e(s).queue_depth(0), (0, 0), "seed {seed}: rank {s} has leftovers");
     }
 }
 
