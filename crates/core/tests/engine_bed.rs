@@ -29,6 +29,8 @@ struct SendOp {
     stamp: Stamp,
     h: Option<Handle>,
     status: Option<Status>,
+    /// Made with `send_init` and started (else `isend`).
+    persistent: bool,
 }
 
 struct RecvOp {
@@ -40,6 +42,8 @@ struct RecvOp {
     status: Option<Status>,
     /// Position among the receives of its rank (the reference matcher's id).
     id: usize,
+    /// Made with `recv_init` and started (else `irecv`).
+    persistent: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -70,14 +74,14 @@ impl Traffic {
         let c = self.count.entry((from, to)).or_insert(0);
         *c += 1;
         let stamp = Stamp { from, incarnation: bed.incarnation(from), seq: *c, tag };
-        self.sends.push(SendOp { from, to, tag, mode, buf: body(stamp, len), stamp, h: None, status: None });
+        self.sends.push(SendOp { from, to, tag, mode, buf: body(stamp, len), stamp, h: None, status: None, persistent: false });
         self.sends.len() - 1
     }
 
     /// Plan a receive of up to `cap` bytes; returns its index.
     fn recv(&mut self, at: u32, src: i32, tag: i32, cap: usize) -> usize {
         let id = self.recv_ids.entry(at).or_insert(0);
-        self.recvs.push(RecvOp { at, src, tag, buf: vec![0; cap], h: None, status: None, id: *id });
+        self.recvs.push(RecvOp { at, src, tag, buf: vec![0; cap], h: None, status: None, id: *id, persistent: false });
         *id += 1;
         self.recvs.len() - 1
     }
@@ -120,13 +124,27 @@ impl Traffic {
                 let s = &mut self.sends[i];
                 let e = bed.e(s.from);
                 let spec = send_spec(e, &s.buf, s.to as i32, s.tag, s.mode);
-                s.h = Some(e.isend(spec).unwrap_or_else(|err| panic!("seed {seed}: isend: {err:?}")));
+                let h = if s.persistent {
+                    let h = e.send_init(spec, true).unwrap_or_else(|err| panic!("seed {seed}: send_init: {err:?}"));
+                    e.start(h).unwrap_or_else(|err| panic!("seed {seed}: start: {err:?}"));
+                    h
+                } else {
+                    e.isend(spec).unwrap_or_else(|err| panic!("seed {seed}: isend: {err:?}"))
+                };
+                s.h = Some(h);
             }
             Action::Recv(i) => {
                 let r = &mut self.recvs[i];
                 let e = bed.e(r.at);
                 let spec = recv_spec(e, &mut r.buf, r.src, r.tag);
-                r.h = Some(e.irecv(spec).unwrap_or_else(|err| panic!("seed {seed}: irecv: {err:?}")));
+                let h = if r.persistent {
+                    let h = e.recv_init(spec, true).unwrap_or_else(|err| panic!("seed {seed}: recv_init: {err:?}"));
+                    e.start(h).unwrap_or_else(|err| panic!("seed {seed}: start: {err:?}"));
+                    h
+                } else {
+                    e.irecv(spec).unwrap_or_else(|err| panic!("seed {seed}: irecv: {err:?}"))
+                };
+                r.h = Some(h);
                 bed.log(r.at, Event::Posted { ctx: 0, src: r.src, tag: r.tag, id: r.id });
             }
         }
@@ -168,17 +186,23 @@ impl Traffic {
         });
     }
 
-    /// The stamp of a completed, error-free receive, with its contents and status checked.
+    /// The stamp of a receive that completed with a message, with its contents and status
+    /// checked (a buffer shorter than the message holds its start, with `Truncate`).
     fn received(&self, seed: u64, i: usize) -> Stamp {
         let r = &self.recvs[i];
         let st = r.status.unwrap_or_else(|| panic!("seed {seed}: receive {i} did not complete"));
-        assert_eq!(st.error, None, "seed {seed}: receive {i} at rank {} from {}: {st:?}", r.at, r.src);
+        assert!(matches!(st.error, None | Some(ErrorClass::Truncate)), "seed {seed}: receive {i} at rank {} from {}: {st:?}", r.at, r.src);
         assert!(!st.cancelled, "seed {seed}: receive {i} cancelled");
         let stamp = check_body(&r.buf, st.bytes as usize).unwrap_or_else(|e| panic!("seed {seed}: receive {i}: {e}"));
         assert_eq!(st.source, stamp.from as i32, "seed {seed}: receive {i}: status source");
         assert_eq!(st.tag, stamp.tag, "seed {seed}: receive {i}: status tag");
         let sent = self.find(stamp, r.at).unwrap_or_else(|| panic!("seed {seed}: receive {i} got a message never sent to it: {stamp:?}"));
-        assert_eq!(st.bytes as usize, self.sends[sent].buf.len(), "seed {seed}: receive {i}: length");
+        let len = self.sends[sent].buf.len();
+        if r.buf.len() < len {
+            assert_eq!((st.error, st.bytes as usize), (Some(ErrorClass::Truncate), r.buf.len()), "seed {seed}: receive {i}: truncation");
+        } else {
+            assert_eq!((st.error, st.bytes as usize), (None, len), "seed {seed}: receive {i}: length");
+        }
         stamp
     }
 
@@ -230,25 +254,41 @@ fn random_cfg(bed_seed: u64, ranks: u32) -> BedConfig {
 
 // ---- point-to-point ------------------------------------------------------------------------
 
-/// Eager and rendezvous messages (above the eager limit, in several chunks; synchronous mode;
-/// to oneself too) between every pair, receives posted before and after arrival: every
-/// message arrives whole, and messages of one (sender, tag) are received in sending order.
+/// Eager and rendezvous messages (above the eager limit, in several chunks; standard,
+/// synchronous and buffered modes; persistent requests; to oneself too) between every pair,
+/// receives posted before and after arrival, some too short: every message arrives whole (or
+/// its start, with `Truncate`), and messages of one (sender, tag) are received in sending
+/// order.
 #[test]
 fn eager_rendezvous_and_non_overtaking() {
     sweep("eager_rendezvous_and_non_overtaking", SEEDS, |seed| {
         let n = 2 + (seed % 5) as u32;
         let mut bed = Bed::new(seed, random_cfg(seed, n));
+        for r in 0..n {
+            bed.e(r).bsend_capacity = 1 << 24;
+        }
         let mut t = Traffic::new(n);
         for from in 0..n {
             for _ in 0..bed.rng_range(6, 14) {
                 let to = bed.pick(n as usize) as u32;
                 let tag = bed.pick(3) as i32;
                 let len = message_len(&mut bed);
-                let mode = if bed.chance(0.15) { Mode::Synchronous } else { Mode::Standard };
+                let mode = match bed.pick(20) {
+                    0..=2 => Mode::Synchronous,
+                    3 | 4 => Mode::Buffered,
+                    _ => Mode::Standard,
+                };
                 let s = t.send(&bed, from, to, tag, len, mode);
+                t.sends[s].persistent = bed.chance(0.2);
                 t.program(from, Action::Send(s));
-                let extra = if bed.chance(0.3) { bed.pick(64) } else { 0 };
-                let r = t.recv(to, from as i32, tag, len + extra);
+                // Room to spare, exactly the message, or too little (truncation).
+                let cap = match bed.pick(10) {
+                    0..=2 => len + bed.pick(64),
+                    3 if len > STAMP => len - 1 - bed.pick((len - STAMP).min(100)),
+                    _ => len,
+                };
+                let r = t.recv(to, from as i32, tag, cap);
+                t.recvs[r].persistent = bed.chance(0.2);
                 t.program(to, Action::Recv(r));
             }
         }
