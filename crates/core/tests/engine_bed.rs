@@ -937,7 +937,7 @@ fn crash_restart_cycle(bed: &mut Bed, seed: u64) {
             let to = (from + 1 + bed.pick(n as usize - 1) as u32) % n;
             let tag = bed.pick(2) as i32;
             let len = message_len(bed);
-            let s = t.send(&bed, from, to, tag, len, Mode::Standard);
+            let s = t.send(bed, from, to, tag, len, Mode::Standard);
             t.program(from, Action::Send(s));
             // Room for any message: one from a failed rank may come in place of another.
             let r = t.recv(to, from as i32, tag, 3 * bed.cfg.max_payload + 8);
@@ -991,7 +991,7 @@ fn crash_restart_cycle(bed: &mut Bed, seed: u64) {
             let tag = bed.pick(2) as i32;
             let len = message_len(bed);
             let (from, to) = if bed.chance(0.5) { (w, s) } else { (s, w) };
-            let x = t2.send(&bed, from, to, tag, len, Mode::Standard);
+            let x = t2.send(bed, from, to, tag, len, Mode::Standard);
             t2.program(from, Action::Send(x));
             let r = t2.recv(to, from as i32, tag, len);
             t2.program(to, Action::Recv(r));
