@@ -1086,3 +1086,77 @@ fn late_answer_of_a_dead_receiver_is_ignored() {
         assert_eq!(bed.net.lock().unwrap().lost, lost, "seed {seed}: data was streamed to a dead rank");
     });
 }
+
+/// MPIX_Comm_iagree over the bed: the AND of every live member's flag, the same on all;
+/// with a member that failed before the call (known to all), the survivors still agree and
+/// the request reports `ProcFailed` (the failure is not acknowledged); with a member that
+/// dies during the agreement, every survivor still decides, and decides the same value.
+#[test]
+fn agreement_of_survivors() {
+    sweep("agreement_of_survivors", SEEDS / 2, |seed| {
+        let n = 2 + (seed % 4) as u32;
+        let mut cfg = random_cfg(seed, n);
+        cfg.run_through = true;
+        let mut bed = Bed::new(seed, cfg);
+        let dead = if n > 2 && bed.chance(0.5) { Some(bed.pick(n as usize) as u32) } else { None };
+        // Half of the failures happen before anyone calls, half during the agreement.
+        let during = dead.is_some() && bed.chance(0.5);
+        let crash_at = bed.rng_range(0, 100) as u64;
+        let notice_delay = bed.rng_range(0, 30) as u64;
+        if let (Some(w), false) = (dead, during) {
+            bed.crash(w);
+            bed.notify_failed(w);
+        }
+        let live: Vec<u32> = (0..n).filter(|r| Some(*r) != dead).collect();
+        let callers: Vec<u32> = if during { (0..n).collect() } else { live.clone() };
+        let flags: Vec<i32> = (0..n).map(|_| if bed.chance(0.8) { 0b111 } else { 0b101 }).collect();
+        let mut outs: Vec<Box<i32>> = (0..n).map(|_| Box::new(-1)).collect();
+        let mut reqs = vec![None; n as usize];
+        let mut started = 0;
+        let start = bed.steps;
+        let mut crashed = None;
+        bed.drive("agreement", STEPS, |b| {
+            let now = b.steps - start;
+            if let (Some(w), true, None) = (dead, during, crashed) {
+                if now >= crash_at {
+                    b.crash(w);
+                    crashed = Some(now);
+                }
+            }
+            if let (Some(w), Some(c)) = (dead, crashed) {
+                if now == c + notice_delay {
+                    b.notify_failed(w);
+                }
+            }
+            while started < callers.len() && !b.alive(callers[started]) {
+                started += 1;
+            }
+            if started < callers.len() && b.chance(0.3) {
+                let r = callers[started];
+                let world = b.e(r).world;
+                let out: *mut i32 = &mut *outs[r as usize];
+                reqs[r as usize] = Some(b.e(r).iagree(world, flags[r as usize], out).unwrap());
+                started += 1;
+            }
+            let noticed = !during || crashed.is_some_and(|c| now > c + notice_delay);
+            noticed && started == callers.len() && live.iter().all(|r| b.e(*r).is_complete(reqs[*r as usize].unwrap()).unwrap())
+        });
+        let live_and = live.iter().fold(!0, |acc, r| acc & flags[*r as usize]);
+        let first = *outs[live[0] as usize];
+        for &r in &live {
+            let st = test(bed.e(r), reqs[r as usize].unwrap()).unwrap();
+            // Uniform agreement: every survivor decides the same value; it is the AND of the
+            // survivors' flags, and of the dead rank's if its vote counted.
+            assert_eq!(*outs[r as usize], first, "seed {seed}: rank {r} agreed on another value");
+            let with_dead = dead.map_or(live_and, |w| live_and & flags[w as usize]);
+            assert!(first == live_and || first == with_dead, "seed {seed}: agreed value {first:#b}");
+            if !during {
+                assert_eq!(first, live_and, "seed {seed}");
+                let expect = dead.map(|_| ErrorClass::ProcFailed);
+                assert_eq!(st.error, expect, "seed {seed}: rank {r}");
+            } else {
+                assert!(matches!(st.error, None | Some(ErrorClass::ProcFailed)), "seed {seed}: rank {r}: {st:?}");
+            }
+        }
+    });
+}
