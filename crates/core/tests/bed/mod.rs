@@ -267,6 +267,8 @@ impl Bed {
             boot: None,
             ft: Ft::fixed(size),
             run_through: self.cfg.run_through,
+            // Failures and restarts come from the bed (`peer_failed`, `peer_rejoined`).
+            relaunch: false,
             pids: vec![0; size as usize],
             cma_ok: vec![false; size as usize],
             eager_limit: self.cfg.eager_limit,
