@@ -1160,3 +1160,130 @@ fn agreement_of_survivors() {
         }
     });
 }
+
+// ---- completion decisions --------------------------------------------------------------------
+
+#[derive(Debug, Clone)]
+enum Seen {
+    Matched(Determinant),
+    Completed(steadfast_core::door::Completion),
+}
+
+struct RecordAll(Arc<Mutex<Vec<Seen>>>);
+
+impl Interpose for RecordAll {
+    fn matched(&mut self, det: &Determinant) {
+        self.0.lock().unwrap().push(Seen::Matched(*det));
+    }
+    fn completed(&mut self, c: &steadfast_core::door::Completion) {
+        self.0.lock().unwrap().push(Seen::Completed(c.clone()));
+    }
+}
+
+/// Receives completed through `test`, `test_any` and `test_some`: `test_any` reports the
+/// lowest completed index, and the hook sees every successful call with the number of
+/// unsuccessful ones before it and the reception clock at the decision.
+#[test]
+fn completion_choices_reach_the_hook() {
+    use steadfast_core::door::CompletionCall;
+    sweep("completion_choices_reach_the_hook", SEEDS / 2, |seed| {
+        let n = 3;
+        let mut bed = Bed::new(seed, random_cfg(seed, n));
+        let logs: Vec<Arc<Mutex<Vec<Seen>>>> = (0..n).map(|_| Arc::new(Mutex::new(Vec::new()))).collect();
+        for r in 0..n {
+            bed.e(r).set_interpose(Some(Box::new(RecordAll(logs[r as usize].clone()))));
+        }
+        let mut t = Traffic::new(n);
+        for from in 0..n {
+            for _ in 0..bed.rng_range(3, 8) {
+                let to = (from + 1 + bed.pick(n as usize - 1) as u32) % n;
+                let len = message_len(&mut bed);
+                let s = t.send(&bed, from, to, 0, len, Mode::Standard);
+                t.program(from, Action::Send(s));
+                // Named sources: receives from different senders complete in any order.
+                let r = t.recv(to, from as i32, 0, 3 * bed.cfg.max_payload + 8);
+                t.program(to, Action::Recv(r));
+            }
+        }
+        t.interleave(&mut bed);
+        // What the test expects the hook to see, per rank: (call, indices, failed before).
+        let mut expect: Vec<Vec<(CompletionCall, Vec<usize>, u64)>> = vec![Vec::new(); n as usize];
+        let mut failures = vec![0u64; n as usize];
+        let mut finished = 0;
+        let total = t.recvs.len();
+        bed.drive("every receive reported", STEPS, |b| {
+            if t.pending_actions(b) && b.chance(0.2) {
+                t.act(b);
+            }
+            for s in t.sends.iter_mut() {
+                if let (Some(h), None) = (s.h, s.status) {
+                    s.status = test(b.e(s.from), h);
+                }
+            }
+            let at = b.pick(n as usize) as u32;
+            // This rank's started, unreported receives, by position.
+            let mine: Vec<usize> = (0..t.recvs.len()).filter(|&i| t.recvs[i].at == at && t.recvs[i].h.is_some() && t.recvs[i].status.is_none()).collect();
+            if mine.is_empty() || !b.chance(0.3) {
+                return finished == total && t.done(b);
+            }
+            let hs: Vec<Option<Handle>> = mine.iter().map(|&i| t.recvs[i].h).collect();
+            let which = b.pick(3);
+            let e = b.e(at);
+            let (call, got): (CompletionCall, Vec<usize>) = match which {
+                0 => {
+                    let ok = e.test(hs[0].unwrap()).unwrap();
+                    (CompletionCall::Test, if ok { vec![0] } else { vec![] })
+                }
+                1 => {
+                    let got = e.test_any(&hs).unwrap();
+                    if let Some(i) = got {
+                        for (j, h) in hs.iter().enumerate().take(i) {
+                            assert!(!e.is_complete(h.unwrap()).unwrap(), "seed {seed}: test_any skipped completed index {j} for {i}");
+                        }
+                    }
+                    (CompletionCall::Testany, got.into_iter().collect())
+                }
+                _ => {
+                    let got = e.test_some(&hs).unwrap();
+                    for (j, h) in hs.iter().enumerate() {
+                        assert_eq!(got.contains(&j), e.is_complete(h.unwrap()).unwrap(), "seed {seed}: test_some index {j}");
+                    }
+                    (CompletionCall::Testsome, got)
+                }
+            };
+            if got.is_empty() {
+                failures[at as usize] += 1;
+            } else {
+                expect[at as usize].push((call, got.clone(), std::mem::take(&mut failures[at as usize])));
+                for k in got {
+                    let i = mine[k];
+                    t.recvs[i].status = test(e, hs[k].unwrap());
+                    assert!(t.recvs[i].status.is_some(), "seed {seed}: reported request not complete");
+                    finished += 1;
+                }
+            }
+            false
+        });
+        for at in 0..n {
+            let seen = logs[at as usize].lock().unwrap().clone();
+            let mut clock = 0;
+            let mut completions = Vec::new();
+            for ev in &seen {
+                match ev {
+                    Seen::Matched(d) => {
+                        clock += 1;
+                        assert_eq!(d.clock, clock, "seed {seed}: rank {at}: reception clock");
+                    }
+                    Seen::Completed(c) => {
+                        assert_eq!(c.clock, clock, "seed {seed}: rank {at}: clock of a completion");
+                        completions.push((c.call, c.indices.clone(), c.failed_before));
+                    }
+                }
+            }
+            assert_eq!(completions, expect[at as usize], "seed {seed}: rank {at}: completion decisions");
+        }
+        for i in 0..t.recvs.len() {
+            t.received(seed, i);
+        }
+    });
+}
