@@ -2016,6 +2016,13 @@ impl State {
                     self.dropped += 1;
                     return;
                 };
+                // The answer of a receiver that failed after sending it: the send already
+                // completed with the failure, and nothing may be streamed to that rank (a
+                // later incarnation would take the data for one of its own receives).
+                if req.complete || self.ft.is_dead(peer) {
+                    self.dropped += 1;
+                    return;
+                }
                 let ptr = req.send.owned.as_ref().map_or(s.buf, |v| v.as_ptr());
                 let len = s.dtype.packed_size(s.count);
                 self.queue(peer, OutOp::Stream { sreq, rreq: h.a, ptr, len, off: 0 });
