@@ -2030,7 +2030,15 @@ impl State {
             Kind::Data => {
                 self.rndv_data(Handle(h.a), h.len, payload, None);
             }
-            Kind::Fin => self.complete_send(Handle(h.b)),
+            Kind::Fin => {
+                // As for Cts: a send already failed with its receiver stays failed.
+                let sreq = Handle(h.b);
+                if self.ft.is_dead(peer) || self.reqs.get(sreq).is_none_or(|r| r.complete) {
+                    self.dropped += 1;
+                    return;
+                }
+                self.complete_send(sreq);
+            }
             Kind::Ulfm => self.ulfm_packet(peer, h.ctx, h.src, payload),
             Kind::CancelReq => {
                 // A message is named by its sender and sequence number.
