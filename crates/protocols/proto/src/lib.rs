@@ -49,9 +49,30 @@ mod tests {
 
     #[test]
     fn transmit_compares_destination_and_message() {
-        let a = Transmit { to: 3, message: "x" };
-        assert_eq!(a.clone(), Transmit { to: 3, message: "x" });
-        assert_ne!(a, Transmit { to: 4, message: "x" });
-        assert_ne!(a, Transmit { to: 3, message: "y" });
+        let a = Transmit {
+            to: 3,
+            message: "x",
+        };
+        assert_eq!(
+            a.clone(),
+            Transmit {
+                to: 3,
+                message: "x"
+            }
+        );
+        assert_ne!(
+            a,
+            Transmit {
+                to: 4,
+                message: "x"
+            }
+        );
+        assert_ne!(
+            a,
+            Transmit {
+                to: 3,
+                message: "y"
+            }
+        );
     }
 }

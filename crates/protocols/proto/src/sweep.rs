@@ -65,7 +65,9 @@ pub fn sweep<T>(
         match catch_unwind(AssertUnwindSafe(|| run(seed))) {
             Ok(Ok(t)) => out.push(t),
             Ok(Err(reason)) => {
-                panic!("{label} failed at seed {seed}: {reason}\nreplay: {SEED_VAR}={seed} {replay}")
+                panic!(
+                    "{label} failed at seed {seed}: {reason}\nreplay: {SEED_VAR}={seed} {replay}"
+                )
             }
             Err(payload) => {
                 eprintln!("\n{label} failed at seed {seed} (panic above)\nreplay: {SEED_VAR}={seed} {replay}\n");
@@ -96,7 +98,10 @@ mod tests {
         let payload = catch_unwind(AssertUnwindSafe(f)).expect_err("must panic");
         match payload.downcast::<String>() {
             Ok(s) => *s,
-            Err(p) => p.downcast::<&str>().map(|s| s.to_string()).unwrap_or_default(),
+            Err(p) => p
+                .downcast::<&str>()
+                .map(|s| s.to_string())
+                .unwrap_or_default(),
         }
     }
 
@@ -156,7 +161,10 @@ mod tests {
         let text = panic_text(|| {
             parse("STEADFAST_SEED", "abc");
         });
-        assert_eq!(text, "STEADFAST_SEED must be an unsigned integer, not \"abc\"");
+        assert_eq!(
+            text,
+            "STEADFAST_SEED must be an unsigned integer, not \"abc\""
+        );
         assert!(!panic_text(|| {
             parse("V", "-1");
         })

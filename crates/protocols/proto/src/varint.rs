@@ -126,7 +126,10 @@ mod tests {
         }
         for v in vals {
             let b = enc(v);
-            assert_eq!(b.len(), (64 - v.leading_zeros() as usize).div_ceil(7).max(1));
+            assert_eq!(
+                b.len(),
+                (64 - v.leading_zeros() as usize).div_ceil(7).max(1)
+            );
             let mut r = Reader::new(&b);
             assert_eq!(r.var(), Ok(v), "{b:?}");
             assert_eq!(r.left(), 0);
@@ -140,7 +143,10 @@ mod tests {
         assert_eq!(Reader::new(&[0x80]).var(), Err(Error::Truncated));
         // Non-minimal: a zero continuation byte.
         assert_eq!(Reader::new(&[0x80, 0x00]).var(), Err(Error::Malformed));
-        assert_eq!(Reader::new(&[0x81, 0x80, 0x00]).var(), Err(Error::Malformed));
+        assert_eq!(
+            Reader::new(&[0x81, 0x80, 0x00]).var(),
+            Err(Error::Malformed)
+        );
         // Past 64 bits: the tenth byte may only be 1.
         let mut b = vec![0xff; 9];
         b.push(0x02);

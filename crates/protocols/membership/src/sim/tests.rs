@@ -12,9 +12,11 @@ use super::scenario::{run, Outcome, Scenario};
 const DEFAULT_SEEDS: u64 = 300;
 
 fn sweep(s: Scenario, test: &str) -> Vec<Outcome> {
-    let trace_len = if harness::replay().is_some() { 20_000 } else { 0 };
+    let replaying = harness::replay().is_some();
+    let trace_len = if replaying { 20_000 } else { 0 };
     let seeds = harness::seeds(DEFAULT_SEEDS, |i| harness::spread(i, s as u64 * 1_000_003));
-    let replay = format!("cargo test -p steadfast-membership --lib sim::tests::{test} -- --nocapture");
+    let replay =
+        format!("cargo test -p steadfast-membership --lib sim::tests::{test} -- --nocapture");
     let out = harness::sweep(&format!("{s:?}"), &replay, &seeds, |seed| {
         run(s, seed, trace_len).map_err(|f| {
             if !f.trace.is_empty() {

@@ -14,7 +14,8 @@ use crate::Config;
 const DEFAULT_SEEDS: u64 = 400;
 
 fn sweep(s: Scenario, test: &str) {
-    let trace_len = if harness::replay().is_some() { 5_000 } else { 0 };
+    let replaying = harness::replay().is_some();
+    let trace_len = if replaying { 5_000 } else { 0 };
     let seeds = harness::seeds(DEFAULT_SEEDS, |i| harness::spread(i, s as u64 * 1_000_003));
     let replay = format!("cargo test -p steadfast-ulfm --lib sim::tests::{test} -- --nocapture");
     let out = harness::sweep(&format!("{s:?}"), &replay, &seeds, |seed| {
