@@ -1,5 +1,7 @@
-//! The small pieces every sans-IO protocol crate (`reliable`, `membership`, `coll`, `ulfm`)
-//! shares, kept once so the machines and their simulations agree on them:
+//! The small pieces the sans-IO protocol crates (`reliable`, `membership`, `coll`, `ulfm`)
+//! share, kept once so the machines and their simulations agree on them. `membership` and
+//! `ulfm` use all of them; `coll` the generator; `reliable` the generator and the sweep in
+//! its simulation test.
 //!
 //! - [`Time`]: a duration since an origin the driver picks. The machines never read a clock.
 //! - [`Rank`]: a process's index in its group (an MPI rank or a launcher-assigned id).
@@ -7,15 +9,18 @@
 //!   with `poll_transmit`.
 //! - [`Rng`] ([`rng`]): the SplitMix64 generator the simulations and the gossip schedule
 //!   draw from; its stream is fixed here, so a seed replays the same run on every machine
-//!   and after every dependency upgrade.
+//!   and after every dependency upgrade. Two ways to map it into `0..n` are kept apart
+//!   ([`Rng::below`] by remainder for the simulations, [`Rng::below_u32`] by multiply-shift
+//!   for `coll`'s gossip), since recorded seeds depend on each.
 //! - [`varint`]: the LEB128 writer and the checked, canonical reader of the wire encodings.
 //! - [`sweep`]: the seed-sweep harness of the simulation tests (`STEADFAST_SIM_SEEDS` seeds
 //!   per test, `STEADFAST_SEED` to replay one; a failure prints its replay command).
 //!
 //! Nothing here does I/O or depends on another crate. What the protocols do *not* share
 //! stays in their crates: `reliable` addresses a frame to a route of one channel (its
-//! `Transmit` is a header and a payload, not a message to a rank), and `coll` keeps its
-//! compact `Copy` transmit and integer nanosecond clock on its per-process hot path.
+//! `Transmit` is a header and a payload, not a message to a rank) and counts time in `u64`
+//! nanoseconds; `coll` keeps its small `Copy` transmit (`dst`, `msg`) and a `u64` time in a
+//! unit the caller picks, so a simulator can hold millions of its per-process states.
 
 pub mod rng;
 pub mod sweep;

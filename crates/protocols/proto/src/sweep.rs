@@ -120,10 +120,10 @@ mod tests {
     fn a_returned_failure_names_seed_and_replay_and_stops() {
         let mut ran = Vec::new();
         let text = panic_text(|| {
-            sweep("Chaos", "cargo test x", &[1, 2, 3], |seed| {
+            sweep("self-test", "cargo test x", &[1, 2, 3], |seed| {
                 ran.push(seed);
                 if seed == 2 {
-                    Err("view differs".to_string())
+                    Err("deliberate failure".to_string())
                 } else {
                     Ok(())
                 }
@@ -132,18 +132,18 @@ mod tests {
         assert_eq!(ran, [1, 2]);
         assert_eq!(
             text,
-            "Chaos failed at seed 2: view differs\nreplay: STEADFAST_SEED=2 cargo test x"
+            "self-test failed at seed 2: deliberate failure\nreplay: STEADFAST_SEED=2 cargo test x"
         );
     }
 
     #[test]
     fn a_panic_is_reraised_unchanged() {
         let text = panic_text(|| {
-            sweep("s", "cmd", &[7], |_| -> Result<(), String> {
-                panic!("invariant broken")
+            sweep("self-test", "cmd", &[7], |_| -> Result<(), String> {
+                panic!("deliberate panic")
             });
         });
-        assert_eq!(text, "invariant broken");
+        assert_eq!(text, "deliberate panic");
     }
 
     #[test]
