@@ -313,7 +313,10 @@ impl Get for Reader<'_> {
         let mut out = Vec::with_capacity(n as usize);
         let mut next = 0u64;
         for _ in 0..n {
-            let id = next + self.var()?;
+            // A gap near 2^64 must not wrap around to an id already in the list.
+            let id = next
+                .checked_add(self.var()?)
+                .ok_or(DecodeError::Range("node id"))?;
             if id > MAX_NODE_ID as u64 {
                 return Err(DecodeError::Range("node id"));
             }
@@ -703,5 +706,16 @@ mod tests {
         .encode();
         ok.push(0);
         assert_eq!(Message::decode(&ok), Err(DecodeError::Trailing(1)));
+    }
+
+    /// A member gap so large that adding it to the previous id overflows: rejected, never a
+    /// panic (debug builds) nor a wrapped, repeated id (release builds).
+    #[test]
+    fn member_gap_overflow_is_rejected() {
+        let mut b = vec![WIRE_VERSION, T_NODE_FAILURE, 0, 0, 0, 0, 2, 5, 0];
+        b.extend_from_slice(&[
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0,
+        ]);
+        assert_eq!(Message::decode(&b), Err(DecodeError::Range("node id")));
     }
 }
