@@ -37,9 +37,19 @@
 
 use std::borrow::Borrow;
 
+use steadfast_proto::rng::{splitmix64, Rng};
+
 use crate::msg::{Dir, Msg};
-use crate::rng;
 use crate::tree::{ChildCursor, Topology, MAX_PROCS};
+
+/// Generator state for gossip send number `send` of process `rank`: the configured seed
+/// decorrelated across ranks by one SplitMix64 step, then the send number mixed in. Each
+/// send draws from a fresh state, so a process keeps no generator between sends.
+#[inline]
+fn gossip_state(seed: u64, rank: u32, send: u32) -> u64 {
+    let mut s = seed ^ (u64::from(rank).wrapping_mul(0xD6E8_FEB8_6659_FD93));
+    splitmix64(&mut s) ^ u64::from(send)
+}
 
 /// How processes are colored in the first phase.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -843,9 +853,9 @@ impl BcastState {
         if self.flags & GOSSIP != 0 {
             if let Dissemination::Gossip { duration, seed } = cfg.dissemination {
                 if now < self.base.saturating_add(duration) && cfg.procs > 1 {
-                    let mut state = rng::seed_for(seed, self.rank) ^ u64::from(self.aux);
+                    let mut rng = Rng::from_state(gossip_state(seed, self.rank, self.aux));
                     self.aux += 1;
-                    let mut dst = rng::below(&mut state, cfg.procs - 1);
+                    let mut dst = rng.below_u32(cfg.procs - 1);
                     if dst >= self.rank {
                         dst += 1;
                     }

@@ -10,7 +10,6 @@
 
 pub mod bcast;
 pub mod msg;
-mod rng;
 pub mod tree;
 
 pub use bcast::{

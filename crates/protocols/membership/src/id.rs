@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// Identifier of a process in the membership service (an MPI rank or a launcher-assigned id).
-pub type NodeId = u32;
+pub type NodeId = steadfast_proto::Rank;
 
 /// Largest node id the wire format and the view array accept (bounds the O(1) access array).
 pub const MAX_NODE_ID: NodeId = (1 << 24) - 1;

@@ -1,7 +1,6 @@
 //! The membership state machine: one instance per process, no I/O, time passed in.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::time::Duration;
 
 use tracing::{debug, trace, warn};
 
@@ -10,18 +9,10 @@ use crate::id::{Member, NodeId, ViewId, MAX_INCARNATION, MAX_NODE_ID};
 use crate::view::{View, ViewError};
 use crate::wire::{Body, Change, ChangeKind, JoinKind, Message};
 
-/// Time as the driver sees it: a duration since an origin the driver picks (the runtime
-/// uses the job's start, the simulator its virtual clock). The machine never reads a clock.
-pub type Time = Duration;
+pub use steadfast_proto::Time;
 
-/// A message to send.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transmit {
-    /// Destination process.
-    pub to: NodeId,
-    /// The message; [`Message::encode`] gives its bytes.
-    pub message: Message,
-}
+/// A message to send to a process; [`Message::encode`] gives its bytes.
+pub type Transmit = steadfast_proto::Transmit<Message>;
 
 /// What the machine tells its driver.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1526,6 +1517,8 @@ impl Membership {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn cfg() -> Config {

@@ -7,6 +7,8 @@
 //! parent's children (paper, Section 3.4), removing the root makes the next live id the
 //! root, and a (re)joining id takes its place in the start-up tree again.
 
+use steadfast_proto::rng::splitmix64;
+
 use crate::id::{Member, NodeId, ViewId, MAX_INCARNATION, MAX_NODE_ID};
 use crate::tree::{base_children, base_depth};
 
@@ -47,10 +49,9 @@ pub struct View {
 
 /// Order-independent hash of one member; the view digest is their wrapping sum.
 fn mix(m: Member) -> u64 {
-    let mut z = ((m.id as u64) << 32 | m.incarnation as u64).wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    // One SplitMix64 step from the packed member is a strong 64-bit hash of it.
+    let mut z = (m.id as u64) << 32 | m.incarnation as u64;
+    splitmix64(&mut z)
 }
 
 /// Digest of a member list, as [`View::digest`] computes it.

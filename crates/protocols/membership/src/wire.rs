@@ -6,6 +6,8 @@
 //! against the bytes left before allocating, rejects out-of-range ids, overlong varints,
 //! unknown tags and trailing bytes, and never panics.
 
+use steadfast_proto::varint::{self, Reader, Writer};
+
 use crate::id::{Member, NodeId, ViewId, MAX_INCARNATION, MAX_NODE_ID};
 
 /// Wire format version.
@@ -228,19 +230,22 @@ const T_PROBE: u8 = 10;
 const T_VIEW_REQUEST: u8 = 11;
 const T_SYNC: u8 = 12;
 
-struct W(Vec<u8>);
-
-impl W {
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    fn var(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
+impl From<varint::Error> for DecodeError {
+    fn from(e: varint::Error) -> Self {
+        match e {
+            varint::Error::Truncated => DecodeError::Truncated,
+            varint::Error::Malformed => DecodeError::Varint,
         }
-        self.0.push(v as u8);
     }
+}
+
+/// This format's composite fields, on top of the shared writer.
+trait Put {
+    fn view(&mut self, v: ViewId);
+    fn members(&mut self, ms: &[Member]);
+}
+
+impl Put for Writer {
     fn view(&mut self, v: ViewId) {
         self.var(v.epoch);
         self.var(v.coordinator as u64);
@@ -258,35 +263,17 @@ impl W {
     }
 }
 
-struct R<'a> {
-    b: &'a [u8],
-    pos: usize,
+/// This format's checked fields, on top of the shared reader.
+trait Get {
+    fn var_u32(&mut self, max: u32, field: &'static str) -> Result<u32, DecodeError>;
+    fn id(&mut self) -> Result<NodeId, DecodeError>;
+    fn flag(&mut self) -> Result<bool, DecodeError>;
+    fn view(&mut self) -> Result<ViewId, DecodeError>;
+    fn member(&mut self) -> Result<Member, DecodeError>;
+    fn members(&mut self) -> Result<Vec<Member>, DecodeError>;
 }
 
-impl<'a> R<'a> {
-    fn left(&self) -> usize {
-        self.b.len() - self.pos
-    }
-    fn u8(&mut self) -> Result<u8, DecodeError> {
-        let v = *self.b.get(self.pos).ok_or(DecodeError::Truncated)?;
-        self.pos += 1;
-        Ok(v)
-    }
-    fn var(&mut self) -> Result<u64, DecodeError> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let byte = self.u8()?;
-            // Reject overflow and non-minimal encodings, so accepted bytes are canonical.
-            if (i == 9 && byte > 1) || (i > 0 && byte == 0) {
-                return Err(DecodeError::Varint);
-            }
-            v |= ((byte & 0x7f) as u64) << (7 * i);
-            if byte & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(DecodeError::Varint)
-    }
+impl Get for Reader<'_> {
     fn var_u32(&mut self, max: u32, field: &'static str) -> Result<u32, DecodeError> {
         let v = self.var()?;
         if v > max as u64 {
@@ -326,7 +313,10 @@ impl<'a> R<'a> {
         let mut out = Vec::with_capacity(n as usize);
         let mut next = 0u64;
         for _ in 0..n {
-            let id = next + self.var()?;
+            // A gap near 2^64 must not wrap around to an id already in the list.
+            let id = next
+                .checked_add(self.var()?)
+                .ok_or(DecodeError::Range("node id"))?;
             if id > MAX_NODE_ID as u64 {
                 return Err(DecodeError::Range("node id"));
             }
@@ -344,12 +334,12 @@ impl<'a> R<'a> {
 impl Message {
     /// Encodes into a fresh buffer.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = W(Vec::with_capacity(32));
+        let mut w = Writer::new(Vec::with_capacity(32));
         self.encode_into(&mut w);
-        w.0
+        w.into_inner()
     }
 
-    fn encode_into(&self, w: &mut W) {
+    fn encode_into(&self, w: &mut Writer) {
         w.u8(WIRE_VERSION);
         let tag = match &self.body {
             Body::NodeFailure { .. } => T_NODE_FAILURE,
@@ -387,7 +377,7 @@ impl Message {
                 w.view(c.view);
                 w.view(c.base);
                 w.var(c.len as u64);
-                w.0.extend_from_slice(&c.digest.to_le_bytes());
+                w.bytes(&c.digest.to_le_bytes());
                 w.members(&c.removed);
                 w.members(&c.added);
                 match &c.members {
@@ -427,7 +417,7 @@ impl Message {
 
     /// Decodes and checks one message; never panics, whatever the bytes.
     pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
-        let mut r = R { b: bytes, pos: 0 };
+        let mut r = Reader::new(bytes);
         let version = r.u8()?;
         if version != WIRE_VERSION {
             return Err(DecodeError::Version(version));
@@ -521,21 +511,9 @@ impl Message {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use steadfast_proto::Rng;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use super::*;
 
     fn members(rng: &mut Rng) -> Vec<Member> {
         let n = rng.below(6);
@@ -550,7 +528,7 @@ mod tests {
 
     fn view(rng: &mut Rng) -> ViewId {
         ViewId {
-            epoch: rng.next() >> rng.below(64),
+            epoch: rng.next_u64() >> rng.below(64),
             coordinator: rng.below(MAX_NODE_ID as u64 + 1) as u32,
             coordinator_incarnation: rng.below(7) as u32,
         }
@@ -573,7 +551,7 @@ mod tests {
                 view: v,
                 base: view(rng),
                 len: rng.below(100) as u32,
-                digest: rng.next(),
+                digest: rng.next_u64(),
                 removed: members(rng),
                 added: members(rng),
                 members: if rng.below(2) == 0 {
@@ -590,7 +568,7 @@ mod tests {
                     JoinKind::Recovered
                 },
                 member: Member::new(rng.below(1 << 20) as u32, 3),
-                max_epoch: rng.next(),
+                max_epoch: rng.next_u64(),
             },
             6 => Body::JoinDetAck { view: v, root: 7 },
             7 => Body::Redirect { view: v, root: 0 },
@@ -611,7 +589,7 @@ mod tests {
 
     #[test]
     fn roundtrip() {
-        let mut rng = Rng(1);
+        let mut rng = Rng::from_state(1);
         for _ in 0..5000 {
             let m = sample(&mut rng);
             let bytes = m.encode();
@@ -660,11 +638,11 @@ mod tests {
     /// re-encodes to the same bytes; it never panics or over-allocates.
     #[test]
     fn decoder_survives_garbage() {
-        let mut rng = Rng(0xdead_beef);
+        let mut rng = Rng::from_state(0xdead_beef);
         for round in 0..20_000 {
             let bytes: Vec<u8> = if round % 2 == 0 {
                 let n = rng.below(64) as usize;
-                let mut b: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                let mut b: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
                 if n >= 2 && rng.below(2) == 0 {
                     b[0] = WIRE_VERSION;
                     b[1] = rng.below(13) as u8;
@@ -682,7 +660,7 @@ mod tests {
                             let keep = rng.below(b.len() as u64) as usize;
                             b.truncate(keep);
                         }
-                        _ => b.push(rng.next() as u8),
+                        _ => b.push(rng.next_u64() as u8),
                     }
                 }
                 b
@@ -728,5 +706,16 @@ mod tests {
         .encode();
         ok.push(0);
         assert_eq!(Message::decode(&ok), Err(DecodeError::Trailing(1)));
+    }
+
+    /// A member gap so large that adding it to the previous id overflows: rejected, never a
+    /// panic (debug builds) nor a wrapped, repeated id (release builds).
+    #[test]
+    fn member_gap_overflow_is_rejected() {
+        let mut b = vec![WIRE_VERSION, T_NODE_FAILURE, 0, 0, 0, 0, 2, 5, 0];
+        b.extend_from_slice(&[
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0,
+        ]);
+        assert_eq!(Message::decode(&b), Err(DecodeError::Range("node id")));
     }
 }

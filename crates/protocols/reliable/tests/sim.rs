@@ -18,9 +18,9 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use rand::{Rng, RngCore};
+use steadfast_proto::sweep;
 use steadfast_reliable::frame::{Frame, FrameRepr, Kind};
 use steadfast_reliable::{Channel, Config, Counters, Delivery, Event, MsgId};
 
@@ -28,17 +28,14 @@ const MS: u64 = 1_000_000;
 const US: u64 = 1_000;
 const KEY: u64 = 0x5eed_f00d_cafe_d00d;
 
-/// SplitMix64: tiny, fast even unoptimized, and its stream never changes with a
-/// dependency upgrade, so a seed replays the same run forever.
-struct SimRng(u64);
+/// The shared SplitMix64 generator (tiny, fast even unoptimized, and its stream never
+/// changes with a dependency upgrade, so a seed replays the same run forever), seen
+/// through `rand`'s traits for `gen_range` and `gen_bool`.
+struct SimRng(steadfast_proto::Rng);
 
 impl RngCore for SimRng {
     fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
     fn next_u32(&mut self) -> u32 {
         (self.next_u64() >> 32) as u32
@@ -301,7 +298,7 @@ impl Sim {
         tweak: impl Fn(&mut Setup),
         per_endpoint: impl Fn(usize, &mut Config),
     ) -> Sim {
-        let mut rng = SimRng(seed);
+        let mut rng = SimRng(steadfast_proto::Rng::from_state(seed));
         let mut setup = swarm(&mut rng, endpoints);
         tweak(&mut setup);
         let mut chans: Vec<Vec<Option<Channel>>> = Vec::new();
@@ -781,51 +778,35 @@ impl Sim {
 
 /// Seeds to run: the one in `STEADFAST_SEED`, else `count` seeds from `first`.
 fn seeds(first: u64) -> Vec<u64> {
-    if let Ok(s) = std::env::var("STEADFAST_SEED") {
-        return vec![s.parse().expect("STEADFAST_SEED must be an integer")];
-    }
     let default = if cfg!(debug_assertions) { 300 } else { 3000 };
-    let count = std::env::var("STEADFAST_SIM_SEEDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
-    (first..first + count).collect()
+    sweep::seeds(default, |i| first + i)
 }
 
 /// Runs `make(seed)` for every seed; on a failure prints the replay command and
 /// re-raises.
 fn run_seeds(test: &str, seeds: Vec<u64>, make: impl Fn(u64) -> Sim) -> Counters {
+    let replay = format!("cargo test -p steadfast-reliable --test sim {test} -- --nocapture");
+    let runs = sweep::sweep(test, &replay, &seeds, |seed| {
+        let mut sim = make(seed);
+        let t0 = std::time::Instant::now();
+        sim.run();
+        if std::env::var("STEADFAST_SIM_PROFILE").is_ok() {
+            eprintln!(
+                "seed {seed}: {:?} steps {} frags {} simtime {}ms",
+                t0.elapsed(),
+                sim.steps,
+                sim.total_frags(),
+                sim.now / MS
+            );
+        }
+        Ok((sim.totals(), sim.injected_corrupt, sim.injected_foreign))
+    });
     let mut total = Counters::default();
     let (mut corrupt, mut foreign) = (0u64, 0u64);
-    for seed in seeds {
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            let mut sim = make(seed);
-            let t0 = std::time::Instant::now();
-            sim.run();
-            if std::env::var("STEADFAST_SIM_PROFILE").is_ok() {
-                eprintln!(
-                    "seed {seed}: {:?} steps {} frags {} simtime {}ms",
-                    t0.elapsed(),
-                    sim.steps,
-                    sim.total_frags(),
-                    sim.now / MS
-                );
-            }
-            (sim.totals(), sim.injected_corrupt, sim.injected_foreign)
-        }));
-        match r {
-            Ok((c, ic, ifo)) => {
-                total.add(&c);
-                corrupt += ic;
-                foreign += ifo;
-            }
-            Err(e) => {
-                eprintln!(
-                    "\nreplay: STEADFAST_SEED={seed} cargo test -p steadfast-reliable --test sim {test} -- --nocapture\n"
-                );
-                std::panic::resume_unwind(e);
-            }
-        }
+    for (c, ic, ifo) in &runs {
+        total.add(c);
+        corrupt += ic;
+        foreign += ifo;
     }
     eprintln!("{test}: injected {corrupt} damaged and {foreign} forged frames; totals: {total}");
     total

@@ -43,8 +43,7 @@ pub use revoke::Revoke;
 pub use value::{Ballot, Contribution, Lock, Seq, Value};
 pub use wire::{Body, DecodeError, Message, KINDS, KIND_NAMES};
 
-/// Time as the driver sees it: a duration since an origin the driver picks.
-pub type Time = Duration;
+pub use steadfast_proto::Time;
 
 /// Tunables (the defaults suit a reliable transport).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,14 +68,8 @@ impl Default for Config {
     }
 }
 
-/// A message to send.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Transmit {
-    /// Destination rank in the communicator.
-    pub to: Rank,
-    /// The message; [`Message::encode`] gives its bytes.
-    pub message: Message,
-}
+/// A message to send to a rank of the communicator; [`Message::encode`] gives its bytes.
+pub type Transmit = steadfast_proto::Transmit<Message>;
 
 /// Refused inputs: misuse by the caller, or a message that cannot belong to this
 /// communicator instance. Never a panic.

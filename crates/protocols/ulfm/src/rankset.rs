@@ -5,7 +5,7 @@
 use std::fmt;
 
 /// A rank within one communicator (`0..size`).
-pub type Rank = u32;
+pub use steadfast_proto::Rank;
 
 /// A set of ranks kept in ascending order without duplicates.
 #[derive(Clone, Default, PartialEq, Eq, Hash)]

@@ -6,6 +6,8 @@
 //! communicator size, every length against the bytes left before allocating, and rejects
 //! overlong varints, unknown tags and trailing bytes. It never panics.
 
+use steadfast_proto::varint::{self, Reader, Writer};
+
 use crate::rankset::{Rank, RankSet};
 use crate::value::{Ballot, Contribution, Lock, Seq, Value};
 
@@ -152,19 +154,22 @@ const L_FREE: u8 = 0;
 const L_ACCEPTED: u8 = 1;
 const L_DECIDED: u8 = 2;
 
-struct W(Vec<u8>);
-
-impl W {
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    fn var(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
+impl From<varint::Error> for DecodeError {
+    fn from(e: varint::Error) -> Self {
+        match e {
+            varint::Error::Truncated => DecodeError::Truncated,
+            varint::Error::Malformed => DecodeError::Varint,
         }
-        self.0.push(v as u8);
     }
+}
+
+/// This format's composite fields, on top of the shared writer.
+trait Put {
+    fn set(&mut self, s: &RankSet);
+    fn value(&mut self, v: &Value);
+}
+
+impl Put for Writer {
     fn set(&mut self, s: &RankSet) {
         self.var(s.len() as u64);
         let mut next = 0u64;
@@ -183,36 +188,17 @@ impl W {
     }
 }
 
-struct R<'a> {
-    b: &'a [u8],
-    pos: usize,
-    size: u32,
+/// This format's checked fields, on top of the shared reader; ranks must be below `size`,
+/// the communicator's.
+trait Get {
+    fn bool(&mut self) -> Result<bool, DecodeError>;
+    fn flag(&mut self) -> Result<i32, DecodeError>;
+    fn rank(&mut self, size: u32, field: &'static str) -> Result<Rank, DecodeError>;
+    fn set(&mut self, size: u32) -> Result<RankSet, DecodeError>;
+    fn value(&mut self, size: u32) -> Result<Value, DecodeError>;
 }
 
-impl<'a> R<'a> {
-    fn left(&self) -> usize {
-        self.b.len() - self.pos
-    }
-    fn u8(&mut self) -> Result<u8, DecodeError> {
-        let v = *self.b.get(self.pos).ok_or(DecodeError::Truncated)?;
-        self.pos += 1;
-        Ok(v)
-    }
-    fn var(&mut self) -> Result<u64, DecodeError> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let byte = self.u8()?;
-            // Reject overflow and non-minimal encodings, so accepted bytes are canonical.
-            if (i == 9 && byte > 1) || (i > 0 && byte == 0) {
-                return Err(DecodeError::Varint);
-            }
-            v |= ((byte & 0x7f) as u64) << (7 * i);
-            if byte & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(DecodeError::Varint)
-    }
+impl Get for Reader<'_> {
     fn bool(&mut self) -> Result<bool, DecodeError> {
         match self.u8()? {
             0 => Ok(false),
@@ -227,17 +213,17 @@ impl<'a> R<'a> {
         }
         Ok(v as u32 as i32)
     }
-    fn rank(&mut self, field: &'static str) -> Result<Rank, DecodeError> {
+    fn rank(&mut self, size: u32, field: &'static str) -> Result<Rank, DecodeError> {
         let v = self.var()?;
-        if v >= self.size as u64 {
+        if v >= size as u64 {
             return Err(DecodeError::Range(field));
         }
         Ok(v as Rank)
     }
-    fn set(&mut self) -> Result<RankSet, DecodeError> {
+    fn set(&mut self, size: u32) -> Result<RankSet, DecodeError> {
         let n = self.var()?;
         // Every entry takes at least one byte: bound the allocation by the input.
-        if n > self.left() as u64 || n > self.size as u64 {
+        if n > self.left() as u64 || n > size as u64 {
             return Err(DecodeError::Length(n));
         }
         let mut out = Vec::with_capacity(n as usize);
@@ -246,7 +232,7 @@ impl<'a> R<'a> {
             let r = next
                 .checked_add(self.var()?)
                 .ok_or(DecodeError::Range("rank"))?;
-            if r >= self.size as u64 {
+            if r >= size as u64 {
                 return Err(DecodeError::Range("rank"));
             }
             out.push(r as Rank);
@@ -254,13 +240,13 @@ impl<'a> R<'a> {
         }
         Ok(RankSet::from_sorted_unchecked(out))
     }
-    fn value(&mut self) -> Result<Value, DecodeError> {
+    fn value(&mut self, size: u32) -> Result<Value, DecodeError> {
         let v = Value {
             flag: self.flag()?,
             proc_failed: self.bool()?,
             cid: self.var()?,
-            failed: self.set()?,
-            missing: self.set()?,
+            failed: self.set(size)?,
+            missing: self.set(size)?,
         };
         if !v.missing.is_subset(&v.failed) {
             return Err(DecodeError::Range("missing contributors"));
@@ -272,19 +258,19 @@ impl<'a> R<'a> {
 impl Message {
     /// Encodes into a fresh buffer.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = W(Vec::with_capacity(16));
+        let mut w = Writer::new(Vec::with_capacity(16));
         self.encode_into_inner(&mut w);
-        w.0
+        w.into_inner()
     }
 
     /// Appends the encoding to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let mut w = W(std::mem::take(out));
+        let mut w = Writer::new(std::mem::take(out));
         self.encode_into_inner(&mut w);
-        *out = w.0;
+        *out = w.into_inner();
     }
 
-    fn encode_into_inner(&self, w: &mut W) {
+    fn encode_into_inner(&self, w: &mut Writer) {
         w.u8(WIRE_VERSION);
         let tag = match &self.body {
             Body::Revoke => T_REVOKE,
@@ -340,26 +326,18 @@ impl Message {
     /// The epoch of an encoded message, read without decoding the rest: lets the engine
     /// route bytes to the right communicator instance (or keep them until it exists).
     pub fn peek_epoch(bytes: &[u8]) -> Result<u64, DecodeError> {
-        let mut r = R {
-            b: bytes,
-            pos: 0,
-            size: 0,
-        };
+        let mut r = Reader::new(bytes);
         let version = r.u8()?;
         if version != WIRE_VERSION {
             return Err(DecodeError::Version(version));
         }
         r.u8()?;
-        r.var()
+        Ok(r.var()?)
     }
 
     /// Decodes a message of a communicator with `size` members (ranks must be below it).
     pub fn decode(bytes: &[u8], size: u32) -> Result<Message, DecodeError> {
-        let mut r = R {
-            b: bytes,
-            pos: 0,
-            size,
-        };
+        let mut r = Reader::new(bytes);
         let version = r.u8()?;
         if version != WIRE_VERSION {
             return Err(DecodeError::Version(version));
@@ -373,8 +351,8 @@ impl Message {
                 let contribution = Contribution {
                     flag: r.flag()?,
                     cid: r.var()?,
-                    failed: r.set()?,
-                    acked: r.set()?,
+                    failed: r.set(size)?,
+                    acked: r.set(size)?,
                 };
                 if !contribution.acked.is_subset(&contribution.failed) {
                     return Err(DecodeError::Range("acknowledged set"));
@@ -382,10 +360,10 @@ impl Message {
                 let lock = match r.u8()? {
                     L_FREE => Lock::Free,
                     L_ACCEPTED => Lock::Accepted {
-                        ballot: r.rank("ballot")?,
-                        value: r.value()?,
+                        ballot: r.rank(size, "ballot")?,
+                        value: r.value(size)?,
                     },
-                    L_DECIDED => Lock::Decided(r.value()?),
+                    L_DECIDED => Lock::Decided(r.value(size)?),
                     _ => return Err(DecodeError::Range("lock")),
                 };
                 Body::Vote {
@@ -396,20 +374,20 @@ impl Message {
             }
             T_QUERY => Body::Query {
                 seq: r.var()?,
-                ballot: r.rank("ballot")?,
+                ballot: r.rank(size, "ballot")?,
             },
             T_ACK => Body::Ack {
                 seq: r.var()?,
-                ballot: r.rank("ballot")?,
+                ballot: r.rank(size, "ballot")?,
             },
             T_PROPOSE => Body::Propose {
                 seq: r.var()?,
-                ballot: r.rank("ballot")?,
-                value: r.value()?,
+                ballot: r.rank(size, "ballot")?,
+                value: r.value(size)?,
             },
             T_DECIDE => Body::Decide {
                 seq: r.var()?,
-                value: r.value()?,
+                value: r.value(size)?,
             },
             t => return Err(DecodeError::Tag(t)),
         };

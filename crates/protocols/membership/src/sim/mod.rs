@@ -7,10 +7,12 @@
 
 pub mod check;
 pub mod net;
-pub mod rng;
 pub mod scenario;
 #[cfg(test)]
 mod tests;
+
+/// The seeded generator every run draws from (shared by the protocol crates' simulations).
+pub use steadfast_proto::rng;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};

@@ -5,51 +5,26 @@
 
 use std::time::Duration;
 
+use steadfast_proto::sweep as harness;
+
 use super::scenario::{run, Outcome, Scenario};
 
 const DEFAULT_SEEDS: u64 = 300;
 
-fn seeds() -> u64 {
-    std::env::var("STEADFAST_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_SEEDS)
-}
-
 fn sweep(s: Scenario, test: &str) -> Vec<Outcome> {
-    let replay: Option<u64> = std::env::var("STEADFAST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok());
-    let list: Vec<u64> = match replay {
-        Some(seed) => vec![seed],
-        None => (0..seeds())
-            .map(|i| {
-                i.wrapping_mul(0x9e37_79b9)
-                    .wrapping_add(s as u64 * 1_000_003)
-            })
-            .collect(),
-    };
-    let mut out = Vec::new();
-    for seed in list {
-        let trace_len = if replay.is_some() { 20_000 } else { 0 };
-        let r = std::panic::catch_unwind(|| run(s, seed, trace_len));
-        let reason = match r {
-            Ok(Ok(o)) => {
-                out.push(o);
-                continue;
+    let replaying = harness::replay().is_some();
+    let trace_len = if replaying { 20_000 } else { 0 };
+    let seeds = harness::seeds(DEFAULT_SEEDS, |i| harness::spread(i, s as u64 * 1_000_003));
+    let replay =
+        format!("cargo test -p steadfast-membership --lib sim::tests::{test} -- --nocapture");
+    let out = harness::sweep(&format!("{s:?}"), &replay, &seeds, |seed| {
+        run(s, seed, trace_len).map_err(|f| {
+            if !f.trace.is_empty() {
+                eprintln!("{}", f.trace);
             }
-            Ok(Err(f)) => {
-                if !f.trace.is_empty() {
-                    eprintln!("{}", f.trace);
-                }
-                f.reason
-            }
-            Err(_) => "panic inside the simulation".to_string(),
-        };
-        panic!(
-            "{s:?} failed at seed {seed}: {reason}\nreplay: STEADFAST_SEED={seed} cargo test -p steadfast-membership --lib sim::tests::{test} -- --nocapture"
-        );
-    }
+            f.reason
+        })
+    });
     if let Some(max) = out.iter().map(|o| o.settle).max() {
         let mean = out.iter().map(|o| o.settle).sum::<Duration>() / out.len() as u32;
         let bound = out.iter().map(|o| o.bound).min().unwrap_or_default();

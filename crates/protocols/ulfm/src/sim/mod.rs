@@ -9,10 +9,12 @@
 //! step the [`check::Checker`] invariants run; a run is a pure function of its parameters.
 
 pub mod check;
-pub mod rng;
 pub mod scenario;
 #[cfg(test)]
 mod tests;
+
+/// The seeded generator every run draws from (shared by the protocol crates' simulations).
+pub use steadfast_proto::rng;
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

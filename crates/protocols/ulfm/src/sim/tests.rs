@@ -5,59 +5,37 @@
 
 use std::time::Duration;
 
+use steadfast_proto::sweep as harness;
+
 use super::scenario::{run, Scenario};
 use super::{Crash, CrashWhen, OpKind, Params, Sim};
 use crate::Config;
 
 const DEFAULT_SEEDS: u64 = 400;
 
-fn seeds() -> u64 {
-    std::env::var("STEADFAST_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(DEFAULT_SEEDS)
-}
-
 fn sweep(s: Scenario, test: &str) {
-    let replay: Option<u64> = std::env::var("STEADFAST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok());
-    let list: Vec<u64> = match replay {
-        Some(seed) => vec![seed],
-        None => (0..seeds())
-            .map(|i| {
-                i.wrapping_mul(0x9e37_79b9)
-                    .wrapping_add(s as u64 * 1_000_003)
-            })
-            .collect(),
-    };
+    let replaying = harness::replay().is_some();
+    let trace_len = if replaying { 5_000 } else { 0 };
+    let seeds = harness::seeds(DEFAULT_SEEDS, |i| harness::spread(i, s as u64 * 1_000_003));
+    let replay = format!("cargo test -p steadfast-ulfm --lib sim::tests::{test} -- --nocapture");
+    let out = harness::sweep(&format!("{s:?}"), &replay, &seeds, |seed| {
+        run(s, seed, trace_len).map_err(|f| {
+            if !f.trace.is_empty() {
+                eprintln!("{}", f.trace);
+            }
+            f.reason
+        })
+    });
     let (mut msgs, mut inst, mut crashed, mut worst) = (0u64, 0u64, 0u64, 0f64);
-    for &seed in &list {
-        let trace_len = if replay.is_some() { 5_000 } else { 0 };
-        let r = std::panic::catch_unwind(|| run(s, seed, trace_len));
-        let reason = match r {
-            Ok(Ok(o)) => {
-                msgs += o.sent.iter().sum::<u64>();
-                inst += o.instances;
-                crashed += o.crashed as u64;
-                worst = worst.max(o.max_rounds);
-                continue;
-            }
-            Ok(Err(f)) => {
-                if !f.trace.is_empty() {
-                    eprintln!("{}", f.trace);
-                }
-                f.reason
-            }
-            Err(_) => "panic inside the simulation".to_string(),
-        };
-        panic!(
-            "{s:?} failed at seed {seed}: {reason}\nreplay: STEADFAST_SEED={seed} cargo test -p steadfast-ulfm --lib sim::tests::{test} -- --nocapture"
-        );
+    for o in &out {
+        msgs += o.sent.iter().sum::<u64>();
+        inst += o.instances;
+        crashed += o.crashed as u64;
+        worst = worst.max(o.max_rounds);
     }
     eprintln!(
         "{s:?}: {} seeds, {inst} instances, {crashed} crashes, {:.1} messages per instance, worst latency {worst:.2} max delays after the last fault/start",
-        list.len(),
+        seeds.len(),
         msgs as f64 / inst.max(1) as f64
     );
 }
