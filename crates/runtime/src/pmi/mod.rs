@@ -571,3 +571,30 @@ mod tests {
         }
     }
 }
+
+/// Loads the PMI client library `what` names: the one `configured` names, else the first
+/// of `defaults` that loads.
+pub(crate) fn load_library(what: &str, configured: Option<String>, defaults: &[&str]) -> Result<libloading::Library, BootstrapError> {
+    let names: Vec<String> = match configured.filter(|s| !s.is_empty()) {
+        Some(n) => vec![n],
+        None => defaults.iter().map(|d| (*d).to_owned()).collect(),
+    };
+    let mut last = String::new();
+    for n in &names {
+        // SAFETY: loading the client library the environment asked for runs only its own
+        // initialisers, which set up its own state.
+        match unsafe { libloading::Library::new(n) } {
+            Ok(l) => return Ok(l),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(BootstrapError::Pmi(format!("cannot load the {what} library ({}): {last}", names.join(", "))))
+}
+
+/// The address of function `name` in `lib` (the caller gives it its prototype).
+pub(crate) fn symbol(lib: &libloading::Library, what: &str, name: &str) -> Result<*const (), BootstrapError> {
+    // SAFETY: looking a symbol up has no side effect.
+    unsafe { lib.get::<*const ()>(name.as_bytes()) }
+        .map(|s| *s)
+        .map_err(|e| BootstrapError::Pmi(format!("{what} library lacks {name}: {e}")))
+}

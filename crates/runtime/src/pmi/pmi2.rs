@@ -70,30 +70,8 @@ fn cstr(what: &str, s: &str) -> Result<CString, BootstrapError> {
 impl Pmi2 {
     /// Loads the library and calls `PMI2_Init` and `PMI2_Job_GetId`.
     pub fn init(get: &dyn Fn(&str) -> Option<String>) -> Result<Pmi2, BootstrapError> {
-        let names: Vec<String> = match get(LIB_VAR).filter(|s| !s.is_empty()) {
-            Some(n) => vec![n],
-            None => vec!["libpmi2.so.0".into(), "libpmi2.so".into()],
-        };
-        let mut last = String::new();
-        let mut lib = None;
-        for n in &names {
-            // SAFETY: loading a shared library runs its initialisers; libpmi2 has none that
-            // matter here, and the caller asked for this library.
-            match unsafe { Library::new(n) } {
-                Ok(l) => {
-                    lib = Some(l);
-                    break;
-                }
-                Err(e) => last = e.to_string(),
-            }
-        }
-        let lib = lib.ok_or_else(|| err(format!("cannot load the PMI-2 library ({}): {last}", names.join(", "))))?;
-        // SAFETY: the symbol types are those of Slurm's pmi2.h.
-        let sym = |name: &str| -> Result<*const (), BootstrapError> {
-            unsafe { lib.get::<*const ()>(name.as_bytes()) }
-                .map(|s| *s)
-                .map_err(|e| err(format!("PMI-2 library lacks {name}: {e}")))
-        };
+        let lib = super::load_library("PMI-2", get(LIB_VAR), &["libpmi2.so.0", "libpmi2.so"])?;
+        let sym = |name: &str| super::symbol(&lib, "PMI-2", name);
         // SAFETY: each pointer is the named function of pmi2.h, transmuted to its prototype.
         let (init, finalize, abort, jobid_fn, put, fence, getf) = unsafe {
             (

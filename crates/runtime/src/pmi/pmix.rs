@@ -109,30 +109,8 @@ fn info_bool(key: &str, v: bool) -> Info {
 impl Pmix {
     /// Loads the library, calls `PMIx_Init` and reads the job size.
     pub fn init(get: &dyn Fn(&str) -> Option<String>) -> Result<Pmix, BootstrapError> {
-        let names: Vec<String> = match get(LIB_VAR).filter(|s| !s.is_empty()) {
-            Some(n) => vec![n],
-            None => vec!["libpmix.so.2".into(), "libpmix.so".into()],
-        };
-        let mut last = String::new();
-        let mut lib = None;
-        for n in &names {
-            // SAFETY: loading the library the environment asked for; its initialisers only
-            // set up its own state.
-            match unsafe { Library::new(n) } {
-                Ok(l) => {
-                    lib = Some(l);
-                    break;
-                }
-                Err(e) => last = e.to_string(),
-            }
-        }
-        let lib = lib.ok_or_else(|| err(format!("cannot load the PMIx library ({}): {last}", names.join(", "))))?;
-        let sym = |name: &str| -> Result<*const (), BootstrapError> {
-            // SAFETY: looking a symbol up has no side effect.
-            unsafe { lib.get::<*const ()>(name.as_bytes()) }
-                .map(|s| *s)
-                .map_err(|e| err(format!("PMIx library lacks {name}: {e}")))
-        };
+        let lib = super::load_library("PMIx", get(LIB_VAR), &["libpmix.so.2", "libpmix.so"])?;
+        let sym = |name: &str| super::symbol(&lib, "PMIx", name);
         // SAFETY: each pointer is the named function of pmix.h, given its prototype.
         let (init, finalize, abort, put, commit, fence, getf) = unsafe {
             (
