@@ -39,7 +39,7 @@ INT_KINDS = {"int": "integer", "MPI_Aint": "integer(kind=8)", "MPI_Count": "inte
 
 def read_annotations(path):
     ann = {"logical": set(), "integer": set(), "release": {}, "length": {}, "custom": set(),
-           "skip": set()}
+           "skip": set(), "index": {}}
     for line in open(path):
         line = line.split("#", 1)[0].split()
         if not line:
@@ -51,6 +51,8 @@ def read_annotations(path):
             ann["integer"].add((rest[0], rest[1]))
         elif word == "release":
             ann["release"].setdefault(rest[0], set()).update(rest[1:])
+        elif word == "index":
+            ann["index"].setdefault(rest[0], {})[rest[1]] = rest[2] if len(rest) > 2 else None
         elif word == "length":
             ann["length"][rest[0]] = rest[1:]
         elif word in ("custom", "skip"):
@@ -163,6 +165,13 @@ def c_glue(fname, ret, cls, ann):
             call.append(f"F_INTS({v})" if ctype == "int" else f"{v}")
             if c == "lptr" and extra is None:
                 post.append(f"if ({v}) *{v} = F_LOGICAL(*{v});")
+            idx = ann["index"].get(fname, {})
+            if name in idx:
+                if idx[name]:
+                    post.append(f"if (rc == MPI_SUCCESS && *f_{idx[name]} != MPI_UNDEFINED)")
+                    post.append(f"    for (int i = 0; i < *f_{idx[name]}; i++) {v}[i] += 1;")
+                else:
+                    post.append(f"if (rc == MPI_SUCCESS && *{v} >= 0) *{v} += 1;")
         elif c == "hin":
             idx, pfx = kind_of(ctype)
             params.append(f"MPI_Fint *{v}")
@@ -210,13 +219,15 @@ def c_glue(fname, ret, cls, ann):
         elif c == "sin":
             params.append(f"const char *{v}")
             hidden.append(f"size_t len_{name}")
-            pre.append(f"char *c_{name} = glue_cstr({v}, len_{name});")
+            # Info keys and values lose leading blanks too (MPI standard, Info chapter).
+            trim = "glue_cstr_info" if fname.startswith("MPI_Info_") else "glue_cstr"
+            pre.append(f"char *c_{name} = {trim}({v}, len_{name});")
             call.append(f"c_{name}")
             post.append(f"free(c_{name});")
         elif c == "sout":
             params.append(f"char *{v}")
             hidden.append(f"size_t len_{name}")
-            pre.append(f"char *c_{name} = glue_strbuf(len_{name});")
+            pre.append(f"char *c_{name} = glue_strbuf({v}, len_{name});")
             call.append(f"c_{name}")
             post.append(f"glue_fstr(c_{name}, {v}, len_{name});")
             post.append(f"free(c_{name});")
@@ -402,6 +413,8 @@ def main():
     for n, k, v in consts:
         fdecl("INTEGER", n, v)
     fixed += sentinel_lines(False)
+    for cb in CALLBACKS:
+        fixed.append(f"      EXTERNAL {cb}")
     for fname, ret, _ in bound:
         if ret == "double":
             fixed.append(f"      DOUBLE PRECISION {fname.upper()}, P{fname.upper()}")
@@ -499,6 +512,11 @@ def sentinel_lines(f08):
         out.append(f"      COMMON /{block}/ {name}")
     return out
 
+
+# Predefined callbacks, defined in glue.c.
+CALLBACKS = ["MPI_COMM_NULL_COPY_FN", "MPI_COMM_DUP_FN", "MPI_COMM_NULL_DELETE_FN",
+             "MPI_TYPE_NULL_COPY_FN", "MPI_TYPE_DUP_FN", "MPI_TYPE_NULL_DELETE_FN",
+             "MPI_NULL_COPY_FN", "MPI_DUP_FN", "MPI_NULL_DELETE_FN"]
 
 SENTINELS = [
     ("MPI_BOTTOM", "INTEGER", "", "mpi_fortran_bottom"),

@@ -40,7 +40,16 @@ char *glue_cstr(const char *f, size_t len)
     return c;
 }
 
-char *glue_strbuf(size_t len)
+char *glue_cstr_info(const char *f, size_t len)
+{
+    while (len > 0 && *f == ' ') {
+        f++;
+        len--;
+    }
+    return glue_cstr(f, len);
+}
+
+char *glue_strbuf(const char *f, size_t len)
 {
     /* The C call writes up to its own limit (at most MPI_MAX_LIBRARY_VERSION_STRING). */
     size_t n = len + 1 > MPI_MAX_LIBRARY_VERSION_STRING + 1 ? len + 1
@@ -48,6 +57,7 @@ char *glue_strbuf(size_t len)
     char *c = calloc(n, 1);
     if (!c)
         abort();
+    memcpy(c, f, len);
     return c;
 }
 
@@ -129,6 +139,91 @@ void mpi_buffer_detach_(void *buffer_addr, MPI_Fint *size, MPI_Fint *ierror)
     if (ierror) *ierror = rc;
 }
 ALIASES(mpi_buffer_detach)
+
+/* ---- info ------------------------------------------------------------------------------ */
+
+void mpi_info_get_string_(MPI_Fint *info, const char *key, MPI_Fint *buflen, char *value,
+                          MPI_Fint *flag, MPI_Fint *ierror, size_t len_key, size_t len_value)
+{
+    char *ckey = glue_cstr_info(key, len_key);
+    char *cval = calloc(MPI_MAX_INFO_VAL + 1, 1);
+    int clen = MPI_MAX_INFO_VAL + 1, f = 0;
+    if (!cval)
+        abort();
+    int rc = MPI_Info_get_string(MPI_Info_f2c(*info), ckey, &clen, cval, &f);
+    if (rc == MPI_SUCCESS && f) {
+        size_t n = strlen(cval), room = *buflen > 0 ? (size_t)*buflen : 0;
+        if (room > len_value)
+            room = len_value;
+        if (room > 0)
+            glue_fstr(cval, value, n < room ? len_value : room);
+        if (room > 0 && room < len_value)
+            memset(value + room, ' ', len_value - room);
+        *buflen = (MPI_Fint)n;
+    }
+    *flag = F_LOGICAL(f);
+    free(ckey);
+    free(cval);
+    if (ierror) *ierror = rc;
+}
+ALIASES(mpi_info_get_string)
+
+/* ---- generalized requests -------------------------------------------------------------- */
+
+typedef void fgq_fn(MPI_Aint *extra, MPI_Fint *status, MPI_Fint *ierror);
+typedef void fgf_fn(MPI_Aint *extra, MPI_Fint *ierror);
+typedef void fgc_fn(MPI_Aint *extra, MPI_Fint *complete, MPI_Fint *ierror);
+struct fgreq {
+    fgq_fn *query;
+    fgf_fn *free_fn;
+    fgc_fn *cancel;
+    MPI_Aint extra;
+};
+
+static int greq_query(void *extra, MPI_Status *status)
+{
+    struct fgreq *g = extra;
+    MPI_Fint ierr = MPI_SUCCESS;
+    g->query(&g->extra, (MPI_Fint *)status, &ierr);
+    return ierr;
+}
+
+static int greq_free(void *extra)
+{
+    struct fgreq *g = extra;
+    MPI_Fint ierr = MPI_SUCCESS;
+    g->free_fn(&g->extra, &ierr);
+    free(g);
+    return ierr;
+}
+
+static int greq_cancel(void *extra, int complete)
+{
+    struct fgreq *g = extra;
+    MPI_Fint ierr = MPI_SUCCESS, fc = F_LOGICAL(complete);
+    g->cancel(&g->extra, &fc, &ierr);
+    return ierr;
+}
+
+void mpi_grequest_start_(fgq_fn *query, fgf_fn *free_fn, fgc_fn *cancel, MPI_Aint *extra_state,
+                         MPI_Fint *request, MPI_Fint *ierror)
+{
+    struct fgreq *g = malloc(sizeof *g);
+    MPI_Request r;
+    if (!g)
+        abort();
+    g->query = query;
+    g->free_fn = free_fn;
+    g->cancel = cancel;
+    g->extra = *extra_state;
+    int rc = MPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &r);
+    if (rc == MPI_SUCCESS)
+        *request = MPI_Request_c2f(r);
+    else
+        free(g);
+    if (ierror) *ierror = rc;
+}
+ALIASES(mpi_grequest_start)
 
 /* ---- attributes ----------------------------------------------------------------------- */
 

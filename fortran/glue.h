@@ -36,8 +36,11 @@ void steadfast_fint_release(int kind, MPI_Fint f);
 
 /* Blank-padded Fortran string -> fresh NUL-terminated copy without the trailing blanks. */
 char *glue_cstr(const char *f, size_t len);
-/* Buffer for a C string result going to a Fortran string of `len` characters. */
-char *glue_strbuf(size_t len);
+/* The same, also without leading blanks (Info keys and values). */
+char *glue_cstr_info(const char *f, size_t len);
+/* Buffer for a C string result going to the Fortran string `f` of `len` characters; holds
+ * f's current text, so a call that writes nothing leaves `f` as it was. */
+char *glue_strbuf(const char *f, size_t len);
 /* C string -> Fortran string of `len` characters, blank-padded (truncated if longer). */
 void glue_fstr(const char *c, char *f, size_t len);
 void *glue_alloc(int n, size_t size);

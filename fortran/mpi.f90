@@ -58,6 +58,16 @@ module mpi
       external :: copy_fn, delete_fn
       integer :: keyval, extra_state, ierror
     end subroutine
+    subroutine MPI_INFO_GET_STRING(info, key, buflen, value, flag, ierror)
+      integer :: info, buflen, ierror
+      character(len=*) :: key, value
+      logical :: flag
+    end subroutine
+    subroutine MPI_GREQUEST_START(query_fn, free_fn, cancel_fn, extra_state, request, ierror)
+      external :: query_fn, free_fn, cancel_fn
+      integer(kind=8) :: extra_state
+      integer :: request, ierror
+    end subroutine
     subroutine MPI_OP_CREATE(user_fn, commute, op, ierror)
       external :: user_fn
       logical :: commute

@@ -110,6 +110,25 @@ module mpi_f08
       integer, optional :: ierror
     end subroutine
   end interface
+  interface MPI_Info_get_string
+    subroutine MPI_Info_get_string_f08(info, key, buflen, value, flag, ierror)
+      import :: MPI_Info
+      type(MPI_Info) :: info
+      character(len=*) :: key, value
+      integer :: buflen
+      logical :: flag
+      integer, optional :: ierror
+    end subroutine
+  end interface
+  interface MPI_Grequest_start
+    subroutine MPI_Grequest_start_f08(query_fn, free_fn, cancel_fn, extra_state, request, ierror)
+      import :: MPI_Request
+      external :: query_fn, free_fn, cancel_fn
+      integer(kind=8) :: extra_state
+      type(MPI_Request) :: request
+      integer, optional :: ierror
+    end subroutine
+  end interface
   interface MPI_Op_create
     subroutine MPI_Op_create_f08(user_fn, commute, op, ierror)
       import :: MPI_Op
