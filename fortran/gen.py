@@ -296,6 +296,12 @@ def f_interface(fname, ret, cls, f08, specific):
     if ret == "double":
         lines.append(f"  double precision :: {specific}")
     for c, ctype, name, extra in cls:
+        if not f08 and ((c == "iptr" and extra == "array") or c.startswith("harr") or
+                        c == "statuses"):
+            # `mpi` module: arrays a call ignores in some cases (e.g. with MPI_IN_PLACE) are
+            # often passed as scalars; like the buffers, they take any rank. (Not in mpi_f08:
+            # the array kinds tell the large-count forms apart.)
+            lines.append(f"  !GCC$ ATTRIBUTES NO_ARG_CHECK :: {name}")
         for d in f_decl(c, ctype, name, f08):
             if c in ("iptr", "lptr") and extra == "array":
                 d += "(*)"
@@ -494,6 +500,25 @@ def main():
                   f"  steadfast_{op}_{n} = a%MPI_VAL {rel} b%MPI_VAL",
                   f"end function steadfast_{op}_{n}"]
     open(os.path.join(a.out, "mpi_f08_ops.f90"), "w").write("\n".join(t) + "\n")
+    # MPI_SIZEOF: one specific per intrinsic type and kind, any rank.
+    for mod in ("mpi", "mpi_f08"):
+        iface, impl = [f"interface MPI_Sizeof"], []
+        for t, kinds in (("integer", (1, 2, 4, 8, 16)), ("real", (4, 8, 10, 16)),
+                         ("complex", (4, 8, 10, 16)), ("logical", (1, 2, 4, 8))):
+            for k in kinds:
+                n = f"{mod}_sizeof_{t}{k}"
+                iface.append(f"  module procedure {n}")
+                impl += [f"subroutine {n}(x, size, ierror)",
+                         f"  {t}(kind={k}), dimension(..), intent(in) :: x",
+                         "  integer, intent(out) :: size",
+                         "  integer, optional, intent(out) :: ierror",
+                         "  size = int(storage_size(x) / 8)",
+                         "  if (present(ierror)) ierror = 0",
+                         f"end subroutine {n}"]
+        iface.append("end interface MPI_Sizeof")
+        open(os.path.join(a.out, f"{mod}_sizeof_iface.f90"), "w").write("\n".join(iface) + "\n")
+        open(os.path.join(a.out, f"{mod}_sizeof_impl.f90"), "w").write("\n".join(impl) + "\n")
+
     with open(os.path.join(a.out, "report.txt"), "w") as f:
         f.write(f"{len(bound)} generated bindings, {len(ann['custom'])} written by hand\n")
         for fname, why in missing:

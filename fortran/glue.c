@@ -173,18 +173,20 @@ ALIASES(mpi_info_get_string)
 typedef void fgq_fn(MPI_Aint *extra, MPI_Fint *status, MPI_Fint *ierror);
 typedef void fgf_fn(MPI_Aint *extra, MPI_Fint *ierror);
 typedef void fgc_fn(MPI_Aint *extra, MPI_Fint *complete, MPI_Fint *ierror);
+/* The callbacks get the caller's extra_state variable itself (as with MPICH), so what they
+ * store there is visible to the program after MPI_WAIT. */
 struct fgreq {
     fgq_fn *query;
     fgf_fn *free_fn;
     fgc_fn *cancel;
-    MPI_Aint extra;
+    MPI_Aint *extra;
 };
 
 static int greq_query(void *extra, MPI_Status *status)
 {
     struct fgreq *g = extra;
     MPI_Fint ierr = MPI_SUCCESS;
-    g->query(&g->extra, (MPI_Fint *)status, &ierr);
+    g->query(g->extra, (MPI_Fint *)status, &ierr);
     return ierr;
 }
 
@@ -192,7 +194,7 @@ static int greq_free(void *extra)
 {
     struct fgreq *g = extra;
     MPI_Fint ierr = MPI_SUCCESS;
-    g->free_fn(&g->extra, &ierr);
+    g->free_fn(g->extra, &ierr);
     free(g);
     return ierr;
 }
@@ -201,7 +203,7 @@ static int greq_cancel(void *extra, int complete)
 {
     struct fgreq *g = extra;
     MPI_Fint ierr = MPI_SUCCESS, fc = F_LOGICAL(complete);
-    g->cancel(&g->extra, &fc, &ierr);
+    g->cancel(g->extra, &fc, &ierr);
     return ierr;
 }
 
@@ -215,7 +217,7 @@ void mpi_grequest_start_(fgq_fn *query, fgf_fn *free_fn, fgc_fn *cancel, MPI_Ain
     g->query = query;
     g->free_fn = free_fn;
     g->cancel = cancel;
-    g->extra = *extra_state;
+    g->extra = extra_state;
     int rc = MPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &r);
     if (rc == MPI_SUCCESS)
         *request = MPI_Request_c2f(r);
@@ -224,6 +226,16 @@ void mpi_grequest_start_(fgq_fn *query, fgf_fn *free_fn, fgc_fn *cancel, MPI_Ain
     if (ierror) *ierror = rc;
 }
 ALIASES(mpi_grequest_start)
+
+void mpi_info_create_env_(MPI_Fint *info, MPI_Fint *ierror)
+{
+    MPI_Info c;
+    int rc = MPI_Info_create_env(0, NULL, &c);
+    if (rc == MPI_SUCCESS)
+        *info = MPI_Info_c2f(c);
+    if (ierror) *ierror = rc;
+}
+ALIASES(mpi_info_create_env)
 
 /* ---- attributes ----------------------------------------------------------------------- */
 

@@ -63,6 +63,9 @@ module mpi
       character(len=*) :: key, value
       logical :: flag
     end subroutine
+    subroutine MPI_INFO_CREATE_ENV(info, ierror)
+      integer :: info, ierror
+    end subroutine
     subroutine MPI_GREQUEST_START(query_fn, free_fn, cancel_fn, extra_state, request, ierror)
       external :: query_fn, free_fn, cancel_fn
       integer(kind=8) :: extra_state
@@ -85,4 +88,7 @@ module mpi
   external :: MPI_COMM_NULL_COPY_FN, MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN
   external :: MPI_TYPE_NULL_COPY_FN, MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN
   external :: MPI_NULL_COPY_FN, MPI_DUP_FN, MPI_NULL_DELETE_FN
+  include 'mpi_sizeof_iface.f90'
+contains
+  include 'mpi_sizeof_impl.f90'
 end module mpi

@@ -120,6 +120,13 @@ module mpi_f08
       integer, optional :: ierror
     end subroutine
   end interface
+  interface MPI_Info_create_env
+    subroutine MPI_Info_create_env_f08(info, ierror)
+      import :: MPI_Info
+      type(MPI_Info) :: info
+      integer, optional :: ierror
+    end subroutine
+  end interface
   interface MPI_Grequest_start
     subroutine MPI_Grequest_start_f08(query_fn, free_fn, cancel_fn, extra_state, request, ierror)
       import :: MPI_Request
@@ -148,6 +155,8 @@ module mpi_f08
   end interface
   external :: MPI_COMM_NULL_COPY_FN, MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN
   external :: MPI_TYPE_NULL_COPY_FN, MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN
+  include 'mpi_f08_sizeof_iface.f90'
 contains
   include 'mpi_f08_ops.f90'
+  include 'mpi_f08_sizeof_impl.f90'
 end module mpi_f08
