@@ -285,6 +285,7 @@ def f_decl(c, ctype, name, f08):
 
 def f_interface(fname, ret, cls, f08, specific):
     args = [n for _, _, n, _ in cls]
+    choice = any(c == "buf" for c, _, _, _ in cls)
     lines = []
     if ret == "double":
         lines.append(f"function {specific}({', '.join(args)})")
@@ -297,10 +298,12 @@ def f_interface(fname, ret, cls, f08, specific):
         lines.append(f"  double precision :: {specific}")
     for c, ctype, name, extra in cls:
         if not f08 and ((c == "iptr" and extra == "array") or c.startswith("harr") or
-                        c == "statuses"):
+                        c == "statuses" or (choice and c in ("ival", "iptr", "hin", "hout"))):
             # `mpi` module: arrays a call ignores in some cases (e.g. with MPI_IN_PLACE) are
-            # often passed as scalars; like the buffers, they take any rank. (Not in mpi_f08:
-            # the array kinds tell the large-count forms apart.)
+            # often passed as scalars; like the buffers, they take any rank. So do the integer
+            # arguments of calls with a choice buffer, which MPICH's module leaves without an
+            # interface (programs pass a one-element array for a count). Not in mpi_f08: the
+            # argument kinds tell the large-count forms apart.
             lines.append(f"  !GCC$ ATTRIBUTES NO_ARG_CHECK :: {name}")
         for d in f_decl(c, ctype, name, f08):
             if c in ("iptr", "lptr") and extra == "array":
@@ -515,6 +518,15 @@ def main():
                          "  size = int(storage_size(x) / 8)",
                          "  if (present(ierror)) ierror = 0",
                          f"end subroutine {n}"]
+        n = f"{mod}_sizeof_character"
+        iface.append(f"  module procedure {n}")
+        impl += [f"subroutine {n}(x, size, ierror)",
+                 "  character(len=*), dimension(..), intent(in) :: x",
+                 "  integer, intent(out) :: size",
+                 "  integer, optional, intent(out) :: ierror",
+                 "  size = int(storage_size(x) / 8 / max(len(x), 1))",
+                 "  if (present(ierror)) ierror = 0",
+                 f"end subroutine {n}"]
         iface.append("end interface MPI_Sizeof")
         open(os.path.join(a.out, f"{mod}_sizeof_iface.f90"), "w").write("\n".join(iface) + "\n")
         open(os.path.join(a.out, f"{mod}_sizeof_impl.f90"), "w").write("\n".join(impl) + "\n")
