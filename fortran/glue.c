@@ -140,6 +140,18 @@ void mpi_buffer_detach_(void *buffer_addr, MPI_Fint *size, MPI_Fint *ierror)
 }
 ALIASES(mpi_buffer_detach)
 
+/* `mpi`: BASEPTR is INTEGER(KIND=MPI_ADDRESS_KIND) (for Cray pointers); `mpi_f08`: TYPE(C_PTR).
+ * Both are one address-sized value. */
+void mpi_alloc_mem_(MPI_Aint *size, MPI_Fint *info, MPI_Aint *baseptr, MPI_Fint *ierror)
+{
+    void *p = NULL;
+    int rc = MPI_Alloc_mem(*size, MPI_Info_f2c(*info), &p);
+    if (rc == MPI_SUCCESS)
+        *baseptr = (MPI_Aint)p;
+    if (ierror) *ierror = rc;
+}
+ALIASES(mpi_alloc_mem)
+
 /* ---- info ------------------------------------------------------------------------------ */
 
 void mpi_info_get_string_(MPI_Fint *info, const char *key, MPI_Fint *buflen, char *value,

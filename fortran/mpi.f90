@@ -63,6 +63,10 @@ module mpi
       character(len=*) :: key, value
       logical :: flag
     end subroutine
+    subroutine MPI_ALLOC_MEM(size, info, baseptr, ierror)
+      integer(kind=8) :: size, baseptr
+      integer :: info, ierror
+    end subroutine
     subroutine MPI_INFO_CREATE_ENV(info, ierror)
       integer :: info, ierror
     end subroutine

@@ -120,6 +120,15 @@ module mpi_f08
       integer, optional :: ierror
     end subroutine
   end interface
+  interface MPI_Alloc_mem
+    subroutine MPI_Alloc_mem_f08(size, info, baseptr, ierror)
+      import :: MPI_Info, c_ptr
+      integer(kind=8), intent(in) :: size
+      type(MPI_Info), intent(in) :: info
+      type(c_ptr) :: baseptr
+      integer, optional :: ierror
+    end subroutine
+  end interface
   interface MPI_Info_create_env
     subroutine MPI_Info_create_env_f08(info, ierror)
       import :: MPI_Info

@@ -323,8 +323,18 @@ def program_recipe(srcdir, d, prog, am):
     if "LDADDDATA" in ldadd or "libdtypes" in ldadd:
         extra.append("@dtypes")
     extra += [t for t in ldadd.split() if t.startswith("-l")]
-    return {"sources": [os.path.join(srcdir, d, s) for s in sources], "cppflags": cpp,
-            "extra": extra}
+    paths = []
+    for s in sources:
+        p = os.path.join(srcdir, d, s)
+        if kind and not os.path.exists(p) and "/" in d:
+            # BUILT_SOURCES: Makefile.am copies these from the f90 or f77 twin directory.
+            for twin in ("f90", "f77"):
+                q = os.path.join(srcdir, twin, d.split("/", 1)[1], s)
+                if os.path.exists(q):
+                    p = q
+                    break
+        paths.append(p)
+    return {"sources": paths, "cppflags": cpp, "extra": extra}
 
 
 # ---------------------------------------------------------------------------------------------
