@@ -673,6 +673,11 @@ class Builder:
             return {"ok": False, "status": "build-failed", "reason": "no source for %s" % prog,
                     "missing": []}
         kind = fortran_kind(d)
+        if d.startswith("cxx"):
+            for src in recipe["sources"]:
+                if os.path.exists(src) and "MPI::" in open(src, errors="replace").read():
+                    return {"ok": False, "status": "skip", "missing": [],
+                            "reason": "out of scope (C++ bindings MPI::, removed in MPI-3.0)"}
         if kind:
             why = fortran_out_of_scope(recipe["sources"], self.tc.fortran_known)
             if why:
