@@ -168,4 +168,25 @@ module mpi_f08
 contains
   include 'mpi_f08_ops.f90'
   include 'mpi_f08_sizeof_impl.f90'
+  ! INTEGER status array <-> TYPE(MPI_Status): the same eight integers.
+  subroutine MPI_Status_f2f08(f_status, f08_status, ierror)
+    integer, intent(in) :: f_status(MPI_STATUS_SIZE)
+    type(MPI_Status), intent(out) :: f08_status
+    integer, optional, intent(out) :: ierror
+    f08_status%MPI_SOURCE = f_status(1)
+    f08_status%MPI_TAG = f_status(2)
+    f08_status%MPI_ERROR = f_status(3)
+    f08_status%MPI_internal = f_status(4:8)
+    if (present(ierror)) ierror = MPI_SUCCESS
+  end subroutine MPI_Status_f2f08
+  subroutine MPI_Status_f082f(f08_status, f_status, ierror)
+    type(MPI_Status), intent(in) :: f08_status
+    integer, intent(out) :: f_status(MPI_STATUS_SIZE)
+    integer, optional, intent(out) :: ierror
+    f_status(1) = f08_status%MPI_SOURCE
+    f_status(2) = f08_status%MPI_TAG
+    f_status(3) = f08_status%MPI_ERROR
+    f_status(4:8) = f08_status%MPI_internal
+    if (present(ierror)) ierror = MPI_SUCCESS
+  end subroutine MPI_Status_f082f
 end module mpi_f08

@@ -957,6 +957,15 @@ def table(summary, dirs):
             tot[k] += s[k]
         rows.append(table_row(d, s))
     rows.append("-" * len(hdr))
+    # Language directories (f77, f90, f08, cxx) also get a line for all their sub-directories.
+    tops = []
+    for d in dirs:
+        if "/" in d and d.split("/", 1)[0] not in tops:
+            tops.append(d.split("/", 1)[0])
+    for top in tops:
+        t = {k: sum(summary[d][k] for d in dirs if d.startswith(top + "/"))
+             for k in STATUSES + ("total",)}
+        rows.append(table_row(top + " (all)", t))
     rows.append(table_row("all", tot))
     return "\n".join(rows)
 

@@ -8,7 +8,7 @@ program f08_ulfm
   type(MPI_Status) :: status
   type(MPI_Request) :: req
   type(MPI_Group) :: failed
-  integer :: rank, np, errs, ierr, flag, cls, n, buf(4), rbuf(4)
+  integer :: rank, np, errs, ierr, flag, cls, n, buf(4), rbuf(4), fstatus(MPI_STATUS_SIZE)
   integer(kind=MPI_COUNT_KIND) :: bigcount
   logical :: done
   errs = 0
@@ -26,6 +26,8 @@ program f08_ulfm
   call MPI_Get_count(status, MPI_INTEGER, n)
   if (n /= 4 .or. any(rbuf /= mod(rank + np - 1, np))) errs = errs + 1
   if (req /= MPI_REQUEST_NULL) errs = errs + 1
+  call MPI_Status_f082f(status, fstatus)
+  if (fstatus(1) /= status%MPI_SOURCE .or. fstatus(2) /= 5) errs = errs + 1
 
   bigcount = 4
   call MPI_Bcast(buf, bigcount, MPI_INTEGER, 0, dup)

@@ -152,6 +152,22 @@ fn status_copy(src: *const MPI_Status, dst: *mut MPI_Fint) -> c_int {
 }
 
 crate::mpi_api! {
+    /// Status to the C form of Fortran's TYPE(MPI_Status) (same layout: eight ints).
+    fn Status_c2f08(c_status: *const MPI_Status, f08_status: *mut MPI_Status) -> c_int {
+        status_copy(c_status, f08_status as *mut MPI_Fint)
+    }
+    /// C form of TYPE(MPI_Status) to a status.
+    fn Status_f082c(f08_status: *const MPI_Status, c_status: *mut MPI_Status) -> c_int {
+        status_copy(f08_status, c_status as *mut MPI_Fint)
+    }
+    /// Fortran INTEGER status array to the C form of TYPE(MPI_Status).
+    fn Status_f2f08(f_status: *const MPI_Fint, f08_status: *mut MPI_Status) -> c_int {
+        status_copy(f_status as *const MPI_Status, f08_status as *mut MPI_Fint)
+    }
+    /// C form of TYPE(MPI_Status) to a Fortran INTEGER status array.
+    fn Status_f082f(f08_status: *const MPI_Status, f_status: *mut MPI_Fint) -> c_int {
+        status_copy(f08_status, f_status)
+    }
     /// Status as a Fortran INTEGER array (same layout: eight ints).
     fn Status_c2f(c_status: *const MPI_Status, f_status: *mut MPI_Fint) -> c_int {
         status_copy(c_status, f_status)
