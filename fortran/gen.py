@@ -232,25 +232,26 @@ def c_glue(fname, ret, cls, ann):
             post.append(f"glue_fstr(c_{name}, {v}, len_{name});")
             post.append(f"free(c_{name});")
     lines = []
-    if ret == "double":
-        proto = f"double {sym}({', '.join(params) or 'void'})"
-        lines.append(proto + "\n{")
-        lines.append(f"    return {fname}({', '.join(call)});")
-        lines.append("}")
-    else:
-        plist = params + ["MPI_Fint *ierror"] + hidden
-        proto = f"void {sym}({', '.join(plist)})"
-        lines.append(proto + "\n{")
-        for p in pre:
-            lines.append("    " + p)
-        lines.append(f"    int rc = {fname}({', '.join(call)});")
-        for p in post:
-            lines.append("    " + p)
-        lines.append("    if (ierror) *ierror = rc;")
-        lines.append("}")
+    # mpi_x_ calls MPI_X (a C profiling library sees Fortran calls, as with MPICH);
+    # pmpi_x_ calls PMPI_X. The mpi_f08 names are aliases of the two.
+    for fsym, target in ((sym, fname), ("p" + sym, "P" + fname)):
+        if ret == "double":
+            lines.append(f"double {fsym}({', '.join(params) or 'void'})\n{{")
+            lines.append(f"    return {target}({', '.join(call)});")
+            lines.append("}")
+        else:
+            plist = params + ["MPI_Fint *ierror"] + hidden
+            lines.append(f"void {fsym}({', '.join(plist)})\n{{")
+            for p in pre:
+                lines.append("    " + p)
+            lines.append(f"    int rc = {target}({', '.join(call)});")
+            for p in post:
+                lines.append("    " + p)
+            lines.append("    if (ierror) *ierror = rc;")
+            lines.append("}")
     base = fname.lower()
-    for alias in ("p" + base + "_", base + "_f08_", "p" + base + "_f08_"):
-        lines.append(f'extern __typeof__({sym}) {alias} __attribute__((alias("{sym}")));')
+    lines.append(f'extern __typeof__({sym}) {base}_f08_ __attribute__((alias("{sym}")));')
+    lines.append(f'extern __typeof__({sym}) p{base}_f08_ __attribute__((alias("p{sym}")));')
     return "\n".join(lines) + "\n"
 
 
