@@ -2,8 +2,9 @@
 // lambda, a communicator split, nonblocking exchange, and MPI_Comm_c2f/f2c round trips.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <numeric>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
