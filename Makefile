@@ -3,6 +3,9 @@
 PREFIX ?= $(CURDIR)/install
 CARGO ?= cargo
 CC ?= cc
+# C++ and Fortran compilers behind mpicxx and mpifort (Fortran is skipped when FORTRAN is missing).
+CXX ?= c++
+FORTRAN ?= gfortran
 RELEASE := target/release
 BUILD := build
 
@@ -23,6 +26,12 @@ install: build
 	ln -sf libmpi_abi.so.1 $(PREFIX)/lib/libmpi_abi.so
 	ln -sf libmpi_abi.so.1 $(PREFIX)/lib/libmpi.so
 	install -m 644 include/mpi.h include/mpi-ext.h $(PREFIX)/include/
+	sed -e 's|@LANGNAME@|C++|' -e 's|@ENVVAR@|STEADFAST_CXX|' -e 's|@COMPILER@|$(CXX)|' \
+	    -e 's|@EXTRALIBS@||' -e 's|@EXTRALIBNAMES@||' tools/mpiwrap.in > $(PREFIX)/bin/mpicxx
+	chmod 755 $(PREFIX)/bin/mpicxx
+	ln -sf mpicxx $(PREFIX)/bin/mpic++
+	fortran/build.sh $(PREFIX) $(CC) $(FORTRAN)
+	tools/pkgconfig.sh $(PREFIX) $$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 
 demo: install
 	mkdir -p $(BUILD)

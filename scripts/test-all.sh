@@ -27,6 +27,9 @@ if [ -x tests/c/run-tests.sh ]; then
         --paths shm --build-dir "$here/tests/c/build-cma" \
         --filter 'pingpong_sizes|sendrecv|ssend|order|large_count|anysource|probe|cancel|bigxfer|datatype'
 fi
+if [ -x tests/fortran/run.sh ]; then
+    suite "Fortran and C++ programs, wrappers, pkg-config, CMake" tests/fortran/run.sh "$prefix"
+fi
 if [ -x scripts/mpich-tests.sh ]; then
     suite "MPICH test suite (fast subset)" scripts/mpich-tests.sh --prefix "$prefix" --fast
 fi

@@ -180,6 +180,80 @@ def parse_testlist(srcdir, d):
     return entries
 
 
+FORTRAN_DIRS = ("f77", "f90", "f08")
+
+
+def fortran_names(mpifort):
+    """Lower-case MPI names a Fortran program can use with this wrapper: what mpif.h
+    declares and what the Fortran library exports. Empty if the wrapper does not say."""
+    rc, out = run_capture(mpifort + ["-show"])
+    if rc != 0:
+        return set()
+    words = shlex.split(out)
+    names = set()
+    for w in words:
+        if w.startswith("-I") and os.path.exists(os.path.join(w[2:], "mpif.h")):
+            with open(os.path.join(w[2:], "mpif.h")) as f:
+                names |= {n.lower() for n in re.findall(r"\b(P?MPIX?_\w+)", f.read(), re.I)}
+        if w.startswith("-L") and os.path.isdir(w[2:]):
+            for lib in os.listdir(w[2:]):
+                if re.match(r"lib\w*f(ort|77|90)\w*\.so$", lib):
+                    rc, syms = run_capture(["nm", "-D", "--defined-only",
+                                            os.path.join(w[2:], lib)])
+                    names |= {m.lower() for m in re.findall(r"\s[TtWi]\s+(p?mpix?_\w+?)(?:_f08)?_\b",
+                                                            syms)}
+    return names
+
+
+def fortran_out_of_scope(sources, known):
+    """Reason to skip a Fortran test that names an out-of-scope MPI identifier the bindings
+    lack (with mpif.h an unknown constant is an implicitly typed variable and would only fail
+    at run time), or None."""
+    if not known:
+        return None
+    groups = {}
+    for src in sources:
+        if not src.endswith((".f", ".f90")) or not os.path.exists(src):
+            continue
+        with open(src, errors="replace") as f:
+            text = "\n".join(l for l in f.read().splitlines()
+                             if not re.match(r"^([cC*]|\s*!)", l))
+        for ident in set(re.findall(r"\b(p?mpix?_\w+)", text, re.I)):
+            low = ident.lower()
+            if low in known:
+                continue
+            for cand in (canonical_ident(low + "_"), canonical_ident(low)):
+                g = scope_of(cand)
+                if g:
+                    groups.setdefault(g, set()).add(cand)
+                    break
+    if not groups:
+        return None
+    return "out of scope (" + "; ".join("%s: %s" % (g, ", ".join(sorted(ids)[:4]))
+                                        for g, ids in groups.items()) + ")"
+
+
+def fortran_kind(d):
+    """'f77', 'f90' or 'f08' for a directory of MPICH's Fortran tests, else None."""
+    top = d.split("/", 1)[0]
+    return top if top in FORTRAN_DIRS else None
+
+
+def expand_dirs(srcdir, dirs):
+    """A language directory (f77, f90, f08, cxx) stands for the sub-directories its testlist
+    lists (those a configure run would enable: rma, io and spawn are commented out)."""
+    out = []
+    for d in dirs:
+        if d in FORTRAN_DIRS + ("cxx",) and "/" not in d:
+            for line in testlist_text(srcdir, d).splitlines():
+                line = re.sub(r"#.*", "", line).strip()
+                if line and os.path.isdir(os.path.join(srcdir, d, line.split()[0])):
+                    out.append("%s/%s" % (d, line.split()[0]))
+        else:
+            out.append(d)
+    return out
+
+
 def test_id(e):
     parts = ["%s/%s" % (e["dir"], e["name"]), str(e["np"])]
     parts += e["args"]
@@ -237,16 +311,30 @@ def parse_makefile_am(path):
 def program_recipe(srcdir, d, prog, am):
     """Sources, preprocessor flags and extra link inputs of one test program."""
     canon = re.sub(r"[^A-Za-z0-9_]", "_", prog)
-    sources = am.get(canon + "_SOURCES", prog + ".c").split()
-    sources = [s for s in sources if s.endswith(".c")]
+    kind = fortran_kind(d)
+    default = prog + {"f77": ".f", "f90": ".f90", "f08": ".f90"}.get(kind, ".c")
+    if d.startswith("cxx"):
+        default = prog + ".cxx"
+    sources = am.get(canon + "_SOURCES", am.get("nodist_" + canon + "_SOURCES", default)).split()
+    sources = [s for s in sources if s.endswith((".c", ".f", ".f90", ".cxx"))]
     cpp = am.get(canon + "_CPPFLAGS", "").replace("$(AM_CPPFLAGS)", "").split()
     ldadd = am.get(canon + "_LDADD", "")
     extra = []
     if "LDADDDATA" in ldadd or "libdtypes" in ldadd:
         extra.append("@dtypes")
     extra += [t for t in ldadd.split() if t.startswith("-l")]
-    return {"sources": [os.path.join(srcdir, d, s) for s in sources], "cppflags": cpp,
-            "extra": extra}
+    paths = []
+    for s in sources:
+        p = os.path.join(srcdir, d, s)
+        if kind and not os.path.exists(p) and "/" in d:
+            # BUILT_SOURCES: Makefile.am copies these from the f90 or f77 twin directory.
+            for twin in ("f90", "f77"):
+                q = os.path.join(srcdir, twin, d.split("/", 1)[1], s)
+                if os.path.exists(q):
+                    p = q
+                    break
+        paths.append(p)
+    return {"sources": paths, "cppflags": cpp, "extra": extra}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,7 +498,21 @@ MISSING_PATTERNS = [
     re.compile(r"error: %s([A-Za-z_]\w*)%s undeclared" % (Q, Q)),
     re.compile(r"error: unknown type name %s([A-Za-z_]\w*)%s" % (Q, Q)),
     re.compile(r"implicit declaration of function %s([A-Za-z_]\w*)%s" % (Q, Q)),
+    # gfortran: a constant or function the mpi/mpi_f08 module does not have
+    re.compile(r"Symbol %s((?:mpi|mpix)_\w+)%s at \(\d+\) has no IMPLICIT type" % (Q, Q)),
 ]
+
+
+def canonical_ident(ident):
+    """MPI name of a Fortran symbol: `mpi_win_create_` -> MPI_Win_create (a function),
+    `mpi_win_null` -> MPI_WIN_NULL (a constant); C identifiers are returned unchanged."""
+    m = re.match(r"^(p?)(mpix?|mpio)_(\w+?)(_f08)?(_?)$", ident)
+    if not m or ident != ident.lower():
+        return ident
+    pre, lib, rest, _, underscore = m.groups()
+    if underscore:
+        return pre.upper() + lib.upper() + "_" + rest[:1].upper() + rest[1:]
+    return pre.upper() + lib.upper() + "_" + rest.upper()
 # Compile errors of tests that rely on MPICH's integer handles (e.g. `switch` on an
 # MPI_Datatype); with the standard ABI's opaque pointer handles such code is not valid C.
 NONPORTABLE_HANDLES = re.compile(r"error: (switch quantity not an integer|case label does not "
@@ -436,7 +538,7 @@ def classify_build_failure(out):
     missing = []
     for rx in MISSING_PATTERNS:
         for m in rx.finditer(out):
-            ident = m.group(1)
+            ident = canonical_ident(m.group(1))
             if re.match(r"^P?MPIX?_|^MPIO_", ident) and ident not in missing:
                 missing.append(ident)
     if missing:
@@ -517,6 +619,43 @@ class Builder:
             raise SystemExit("error: the MPICH test utilities (util/mtest.c) do not compile "
                              "with %s; see the warnings above" % " ".join(self.tc.mpicc))
 
+    def fortran_support(self, kind):
+        """Archive of MPICH's Fortran test helpers (util/mtest_<kind>), built once."""
+        attr = "libmtest_" + kind
+        if not hasattr(self, attr):
+            src = os.path.join(self.srcdir, "util", "mtest_%s.%s" % (kind, "f" if kind == "f77"
+                                                                      else "f90"))
+            odir = os.path.join(self.builddir, "lib", "mtest_" + kind)
+            os.makedirs(odir, exist_ok=True)
+            o = os.path.join(odir, "mtest_%s.o" % kind)
+            lib = os.path.join(self.builddir, "lib", "libmtest_%s.a" % kind)
+            rc, out = run_capture(self.tc.mpifort + self.tc.fflags + ["-J", odir, "-c", "-o",
+                                                                      o, src])
+            if rc != 0:
+                log("  warning: util/mtest_%s does not compile: %s" % (kind, out.strip()[-300:]))
+                setattr(self, attr, None)
+            else:
+                if os.path.exists(lib):
+                    os.remove(lib)
+                run_capture(["ar", "rcs", lib, o])
+                setattr(self, attr, lib)
+        return getattr(self, attr)
+
+    def fortran_headers(self, d):
+        """Writes the headers configure would generate from *.h.in (address-sized INTEGER
+        declarations) into the build directory of d."""
+        odir = os.path.join(self.builddir, d)
+        sub = d.split("/", 1)[1] if "/" in d else ""
+        for sd in {os.path.join(self.srcdir, d), os.path.join(self.srcdir, "f77", sub)}:
+            if not os.path.isdir(sd):
+                continue
+            for f in os.listdir(sd):
+                if f.endswith(".h.in"):
+                    with open(os.path.join(sd, f)) as fh:
+                        text = fh.read()
+                    text = re.sub(r"@F77_MPI_(ADDRESS|OFFSET|COUNT)@", "integer*8", text)
+                    write_if_changed(os.path.join(odir, f[:-3]), text)
+
     def build_program(self, d, prog, recipe, extra_cflags):
         odir = os.path.join(self.builddir, d)
         exe = os.path.join(odir, prog)
@@ -533,7 +672,19 @@ class Builder:
         if not recipe["sources"] or not all(os.path.exists(s) for s in recipe["sources"]):
             return {"ok": False, "status": "build-failed", "reason": "no source for %s" % prog,
                     "missing": []}
+        kind = fortran_kind(d)
+        if d.startswith("cxx"):
+            for src in recipe["sources"]:
+                if os.path.exists(src) and "MPI::" in open(src, errors="replace").read():
+                    return {"ok": False, "status": "skip", "missing": [],
+                            "reason": "out of scope (C++ bindings MPI::, removed in MPI-3.0)"}
+        if kind:
+            why = fortran_out_of_scope(recipe["sources"], self.tc.fortran_known)
+            if why:
+                return {"ok": False, "status": "skip", "reason": why, "missing": []}
         libs = ["-Wl,--start-group", self.libmtest]
+        if kind and self.fortran_support(kind):
+            libs.insert(1, self.fortran_support(kind))
         if "@dtypes" in recipe["extra"] and self.libdtypes:
             libs.append(self.libdtypes)
         if self.libdtpools:
@@ -544,6 +695,18 @@ class Builder:
             os.remove(exe)
         cmd = (self.tc.mpicc + self.tc.cflags + extra_cflags + recipe["cppflags"]
                + self.incflags() + ["-o", exe] + recipe["sources"] + libs + self.tc.ldflags)
+        if kind or d.startswith("cxx"):
+            # Each program gets its own module directory: tests of one directory are built
+            # in parallel and some define modules of the same name.
+            moddir = exe + ".mod.d"
+            os.makedirs(moddir, exist_ok=True)
+            wrapper = self.tc.mpicxx if d.startswith("cxx") else self.tc.mpifort
+            flags = self.tc.cxxflags if d.startswith("cxx") else \
+                self.tc.fflags + ["-J", moddir, "-I", moddir, "-I", odir,
+                                  "-I", os.path.join(self.srcdir, d),
+                                  "-I", os.path.join(self.builddir, "lib", "mtest_" + kind)]
+            cmd = (wrapper + flags + recipe["cppflags"] + self.incflags() + ["-o", exe]
+                   + recipe["sources"] + libs + self.tc.ldflags)
         rc, out = run_capture(cmd, cwd=odir)
         out = out.replace(self.srcdir + "/", "")
         ok = rc == 0 and os.path.exists(exe)
@@ -576,6 +739,8 @@ class Builder:
         # fault-tolerance interface in mpi-ext.h, which MPICH's ft tests do not include.
         if d == "ft" and self.facts.get("has_mpi_ext_h") and not self.facts.get("is_mpich"):
             extra = ["-include", "mpi-ext.h"]
+        if fortran_kind(d):
+            self.fortran_headers(d)
         results = {}
         with concurrent.futures.ThreadPoolExecutor(max_workers=self.tc.jobs) as ex:
             futs = {ex.submit(self.build_program, d, p,
@@ -792,6 +957,15 @@ def table(summary, dirs):
             tot[k] += s[k]
         rows.append(table_row(d, s))
     rows.append("-" * len(hdr))
+    # Language directories (f77, f90, f08, cxx) also get a line for all their sub-directories.
+    tops = []
+    for d in dirs:
+        if "/" in d and d.split("/", 1)[0] not in tops:
+            tops.append(d.split("/", 1)[0])
+    for top in tops:
+        t = {k: sum(summary[d][k] for d in dirs if d.startswith(top + "/"))
+             for k in STATUSES + ("total",)}
+        rows.append(table_row(top + " (all)", t))
     rows.append(table_row("all", tot))
     return "\n".join(rows)
 
@@ -900,6 +1074,8 @@ def main():
     ap.add_argument("--prefix", default=os.path.join(REPO, "install"))
     ap.add_argument("--mpicc", help="compiler wrapper (default PREFIX/bin/mpicc)")
     ap.add_argument("--mpiexec", help="launcher command (default PREFIX/bin/mpiexec)")
+    ap.add_argument("--mpifort", help="Fortran wrapper for f77/f90/f08 (default PREFIX/bin/mpifort)")
+    ap.add_argument("--mpicxx", help="C++ wrapper for cxx (default PREFIX/bin/mpicxx)")
     ap.add_argument("--np-arg", default="-n")
     ap.add_argument("--dirs", default=DEFAULT_DIRS)
     ap.add_argument("--fast", action="store_true", help="only the tests in scripts/mpich/fast.list")
@@ -933,8 +1109,8 @@ def main():
     for tool, what in ((mpicc[0], "--mpicc"), (mpiexec[0], "--mpiexec")):
         if not shutil.which(tool):
             raise SystemExit("error: %s not found (set --prefix or %s)" % (tool, what))
-    dirs = a.dirs.split()
     srcdir = os.path.abspath(a.srcdir)
+    dirs = expand_dirs(srcdir, a.dirs.split())
     label = re.sub(r"[^A-Za-z0-9_.-]+", "_", os.path.realpath(shutil.which(mpicc[0])))
     label = label.strip("_")[-60:]
     builddir = os.path.abspath(a.builddir or os.path.join(REPO, "build", "mpich-tests", label))
@@ -945,9 +1121,24 @@ def main():
 
     n_exports, show = library_exports(mpicc)
     tc = Toolchain(mpicc, builddir, a.jobs)
+    tc.mpifort = shlex.split(a.mpifort) if a.mpifort else [os.path.join(prefix, "bin", "mpifort")]
+    tc.mpicxx = shlex.split(a.mpicxx) if a.mpicxx else [os.path.join(prefix, "bin", "mpicxx")]
+    # gfortran >= 10 rejects one external called with different argument types in a file,
+    # which mpif.h programs do by design; MPICH's configure adds the same flag.
+    tc.fflags = ["-O1", "-fallow-argument-mismatch", "-w"]
+    tc.cxxflags = ["-O1"]
+    tc.fortran_known = set()
+    if any(fortran_kind(d) for d in dirs):
+        if not shutil.which(tc.mpifort[0]):
+            raise SystemExit("error: %s not found (Fortran bindings not built? install "
+                             "gfortran and run make, or set --mpifort)" % tc.mpifort[0])
+        tc.fortran_known = fortran_names(tc.mpifort)
     log("== configure: probing %s" % " ".join(mpicc))
     defs, facts = probe_config(tc, srcdir, os.path.join(builddir, "include"))
     defs["VERSION"] = '"%s"' % a.suite
+    # C parts of the Fortran tests call Fortran routines by name: gfortran's lower case with
+    # one trailing underscore.
+    defs["F77_NAME_LOWER_USCORE"] = "1"
     conf_header = os.path.join(builddir, "include", "mpitestconf.h")
     write_conf_header(conf_header, defs, strict_header)
     stamp = stamp_of(mpicc, show, srcdir, conf_header, tc.cflags + tc.ldflags)

@@ -15,6 +15,7 @@ pub mod datatype;
 pub mod env;
 pub mod errhandler;
 pub mod ext;
+pub mod fint;
 pub mod global;
 pub mod greq;
 pub mod op;

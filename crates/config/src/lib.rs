@@ -64,6 +64,9 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_YIELDS", Tunable, "20", "`sched_yield` rounds before sleeping on a futex / in `poll`"),
     v("STEADFAST_SLEEP_MS", Tunable, "100", "longest single sleep while blocked"),
     v("STEADFAST_STATS", Tunable, "unset", "`1`: print per-rank path counters at MPI_Finalize (faults injected, corruption detected, retransmissions, drops, per-route traffic and failover events)"),
+    v("STEADFAST_CC", Tunable, "cc (as at `make` time)", "C compiler behind `mpicc`"),
+    v("STEADFAST_CXX", Tunable, "make's `$(CXX)`", "C++ compiler behind `mpicxx`"),
+    v("STEADFAST_FC", Tunable, "gfortran", "Fortran compiler behind `mpifort`"),
     v("STEADFAST_LOG", Tunable, "unset", "tracing filter for logs on stderr, e.g. `debug` or `steadfast_core=info`"),
     // Collectives.
     v("STEADFAST_COLL_FORCE", Tunable, "unset", "force one collective algorithm (`docs/collectives.md`)"),
