@@ -17,6 +17,7 @@ pub mod errhandler;
 pub mod ext;
 pub mod global;
 pub mod greq;
+pub mod image;
 pub mod op;
 pub mod pt2pt;
 pub mod ulfm;
