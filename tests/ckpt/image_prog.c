@@ -5,7 +5,9 @@
  * and finishes.  A run restored from the image must print exactly what an uninterrupted
  * run prints.
  *
- *   image_prog IMAGE HEAP_MIB [kill]
+ *   image_prog IMAGE HEAP_MIB [kill|thread]
+ *
+ * `thread` starts a second thread first: the checkpoint must be refused (exit status 3).
  *
  * What lives across the checkpoint: a small-block heap (brk) structure, a large malloc of
  * HEAP_MIB MiB (its own mapping), libm loaded with dlopen and called through a function
@@ -13,6 +15,8 @@
  * flushed), and locals on the stack.  After the checkpoint the heap grows further.
  */
 #include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +32,13 @@ struct node {
     uint64_t value;
 };
 
+static void *sleeper(void *arg) {
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
 static uint64_t mix(uint64_t h, uint64_t v) {
     h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     return h;
@@ -35,12 +46,16 @@ static uint64_t mix(uint64_t h, uint64_t v) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s IMAGE HEAP_MIB [kill]\n", argv[0]);
+        fprintf(stderr, "usage: %s IMAGE HEAP_MIB [kill|thread]\n", argv[0]);
         return 2;
     }
     const char *image = argv[1];
     size_t big_len = (size_t)atol(argv[2]) << 20;
     int kill_after = argc > 3 && strcmp(argv[3], "kill") == 0;
+    if (argc > 3 && strcmp(argv[3], "thread") == 0) {
+        pthread_t t;
+        pthread_create(&t, NULL, sleeper, NULL);
+    }
 
     /* stdout is a file or pipe here: fully buffered, so this line sits in the buffer
      * (in the heap) at the checkpoint. */
@@ -74,13 +89,20 @@ int main(int argc, char **argv) {
         acc += cosp(step * 0.001) * sqrtp((double)step);
         h = mix(h, n->value);
         if (step == 100000) {
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
             int rc = MPIX_Steadfast_image_checkpoint(image, &restored);
+            clock_gettime(CLOCK_MONOTONIC, &t1);
             if (rc != MPI_SUCCESS) {
                 fprintf(stderr, "checkpoint failed: %d\n", rc);
                 return 3;
             }
             /* Only on stderr: stdout must be the same in every kind of run. */
-            fprintf(stderr, "checkpoint returned restored=%d\n", restored);
+            fprintf(stderr, "checkpoint returned restored=%d", restored);
+            if (!restored)
+                fprintf(stderr, " after %.1f ms",
+                        (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+            fprintf(stderr, "\n");
             if (kill_after && !restored)
                 raise(SIGKILL);
         }
