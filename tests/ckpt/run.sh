@@ -3,7 +3,8 @@
 # built with our mpicc, computes for a while, takes an image with
 # MPIX_Steadfast_image_checkpoint, kills itself with SIGKILL, and is started again with
 # STEADFAST_RESTORE_IMAGE; its output must be byte-identical to an uninterrupted run.
-# Also: restoring twice from one image, the re-exec path (STEADFAST_NORANDMAPS=1), a 64 MiB
+# Also: restoring twice from one image, the re-exec path (STEADFAST_NORANDMAPS=1), a saved
+# stack larger and smaller than the restarting process's, a 64 MiB
 # malloc, and the refusals (damaged data, damaged header, truncated and missing image, a
 # second thread, randomization on), each with its message and exit status.
 #
@@ -46,16 +47,20 @@ expect_refusal() {
 }
 
 # kill_and_restore NAME MIB START_PREFIX...: reference run, run killed after its checkpoint,
-# restore; the restored output must equal the reference.
+# restore; the restored output must equal the reference. ORIG_ENV / RESTART_ENV: an `env`
+# prefix for the first two runs / for the restart.
 kill_and_restore() {
     local name=$1 mib=$2; shift 2
     local img="$build/$name.img"
-    run "$@" ./prog "$img.ref" "$mib" >"$name.ref" 2>"$name.ref.err" || { fail "$name" "reference run failed"; return; }
+    run ${ORIG_ENV:-} "$@" ./prog "$img.ref" "$mib" >"$name.ref" 2>"$name.ref.err" || { fail "$name" "reference run failed"; return; }
     rm -f "$img.ref"
-    run "$@" ./prog "$img" "$mib" kill >"$name.killed" 2>"$name.killed.err"; local rc=$?
+    run ${ORIG_ENV:-} "$@" ./prog "$img" "$mib" kill >"$name.killed" 2>"$name.killed.err"; local rc=$?
     if [ "$rc" -ne 137 ]; then fail "$name" "killed run exited $rc, expected 137"; return; fi
     if [ ! -s "$img" ] || [ -e "$img.partial" ]; then fail "$name" "no complete image (or a .partial left)"; return; fi
-    STEADFAST_RESTORE_IMAGE="$img" run "$@" ./prog "$img" "$mib" >"$name.restored" 2>"$name.restored.err"; rc=$?
+    # Everything printed before the kill was still in stdout's buffer: the restored run
+    # prints it from the saved buffer.
+    if [ -s "$name.killed" ]; then fail "$name" "the killed run flushed stdout (the stdio buffer is not tested)"; return; fi
+    STEADFAST_RESTORE_IMAGE="$img" run ${RESTART_ENV:-} "$@" ./prog "$img" "$mib" >"$name.restored" 2>"$name.restored.err"; rc=$?
     if [ "$rc" -ne 0 ]; then fail "$name" "restored run exited $rc: $(tail -c 300 "$name.restored.err")"; return; fi
     if ! grep -q "restored=1" "$name.restored.err"; then fail "$name" "the restored run did not come back from the checkpoint"; return; fi
     if ! cmp -s "$name.ref" "$name.restored"; then fail "$name" "output differs from the uninterrupted run"; diff "$name.ref" "$name.restored" | head; return; fi
@@ -65,6 +70,11 @@ kill_and_restore() {
 kill_and_restore small 1 setarch -R
 kill_and_restore large-malloc 64 setarch -R
 kill_and_restore reexec 4 env STEADFAST_NORANDMAPS=1
+# The saved stack is larger than the restarting process's (grown down page by page), then
+# smaller (200 KB more environment on one side).
+big=$(head -c 100000 /dev/zero | tr '\0' x)
+ORIG_ENV="env BIG1=$big BIG2=$big"; kill_and_restore stack-grows 1 setarch -R; ORIG_ENV=
+RESTART_ENV="env BIG1=$big BIG2=$big"; kill_and_restore stack-shrinks 1 setarch -R; RESTART_ENV=
 
 # One image restores any number of times.
 STEADFAST_RESTORE_IMAGE="$build/small.img" run setarch -R ./prog "$build/small.img" 1 >again.out 2>again.err
