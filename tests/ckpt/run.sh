@@ -76,6 +76,24 @@ big=$(head -c 100000 /dev/zero | tr '\0' x)
 ORIG_ENV="env BIG1=$big BIG2=$big"; kill_and_restore stack-grows 1 setarch -R; ORIG_ENV=
 RESTART_ENV="env BIG1=$big BIG2=$big"; kill_and_restore stack-shrinks 1 setarch -R; RESTART_ENV=
 
+# A Python program that loads the library with ctypes (dlopen after main): what the killed
+# run printed followed by what the restored run prints must equal the uninterrupted output.
+if command -v python3 >/dev/null; then
+    lib="$prefix/lib/libmpi_abi.so.1"
+    run setarch -R python3 "$here/image_prog.py" "$lib" py-ref.img >py.ref 2>py.ref.err
+    run setarch -R python3 "$here/image_prog.py" "$lib" py.img kill >py.killed 2>py.killed.err; rc=$?
+    STEADFAST_RESTORE_IMAGE=py.img run setarch -R python3 "$here/image_prog.py" "$lib" py.img >py.restored 2>py.restored.err; rrc=$?
+    if [ "$rc" -ne 137 ] || [ "$rrc" -ne 0 ] || ! grep -q "restored=1" py.restored.err; then
+        fail python "killed run $rc, restored run $rrc: $(tail -c 300 py.restored.err)"
+    elif ! cat py.killed py.restored | cmp -s - py.ref; then
+        fail python "output differs from the uninterrupted run"
+    else
+        pass "python (ctypes): restored output identical (image $(stat -c %s py.img) bytes)"
+    fi
+else
+    echo "SKIP python case: no python3"
+fi
+
 # One image restores any number of times.
 STEADFAST_RESTORE_IMAGE="$build/small.img" run setarch -R ./prog "$build/small.img" 1 >again.out 2>again.err
 if [ $? -eq 0 ] && cmp -s small.ref again.out; then pass "second restore from the same image"; else fail "second restore" "$(tail -c 300 again.err)"; fi

@@ -454,8 +454,11 @@ fn write_image(job: &Job) -> Result<ImageStats, ChildError> {
     let keep = |l: &MapLine<'_>| !overlaps(&own, l) && !job.skip.iter().any(|r| overlaps(r, l));
     let (mut nregions, mut strings_len) = (0usize, 0usize);
     for l in maps::lines(text).filter(keep) {
-        if l.shared && !l.is_kernel_special() {
-            return Err(plain("the process has a MAP_SHARED mapping, which images cannot hold yet"));
+        // A read-only shared mapping of a file (such as glibc's gconv cache) is mapped
+        // again from the file; a writable or anonymous one holds state the image cannot.
+        let writable_shared = l.prot & libc::PROT_WRITE as u32 != 0 || !l.is_file() || l.is_deleted();
+        if l.shared && !l.is_kernel_special() && writable_shared {
+            return Err(plain("the process has a writable or anonymous MAP_SHARED mapping, which images cannot hold yet"));
         }
         nregions += 1;
         strings_len += l.path.len();
@@ -487,7 +490,9 @@ fn write_image(job: &Job) -> Result<ImageStats, ChildError> {
         let save = match kind {
             Kind::Special => false,
             Kind::Heap | Kind::Stack | Kind::Anon => readable,
-            Kind::File => readable && (writable || l.is_deleted() || (!exec && !same_as_file(&l, cmp))),
+            Kind::File => {
+                readable && !l.shared && (writable || l.is_deleted() || (!exec && !same_as_file(&l, cmp)))
+            }
         };
         let mut e = Entry {
             start: l.start,
