@@ -5,9 +5,13 @@
  * and finishes.  A run restored from the image must print exactly what an uninterrupted
  * run prints.
  *
- *   image_prog IMAGE HEAP_MIB [kill|thread]
+ *   image_prog IMAGE HEAP_MIB [kill|killall|thread]
  *
- * `thread` starts a second thread first: the checkpoint must be refused (exit status 3).
+ * Two images are taken: IMAGE at step 100000 and IMAGE.2 at step 150000.  `kill`: SIGKILL
+ * right after the first image (in the original process); `killall`: after every image taken
+ * by a process that was not just restored from it (so a process restored from IMAGE takes
+ * IMAGE.2 and is killed too); `thread` starts a second thread first: the checkpoint must be
+ * refused (exit status 3).
  *
  * What lives across the checkpoint: a small-block heap (brk) structure, a large malloc of
  * HEAP_MIB MiB (its own mapping), libm loaded with dlopen and called through a function
@@ -46,12 +50,15 @@ static uint64_t mix(uint64_t h, uint64_t v) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s IMAGE HEAP_MIB [kill|thread]\n", argv[0]);
+        fprintf(stderr, "usage: %s IMAGE HEAP_MIB [kill|killall|thread]\n", argv[0]);
         return 2;
     }
     const char *image = argv[1];
     size_t big_len = (size_t)atol(argv[2]) << 20;
     int kill_after = argc > 3 && strcmp(argv[3], "kill") == 0;
+    int kill_all = argc > 3 && strcmp(argv[3], "killall") == 0;
+    char image2[4096];
+    snprintf(image2, sizeof image2, "%s.2", image);
     if (argc > 3 && strcmp(argv[3], "thread") == 0) {
         pthread_t t;
         pthread_create(&t, NULL, sleeper, NULL);
@@ -88,10 +95,10 @@ int main(int argc, char **argv) {
         list = n;
         acc += cosp(step * 0.001) * sqrtp((double)step);
         h = mix(h, n->value);
-        if (step == 100000) {
+        if (step == 100000 || step == 150000) {
             struct timespec t0, t1;
             clock_gettime(CLOCK_MONOTONIC, &t0);
-            int rc = MPIX_Steadfast_image_checkpoint(image, &restored);
+            int rc = MPIX_Steadfast_image_checkpoint(step == 100000 ? image : image2, &restored);
             clock_gettime(CLOCK_MONOTONIC, &t1);
             if (rc != MPI_SUCCESS) {
                 fprintf(stderr, "checkpoint failed: %d\n", rc);
@@ -103,7 +110,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, " after %.1f ms",
                         (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
             fprintf(stderr, "\n");
-            if (kill_after && !restored)
+            if (!restored && ((kill_after && step == 100000) || kill_all))
                 raise(SIGKILL);
         }
         if (step % 50000 == 0)

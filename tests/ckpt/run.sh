@@ -3,7 +3,7 @@
 # built with our mpicc, computes for a while, takes an image with
 # MPIX_Steadfast_image_checkpoint, kills itself with SIGKILL, and is started again with
 # STEADFAST_RESTORE_IMAGE; its output must be byte-identical to an uninterrupted run.
-# Also: restoring twice from one image, the re-exec path (STEADFAST_NORANDMAPS=1), a saved
+# Also: an image taken by a restored process, restoring twice from one image, the re-exec path (STEADFAST_NORANDMAPS=1), a saved
 # stack larger and smaller than the restarting process's, a 64 MiB
 # malloc, and the refusals (damaged data, damaged header, truncated and missing image, a
 # second thread, randomization on), each with its message and exit status.
@@ -75,6 +75,19 @@ kill_and_restore reexec 4 env STEADFAST_NORANDMAPS=1
 big=$(head -c 100000 /dev/zero | tr '\0' x)
 ORIG_ENV="env BIG1=$big BIG2=$big"; kill_and_restore stack-grows 1 setarch -R; ORIG_ENV=
 RESTART_ENV="env BIG1=$big BIG2=$big"; kill_and_restore stack-shrinks 1 setarch -R; RESTART_ENV=
+
+# A restored process takes an image itself: original killed after IMAGE, its restore killed
+# after IMAGE.2, the restore from IMAGE.2 finishes.
+chain() {
+    local img="$build/chain.img"
+    run setarch -R ./prog "$img" 1 killall >chain.1 2>chain.1.err; local r1=$?
+    STEADFAST_RESTORE_IMAGE="$img" run setarch -R ./prog "$img" 1 >chain.2 2>chain.2.err; local r2=$?
+    STEADFAST_RESTORE_IMAGE="$img.2" run setarch -R ./prog "$img" 1 >chain.3 2>chain.3.err; local r3=$?
+    if [ "$r1 $r2 $r3" != "137 137 0" ]; then fail "chain" "exit statuses $r1 $r2 $r3, expected 137 137 0: $(tail -c 300 chain.3.err)"
+    elif ! cat chain.1 chain.2 chain.3 | cmp -s - small.ref; then fail "chain" "output differs from the uninterrupted run"
+    else pass "image taken by a restored process, restored: output identical"; fi
+}
+chain
 
 # A Python program that loads the library with ctypes (dlopen after main): what the killed
 # run printed followed by what the restored run prints must equal the uninterrupted output.

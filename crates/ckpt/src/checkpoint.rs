@@ -203,6 +203,7 @@ pub fn checkpoint(path: &Path, opts: &Options) -> Result<Outcome, Error> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    let (tmp, dest, dir) = (cpath(Path::new(&tmp_name))?, cpath(path)?, cpath(dir)?);
     let mut fds = [0 as c_int; 2];
     // SAFETY: pipe2 fills the array.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -210,9 +211,9 @@ pub fn checkpoint(path: &Path, opts: &Options) -> Result<Outcome, Error> {
     }
     let mut job = Box::new(Job {
         ctx: Context::default(),
-        tmp: cpath(Path::new(&tmp_name))?,
-        dest: cpath(path)?,
-        dir: cpath(dir)?,
+        tmp,
+        dest,
+        dir,
         skip: opts.skip_ranges.clone(),
         tid_candidates: [0; MAX_TID_CANDIDATES],
         ntid: 0,
