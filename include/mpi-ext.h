@@ -112,6 +112,18 @@ int PMPIX_Steadfast_incarnation(int world_rank, int *incarnation);
 int PMPIX_Steadfast_failed(int *nfailed, int *failed_world_ranks, int maxlen);
 int PMPIX_Steadfast_wait_view(int min_epoch, double timeout_s, int *epoch);
 
+/*
+ * Process images (docs/checkpoint.md): write an image of the calling process
+ * to path and wait until it is complete.  *restored is 0 in the original
+ * process and 1 when a process started with STEADFAST_RESTORE_IMAGE=path
+ * (and address-space randomization off) comes back from this call.  Today
+ * only for a process with no thread but the caller (before MPI_Init); x86-64
+ * Linux only.  Returns MPI_SUCCESS, MPI_ERR_ARG, MPI_ERR_IO or MPI_ERR_OTHER
+ * (with a message on stderr).
+ */
+int MPIX_Steadfast_image_checkpoint(const char *path, int *restored);
+int PMPIX_Steadfast_image_checkpoint(const char *path, int *restored);
+
 #if defined(__cplusplus)
 }
 #endif

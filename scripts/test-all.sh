@@ -39,6 +39,9 @@ fi
 if [ -x scripts/ft-tests.sh ]; then
     suite "MPICH ft suite in run-through mode" scripts/ft-tests.sh "$prefix"
 fi
+if [ -x tests/ckpt/run.sh ]; then
+    suite "process images (checkpoint, kill, restore; skips without ADDR_NO_RANDOMIZE)" tests/ckpt/run.sh "$prefix"
+fi
 if [ -x tests/c/reliable/run.sh ]; then
     suite "reliability (udp with faults, damage detection)" tests/c/reliable/run.sh "$prefix"
 fi

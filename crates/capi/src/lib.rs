@@ -18,6 +18,7 @@ pub mod ext;
 pub mod fint;
 pub mod global;
 pub mod greq;
+pub mod image;
 pub mod op;
 pub mod pt2pt;
 pub mod ulfm;

@@ -68,6 +68,9 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_CXX", Tunable, "make's `$(CXX)`", "C++ compiler behind `mpicxx`"),
     v("STEADFAST_FC", Tunable, "gfortran", "Fortran compiler behind `mpifort`"),
     v("STEADFAST_LOG", Tunable, "unset", "tracing filter for logs on stderr, e.g. `debug` or `steadfast_core=info`"),
+    // Checkpoints.
+    v("STEADFAST_RESTORE_IMAGE", Tunable, "unset", "process image to restore before `main` (`docs/checkpoint.md`)"),
+    v("STEADFAST_NORANDMAPS", Tunable, "unset", "`1`: re-execute the program with address-space randomization off so it can be checkpointed"),
     // Collectives.
     v("STEADFAST_COLL_FORCE", Tunable, "unset", "force one collective algorithm (`docs/collectives.md`)"),
     v("STEADFAST_COLL_BCAST_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Bcast uses its long-message algorithm"),
