@@ -137,6 +137,11 @@ impl Scheduler {
         self.committed
     }
 
+    /// The highest wave started so far (persisted with the commit record for a restart).
+    pub fn last_wave(&self) -> Wave {
+        self.last_wave
+    }
+
     /// The job's current incarnation.
     pub fn incarnation(&self) -> u16 {
         self.incarnation

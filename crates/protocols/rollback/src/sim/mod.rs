@@ -38,6 +38,9 @@ pub struct Params {
     pub crash_at_restore_per_mille: u64,
     /// Chance (per mille) that an image write never finishes, or fails.
     pub stuck_per_mille: u64,
+    /// Chance per step (per mille) that the whole job is killed and restarted from what
+    /// the scheduler persisted (`steadfast restart`).
+    pub job_restart_per_mille: u64,
     pub fail_per_mille: u64,
     pub config: Config,
 }
@@ -55,6 +58,7 @@ impl Params {
             crash_at_restore_per_mille: r.range(0, 300),
             stuck_per_mille: r.range(0, 30),
             fail_per_mille: r.range(0, 20),
+            job_restart_per_mille: if r.chance(200) { r.range(1, 3) } else { 0 },
             config: Config {
                 interval: Some(ms(r.range(5, 60))),
                 wave_timeout: ms(r.range(20, 200)),
@@ -100,6 +104,7 @@ pub struct Outcome {
     pub crashes: u64,
     pub crashes_at_commit: u64,
     pub crashes_during_restore: u64,
+    pub job_restarts: u64,
     pub redelivered: u64,
     pub stale_dropped: u64,
     pub late_markers: u64,
@@ -331,7 +336,36 @@ impl Sim {
                 self.crash(r2);
             }
         }
+        if self.faults && self.rng.chance(self.p.job_restart_per_mille) {
+            self.job_restart()?;
+        }
         self.check_step()
+    }
+
+    /// Every process of the job dies (node loss, wall-time limit); the job is started again
+    /// from what the scheduler persisted: its committed wave, last wave and incarnation.
+    fn job_restart(&mut self) -> Res {
+        self.out.job_restarts += 1;
+        self.log(|| "WHOLE JOB KILLED".to_string());
+        for c in &mut self.chans {
+            c.clear();
+        }
+        self.timed.retain(|t| !matches!(t.2, Timed::Notice { .. }));
+        let (committed, last, inc) = (
+            self.sched.committed(),
+            self.sched.last_wave(),
+            self.sched.incarnation(),
+        );
+        for (r, node) in self.nodes.iter_mut().enumerate() {
+            node.life += 1;
+            node.alive = true;
+            node.machine = RankMachine::relaunched(r as Rank, self.n);
+            node.app = App::new(self.n);
+            node.writing_image.clear();
+            node.writing_record.clear();
+        }
+        self.sched = Scheduler::restart(self.n, self.p.config, self.now, committed, last, inc);
+        self.drain_sched()
     }
 
     fn fire_timers(&mut self) -> Res {

@@ -37,6 +37,7 @@ fn sweep() {
                 total.crashes_at_commit += o.crashes_at_commit;
                 total.crashes_during_restore += o.crashes_during_restore;
                 total.redelivered += o.redelivered;
+                total.job_restarts += o.job_restarts;
                 total.stale_dropped += o.stale_dropped;
                 total.late_markers += o.late_markers;
             }
@@ -58,6 +59,8 @@ fn sweep() {
         ("crashes at a commit", t.crashes_at_commit),
         ("crashes during a restore", t.crashes_during_restore),
         ("in-transit messages re-delivered", t.redelivered),
+        ("whole-job restarts", t.job_restarts),
+        ("restore timeouts", t.restore_timeouts),
         ("stale messages dropped", t.stale_dropped),
     ] {
         assert!(n > 0, "the sweep never exercised {what}: {t:#?}");
