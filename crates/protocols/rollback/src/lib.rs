@@ -77,6 +77,10 @@ pub struct Ident {
     pub seq: u64,
 }
 
+/// The sequence number of a packet that is not a message of its own (the CTS, DATA and FIN
+/// packets of a rendezvous): the door numbers messages from 1.
+pub const UNNUMBERED: u64 = 0;
+
 /// The other end of a protocol message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Peer {

@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 
 use crate::wire::{Body, ChannelRecord, DecodeError, Message, Recorded};
-use crate::{Ident, Peer, Rank, Transmit, Wave};
+use crate::{Ident, Peer, Rank, Transmit, Wave, UNNUMBERED};
 
 /// What the engine must do, in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -455,9 +455,14 @@ impl RankMachine {
     }
 
     /// The engine sent application message `ident` to rank `to` (the door's `sent` hook).
+    /// A packet without a sequence number of its own ([`UNNUMBERED`]: the CTS, DATA or FIN
+    /// of a rendezvous) is not counted.
     pub fn sent(&mut self, to: Rank, ident: Ident) {
         if !self.is_live() || to >= self.size || to == self.rank {
             self.stats.unexpected += 1;
+            return;
+        }
+        if ident.seq == UNNUMBERED {
             return;
         }
         let last = &mut self.sent[to as usize];
@@ -469,7 +474,10 @@ impl RankMachine {
 
     /// An application message arrived (the door admitted it): whether to deliver it. A
     /// message that arrives after this rank's cut and before its sender's marker is
-    /// recorded (its bytes copied) as in transit.
+    /// recorded (its bytes copied) as in transit. Packets that carry no sequence number of
+    /// their own (the CTS, DATA and FIN of a rendezvous: `from.seq` = [`UNNUMBERED`]) are
+    /// fed here too, so that a rendezvous cut in the middle is recorded and replayed like
+    /// any other traffic of the channel.
     pub fn arrived(&mut self, from: Ident, bytes: &[u8]) -> Verdict {
         if !self.is_live() {
             self.stats.not_live += 1;
@@ -488,10 +496,12 @@ impl RankMachine {
             }
             return Verdict::Drop;
         }
-        if from.seq != self.received[w] + 1 {
-            self.stats.fifo_violations += 1;
+        if from.seq != UNNUMBERED {
+            if from.seq != self.received[w] + 1 {
+                self.stats.fifo_violations += 1;
+            }
+            self.received[w] = from.seq;
         }
-        self.received[w] = from.seq;
         if let Some(cut) = self.cut.as_mut() {
             if !cut.closed[w] {
                 cut.in_transit.push(Recorded {

@@ -7,7 +7,7 @@
 //! length against the bytes left before allocating, and reject overlong varints, unknown
 //! tags and trailing bytes. They never panic.
 
-use crate::{Ident, Rank, Wave};
+use crate::{Ident, Rank, Wave, UNNUMBERED};
 
 /// Wire format version.
 pub const WIRE_VERSION: u8 = 1;
@@ -313,7 +313,7 @@ impl ChannelRecord {
     /// Last sequence number from each rank once the in-transit messages are re-delivered.
     pub fn received_after_replay(&self) -> Vec<u64> {
         let mut r = self.received.clone();
-        for m in &self.in_transit {
+        for m in self.in_transit.iter().filter(|m| m.from.seq != UNNUMBERED) {
             if let Some(x) = r.get_mut(m.from.world as usize) {
                 *x = m.from.seq;
             }
@@ -323,7 +323,7 @@ impl ChannelRecord {
 
     /// Checks the record's own consistency: ranks in range, no channel to itself, and the
     /// in-transit messages from each sender numbered on from `received` without gap or
-    /// repetition.
+    /// repetition (unnumbered packets aside).
     pub fn validate(&self) -> Result<(), DecodeError> {
         let size = self.sent.len();
         if size == 0 || self.received.len() != size {
@@ -341,6 +341,9 @@ impl ChannelRecord {
             let from = m.from.world as usize;
             if from >= size || from == me {
                 return Err(DecodeError::Range("in-transit sender"));
+            }
+            if m.from.seq == UNNUMBERED {
+                continue;
             }
             if Some(m.from.seq) != next[from].checked_add(1) {
                 return Err(DecodeError::Range("in-transit sequence"));

@@ -2,7 +2,7 @@
 //! garbage input without panicking.
 
 use steadfast_rollback::wire::{Body, ChannelRecord, DecodeError, Message, Recorded, KINDS};
-use steadfast_rollback::Ident;
+use steadfast_rollback::{Ident, UNNUMBERED};
 
 /// SplitMix64, so the garbage is the same on every run.
 struct Rng(u64);
@@ -61,7 +61,13 @@ fn record() -> ChannelRecord {
         wave: 9,
         sent: vec![4, 0, 300, 7],
         received: vec![2, 0, 0, 200],
-        in_transit: vec![m(0, 3, 5), m(3, 201, 0), m(0, 4, 130), m(2, 1, 1)],
+        in_transit: vec![
+            m(0, 3, 5),
+            m(3, 201, 0),
+            m(0, UNNUMBERED, 9),
+            m(0, 4, 130),
+            m(2, 1, 1),
+        ],
     }
 }
 

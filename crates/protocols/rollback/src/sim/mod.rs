@@ -21,7 +21,7 @@ use std::time::Duration;
 use crate::rank::Event as REvent;
 use crate::scheduler::{AbortReason, Event as SEvent};
 use crate::wire::ChannelRecord;
-use crate::{Config, Ident, Peer, Rank, RankMachine, Scheduler, Time, Verdict, Wave};
+use crate::{Config, Ident, Peer, Rank, RankMachine, Scheduler, Time, Verdict, Wave, UNNUMBERED};
 use rng::Rng;
 
 /// Shape of a run.
@@ -121,6 +121,10 @@ enum Packet {
 struct App {
     sent: Vec<u64>,
     recv: Vec<u64>,
+    /// Unnumbered packets (rendezvous traffic) sent and received, counted by the
+    /// application itself (the protocol does not number them).
+    csent: Vec<u64>,
+    crecv: Vec<u64>,
 }
 
 impl App {
@@ -128,8 +132,17 @@ impl App {
         App {
             sent: vec![0; n as usize],
             recv: vec![0; n as usize],
+            csent: vec![0; n as usize],
+            crecv: vec![0; n as usize],
         }
     }
+}
+
+/// The bytes of the `k`-th unnumbered packet from `from` to `to`.
+fn ctl_payload(from: Rank, to: Rank, k: u64) -> Vec<u8> {
+    let mut v = vec![0xDA];
+    v.extend_from_slice(&(from as u64 * 1_000_003 + to as u64 * 7_919 + k).to_le_bytes());
+    v
 }
 
 /// The bytes of message `seq` from `from` to `to`: any execution sends the same ones.
@@ -565,8 +578,17 @@ impl Sim {
         if !node.alive || !node.machine.is_running() {
             return Ok(());
         }
-        let seq = node.app.sent[to as usize] + 1;
-        node.app.sent[to as usize] = seq;
+        // A quarter of the traffic is unnumbered (the DATA of a rendezvous).
+        let unnumbered = node.app.sent[to as usize] > 0 && self.rng.chance(250);
+        let (seq, bytes) = if unnumbered {
+            let k = node.app.csent[to as usize] + 1;
+            node.app.csent[to as usize] = k;
+            (UNNUMBERED, ctl_payload(from, to, k))
+        } else {
+            let seq = node.app.sent[to as usize] + 1;
+            node.app.sent[to as usize] = seq;
+            (seq, payload(from, to, seq))
+        };
         let ident = Ident {
             world: from,
             incarnation: node.machine.incarnation(),
@@ -576,7 +598,7 @@ impl Sim {
         let c = self.chan(from, to);
         self.chans[c].push_back(Packet::App {
             ident,
-            payload: payload(from, to, seq),
+            payload: bytes,
         });
         self.out.app_messages += 1;
         self.drain_rank(from)
@@ -754,10 +776,33 @@ impl Sim {
                         "wave {wave}: records disagree with images on r{i}->r{j}"
                     ));
                 }
+                let (csent, crecv) = (img_i.csent[j as usize], img_j.crecv[i as usize]);
+                if crecv > csent {
+                    return Err(format!(
+                        "wave {wave} is not a consistent cut: r{j} received {crecv} unnumbered packets from r{i}, which had sent only {csent}"
+                    ));
+                }
+                let ctl: Vec<&Vec<u8>> = rec_j
+                    .in_transit
+                    .iter()
+                    .filter(|m| m.from.world == i && m.from.seq == UNNUMBERED)
+                    .map(|m| &m.bytes)
+                    .collect();
+                let expect_ctl: Vec<Vec<u8>> =
+                    (crecv + 1..=csent).map(|k| ctl_payload(i, j, k)).collect();
+                if ctl.len() != expect_ctl.len()
+                    || ctl.iter().zip(&expect_ctl).any(|(a, b)| *a != b)
+                {
+                    return Err(format!(
+                        "wave {wave}: unnumbered packets in transit r{i}->r{j}: recorded {}, expected {}..={csent}",
+                        ctl.len(),
+                        crecv + 1
+                    ));
+                }
                 let recorded: Vec<_> = rec_j
                     .in_transit
                     .iter()
-                    .filter(|m| m.from.world == i)
+                    .filter(|m| m.from.world == i && m.from.seq != UNNUMBERED)
                     .collect();
                 let expect: Vec<u64> = (recv + 1..=sent).collect();
                 let got: Vec<u64> = recorded.iter().map(|m| m.from.seq).collect();
@@ -829,6 +874,13 @@ impl Sim {
             for j in 0..self.n {
                 let sent = self.nodes[i as usize].app.sent[j as usize];
                 let recv = self.nodes[j as usize].app.recv[i as usize];
+                let csent = self.nodes[i as usize].app.csent[j as usize];
+                let crecv = self.nodes[j as usize].app.crecv[i as usize];
+                if csent != crecv {
+                    return Err(format!(
+                        "after settling r{i} sent {csent} unnumbered packets to r{j}, which received {crecv}"
+                    ));
+                }
                 if sent != recv {
                     return Err(format!(
                         "after settling r{i} sent {sent} messages to r{j}, which received {recv}"
@@ -860,6 +912,17 @@ impl Sim {
 /// The application receives message `from` (checked: the next of its channel, right bytes).
 fn deliver_app(me: Rank, app: &mut App, from: Ident, bytes: &[u8]) -> Res {
     let i = from.world as usize;
+    if from.seq == UNNUMBERED {
+        let k = app.crecv[i] + 1;
+        if bytes != ctl_payload(from.world, me, k) {
+            return Err(format!(
+                "r{me}: unnumbered packet from r{} is not the #{k} expected (lost or duplicated)",
+                from.world
+            ));
+        }
+        app.crecv[i] = k;
+        return Ok(());
+    }
     let expect = app.recv[i] + 1;
     if from.seq != expect {
         return Err(format!(
