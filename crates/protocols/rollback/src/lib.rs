@@ -51,15 +51,11 @@ pub mod wire;
 
 use std::time::Duration;
 
+pub use steadfast_proto::{Rank, Time};
+
 pub use rank::{RankMachine, Replay, RestoreError, Verdict};
 pub use scheduler::{AbortReason, Scheduler};
 pub use wire::{ChannelRecord, DecodeError, Message, Recorded};
-
-/// Time as the driver sees it: a duration since an origin the driver picks.
-pub type Time = Duration;
-
-/// A world rank.
-pub type Rank = u32;
 
 /// A wave (global checkpoint) number. Wave 0 is the start of the job: it is always
 /// committed and restoring it means starting from the beginning.
@@ -90,7 +86,8 @@ pub enum Peer {
     Rank(Rank),
 }
 
-/// A protocol message to send.
+/// A protocol message to send. (Not `steadfast_proto::Transmit`: a rank's messages go to
+/// other ranks or to the scheduler, which is not a rank.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transmit {
     /// Destination.

@@ -17,7 +17,7 @@ pub enum Event {
     /// Every incoming channel of `record.wave` is flushed: store the record next to the
     /// image, then call [`RankMachine::record_stored`].
     StoreRecord { record: ChannelRecord },
-    /// Wave `wave` was aborted: delete its image and record (if any were stored).
+    /// Wave `wave` was aborted: delete its image and record (stored or still being written).
     Discard { wave: Wave },
     /// Global checkpoint `wave` is committed: delete images and records of older waves.
     Committed { wave: Wave },
@@ -133,6 +133,9 @@ pub struct RankMachine {
 
 impl RankMachine {
     /// Rank `rank` of a job of `size` ranks at its first start (incarnation 0, running).
+    ///
+    /// # Panics
+    /// If `rank >= size` (the engine checked both when it read them).
     pub fn new(rank: Rank, size: u32) -> RankMachine {
         assert!(rank < size, "rank {rank} outside a job of {size}");
         RankMachine {

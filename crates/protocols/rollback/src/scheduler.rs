@@ -90,7 +90,10 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    /// The scheduler of a job of `size` ranks (at least 1) started at `now`.
+    /// The scheduler of a job of `size` ranks started at `now`.
+    ///
+    /// # Panics
+    /// If `size` is 0 (the launcher checked it when it parsed `-n`).
     pub fn new(size: u32, config: Config, now: Time) -> Scheduler {
         assert!(size > 0, "a job has at least one rank");
         Scheduler {

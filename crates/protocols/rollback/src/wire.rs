@@ -7,6 +7,8 @@
 //! length against the bytes left before allocating, and reject overlong varints, unknown
 //! tags and trailing bytes. They never panic.
 
+use steadfast_proto::varint::{self, Reader, Writer};
+
 use crate::{Ident, Rank, Wave, UNNUMBERED};
 
 /// Wire format version.
@@ -122,49 +124,36 @@ const T_RESUME: u8 = 9;
 /// Tag of a channel record (outside the message tags, so one can never pass for the other).
 const T_RECORD: u8 = 0xC1;
 
-struct W(Vec<u8>);
-
-impl W {
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    fn var(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
+impl From<varint::Error> for DecodeError {
+    fn from(e: varint::Error) -> Self {
+        match e {
+            varint::Error::Truncated => DecodeError::Truncated,
+            varint::Error::Malformed => DecodeError::Varint,
         }
-        self.0.push(v as u8);
     }
 }
 
+/// The shared cursor with this format's checks on top.
 struct R<'a> {
-    b: &'a [u8],
-    pos: usize,
+    buf: &'a [u8],
+    rd: Reader<'a>,
 }
 
 impl<'a> R<'a> {
+    fn new(buf: &'a [u8]) -> Self {
+        R {
+            buf,
+            rd: Reader::new(buf),
+        }
+    }
     fn left(&self) -> usize {
-        self.b.len() - self.pos
+        self.rd.left()
     }
     fn u8(&mut self) -> Result<u8, DecodeError> {
-        let v = *self.b.get(self.pos).ok_or(DecodeError::Truncated)?;
-        self.pos += 1;
-        Ok(v)
+        Ok(self.rd.u8()?)
     }
     fn var(&mut self) -> Result<u64, DecodeError> {
-        let mut v = 0u64;
-        for i in 0..10 {
-            let byte = self.u8()?;
-            // Reject overflow and non-minimal encodings, so accepted bytes are canonical.
-            if (i == 9 && byte > 1) || (i > 0 && byte == 0) {
-                return Err(DecodeError::Varint);
-            }
-            v |= ((byte & 0x7f) as u64) << (7 * i);
-            if byte & 0x80 == 0 {
-                return Ok(v);
-            }
-        }
-        Err(DecodeError::Varint)
+        Ok(self.rd.var()?)
     }
     fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
         u16::try_from(self.var()?).map_err(|_| DecodeError::Range(field))
@@ -172,14 +161,17 @@ impl<'a> R<'a> {
     fn u32(&mut self, field: &'static str) -> Result<u32, DecodeError> {
         u32::try_from(self.var()?).map_err(|_| DecodeError::Range(field))
     }
-    fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+    fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
         let n = self.var()?;
+        // Bound the allocation by the input.
         if n > self.left() as u64 {
             return Err(DecodeError::Length(n));
         }
-        let s = &self.b[self.pos..self.pos + n as usize];
-        self.pos += n as usize;
-        Ok(s)
+        let start = self.buf.len() - self.left();
+        let (taken, rest) = self.buf[start..].split_at(n as usize);
+        // The shared reader has no skip: go on with one over what follows.
+        self.rd = Reader::new(rest);
+        Ok(taken.to_vec())
     }
     fn header(&mut self) -> Result<u8, DecodeError> {
         let v = self.u8()?;
@@ -204,7 +196,7 @@ impl Message {
 
     /// Encodes into a fresh buffer.
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = W(Vec::with_capacity(12));
+        let mut w = Writer::new(Vec::with_capacity(12));
         w.u8(WIRE_VERSION);
         let tag = match self.body {
             Body::Checkpoint { .. } => T_CHECKPOINT,
@@ -236,12 +228,12 @@ impl Message {
             }
             Body::Resume => {}
         }
-        w.0
+        w.into_inner()
     }
 
     /// Decodes one message that fills `bytes` exactly.
     pub fn decode(bytes: &[u8]) -> Result<Message, DecodeError> {
-        let mut r = R { b: bytes, pos: 0 };
+        let mut r = R::new(bytes);
         let tag = r.header()?;
         let incarnation = r.u16("incarnation")?;
         let body = match tag {
@@ -356,7 +348,7 @@ impl ChannelRecord {
     /// Encodes into a fresh buffer.
     pub fn encode(&self) -> Vec<u8> {
         let payload: usize = self.in_transit.iter().map(|m| m.bytes.len() + 16).sum();
-        let mut w = W(Vec::with_capacity(16 + self.sent.len() * 4 + payload));
+        let mut w = Writer::new(Vec::with_capacity(16 + self.sent.len() * 4 + payload));
         w.u8(WIRE_VERSION);
         w.u8(T_RECORD);
         w.var(self.rank as u64);
@@ -374,14 +366,14 @@ impl ChannelRecord {
             w.var(m.from.incarnation as u64);
             w.var(m.from.seq);
             w.var(m.bytes.len() as u64);
-            w.0.extend_from_slice(&m.bytes);
+            w.bytes(&m.bytes);
         }
-        w.0
+        w.into_inner()
     }
 
     /// Decodes and [validates](Self::validate) a record that fills `bytes` exactly.
     pub fn decode(bytes: &[u8]) -> Result<ChannelRecord, DecodeError> {
-        let mut r = R { b: bytes, pos: 0 };
+        let mut r = R::new(bytes);
         match r.header()? {
             T_RECORD => {}
             t => return Err(DecodeError::Tag(t)),
@@ -411,7 +403,7 @@ impl ChannelRecord {
             let world = r.u32("in-transit sender")?;
             let incarnation = r.u16("in-transit incarnation")?;
             let seq = r.var()?;
-            let bytes = r.bytes()?.to_vec();
+            let bytes = r.bytes()?;
             in_transit.push(Recorded {
                 from: Ident {
                     world,

@@ -11,7 +11,6 @@
 //! once everything settled: every message sent by the surviving execution was delivered
 //! exactly once.
 
-pub mod rng;
 #[cfg(test)]
 mod tests;
 
@@ -22,7 +21,7 @@ use crate::rank::Event as REvent;
 use crate::scheduler::{AbortReason, Event as SEvent};
 use crate::wire::ChannelRecord;
 use crate::{Config, Ident, Peer, Rank, RankMachine, Scheduler, Time, Verdict, Wave, UNNUMBERED};
-use rng::Rng;
+use steadfast_proto::Rng;
 
 /// Shape of a run.
 #[derive(Clone, Debug)]
@@ -84,8 +83,8 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "seed {} failed: {}\nreplay: STEADFAST_SEED={} cargo test --release -p steadfast-rollback sweep\nlast steps:\n{}",
-            self.seed, self.reason, self.seed, self.trace
+            "seed {}: {}\nlast steps:\n{}",
+            self.seed, self.reason, self.trace
         )
     }
 }

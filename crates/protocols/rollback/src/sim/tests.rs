@@ -1,67 +1,62 @@
+//! The seeded sweep. `STEADFAST_SIM_SEEDS=n` changes the number of seeds (default 1000);
+//! `STEADFAST_SEED=s` replays one seed.
+
+use steadfast_proto::sweep as harness;
+
 use super::*;
 
-fn seeds() -> Vec<u64> {
-    if let Ok(s) = std::env::var("STEADFAST_SEED") {
-        if let Ok(seed) = s.trim().parse() {
-            return vec![seed];
-        }
-    }
-    let count = std::env::var("STEADFAST_SIM_SEEDS")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(1000u64);
-    (0..count).collect()
-}
+const DEFAULT_SEEDS: u64 = 1000;
 
-/// The seeded sweep: every seed must keep every invariant, and together they must have
-/// gone through every path (commits with in-transit messages, crashes during waves, commits
-/// and restarts, each kind of abort, restore timeouts, stale and late messages dropped).
+/// Every seed must keep every invariant, and together they must have gone through every
+/// path (commits with in-transit packets, crashes during waves, commits and restarts, each
+/// kind of abort, restore timeouts, stale packets dropped, whole-job restarts).
 #[test]
 fn sweep() {
-    let mut total = Outcome::default();
-    let seeds = seeds();
-    let single = seeds.len() == 1;
-    for seed in seeds {
+    let seeds = harness::seeds(DEFAULT_SEEDS, |i| i);
+    let replay =
+        "cargo test --release -p steadfast-rollback --lib sim::tests::sweep -- --nocapture";
+    let outs = harness::sweep("rollback", replay, &seeds, |seed| {
         let p = Params::from_seed(seed);
-        match Sim::new(p.clone(), seed).run() {
-            Ok(o) => {
-                total.app_messages += o.app_messages;
-                total.commits += o.commits;
-                total.in_transit_committed += o.in_transit_committed;
-                total.aborted_timeout += o.aborted_timeout;
-                total.aborted_storage += o.aborted_storage;
-                total.aborted_failure += o.aborted_failure;
-                total.rollbacks += o.rollbacks;
-                total.restore_timeouts += o.restore_timeouts;
-                total.crashes += o.crashes;
-                total.crashes_at_commit += o.crashes_at_commit;
-                total.crashes_during_restore += o.crashes_during_restore;
-                total.redelivered += o.redelivered;
-                total.job_restarts += o.job_restarts;
-                total.stale_dropped += o.stale_dropped;
-                total.late_markers += o.late_markers;
-            }
-            Err(f) => panic!("{f}\nparams: {p:?}"),
-        }
+        Sim::new(p.clone(), seed)
+            .run()
+            .map_err(|f| format!("{f}\nparams: {p:?}"))
+    });
+    let mut t = Outcome::default();
+    for o in outs {
+        t.app_messages += o.app_messages;
+        t.commits += o.commits;
+        t.in_transit_committed += o.in_transit_committed;
+        t.aborted_timeout += o.aborted_timeout;
+        t.aborted_storage += o.aborted_storage;
+        t.aborted_failure += o.aborted_failure;
+        t.rollbacks += o.rollbacks;
+        t.restore_timeouts += o.restore_timeouts;
+        t.crashes += o.crashes;
+        t.crashes_at_commit += o.crashes_at_commit;
+        t.crashes_during_restore += o.crashes_during_restore;
+        t.job_restarts += o.job_restarts;
+        t.redelivered += o.redelivered;
+        t.stale_dropped += o.stale_dropped;
+        t.late_markers += o.late_markers;
     }
-    eprintln!("{total:#?}");
-    if single {
+    eprintln!("{} seeds: {t:#?}", seeds.len());
+    if harness::replay().is_some() {
         return;
     }
-    let t = total;
     for (what, n) in [
         ("commits", t.commits),
-        ("in-transit messages committed", t.in_transit_committed),
+        ("in-transit packets committed", t.in_transit_committed),
         ("waves aborted by timeout", t.aborted_timeout),
         ("waves aborted by a storage failure", t.aborted_storage),
         ("waves aborted by a rank failure", t.aborted_failure),
         ("rollbacks", t.rollbacks),
         ("crashes at a commit", t.crashes_at_commit),
         ("crashes during a restore", t.crashes_during_restore),
-        ("in-transit messages re-delivered", t.redelivered),
+        ("in-transit packets re-delivered", t.redelivered),
+        ("stale packets dropped", t.stale_dropped),
+        ("late markers ignored", t.late_markers),
         ("whole-job restarts", t.job_restarts),
         ("restore timeouts", t.restore_timeouts),
-        ("stale messages dropped", t.stale_dropped),
     ] {
         assert!(n > 0, "the sweep never exercised {what}: {t:#?}");
     }
