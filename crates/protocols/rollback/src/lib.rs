@@ -33,6 +33,29 @@
 //! one; a message of another incarnation is dropped, so nothing from before a rollback
 //! (application message, marker, report) mixes with what comes after it.
 //!
+//! # States
+//! - Scheduler: `Running(idle)` → (interval or [`Scheduler::checkpoint_now`]) →
+//!   `Running(wave n)` → every `DONE(n)`: commit / `FAILED(n)` or the wave timeout: abort →
+//!   `Running(idle)`. A reported failure ([`Scheduler::rank_failed`]) in any state →
+//!   `Restoring(last committed, inc + 1)` → every `ROLLED_BACK` → `Running(idle)`; another
+//!   failure or the restore timeout while restoring starts the rollback over.
+//! - Rank: `Live` (a wave's cut may be in progress: channels open until their markers, then
+//!   image and record stored, then `DONE`, then `COMMIT`/`ABORT`) → `ROLLBACK` →
+//!   `Restoring` → [`RankMachine::restored`] → `Live(paused)` → `RESUME` → `Live(running)`.
+//!   A relaunched rank starts in `Waiting` and drops everything until `ROLLBACK`.
+//!
+//! # What the engine provides
+//! - FIFO channels between ranks on which markers travel in line with application packets,
+//!   and a reliable FIFO link between each rank and the scheduler (the launcher link).
+//! - Every application packet it sends ([`RankMachine::sent`], from the door's `sent` hook)
+//!   and every one the door admits ([`RankMachine::arrived`], whose [`Verdict`] it obeys):
+//!   `Eager`/`Rts` with their door [`Ident`], rendezvous `Cts`/`Data`/`Fin` with
+//!   [`UNNUMBERED`] so a rendezvous cut in the middle is replayed too.
+//! - The process image on [`rank::Event::TakeImage`], storage of images and
+//!   [`ChannelRecord`]s (reported with [`RankMachine::image_stored`] /
+//!   [`RankMachine::record_stored`]), deletion on `Committed`/`Discard`/`Restore`, and the
+//!   restore itself, after which it re-delivers [`Replay::redeliver`] before anything new.
+//!
 //! # Driving it
 //! The machines never read a clock and never do I/O. After every input drain
 //! `poll_transmit` and `poll_event`, **before** the next input: the cut of a wave is the

@@ -22,7 +22,7 @@ pub enum Event {
     /// Global checkpoint `wave` is committed: delete images and records of older waves.
     Committed { wave: Wave },
     /// Roll back: stop the application, delete every image and record except those of
-    /// `wave`, restore the image of `wave` (wave 0: start from the beginning), load its
+    /// `wave` (and abandon writes in progress), restore the image of `wave` (wave 0: start from the beginning), load its
     /// record ([`ChannelRecord::initial`] for wave 0), and call [`RankMachine::restored`].
     Restore { wave: Wave, incarnation: u16 },
     /// Every rank restored: let the application go on.
