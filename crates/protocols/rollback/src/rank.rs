@@ -238,7 +238,13 @@ impl RankMachine {
 
     fn on_scheduler(&mut self, msg: Message) {
         if let Body::Rollback { wave } = msg.body {
-            let newer = self.phase == Phase::Waiting || msg.incarnation > self.incarnation;
+            // Compared with the incarnation a restore in progress is heading for, so a
+            // repeated ROLLBACK does not start the same restore again.
+            let newest = match self.phase {
+                Phase::Restoring { incarnation, .. } => incarnation,
+                _ => self.incarnation,
+            };
+            let newer = self.phase == Phase::Waiting || msg.incarnation > newest;
             if newer {
                 // Whatever wave was in progress dies with this execution; the engine keeps
                 // only the images of `wave`.

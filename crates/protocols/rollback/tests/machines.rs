@@ -136,6 +136,10 @@ fn messages_and_markers_of_a_dead_incarnation_are_dropped() {
             incarnation: 1
         }]
     );
+    // The same ROLLBACK again does not start the restore over.
+    let (p, msg) = from_sched(1, Body::Rollback { wave: 0 });
+    m.handle(p, msg);
+    assert!(events(&mut m).is_empty());
     // Not restored yet: nothing is delivered.
     assert_eq!(m.arrived(id(1, 1, 1), b"x"), Verdict::Drop);
     let replay = m.restored(0, ChannelRecord::initial(0, 2)).unwrap();
@@ -149,7 +153,11 @@ fn messages_and_markers_of_a_dead_incarnation_are_dropped() {
     assert_eq!(m.arrived(id(1, 0, 1), b"old"), Verdict::Drop);
     m.handle(Peer::Rank(1), marker(0, 9, 0));
     assert!(events(&mut m).is_empty());
-    assert_eq!(m.stats().stale, 2);
+    assert_eq!(
+        m.stats().stale,
+        3,
+        "the repeated ROLLBACK, the message, the marker"
+    );
     // Restored ranks accept the new incarnation's traffic before RESUME.
     assert_eq!(m.arrived(id(1, 1, 1), b"new"), Verdict::Deliver);
     let (p, msg) = from_sched(1, Body::Resume);
