@@ -475,7 +475,7 @@ impl RankMachine {
             return;
         }
         let last = &mut self.sent[to as usize];
-        if ident.seq != *last + 1 {
+        if last.checked_add(1) != Some(ident.seq) {
             self.stats.fifo_violations += 1;
         }
         *last = ident.seq;
@@ -506,7 +506,7 @@ impl RankMachine {
             return Verdict::Drop;
         }
         if from.seq != UNNUMBERED {
-            if from.seq != self.received[w] + 1 {
+            if self.received[w].checked_add(1) != Some(from.seq) {
                 self.stats.fifo_violations += 1;
             }
             self.received[w] = from.seq;
@@ -566,8 +566,8 @@ impl RankMachine {
         Ok(Replay {
             wave,
             incarnation,
-            next_send: self.sent.iter().map(|s| s + 1).collect(),
-            next_receive: self.received.iter().map(|r| r + 1).collect(),
+            next_send: self.sent.iter().map(|s| s.saturating_add(1)).collect(),
+            next_receive: self.received.iter().map(|r| r.saturating_add(1)).collect(),
             redeliver: record.in_transit,
         })
     }

@@ -210,7 +210,8 @@ impl Scheduler {
     }
 
     fn start_wave(&mut self, now: Time) -> Wave {
-        self.last_wave += 1;
+        // 2^64 waves do not happen; saturating keeps a corrupt restart value from panicking.
+        self.last_wave = self.last_wave.saturating_add(1);
         let wave = self.last_wave;
         self.stats.waves += 1;
         self.phase = Phase::Running {

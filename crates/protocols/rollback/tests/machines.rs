@@ -435,3 +435,76 @@ fn periodic_waves_follow_the_interval() {
     );
     assert_eq!(s.poll_timeout(), Some(ms(61)));
 }
+
+/// Whatever arrives, in whatever order, with whatever numbers: no panic, and the machines
+/// stay usable (their outputs drain).
+#[test]
+fn arbitrary_inputs_never_panic() {
+    let mut rng = steadfast_proto::Rng::new(99);
+    let edge = [0u64, 1, 2, 3, u64::MAX - 1, u64::MAX];
+    for round in 0..300u64 {
+        let size = 1 + (round % 4) as u32;
+        let mut m = if round % 2 == 0 {
+            RankMachine::new(round as u32 % size, size)
+        } else {
+            RankMachine::relaunched(round as u32 % size, size)
+        };
+        let mut s = Scheduler::new(size, config(), ms(0));
+        for step in 0..400u64 {
+            let mut num = || {
+                if rng.chance(500) {
+                    edge[rng.below(edge.len() as u64) as usize]
+                } else {
+                    rng.below(6)
+                }
+            };
+            let (wave, x, seq) = (num(), num(), num());
+            let inc = (num() % 4) as u16;
+            let body = match rng.below(9) {
+                0 => Body::Checkpoint { wave },
+                1 => Body::Marker { wave, sent_upto: x },
+                2 => Body::Done {
+                    wave,
+                    in_transit: x,
+                },
+                3 => Body::Failed { wave },
+                4 => Body::Commit { wave },
+                5 => Body::Abort { wave },
+                6 => Body::Rollback { wave },
+                7 => Body::RolledBack { wave },
+                _ => Body::Resume,
+            };
+            let peer = rng.below(size as u64 + 2) as u32;
+            let msg = Message::new(inc, body);
+            match rng.below(8) {
+                0 => m.handle(Peer::Scheduler, msg.clone()),
+                1 => m.handle(Peer::Rank(peer), msg.clone()),
+                2 => {
+                    m.arrived(id(peer, inc, seq), b"p");
+                }
+                3 => m.sent(peer, id(peer, inc, seq)),
+                4 => m.image_stored(wave, rng.chance(800)),
+                5 => m.record_stored(wave, rng.chance(800)),
+                6 => {
+                    let mut rec = ChannelRecord::initial(m.rank(), size);
+                    rec.wave = wave;
+                    if size > 1 {
+                        rec.sent[((m.rank() + 1) % size) as usize] = x;
+                    }
+                    let _ = m.restored(wave, rec);
+                }
+                _ => {
+                    s.handle(ms(step), peer, msg);
+                    if rng.chance(50) {
+                        s.rank_failed(ms(step), peer);
+                    }
+                    s.handle_timeout(ms(step * 7));
+                    let _ = s.checkpoint_now(ms(step));
+                }
+            }
+            transmits(&mut m);
+            events(&mut m);
+            sched_out(&mut s);
+        }
+    }
+}

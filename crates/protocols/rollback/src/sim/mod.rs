@@ -181,6 +181,7 @@ enum Timed {
         rank: Rank,
         life: u32,
         wave: Wave,
+        ok: bool,
     },
     RestoreDone {
         rank: Rank,
@@ -417,7 +418,12 @@ impl Sim {
                 self.nodes[rank as usize].machine.image_stored(wave, ok);
                 self.drain_rank(rank)
             }
-            Timed::RecordWritten { rank, life, wave } => {
+            Timed::RecordWritten {
+                rank,
+                life,
+                wave,
+                ok,
+            } => {
                 let node = &mut self.nodes[rank as usize];
                 if !node.alive || node.life != life {
                     return Ok(());
@@ -429,8 +435,10 @@ impl Sim {
                 let rec = ChannelRecord::decode(&rec.encode()).map_err(|e| {
                     format!("r{rank}: own record of wave {wave} does not decode: {e}")
                 })?;
-                self.storage.entry((rank, wave)).or_default().record = Some(rec);
-                self.nodes[rank as usize].machine.record_stored(wave, true);
+                if ok {
+                    self.storage.entry((rank, wave)).or_default().record = Some(rec);
+                }
+                self.nodes[rank as usize].machine.record_stored(wave, ok);
                 self.drain_rank(rank)
             }
             Timed::RestoreDone { rank, life, wave } => {
@@ -642,6 +650,7 @@ impl Sim {
                 REvent::StoreRecord { record } => {
                     let wave = record.wave;
                     node.writing_record.insert(wave, record);
+                    let ok = !(self.faults && self.rng.chance(self.p.fail_per_mille));
                     let d = Duration::from_micros(self.rng.range(0, 5_000));
                     self.schedule(
                         d,
@@ -649,6 +658,7 @@ impl Sim {
                             rank: r,
                             life,
                             wave,
+                            ok,
                         },
                     );
                 }
