@@ -1,0 +1,63 @@
+//! The seeded sweep. `STEADFAST_SIM_SEEDS=n` changes the number of seeds (default 1000);
+//! `STEADFAST_SEED=s` replays one seed.
+
+use steadfast_proto::sweep as harness;
+
+use super::*;
+
+const DEFAULT_SEEDS: u64 = 1000;
+
+/// Every seed must keep every invariant, and together they must have gone through every
+/// path (commits with in-transit packets, crashes during waves, commits and restarts, each
+/// kind of abort, restore timeouts, stale packets dropped, whole-job restarts).
+#[test]
+fn sweep() {
+    let seeds = harness::seeds(DEFAULT_SEEDS, |i| i);
+    let replay =
+        "cargo test --release -p steadfast-rollback --lib sim::tests::sweep -- --nocapture";
+    let outs = harness::sweep("rollback", replay, &seeds, |seed| {
+        let p = Params::from_seed(seed);
+        Sim::new(p.clone(), seed)
+            .run()
+            .map_err(|f| format!("{f}\nparams: {p:?}"))
+    });
+    let mut t = Outcome::default();
+    for o in outs {
+        t.app_messages += o.app_messages;
+        t.commits += o.commits;
+        t.in_transit_committed += o.in_transit_committed;
+        t.aborted_timeout += o.aborted_timeout;
+        t.aborted_storage += o.aborted_storage;
+        t.aborted_failure += o.aborted_failure;
+        t.rollbacks += o.rollbacks;
+        t.restore_timeouts += o.restore_timeouts;
+        t.crashes += o.crashes;
+        t.crashes_at_commit += o.crashes_at_commit;
+        t.crashes_during_restore += o.crashes_during_restore;
+        t.job_restarts += o.job_restarts;
+        t.redelivered += o.redelivered;
+        t.stale_dropped += o.stale_dropped;
+        t.late_markers += o.late_markers;
+    }
+    eprintln!("{} seeds: {t:#?}", seeds.len());
+    if harness::replay().is_some() {
+        return;
+    }
+    for (what, n) in [
+        ("commits", t.commits),
+        ("in-transit packets committed", t.in_transit_committed),
+        ("waves aborted by timeout", t.aborted_timeout),
+        ("waves aborted by a storage failure", t.aborted_storage),
+        ("waves aborted by a rank failure", t.aborted_failure),
+        ("rollbacks", t.rollbacks),
+        ("crashes at a commit", t.crashes_at_commit),
+        ("crashes during a restore", t.crashes_during_restore),
+        ("in-transit packets re-delivered", t.redelivered),
+        ("stale packets dropped", t.stale_dropped),
+        ("late markers ignored", t.late_markers),
+        ("whole-job restarts", t.job_restarts),
+        ("restore timeouts", t.restore_timeouts),
+    ] {
+        assert!(n > 0, "the sweep never exercised {what}: {t:#?}");
+    }
+}
