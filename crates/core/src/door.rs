@@ -76,8 +76,16 @@ pub struct Completion {
 /// The interposition hook: a recovery protocol sees every message sent and every
 /// nondeterministic decision made, in the order they happen in this process.
 pub trait Interpose: Send {
-    /// A message (`Eager` or `Rts`) to world rank `to` was given its identity and leaves.
+    /// A message (`Eager` or `Rts`) to world rank `to` was given its identity (this
+    /// process's rank and incarnation, and the sequence number) and leaves.
     fn sent(&mut self, _to: u32, _ident: &Ident, _hdr: &Header, _payload: &[u8]) {}
+    /// A packet from world rank `from` was admitted (checked, current incarnation) and is
+    /// about to be acted on: the moment it becomes part of this process's state, which a
+    /// checkpoint protocol records. Returning false consumes it here (the protocol's own
+    /// packets, or one it holds back).
+    fn arrived(&mut self, _from: u32, _hdr: &Header, _payload: &[u8]) -> bool {
+        true
+    }
     /// A message was matched to a receive.
     fn matched(&mut self, _det: &Determinant) {}
     /// A test/wait/probe call of the any/some family chose what to report.
@@ -98,6 +106,8 @@ pub enum Admitted {
 
 /// Per-process message bookkeeping of the door.
 pub struct Door {
+    /// This process's world rank.
+    rank: u32,
     /// This process's incarnation.
     pub incarnation: u16,
     /// Last sequence number sent to each world rank.
@@ -123,6 +133,7 @@ impl Door {
             *me = incarnation;
         }
         Door {
+            rank,
             incarnation,
             sent: vec![0; size as usize],
             peer_incarnation,
@@ -165,7 +176,7 @@ impl Door {
     pub fn commit(&mut self, to: u32, hdr: &Header, payload: &[u8]) {
         self.sent[to as usize] = hdr.a;
         if let Some(hook) = self.hook.as_mut() {
-            let ident = Ident { world: to, incarnation: self.incarnation, seq: hdr.a };
+            let ident = Ident { world: self.rank, incarnation: self.incarnation, seq: hdr.a };
             hook.sent(to, &ident, hdr, payload);
         }
     }
@@ -194,6 +205,18 @@ impl Door {
     /// Whether any rank of the job (this one included) was restarted.
     pub fn any_restart(&self) -> bool {
         self.incarnation > 0 || self.peer_incarnation.iter().any(|&i| i > 0)
+    }
+
+    /// Whether a recovery protocol is plugged in.
+    #[inline]
+    pub fn has_hook(&self) -> bool {
+        self.hook.is_some()
+    }
+
+    /// The hook's say on an admitted packet (true without a hook): see
+    /// [`Interpose::arrived`].
+    pub fn arrived(&mut self, from: u32, hdr: &Header, payload: &[u8]) -> bool {
+        self.hook.as_mut().is_none_or(|h| h.arrived(from, hdr, payload))
     }
 
     /// Newest known incarnation of world rank `w`.
@@ -299,7 +322,25 @@ mod tests {
         }
     }
 
+    struct Gate;
+    impl Interpose for Gate {
+        fn arrived(&mut self, _from: u32, hdr: &Header, _payload: &[u8]) -> bool {
+            hdr.tag != 99
+        }
+    }
+
     #[test]
+    fn hook_may_consume_arrivals() {
+        let mut d = Door::new(0, 0, 2);
+        let h = |tag| Header { kind: Kind::Eager, flags: 0, incarnation: 0, ctx: 0, src: 1, tag, len: 0, a: 1, b: 0 };
+        assert!(d.arrived(1, &h(99), &[]), "without a hook everything passes");
+        d.set_hook(Some(Box::new(Gate)));
+        assert!(d.has_hook());
+        assert!(d.arrived(1, &h(5), &[]));
+        assert!(!d.arrived(1, &h(99), &[]));
+    }
+
+        #[test]
     fn hook_sees_determinants_and_completions() {
         let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut d = Door::new(0, 0, 2);
