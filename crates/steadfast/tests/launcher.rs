@@ -365,7 +365,8 @@ fn timeout_kills_the_job() {
 #[test]
 fn mpiexec_timeout_variable_kills_the_job() {
     let mut cmd = steadfast();
-    cmd.env("MPIEXEC_TIMEOUT", "1").args(["run", "-n", "2", "sleep", "100"]);
+    cmd.env("MPIEXEC_TIMEOUT", "1")
+        .args(["run", "-n", "2", "sleep", "100"]);
     let r = run_cmd(cmd, None);
     assert_eq!(r.code(), 124, "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(8), "took {:?}", r.elapsed);
@@ -554,7 +555,10 @@ fn exit_without_finalize_is_a_failure() {
 
 #[test]
 fn run_through_keeps_survivors_and_notifies_them() {
-    let r = probe_run(&["-n", "4", "--ft", "run-through", "-v"], &["runthrough", "2"]);
+    let r = probe_run(
+        &["-n", "4", "--ft", "run-through", "-v"],
+        &["runthrough", "2"],
+    );
     assert_eq!(
         r.code(),
         3,
@@ -707,4 +711,52 @@ fn ranks_die_with_a_sigkilled_launcher() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Security: the job key of a multi-host launch never appears on a command line, where
+/// any local user could read it from /proc/PID/cmdline. The agent here is a script that
+/// records the exact argument vector it is given, then runs it.
+#[test]
+fn job_key_is_not_on_the_agent_command_line() {
+    let dir = temp_dir("agentkey");
+    let log = dir.join("argv.log");
+    let agent = dir.join("agent.sh");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\nshift\nprintf '%s\\n' \"$@\" >> '{}'\nexec \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let agent_words = format!("{} {{host}}", agent.display());
+    let r = probe_run(
+        &[
+            "-n",
+            "2",
+            "--hosts",
+            "sf-no-such-host-a:1,sf-no-such-host-b:1",
+            "--agent",
+            &agent_words,
+            "--control-addr",
+            "127.0.0.1",
+        ],
+        &["kvs", "3"],
+    );
+    let argv = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.lines().iter().filter(|l| l.starts_with("ok kvs")).count(),
+        2,
+        "{}",
+        r.stdout
+    );
+    assert!(!argv.is_empty(), "the agent was not used");
+    assert!(
+        !argv.contains("STEADFAST_JOB_KEY="),
+        "job key on the agent's command line:\n{argv}"
+    );
 }

@@ -10,8 +10,9 @@
 //! Multi-host (`--hosts`): ranks are placed on hosts in blocks ([`place_on_hosts`]); a
 //! rank whose host is not this one is started through the remote-start agent
 //! (`--agent`, `ssh {host}` by default; `ip netns exec {host}` for network namespaces)
-//! as `AGENT env -C DIR VAR=VALUE… PROGRAM ARGS`, the program at the same absolute path
-//! there. The control server then listens on an address the other hosts reach
+//! as `AGENT sh -c READ-KEY sh env -C DIR VAR=VALUE… PROGRAM ARGS`, the program at the
+//! same absolute path there; the job key goes through the agent's standard input, never
+//! on a command line. The control server then listens on an address the other hosts reach
 //! (`--control-addr`, else the local address that routes to the first remote host), and
 //! every rank learns the host of every other rank (`STEADFAST_HOSTMAP`).
 
@@ -133,6 +134,11 @@ impl LaunchConfig {
         })
     }
 }
+
+/// Remote side of an agent start: reads the job key from the first line of standard
+/// input, then runs the rest of the command line with it in the environment.
+const KEY_FROM_STDIN: &str =
+    concat!("IFS= read -r STEADFAST_JOB_KEY && export STEADFAST_JOB_KEY && exec \"$@\"");
 
 /// Default remote-start agent.
 pub const DEFAULT_AGENT: &str = "ssh {host}";
@@ -578,7 +584,7 @@ impl Launcher {
     }
 
     /// The command that starts a rank on `host` through the agent:
-    /// `AGENT env -C DIR VAR=VALUE… PROGRAM ARGS`.
+    /// `AGENT sh -c READ-KEY sh env -C DIR VAR=VALUE… PROGRAM ARGS` (key on stdin).
     fn agent_command(
         &self,
         host: &str,
@@ -601,8 +607,20 @@ impl Launcher {
         // ssh hands the command to a remote shell: quote every word.
         let quote = Path::new(prog).file_name().is_some_and(|f| f == "ssh");
         let q = |s: &str| if quote { shell_quote(s) } else { s.to_owned() };
-        let mut rest: Vec<String> = vec!["env".into(), "-C".into(), q(&cwd.to_string_lossy())];
-        for (k, v) in vars {
+        // The job key never goes on a command line (any local user reads those from
+        // /proc): the launcher writes it as the first line of the agent's standard input,
+        // and a shell on the far side reads exactly that line (`read` takes a pipe byte by
+        // byte) into the environment before the rank starts with the rest of the stream.
+        let mut rest: Vec<String> = vec![
+            "sh".into(),
+            "-c".into(),
+            q(KEY_FROM_STDIN),
+            "sh".into(),
+            "env".into(),
+            "-C".into(),
+            q(&cwd.to_string_lossy()),
+        ];
+        for (k, v) in vars.iter().filter(|(k, _)| k != crate::env::JOB_KEY) {
             rest.push(q(&format!(
                 "{}={}",
                 k.to_string_lossy(),
@@ -633,7 +651,7 @@ impl Launcher {
             // A remote shell does not inherit our environment: forward the job's own
             // variables and the user's overrides.
             for (k, v) in std::env::vars_os() {
-                if k.to_string_lossy().starts_with("STEADFAST_") {
+                if k.to_string_lossy().starts_with("STEADFAST_") && k != crate::env::JOB_KEY {
                     vars.push((k, v));
                 }
             }
@@ -644,8 +662,9 @@ impl Launcher {
         if let Some(m) = hostmap {
             vars.push((crate::env::HOSTMAP.into(), m.into()));
         }
+        let remote = host.is_some_and(|h| !is_this_host(h));
         let mut cmd = match host {
-            Some(h) if !is_this_host(h) => self.agent_command(h, exe, &vars, cwd)?,
+            Some(h) if remote => self.agent_command(h, exe, &vars, cwd)?,
             _ => {
                 let mut c = Command::new(exe);
                 c.arg0(&self.cfg.program).args(&self.cfg.args);
@@ -678,12 +697,22 @@ impl Launcher {
             });
         }
         let give_stdin = env.rank == 0 && stdin_usable();
-        cmd.stdin(if give_stdin {
+        cmd.stdin(if give_stdin || remote {
             Stdio::piped()
         } else {
             Stdio::null()
         });
         let mut child = cmd.spawn()?;
+        if remote {
+            if let Some(sin) = child.stdin.as_mut() {
+                // A fresh pipe holds far more than one line: this write never blocks.
+                sin.write_all(format!("{:016x}\n", env.job_key).as_bytes())?;
+            }
+            if !give_stdin {
+                // Only the key for ranks other than 0: end of file after it.
+                drop(child.stdin.take());
+            }
+        }
         let pid = child.id() as i32;
         let tag = self.cfg.tag_output;
         let pipe = |fd: Option<OwnedFd>, kind| -> std::io::Result<Option<Pipe>> {
