@@ -39,6 +39,11 @@
 //!   is trusted only after that. The payload check is handed to the sink with the frame
 //!   ([`PacketSink::packet_unverified`]), which fuses it into its copy to the final
 //!   destination and lets nothing take effect unless it matches.
+//!
+//! Strangers: an accepted connection gets a small buffer until its hello is good, is
+//! closed (descriptor released) when the hello is wrong or missing after
+//! [`HELLO_TIMEOUT`], and at most [`MAX_PENDING_HELLOS`] wait at once (the oldest goes
+//! first). `accept` failing (descriptor limit) is logged, never returned to an MPI call.
 
 use std::io::{ErrorKind, IoSlice, Read, Write};
 
