@@ -524,7 +524,8 @@ fn wrong_job_key_is_rejected_and_counted() {
         2
     );
     assert!(
-        r.stderr.contains("refused 2 control connection(s)"),
+        r.stderr
+            .contains("refused 2 control connection(s): 2 wrong job key"),
         "{}",
         r.stderr
     );
@@ -758,5 +759,71 @@ fn job_key_is_not_on_the_agent_command_line() {
     assert!(
         !argv.contains("STEADFAST_JOB_KEY="),
         "job key on the agent's command line:\n{argv}"
+    );
+}
+
+/// Security: the closing message names why connections were refused (a duplicate rank is
+/// not a wrong key).
+#[test]
+fn refusal_message_names_the_cause() {
+    let r = probe_run(&["-n", "2"], &["duplicate"]);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("refused 2 control connection(s): 2 rank already connected or exited"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("wrong job key"), "{}", r.stderr);
+}
+
+/// Whether local attacks can run as another user here (root with setpriv).
+fn can_setpriv() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ok = root
+        && Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: needs root and setpriv to act as another user");
+    }
+    ok
+}
+
+/// Security: another local user holding hundreds of idle connections to the control
+/// port cannot keep a rank from joining the job.
+#[test]
+fn idle_strangers_on_the_control_port_do_not_block_ranks() {
+    if !can_setpriv() {
+        return;
+    }
+    // Rank 0 first has user 65534 open 300 silent connections to the control port (held
+    // open for 30 s), then bootstraps.
+    let script = format!(
+        r#"if [ "$STEADFAST_RANK" = 0 ]; then
+  exec 3< <(setpriv --reuid=65534 --regid=65534 --clear-groups bash -c '
+    h=${{STEADFAST_CONTROL%:*}}; p=${{STEADFAST_CONTROL##*:}}
+    for i in $(seq 300); do exec {{fd}}<>/dev/tcp/$h/$p || exit 1; done
+    echo ready; exec sleep 30')
+  read -r line <&3; [ "$line" = ready ] || exit 9
+fi
+exec {} kvs 2"#,
+        probe().display()
+    );
+    let r = run(&["-n", "2", "--timeout", "40", "bash", "-c", &script]);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.lines().iter().filter(|l| l.starts_with("ok kvs")).count(),
+        2,
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("over the connection limit"),
+        "{}",
+        r.stderr
     );
 }

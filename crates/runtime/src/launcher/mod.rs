@@ -18,6 +18,7 @@
 
 mod jobdir;
 pub mod output;
+mod refusals;
 pub mod program;
 mod sys;
 
@@ -26,6 +27,7 @@ use crate::event::{signal_name, ExitStatus};
 use crate::server::{ConnId, ControlCore, ControlEvent};
 use crate::wire::FrameBuf;
 use jobdir::JobDir;
+use refusals::Refusals;
 use output::{LineBuffer, Sink, StreamKind};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -44,8 +46,13 @@ use std::time::{Duration, Instant};
 pub const EXIT_TIMEOUT: i32 = 124;
 /// Exit status for launcher setup errors (bad working directory, no job directory, ...).
 pub const EXIT_SETUP: i32 = 1;
-/// An unauthenticated control connection is dropped after this long.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// An unauthenticated control connection is dropped after this long (a rank writes its
+/// hello right after connecting; whatever arrived is read before the drop).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
+/// At most this many control connections wait for their hello at once, apart from the
+/// ranks' (a full budget closes the oldest silent one), so strangers holding idle
+/// connections cannot keep ranks out.
+const UNAUTH_BUDGET: usize = 32;
 /// After SIGKILL, give up waiting for unkillable processes after this long.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 /// After the last rank exited, wait this long for its pipes to reach end-of-file
@@ -427,6 +434,7 @@ struct Launcher {
     core: ControlCore,
     conns: HashMap<ConnId, Conn>,
     next_conn: ConnId,
+    refusals: Refusals,
     ranks: Vec<RankProc>,
     pid_to_rank: HashMap<i32, usize>,
     stdin: StdinFwd,
@@ -508,6 +516,7 @@ impl Launcher {
             listener,
             conns: HashMap::new(),
             next_conn: 1,
+            refusals: Refusals::default(),
             ranks: Vec::new(),
             pid_to_rank: HashMap::new(),
             stdin: StdinFwd {
@@ -758,8 +767,9 @@ impl Launcher {
         }
         if self.core.rejected() > 0 {
             self.stderr_sink.message(&format!(
-                "steadfast run: refused {} control connection(s) (wrong job key or malformed handshake)",
-                self.core.rejected()
+                "steadfast run: refused {} control connection(s): {}",
+                self.core.rejected(),
+                self.refusals.summary()
             ));
         }
         self.exit_code.unwrap_or(0)
@@ -880,8 +890,14 @@ impl Launcher {
             .map(|(id, _)| *id)
             .collect();
         for id in expired {
-            tracing::debug!(conn = id, "control connection never authenticated");
-            self.drop_conn(id);
+            // Read what arrived first: a busy launcher must not drop a rank whose hello
+            // is waiting in the socket.
+            self.conn_readable(id);
+            if self.conns.get(&id).is_some_and(|c| c.hello_deadline.is_some()) {
+                tracing::debug!(conn = id, "control connection never authenticated");
+                self.refusals.timed_out(id);
+                self.drop_conn(id);
+            }
         }
     }
 
@@ -1083,9 +1099,11 @@ impl Launcher {
                     self.next_conn += 1;
                     if self.conns.len() >= 4 * self.cfg.np as usize + 64 {
                         tracing::warn!(%peer, "too many control connections; refusing");
+                        self.refusals.over_limit(id);
                         self.core.unauthenticated_closed(id);
                         continue;
                     }
+                    self.make_unauth_room();
                     if stream.set_nonblocking(true).is_err() {
                         continue;
                     }
@@ -1109,6 +1127,30 @@ impl Launcher {
                     tracing::warn!(error = %e, "accept failed");
                     break;
                 }
+            }
+        }
+    }
+
+    /// Keeps unauthenticated connections below [`UNAUTH_BUDGET`] by closing the oldest
+    /// one that, once read, still has not authenticated.
+    fn make_unauth_room(&mut self) {
+        for _ in 0..UNAUTH_BUDGET {
+            let pending = self.conns.values().filter(|c| c.hello_deadline.is_some() && !c.closing);
+            if pending.count() < UNAUTH_BUDGET {
+                return;
+            }
+            let oldest = self
+                .conns
+                .iter()
+                .filter(|(_, c)| c.hello_deadline.is_some() && !c.closing)
+                .min_by_key(|(id, c)| (c.hello_deadline, **id))
+                .map(|(id, _)| *id);
+            let Some(id) = oldest else { return };
+            self.conn_readable(id);
+            if self.conns.get(&id).is_some_and(|c| c.hello_deadline.is_some()) {
+                tracing::debug!(conn = id, "unauthenticated control connection evicted");
+                self.refusals.over_limit(id);
+                self.drop_conn(id);
             }
         }
     }
@@ -1220,6 +1262,7 @@ impl Launcher {
             ControlEvent::Finalized { rank } => tracing::debug!(rank, "rank finalized"),
             ControlEvent::Rejected { conn, reason } => {
                 tracing::warn!(conn, ?reason, "control connection refused");
+                self.refusals.record(conn, &reason);
             }
             ControlEvent::ProtocolError { rank, error } => {
                 tracing::warn!(rank, %error, "protocol error on control connection");
