@@ -43,7 +43,11 @@ impl Refusals {
 
     /// `2 wrong job key, 1 malformed handshake`.
     pub(super) fn summary(&self) -> String {
-        let parts: Vec<String> = self.counts.iter().map(|(c, n)| format!("{n} {c}")).collect();
+        let parts: Vec<String> = self
+            .counts
+            .iter()
+            .map(|(c, n)| format!("{n} {c}"))
+            .collect();
         parts.join(", ")
     }
 }
