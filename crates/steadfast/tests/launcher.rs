@@ -827,3 +827,24 @@ exec {} kvs 2"#,
         r.stderr
     );
 }
+
+/// Output longer than the launcher's line buffer is forwarded byte for byte (no newline
+/// added every 64 KiB).
+#[test]
+fn long_lines_are_forwarded_unchanged() {
+    let r = run(&[
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        "head -c 300000 /dev/zero | tr '\\0' a; echo; head -c 200000 /dev/zero | tr '\\0' b",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let expect = "a".repeat(300_000) + "\n" + &"b".repeat(200_000);
+    assert!(
+        r.stdout == expect,
+        "output altered: {} bytes, {} newlines",
+        r.stdout.len(),
+        r.stdout.matches('\n').count()
+    );
+}

@@ -1356,7 +1356,7 @@ impl Launcher {
                 break;
             }
         }
-        self.sink(kind).write(&out);
+        self.sink(kind).write_from(Some(idx as u32), &out);
         if eof {
             self.close_pipe(idx, kind);
         }
@@ -1371,7 +1371,7 @@ impl Launcher {
         if let Some(mut p) = pipe {
             let mut out = Vec::new();
             p.lines.finish(&mut out);
-            self.sink(kind).write(&out);
+            self.sink(kind).write_from(Some(idx as u32), &out);
         }
     }
 
