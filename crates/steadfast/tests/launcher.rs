@@ -848,3 +848,38 @@ fn long_lines_are_forwarded_unchanged() {
         r.stdout.matches('\n').count()
     );
 }
+
+/// Security/cleanup: the job directory of a SIGKILLed launcher (no teardown ran) is
+/// removed by the next job of the same user; a live job's directory is left alone.
+#[test]
+fn stale_job_directory_of_a_killed_launcher_is_removed() {
+    let mut cmd = steadfast();
+    cmd.args(["run", "-n", "1", "sh", "-c", "echo $STEADFAST_JOBDIR; exec sleep 1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let dir = PathBuf::from(lines.next().and_then(Result::ok).expect("job dir"));
+    assert!(dir.is_dir());
+    // A live job at the same time must survive the sweep.
+    let mut live = steadfast();
+    live.args(["run", "-n", "1", "sh", "-c", "echo $STEADFAST_JOBDIR; exec sleep 1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null());
+    let mut live = live.spawn().expect("spawn");
+    let mut live_lines = BufReader::new(live.stdout.take().expect("stdout")).lines();
+    let live_dir = PathBuf::from(live_lines.next().and_then(Result::ok).expect("job dir"));
+    child.kill().expect("SIGKILL launcher");
+    let _ = child.wait();
+    // (Other tests' launchers, running in parallel, may sweep it first: also correct.)
+    let r = run(&["-n", "1", "true"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let stale_left = dir.exists();
+    let live_left = live_dir.is_dir();
+    let _ = live.kill();
+    let _ = live.wait();
+    assert!(!stale_left, "stale job directory {} left behind", dir.display());
+    assert!(live_left, "a live job's directory was removed");
+}
