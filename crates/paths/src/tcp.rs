@@ -978,6 +978,64 @@ impl Path for TcpPath {
     }
 }
 
+/// Fuzz entry point: feeds `data` to an accepted connection's stream parser (hello, then
+/// frames), cut into reads of varying size, as bytes from the network would arrive. Only a
+/// bug panics. Used by fuzz/fuzz_targets/tcp_stream.rs and the stable randomized test.
+#[doc(hidden)]
+pub fn fuzz_stream(data: &[u8]) {
+    struct Count(u64);
+    impl PacketSink for Count {
+        fn packet(&mut self, _peer: u32, _hdr: &RawHeader, payload: &[u8]) {
+            assert!(payload.len() <= TCP_MAX_PAYLOAD);
+            self.0 += 1;
+        }
+    }
+    let (cut, rest) = data.split_first().map_or((1, data), |(c, r)| (*c as usize * 37 + 1, r));
+    let mut c = Conn {
+        stream: None,
+        open: true,
+        accepted_at: None,
+        peer: None,
+        opened: false,
+        greeted: false,
+        gated: false,
+        finish: false,
+        buf: vec![0; HELLO_LEN],
+        start: 0,
+        end: 0,
+        out: Out::default(),
+    };
+    let mut sink = Count(0);
+    let mut counters = PathCounters::default();
+    let mut faults = None;
+    let mut input = rest;
+    'feed: while !input.is_empty() {
+        if c.end == c.buf.len() {
+            c.compact();
+            if c.end == c.buf.len() {
+                break;
+            }
+        }
+        let n = cut.min(input.len()).min(c.buf.len() - c.end);
+        c.buf[c.end..c.end + n].copy_from_slice(&input[..n]);
+        c.end += n;
+        input = &input[n..];
+        loop {
+            match c.parse(0x42, 4, &mut sink, &mut counters, Checksum::Crc32c, &mut faults) {
+                Parsed::More => break,
+                Parsed::Hello(from, _) => {
+                    // As `greeted` does for an accepted connection.
+                    assert!(from < 4);
+                    c.peer = Some(from);
+                    c.buf.resize(IN_BUF, 0);
+                }
+                Parsed::Drop(_) | Parsed::Corrupt(..) => break 'feed,
+            }
+        }
+        assert!(c.start <= c.end && c.end <= c.buf.len());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,8 @@ pub mod env;
 pub mod error;
 pub mod event;
 pub mod ft;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod launcher;
 pub mod server;
 pub mod wire;
