@@ -237,8 +237,29 @@ pub struct TcpPath {
     /// `accept` failures (descriptor limit, resets): logged, never returned to a caller.
     accept_errors: u64,
     hello_timeout: Duration,
+    /// Slots of strangers' closed connections, free for the next accepted one.
+    free: Vec<usize>,
 }
 
+/// Asks the kernel to hand over connections only once they sent data (a peer's hello
+/// follows its connect at once; a silent stranger waits in the kernel, not in our
+/// descriptor table). Best effort: without it the budget and timeout still apply.
+pub fn defer_accept(listener: &TcpListener, secs: u32) {
+    let secs = secs as libc::c_int;
+    // SAFETY: setsockopt with a valid int option value on our own socket.
+    unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&secs as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Seconds the kernel holds a connection that sent nothing before handing it over.
+const DEFER_ACCEPT_SECS: u32 = 2;
 /// An accepted connection that sends no valid hello for this long is closed.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
 /// At most this many accepted connections wait for their hello at once; past it the
@@ -266,6 +287,7 @@ impl TcpPath {
         // SAFETY: raw is a fresh descriptor we own.
         let epfd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
         epoll_add(&epfd, listener.as_raw_fd(), LISTENER_TOKEN)?;
+        defer_accept(&listener, DEFER_ACCEPT_SECS);
         Ok(TcpPath {
             rank,
             job_key,
@@ -281,6 +303,7 @@ impl TcpPath {
             polls: 0,
             accept_errors: 0,
             hello_timeout: HELLO_TIMEOUT,
+            free: Vec::new(),
         })
     }
 
@@ -307,11 +330,24 @@ impl TcpPath {
     }
 
     fn add_conn(&mut self, c: Conn) -> Result<usize, PathError> {
-        let i = self.conns.len();
+        // A stranger's slot (closed before its hello) is reused for another accepted
+        // connection: no link ever named it, so strangers cannot grow `conns` without
+        // bound. Other slots are never reused, so an epoll token keeps naming one peer's
+        // connection.
+        let reuse = if c.accepted_at.is_some() { self.free.pop() } else { None };
+        let i = reuse.unwrap_or(self.conns.len());
         if let Some(st) = &c.stream {
-            epoll_add(&self.epfd, st.as_raw_fd(), i as u64 + 1)?;
+            if let Err(e) = epoll_add(&self.epfd, st.as_raw_fd(), i as u64 + 1) {
+                if let Some(f) = reuse {
+                    self.free.push(f);
+                }
+                return Err(e);
+            }
         }
-        self.conns.push(c);
+        match reuse {
+            Some(f) => self.conns[f] = c,
+            None => self.conns.push(c),
+        }
         Ok(i)
     }
 
@@ -400,7 +436,10 @@ impl TcpPath {
     /// `EMFILE`, a connection reset before it was accepted) never fails the MPI call that
     /// happened to poll: it is logged and the listener is tried again later.
     fn accept_new(&mut self) {
-        loop {
+        // At most half the pending budget per poll: a rank's connection accepted in this
+        // batch is among the newest, never the oldest one closed to make room, and the
+        // next poll reads its hello before accepting more.
+        for _ in 0..MAX_PENDING_HELLOS / 2 {
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     if stream.set_nonblocking(true).is_err() {
@@ -480,10 +519,14 @@ impl TcpPath {
             }
             let _ = st.shutdown(Shutdown::Both);
         }
+        let stranger = c.peer.is_none() && !c.opened;
         c.open = false;
         c.accepted_at = None;
         c.buf = Vec::new();
         c.out = Out::default();
+        if stranger {
+            self.free.push(i);
+        }
     }
 
     /// The hello on connection `i` was read: decide which connection links us to `from`.
@@ -921,13 +964,19 @@ impl Path for TcpPath {
                 self.expire_hellos();
             }
             let n = self.epoll(0)?;
+            // Connections first: a hello that arrived is read (and its connection no
+            // longer waits) before new arrivals can push it out of the pending budget.
+            let mut listener = false;
             for k in 0..n {
                 let token = self.ready[k].u64;
                 if token == LISTENER_TOKEN {
-                    self.accept_new();
+                    listener = true;
                 } else {
                     self.read_conn(token as usize - 1, sink);
                 }
+            }
+            if listener {
+                self.accept_new();
             }
         }
         if let Some((peer, what)) = self.corrupt.take() {
@@ -1115,6 +1164,7 @@ mod tests {
             p[0].counters().foreign_dropped >= 180
         });
         assert!(most <= MAX_PENDING_HELLOS + 2, "{most} silent connections held at once");
+        assert!(b.conns.len() <= MAX_PENDING_HELLOS + 2, "{} connection slots for 180 strangers", b.conns.len());
         assert!(accepted_fds(baddr.port()) <= 2);
         for mut s in silent {
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -1145,7 +1195,14 @@ mod tests {
         }
         let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 42).unwrap();
         let baddr = b.local_addr().unwrap();
-        let _waiting: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(baddr).unwrap()).collect();
+        // Each sends a byte, so the kernel hands it over (the listener defers silent ones).
+        let _waiting: Vec<TcpStream> = (0..8)
+            .map(|_| {
+                let mut s = TcpStream::connect(baddr).unwrap();
+                s.write_all(b"x").unwrap();
+                s
+            })
+            .collect();
         // Allow no new descriptor: every accept fails with EMFILE.
         let used = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
         let lim = libc::rlimit { rlim_cur: used.saturating_sub(1), rlim_max: used.saturating_sub(1) };

@@ -821,11 +821,8 @@ exec {} kvs 2"#,
         r.stdout,
         r.stderr
     );
-    assert!(
-        r.stderr.contains("over the connection limit"),
-        "{}",
-        r.stderr
-    );
+    // The strangers were refused (or held back by the kernel), never counted as ranks.
+    assert!(!r.stderr.contains("rank already connected"), "{}", r.stderr);
 }
 
 /// Output longer than the launcher's line buffer is forwarded byte for byte (no newline

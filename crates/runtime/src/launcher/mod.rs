@@ -494,6 +494,8 @@ impl Launcher {
         let bind = control_bind(&cfg).map_err(|e| (EXIT_SETUP, e))?;
         let listener = TcpListener::bind(bind)
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            // Silent connections wait in the kernel, not in the launcher's budget.
+            .inspect(|l| steadfast_paths::tcp::defer_accept(l, 2))
             .map_err(|e| {
                 (
                     EXIT_SETUP,
