@@ -40,10 +40,12 @@
 //!   ([`PacketSink::packet_unverified`]), which fuses it into its copy to the final
 //!   destination and lets nothing take effect unless it matches.
 //!
-//! Strangers: an accepted connection gets a small buffer until its hello is good, is
-//! closed (descriptor released) when the hello is wrong or missing after
-//! [`HELLO_TIMEOUT`], and at most [`MAX_PENDING_HELLOS`] wait at once (the oldest goes
-//! first). `accept` failing (descriptor limit) is logged, never returned to an MPI call.
+//! Strangers: the kernel holds silent connections ([`defer_accept`]); an accepted
+//! connection gets a small buffer until its hello is good, is closed (descriptor and slot
+//! released) when the hello is wrong or missing after [`HELLO_TIMEOUT`], and at most
+//! [`MAX_PENDING_HELLOS`] wait at once (the oldest goes first; hellos are read before more
+//! connections are accepted). `accept` failing (descriptor limit) is logged, never
+//! returned to an MPI call.
 
 use std::io::{ErrorKind, IoSlice, Read, Write};
 
