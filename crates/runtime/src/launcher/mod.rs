@@ -145,7 +145,7 @@ impl LaunchConfig {
 /// Remote side of an agent start: reads the job key from the first line of standard
 /// input, then runs the rest of the command line with it in the environment.
 const KEY_FROM_STDIN: &str =
-    concat!("IFS= read -r STEADFAST_JOB_KEY && export STEADFAST_JOB_KEY && exec \"$@\"");
+    "IFS= read -r STEADFAST_JOB_KEY && export STEADFAST_JOB_KEY && exec \"$@\"";
 
 /// Default remote-start agent.
 pub const DEFAULT_AGENT: &str = "ssh {host}";
