@@ -32,6 +32,9 @@ use super::frame::{self, Frame, FrameKey, Kind};
 
 /// An unidentified (no Hello yet) incoming connection is dropped after this long.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// At most this many incoming connections wait for their Hello at once; past it the oldest
+/// is closed, so strangers cannot take the descriptors the job needs.
+const MAX_PENDING_HELLOS: usize = 32;
 /// A peer that lets this much unsent data pile up is treated as failed.
 const MAX_BACKLOG: usize = 16 << 20;
 
@@ -301,6 +304,8 @@ impl Mesh {
         listener: TcpListener,
     ) -> io::Result<Mesh> {
         listener.set_nonblocking(true)?;
+        // Silent connections wait in the kernel, not in our descriptor table.
+        steadfast_paths::tcp::defer_accept(&listener, 2);
         let local = listener
             .local_addr()
             .ok()
@@ -545,13 +550,29 @@ impl Mesh {
     }
 
     fn accept(&mut self, now: Time) {
-        loop {
+        // At most half the pending budget per call: a peer's connection accepted now is
+        // among the newest, never the oldest closed to make room before its Hello is read.
+        for _ in 0..MAX_PENDING_HELLOS / 2 {
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     if stream.set_nonblocking(true).is_err() {
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
+                    let pending = || self.conns.iter().flatten().filter(|c| c.peer.is_none());
+                    if pending().count() >= MAX_PENDING_HELLOS {
+                        let oldest = self
+                            .conns
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| c.as_ref().is_some_and(|c| c.peer.is_none()))
+                            .min_by_key(|(_, c)| c.as_ref().map(|c| c.opened))
+                            .map(|(i, _)| i);
+                        if let Some(i) = oldest {
+                            self.foreign += 1;
+                            self.close(i, "too many connections without hello".into());
+                        }
+                    }
                     self.insert(Conn {
                         stream: Stream::Tcp(stream),
                         peer: None,
