@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Short fuzzing run of the reliable channel's frame decoder and channel state machine.
+# Short fuzzing run of every decoder of data from outside the process: the reliable
+# channel's frame decoder and state machine, the tcp data stream, the launcher's control
+# protocol, the fault-tolerance control frames and the membership messages.
 #
 #   scripts/fuzz-frame.sh [seconds-per-target] [target...]
 #
@@ -13,7 +15,7 @@ set -euo pipefail
 secs="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(frame_decode channel_ops)
+[ ${#targets[@]} -eq 0 ] && targets=(frame_decode channel_ops tcp_stream control_wire ft_frame membership_wire)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${STEADFAST_FUZZ_JOBS:-2}"
 
@@ -22,6 +24,9 @@ if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
     STEADFAST_FUZZ_CASES="${STEADFAST_FUZZ_CASES:-20000}" \
         cargo test --release -j "$jobs" --manifest-path "$root/Cargo.toml" \
         -p steadfast-reliable --test fuzz_harness
+    STEADFAST_FUZZ_CASES="${STEADFAST_FUZZ_CASES:-200000}" \
+        cargo test --release -j "$jobs" --manifest-path "$root/Cargo.toml" \
+        -p steadfast-runtime --test fuzz_decoders
     exit 0
 fi
 

@@ -45,6 +45,9 @@ fi
 if [ -x tests/c/reliable/run.sh ]; then
     suite "reliability (udp with faults, damage detection)" tests/c/reliable/run.sh "$prefix"
 fi
+if [ -x tests/security/run.sh ]; then
+    suite "descriptor flood by another user (skips without root)" tests/security/run.sh "$prefix"
+fi
 if [ -x scripts/netns-failover.sh ]; then
     suite "multi-host failover (network namespaces; skips without root)" scripts/netns-failover.sh "$prefix"
 fi

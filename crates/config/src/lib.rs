@@ -116,6 +116,8 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_SIM_DUMP", Developer, "unset", "reliable-channel simulation: dump channel state on failure"),
     v("STEADFAST_SIM_PROFILE", Developer, "unset", "reliable-channel simulation: time per seed"),
     v("STEADFAST_FUZZ_CASES", Developer, "per test", "cases of the stable-toolchain fuzz loops"),
+    v("STEADFAST_FUZZ_SEEDS", Developer, "unset", "directory the stable fuzz loops write their valid seed inputs to (corpus seeding)"),
+    v("STEADFAST_TEST_CHILD", Developer, "unset", "set by a test that re-runs itself in a child process"),
     v("STEADFAST_FUZZ_JOBS", Developer, "2", "build parallelism of `scripts/fuzz-frame.sh`"),
     v("STEADFAST_TEST_SKIP_LARGE", Developer, "unset", "skip the C tests that need several GiB of memory"),
     v("STEADFAST_PRINT_DIGEST", Developer, "unset", "simulator replay test: print the digests"),

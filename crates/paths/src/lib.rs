@@ -12,6 +12,7 @@ pub mod checksum;
 pub mod cma;
 pub mod composite;
 pub mod fault;
+pub mod jobdir;
 pub mod linger;
 pub mod reliable;
 pub mod setup;

@@ -197,18 +197,31 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
     let mut shm = None;
     if want_shm && !p.jobdir.exists() {
         // On a remote host (multi-host job) the launcher's job directory does not exist.
+        // Directories of this user's earlier jobs whose ranks were all killed go first.
+        if let Some(base) = p.jobdir.parent() {
+            crate::jobdir::sweep_stale(base);
+        }
         use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(p.jobdir)
-            .map_err(|e| PathError::Shm(format!("create {}: {e}", p.jobdir.display())))?;
+        match std::fs::DirBuilder::new().recursive(false).mode(0o700).create(p.jobdir) {
+            Ok(()) => {}
+            // Another rank of this host was first; its directory is checked below.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(PathError::Shm(format!("create {}: {e}", p.jobdir.display()))),
+        }
     }
+    // An existing directory is used only if it is ours and private (never one another
+    // user prepared), and is held while this rank lives.
+    let hold = if want_shm {
+        Some(crate::jobdir::Hold::take(p.jobdir).map_err(|e| PathError::Shm(e.to_string()))?)
+    } else {
+        None
+    };
     if want_shm {
         let ring = st.shm_ring.unwrap_or_else(|| {
             crate::shm::default_ring_size(p.size).min(crate::shm::ring_size_fitting(p.jobdir, p.size))
         });
         let mut s = ShmPath::create(p.jobdir, p.rank, p.size, ring)?;
+        s.set_dir_hold(hold);
         s.set_checksum(cks("shm")?);
         if let Some(inj) = injector("shm", true) {
             s.set_faults(inj);

@@ -251,6 +251,9 @@ pub struct ShmPath {
     rank: u32,
     nranks: u32,
     jobdir: PathBuf,
+    /// Shared hold on the job directory (see [`crate::jobdir`]); the last rank of a host
+    /// without launcher removes the directory.
+    dir_hold: Option<crate::jobdir::Hold>,
     me: Segment,
     heads: Vec<u64>,
     out: Vec<Option<Outbound>>,
@@ -279,6 +282,11 @@ fn segment_path(jobdir: &FsPath, rank: u32) -> PathBuf {
 }
 
 impl ShmPath {
+    /// Keeps `hold` on the job directory until this path is dropped.
+    pub fn set_dir_hold(&mut self, hold: Option<crate::jobdir::Hold>) {
+        self.dir_hold = hold;
+    }
+
     /// Create this rank's inbound segment. Peers' segments are mapped lazily on first use, so
     /// every rank must have created its segment before any rank sends (the caller fences).
     pub fn create(jobdir: &FsPath, rank: u32, nranks: u32, ring_size: usize) -> Result<ShmPath, PathError> {
@@ -310,6 +318,7 @@ impl ShmPath {
             rank,
             nranks,
             jobdir: jobdir.to_path_buf(),
+            dir_hold: None,
             me,
             heads: vec![0; nranks as usize],
             out: (0..nranks).map(|_| None).collect(),
@@ -715,6 +724,9 @@ impl ShmWaker {
 impl Drop for ShmPath {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(segment_path(&self.jobdir, self.rank));
+        if let Some(h) = self.dir_hold.take() {
+            h.release_and_remove_if_last();
+        }
     }
 }
 

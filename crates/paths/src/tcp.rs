@@ -39,6 +39,13 @@
 //!   is trusted only after that. The payload check is handed to the sink with the frame
 //!   ([`PacketSink::packet_unverified`]), which fuses it into its copy to the final
 //!   destination and lets nothing take effect unless it matches.
+//!
+//! Strangers: the kernel holds silent connections ([`defer_accept`]); an accepted
+//! connection gets a small buffer until its hello is good, is closed (descriptor and slot
+//! released) when the hello is wrong or missing after [`HELLO_TIMEOUT`], and at most
+//! [`MAX_PENDING_HELLOS`] wait at once (the oldest goes first; hellos are read before more
+//! connections are accepted). `accept` failing (descriptor limit) is logged, never
+//! returned to an MPI call.
 
 use std::io::{ErrorKind, IoSlice, Read, Write};
 
@@ -143,8 +150,13 @@ impl Out {
 
 /// One TCP connection to a peer, either direction.
 struct Conn {
-    stream: TcpStream,
+    /// `None` once the connection is closed: its descriptor is released at once (the
+    /// slot stays, so epoll tokens are never reused).
+    stream: Option<TcpStream>,
     open: bool,
+    /// When an accepted connection arrived; it is closed if no valid hello follows
+    /// within [`HELLO_TIMEOUT`].
+    accepted_at: Option<std::time::Instant>,
     /// Known from the start on connections we opened, from the hello on accepted ones.
     peer: Option<u32>,
     /// We opened it (the first thing to read is the acceptor's answer).
@@ -165,14 +177,17 @@ struct Conn {
 impl Conn {
     fn new(stream: TcpStream, peer: Option<u32>, opened: bool) -> Conn {
         Conn {
-            stream,
+            stream: Some(stream),
             open: true,
+            accepted_at: (!opened).then(std::time::Instant::now),
             peer,
             opened,
             greeted: false,
             gated: false,
             finish: false,
-            buf: vec![0; IN_BUF],
+            // An accepted connection gets its full buffer only once its hello is good:
+            // strangers cost a few bytes each, not a megabyte.
+            buf: vec![0; if opened { IN_BUF } else { HELLO_LEN }],
             start: 0,
             end: 0,
             out: Out::default(),
@@ -221,7 +236,37 @@ pub struct TcpPath {
     corrupt: Option<(u32, String)>,
     /// Polls since the last `epoll_wait` (see [`TcpPath::poll`]).
     polls: u32,
+    /// `accept` failures (descriptor limit, resets): logged, never returned to a caller.
+    accept_errors: u64,
+    hello_timeout: Duration,
+    /// Slots of strangers' closed connections, free for the next accepted one.
+    free: Vec<usize>,
 }
+
+/// Asks the kernel to hand over connections only once they sent data (a peer's hello
+/// follows its connect at once; a silent stranger waits in the kernel, not in our
+/// descriptor table). Best effort: without it the budget and timeout still apply.
+pub fn defer_accept(listener: &TcpListener, secs: u32) {
+    let secs = secs as libc::c_int;
+    // SAFETY: setsockopt with a valid int option value on our own socket.
+    unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&secs as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
+/// Seconds the kernel holds a connection that sent nothing before handing it over.
+const DEFER_ACCEPT_SECS: u32 = 2;
+/// An accepted connection that sends no valid hello for this long is closed.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// At most this many accepted connections wait for their hello at once; past it the
+/// oldest is closed, so strangers cannot hold descriptors a rank needs.
+const MAX_PENDING_HELLOS: usize = 32;
 
 /// With at most this many open connections, `poll` asks `poll(2)` about them directly
 /// instead of `epoll_wait` (no ready-list bookkeeping; measured a little faster than epoll
@@ -244,6 +289,7 @@ impl TcpPath {
         // SAFETY: raw is a fresh descriptor we own.
         let epfd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
         epoll_add(&epfd, listener.as_raw_fd(), LISTENER_TOKEN)?;
+        defer_accept(&listener, DEFER_ACCEPT_SECS);
         Ok(TcpPath {
             rank,
             job_key,
@@ -257,6 +303,9 @@ impl TcpPath {
             faults: None,
             corrupt: None,
             polls: 0,
+            accept_errors: 0,
+            hello_timeout: HELLO_TIMEOUT,
+            free: Vec::new(),
         })
     }
 
@@ -283,9 +332,24 @@ impl TcpPath {
     }
 
     fn add_conn(&mut self, c: Conn) -> Result<usize, PathError> {
-        let i = self.conns.len();
-        epoll_add(&self.epfd, c.stream.as_raw_fd(), i as u64 + 1)?;
-        self.conns.push(c);
+        // A stranger's slot (closed before its hello) is reused for another accepted
+        // connection: no link ever named it, so strangers cannot grow `conns` without
+        // bound. Other slots are never reused, so an epoll token keeps naming one peer's
+        // connection.
+        let reuse = if c.accepted_at.is_some() { self.free.pop() } else { None };
+        let i = reuse.unwrap_or(self.conns.len());
+        if let Some(st) = &c.stream {
+            if let Err(e) = epoll_add(&self.epfd, st.as_raw_fd(), i as u64 + 1) {
+                if let Some(f) = reuse {
+                    self.free.push(f);
+                }
+                return Err(e);
+            }
+        }
+        match reuse {
+            Some(f) => self.conns[f] = c,
+            None => self.conns.push(c),
+        }
         Ok(i)
     }
 
@@ -317,8 +381,9 @@ impl TcpPath {
         let mut lost = None;
         for (i, c) in self.conns.iter_mut().enumerate().filter(|(_, c)| c.open) {
             let peer = c.peer.unwrap_or(u32::MAX);
+            let Some(stream) = &c.stream else { continue };
             while c.out.pending() > 0 {
-                match send_vectored(&c.stream, &[IoSlice::new(&c.out.queue[c.out.sent..])]) {
+                match send_vectored(stream, &[IoSlice::new(&c.out.queue[c.out.sent..])]) {
                     Ok(0) => {
                         lost = Some((i, peer, "connection closed".to_string()));
                         break;
@@ -343,7 +408,7 @@ impl TcpPath {
             }
             if c.finish && c.out.pending() == 0 {
                 c.finish = false;
-                let _ = c.stream.shutdown(Shutdown::Write);
+                let _ = stream.shutdown(Shutdown::Write);
             }
         }
         match lost {
@@ -369,35 +434,101 @@ impl TcpPath {
         self.peers[peer as usize].link = Link::Lost;
     }
 
-    fn accept_new(&mut self) -> Result<(), PathError> {
-        loop {
+    /// Accepts what waits on the listener. Trouble here (a stranger's connections,
+    /// `EMFILE`, a connection reset before it was accepted) never fails the MPI call that
+    /// happened to poll: it is logged and the listener is tried again later.
+    fn accept_new(&mut self) {
+        // At most half the pending budget per poll: a rank's connection accepted in this
+        // batch is among the newest, never the oldest one closed to make room, and the
+        // next poll reads its hello before accepting more.
+        for _ in 0..MAX_PENDING_HELLOS / 2 {
             match self.listener.accept() {
                 Ok((stream, _)) => {
-                    stream.set_nonblocking(true)?;
-                    stream.set_nodelay(true)?;
-                    self.add_conn(Conn::new(stream, None, false))?;
+                    if stream.set_nonblocking(true).is_err() {
+                        continue; // dropped: closed
+                    }
+                    let _ = stream.set_nodelay(true);
+                    if self.pending_hellos() >= MAX_PENDING_HELLOS {
+                        // Make room: the oldest silent connection goes first (a rank's
+                        // hello follows its connect at once, a squatter's never does).
+                        if let Some(old) = self.oldest_pending_hello() {
+                            self.counters.foreign_dropped += 1;
+                            self.close_conn(old);
+                        }
+                    }
+                    if self.add_conn(Conn::new(stream, None, false)).is_err() {
+                        continue;
+                    }
                 }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) => return Err(PathError::Tcp(format!("accept: {e}"))),
+                Err(e) => {
+                    self.accept_errors += 1;
+                    if self.accept_errors.is_power_of_two() {
+                        tracing::warn!(rank = self.rank, errors = self.accept_errors, "tcp accept: {e}");
+                    }
+                    return;
+                }
             }
         }
     }
 
-    /// Stop using connection `i` (its descriptor stays until the path is dropped, so
-    /// epoll tokens are never reused).
+    /// Accepted connections still waiting for their hello.
+    fn pending_hellos(&self) -> usize {
+        self.conns.iter().filter(|c| c.open && c.accepted_at.is_some()).count()
+    }
+
+    fn oldest_pending_hello(&self) -> Option<usize> {
+        self.conns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.open && c.accepted_at.is_some())
+            .min_by_key(|(_, c)| c.accepted_at)
+            .map(|(i, _)| i)
+    }
+
+    /// Closes accepted connections that sent no valid hello in time.
+    fn expire_hellos(&mut self) {
+        if !self.conns.iter().any(|c| c.open && c.accepted_at.is_some()) {
+            return;
+        }
+        let now = std::time::Instant::now();
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            if c.open && c.accepted_at.is_some_and(|t| now.duration_since(t) > self.hello_timeout) {
+                self.counters.foreign_dropped += 1;
+                self.close_conn(i);
+            }
+        }
+    }
+
+    /// How long an accepted connection may stay silent before its hello (tests shorten it).
+    pub fn set_hello_timeout(&mut self, t: Duration) {
+        self.hello_timeout = t;
+    }
+
+    /// Stop using connection `i` and close its descriptor (the slot stays, so epoll
+    /// tokens are never reused).
     fn close_conn(&mut self, i: usize) {
         let Some(c) = self.conns.get_mut(i) else { return };
         if !c.open {
             return;
         }
-        // SAFETY: removing a registered descriptor from our epoll set.
-        unsafe {
-            libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, c.stream.as_raw_fd(), std::ptr::null_mut());
+        if let Some(st) = c.stream.take() {
+            // SAFETY: removing a registered descriptor from our epoll set.
+            unsafe {
+                libc::epoll_ctl(self.epfd.as_raw_fd(), libc::EPOLL_CTL_DEL, st.as_raw_fd(), std::ptr::null_mut());
+            }
+            let _ = st.shutdown(Shutdown::Both);
         }
-        let _ = c.stream.shutdown(Shutdown::Both);
+        let stranger = c.peer.is_none() && !c.opened;
         c.open = false;
+        c.accepted_at = None;
         c.buf = Vec::new();
+        c.out = Out::default();
+        if stranger {
+            self.free.push(i);
+        }
     }
 
     /// The hello on connection `i` was read: decide which connection links us to `from`.
@@ -426,13 +557,19 @@ impl TcpPath {
             return Some("answer on a connection we did not open");
         }
         self.conns[i].peer = Some(from);
+        self.conns[i].accepted_at = None;
+        if self.conns[i].buf.len() < IN_BUF {
+            self.conns[i].buf.resize(IN_BUF, 0);
+        }
         // A higher rank that has its own connection to us goes on using it for what it
         // sends: no switch on this side.
         let mine = match self.peers[idx].link {
             Link::Ready(m) if from < self.rank => Some(m),
             Link::Ready(_) => {
                 let c = &mut self.conns[i];
-                let _ = c.out.write_or_queue(&c.stream, from, &[&hello(self.job_key, self.rank, HELLO_ACCEPT)]);
+                if let Some(st) = &c.stream {
+                    let _ = c.out.write_or_queue(st, from, &[&hello(self.job_key, self.rank, HELLO_ACCEPT)]);
+                }
                 return None;
             }
             _ => None,
@@ -440,15 +577,17 @@ impl TcpPath {
         let kind = if mine.is_some() { HELLO_ACCEPT_AFTER_DRAIN } else { HELLO_ACCEPT };
         let c = &mut self.conns[i];
         // The answer goes first: later frames queue behind it.
-        let _ = c.out.write_or_queue(&c.stream, from, &[&hello(self.job_key, self.rank, kind)]);
+        if let Some(st) = &c.stream {
+            let _ = c.out.write_or_queue(st, from, &[&hello(self.job_key, self.rank, kind)]);
+        }
         if let Some(m) = mine {
             // Switch to the lower rank's connection. Ours ends once what it holds is
             // written (a partly written frame must finish there); its end-of-file ungates
             // the other side.
             let old = &mut self.conns[m];
             old.finish = true;
-            if old.out.pending() == 0 {
-                let _ = old.stream.shutdown(Shutdown::Write);
+            if let (0, Some(st)) = (old.out.pending(), &old.stream) {
+                let _ = st.shutdown(Shutdown::Write);
             }
         }
         self.peers[idx].link = Link::Ready(i);
@@ -712,7 +851,8 @@ impl TcpPath {
                     break; // gated with a full buffer: the rest waits in the socket
                 }
             }
-            match c.stream.read(&mut c.buf[c.end..]) {
+            let Some(mut stream) = c.stream.as_ref() else { break };
+            match stream.read(&mut c.buf[c.end..]) {
                 Ok(0) => {
                     drop_reason = Some("closed");
                     break;
@@ -777,6 +917,9 @@ impl Path for TcpPath {
         head[FRAME_PREFIX..].copy_from_slice(hdr);
         let damage = self.faults.as_mut().is_some_and(|inj| inj.will_corrupt());
         let Conn { out, stream, .. } = &mut self.conns[link];
+        let Some(stream) = stream.as_ref() else {
+            return Err(PathError::PeerLost(peer, "connection closed".into()));
+        };
         if out.pending() > OUT_LIMIT {
             return Ok(SendStatus::Full);
         }
@@ -809,7 +952,8 @@ impl Path for TcpPath {
             let mut idx = [0usize; DIRECT_READ_MAX];
             let mut k = 0;
             for (i, c) in self.conns.iter().enumerate().filter(|(_, c)| c.open) {
-                fds[k].fd = c.stream.as_raw_fd();
+                let Some(st) = &c.stream else { continue };
+                fds[k].fd = st.as_raw_fd();
                 idx[k] = i;
                 k += 1;
             }
@@ -823,14 +967,23 @@ impl Path for TcpPath {
                 }
             }
         } else {
+            if self.polls.is_multiple_of(EPOLL_EVERY) {
+                self.expire_hellos();
+            }
             let n = self.epoll(0)?;
+            // Connections first: a hello that arrived is read (and its connection no
+            // longer waits) before new arrivals can push it out of the pending budget.
+            let mut listener = false;
             for k in 0..n {
                 let token = self.ready[k].u64;
                 if token == LISTENER_TOKEN {
-                    self.accept_new()?;
+                    listener = true;
                 } else {
                     self.read_conn(token as usize - 1, sink);
                 }
+            }
+            if listener {
+                self.accept_new();
             }
         }
         if let Some((peer, what)) = self.corrupt.take() {
@@ -849,8 +1002,8 @@ impl Path for TcpPath {
         if self.conns.iter().any(|c| blocked(&c)) {
             // Output is waiting for socket space: poll those sockets for writability too.
             let mut fds: Vec<libc::pollfd> = vec![libc::pollfd { fd: self.epfd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
-            for c in self.conns.iter().filter(blocked) {
-                fds.push(libc::pollfd { fd: c.stream.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
+            for st in self.conns.iter().filter(blocked).filter_map(|c| c.stream.as_ref()) {
+                fds.push(libc::pollfd { fd: st.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
             }
             // SAFETY: fds is a valid array for the duration of the call.
             unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
@@ -898,6 +1051,64 @@ impl Path for TcpPath {
     }
 }
 
+/// Fuzz entry point: feeds `data` to an accepted connection's stream parser (hello, then
+/// frames), cut into reads of varying size, as bytes from the network would arrive. Only a
+/// bug panics. Used by fuzz/fuzz_targets/tcp_stream.rs and the stable randomized test.
+#[doc(hidden)]
+pub fn fuzz_stream(data: &[u8]) {
+    struct Count(u64);
+    impl PacketSink for Count {
+        fn packet(&mut self, _peer: u32, _hdr: &RawHeader, payload: &[u8]) {
+            assert!(payload.len() <= TCP_MAX_PAYLOAD);
+            self.0 += 1;
+        }
+    }
+    let (cut, rest) = data.split_first().map_or((1, data), |(c, r)| (*c as usize * 37 + 1, r));
+    let mut c = Conn {
+        stream: None,
+        open: true,
+        accepted_at: None,
+        peer: None,
+        opened: false,
+        greeted: false,
+        gated: false,
+        finish: false,
+        buf: vec![0; HELLO_LEN],
+        start: 0,
+        end: 0,
+        out: Out::default(),
+    };
+    let mut sink = Count(0);
+    let mut counters = PathCounters::default();
+    let mut faults = None;
+    let mut input = rest;
+    'feed: while !input.is_empty() {
+        if c.end == c.buf.len() {
+            c.compact();
+            if c.end == c.buf.len() {
+                break;
+            }
+        }
+        let n = cut.min(input.len()).min(c.buf.len() - c.end);
+        c.buf[c.end..c.end + n].copy_from_slice(&input[..n]);
+        c.end += n;
+        input = &input[n..];
+        loop {
+            match c.parse(0x42, 4, &mut sink, &mut counters, Checksum::Crc32c, &mut faults) {
+                Parsed::More => break,
+                Parsed::Hello(from, _) => {
+                    // As `greeted` does for an accepted connection.
+                    assert!(from < 4);
+                    c.peer = Some(from);
+                    c.buf.resize(IN_BUF, 0);
+                }
+                Parsed::Drop(_) | Parsed::Corrupt(..) => break 'feed,
+            }
+        }
+        assert!(c.start <= c.end && c.end <= c.buf.len());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -907,6 +1118,125 @@ mod tests {
         fn packet(&mut self, peer: u32, _hdr: &RawHeader, payload: &[u8]) {
             self.0.push((peer, payload.to_vec()));
         }
+    }
+
+    /// Descriptors this process holds on accepted sockets of the listener at `port`
+    /// (asked of every descriptor with getsockname, so other tests' sockets running in
+    /// parallel do not count; a socket shut down but never closed still counts).
+    fn accepted_fds(port: u16) -> usize {
+        let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect();
+        fds.into_iter()
+            .filter(|&fd| {
+                // SAFETY: getsockname/getsockopt on a descriptor number; a stale or
+                // non-socket one only makes them fail.
+                unsafe {
+                    let mut sa: libc::sockaddr_in = std::mem::zeroed();
+                    let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+                    if libc::getsockname(fd, (&mut sa as *mut libc::sockaddr_in).cast(), &mut len) != 0
+                        || sa.sin_family != libc::AF_INET as libc::sa_family_t
+                        || u16::from_be(sa.sin_port) != port
+                    {
+                        return false;
+                    }
+                    let mut listening: libc::c_int = 0;
+                    let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+                    libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ACCEPTCONN, (&mut listening as *mut libc::c_int).cast(), &mut l);
+                    listening == 0
+                }
+            })
+            .count()
+    }
+
+    fn poll_until(paths: &mut [&mut TcpPath], got: &mut Collect, mut done: impl FnMut(&[&mut TcpPath], &Collect) -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !done(paths, got) {
+            assert!(std::time::Instant::now() < deadline, "condition not reached in time");
+            for p in paths.iter_mut() {
+                p.poll(got).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Security: a stranger's connections (wrong key, or silent) are closed, not kept
+    /// half-open, and at most `MAX_PENDING_HELLOS` silent ones are held at a time.
+    #[test]
+    fn rejected_and_silent_connections_release_their_descriptors() {
+        let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 42).unwrap();
+        let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 42).unwrap();
+        b.set_hello_timeout(Duration::from_millis(300));
+        let baddr = b.local_addr().unwrap();
+        a.set_peer_addr(1, baddr);
+        let mut got = Collect(Vec::new());
+        // 100 connections with a wrong key, hung up by the stranger.
+        for _ in 0..100 {
+            let mut s = TcpStream::connect(baddr).unwrap();
+            let mut h = hello(7, 0, HELLO_CONNECT).to_vec();
+            h.extend_from_slice(&[0u8; 64]);
+            s.write_all(&h).unwrap();
+        }
+        poll_until(&mut [&mut b], &mut got, |p, _| p[0].counters().foreign_dropped >= 100);
+        assert!(accepted_fds(baddr.port()) <= 2, "rejected connections still hold {} descriptors", accepted_fds(baddr.port()));
+        // 80 silent connections, kept open by the stranger.
+        let silent: Vec<TcpStream> = (0..80).map(|_| TcpStream::connect(baddr).unwrap()).collect();
+        let mut most = 0;
+        poll_until(&mut [&mut b], &mut got, |p, _| {
+            most = most.max(accepted_fds(baddr.port()));
+            p[0].counters().foreign_dropped >= 180
+        });
+        assert!(most <= MAX_PENDING_HELLOS + 2, "{most} silent connections held at once");
+        assert!(b.conns.len() <= MAX_PENDING_HELLOS + 2, "{} connection slots for 180 strangers", b.conns.len());
+        assert!(accepted_fds(baddr.port()) <= 2);
+        for mut s in silent {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut one = [0u8; 1];
+            assert_eq!(s.read(&mut one).unwrap_or(0), 0, "silent connection not closed");
+        }
+        // The job's own traffic still flows.
+        a.send(1, &[0; HDR_LEN], b"after the strangers").unwrap();
+        poll_until(&mut [&mut a, &mut b], &mut got, |_, g| !g.0.is_empty());
+        assert_eq!(got.0[0], (0, b"after the strangers".to_vec()));
+    }
+
+    /// Security: `accept` failing (here `EMFILE`, as when strangers exhaust the
+    /// descriptor limit) never fails the `poll` of a running MPI call. Runs in a child
+    /// process, since it lowers the descriptor limit.
+    #[test]
+    fn accept_errors_never_fail_a_poll() {
+        const NAME: &str = "tcp::tests::accept_errors_never_fail_a_poll";
+        if std::env::var_os("STEADFAST_TEST_CHILD").is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", NAME, "--test-threads", "1", "--nocapture"])
+                .env("STEADFAST_TEST_CHILD", "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && text.contains("1 passed"), "{text}");
+            return;
+        }
+        let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 42).unwrap();
+        let baddr = b.local_addr().unwrap();
+        // Each sends a byte, so the kernel hands it over (the listener defers silent ones).
+        let _waiting: Vec<TcpStream> = (0..8)
+            .map(|_| {
+                let mut s = TcpStream::connect(baddr).unwrap();
+                s.write_all(b"x").unwrap();
+                s
+            })
+            .collect();
+        // Allow no new descriptor: every accept fails with EMFILE.
+        let used = std::fs::read_dir("/proc/self/fd").unwrap().count() as u64;
+        let lim = libc::rlimit { rlim_cur: used.saturating_sub(1), rlim_max: used.saturating_sub(1) };
+        // SAFETY: plain setrlimit on this (child) process.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+        let mut got = Collect(Vec::new());
+        for _ in 0..(3 * EPOLL_EVERY) {
+            b.poll(&mut got).expect("a failed accept reached the caller");
+        }
+        assert!(b.accept_errors > 0, "accept never failed: the test did not test anything");
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub mod env;
 pub mod error;
 pub mod event;
 pub mod ft;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod launcher;
 pub mod pmi;
 pub mod server;

@@ -16,6 +16,7 @@ fn main() {
         "kvs" => kvs(arg.and_then(|a| a.parse().ok()).unwrap_or(1)),
         "abort" => abort(arg.and_then(|a| a.parse().ok()).unwrap_or(1)),
         "badkey" => badkey(),
+        "duplicate" => duplicate(),
         "runthrough" => runthrough(arg.and_then(|a| a.parse().ok()).unwrap_or(1)),
         "nofinalize" => connect().map(|_| ()),
         "garbage" => garbage(),
@@ -118,6 +119,24 @@ fn badkey() -> Result<(), String> {
     bs.fence().map_err(e)?;
     bs.finalize().map_err(e)?;
     println!("ok accepted rank {}", bs.rank());
+    Ok(())
+}
+
+/// Connects, then tries a second connection as the same rank (must be refused).
+fn duplicate() -> Result<(), String> {
+    let env = steadfast_runtime::JobEnv::from_env()
+        .map_err(e)?
+        .ok_or("not started by a launcher")?;
+    let mut bs = Bootstrap::connect(env.clone()).map_err(e)?;
+    match Bootstrap::connect(env) {
+        Err(BootstrapError::Rejected) | Err(BootstrapError::Disconnected) => {
+            println!("ok duplicate refused rank {}", bs.rank())
+        }
+        Err(other) => return Err(format!("second connection gave {other}")),
+        Ok(_) => return Err("second connection as the same rank accepted".into()),
+    }
+    bs.fence().map_err(e)?;
+    bs.finalize().map_err(e)?;
     Ok(())
 }
 

@@ -365,7 +365,8 @@ fn timeout_kills_the_job() {
 #[test]
 fn mpiexec_timeout_variable_kills_the_job() {
     let mut cmd = steadfast();
-    cmd.env("MPIEXEC_TIMEOUT", "1").args(["run", "-n", "2", "sleep", "100"]);
+    cmd.env("MPIEXEC_TIMEOUT", "1")
+        .args(["run", "-n", "2", "sleep", "100"]);
     let r = run_cmd(cmd, None);
     assert_eq!(r.code(), 124, "{}", r.stderr);
     assert!(r.elapsed < Duration::from_secs(8), "took {:?}", r.elapsed);
@@ -523,7 +524,8 @@ fn wrong_job_key_is_rejected_and_counted() {
         2
     );
     assert!(
-        r.stderr.contains("refused 2 control connection(s)"),
+        r.stderr
+            .contains("refused 2 control connection(s): 2 wrong job key"),
         "{}",
         r.stderr
     );
@@ -554,7 +556,10 @@ fn exit_without_finalize_is_a_failure() {
 
 #[test]
 fn run_through_keeps_survivors_and_notifies_them() {
-    let r = probe_run(&["-n", "4", "--ft", "run-through", "-v"], &["runthrough", "2"]);
+    let r = probe_run(
+        &["-n", "4", "--ft", "run-through", "-v"],
+        &["runthrough", "2"],
+    );
     assert_eq!(
         r.code(),
         3,
@@ -707,4 +712,171 @@ fn ranks_die_with_a_sigkilled_launcher() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Security: the job key of a multi-host launch never appears on a command line, where
+/// any local user could read it from /proc/PID/cmdline. The agent here is a script that
+/// records the exact argument vector it is given, then runs it.
+#[test]
+fn job_key_is_not_on_the_agent_command_line() {
+    let dir = temp_dir("agentkey");
+    let log = dir.join("argv.log");
+    let agent = dir.join("agent.sh");
+    std::fs::write(
+        &agent,
+        format!(
+            "#!/bin/sh\nshift\nprintf '%s\\n' \"$@\" >> '{}'\nexec \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let agent_words = format!("{} {{host}}", agent.display());
+    let r = probe_run(
+        &[
+            "-n",
+            "2",
+            "--hosts",
+            "sf-no-such-host-a:1,sf-no-such-host-b:1",
+            "--agent",
+            &agent_words,
+            "--control-addr",
+            "127.0.0.1",
+        ],
+        &["kvs", "3"],
+    );
+    let argv = std::fs::read_to_string(&log).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.lines().iter().filter(|l| l.starts_with("ok kvs")).count(),
+        2,
+        "{}",
+        r.stdout
+    );
+    assert!(!argv.is_empty(), "the agent was not used");
+    assert!(
+        !argv.contains("STEADFAST_JOB_KEY="),
+        "job key on the agent's command line:\n{argv}"
+    );
+}
+
+/// Security: the closing message names why connections were refused (a duplicate rank is
+/// not a wrong key).
+#[test]
+fn refusal_message_names_the_cause() {
+    let r = probe_run(&["-n", "2"], &["duplicate"]);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("refused 2 control connection(s): 2 rank already connected or exited"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("wrong job key"), "{}", r.stderr);
+}
+
+/// Whether local attacks can run as another user here (root with setpriv).
+fn can_setpriv() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let ok = root
+        && Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: needs root and setpriv to act as another user");
+    }
+    ok
+}
+
+/// Security: another local user holding hundreds of idle connections to the control
+/// port cannot keep a rank from joining the job.
+#[test]
+fn idle_strangers_on_the_control_port_do_not_block_ranks() {
+    if !can_setpriv() {
+        return;
+    }
+    // Rank 0 first has user 65534 open 300 silent connections to the control port (held
+    // open for 30 s), then bootstraps.
+    let script = format!(
+        r#"if [ "$STEADFAST_RANK" = 0 ]; then
+  exec 3< <(setpriv --reuid=65534 --regid=65534 --clear-groups bash -c '
+    h=${{STEADFAST_CONTROL%:*}}; p=${{STEADFAST_CONTROL##*:}}
+    for i in $(seq 300); do exec {{fd}}<>/dev/tcp/$h/$p || exit 1; done
+    echo ready; exec sleep 30')
+  read -r line <&3; [ "$line" = ready ] || exit 9
+fi
+exec {} kvs 2"#,
+        probe().display()
+    );
+    let r = run(&["-n", "2", "--timeout", "40", "bash", "-c", &script]);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(
+        r.lines().iter().filter(|l| l.starts_with("ok kvs")).count(),
+        2,
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    // The strangers were refused (or held back by the kernel), never counted as ranks.
+    assert!(!r.stderr.contains("rank already connected"), "{}", r.stderr);
+}
+
+/// Output longer than the launcher's line buffer is forwarded byte for byte (no newline
+/// added every 64 KiB).
+#[test]
+fn long_lines_are_forwarded_unchanged() {
+    let r = run(&[
+        "-n",
+        "1",
+        "sh",
+        "-c",
+        "head -c 300000 /dev/zero | tr '\\0' a; echo; head -c 200000 /dev/zero | tr '\\0' b",
+    ]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let expect = "a".repeat(300_000) + "\n" + &"b".repeat(200_000);
+    assert!(
+        r.stdout == expect,
+        "output altered: {} bytes, {} newlines",
+        r.stdout.len(),
+        r.stdout.matches('\n').count()
+    );
+}
+
+/// Security/cleanup: the job directory of a SIGKILLed launcher (no teardown ran) is
+/// removed by the next job of the same user; a live job's directory is left alone.
+#[test]
+fn stale_job_directory_of_a_killed_launcher_is_removed() {
+    let mut cmd = steadfast();
+    cmd.args(["run", "-n", "1", "sh", "-c", "echo $STEADFAST_JOBDIR; exec sleep 1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null());
+    let mut child = cmd.spawn().expect("spawn");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let dir = PathBuf::from(lines.next().and_then(Result::ok).expect("job dir"));
+    assert!(dir.is_dir());
+    // A live job at the same time must survive the sweep.
+    let mut live = steadfast();
+    live.args(["run", "-n", "1", "sh", "-c", "echo $STEADFAST_JOBDIR; exec sleep 1000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null());
+    let mut live = live.spawn().expect("spawn");
+    let mut live_lines = BufReader::new(live.stdout.take().expect("stdout")).lines();
+    let live_dir = PathBuf::from(live_lines.next().and_then(Result::ok).expect("job dir"));
+    child.kill().expect("SIGKILL launcher");
+    let _ = child.wait();
+    // (Other tests' launchers, running in parallel, may sweep it first: also correct.)
+    let r = run(&["-n", "1", "true"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    let stale_left = dir.exists();
+    let live_left = live_dir.is_dir();
+    let _ = live.kill();
+    let _ = live.wait();
+    assert!(!stale_left, "stale job directory {} left behind", dir.display());
+    assert!(live_left, "a live job's directory was removed");
 }

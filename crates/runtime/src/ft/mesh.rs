@@ -13,7 +13,11 @@
 //! a frame over a Unix socket costs a quarter of the CPU time of one over loopback TCP
 //! (no TCP/IP processing), which matters when many control threads share few cores.
 //! Everything else (frames, Hello, end-of-file as the broken-connection input) is the same;
-//! a peer without the Unix listener is reached over TCP.
+//! a peer without the Unix listener is reached over TCP. Any user can bind an abstract
+//! name, so both ends check the other's credentials (`SO_PEERCRED`): a listener or a
+//! connecting process of another user is never trusted (the connector falls back to TCP,
+//! the acceptor drops and counts the connection), and a squatter can neither make a
+//! healthy rank look dead nor keep the local path from working as TCP.
 
 use std::collections::VecDeque;
 use std::io::{self, ErrorKind, Read, Write};
@@ -28,6 +32,9 @@ use super::frame::{self, Frame, FrameKey, Kind};
 
 /// An unidentified (no Hello yet) incoming connection is dropped after this long.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+/// At most this many incoming connections wait for their Hello at once; past it the oldest
+/// is closed, so strangers cannot take the descriptors the job needs.
+const MAX_PENDING_HELLOS: usize = 32;
 /// A peer that lets this much unsent data pile up is treated as failed.
 const MAX_BACKLOG: usize = 16 << 20;
 
@@ -165,7 +172,34 @@ fn local_connect(name: &[u8]) -> io::Result<UnixStream> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
+    // The name may have been squatted by another user: trust only our own uid.
+    if !same_user(stream.as_raw_fd()) {
+        return Err(io::Error::new(
+            ErrorKind::PermissionDenied,
+            "local control listener belongs to another user",
+        ));
+    }
     Ok(stream)
+}
+
+/// Whether the process at the other end of Unix socket `fd` runs as our effective user
+/// (credentials recorded by the kernel at connect or listen time).
+fn same_user(fd: RawFd) -> bool {
+    // SAFETY: all-zero is a valid ucred.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` is writable for `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    // SAFETY: geteuid has no preconditions.
+    rc == 0 && cred.uid == unsafe { libc::geteuid() }
 }
 
 /// A socket descriptor closed on drop unless handed over.
@@ -270,6 +304,8 @@ impl Mesh {
         listener: TcpListener,
     ) -> io::Result<Mesh> {
         listener.set_nonblocking(true)?;
+        // Silent connections wait in the kernel, not in our descriptor table.
+        steadfast_paths::tcp::defer_accept(&listener, 2);
         let local = listener
             .local_addr()
             .ok()
@@ -514,13 +550,29 @@ impl Mesh {
     }
 
     fn accept(&mut self, now: Time) {
-        loop {
+        // At most half the pending budget per call: a peer's connection accepted now is
+        // among the newest, never the oldest closed to make room before its Hello is read.
+        for _ in 0..MAX_PENDING_HELLOS / 2 {
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     if stream.set_nonblocking(true).is_err() {
                         continue;
                     }
                     let _ = stream.set_nodelay(true);
+                    let pending = || self.conns.iter().flatten().filter(|c| c.peer.is_none());
+                    if pending().count() >= MAX_PENDING_HELLOS {
+                        let oldest = self
+                            .conns
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, c)| c.as_ref().is_some_and(|c| c.peer.is_none()))
+                            .min_by_key(|(_, c)| c.as_ref().map(|c| c.opened))
+                            .map(|(i, _)| i);
+                        if let Some(i) = oldest {
+                            self.foreign += 1;
+                            self.close(i, "too many connections without hello".into());
+                        }
+                    }
                     self.insert(Conn {
                         stream: Stream::Tcp(stream),
                         peer: None,
@@ -549,6 +601,10 @@ impl Mesh {
         loop {
             match l.accept() {
                 Ok((stream, _)) => {
+                    if !same_user(stream.as_raw_fd()) {
+                        self.foreign += 1;
+                        continue; // another user's process: closed unread
+                    }
                     if stream.set_nonblocking(true).is_ok() {
                         accepted.push(stream);
                     }
@@ -860,6 +916,115 @@ fn connect_nonblocking(addr: &SocketAddr) -> io::Result<(TcpStream, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs `f` in a forked child as user 65534 (nobody) and returns the child's pid, or
+    /// `None` where that is impossible (not root).
+    fn as_nobody(f: impl FnOnce()) -> Option<libc::pid_t> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root to act as another user");
+            return None;
+        }
+        // SAFETY: the child only makes system calls, then exits without unwinding.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            // SAFETY: dropping privileges in the child.
+            unsafe {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setresgid(65534, 65534, 65534) != 0
+                    || libc::setresuid(65534, 65534, 65534) != 0
+                {
+                    libc::_exit(3);
+                }
+            }
+            f();
+            // SAFETY: leave without running the parent's destructors.
+            unsafe { libc::_exit(0) };
+        }
+        Some(pid)
+    }
+
+    /// Security: another user squatting a rank's abstract Unix name (accepting and
+    /// dropping connections, which made healthy ranks look dead) is not trusted: the
+    /// connector refuses it, and the acceptor refuses another user's connections.
+    #[test]
+    fn squatted_local_names_are_not_trusted() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let name = local_name(&l.local_addr().unwrap()).unwrap();
+        let (sa, len) = abstract_addr(&name).unwrap();
+        let Some(pid) = as_nobody(move || unsafe {
+            // SAFETY: plain socket calls on the child's own descriptors.
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            if libc::bind(fd, &sa as *const libc::sockaddr_un as *const libc::sockaddr, len) != 0
+                || libc::listen(fd, 64) != 0
+            {
+                libc::_exit(4);
+            }
+            loop {
+                let c = libc::accept(fd, std::ptr::null_mut(), std::ptr::null_mut());
+                if c >= 0 {
+                    libc::close(c);
+                }
+            }
+        }) else {
+            return;
+        };
+        // Wait until the squatter listens.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let (sa, len) = abstract_addr(&name).unwrap();
+            // SAFETY: probe connect on a fresh socket, closed right after.
+            let up = unsafe {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                let ok = libc::connect(fd, &sa as *const libc::sockaddr_un as *const libc::sockaddr, len) == 0;
+                libc::close(fd);
+                ok
+            };
+            if up {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "squatter never listened");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let res = local_connect(&name);
+        // A rank's own listener on another name is still trusted.
+        let mine = TcpListener::bind("127.0.0.1:0").unwrap();
+        let my_name = local_name(&mine.local_addr().unwrap()).unwrap();
+        let _own = local_listen(&my_name).unwrap();
+        let own = local_connect(&my_name);
+        // An accepting rank refuses a connection from another user.
+        let mut m = mesh(0, 2, 9);
+        let mesh_name = local_name(&m.listener.local_addr().unwrap()).unwrap();
+        let (msa, mlen) = abstract_addr(&mesh_name).unwrap();
+        let intruder = as_nobody(move || unsafe {
+            // SAFETY: plain socket calls on the child's own descriptors.
+            let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+            if libc::connect(fd, &msa as *const libc::sockaddr_un as *const libc::sockaddr, mlen) != 0 {
+                libc::_exit(5);
+            }
+            libc::sleep(10);
+        })
+        .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while m.foreign == 0 && std::time::Instant::now() < deadline {
+            m.accept_local(Duration::ZERO);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let foreign = m.foreign;
+        let open = m.open_connections();
+        // SAFETY: ending the children we forked.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::kill(intruder, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+            libc::waitpid(intruder, std::ptr::null_mut(), 0);
+        }
+        assert!(res.is_err(), "connected to another user's listener");
+        assert!(own.is_ok(), "own listener refused: {own:?}");
+        assert_eq!(foreign, 1, "another user's connection was not refused");
+        assert_eq!(open, 0);
+    }
 
     fn mesh(me: u32, size: u32, key: u64) -> Mesh {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct JobDir {
     path: PathBuf,
+    /// Shared hold on the directory: while the launcher lives, nobody sweeps it.
+    _hold: steadfast_paths::jobdir::Hold,
 }
 
 impl JobDir {
@@ -22,6 +24,9 @@ impl JobDir {
         bases.push(PathBuf::from("/tmp"));
         let mut last_err = io::Error::new(io::ErrorKind::NotFound, "no writable directory");
         for base in bases.iter().filter(|b| sys::is_writable_dir(b)) {
+            // Directories of this user's jobs whose launcher was killed (`kill -9`
+            // leaves no teardown) go first.
+            steadfast_paths::jobdir::sweep_stale(base);
             let path = base.join(format!("steadfast-{jobid}"));
             // `create` (not `create_all`) fails if the name exists: never reuse a
             // directory someone else prepared.
@@ -29,8 +34,15 @@ impl JobDir {
                 Ok(()) => {
                     // The umask may have cleared owner bits; set the mode exactly.
                     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
+                    let hold = match steadfast_paths::jobdir::Hold::take(&path) {
+                        Ok(h) => h,
+                        Err(e) => {
+                            let _ = std::fs::remove_dir_all(&path);
+                            return Err(e);
+                        }
+                    };
                     tracing::debug!(path = %path.display(), "job directory created");
-                    return Ok(JobDir { path });
+                    return Ok(JobDir { path, _hold: hold });
                 }
                 // An existing name is suspicious (ids are random): refuse, do not
                 // fall back to another base.

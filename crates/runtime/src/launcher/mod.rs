@@ -10,13 +10,15 @@
 //! Multi-host (`--hosts`): ranks are placed on hosts in blocks ([`place_on_hosts`]); a
 //! rank whose host is not this one is started through the remote-start agent
 //! (`--agent`, `ssh {host}` by default; `ip netns exec {host}` for network namespaces)
-//! as `AGENT env -C DIR VAR=VALUE… PROGRAM ARGS`, the program at the same absolute path
-//! there. The control server then listens on an address the other hosts reach
+//! as `AGENT sh -c READ-KEY sh env -C DIR VAR=VALUE… PROGRAM ARGS`, the program at the
+//! same absolute path there; the job key goes through the agent's standard input, never
+//! on a command line. The control server then listens on an address the other hosts reach
 //! (`--control-addr`, else the local address that routes to the first remote host), and
 //! every rank learns the host of every other rank (`STEADFAST_HOSTMAP`).
 
 mod jobdir;
 pub mod output;
+mod refusals;
 pub mod program;
 mod sys;
 
@@ -25,6 +27,7 @@ use crate::event::{signal_name, ExitStatus};
 use crate::server::{ConnId, ControlCore, ControlEvent};
 use crate::wire::FrameBuf;
 use jobdir::JobDir;
+use refusals::Refusals;
 use output::{LineBuffer, Sink, StreamKind};
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -43,8 +46,13 @@ use std::time::{Duration, Instant};
 pub const EXIT_TIMEOUT: i32 = 124;
 /// Exit status for launcher setup errors (bad working directory, no job directory, ...).
 pub const EXIT_SETUP: i32 = 1;
-/// An unauthenticated control connection is dropped after this long.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+/// An unauthenticated control connection is dropped after this long (a rank writes its
+/// hello right after connecting; whatever arrived is read before the drop).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
+/// At most this many control connections wait for their hello at once, apart from the
+/// ranks' (a full budget closes the oldest silent one), so strangers holding idle
+/// connections cannot keep ranks out.
+const UNAUTH_BUDGET: usize = 32;
 /// After SIGKILL, give up waiting for unkillable processes after this long.
 const KILL_WAIT: Duration = Duration::from_secs(5);
 /// After the last rank exited, wait this long for its pipes to reach end-of-file
@@ -149,6 +157,11 @@ impl LaunchConfig {
         }
     }
 }
+
+/// Remote side of an agent start: reads the job key from the first line of standard
+/// input, then runs the rest of the command line with it in the environment.
+const KEY_FROM_STDIN: &str =
+    "IFS= read -r STEADFAST_JOB_KEY && export STEADFAST_JOB_KEY && exec \"$@\"";
 
 /// Default remote-start agent.
 pub const DEFAULT_AGENT: &str = "ssh {host}";
@@ -450,6 +463,7 @@ struct Launcher {
     core: ControlCore,
     conns: HashMap<ConnId, Conn>,
     next_conn: ConnId,
+    refusals: Refusals,
     ranks: Vec<RankProc>,
     pid_to_rank: HashMap<i32, usize>,
     stdin: StdinFwd,
@@ -511,6 +525,8 @@ impl Launcher {
         let bind = control_bind(&cfg).map_err(|e| (EXIT_SETUP, e))?;
         let listener = TcpListener::bind(bind)
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
+            // Silent connections wait in the kernel, not in the launcher's budget.
+            .inspect(|l| steadfast_paths::tcp::defer_accept(l, 2))
             .map_err(|e| {
                 (
                     EXIT_SETUP,
@@ -533,6 +549,7 @@ impl Launcher {
             listener,
             conns: HashMap::new(),
             next_conn: 1,
+            refusals: Refusals::default(),
             ranks: Vec::new(),
             pid_to_rank: HashMap::new(),
             stdin: StdinFwd {
@@ -616,7 +633,7 @@ impl Launcher {
     }
 
     /// The command that starts a rank on `host` through the agent:
-    /// `AGENT env -C DIR VAR=VALUE… PROGRAM ARGS`.
+    /// `AGENT sh -c READ-KEY sh env -C DIR VAR=VALUE… PROGRAM ARGS` (key on stdin).
     fn agent_command(
         &self,
         host: &str,
@@ -639,8 +656,20 @@ impl Launcher {
         // ssh hands the command to a remote shell: quote every word.
         let quote = Path::new(prog).file_name().is_some_and(|f| f == "ssh");
         let q = |s: &str| if quote { shell_quote(s) } else { s.to_owned() };
-        let mut rest: Vec<String> = vec!["env".into(), "-C".into(), q(&cwd.to_string_lossy())];
-        for (k, v) in vars {
+        // The job key never goes on a command line (any local user reads those from
+        // /proc): the launcher writes it as the first line of the agent's standard input,
+        // and a shell on the far side reads exactly that line (`read` takes a pipe byte by
+        // byte) into the environment before the rank starts with the rest of the stream.
+        let mut rest: Vec<String> = vec![
+            "sh".into(),
+            "-c".into(),
+            q(KEY_FROM_STDIN),
+            "sh".into(),
+            "env".into(),
+            "-C".into(),
+            q(&cwd.to_string_lossy()),
+        ];
+        for (k, v) in vars.iter().filter(|(k, _)| k != crate::env::JOB_KEY) {
             rest.push(q(&format!(
                 "{}={}",
                 k.to_string_lossy(),
@@ -672,7 +701,7 @@ impl Launcher {
             // A remote shell does not inherit our environment: forward the job's own
             // variables and the user's overrides.
             for (k, v) in std::env::vars_os() {
-                if k.to_string_lossy().starts_with("STEADFAST_") {
+                if k.to_string_lossy().starts_with("STEADFAST_") && k != crate::env::JOB_KEY {
                     vars.push((k, v));
                 }
             }
@@ -683,8 +712,9 @@ impl Launcher {
         if let Some(m) = hostmap {
             vars.push((crate::env::HOSTMAP.into(), m.into()));
         }
+        let remote = host.is_some_and(|h| !is_this_host(h));
         let mut cmd = match host {
-            Some(h) if !is_this_host(h) => self.agent_command(h, exe, &vars, cwd)?,
+            Some(h) if remote => self.agent_command(h, exe, &vars, cwd)?,
             _ => {
                 let mut c = Command::new(exe);
                 c.arg0(&self.cfg.program).args(&self.cfg.args);
@@ -717,12 +747,22 @@ impl Launcher {
             });
         }
         let give_stdin = env.rank == 0 && stdin_usable();
-        cmd.stdin(if give_stdin {
+        cmd.stdin(if give_stdin || remote {
             Stdio::piped()
         } else {
             Stdio::null()
         });
         let mut child = cmd.spawn()?;
+        if remote {
+            if let Some(sin) = child.stdin.as_mut() {
+                // A fresh pipe holds far more than one line: this write never blocks.
+                sin.write_all(format!("{:016x}\n", env.job_key).as_bytes())?;
+            }
+            if !give_stdin {
+                // Only the key for ranks other than 0: end of file after it.
+                drop(child.stdin.take());
+            }
+        }
         let pid = child.id() as i32;
         let tag = self.cfg.tag_output;
         let pipe = |fd: Option<OwnedFd>, kind| -> std::io::Result<Option<Pipe>> {
@@ -775,8 +815,9 @@ impl Launcher {
         }
         if self.core.rejected() > 0 {
             self.stderr_sink.message(&format!(
-                "steadfast run: refused {} control connection(s) (wrong job key or malformed handshake)",
-                self.core.rejected()
+                "steadfast run: refused {} control connection(s): {}",
+                self.core.rejected(),
+                self.refusals.summary()
             ));
         }
         self.exit_code.unwrap_or(0)
@@ -925,8 +966,14 @@ impl Launcher {
             .map(|(id, _)| *id)
             .collect();
         for id in expired {
-            tracing::debug!(conn = id, "control connection never authenticated");
-            self.drop_conn(id);
+            // Read what arrived first: a busy launcher must not drop a rank whose hello
+            // is waiting in the socket.
+            self.conn_readable(id);
+            if self.conns.get(&id).is_some_and(|c| c.hello_deadline.is_some()) {
+                tracing::debug!(conn = id, "control connection never authenticated");
+                self.refusals.timed_out(id);
+                self.drop_conn(id);
+            }
         }
     }
 
@@ -1128,9 +1175,11 @@ impl Launcher {
                     self.next_conn += 1;
                     if self.conns.len() >= 4 * self.cfg.np as usize + 64 {
                         tracing::warn!(%peer, "too many control connections; refusing");
+                        self.refusals.over_limit(id);
                         self.core.unauthenticated_closed(id);
                         continue;
                     }
+                    self.make_unauth_room();
                     if stream.set_nonblocking(true).is_err() {
                         continue;
                     }
@@ -1154,6 +1203,30 @@ impl Launcher {
                     tracing::warn!(error = %e, "accept failed");
                     break;
                 }
+            }
+        }
+    }
+
+    /// Keeps unauthenticated connections below [`UNAUTH_BUDGET`] by closing the oldest
+    /// one that, once read, still has not authenticated.
+    fn make_unauth_room(&mut self) {
+        for _ in 0..UNAUTH_BUDGET {
+            let pending = self.conns.values().filter(|c| c.hello_deadline.is_some() && !c.closing);
+            if pending.count() < UNAUTH_BUDGET {
+                return;
+            }
+            let oldest = self
+                .conns
+                .iter()
+                .filter(|(_, c)| c.hello_deadline.is_some() && !c.closing)
+                .min_by_key(|(id, c)| (c.hello_deadline, **id))
+                .map(|(id, _)| *id);
+            let Some(id) = oldest else { return };
+            self.conn_readable(id);
+            if self.conns.get(&id).is_some_and(|c| c.hello_deadline.is_some()) {
+                tracing::debug!(conn = id, "unauthenticated control connection evicted");
+                self.refusals.over_limit(id);
+                self.drop_conn(id);
             }
         }
     }
@@ -1265,6 +1338,7 @@ impl Launcher {
             ControlEvent::Finalized { rank } => tracing::debug!(rank, "rank finalized"),
             ControlEvent::Rejected { conn, reason } => {
                 tracing::warn!(conn, ?reason, "control connection refused");
+                self.refusals.record(conn, &reason);
             }
             ControlEvent::ProtocolError { rank, error } => {
                 tracing::warn!(rank, %error, "protocol error on control connection");
@@ -1358,7 +1432,7 @@ impl Launcher {
                 break;
             }
         }
-        self.sink(kind).write(&out);
+        self.sink(kind).write_from(Some(idx as u32), &out);
         if eof {
             self.close_pipe(idx, kind);
         }
@@ -1373,7 +1447,7 @@ impl Launcher {
         if let Some(mut p) = pipe {
             let mut out = Vec::new();
             p.lines.finish(&mut out);
-            self.sink(kind).write(&out);
+            self.sink(kind).write_from(Some(idx as u32), &out);
         }
     }
 

@@ -6,7 +6,9 @@
 
 use std::io::{self, Write};
 
-/// A line longer than this is emitted in pieces, each as its own line, to bound memory.
+/// A line longer than this is forwarded in pieces to bound memory. The bytes are passed on
+/// unchanged (no newline is added, the tag only starts the line); only another rank's
+/// output arriving while such a line is unfinished starts on a new line.
 pub const MAX_LINE: usize = 64 * 1024;
 
 /// Which of a rank's streams.
@@ -32,6 +34,8 @@ impl StreamKind {
 pub struct LineBuffer {
     partial: Vec<u8>,
     tag: Option<Vec<u8>>,
+    /// The start of the current line was already forwarded (a line over [`MAX_LINE`]).
+    continuing: bool,
 }
 
 impl LineBuffer {
@@ -40,6 +44,7 @@ impl LineBuffer {
         LineBuffer {
             partial: Vec::new(),
             tag: tag.then(|| format!("[1,{rank}]<{}>: ", kind.name()).into_bytes()),
+            continuing: false,
         }
     }
 
@@ -55,7 +60,6 @@ impl LineBuffer {
         self.partial.extend_from_slice(data);
         while self.partial.len() >= MAX_LINE {
             let rest = self.partial.split_off(MAX_LINE);
-            self.partial.push(b'\n');
             self.emit(out);
             self.partial = rest;
         }
@@ -72,9 +76,10 @@ impl LineBuffer {
     }
 
     fn emit(&mut self, out: &mut Vec<u8>) {
-        if let Some(tag) = &self.tag {
+        if let Some(tag) = self.tag.as_ref().filter(|_| !self.continuing) {
             out.extend_from_slice(tag);
         }
+        self.continuing = self.partial.last() != Some(&b'\n');
         out.append(&mut self.partial);
     }
 }
@@ -86,6 +91,8 @@ impl LineBuffer {
 pub struct Sink {
     kind: StreamKind,
     mid_line: bool,
+    /// Which rank wrote the unfinished line (`None`: the launcher).
+    mid_line_from: Option<u32>,
     broken: bool,
 }
 
@@ -95,21 +102,30 @@ impl Sink {
         Sink {
             kind,
             mid_line: false,
+            mid_line_from: None,
             broken: false,
         }
     }
 
-    /// Writes `bytes` (whole lines, except possibly a final partial one).
+    /// Writes `bytes` from the launcher itself (whole lines, except possibly a final
+    /// partial one).
     pub fn write(&mut self, bytes: &[u8]) {
+        self.write_from(None, bytes);
+    }
+
+    /// Writes `bytes` from `rank` (`None`: the launcher). A line left unfinished by the
+    /// same writer is continued as is; another writer's bytes start on a new line.
+    pub fn write_from(&mut self, rank: Option<u32>, bytes: &[u8]) {
         if bytes.is_empty() || self.broken {
             return;
         }
         let mut buf = Vec::with_capacity(bytes.len() + 1);
-        if self.mid_line {
+        if self.mid_line && (self.mid_line_from != rank || rank.is_none()) {
             buf.push(b'\n');
         }
         buf.extend_from_slice(bytes);
         self.mid_line = bytes.last() != Some(&b'\n');
+        self.mid_line_from = rank;
         let res = match self.kind {
             StreamKind::Stdout => {
                 let mut o = io::stdout().lock();
@@ -163,8 +179,35 @@ mod tests {
         out.clear();
         let long = vec![b'z'; MAX_LINE + 10];
         lb.push(&long, &mut out);
-        assert_eq!(out.len(), MAX_LINE + 1);
-        assert_eq!(out.last(), Some(&b'\n'));
+        assert_eq!(out.len(), MAX_LINE);
         assert_eq!(out[0], b'b');
+    }
+
+    /// Output is forwarded byte for byte: lines far over [`MAX_LINE`] and binary data
+    /// come out unchanged, through the buffer and the sink's line tracking.
+    #[test]
+    fn long_lines_and_binary_data_are_forwarded_unchanged() {
+        for tag in [false, true] {
+            let mut lb = LineBuffer::new(0, StreamKind::Stdout, tag);
+            let data: Vec<u8> = (0..5 * MAX_LINE + 123)
+                .map(|i| if i % 200_000 == 199_999 { b'\n' } else { (i * 7 % 251) as u8 | 1 })
+                .collect();
+            let mut out = Vec::new();
+            for chunk in data.chunks(4096 + 17) {
+                lb.push(chunk, &mut out);
+            }
+            lb.finish(&mut out);
+            let expect: Vec<u8> = if tag {
+                let mut e = Vec::new();
+                for line in data.split_inclusive(|b| *b == b'\n') {
+                    e.extend_from_slice(b"[1,0]<stdout>: ");
+                    e.extend_from_slice(line);
+                }
+                e
+            } else {
+                data.clone()
+            };
+            assert!(out == expect, "tag={tag}: output differs from input");
+        }
     }
 }
