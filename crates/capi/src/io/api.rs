@@ -282,7 +282,10 @@ unsafe fn set_view_impl(fo: &FileObj, disp: MPI_Offset, etype: MPI_Datatype, fil
         let p = fo.shared_fetch_add(0)?;
         let mut segs = Vec::new();
         v.map(p as u64 * v.esize, 1, &mut segs)?;
-        segs.first().map_or(v.disp, |s| s.0)
+        let d = segs.first().map_or(v.disp, |s| s.0);
+        // Everyone reads the old shared position before rank 0 resets it below.
+        fo.barrier()?;
+        d
     } else if disp < 0 {
         return fail(abi::MPI_ERR_ARG, format!("negative displacement {disp}"));
     } else {
@@ -296,7 +299,7 @@ unsafe fn set_view_impl(fo: &FileObj, disp: MPI_Offset, etype: MPI_Datatype, fil
     let mut owned = Vec::new();
     let eh = keep_type(etype, &mut owned)?;
     let fth = keep_type(filetype, &mut owned)?;
-    let view = match View::new(disp, et, eh, &ft, fth, rep, rep_name) {
+    let view = match View::new(disp, et, eh, &ft, fth, rep, rep_name, fo.amode & abi::MPI_MODE_RDONLY != 0) {
         Ok(v) => v,
         Err(e) => {
             free_types(owned);

@@ -252,13 +252,30 @@ struct View {
 const MAX_RUNS: usize = 1 << 24;
 
 impl View {
-    fn new(disp: i64, etype: TypeRef, etype_h: usize, ftype: &TypeRef, ftype_h: usize, rep: Rep, rep_name: String) -> R<View> {
+    fn new(disp: i64, etype: TypeRef, etype_h: usize, ftype: &TypeRef, ftype_h: usize, rep: Rep, rep_name: String, overlap_ok: bool) -> R<View> {
+        // The standard requires etype and filetype displacements to be non-negative and
+        // monotonically nondecreasing; overlaps are only harmless on read-only files (MPICH
+        // reports MPI_ERR_IO for these too).
+        let mut bad = false;
+        let mut check = |start: &mut isize, end: &mut isize, off: isize, len: usize| {
+            bad |= off < 0 || off < *start || (!overlap_ok && off < *end);
+            *start = off;
+            *end = (*end).max(off + len as isize);
+        };
+        let (mut s0, mut e0) = (0isize, 0isize);
+        etype.for_each_run(1, 0, usize::MAX, |off, len| {
+            if len > 0 {
+                check(&mut s0, &mut e0, off, len);
+            }
+        });
+        let (mut s0, mut e0) = (0isize, 0isize);
         let mut runs: Vec<(i64, u64)> = Vec::new();
         let mut too_many = false;
         ftype.for_each_run(1, 0, usize::MAX, |off, len| {
             if len == 0 || too_many {
                 return;
             }
+            check(&mut s0, &mut e0, off, len);
             if let Some(last) = runs.last_mut() {
                 if last.0 + last.1 as i64 == off as i64 {
                     last.1 += len as u64;
@@ -273,6 +290,9 @@ impl View {
         });
         if too_many {
             return fail(abi::MPI_ERR_NO_MEM, "the filetype has too many separate runs");
+        }
+        if bad {
+            return fail(abi::MPI_ERR_IO, "etype and filetype displacements must be non-negative and nondecreasing (and not overlap in a writable file)");
         }
         let mut pre = Vec::with_capacity(runs.len());
         let mut acc = 0u64;
@@ -304,7 +324,7 @@ impl View {
             let g = g.as_ref().ok_or_else(|| IoErr { class: abi::MPI_ERR_OTHER, code: None, msg: "MPI is not initialised".into() })?;
             global::dtype(g, abi::MPI_BYTE)?
         };
-        View::new(0, byte.clone(), abi::MPI_BYTE, &byte, abi::MPI_BYTE, Rep::Native, "native".into())
+        View::new(0, byte.clone(), abi::MPI_BYTE, &byte, abi::MPI_BYTE, Rep::Native, "native".into(), true)
     }
 
     /// File segments (offset, length) holding stream bytes `[pos, pos + len)`, in stream
