@@ -258,6 +258,53 @@ static void views(const char *cb)
     free(sparse);
 }
 
+
+/* A collective write that leaves holes: rank r writes ints 2(kP + r) only; the odd ints,
+ * written before, must survive the aggregators' read-modify-write (and data sieving). */
+static void holes(const char *cb)
+{
+    MPI_File fh;
+    MPI_Info info;
+    MPI_Status st;
+    enum { N = 3000 };
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "romio_cb_write", cb);
+    MPI_Info_set(info, "romio_ds_write", "enable");
+    MPI_Info_set(info, "cb_buffer_size", "5000");
+    MPI_Info_set(info, "ind_wr_buffer_size", "4096");
+    TC_MPI(MPI_File_open(MPI_COMM_WORLD, fname, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh));
+    MPI_Info_free(&info);
+    int total = 2 * N * tc_size;
+    int *all = tc_malloc((size_t)total * sizeof(int));
+    for (int i = 0; i < total; i++)
+        all[i] = -i;
+    if (tc_rank == 0)
+        TC_MPI(MPI_File_write_at(fh, 0, all, total, MPI_INT, &st));
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Datatype vec, ftype;
+    MPI_Type_vector(1, 1, 2 * tc_size, MPI_INT, &vec);
+    MPI_Type_create_resized(vec, 0, (MPI_Aint)sizeof(int) * 2 * tc_size, &ftype);
+    MPI_Type_commit(&ftype);
+    MPI_Type_free(&vec);
+    TC_MPI(MPI_File_set_view(fh, (MPI_Offset)tc_rank * 8, MPI_INT, ftype, "native", MPI_INFO_NULL));
+    MPI_Type_free(&ftype);
+    int *mine = tc_malloc(N * sizeof(int));
+    for (int k = 0; k < N; k++)
+        mine[k] = 2 * (k * tc_size + tc_rank);
+    TC_MPI(MPI_File_write_all(fh, mine, N, MPI_INT, &st));
+    TC_MPI(MPI_File_close(&fh));
+    TC_MPI(MPI_File_open(MPI_COMM_WORLD, fname, MPI_MODE_RDONLY | MPI_MODE_DELETE_ON_CLOSE, MPI_INFO_NULL, &fh));
+    memset(all, 0, (size_t)total * sizeof(int));
+    TC_MPI(MPI_File_read_at_all(fh, 0, all, total, MPI_INT, &st));
+    for (int i = 0; i < total; i++) {
+        int want = (i % 2 == 0) ? i : -i;
+        if (all[i] != want) { TC_ERR("cb=%s: int %d = %d, expected %d", cb, i, all[i], want); break; }
+    }
+    TC_MPI(MPI_File_close(&fh));
+    free(all);
+    free(mine);
+}
+
 static void shared(void)
 {
     MPI_File fh;
@@ -346,6 +393,8 @@ int main(int argc, char **argv)
     views("enable");
     views("disable");
     views("automatic");
+    holes("enable");
+    holes("disable");
     shared();
     datareps();
     return tc_finalize();
