@@ -42,6 +42,15 @@ fi
 if [ -x scripts/netns-failover.sh ]; then
     suite "multi-host failover (network namespaces; skips without root)" scripts/netns-failover.sh "$prefix"
 fi
+if [ -x scripts/hdf5-tests.sh ]; then
+    # Building parallel HDF5 takes minutes: the short form runs only once
+    # scripts/hdf5-tests.sh has built it (docs/io.md).
+    if [ -f build/hdf5/built ]; then
+        suite "parallel HDF5 testpar (short)" scripts/hdf5-tests.sh --prefix "$prefix" --short
+    else
+        echo "=== parallel HDF5 testpar: skipped (not built; run scripts/hdf5-tests.sh once)"
+    fi
+fi
 if [ -x scripts/netpipe-test.sh ]; then
     suite "NetPIPE" env PREFIX="$prefix" scripts/netpipe-test.sh
 fi
