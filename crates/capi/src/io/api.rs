@@ -1,6 +1,9 @@
 //! MPI_File_* entry points: file management, views, pointers, error handlers, data
 //! representations. The read and write families are generated in `rw_api.rs`.
 
+// The generated read/write entry points cast every argument the same way for both count widths.
+#![allow(clippy::unnecessary_cast)]
+
 use std::ffi::{c_char, c_int, c_void};
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;

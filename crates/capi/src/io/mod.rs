@@ -1041,7 +1041,7 @@ unsafe fn from_file_rep(rep: &Rep, t: &TypeRef, dt: usize, buf: *mut u8, count: 
         }
         Rep::External32 => {
             // Whole elements only: a partial element at the end of file stays untouched.
-            let whole = if t.size == 0 { 0 } else { data.len() / t.size };
+            let whole = data.len().checked_div(t.size).unwrap_or(0);
             t.unpack_external(&data[..whole * t.size], buf, whole).ok_or_else(|| IoErr { class: abi::MPI_ERR_CONVERSION, code: None, msg: "external32 conversion failed".into() })?;
         }
         Rep::User(i) => {
@@ -1049,7 +1049,7 @@ unsafe fn from_file_rep(rep: &Rep, t: &TypeRef, dt: usize, buf: *mut u8, count: 
             if d.read == 0 {
                 t.unpack(data, buf, count as usize);
             } else {
-                let whole = if t.size == 0 { 0 } else { data.len() / t.size };
+                let whole = data.len().checked_div(t.size).unwrap_or(0);
                 let mut tmp = data[..whole * t.size].to_vec();
                 user_convert(&d, true, buf, dt, whole as i64, tmp.as_mut_ptr())?;
             }
