@@ -135,10 +135,7 @@ unsafe fn open_on(dup: MPI_Comm, path: std::path::PathBuf, amode: c_int, user_in
         *seq += 1;
         token[1] = ((std::process::id() as i64) << 24) | (*seq as i64 & 0xff_ffff);
         first = Some(r);
-        if token[0] == 0 && amode & abi::MPI_MODE_RDONLY == 0 {
-            // The side file is made now so others find it; a read-only file with a shared
-            // pointer gets one too, below, if the directory allows.
-        }
+        // The side file of the shared file pointer is made now, so the others find it.
         if token[0] == 0 {
             let sp = shfp_path(&path, token[1]);
             let made = OpenOptions::new().read(true).write(true).create(true).truncate(true).mode(0o600).open(&sp);
@@ -160,6 +157,10 @@ unsafe fn open_on(dup: MPI_Comm, path: std::path::PathBuf, amode: c_int, user_in
     };
     let mut fails = [local.as_ref().map_or_else(|e| e.class as i64, |_| 0)];
     allmax(&mut fails)?;
+    if fails[0] != 0 && rank == 0 && token[1] >= 0 {
+        // The open failed somewhere: no file object will own the side file.
+        let _ = std::fs::remove_file(shfp_path(&path, token[1]));
+    }
     let (file, can_read) = match local {
         Err(e) => return Err(e),
         Ok(_) if fails[0] != 0 => return fail(fails[0] as c_int, format!("opening {} failed on another process", path.display())),
