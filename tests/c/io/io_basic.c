@@ -5,7 +5,8 @@
  * split, _c forms); individual file pointers (seek, get_position,
  * get_byte_offset); views with derived filetypes; shared file pointers
  * (write_shared, write_ordered, seek_shared); atomic mode; external32;
- * MPI_Register_datarep; file error handlers (default MPI_ERRORS_RETURN).
+ * MPI_Register_datarep (a byte-swapping representation whose conversion
+ * functions must run); file error handlers (default MPI_ERRORS_RETURN).
  * ranks: 1 2 4
  * timeout: 60
  */
@@ -353,6 +354,37 @@ static int no_extent(MPI_Datatype t, MPI_Aint *e, void *x)
     return MPI_Type_get_extent(t, &lb, e);
 }
 
+
+/* A user data representation storing ints byte-swapped. */
+static int swap_calls;
+
+static int swap_ints(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset pos, void *extra, int to_file)
+{
+    (void)extra;
+    if (t != MPI_INT || pos != 0)
+        return MPI_ERR_TYPE;
+    unsigned char *u = userbuf, *f = filebuf;
+    for (int i = 0; i < count; i++)
+        for (int b = 0; b < 4; b++) {
+            if (to_file)
+                f[4 * i + b] = u[4 * i + 3 - b];
+            else
+                u[4 * i + 3 - b] = f[4 * i + b];
+        }
+    swap_calls++;
+    return MPI_SUCCESS;
+}
+
+static int swap_read(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset pos, void *extra)
+{
+    return swap_ints(userbuf, t, count, filebuf, pos, extra, 0);
+}
+
+static int swap_write(void *userbuf, MPI_Datatype t, int count, void *filebuf, MPI_Offset pos, void *extra)
+{
+    return swap_ints(userbuf, t, count, filebuf, pos, extra, 1);
+}
+
 static void datareps(void)
 {
     MPI_File fh;
@@ -379,6 +411,22 @@ static void datareps(void)
     TC_MPI(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "io_basic_rep", MPI_INFO_NULL));
     TC_MPI(MPI_File_read_at(fh, tc_rank, &back, 1, MPI_INT, &st));
     TC_CHECK(back == (int)(0x04030201 + ((unsigned)tc_rank << 24)), "native-layout datarep read %#x", back);
+    /* Conversion functions run on writes and reads. */
+    static int swap_registered;
+    if (!swap_registered) {
+        TC_MPI(MPI_Register_datarep("io_basic_swap", swap_read, swap_write, no_extent, NULL));
+        swap_registered = 1;
+    }
+    TC_MPI(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "io_basic_swap", MPI_INFO_NULL));
+    int vals[2] = { 0x11223344, 0x55667788 + tc_rank };
+    TC_MPI(MPI_File_write_at(fh, 2 * tc_rank, vals, 2, MPI_INT, &st));
+    int got2[2] = { 0, 0 };
+    TC_MPI(MPI_File_read_at(fh, 2 * tc_rank, got2, 2, MPI_INT, &st));
+    TC_CHECK(got2[0] == vals[0] && got2[1] == vals[1], "swap datarep round trip %#x %#x", got2[0], got2[1]);
+    TC_CHECK(swap_calls == 2, "conversion functions called %d times", swap_calls);
+    TC_MPI(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL));
+    TC_MPI(MPI_File_read_at(fh, 8 * tc_rank, raw, 4, MPI_BYTE, &st));
+    TC_CHECK(raw[0] == 0x11 && raw[3] == 0x44, "swap datarep file bytes %02x..%02x", raw[0], raw[3]);
     TC_MPI(MPI_File_close(&fh));
 }
 
