@@ -56,6 +56,15 @@ if [ -x scripts/slurm-tests.sh ]; then
     # skips the Slurm cases where the cluster cannot start (not root).
     suite "Slurm (srun pmi2/pmix, salloc) and Hydra, short form" scripts/slurm-tests.sh --short "$prefix"
 fi
+if [ -x scripts/hdf5-tests.sh ]; then
+    # Building parallel HDF5 takes minutes: the short form runs only once
+    # scripts/hdf5-tests.sh has built it (docs/io.md).
+    if [ -f build/hdf5/built ]; then
+        suite "parallel HDF5 testpar (short)" scripts/hdf5-tests.sh --prefix "$prefix" --short
+    else
+        echo "=== parallel HDF5 testpar: skipped (not built; run scripts/hdf5-tests.sh once)"
+    fi
+fi
 if [ -x scripts/netpipe-test.sh ]; then
     suite "NetPIPE" env PREFIX="$prefix" scripts/netpipe-test.sh
 fi

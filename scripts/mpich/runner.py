@@ -34,7 +34,7 @@ import uuid
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
-DEFAULT_DIRS = "basic init pt2pt coll comm group datatype errhan attr topo info"
+DEFAULT_DIRS = "basic init pt2pt coll comm group datatype errhan attr topo info io"
 MPICH_DEFAULT_TIME_LIMIT = 180  # runtests' $defaultTimeLimit
 STATUSES = ("pass", "fail", "timeout", "skip", "build-failed")
 

@@ -25,6 +25,7 @@ pub mod ulfm;
 pub mod group;
 pub mod info;
 pub mod topo;
+pub mod io;
 
 /// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
 #[macro_export]
