@@ -689,13 +689,6 @@ mpi_api! {
         abi::MPI_SUCCESS
     }
 
-    fn File_toint(file: MPI_File) -> c_int {
-        file as usize as c_int
-    }
-
-    fn File_fromint(file: c_int) -> MPI_File {
-        file as usize as MPI_File
-    }
 }
 
 unsafe fn type_extent(func: &str, fh: MPI_File, datatype: MPI_Datatype, extent: *mut MPI_Count) -> c_int {

@@ -89,7 +89,8 @@ fn mpi(rc: c_int, what: &str) -> R<()> {
 
 // ---- handles -------------------------------------------------------------------------------
 
-/// Handles are small integers above the predefined range, so MPI_File_toint is the identity.
+/// Handles are small integers above the predefined range (their Fortran and `_toint` integers
+/// come from the one conversion table of `fint.rs`).
 const FIRST_HANDLE: usize = 0x1_0000;
 static NEXT_HANDLE: AtomicUsize = AtomicUsize::new(FIRST_HANDLE);
 
