@@ -61,6 +61,22 @@ pub fn check_errhandler(g: &Global, e: usize) -> Result<(), MpiError> {
     }
 }
 
+/// Create a user error handler for a window, session or file: all user handlers share one
+/// table (the handler function's first argument is the object's handle in each case).
+pub unsafe fn create_user(func: &str, f: Option<usize>, errhandler: *mut MPI_Errhandler) -> c_int {
+    api(func, None, |g| {
+        let Some(f) = f else {
+            return Err(err(ErrorClass::Arg, "the error handler function is NULL"));
+        };
+        if errhandler.is_null() {
+            return Err(err(ErrorClass::Arg, "errhandler pointer is NULL"));
+        }
+        let h = g.tables.errhandlers.insert(UserErrhandler { func: f, refs: 1 });
+        *errhandler = h.0 as MPI_Errhandler;
+        Ok(())
+    })
+}
+
 /// Take a reference on error handler `e` (no-op for predefined ones).
 pub fn retain(g: &mut Global, e: u64) {
     if let Some(h) = g.tables.errhandlers.get_mut(Handle(e)) {

@@ -23,6 +23,8 @@ pub mod ulfm;
 pub mod group;
 pub mod info;
 pub mod topo;
+pub mod mpi41;
+pub mod session;
 
 /// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
 #[macro_export]
