@@ -49,6 +49,8 @@ pub struct Tables {
     pub comm_attrs: HashMap<Handle, AttrList>,
     /// Attributes cached on datatypes, by application handle.
     pub type_attrs: HashMap<usize, AttrList>,
+    /// Attributes cached on windows, by application handle.
+    pub win_attrs: HashMap<usize, AttrList>,
     /// Info hints of communicators (Comm_set_info / dup_with_info), by engine handle.
     pub comm_info: HashMap<Handle, Info>,
     /// Error classes, codes and strings added by the application.

@@ -25,6 +25,7 @@ pub mod info;
 pub mod topo;
 pub mod mpi41;
 pub mod session;
+pub mod rma;
 
 /// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
 #[macro_export]
