@@ -26,6 +26,8 @@ pub mod topo;
 pub mod mpi41;
 pub mod session;
 pub mod rma;
+pub mod dynamic;
+pub mod part;
 
 /// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
 #[macro_export]

@@ -140,7 +140,7 @@ mpi_api! {
     }
 
     fn Session_get_num_psets(session: MPI_Session, _info: MPI_Info, npset_names: *mut c_int) -> c_int {
-        api("MPI_Session_get_num_psets", None, |g| {
+        session_api("MPI_Session_get_num_psets", session, |g| {
             check(g, session)?;
             if npset_names.is_null() {
                 return Err(err(ErrorClass::Arg, "npset_names pointer is NULL"));
@@ -151,7 +151,7 @@ mpi_api! {
     }
 
     fn Session_get_nth_pset(session: MPI_Session, _info: MPI_Info, n: c_int, pset_len: *mut c_int, pset_name: *mut c_char) -> c_int {
-        api("MPI_Session_get_nth_pset", None, |g| {
+        session_api("MPI_Session_get_nth_pset", session, |g| {
             check(g, session)?;
             if pset_len.is_null() {
                 return Err(err(ErrorClass::Arg, "pset_len pointer is NULL"));
@@ -170,7 +170,7 @@ mpi_api! {
     }
 
     fn Session_get_pset_info(session: MPI_Session, pset_name: *const c_char, info: *mut MPI_Info) -> c_int {
-        api("MPI_Session_get_pset_info", None, |g| {
+        session_api("MPI_Session_get_pset_info", session, |g| {
             check(g, session)?;
             let name = pset_name_arg(pset_name)?;
             let members = pset_members(g, &name)?;
@@ -181,7 +181,7 @@ mpi_api! {
     }
 
     fn Session_get_info(session: MPI_Session, info_used: *mut MPI_Info) -> c_int {
-        api("MPI_Session_get_info", None, |g| {
+        session_api("MPI_Session_get_info", session, |g| {
             check(g, session)?;
             let level = with_sessions(|t| t.get(Handle(session as u64)).map(|s| s.thread_level)).unwrap_or(abi::MPI_THREAD_SINGLE);
             let mut i = Info::new();
@@ -191,7 +191,7 @@ mpi_api! {
     }
 
     fn Group_from_session_pset(session: MPI_Session, pset_name: *const c_char, newgroup: *mut MPI_Group) -> c_int {
-        api("MPI_Group_from_session_pset", None, |g| {
+        session_api("MPI_Group_from_session_pset", session, |g| {
             check(g, session)?;
             let name = pset_name_arg(pset_name)?;
             let members = pset_members(g, &name)?;
@@ -208,7 +208,7 @@ mpi_api! {
     }
 
     fn Session_set_errhandler(session: MPI_Session, errhandler: MPI_Errhandler) -> c_int {
-        api("MPI_Session_set_errhandler", None, |g| {
+        session_api("MPI_Session_set_errhandler", session, |g| {
             check(g, session)?;
             crate::errhandler::check_errhandler(g, errhandler as usize)?;
             let new = errhandler as u64;
@@ -222,7 +222,7 @@ mpi_api! {
     }
 
     fn Session_get_errhandler(session: MPI_Session, errhandler: *mut MPI_Errhandler) -> c_int {
-        api("MPI_Session_get_errhandler", None, |g| {
+        session_api("MPI_Session_get_errhandler", session, |g| {
             check(g, session)?;
             if errhandler.is_null() {
                 return Err(err(ErrorClass::Arg, "errhandler pointer is NULL"));
@@ -266,6 +266,46 @@ mpi_api! {
                 let class = crate::global::class_of_code(g, errorcode);
                 g.eng.abort(if class == 0 { 1 } else { class }, &msg);
             }
+        }
+    }
+}
+
+/// Like [`api`] for calls on a session: errors go to the session's error handler.
+fn session_api(func: &str, session: MPI_Session, body: impl FnOnce(&mut Global) -> Result<(), MpiError>) -> c_int {
+    let mut guard = lock();
+    let Some(g) = guard.as_mut() else {
+        drop(guard);
+        return api(func, None, |_| Ok(()));
+    };
+    let e = match body(g) {
+        Ok(()) => return abi::MPI_SUCCESS,
+        Err(e) => e,
+    };
+    let Some(handler) = with_sessions(|t| t.get(Handle(session as u64)).map(|x| x.errhandler)) else {
+        drop(guard);
+        return api(func, None, |_| Err(e));
+    };
+    let class = crate::global::abi_class(e.class);
+    let text = format!("{func}: {} ({})", e.msg, crate::global::class_name(class));
+    let code = g.errors.code(class, text.clone());
+    match handler as usize {
+        abi::MPI_ERRORS_RETURN => code,
+        h if h > abi::PREDEFINED_HANDLE_MAX => {
+            let Some(f) = g.tables.errhandlers.get(Handle(handler)).map(|x| x.func) else { return code };
+            drop(guard);
+            let mut s = session;
+            let mut c = code;
+            // SAFETY: registered with MPI_Session_create_errhandler.
+            unsafe {
+                let f: SessionErrhandlerFn = std::mem::transmute::<usize, SessionErrhandlerFn>(f);
+                f(&mut s, &mut c);
+            }
+            code
+        }
+        _ => {
+            let rank = g.eng.rank;
+            eprintln!("steadfast: rank {rank}: {text}");
+            g.eng.abort(class, &format!("rank {rank}: {text}"));
         }
     }
 }
