@@ -16,6 +16,7 @@ suite() {   # suite NAME COMMAND...
   - $name"; echo "=== $name: FAILED"; fi
 }
 suite "rust tests" cargo test --release --workspace
+suite "every function mpi.h declares is exported" scripts/check-abi-symbols.sh "$prefix/lib/libmpi_abi.so"
 if [ -x tests/c/run-tests.sh ]; then
     suite "C integration tests" tests/c/run-tests.sh --mpicc "$prefix/bin/mpicc" \
         --mpiexec "$prefix/bin/mpiexec" --paths "shm tcp"

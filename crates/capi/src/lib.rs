@@ -28,6 +28,7 @@ pub mod session;
 pub mod rma;
 pub mod dynamic;
 pub mod part;
+pub mod tool;
 
 /// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
 #[macro_export]
