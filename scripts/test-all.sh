@@ -31,6 +31,10 @@ fi
 if [ -x scripts/mpich-tests.sh ]; then
     suite "MPICH test suite (fast subset)" scripts/mpich-tests.sh --prefix "$prefix" --fast
 fi
+if [ -x scripts/mpi4py-tests.sh ]; then
+    # Builds mpi4py once per library build (cached under $TMPDIR), then a subset on 1 and 2 ranks.
+    suite "mpi4py test suite (quick subset)" scripts/mpi4py-tests.sh --prefix "$prefix" --quick
+fi
 if [ -x tests/c/ft/run.sh ]; then
     suite "run-through fault tolerance (ft_solver with killed ranks)" tests/c/ft/run.sh "$prefix"
 fi
