@@ -1154,6 +1154,11 @@ mpi_api! {
             if type_name.is_null() || resultlen.is_null() {
                 return Err(err(ErrorClass::Arg, "name or resultlen is NULL"));
             }
+            // MPI 4.1: the null handle's name is its constant's name.
+            if datatype as usize == abi::MPI_DATATYPE_NULL {
+                *resultlen = write_cstr(type_name, "MPI_DATATYPE_NULL", abi::MPI_MAX_OBJECT_NAME as usize);
+                return Ok(());
+            }
             let d = type_any(g, datatype)?;
             *resultlen = write_cstr(type_name, &d.name, abi::MPI_MAX_OBJECT_NAME as usize);
             Ok(())

@@ -5,9 +5,10 @@
 //! MPI_Comm_get_errhandler hands out a new one. Handlers run after the library lock is
 //! released (see `global::raise`), so they may call MPI.
 //!
-//! User classes and codes are numbered from 63 (after the last MPI 5.0 class) up to 0x1fff,
-//! below the library's message-carrying codes at 0x2000.. and the MPIX classes at 0x3ff0..,
-//! skipping the MPI_T classes 1001..1018. Numbers are reused after MPI_Remove_error_*.
+//! User classes and codes are numbered from MPI_ERR_LASTCODE + 1 (0x4000) up to 0x7fff, above
+//! every value the library uses (classes, MPI_T classes, the message-carrying codes at
+//! 0x2000.. and the MPIX classes at 0x3ff0..), as applications and mpi4py expect added
+//! classes to be greater than MPI_ERR_LASTCODE. Numbers are reused after MPI_Remove_error_*.
 //! MPI_LASTUSEDCODE reports max(MPI_ERR_LASTCODE, largest added value), as the standard
 //! requires it to be at least MPI_ERR_LASTCODE.
 
@@ -96,8 +97,8 @@ pub fn release(g: &mut Global, e: u64) {
 
 // ---- user error classes and codes --------------------------------------------------------
 
-const FIRST_USER_CODE: c_int = 63;
-const LAST_USER_CODE: c_int = 0x1fff;
+const FIRST_USER_CODE: c_int = abi::MPI_ERR_LASTCODE + 1;
+const LAST_USER_CODE: c_int = 0x7fff;
 const MPI_T_CLASSES: std::ops::RangeInclusive<c_int> = 1000..=1099;
 
 /// Value behind the MPI_LASTUSEDCODE attribute (its address is handed out).
@@ -419,12 +420,9 @@ mod tests {
         let mut u = UserErrors::default();
         let a = u.alloc().unwrap();
         let b = u.alloc().unwrap();
-        assert_eq!((a, b), (63, 64));
+        assert_eq!((a, b), (abi::MPI_ERR_LASTCODE + 1, abi::MPI_ERR_LASTCODE + 2));
         u.unalloc(a);
-        assert_eq!(u.alloc().unwrap(), 63);
-        u.next = 999;
-        assert_eq!(u.alloc().unwrap(), 999);
-        assert_eq!(u.alloc().unwrap(), 1100);
+        assert_eq!(u.alloc().unwrap(), abi::MPI_ERR_LASTCODE + 1);
         u.next = LAST_USER_CODE + 1;
         assert_eq!(u.alloc().unwrap_err().class, ErrorClass::NoMem);
         assert!(LAST_USED_CODE.load(Ordering::Relaxed) >= abi::MPI_ERR_LASTCODE);

@@ -465,7 +465,7 @@ mpi_api! {
             if st.iter().all(|s| s.is_none()) {
                 *flag = 1;
                 *indx = abi::MPI_UNDEFINED;
-                put_status(status, &empty_status(), None);
+                put_status(status, &empty_status(), Some(abi::MPI_SUCCESS));
                 return Ok(());
             }
             match st.iter().position(|s| *s == Some(true)) {
@@ -495,7 +495,7 @@ mpi_api! {
                     let out = array_of_statuses.add(i);
                     match s {
                         Some(_) => put_status(out, &g.eng.status(Handle(reqs[i] as u64))?, None),
-                        None => put_status(out, &empty_status(), None),
+                        None => put_status(out, &empty_status(), Some(abi::MPI_SUCCESS)),
                     }
                 }
             }

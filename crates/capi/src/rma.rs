@@ -190,7 +190,10 @@ type WinErrhandlerFn = unsafe extern "C" fn(*mut MPI_Win, *mut c_int, ...);
 /// Report an error of a window call through the window's error handler (MPI_ERRORS_ARE_FATAL
 /// unless the application set another).
 fn raise(func: &str, w: MPI_Win, e: MpiError) -> c_int {
-    let handler = wins().as_ref().and_then(|m| m.get(&(w as usize)).map(|x| x.errhandler)).unwrap_or(abi::MPI_ERRORS_ARE_FATAL as u64);
+    let Some(handler) = wins().as_ref().and_then(|m| m.get(&(w as usize)).map(|x| x.errhandler)) else {
+        // No window to take the handler from: the error is raised on MPI_COMM_SELF.
+        return global::api(func, Some(abi::MPI_COMM_SELF), |_| Err(e));
+    };
     let mut guard = lock();
     let Some(g) = guard.as_mut() else { return abi::MPI_ERR_OTHER };
     let class = global::abi_class(e.class);
@@ -604,6 +607,12 @@ fn check_acc_op(op: MPI_Op) -> R<()> {
 /// the target's previous contents go to `result` (packed) when asked for.
 unsafe fn accumulate(w: &Win, t: &Target, target_dt: MPI_Datatype, op: MPI_Op, origin: Option<&[u8]>, result: Option<&mut Vec<u8>>) -> R<()> {
     check_acc_op(op)?;
+    if t.count == 0 || t.ty.size == 0 {
+        if let Some(res) = result {
+            res.clear();
+        }
+        return Ok(());
+    }
     let red: Reduction = g_locked(|g| crate::op::reduction(g, op, target_dt))?;
     let target_rank = w.peers.iter().position(|p| p.pid == t.peer.pid && p.base == t.peer.base).unwrap_or(0);
     with_acc_lock(w, target_rank, || {
@@ -785,8 +794,13 @@ mpi_api! {
 
 fn shared_query(win: MPI_Win, rank: c_int) -> R<(MPI_Aint, usize, usize)> {
     with_win(win, |w| {
-        if w.flavor != abi::MPI_WIN_FLAVOR_SHARED && w.flavor != abi::MPI_WIN_FLAVOR_ALLOCATE {
-            return Err(err(ErrorClass::RmaFlavor, "the window's memory is the application's own, not shared memory"));
+        let shared = w.flavor == abi::MPI_WIN_FLAVOR_SHARED || w.flavor == abi::MPI_WIN_FLAVOR_ALLOCATE;
+        if !shared {
+            // The application's own memory is not shared: size 0 and a NULL base (MPI 4.1).
+            if rank != abi::MPI_PROC_NULL && usize::try_from(rank).ok().filter(|&r| r < w.peers.len()).is_none() {
+                return Err(err(ErrorClass::Rank, format!("rank {rank} is not in the window")));
+            }
+            return Ok((0, 1, 0));
         }
         let p = if rank == abi::MPI_PROC_NULL {
             // The first member with memory, or member 0's (empty) part.
@@ -1329,6 +1343,10 @@ mpi_api! {
         win_api("MPI_Win_get_name", win, || {
             if win_name.is_null() || resultlen.is_null() {
                 return Err(err(ErrorClass::Arg, "win_name or resultlen is NULL"));
+            }
+            if win as usize == abi::MPI_WIN_NULL {
+                *resultlen = crate::env::write_cstr(win_name, "MPI_WIN_NULL", abi::MPI_MAX_OBJECT_NAME as usize);
+                return Ok(());
             }
             let name = with_win(win, |w| Ok(w.name.clone()))?;
             *resultlen = crate::env::write_cstr(win_name, &name, abi::MPI_MAX_OBJECT_NAME as usize);
