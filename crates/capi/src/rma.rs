@@ -808,7 +808,8 @@ fn shared_query(win: MPI_Win, rank: c_int) -> R<(MPI_Aint, usize, usize)> {
         } else {
             usize::try_from(rank).ok().and_then(|r| w.peers.get(r)).ok_or_else(|| err(ErrorClass::Rank, format!("rank {rank} is not in the window")))?
         };
-        Ok((p.size as MPI_Aint, p.disp_unit, p.base))
+        // A member without memory has no base address.
+        Ok((p.size as MPI_Aint, p.disp_unit, if p.size == 0 { 0 } else { p.base }))
     })
 }
 
