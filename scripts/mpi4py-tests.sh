@@ -84,18 +84,22 @@ if ! out=$(env LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     exit 1
 fi
 
+# The launcher cannot add processes to a running job (MPI_Comm_spawn fails with
+# MPI_ERR_SPAWN): mpi4py's own switch makes it skip its spawn tests (reason "mpi-spawn");
+# without it mpi4py.futures' pool tests wait forever for workers that never start.
 args=()
 if [ $quick = 1 ]; then
     # The short form: environment, point-to-point, collectives, datatypes, one-sided,
     # sessions and partitioned communication.
-    args=(-i 'test_(environ|status|request|p2p_buf|cco_buf|datatype|win|rma|session|p2p_buf_part|mpiabi|handle)$')
+    args=(test_environ test_status test_request test_p2p_buf test_p2p_buf_part test_cco_buf
+          test_win test_rma test_rma_nb test_session test_mpiabi test_handle test_errorcode)
 fi
 rc=0
 for np in $nps; do
     log=$workdir/run-np$np.log
     start=$(date +%s)
     env LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-        "$prefix/bin/mpiexec" --timeout "$timeout" -n "$np" \
+        "$prefix/bin/mpiexec" --timeout "$timeout" -x MPI4PY_TEST_SPAWN=0 -n "$np" \
         "$venv/bin/python" "$src/test/main.py" "${args[@]}" > "$log" 2>&1
     status=$?
     secs=$(( $(date +%s) - start ))

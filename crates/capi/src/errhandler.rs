@@ -332,6 +332,10 @@ mpi_api! {
             match u.classes.get(&errorclass) {
                 None => Err(err(ErrorClass::Arg, format!("{errorclass} is not an error class added by the application"))),
                 Some(&n) if n > 0 => Err(err(ErrorClass::Arg, format!("error class {errorclass} still has {n} error codes"))),
+                // MPI 4.1: a class or code is removed only after its string.
+                Some(_) if u.strings.contains_key(&errorclass) => {
+                    Err(err(ErrorClass::Arg, format!("error class {errorclass} still has a string (MPI_Remove_error_string first)")))
+                }
                 Some(_) => {
                     u.classes.remove(&errorclass);
                     u.strings.remove(&errorclass);
@@ -345,6 +349,9 @@ mpi_api! {
     fn Remove_error_code(errorcode: c_int) -> c_int {
         api("MPI_Remove_error_code", None, |g| {
             let u = &mut g.tables.user_errors;
+            if u.codes.contains_key(&errorcode) && u.strings.contains_key(&errorcode) {
+                return Err(err(ErrorClass::Arg, format!("error code {errorcode} still has a string (MPI_Remove_error_string first)")));
+            }
             let Some(class) = u.codes.remove(&errorcode) else {
                 return Err(err(ErrorClass::Arg, format!("{errorcode} is not an error code added by the application")));
             };
