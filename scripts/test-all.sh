@@ -16,6 +16,7 @@ suite() {   # suite NAME COMMAND...
   - $name"; echo "=== $name: FAILED"; fi
 }
 suite "rust tests" cargo test --release --workspace
+suite "every function mpi.h declares is exported" scripts/check-abi-symbols.sh "$prefix/lib/libmpi_abi.so"
 if [ -x tests/c/run-tests.sh ]; then
     suite "C integration tests" tests/c/run-tests.sh --mpicc "$prefix/bin/mpicc" \
         --mpiexec "$prefix/bin/mpiexec" --paths "shm tcp"
@@ -32,6 +33,10 @@ if [ -x tests/fortran/run.sh ]; then
 fi
 if [ -x scripts/mpich-tests.sh ]; then
     suite "MPICH test suite (fast subset)" scripts/mpich-tests.sh --prefix "$prefix" --fast
+fi
+if [ -x scripts/mpi4py-tests.sh ]; then
+    # Builds mpi4py once per library build (cached under $TMPDIR), then a subset on 1 and 2 ranks.
+    suite "mpi4py test suite (quick subset)" scripts/mpi4py-tests.sh --prefix "$prefix" --quick
 fi
 if [ -x tests/c/ft/run.sh ]; then
     suite "run-through fault tolerance (ft_solver with killed ranks)" tests/c/ft/run.sh "$prefix"

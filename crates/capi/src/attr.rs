@@ -35,12 +35,15 @@ pub enum Obj {
     Comm(Handle),
     /// A datatype, by application handle (predefined types can carry attributes too).
     Type(usize),
+    /// A window, by application handle.
+    Win(usize),
 }
 
 fn attrs(g: &Global, o: Obj) -> Option<&AttrList> {
     match o {
         Obj::Comm(h) => g.tables.comm_attrs.get(&h),
         Obj::Type(t) => g.tables.type_attrs.get(&t),
+        Obj::Win(w) => g.tables.win_attrs.get(&w),
     }
 }
 
@@ -48,6 +51,7 @@ fn attrs_mut(g: &mut Global, o: Obj) -> &mut AttrList {
     match o {
         Obj::Comm(h) => g.tables.comm_attrs.entry(h).or_default(),
         Obj::Type(t) => g.tables.type_attrs.entry(t).or_default(),
+        Obj::Win(w) => g.tables.win_attrs.entry(w).or_default(),
     }
 }
 
@@ -55,6 +59,7 @@ fn forget_attrs(g: &mut Global, o: Obj) {
     match o {
         Obj::Comm(h) => g.tables.comm_attrs.remove(&h),
         Obj::Type(t) => g.tables.type_attrs.remove(&t),
+        Obj::Win(w) => g.tables.win_attrs.remove(&w),
     };
 }
 
@@ -182,6 +187,7 @@ fn remove_attr(o: Obj, k: c_int, v: usize) -> Result<(), Failure> {
         let gone = match o {
             Obj::Comm(h) => g.tables.comm_attrs.get_mut(&h),
             Obj::Type(t) => g.tables.type_attrs.get_mut(&t),
+            Obj::Win(w) => g.tables.win_attrs.get_mut(&w),
         }
         .is_some_and(|l| l.get(k) == Some(v) && l.remove(k).is_some());
         if gone {
@@ -189,6 +195,11 @@ fn remove_attr(o: Obj, k: c_int, v: usize) -> Result<(), Failure> {
         }
         Ok(())
     })
+}
+
+/// Delete every attribute of window `w` (MPI_Win_free).
+pub unsafe fn delete_win_attrs(w: usize) -> Result<(), Failure> {
+    delete_obj_attrs(w, Obj::Win(w))
 }
 
 /// Delete the attributes on MPI_COMM_SELF, then on MPI_COMM_WORLD (start of MPI_Finalize).
@@ -230,6 +241,8 @@ unsafe fn free_keyval(func: &str, kind: AttrKind, keyval: *mut c_int) -> c_int {
 fn obj_of(g: &Global, kind: AttrKind, value: usize) -> Result<Obj, MpiError> {
     match kind {
         AttrKind::Type => crate::datatype::type_any(g, value as abi::MPI_Datatype).map(|_| Obj::Type(value)),
+        AttrKind::Win if crate::rma::exists(value) => Ok(Obj::Win(value)),
+        AttrKind::Win => Err(err(ErrorClass::Win, format!("invalid window handle {value:#x}"))),
         _ => comm_handle(g, value).map(Obj::Comm),
     }
 }
@@ -239,6 +252,8 @@ fn check_alive(g: &Global, o: Obj, value: usize) -> Result<(), MpiError> {
     match o {
         Obj::Comm(h) => g.eng.comm(h).map(|_| ()),
         Obj::Type(_) => crate::datatype::type_any(g, value as abi::MPI_Datatype).map(|_| ()),
+        Obj::Win(w) if crate::rma::exists(w) => Ok(()),
+        Obj::Win(w) => Err(err(ErrorClass::Win, format!("window {w:#x} was freed"))),
     }
 }
 
@@ -247,7 +262,7 @@ unsafe fn set_attr(func: &str, kind: AttrKind, obj: usize, keyval: c_int, value:
     api_unlocked(func, comm, || {
         let (o, kv, old) = locked(|g| {
             let o = obj_of(g, kind, obj)?;
-            if is_predefined_key(keyval) {
+            if is_predefined_key(keyval) || crate::rma::is_predefined_key(keyval) {
                 return Err(err(ErrorClass::Keyval, format!("predefined attribute {keyval} cannot be set")));
             }
             let kv = g.tables.keyvals.get(keyval, kind)?;
@@ -281,6 +296,13 @@ unsafe fn get_attr(func: &str, kind: AttrKind, obj: usize, keyval: c_int, value:
                 return Ok(());
             }
         }
+        if kind == AttrKind::Win {
+            if let Some(p) = crate::rma::predefined_attr(obj, keyval) {
+                *(value as *mut *mut c_void) = p;
+                *flag = 1;
+                return Ok(());
+            }
+        }
         g.tables.keyvals.get(keyval, kind)?;
         match attrs(g, o).and_then(|l| l.get(keyval)) {
             Some(v) => {
@@ -298,7 +320,7 @@ unsafe fn delete_attr(func: &str, kind: AttrKind, obj: usize, keyval: c_int) -> 
     api_unlocked(func, comm, || {
         let (o, kv, cur) = locked(|g| {
             let o = obj_of(g, kind, obj)?;
-            if is_predefined_key(keyval) {
+            if is_predefined_key(keyval) || crate::rma::is_predefined_key(keyval) {
                 return Err(err(ErrorClass::Keyval, format!("predefined attribute {keyval} cannot be deleted")));
             }
             let kv = g.tables.keyvals.get(keyval, kind)?;
@@ -369,5 +391,21 @@ mpi_api! {
 
     fn Type_delete_attr(datatype: MPI_Datatype, type_keyval: c_int) -> c_int {
         delete_attr("MPI_Type_delete_attr", AttrKind::Type, datatype as usize, type_keyval)
+    }
+
+    fn Win_create_keyval(win_copy_attr_fn: usize, win_delete_attr_fn: usize, win_keyval: *mut c_int, extra_state: *mut c_void) -> c_int {
+        create_keyval("MPI_Win_create_keyval", AttrKind::Win, win_copy_attr_fn, win_delete_attr_fn, win_keyval, extra_state)
+    }
+    fn Win_free_keyval(win_keyval: *mut c_int) -> c_int {
+        free_keyval("MPI_Win_free_keyval", AttrKind::Win, win_keyval)
+    }
+    fn Win_set_attr(win: abi::MPI_Win, win_keyval: c_int, attribute_val: *mut c_void) -> c_int {
+        set_attr("MPI_Win_set_attr", AttrKind::Win, win as usize, win_keyval, attribute_val)
+    }
+    fn Win_get_attr(win: abi::MPI_Win, win_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int {
+        get_attr("MPI_Win_get_attr", AttrKind::Win, win as usize, win_keyval, attribute_val, flag)
+    }
+    fn Win_delete_attr(win: abi::MPI_Win, win_keyval: c_int) -> c_int {
+        delete_attr("MPI_Win_delete_attr", AttrKind::Win, win as usize, win_keyval)
     }
 }

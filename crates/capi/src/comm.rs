@@ -189,10 +189,15 @@ mpi_api! {
 
     fn Comm_get_name(comm: MPI_Comm, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
         api("MPI_Comm_get_name", Some(comm as usize), |g| {
-            let h = comm_handle(g, comm as usize)?;
             if comm_name.is_null() || resultlen.is_null() {
                 return Err(err(ErrorClass::Arg, "name or resultlen is NULL"));
             }
+            // MPI 4.1: the null handle's name is its constant's name.
+            if comm as usize == abi::MPI_COMM_NULL {
+                *resultlen = write_cstr(comm_name, "MPI_COMM_NULL", abi::MPI_MAX_OBJECT_NAME as usize);
+                return Ok(());
+            }
+            let h = comm_handle(g, comm as usize)?;
             *resultlen = write_cstr(comm_name, &g.eng.comm(h)?.name, abi::MPI_MAX_OBJECT_NAME as usize);
             Ok(())
         })
@@ -273,7 +278,7 @@ mpi_api! {
             let color = match split_type {
                 abi::MPI_UNDEFINED => abi::MPI_UNDEFINED,
                 abi::MPI_COMM_TYPE_SHARED => host_color(),
-                abi::MPI_COMM_TYPE_HW_GUIDED if shared_requested => host_color(),
+                abi::MPI_COMM_TYPE_HW_GUIDED | abi::MPI_COMM_TYPE_RESOURCE_GUIDED if shared_requested => host_color(),
                 abi::MPI_COMM_TYPE_HW_GUIDED | abi::MPI_COMM_TYPE_RESOURCE_GUIDED => abi::MPI_UNDEFINED,
                 abi::MPI_COMM_TYPE_HW_UNGUIDED => host_color(),
                 t => {

@@ -797,7 +797,25 @@ unsafe fn pack_external_size_impl(func: &str, rep: *const c_char, incount: i64, 
 
 // ---- other helpers ---------------------------------------------------------------------------
 
+/// The predefined datatypes, readable without the library lock: a user reduction function
+/// runs while a collective holds the lock, and may ask for its datatype's size or extent
+/// (mpi4py's do).
+fn predefined_unlocked(t: MPI_Datatype) -> Option<TypeRef> {
+    static TABLE: std::sync::OnceLock<Vec<Option<TypeRef>>> = std::sync::OnceLock::new();
+    let t = t as usize;
+    if !abi::is_predefined_handle(t) {
+        return None;
+    }
+    TABLE.get_or_init(predefined_table).get(t).and_then(|x| x.clone())
+}
+
 unsafe fn size_impl(func: &str, t: MPI_Datatype, out: &mut i64) -> c_int {
+    if let Some(d) = predefined_unlocked(t) {
+        if crate::global::PHASE.load(std::sync::atomic::Ordering::Acquire) == crate::global::PHASE_LIVE {
+            *out = d.size as i64;
+            return abi::MPI_SUCCESS;
+        }
+    }
     api(func, None, |g| {
         *out = type_any(g, t)?.size as i64;
         Ok(())
@@ -805,6 +823,12 @@ unsafe fn size_impl(func: &str, t: MPI_Datatype, out: &mut i64) -> c_int {
 }
 
 unsafe fn extent_impl(func: &str, t: MPI_Datatype, truth: bool, lb: &mut i64, extent: &mut i64) -> c_int {
+    if let Some(d) = predefined_unlocked(t) {
+        if crate::global::PHASE.load(std::sync::atomic::Ordering::Acquire) == crate::global::PHASE_LIVE {
+            (*lb, *extent) = if truth { (d.true_lb as i64, d.true_extent as i64) } else { (d.lb as i64, d.extent as i64) };
+            return abi::MPI_SUCCESS;
+        }
+    }
     api(func, None, |g| {
         let d = type_any(g, t)?;
         if truth {
@@ -1146,6 +1170,11 @@ mpi_api! {
         api("MPI_Type_get_name", None, |g| {
             if type_name.is_null() || resultlen.is_null() {
                 return Err(err(ErrorClass::Arg, "name or resultlen is NULL"));
+            }
+            // MPI 4.1: the null handle's name is its constant's name.
+            if datatype as usize == abi::MPI_DATATYPE_NULL {
+                *resultlen = write_cstr(type_name, "MPI_DATATYPE_NULL", abi::MPI_MAX_OBJECT_NAME as usize);
+                return Ok(());
             }
             let d = type_any(g, datatype)?;
             *resultlen = write_cstr(type_name, &d.name, abi::MPI_MAX_OBJECT_NAME as usize);

@@ -1,7 +1,7 @@
 //! Environment management: init, finalize, abort, versions, timers, error strings.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use steadfast_core::{Engine, ErrorClass, JobInfo, MpiError};
 
@@ -132,10 +132,26 @@ fn init_logging() {
     }
 }
 
+/// The World Model is initialised (MPI_Init and not yet MPI_Finalize).
+pub static WORLD_ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Sessions initialised and not yet finalised (the Sessions Model).
+pub static SESSIONS: AtomicUsize = AtomicUsize::new(0);
+
 fn do_init(required: c_int) -> Result<c_int, c_int> {
+    let provided = start_engine(required, true)?;
+    WORLD_ACTIVE.store(true, Ordering::Release);
+    Ok(provided)
+}
+
+/// Start the engine for MPI_Init (`world`) or MPI_Session_init; the engine is shared by both
+/// models, so whichever comes second finds it running.
+pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
     let mut guard = lock();
     match PHASE.load(Ordering::Acquire) {
         PHASE_NONE => {}
+        PHASE_LIVE if !world || !WORLD_ACTIVE.load(Ordering::Acquire) => {
+            return Ok(guard.as_ref().map_or(abi::MPI_THREAD_SINGLE, |g| g.thread_level));
+        }
         PHASE_LIVE => {
             eprintln!("steadfast: MPI_Init called twice");
             return Err(abi::MPI_ERR_OTHER);
@@ -181,6 +197,18 @@ fn do_init(required: c_int) -> Result<c_int, c_int> {
     Ok(provided)
 }
 
+/// Finalise the engine (MPI_Finalize, or the last MPI_Session_finalize without the World
+/// Model).
+pub fn stop_engine(func: &str) -> c_int {
+    let rc = api(func, None, |g| g.eng.finalize());
+    if rc == abi::MPI_SUCCESS {
+        *lock() = None;
+        WORLD_ACTIVE.store(false, Ordering::Release);
+        PHASE.store(PHASE_DONE, Ordering::Release);
+    }
+    rc
+}
+
 mpi_api! {
     fn Init(_argc: *mut c_int, _argv: *mut *mut *mut c_char) -> c_int {
         match do_init(abi::MPI_THREAD_SINGLE) {
@@ -205,12 +233,13 @@ mpi_api! {
 
     fn Finalize() -> c_int {
         crate::attr::finalize_attributes();
-        let rc = api("MPI_Finalize", None, |g| g.eng.finalize());
-        if rc == abi::MPI_SUCCESS {
-            *lock() = None;
-            PHASE.store(PHASE_DONE, Ordering::Release);
+        if SESSIONS.load(Ordering::Acquire) > 0 {
+            // Sessions still use the engine: the last MPI_Session_finalize stops it.
+            let rc = api("MPI_Finalize", None, |_| Ok(()));
+            WORLD_ACTIVE.store(false, Ordering::Release);
+            return rc;
         }
-        rc
+        stop_engine("MPI_Finalize")
     }
 
     fn Initialized(flag: *mut c_int) -> c_int {

@@ -5,9 +5,10 @@
 //! MPI_Comm_get_errhandler hands out a new one. Handlers run after the library lock is
 //! released (see `global::raise`), so they may call MPI.
 //!
-//! User classes and codes are numbered from 63 (after the last MPI 5.0 class) up to 0x1fff,
-//! below the library's message-carrying codes at 0x2000.. and the MPIX classes at 0x3ff0..,
-//! skipping the MPI_T classes 1001..1018. Numbers are reused after MPI_Remove_error_*.
+//! User classes and codes are numbered from MPI_ERR_LASTCODE + 1 (0x4000) up to 0x7fff, above
+//! every value the library uses (classes, MPI_T classes, the message-carrying codes at
+//! 0x2000.. and the MPIX classes at 0x3ff0..), as applications and mpi4py expect added
+//! classes to be greater than MPI_ERR_LASTCODE. Numbers are reused after MPI_Remove_error_*.
 //! MPI_LASTUSEDCODE reports max(MPI_ERR_LASTCODE, largest added value), as the standard
 //! requires it to be at least MPI_ERR_LASTCODE.
 
@@ -61,6 +62,22 @@ pub fn check_errhandler(g: &Global, e: usize) -> Result<(), MpiError> {
     }
 }
 
+/// Create a user error handler for a window, session or file: all user handlers share one
+/// table (the handler function's first argument is the object's handle in each case).
+pub unsafe fn create_user(func: &str, f: Option<usize>, errhandler: *mut MPI_Errhandler) -> c_int {
+    api(func, None, |g| {
+        let Some(f) = f else {
+            return Err(err(ErrorClass::Arg, "the error handler function is NULL"));
+        };
+        if errhandler.is_null() {
+            return Err(err(ErrorClass::Arg, "errhandler pointer is NULL"));
+        }
+        let h = g.tables.errhandlers.insert(UserErrhandler { func: f, refs: 1 });
+        *errhandler = h.0 as MPI_Errhandler;
+        Ok(())
+    })
+}
+
 /// Take a reference on error handler `e` (no-op for predefined ones).
 pub fn retain(g: &mut Global, e: u64) {
     if let Some(h) = g.tables.errhandlers.get_mut(Handle(e)) {
@@ -80,8 +97,8 @@ pub fn release(g: &mut Global, e: u64) {
 
 // ---- user error classes and codes --------------------------------------------------------
 
-const FIRST_USER_CODE: c_int = 63;
-const LAST_USER_CODE: c_int = 0x1fff;
+const FIRST_USER_CODE: c_int = abi::MPI_ERR_LASTCODE + 1;
+const LAST_USER_CODE: c_int = 0x7fff;
 const MPI_T_CLASSES: std::ops::RangeInclusive<c_int> = 1000..=1099;
 
 /// Value behind the MPI_LASTUSEDCODE attribute (its address is handed out).
@@ -315,6 +332,10 @@ mpi_api! {
             match u.classes.get(&errorclass) {
                 None => Err(err(ErrorClass::Arg, format!("{errorclass} is not an error class added by the application"))),
                 Some(&n) if n > 0 => Err(err(ErrorClass::Arg, format!("error class {errorclass} still has {n} error codes"))),
+                // MPI 4.1: a class or code is removed only after its string.
+                Some(_) if u.strings.contains_key(&errorclass) => {
+                    Err(err(ErrorClass::Arg, format!("error class {errorclass} still has a string (MPI_Remove_error_string first)")))
+                }
                 Some(_) => {
                     u.classes.remove(&errorclass);
                     u.strings.remove(&errorclass);
@@ -328,6 +349,9 @@ mpi_api! {
     fn Remove_error_code(errorcode: c_int) -> c_int {
         api("MPI_Remove_error_code", None, |g| {
             let u = &mut g.tables.user_errors;
+            if u.codes.contains_key(&errorcode) && u.strings.contains_key(&errorcode) {
+                return Err(err(ErrorClass::Arg, format!("error code {errorcode} still has a string (MPI_Remove_error_string first)")));
+            }
             let Some(class) = u.codes.remove(&errorcode) else {
                 return Err(err(ErrorClass::Arg, format!("{errorcode} is not an error code added by the application")));
             };
@@ -403,12 +427,9 @@ mod tests {
         let mut u = UserErrors::default();
         let a = u.alloc().unwrap();
         let b = u.alloc().unwrap();
-        assert_eq!((a, b), (63, 64));
+        assert_eq!((a, b), (abi::MPI_ERR_LASTCODE + 1, abi::MPI_ERR_LASTCODE + 2));
         u.unalloc(a);
-        assert_eq!(u.alloc().unwrap(), 63);
-        u.next = 999;
-        assert_eq!(u.alloc().unwrap(), 999);
-        assert_eq!(u.alloc().unwrap(), 1100);
+        assert_eq!(u.alloc().unwrap(), abi::MPI_ERR_LASTCODE + 1);
         u.next = LAST_USER_CODE + 1;
         assert_eq!(u.alloc().unwrap_err().class, ErrorClass::NoMem);
         assert!(LAST_USED_CODE.load(Ordering::Relaxed) >= abi::MPI_ERR_LASTCODE);

@@ -57,6 +57,8 @@ pub struct Tables {
     pub comm_attrs: HashMap<Handle, AttrList>,
     /// Attributes cached on datatypes, by application handle.
     pub type_attrs: HashMap<usize, AttrList>,
+    /// Attributes cached on windows, by application handle.
+    pub win_attrs: HashMap<usize, AttrList>,
     /// Info hints of communicators (Comm_set_info / dup_with_info), by engine handle.
     pub comm_info: HashMap<Handle, Info>,
     /// Error classes, codes and strings added by the application.
@@ -173,6 +175,23 @@ pub fn abi_class(c: ErrorClass) -> c_int {
         ProcFailed => abi::MPIX_ERR_PROC_FAILED,
         ProcFailedPending => abi::MPIX_ERR_PROC_FAILED_PENDING,
         Revoked => abi::MPIX_ERR_REVOKED,
+        Win => abi::MPI_ERR_WIN,
+        RmaSync => abi::MPI_ERR_RMA_SYNC,
+        RmaRange => abi::MPI_ERR_RMA_RANGE,
+        RmaConflict => abi::MPI_ERR_RMA_CONFLICT,
+        RmaAttach => abi::MPI_ERR_RMA_ATTACH,
+        RmaShared => abi::MPI_ERR_RMA_SHARED,
+        RmaFlavor => abi::MPI_ERR_RMA_FLAVOR,
+        Disp => abi::MPI_ERR_DISP,
+        Base => abi::MPI_ERR_BASE,
+        Locktype => abi::MPI_ERR_LOCKTYPE,
+        Assert => abi::MPI_ERR_ASSERT,
+        Spawn => abi::MPI_ERR_SPAWN,
+        Port => abi::MPI_ERR_PORT,
+        Name => abi::MPI_ERR_NAME,
+        Service => abi::MPI_ERR_SERVICE,
+        Session => abi::MPI_ERR_SESSION,
+        Errhandler => abi::MPI_ERR_ERRHANDLER,
     }
 }
 

@@ -293,3 +293,9 @@ mpi_api! {
         })
     }
 }
+
+/// Value of `key` in info object `h`, read before the library is initialised (the
+/// MPI_Session_init thread level); None for a missing key or an invalid handle.
+pub fn requested_value(h: MPI_Info, key: &str) -> Option<String> {
+    infos().get(Handle(h as u64)).and_then(|i| i.get(key).ok().flatten().map(str::to_owned))
+}

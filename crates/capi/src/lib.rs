@@ -26,6 +26,12 @@ pub mod group;
 pub mod info;
 pub mod topo;
 pub mod io;
+pub mod mpi41;
+pub mod session;
+pub mod rma;
+pub mod dynamic;
+pub mod part;
+pub mod tool;
 
 /// Define `PMPI_<name>` with the body and `MPI_<name>` forwarding to it.
 #[macro_export]

@@ -130,24 +130,30 @@ unsafe fn op_create(func: &str, f: UserFn, commute: c_int, op: *mut MPI_Op) -> c
 }
 
 unsafe fn reduce_local(func: &str, inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: MPI_Datatype, op: MPI_Op) -> c_int {
-    api(func, None, |g| {
-        if count < 0 {
-            return Err(err(ErrorClass::Count, format!("count {count} is negative")));
+    // A user function may call MPI (mpi4py's do), so it runs after the lock is released.
+    crate::global::api_unlocked(func, None, || {
+        let red = crate::global::locked(|g| {
+            if count < 0 {
+                return Err(err(ErrorClass::Count, format!("count {count} is negative")));
+            }
+            let red = reduction(g, op, datatype)?;
+            if count == 0 {
+                return Ok(None);
+            }
+            if inbuf as usize == abi::MPI_IN_PLACE || inoutbuf as usize == abi::MPI_IN_PLACE {
+                return Err(err(ErrorClass::Buffer, "MPI_IN_PLACE is not allowed in MPI_Reduce_local"));
+            }
+            if red.dtype.size > 0 && (inbuf.is_null() || inoutbuf.is_null()) && red.dtype.predefined {
+                return Err(err(ErrorClass::Buffer, "buffer is NULL"));
+            }
+            if inbuf as *const u8 == inoutbuf as *const u8 {
+                return Err(err(ErrorClass::Buffer, "inbuf and inoutbuf must not be the same buffer"));
+            }
+            Ok(Some(red))
+        })?;
+        if let Some(red) = red {
+            red.apply(inbuf as *const u8, inoutbuf as *mut u8, count as usize);
         }
-        let red = reduction(g, op, datatype)?;
-        if count == 0 {
-            return Ok(());
-        }
-        if inbuf as usize == abi::MPI_IN_PLACE || inoutbuf as usize == abi::MPI_IN_PLACE {
-            return Err(err(ErrorClass::Buffer, "MPI_IN_PLACE is not allowed in MPI_Reduce_local"));
-        }
-        if red.dtype.size > 0 && (inbuf.is_null() || inoutbuf.is_null()) && red.dtype.predefined {
-            return Err(err(ErrorClass::Buffer, "buffer is NULL"));
-        }
-        if inbuf as *const u8 == inoutbuf as *const u8 {
-            return Err(err(ErrorClass::Buffer, "inbuf and inoutbuf must not be the same buffer"));
-        }
-        red.apply(inbuf as *const u8, inoutbuf as *mut u8, count as usize);
         Ok(())
     })
 }

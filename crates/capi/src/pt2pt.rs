@@ -579,6 +579,9 @@ mpi_api! {
             if !g.eng.request(h)?.persistent {
                 return Err(err(ErrorClass::Request, "only persistent requests can be started"));
             }
+            if crate::part::on_start(g, h)? {
+                return Ok(());
+            }
             g.eng.start(h)
         })
     }
@@ -592,7 +595,9 @@ mpi_api! {
                 }
             }
             for r in reqs.iter() {
-                g.eng.start(Handle(*r as u64))?;
+                if !crate::part::on_start(g, Handle(*r as u64))? {
+                    g.eng.start(Handle(*r as u64))?;
+                }
             }
             Ok(())
         })

@@ -33,6 +33,40 @@ pub enum ErrorClass {
     ProcFailed,
     ProcFailedPending,
     Revoked,
+    /// Invalid window (one-sided).
+    Win,
+    /// Wrong synchronization of one-sided calls.
+    RmaSync,
+    /// Target memory outside the window.
+    RmaRange,
+    /// Conflicting accesses to a window.
+    RmaConflict,
+    /// Memory cannot be attached to a dynamic window.
+    RmaAttach,
+    /// Memory cannot be shared.
+    RmaShared,
+    /// Operation not valid for the window's flavor.
+    RmaFlavor,
+    /// Invalid displacement unit or displacement.
+    Disp,
+    /// Invalid base address.
+    Base,
+    /// Invalid lock type.
+    Locktype,
+    /// Invalid assertion.
+    Assert,
+    /// Processes could not be spawned.
+    Spawn,
+    /// Invalid port name.
+    Port,
+    /// Service name not published.
+    Name,
+    /// Invalid service name.
+    Service,
+    /// Invalid session.
+    Session,
+    /// Invalid error handler.
+    Errhandler,
 }
 
 /// An error with its class and a message saying what was wrong.

@@ -135,11 +135,17 @@ int main(int argc, char **argv)
     /* Removal (MPI 4.1): values come back for reuse, removed ones are invalid. */
     rc = MPI_Remove_error_class(c1);
     CHECK(rc != MPI_SUCCESS, "removing a class that has codes succeeded");
+    rc = MPI_Remove_error_code(code1);
+    CHECK(rc != MPI_SUCCESS, "removing a code that has a string succeeded");
     MPI_Remove_error_string(code1);
     MPI_Remove_error_code(code1);
     MPI_Remove_error_code(code2);
     MPI_Remove_error_code(code3);
-    MPI_Remove_error_class(c1);
+    rc = MPI_Remove_error_class(c1);
+    CHECK(rc != MPI_SUCCESS, "removing a class that has a string succeeded");
+    MPI_Remove_error_string(c1);
+    rc = MPI_Remove_error_class(c1);
+    CHECK(rc == MPI_SUCCESS, "removing class c1 failed");
     MPI_Remove_error_class(c2);
     rc = MPI_Error_class(code1, &cls);
     CHECK(rc != MPI_SUCCESS, "removed code still has a class (%d)", cls);

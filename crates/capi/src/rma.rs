@@ -1,0 +1,1468 @@
+//! One-sided communication (MPI_Win_*, MPI_Put / Get / Accumulate and friends).
+//!
+//! Every member of a window lives on one host, so an origin moves data itself, without the
+//! target's participation:
+//! - windows whose memory the library allocates (MPI_Win_allocate, MPI_Win_allocate_shared)
+//!   live in one shared-memory segment every member maps: puts and gets are `memcpy`, and
+//!   MPI_Win_shared_query hands out direct load/store pointers;
+//! - windows over the application's memory (MPI_Win_create, MPI_Win_create_dynamic) are
+//!   reached with `process_vm_readv` / `process_vm_writev` (single-copy cross-memory access);
+//! - a small shared control segment per window holds, for each target, a reader/writer lock
+//!   word (MPI_Win_lock) and the mutex that makes accumulates on that target atomic.
+//!
+//! Transfers therefore complete when the call returns; synchronization calls only order them:
+//! fence is a memory fence plus a barrier, post/start/complete/wait exchange zero-byte
+//! messages on the window's private communicator, lock/unlock take the shared lock word.
+//! A window whose members span hosts is refused with MPI_ERR_UNSUPPORTED_OPERATION.
+//!
+//! Entry points run without the library lock (they call collectives and point-to-point
+//! through the PMPI layer); errors go to the window's error handler.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use steadfast_core::datatype::TypeRef;
+use steadfast_core::info::Info;
+use steadfast_core::op::Reduction;
+use steadfast_core::{ErrorClass, Handle, MpiError};
+
+use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Errhandler, MPI_Group, MPI_Info, MPI_Op, MPI_Request, MPI_Win};
+use crate::global::{self, dtype, lock, Global, PHASE, PHASE_LIVE};
+use crate::mpi_api;
+
+fn err(class: ErrorClass, msg: impl Into<String>) -> MpiError {
+    MpiError::new(class, msg)
+}
+
+type R<T> = Result<T, MpiError>;
+
+// ---- shared memory segments -----------------------------------------------------------------
+
+/// A shared mapping, unmapped when dropped.
+struct Segment {
+    addr: usize,
+    len: usize,
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: addr/len came from a successful mmap and nothing uses the window any more.
+        unsafe { libc::munmap(self.addr as *mut c_void, self.len) };
+    }
+}
+
+fn page_round(n: usize) -> usize {
+    let page = 4096;
+    n.max(1).div_ceil(page) * page
+}
+
+/// Directory for window segments: the job directory (which the launcher removes however the
+/// job ends), or /dev/shm for a singleton.
+fn segment_dir() -> String {
+    std::env::var("STEADFAST_JOBDIR").unwrap_or_else(|_| "/dev/shm".to_string())
+}
+
+fn segment_path(id: u64, what: &str) -> std::ffi::CString {
+    let p = format!("{}/win-{id:x}-{what}", segment_dir());
+    std::ffi::CString::new(p).unwrap_or_default()
+}
+
+/// Create (`create`) or open the segment file and map it.
+unsafe fn map_segment(id: u64, what: &str, len: usize, create: bool) -> R<Segment> {
+    let path = segment_path(id, what);
+    let flags = if create { libc::O_RDWR | libc::O_CREAT | libc::O_EXCL } else { libc::O_RDWR };
+    let fd = libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o600);
+    if fd < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(err(ErrorClass::NoMem, format!("cannot open window segment {path:?}: {e}")));
+    }
+    if create && libc::ftruncate(fd, len as libc::off_t) != 0 {
+        let e = std::io::Error::last_os_error();
+        libc::close(fd);
+        return Err(err(ErrorClass::NoMem, format!("cannot size window segment to {len} bytes: {e}")));
+    }
+    let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0);
+    libc::close(fd);
+    if p == libc::MAP_FAILED {
+        let e = std::io::Error::last_os_error();
+        return Err(err(ErrorClass::NoMem, format!("cannot map window segment of {len} bytes: {e}")));
+    }
+    Ok(Segment { addr: p as usize, len })
+}
+
+fn unlink_segment(id: u64, what: &str) {
+    let path = segment_path(id, what);
+    // SAFETY: path is a valid C string.
+    unsafe { libc::unlink(path.as_ptr()) };
+}
+
+/// Per target: lock word and accumulate mutex, one cache line each target.
+const CTL_STRIDE: usize = 64;
+const LOCK_EXCL: u64 = 1 << 63;
+
+// ---- windows --------------------------------------------------------------------------------
+
+/// What an origin knows of one member of the window.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+struct PeerInfo {
+    pid: i64,
+    host: u64,
+    base: u64,
+    size: u64,
+    disp_unit: i64,
+    world_rank: i64,
+    id: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    pid: i32,
+    /// Start of the member's window memory: an address in this process when `local`, else
+    /// in the member's.
+    base: usize,
+    size: usize,
+    disp_unit: usize,
+    world_rank: u32,
+    local: bool,
+}
+
+/// One window.
+struct Win {
+    comm: MPI_Comm,
+    flavor: c_int,
+    base: usize,
+    peers: Vec<Peer>,
+    ctl: Segment,
+    _data: Option<Segment>,
+    errhandler: u64,
+    name: String,
+    info: Info,
+    /// A fence opened an access/exposure epoch.
+    fence_epoch: bool,
+    /// Targets of the open PSCW access epoch (window ranks).
+    access: Option<Vec<usize>>,
+    /// Origins of the open PSCW exposure epoch and their pending completion messages.
+    exposure: Option<Vec<MPI_Request>>,
+    /// Passive-target locks held: target -> (lock type, whether the lock word was taken).
+    locks: HashMap<usize, (c_int, bool)>,
+    lock_all: bool,
+    /// Memory attached to a dynamic window (address, size).
+    attached: Vec<(usize, usize)>,
+    // Storage for the predefined attributes (applications get pointers to these).
+    attr_size: MPI_Aint,
+    attr_disp_unit: c_int,
+    attr_flavor: c_int,
+    attr_model: c_int,
+}
+
+// SAFETY: the raw handles and addresses in Win are plain values; the mappings are process-wide.
+unsafe impl Send for Win {}
+
+static WINS: Mutex<Option<HashMap<usize, Box<Win>>>> = Mutex::new(None);
+static NEXT_WIN: AtomicU64 = AtomicU64::new(0x5000_0000);
+static NEXT_SEG: AtomicU64 = AtomicU64::new(1);
+
+fn wins() -> MutexGuard<'static, Option<HashMap<usize, Box<Win>>>> {
+    WINS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Run `f` on window `w`.
+fn with_win<T>(w: MPI_Win, f: impl FnOnce(&mut Win) -> R<T>) -> R<T> {
+    let mut guard = wins();
+    let map = guard.get_or_insert_with(HashMap::new);
+    match map.get_mut(&(w as usize)) {
+        Some(win) => f(win),
+        None if w as usize == abi::MPI_WIN_NULL => Err(err(ErrorClass::Win, "MPI_WIN_NULL is not a valid window here")),
+        None => Err(err(ErrorClass::Win, format!("invalid window handle {:#x}", w as usize))),
+    }
+}
+
+/// Whether `w` is a live window (attribute calls check their object with this).
+pub fn exists(w: usize) -> bool {
+    wins().as_ref().is_some_and(|m| m.contains_key(&w))
+}
+
+type WinErrhandlerFn = unsafe extern "C" fn(*mut MPI_Win, *mut c_int, ...);
+
+/// Report an error of a window call through the window's error handler (MPI_ERRORS_ARE_FATAL
+/// unless the application set another).
+fn raise(func: &str, w: MPI_Win, e: MpiError) -> c_int {
+    let Some(handler) = wins().as_ref().and_then(|m| m.get(&(w as usize)).map(|x| x.errhandler)) else {
+        // No window to take the handler from: the error is raised on MPI_COMM_SELF.
+        return global::api(func, Some(abi::MPI_COMM_SELF), |_| Err(e));
+    };
+    let mut guard = lock();
+    let Some(g) = guard.as_mut() else { return abi::MPI_ERR_OTHER };
+    let class = global::abi_class(e.class);
+    let text = format!("{func}: {} ({})", e.msg, global::class_name(class));
+    let code = g.errors.code(class, text.clone());
+    match handler as usize {
+        abi::MPI_ERRORS_RETURN => code,
+        h if h > abi::PREDEFINED_HANDLE_MAX => {
+            let Some(f) = g.tables.errhandlers.get(Handle(handler)).map(|x| x.func) else { return code };
+            drop(guard);
+            let mut win = w;
+            let mut c = code;
+            // SAFETY: registered with MPI_Win_create_errhandler.
+            unsafe {
+                let f: WinErrhandlerFn = std::mem::transmute::<usize, WinErrhandlerFn>(f);
+                f(&mut win, &mut c);
+            }
+            code
+        }
+        _ => {
+            let rank = g.eng.rank;
+            eprintln!("steadfast: rank {rank}: {text}");
+            g.eng.abort(class, &format!("rank {rank}: {text}"));
+        }
+    }
+}
+
+fn live_check(func: &str) {
+    if PHASE.load(Ordering::Acquire) != PHASE_LIVE {
+        eprintln!("steadfast: {func} called outside MPI_Init / MPI_Finalize");
+        std::process::exit(1);
+    }
+}
+
+/// Run a window call's body (no library lock held) and report its error on window `w`.
+fn win_api(func: &str, w: MPI_Win, body: impl FnOnce() -> R<()>) -> c_int {
+    live_check(func);
+    match body() {
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(e) => raise(func, w, e),
+    }
+}
+
+/// A PMPI call's return code as an error.
+fn check_rc(what: &str, rc: c_int) -> R<()> {
+    if rc == abi::MPI_SUCCESS {
+        return Ok(());
+    }
+    let msg = {
+        let guard = lock();
+        guard.as_ref().and_then(|g| g.errors.message(rc).map(str::to_owned)).unwrap_or_else(|| format!("error code {rc}"))
+    };
+    Err(err(ErrorClass::Other, format!("{what} failed: {msg}")))
+}
+
+fn g_locked<T>(f: impl FnOnce(&mut Global) -> R<T>) -> R<T> {
+    let mut guard = lock();
+    match guard.as_mut() {
+        Some(g) => f(g),
+        None => Err(err(ErrorClass::Other, "MPI is not initialised")),
+    }
+}
+
+fn host_id() -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    std::env::var("STEADFAST_HOST").unwrap_or_default().hash(&mut h);
+    let mut host = [0u8; 256];
+    // SAFETY: host is 256 bytes.
+    unsafe { libc::gethostname(host.as_mut_ptr() as *mut c_char, host.len()) };
+    host.hash(&mut h);
+    h.finish()
+}
+
+/// Collective part of every window constructor. `mem` is this member's memory for
+/// create/dynamic, None when the library allocates (allocate, allocate_shared).
+unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, mem: usize) -> R<(MPI_Win, usize)> {
+    if size < 0 {
+        return Err(err(ErrorClass::Size, format!("window size {size} is negative")));
+    }
+    if disp_unit <= 0 {
+        return Err(err(ErrorClass::Disp, format!("displacement unit {disp_unit} must be positive")));
+    }
+    let (hints, world_rank) = g_locked(|g| {
+        global::comm_handle(g, comm as usize)?;
+        if g.eng.comm(global::comm_handle(g, comm as usize)?)?.remote.is_some() {
+            return Err(err(ErrorClass::Comm, "windows need an intracommunicator"));
+        }
+        Ok((crate::info::info_arg(g, info)?, g.eng.rank))
+    })?;
+    let mut wcomm: MPI_Comm = std::ptr::null_mut();
+    check_rc("MPI_Comm_dup of the window communicator", crate::comm::PMPI_Comm_dup(comm, &mut wcomm))?;
+    crate::errhandler::PMPI_Comm_set_errhandler(wcomm, abi::MPI_ERRORS_RETURN as MPI_Errhandler);
+    let fail = |wcomm: &mut MPI_Comm, e: MpiError| -> R<(MPI_Win, usize)> {
+        crate::comm::PMPI_Comm_free(wcomm);
+        Err(e)
+    };
+    let mut n = 0;
+    let mut me = 0;
+    crate::comm::PMPI_Comm_size(wcomm, &mut n);
+    crate::comm::PMPI_Comm_rank(wcomm, &mut me);
+    let (n, me) = (n as usize, me as usize);
+    // Let window members (siblings, not our parent) read and write our memory.
+    libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY as libc::c_ulong, 0, 0, 0);
+    let mine = PeerInfo {
+        pid: libc::getpid() as i64,
+        host: host_id(),
+        base: mem as u64,
+        size: size as u64,
+        disp_unit: disp_unit as i64,
+        world_rank: world_rank as i64,
+        id: ((libc::getpid() as u64) << 24) | (NEXT_SEG.fetch_add(1, Ordering::Relaxed) & 0xff_ffff),
+    };
+    let mut all = vec![PeerInfo::default(); n];
+    let sz = std::mem::size_of::<PeerInfo>() as c_int;
+    let rc = crate::coll::PMPI_Allgather(
+        &mine as *const PeerInfo as *const c_void,
+        sz,
+        abi::MPI_BYTE as MPI_Datatype,
+        all.as_mut_ptr() as *mut c_void,
+        sz,
+        abi::MPI_BYTE as MPI_Datatype,
+        wcomm,
+    );
+    if let Err(e) = check_rc("exchanging window addresses", rc) {
+        return fail(&mut wcomm, e);
+    }
+    if all.iter().any(|p| p.host != all[0].host) {
+        return fail(
+            &mut wcomm,
+            err(ErrorClass::Unsupported, "the window's members are on more than one host; one-sided communication needs every member on one host"),
+        );
+    }
+    let id = all[0].id;
+    let library_memory = flavor == abi::MPI_WIN_FLAVOR_ALLOCATE || flavor == abi::MPI_WIN_FLAVOR_SHARED;
+    // Offsets of each member's part of the data segment: contiguous for allocate_shared (as
+    // the standard's default promises), cache-line aligned for allocate.
+    let align = if flavor == abi::MPI_WIN_FLAVOR_SHARED { 1 } else { 64 };
+    let mut offs = Vec::with_capacity(n);
+    let mut total = 0usize;
+    for p in &all {
+        total = total.div_ceil(align) * align;
+        offs.push(total);
+        total += p.size as usize;
+    }
+    let ctl_len = page_round(n * CTL_STRIDE);
+    let data_len = page_round(total);
+    // Member 0 creates the segments, everyone maps them, then member 0 unlinks the names.
+    let mut first: R<()> = Ok(());
+    let mut ctl = None;
+    let mut data = None;
+    if me == 0 {
+        first = map_segment(id, "ctl", ctl_len, true).map(|s| ctl = Some(s));
+        if first.is_ok() && library_memory {
+            first = map_segment(id, "data", data_len, true).map(|s| data = Some(s));
+        }
+    }
+    let mut ok = first.is_ok() as c_int;
+    let mut all_ok = 0;
+    crate::coll::PMPI_Allreduce(&ok as *const c_int as *const c_void, &mut all_ok as *mut c_int as *mut c_void, 1, abi::MPI_INT as MPI_Datatype, abi::MPI_MIN as MPI_Op, wcomm);
+    if all_ok == 0 {
+        if me == 0 {
+            unlink_segment(id, "ctl");
+            unlink_segment(id, "data");
+        }
+        let e = first.err().unwrap_or_else(|| err(ErrorClass::NoMem, "member 0 could not create the window's segments"));
+        return fail(&mut wcomm, e);
+    }
+    let mut second: R<()> = Ok(());
+    if me != 0 {
+        second = map_segment(id, "ctl", ctl_len, false).map(|s| ctl = Some(s));
+        if second.is_ok() && library_memory {
+            second = map_segment(id, "data", data_len, false).map(|s| data = Some(s));
+        }
+    }
+    ok = second.is_ok() as c_int;
+    crate::coll::PMPI_Allreduce(&ok as *const c_int as *const c_void, &mut all_ok as *mut c_int as *mut c_void, 1, abi::MPI_INT as MPI_Datatype, abi::MPI_MIN as MPI_Op, wcomm);
+    if me == 0 {
+        unlink_segment(id, "ctl");
+        unlink_segment(id, "data");
+    }
+    let (Some(ctl), true) = (ctl, all_ok != 0) else {
+        let e = second.err().unwrap_or_else(|| err(ErrorClass::NoMem, "a member could not map the window's segments"));
+        return fail(&mut wcomm, e);
+    };
+    let pid = libc::getpid();
+    let peers: Vec<Peer> = all
+        .iter()
+        .enumerate()
+        .map(|(r, p)| {
+            let base = match &data {
+                Some(d) => d.addr + offs[r],
+                None => p.base as usize,
+            };
+            Peer {
+                pid: p.pid as i32,
+                base,
+                size: p.size as usize,
+                disp_unit: p.disp_unit as usize,
+                world_rank: p.world_rank as u32,
+                local: data.is_some() || p.pid as i32 == pid,
+            }
+        })
+        .collect();
+    let base = peers[me].base;
+    let mut info_used = Info::new();
+    if let Some(h) = &hints {
+        for (k, v) in h.iter() {
+            info_used.set(k, v)?;
+        }
+    }
+    let handle = NEXT_WIN.fetch_add(0x1000, Ordering::Relaxed) as usize;
+    let win = Win {
+        comm: wcomm,
+        flavor,
+        base,
+        peers,
+        ctl,
+        _data: data,
+        errhandler: abi::MPI_ERRORS_ARE_FATAL as u64,
+        name: String::new(),
+        info: info_used,
+        fence_epoch: false,
+        access: None,
+        exposure: None,
+        locks: HashMap::new(),
+        lock_all: false,
+        attached: Vec::new(),
+        attr_size: size,
+        attr_disp_unit: disp_unit,
+        attr_flavor: flavor,
+        attr_model: abi::MPI_WIN_UNIFIED,
+    };
+    wins().get_or_insert_with(HashMap::new).insert(handle, Box::new(win));
+    Ok((handle as MPI_Win, base))
+}
+
+unsafe fn out_win(win: *mut MPI_Win) -> R<()> {
+    if win.is_null() {
+        Err(err(ErrorClass::Arg, "win pointer is NULL"))
+    } else {
+        Ok(())
+    }
+}
+
+// ---- data movement --------------------------------------------------------------------------
+
+/// Copy between the packed buffer `buf` and the byte runs (absolute addresses) of a member.
+unsafe fn xfer(peer: &Peer, write: bool, runs: &[(usize, usize)], buf: *mut u8) -> R<()> {
+    if peer.local {
+        let mut p = buf;
+        for &(addr, len) in runs {
+            if write {
+                std::ptr::copy(p, addr as *mut u8, len);
+            } else {
+                std::ptr::copy(addr as *const u8, p, len);
+            }
+            p = p.add(len);
+        }
+        return Ok(());
+    }
+    let mut p = buf;
+    for chunk in runs.chunks(512) {
+        let total: usize = chunk.iter().map(|r| r.1).sum();
+        if total == 0 {
+            continue;
+        }
+        let remote: Vec<libc::iovec> = chunk.iter().map(|&(a, l)| libc::iovec { iov_base: a as *mut c_void, iov_len: l }).collect();
+        let local = libc::iovec { iov_base: p as *mut c_void, iov_len: total };
+        let n = if write {
+            libc::process_vm_writev(peer.pid, &local, 1, remote.as_ptr(), remote.len() as libc::c_ulong, 0)
+        } else {
+            libc::process_vm_readv(peer.pid, &local, 1, remote.as_ptr(), remote.len() as libc::c_ulong, 0)
+        };
+        if n != total as isize {
+            let e = std::io::Error::last_os_error();
+            return Err(err(
+                ErrorClass::RmaRange,
+                format!("cross-memory {} of {total} bytes at the target failed ({} bytes moved): {e}", if write { "write" } else { "read" }, n.max(0)),
+            ));
+        }
+        p = p.add(total);
+    }
+    Ok(())
+}
+
+/// Where an operation lands at the target.
+struct Target {
+    peer: Peer,
+    runs: Vec<(usize, usize)>,
+    ty: TypeRef,
+    count: usize,
+}
+
+fn target_of(w: &Win, rank: c_int, disp: MPI_Aint, count: i64, ty: &TypeRef) -> R<Target> {
+    let peer = *usize::try_from(rank)
+        .ok()
+        .and_then(|r| w.peers.get(r))
+        .ok_or_else(|| err(ErrorClass::Rank, format!("target rank {rank} is not in the window (size {})", w.peers.len())))?;
+    if count < 0 {
+        return Err(err(ErrorClass::Count, format!("count {count} is negative")));
+    }
+    let dynamic = w.flavor == abi::MPI_WIN_FLAVOR_DYNAMIC;
+    if !dynamic && disp < 0 {
+        return Err(err(ErrorClass::Disp, format!("target displacement {disp} is negative")));
+    }
+    let start = if dynamic { disp as usize } else { peer.base.wrapping_add((disp as usize).wrapping_mul(peer.disp_unit)) };
+    let mut runs = Vec::new();
+    ty.for_each_run(count as usize, 0, usize::MAX, |off, len| runs.push((start.wrapping_add_signed(off), len)));
+    if !dynamic {
+        for &(a, l) in &runs {
+            if a < peer.base || a + l > peer.base + peer.size {
+                return Err(err(
+                    ErrorClass::RmaRange,
+                    format!("access of {l} bytes at displacement {disp} lies outside the target's window of {} bytes", peer.size),
+                ));
+            }
+        }
+    }
+    Ok(Target { peer, runs, ty: ty.clone(), count: count as usize })
+}
+
+/// Check that the window has an epoch open towards `rank`.
+fn check_epoch(w: &Win, rank: c_int) -> R<()> {
+    let r = rank as usize;
+    if w.fence_epoch || w.lock_all || w.locks.contains_key(&r) || w.access.as_ref().is_some_and(|a| a.contains(&r)) {
+        Ok(())
+    } else {
+        Err(err(ErrorClass::RmaSync, format!("no access epoch is open towards target {rank} (fence, start or lock first)")))
+    }
+}
+
+fn types(origin: MPI_Datatype, target: MPI_Datatype) -> R<(TypeRef, TypeRef)> {
+    g_locked(|g| Ok((dtype(g, origin as usize)?, dtype(g, target as usize)?)))
+}
+
+unsafe fn pack(ty: &TypeRef, addr: *const c_void, count: i64) -> R<Vec<u8>> {
+    if count < 0 {
+        return Err(err(ErrorClass::Count, format!("count {count} is negative")));
+    }
+    let mut buf = vec![0u8; ty.packed_size(count as usize)];
+    ty.pack(addr as *const u8, count as usize, &mut buf);
+    Ok(buf)
+}
+
+fn same_size(a: usize, b: usize) -> R<()> {
+    if a == b {
+        Ok(())
+    } else {
+        Err(err(ErrorClass::Type, format!("origin and target data differ in size ({a} and {b} bytes)")))
+    }
+}
+
+/// The accumulate mutex of `peer` (a spin lock in the control segment).
+fn acc_lock(w: &Win, target: usize) -> &AtomicU32 {
+    // SAFETY: the control segment holds CTL_STRIDE bytes per member, suitably aligned.
+    unsafe { &*((w.ctl.addr + target * CTL_STRIDE + 8) as *const AtomicU32) }
+}
+
+fn lock_word(w: &Win, target: usize) -> &AtomicU64 {
+    // SAFETY: as for acc_lock.
+    unsafe { &*((w.ctl.addr + target * CTL_STRIDE) as *const AtomicU64) }
+}
+
+fn spin_until(mut done: impl FnMut() -> bool) {
+    let mut spins = 0u32;
+    while !done() {
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn with_acc_lock<T>(w: &Win, target: usize, f: impl FnOnce() -> R<T>) -> R<T> {
+    let m = acc_lock(w, target);
+    spin_until(|| m.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok());
+    let r = f();
+    m.store(0, Ordering::Release);
+    r
+}
+
+/// Read the target's data into a buffer laid out like `count` elements of the target type
+/// (`layout.1` is the address of element 0 inside `layout.0`).
+unsafe fn read_laid_out(t: &Target) -> R<(Vec<u8>, usize)> {
+    let span = if t.count == 0 { 0 } else { (t.count as isize - 1) * t.ty.extent + t.ty.true_extent };
+    let mut lay = vec![0u8; span.max(0) as usize];
+    let base = (lay.as_mut_ptr() as usize).wrapping_add_signed(-t.ty.true_lb);
+    let mut packed = vec![0u8; t.ty.packed_size(t.count)];
+    xfer(&t.peer, false, &t.runs, packed.as_mut_ptr())?;
+    t.ty.unpack(&packed, base as *mut u8, t.count);
+    Ok((lay, base))
+}
+
+unsafe fn write_laid_out(t: &Target, base: usize) -> R<()> {
+    let mut packed = vec![0u8; t.ty.packed_size(t.count)];
+    t.ty.pack(base as *const u8, t.count, &mut packed);
+    xfer(&t.peer, true, &t.runs, packed.as_mut_ptr())
+}
+
+fn check_acc_op(op: MPI_Op) -> R<()> {
+    if crate::op::predef_op(op as usize).is_none() {
+        return Err(err(ErrorClass::Op, "one-sided accumulates take predefined operations only"));
+    }
+    Ok(())
+}
+
+/// Accumulate `origin` (packed, in the target type's signature) into the target with `op`;
+/// the target's previous contents go to `result` (packed) when asked for.
+unsafe fn accumulate(w: &Win, t: &Target, target_dt: MPI_Datatype, op: MPI_Op, origin: Option<&[u8]>, result: Option<&mut Vec<u8>>) -> R<()> {
+    check_acc_op(op)?;
+    if t.count == 0 || t.ty.size == 0 {
+        if let Some(res) = result {
+            res.clear();
+        }
+        return Ok(());
+    }
+    let red: Reduction = g_locked(|g| crate::op::reduction(g, op, target_dt))?;
+    let target_rank = w.peers.iter().position(|p| p.pid == t.peer.pid && p.base == t.peer.base).unwrap_or(0);
+    with_acc_lock(w, target_rank, || {
+        let (mut lay, base) = read_laid_out(t)?;
+        if let Some(res) = result {
+            *res = vec![0u8; t.ty.packed_size(t.count)];
+            t.ty.pack(base as *const u8, t.count, res);
+        }
+        let Some(origin) = origin else { return Ok(()) };
+        if op as usize == abi::MPI_NO_OP {
+            return Ok(());
+        }
+        let mut src = vec![0u8; lay.len()];
+        let sbase = (src.as_mut_ptr() as usize).wrapping_add_signed(-t.ty.true_lb);
+        t.ty.unpack(origin, sbase as *mut u8, t.count);
+        red.apply(sbase as *const u8, base as *mut u8, t.count);
+        let _ = &mut lay;
+        write_laid_out(t, base)
+    })
+}
+
+// ---- entry points: construction -------------------------------------------------------------
+
+unsafe fn create(func: &str, base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
+    let r = (|| -> R<()> {
+        out_win(win)?;
+        let (h, _) = build(comm, abi::MPI_WIN_FLAVOR_CREATE, size, disp_unit, info, base as usize)?;
+        *win = h;
+        Ok(())
+    })();
+    comm_result(func, comm, r)
+}
+
+unsafe fn allocate(func: &str, flavor: c_int, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+    let r = (|| -> R<()> {
+        out_win(win)?;
+        if baseptr.is_null() {
+            return Err(err(ErrorClass::Arg, "baseptr is NULL"));
+        }
+        let (h, base) = build(comm, flavor, size, disp_unit, info, 0)?;
+        *(baseptr as *mut *mut c_void) = base as *mut c_void;
+        *win = h;
+        Ok(())
+    })();
+    comm_result(func, comm, r)
+}
+
+/// Window constructors report errors on the communicator, as the standard says.
+fn comm_result(func: &str, comm: MPI_Comm, r: R<()>) -> c_int {
+    live_check(func);
+    match r {
+        Ok(()) => abi::MPI_SUCCESS,
+        Err(e) => global::api(func, Some(comm as usize), |_| Err(e)),
+    }
+}
+
+fn count_of(c: MPI_Count) -> i64 {
+    c
+}
+
+mpi_api! {
+    fn Win_create(base: *mut c_void, size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
+        create("MPI_Win_create", base, size, disp_unit, info, comm, win)
+    }
+    fn Win_create_c(base: *mut c_void, size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
+        let du = c_int::try_from(disp_unit).unwrap_or(-1);
+        create("MPI_Win_create_c", base, size, du, info, comm, win)
+    }
+    fn Win_allocate(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+        allocate("MPI_Win_allocate", abi::MPI_WIN_FLAVOR_ALLOCATE, size, disp_unit, info, comm, baseptr, win)
+    }
+    fn Win_allocate_c(size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+        let du = c_int::try_from(disp_unit).unwrap_or(-1);
+        allocate("MPI_Win_allocate_c", abi::MPI_WIN_FLAVOR_ALLOCATE, size, du, info, comm, baseptr, win)
+    }
+    fn Win_allocate_shared(size: MPI_Aint, disp_unit: c_int, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+        allocate("MPI_Win_allocate_shared", abi::MPI_WIN_FLAVOR_SHARED, size, disp_unit, info, comm, baseptr, win)
+    }
+    fn Win_allocate_shared_c(size: MPI_Aint, disp_unit: MPI_Aint, info: MPI_Info, comm: MPI_Comm, baseptr: *mut c_void, win: *mut MPI_Win) -> c_int {
+        let du = c_int::try_from(disp_unit).unwrap_or(-1);
+        allocate("MPI_Win_allocate_shared_c", abi::MPI_WIN_FLAVOR_SHARED, size, du, info, comm, baseptr, win)
+    }
+    fn Win_create_dynamic(info: MPI_Info, comm: MPI_Comm, win: *mut MPI_Win) -> c_int {
+        let r = (|| -> R<()> {
+            out_win(win)?;
+            let (h, _) = build(comm, abi::MPI_WIN_FLAVOR_DYNAMIC, 0, 1, info, 0)?;
+            *win = h;
+            Ok(())
+        })();
+        comm_result("MPI_Win_create_dynamic", comm, r)
+    }
+
+    fn Win_free(win: *mut MPI_Win) -> c_int {
+        if win.is_null() {
+            return raise("MPI_Win_free", abi::MPI_WIN_NULL as MPI_Win, err(ErrorClass::Arg, "win pointer is NULL"));
+        }
+        let w = *win;
+        let rc = win_api("MPI_Win_free", w, || {
+            let comm = with_win(w, |x| {
+                if !x.locks.is_empty() || x.lock_all || x.access.is_some() || x.exposure.is_some() {
+                    return Err(err(ErrorClass::RmaSync, "the window still has an open epoch (unlock, complete or wait first)"));
+                }
+                Ok(x.comm)
+            })?;
+            // Every member's operations on this window are done once all have arrived.
+            check_rc("MPI_Barrier on the window communicator", crate::comm::PMPI_Barrier(comm))?;
+            crate::attr::delete_win_attrs(w as usize).map_err(|_| err(ErrorClass::Other, "an attribute delete callback failed"))?;
+            let x = wins().as_mut().and_then(|m| m.remove(&(w as usize)));
+            if let Some(mut x) = x {
+                g_locked(|g| {
+                    crate::errhandler::release(g, x.errhandler);
+                    Ok(())
+                })?;
+                crate::comm::PMPI_Comm_free(&mut x.comm);
+            }
+            Ok(())
+        });
+        if rc == abi::MPI_SUCCESS {
+            *win = abi::MPI_WIN_NULL as MPI_Win;
+        }
+        rc
+    }
+
+    fn Win_attach(win: MPI_Win, base: *mut c_void, size: MPI_Aint) -> c_int {
+        win_api("MPI_Win_attach", win, || with_win(win, |w| {
+            if w.flavor != abi::MPI_WIN_FLAVOR_DYNAMIC {
+                return Err(err(ErrorClass::RmaFlavor, "memory can be attached to dynamic windows only"));
+            }
+            if size < 0 || (base.is_null() && size > 0) {
+                return Err(err(ErrorClass::RmaAttach, format!("cannot attach {size} bytes at {base:p}")));
+            }
+            let (b, s) = (base as usize, size as usize);
+            if w.attached.iter().any(|&(a, l)| b < a + l && a < b + s) {
+                return Err(err(ErrorClass::RmaAttach, "the memory overlaps memory already attached"));
+            }
+            w.attached.push((b, s));
+            Ok(())
+        }))
+    }
+
+    fn Win_detach(win: MPI_Win, base: *const c_void) -> c_int {
+        win_api("MPI_Win_detach", win, || with_win(win, |w| {
+            if w.flavor != abi::MPI_WIN_FLAVOR_DYNAMIC {
+                return Err(err(ErrorClass::RmaFlavor, "memory can be detached from dynamic windows only"));
+            }
+            let i = w.attached.iter().position(|&(a, _)| a == base as usize)
+                .ok_or_else(|| err(ErrorClass::RmaAttach, format!("no memory is attached at {base:p}")))?;
+            w.attached.remove(i);
+            Ok(())
+        }))
+    }
+
+    fn Win_shared_query(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut c_int, baseptr: *mut c_void) -> c_int {
+        win_api("MPI_Win_shared_query", win, || {
+            let (s, d, b) = shared_query(win, rank)?;
+            if size.is_null() || disp_unit.is_null() || baseptr.is_null() {
+                return Err(err(ErrorClass::Arg, "size, disp_unit or baseptr is NULL"));
+            }
+            *size = s;
+            *disp_unit = d as c_int;
+            *(baseptr as *mut *mut c_void) = b as *mut c_void;
+            Ok(())
+        })
+    }
+
+    fn Win_shared_query_c(win: MPI_Win, rank: c_int, size: *mut MPI_Aint, disp_unit: *mut MPI_Aint, baseptr: *mut c_void) -> c_int {
+        win_api("MPI_Win_shared_query_c", win, || {
+            let (s, d, b) = shared_query(win, rank)?;
+            if size.is_null() || disp_unit.is_null() || baseptr.is_null() {
+                return Err(err(ErrorClass::Arg, "size, disp_unit or baseptr is NULL"));
+            }
+            *size = s;
+            *disp_unit = d as MPI_Aint;
+            *(baseptr as *mut *mut c_void) = b as *mut c_void;
+            Ok(())
+        })
+    }
+}
+
+fn shared_query(win: MPI_Win, rank: c_int) -> R<(MPI_Aint, usize, usize)> {
+    with_win(win, |w| {
+        let shared = w.flavor == abi::MPI_WIN_FLAVOR_SHARED || w.flavor == abi::MPI_WIN_FLAVOR_ALLOCATE;
+        if !shared {
+            // The application's own memory is not shared: size 0 and a NULL base (MPI 4.1).
+            if rank != abi::MPI_PROC_NULL && usize::try_from(rank).ok().filter(|&r| r < w.peers.len()).is_none() {
+                return Err(err(ErrorClass::Rank, format!("rank {rank} is not in the window")));
+            }
+            return Ok((0, 1, 0));
+        }
+        let p = if rank == abi::MPI_PROC_NULL {
+            // The first member with memory, or member 0's (empty) part.
+            w.peers.iter().find(|p| p.size > 0).unwrap_or(&w.peers[0])
+        } else {
+            usize::try_from(rank).ok().and_then(|r| w.peers.get(r)).ok_or_else(|| err(ErrorClass::Rank, format!("rank {rank} is not in the window")))?
+        };
+        // A member without memory has no base address.
+        Ok((p.size as MPI_Aint, p.disp_unit, if p.size == 0 { 0 } else { p.base }))
+    })
+}
+
+// ---- entry points: communication ------------------------------------------------------------
+
+unsafe fn put(func: &str, origin: *const c_void, ocount: i64, otype: MPI_Datatype, rank: c_int, disp: MPI_Aint, tcount: i64, ttype: MPI_Datatype, win: MPI_Win) -> c_int {
+    win_api(func, win, || {
+        if rank == abi::MPI_PROC_NULL {
+            return Ok(());
+        }
+        let (ot, tt) = types(otype, ttype)?;
+        let mut data = pack(&ot, origin, ocount)?;
+        with_win(win, |w| {
+            check_epoch(w, rank)?;
+            let t = target_of(w, rank, disp, tcount, &tt)?;
+            same_size(data.len(), tt.packed_size(t.count))?;
+            xfer(&t.peer, true, &t.runs, data.as_mut_ptr())
+        })
+    })
+}
+
+unsafe fn get(func: &str, origin: *mut c_void, ocount: i64, otype: MPI_Datatype, rank: c_int, disp: MPI_Aint, tcount: i64, ttype: MPI_Datatype, win: MPI_Win) -> c_int {
+    win_api(func, win, || {
+        if rank == abi::MPI_PROC_NULL {
+            return Ok(());
+        }
+        let (ot, tt) = types(otype, ttype)?;
+        if ocount < 0 {
+            return Err(err(ErrorClass::Count, format!("count {ocount} is negative")));
+        }
+        let mut data = with_win(win, |w| {
+            check_epoch(w, rank)?;
+            let t = target_of(w, rank, disp, tcount, &tt)?;
+            let mut data = vec![0u8; tt.packed_size(t.count)];
+            same_size(ot.packed_size(ocount as usize), data.len())?;
+            xfer(&t.peer, false, &t.runs, data.as_mut_ptr())?;
+            Ok(data)
+        })?;
+        ot.unpack(&data, origin as *mut u8, ocount as usize);
+        data.clear();
+        Ok(())
+    })
+}
+
+unsafe fn acc(func: &str, origin: *const c_void, ocount: i64, otype: MPI_Datatype, rank: c_int, disp: MPI_Aint, tcount: i64, ttype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+    win_api(func, win, || {
+        if rank == abi::MPI_PROC_NULL {
+            return Ok(());
+        }
+        let (ot, tt) = types(otype, ttype)?;
+        let data = pack(&ot, origin, ocount)?;
+        with_win(win, |w| {
+            check_epoch(w, rank)?;
+            let t = target_of(w, rank, disp, tcount, &tt)?;
+            same_size(data.len(), tt.packed_size(t.count))?;
+            accumulate(w, &t, ttype, op, Some(&data), None)
+        })
+    })
+}
+
+unsafe fn get_acc(
+    func: &str, origin: *const c_void, ocount: i64, otype: MPI_Datatype, result: *mut c_void, rcount: i64, rtype: MPI_Datatype, rank: c_int,
+    disp: MPI_Aint, tcount: i64, ttype: MPI_Datatype, op: MPI_Op, win: MPI_Win,
+) -> c_int {
+    win_api(func, win, || {
+        if rank == abi::MPI_PROC_NULL {
+            return Ok(());
+        }
+        let (rt, tt) = types(rtype, ttype)?;
+        let data = if op as usize == abi::MPI_NO_OP {
+            None
+        } else {
+            let ot = types(otype, ttype)?.0;
+            Some(pack(&ot, origin, ocount)?)
+        };
+        if rcount < 0 {
+            return Err(err(ErrorClass::Count, format!("result count {rcount} is negative")));
+        }
+        let mut res = Vec::new();
+        with_win(win, |w| {
+            check_epoch(w, rank)?;
+            let t = target_of(w, rank, disp, tcount, &tt)?;
+            if let Some(d) = &data {
+                same_size(d.len(), tt.packed_size(t.count))?;
+            }
+            same_size(rt.packed_size(rcount as usize), tt.packed_size(t.count))?;
+            accumulate(w, &t, ttype, op, data.as_deref(), Some(&mut res))
+        })?;
+        rt.unpack(&res, result as *mut u8, rcount as usize);
+        Ok(())
+    })
+}
+
+/// Request-based operations complete before they return, so their request is complete too.
+unsafe fn complete_request(func: &str, win: MPI_Win, rc: c_int, request: *mut MPI_Request) -> c_int {
+    if rc != abi::MPI_SUCCESS {
+        return rc;
+    }
+    win_api(func, win, || {
+        if request.is_null() {
+            return Err(err(ErrorClass::Arg, "request pointer is NULL"));
+        }
+        let h = g_locked(|g| Ok(g.eng.completed_request()))?;
+        *request = h.0 as MPI_Request;
+        Ok(())
+    })
+}
+
+mpi_api! {
+    fn Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+           target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+        put("MPI_Put", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, win)
+    }
+    fn Put_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+             target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+        put("MPI_Put_c", origin_addr, count_of(origin_count), origin_datatype, target_rank, target_disp, count_of(target_count), target_datatype, win)
+    }
+    fn Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+           target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+        get("MPI_Get", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, win)
+    }
+    fn Get_c(origin_addr: *mut c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+             target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+        get("MPI_Get_c", origin_addr, count_of(origin_count), origin_datatype, target_rank, target_disp, count_of(target_count), target_datatype, win)
+    }
+    fn Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+                  target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+        acc("MPI_Accumulate", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, op, win)
+    }
+    fn Accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+                    target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+        acc("MPI_Accumulate_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win)
+    }
+    fn Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int,
+                      result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype,
+                      op: MPI_Op, win: MPI_Win) -> c_int {
+        get_acc("MPI_Get_accumulate", origin_addr, origin_count as i64, origin_datatype, result_addr, result_count as i64, result_datatype,
+                target_rank, target_disp, target_count as i64, target_datatype, op, win)
+    }
+    fn Get_accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count,
+                        result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype,
+                        op: MPI_Op, win: MPI_Win) -> c_int {
+        get_acc("MPI_Get_accumulate_c", origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
+                target_rank, target_disp, target_count, target_datatype, op, win)
+    }
+    fn Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+                    op: MPI_Op, win: MPI_Win) -> c_int {
+        get_acc("MPI_Fetch_and_op", origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, op, win)
+    }
+    fn Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype,
+                        target_rank: c_int, target_disp: MPI_Aint, win: MPI_Win) -> c_int {
+        win_api("MPI_Compare_and_swap", win, || {
+            if target_rank == abi::MPI_PROC_NULL {
+                return Ok(());
+            }
+            let t = types(datatype, datatype)?.0;
+            if !t.predefined {
+                return Err(err(ErrorClass::Type, "compare-and-swap takes a predefined datatype"));
+            }
+            let n = t.size;
+            let new = std::slice::from_raw_parts(origin_addr as *const u8, n).to_vec();
+            let cmp = std::slice::from_raw_parts(compare_addr as *const u8, n).to_vec();
+            let old = with_win(win, |w| {
+                check_epoch(w, target_rank)?;
+                let tg = target_of(w, target_rank, target_disp, 1, &t)?;
+                with_acc_lock(w, target_rank as usize, || {
+                    let mut old = vec![0u8; n];
+                    xfer(&tg.peer, false, &tg.runs, old.as_mut_ptr())?;
+                    if old == cmp {
+                        let mut v = new.clone();
+                        xfer(&tg.peer, true, &tg.runs, v.as_mut_ptr())?;
+                    }
+                    Ok(old)
+                })
+            })?;
+            std::ptr::copy_nonoverlapping(old.as_ptr(), result_addr as *mut u8, n);
+            Ok(())
+        })
+    }
+
+    fn Rput(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+            target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let rc = put("MPI_Rput", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, win);
+        complete_request("MPI_Rput", win, rc, request)
+    }
+    fn Rput_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+              target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let rc = put("MPI_Rput_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
+        complete_request("MPI_Rput_c", win, rc, request)
+    }
+    fn Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+            target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let rc = get("MPI_Rget", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, win);
+        complete_request("MPI_Rget", win, rc, request)
+    }
+    fn Rget_c(origin_addr: *mut c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+              target_count: MPI_Count, target_datatype: MPI_Datatype, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let rc = get("MPI_Rget_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
+        complete_request("MPI_Rget_c", win, rc, request)
+    }
+    fn Raccumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+                   target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let rc = acc("MPI_Raccumulate", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, op, win);
+        complete_request("MPI_Raccumulate", win, rc, request)
+    }
+    fn Raccumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
+                     target_count: MPI_Count, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let rc = acc("MPI_Raccumulate_c", origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
+        complete_request("MPI_Raccumulate_c", win, rc, request)
+    }
+    fn Rget_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int,
+                       result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype,
+                       op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let rc = get_acc("MPI_Rget_accumulate", origin_addr, origin_count as i64, origin_datatype, result_addr, result_count as i64, result_datatype,
+                         target_rank, target_disp, target_count as i64, target_datatype, op, win);
+        complete_request("MPI_Rget_accumulate", win, rc, request)
+    }
+    fn Rget_accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: MPI_Count,
+                         result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: MPI_Count, target_datatype: MPI_Datatype,
+                         op: MPI_Op, win: MPI_Win, request: *mut MPI_Request) -> c_int {
+        let rc = get_acc("MPI_Rget_accumulate_c", origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype,
+                         target_rank, target_disp, target_count, target_datatype, op, win);
+        complete_request("MPI_Rget_accumulate_c", win, rc, request)
+    }
+}
+
+// ---- entry points: synchronization ----------------------------------------------------------
+
+const TAG_POST: c_int = 1;
+const TAG_DONE: c_int = 2;
+
+fn window_ranks(w: &Win, group: MPI_Group) -> R<Vec<usize>> {
+    let members = g_locked(|g| crate::group::group_of(g, group))?;
+    members
+        .iter()
+        .map(|&wr| {
+            w.peers.iter().position(|p| p.world_rank == wr).ok_or_else(|| err(ErrorClass::Group, format!("process {wr} of the group is not in the window")))
+        })
+        .collect()
+}
+
+fn check_assert(assert: c_int) -> R<()> {
+    let known = abi::MPI_MODE_NOCHECK | abi::MPI_MODE_NOPRECEDE | abi::MPI_MODE_NOPUT | abi::MPI_MODE_NOSTORE | abi::MPI_MODE_NOSUCCEED;
+    if assert & !known != 0 {
+        return Err(err(ErrorClass::Assert, format!("unknown assertion bits {:#x}", assert & !known)));
+    }
+    Ok(())
+}
+
+mpi_api! {
+    fn Win_fence(assert: c_int, win: MPI_Win) -> c_int {
+        win_api("MPI_Win_fence", win, || {
+            check_assert(assert)?;
+            let comm = with_win(win, |w| {
+                if w.access.is_some() || w.exposure.is_some() || !w.locks.is_empty() || w.lock_all {
+                    return Err(err(ErrorClass::RmaSync, "MPI_Win_fence inside a post/start or lock epoch"));
+                }
+                Ok(w.comm)
+            })?;
+            fence(Ordering::SeqCst);
+            check_rc("MPI_Barrier on the window communicator", crate::comm::PMPI_Barrier(comm))?;
+            fence(Ordering::SeqCst);
+            with_win(win, |w| {
+                w.fence_epoch = assert & abi::MPI_MODE_NOSUCCEED == 0;
+                Ok(())
+            })
+        })
+    }
+
+    fn Win_post(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
+        win_api("MPI_Win_post", win, || {
+            check_assert(assert)?;
+            let (comm, origins) = with_win(win, |w| {
+                if w.exposure.is_some() {
+                    return Err(err(ErrorClass::RmaSync, "an exposure epoch is already open"));
+                }
+                Ok((w.comm, window_ranks(w, group)?))
+            })?;
+            fence(Ordering::SeqCst);
+            let mut reqs = Vec::with_capacity(origins.len());
+            for &o in &origins {
+                if assert & abi::MPI_MODE_NOCHECK == 0 {
+                    check_rc("MPI_Send of the post notice", crate::pt2pt::PMPI_Send(std::ptr::null(), 0, abi::MPI_BYTE as MPI_Datatype, o as c_int, TAG_POST, comm))?;
+                }
+                let mut r: MPI_Request = std::ptr::null_mut();
+                check_rc("MPI_Irecv of the completion notice", crate::pt2pt::PMPI_Irecv(std::ptr::null_mut(), 0, abi::MPI_BYTE as MPI_Datatype, o as c_int, TAG_DONE, comm, &mut r))?;
+                reqs.push(r);
+            }
+            with_win(win, |w| {
+                w.exposure = Some(reqs);
+                Ok(())
+            })
+        })
+    }
+
+    fn Win_start(group: MPI_Group, assert: c_int, win: MPI_Win) -> c_int {
+        win_api("MPI_Win_start", win, || {
+            check_assert(assert)?;
+            let (comm, targets) = with_win(win, |w| {
+                if w.access.is_some() {
+                    return Err(err(ErrorClass::RmaSync, "an access epoch is already open"));
+                }
+                Ok((w.comm, window_ranks(w, group)?))
+            })?;
+            if assert & abi::MPI_MODE_NOCHECK == 0 {
+                for &t in &targets {
+                    check_rc("MPI_Recv of the post notice", crate::pt2pt::PMPI_Recv(std::ptr::null_mut(), 0, abi::MPI_BYTE as MPI_Datatype, t as c_int, TAG_POST, comm, std::ptr::null_mut()))?;
+                }
+            }
+            fence(Ordering::SeqCst);
+            with_win(win, |w| {
+                w.access = Some(targets);
+                Ok(())
+            })
+        })
+    }
+
+    fn Win_complete(win: MPI_Win) -> c_int {
+        win_api("MPI_Win_complete", win, || {
+            let (comm, targets) = with_win(win, |w| {
+                let t = w.access.take().ok_or_else(|| err(ErrorClass::RmaSync, "MPI_Win_complete without MPI_Win_start"))?;
+                Ok((w.comm, t))
+            })?;
+            fence(Ordering::SeqCst);
+            for &t in &targets {
+                check_rc("MPI_Send of the completion notice", crate::pt2pt::PMPI_Send(std::ptr::null(), 0, abi::MPI_BYTE as MPI_Datatype, t as c_int, TAG_DONE, comm))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn Win_wait(win: MPI_Win) -> c_int {
+        win_api("MPI_Win_wait", win, || {
+            let mut reqs = with_win(win, |w| w.exposure.take().ok_or_else(|| err(ErrorClass::RmaSync, "MPI_Win_wait without MPI_Win_post")))?;
+            check_rc("MPI_Waitall on the completion notices", crate::pt2pt::PMPI_Waitall(reqs.len() as c_int, reqs.as_mut_ptr(), std::ptr::null_mut()))?;
+            fence(Ordering::SeqCst);
+            Ok(())
+        })
+    }
+
+    fn Win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
+        win_api("MPI_Win_test", win, || {
+            if flag.is_null() {
+                return Err(err(ErrorClass::Arg, "flag pointer is NULL"));
+            }
+            let mut reqs = with_win(win, |w| w.exposure.take().ok_or_else(|| err(ErrorClass::RmaSync, "MPI_Win_test without MPI_Win_post")))?;
+            let mut done = 0;
+            let rc = crate::pt2pt::PMPI_Testall(reqs.len() as c_int, reqs.as_mut_ptr(), &mut done, std::ptr::null_mut());
+            if done == 0 || rc != abi::MPI_SUCCESS {
+                with_win(win, |w| {
+                    w.exposure = Some(reqs);
+                    Ok(())
+                })?;
+            } else {
+                fence(Ordering::SeqCst);
+            }
+            check_rc("MPI_Testall on the completion notices", rc)?;
+            *flag = done;
+            Ok(())
+        })
+    }
+
+    fn Win_lock(lock_type: c_int, rank: c_int, assert: c_int, win: MPI_Win) -> c_int {
+        win_api("MPI_Win_lock", win, || {
+            check_assert(assert)?;
+            if lock_type != abi::MPI_LOCK_EXCLUSIVE && lock_type != abi::MPI_LOCK_SHARED {
+                return Err(err(ErrorClass::Locktype, format!("invalid lock type {lock_type}")));
+            }
+            if rank == abi::MPI_PROC_NULL {
+                return Ok(());
+            }
+            let take = assert & abi::MPI_MODE_NOCHECK == 0;
+            with_win(win, |w| {
+                let r = usize::try_from(rank).ok().filter(|&r| r < w.peers.len())
+                    .ok_or_else(|| err(ErrorClass::Rank, format!("target rank {rank} is not in the window")))?;
+                if w.locks.contains_key(&r) || w.lock_all {
+                    return Err(err(ErrorClass::RmaSync, format!("target {rank} is already locked by this process")));
+                }
+                if w.fence_epoch || w.access.is_some() {
+                    // A fence epoch ends at the next fence; a lock may follow a fence that
+                    // opened none, so only a post/start epoch conflicts.
+                    w.fence_epoch = false;
+                }
+                if take {
+                    acquire(w, r, lock_type);
+                }
+                w.locks.insert(r, (lock_type, take));
+                Ok(())
+            })
+        })
+    }
+
+    fn Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
+        win_api("MPI_Win_unlock", win, || {
+            if rank == abi::MPI_PROC_NULL {
+                return Ok(());
+            }
+            with_win(win, |w| {
+                let r = rank as usize;
+                let (ty, taken) = w.locks.remove(&r).ok_or_else(|| err(ErrorClass::RmaSync, format!("target {rank} is not locked by this process")))?;
+                fence(Ordering::SeqCst);
+                if taken {
+                    release_lock(w, r, ty);
+                }
+                Ok(())
+            })
+        })
+    }
+
+    fn Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
+        win_api("MPI_Win_lock_all", win, || {
+            check_assert(assert)?;
+            with_win(win, |w| {
+                if w.lock_all || !w.locks.is_empty() {
+                    return Err(err(ErrorClass::RmaSync, "the window is already locked by this process"));
+                }
+                if assert & abi::MPI_MODE_NOCHECK == 0 {
+                    for r in 0..w.peers.len() {
+                        acquire(w, r, abi::MPI_LOCK_SHARED);
+                    }
+                }
+                w.lock_all = true;
+                w.fence_epoch = false;
+                w.locks.clear();
+                // Remember whether the words were taken through a marker entry.
+                if assert & abi::MPI_MODE_NOCHECK != 0 {
+                    w.locks.insert(usize::MAX, (abi::MPI_LOCK_SHARED, false));
+                }
+                Ok(())
+            })
+        })
+    }
+
+    fn Win_unlock_all(win: MPI_Win) -> c_int {
+        win_api("MPI_Win_unlock_all", win, || with_win(win, |w| {
+            if !w.lock_all {
+                return Err(err(ErrorClass::RmaSync, "MPI_Win_unlock_all without MPI_Win_lock_all"));
+            }
+            fence(Ordering::SeqCst);
+            let taken = w.locks.remove(&usize::MAX).is_none();
+            if taken {
+                for r in 0..w.peers.len() {
+                    release_lock(w, r, abi::MPI_LOCK_SHARED);
+                }
+            }
+            w.lock_all = false;
+            Ok(())
+        }))
+    }
+
+    fn Win_flush(rank: c_int, win: MPI_Win) -> c_int {
+        flush("MPI_Win_flush", Some(rank), win)
+    }
+    fn Win_flush_all(win: MPI_Win) -> c_int {
+        flush("MPI_Win_flush_all", None, win)
+    }
+    fn Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
+        flush("MPI_Win_flush_local", Some(rank), win)
+    }
+    fn Win_flush_local_all(win: MPI_Win) -> c_int {
+        flush("MPI_Win_flush_local_all", None, win)
+    }
+    fn Win_sync(win: MPI_Win) -> c_int {
+        win_api("MPI_Win_sync", win, || with_win(win, |_| {
+            fence(Ordering::SeqCst);
+            Ok(())
+        }))
+    }
+}
+
+/// Operations complete when issued, so a flush only orders memory; it is still an error
+/// outside a passive-target epoch.
+fn flush(func: &str, rank: Option<c_int>, win: MPI_Win) -> c_int {
+    win_api(func, win, || with_win(win, |w| {
+        let ok = w.lock_all || match rank {
+            Some(r) => r == abi::MPI_PROC_NULL || w.locks.contains_key(&(r as usize)),
+            None => !w.locks.is_empty(),
+        };
+        if !ok {
+            return Err(err(ErrorClass::RmaSync, "flush outside a passive-target (lock) epoch"));
+        }
+        fence(Ordering::SeqCst);
+        Ok(())
+    }))
+}
+
+fn acquire(w: &Win, target: usize, lock_type: c_int) {
+    let word = lock_word(w, target);
+    if lock_type == abi::MPI_LOCK_EXCLUSIVE {
+        spin_until(|| word.compare_exchange(0, LOCK_EXCL, Ordering::Acquire, Ordering::Relaxed).is_ok());
+    } else {
+        spin_until(|| {
+            let v = word.load(Ordering::Relaxed);
+            v & LOCK_EXCL == 0 && word.compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
+        });
+    }
+}
+
+fn release_lock(w: &Win, target: usize, lock_type: c_int) {
+    let word = lock_word(w, target);
+    if lock_type == abi::MPI_LOCK_EXCLUSIVE {
+        word.store(0, Ordering::Release);
+    } else {
+        word.fetch_sub(1, Ordering::Release);
+    }
+}
+
+// ---- entry points: window properties ---------------------------------------------------------
+
+mpi_api! {
+    fn Win_get_group(win: MPI_Win, group: *mut MPI_Group) -> c_int {
+        win_api("MPI_Win_get_group", win, || {
+            let comm = with_win(win, |w| Ok(w.comm))?;
+            check_rc("MPI_Comm_group", crate::group::PMPI_Comm_group(comm, group))
+        })
+    }
+
+    fn Win_set_name(win: MPI_Win, win_name: *const c_char) -> c_int {
+        win_api("MPI_Win_set_name", win, || {
+            if win_name.is_null() {
+                return Err(err(ErrorClass::Arg, "win_name is NULL"));
+            }
+            let name = CStr::from_ptr(win_name).to_string_lossy().into_owned();
+            with_win(win, |w| {
+                w.name = name.chars().take(abi::MPI_MAX_OBJECT_NAME as usize - 1).collect();
+                Ok(())
+            })
+        })
+    }
+
+    fn Win_get_name(win: MPI_Win, win_name: *mut c_char, resultlen: *mut c_int) -> c_int {
+        win_api("MPI_Win_get_name", win, || {
+            if win_name.is_null() || resultlen.is_null() {
+                return Err(err(ErrorClass::Arg, "win_name or resultlen is NULL"));
+            }
+            if win as usize == abi::MPI_WIN_NULL {
+                *resultlen = crate::env::write_cstr(win_name, "MPI_WIN_NULL", abi::MPI_MAX_OBJECT_NAME as usize);
+                return Ok(());
+            }
+            let name = with_win(win, |w| Ok(w.name.clone()))?;
+            *resultlen = crate::env::write_cstr(win_name, &name, abi::MPI_MAX_OBJECT_NAME as usize);
+            Ok(())
+        })
+    }
+
+    fn Win_set_info(win: MPI_Win, info: MPI_Info) -> c_int {
+        win_api("MPI_Win_set_info", win, || {
+            let i = g_locked(|g| crate::info::info_of(g, info))?;
+            with_win(win, |w| {
+                for (k, v) in i.iter() {
+                    w.info.set(k, v)?;
+                }
+                Ok(())
+            })
+        })
+    }
+
+    fn Win_get_info(win: MPI_Win, info_used: *mut MPI_Info) -> c_int {
+        win_api("MPI_Win_get_info", win, || {
+            let mut i = with_win(win, |w| Ok(w.info.clone()))?;
+            let defaults = [("no_locks", "false"), ("accumulate_ordering", "rar,raw,war,waw"), ("accumulate_ops", "same_op_no_op"),
+                            ("same_size", "false"), ("same_disp_unit", "false"), ("alloc_shared_noncontig", "false")];
+            for (k, v) in defaults {
+                if i.get(k)?.is_none() {
+                    i.set(k, v)?;
+                }
+            }
+            g_locked(|g| crate::info::out_info(g, i, info_used))
+        })
+    }
+
+    fn Win_create_errhandler(win_errhandler_fn: Option<WinErrhandlerFn>, errhandler: *mut MPI_Errhandler) -> c_int {
+        crate::errhandler::create_user("MPI_Win_create_errhandler", win_errhandler_fn.map(|f| f as usize), errhandler)
+    }
+
+    fn Win_set_errhandler(win: MPI_Win, errhandler: MPI_Errhandler) -> c_int {
+        win_api("MPI_Win_set_errhandler", win, || {
+            with_win(win, |_| Ok(()))?;
+            let new = errhandler as u64;
+            g_locked(|g| {
+                crate::errhandler::check_errhandler(g, new as usize)?;
+                crate::errhandler::retain(g, new);
+                Ok(())
+            })?;
+            let old = with_win(win, |w| Ok(std::mem::replace(&mut w.errhandler, new)))?;
+            g_locked(|g| {
+                crate::errhandler::release(g, old);
+                Ok(())
+            })
+        })
+    }
+
+    fn Win_get_errhandler(win: MPI_Win, errhandler: *mut MPI_Errhandler) -> c_int {
+        win_api("MPI_Win_get_errhandler", win, || {
+            if errhandler.is_null() {
+                return Err(err(ErrorClass::Arg, "errhandler pointer is NULL"));
+            }
+            let e = with_win(win, |w| Ok(w.errhandler))?;
+            g_locked(|g| {
+                crate::errhandler::retain(g, e);
+                Ok(())
+            })?;
+            *errhandler = e as MPI_Errhandler;
+            Ok(())
+        })
+    }
+
+    fn Win_call_errhandler(win: MPI_Win, errorcode: c_int) -> c_int {
+        live_check("MPI_Win_call_errhandler");
+        let handler = match with_win(win, |w| Ok(w.errhandler)) {
+            Ok(h) => h as usize,
+            Err(e) => return raise("MPI_Win_call_errhandler", win, e),
+        };
+        match handler {
+            abi::MPI_ERRORS_RETURN => abi::MPI_SUCCESS,
+            h if h > abi::PREDEFINED_HANDLE_MAX => {
+                let f = lock().as_ref().and_then(|g| g.tables.errhandlers.get(Handle(h as u64)).map(|x| x.func));
+                if let Some(f) = f {
+                    let mut w = win;
+                    let mut c = errorcode;
+                    let f: WinErrhandlerFn = std::mem::transmute::<usize, WinErrhandlerFn>(f);
+                    f(&mut w, &mut c);
+                }
+                abi::MPI_SUCCESS
+            }
+            _ => {
+                let mut guard = lock();
+                let Some(g) = guard.as_mut() else { return errorcode };
+                let rank = g.eng.rank;
+                let class = global::class_of_code(g, errorcode);
+                let msg = format!("rank {rank}: MPI_Win_call_errhandler: error code {errorcode} raised on a window with a fatal error handler");
+                eprintln!("steadfast: {msg}");
+                g.eng.abort(if class == 0 { 1 } else { class }, &msg);
+            }
+        }
+    }
+}
+
+/// Address of a predefined window attribute's value, if `keyval` is one.
+pub fn predefined_attr(w: usize, keyval: c_int) -> Option<*mut c_void> {
+    let mut guard = wins();
+    let win = guard.as_mut()?.get_mut(&w)?;
+    Some(match keyval {
+        abi::MPI_WIN_BASE => win.base as *mut c_void,
+        abi::MPI_WIN_SIZE => &mut win.attr_size as *mut MPI_Aint as *mut c_void,
+        abi::MPI_WIN_DISP_UNIT => &mut win.attr_disp_unit as *mut c_int as *mut c_void,
+        abi::MPI_WIN_CREATE_FLAVOR => &mut win.attr_flavor as *mut c_int as *mut c_void,
+        abi::MPI_WIN_MODEL => &mut win.attr_model as *mut c_int as *mut c_void,
+        _ => return None,
+    })
+}
+
+/// Whether `keyval` is a predefined window attribute key.
+pub fn is_predefined_key(keyval: c_int) -> bool {
+    (abi::MPI_WIN_BASE..=abi::MPI_WIN_MODEL).contains(&keyval)
+}
