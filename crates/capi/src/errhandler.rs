@@ -170,6 +170,38 @@ impl UserErrors {
 }
 
 /// Whether `code` is a valid error class or code: predefined, made by the library, or added.
+/// Report error `e` of `func` to `handler`, the error handler of a window or session
+/// (taken under `guard`, which is released before a user handler runs): the error code for
+/// MPI_ERRORS_RETURN, a user handler called through `invoke(func_address, &mut code)`,
+/// the job ended otherwise (MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT).
+pub fn report_to_object_handler(
+    mut guard: std::sync::MutexGuard<'static, Option<Global>>,
+    func: &str,
+    handler: usize,
+    e: MpiError,
+    invoke: impl FnOnce(usize, &mut c_int),
+) -> c_int {
+    let Some(g) = guard.as_mut() else { return abi::MPI_ERR_OTHER };
+    let class = global::abi_class(e.class);
+    let text = format!("{func}: {} ({})", e.msg, global::class_name(class));
+    let code = g.errors.code(class, text.clone());
+    match handler {
+        abi::MPI_ERRORS_RETURN => code,
+        h if h > abi::PREDEFINED_HANDLE_MAX => {
+            let Some(f) = g.tables.errhandlers.get(Handle(h as u64)).map(|x| x.func) else { return code };
+            drop(guard);
+            let mut c = code;
+            invoke(f, &mut c);
+            code
+        }
+        _ => {
+            let rank = g.eng.rank;
+            eprintln!("steadfast: rank {rank}: {text}");
+            g.eng.abort(class, &format!("rank {rank}: {text}"));
+        }
+    }
+}
+
 pub fn is_known_code(g: &Global, code: c_int) -> bool {
     abi::error_class_text(code).is_some()
         || global::ErrorLog::is_library_code(code)

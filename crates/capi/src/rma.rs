@@ -194,31 +194,14 @@ fn raise(func: &str, w: MPI_Win, e: MpiError) -> c_int {
         // No window to take the handler from: the error is raised on MPI_COMM_SELF.
         return global::api(func, Some(abi::MPI_COMM_SELF), |_| Err(e));
     };
-    let mut guard = lock();
-    let Some(g) = guard.as_mut() else { return abi::MPI_ERR_OTHER };
-    let class = global::abi_class(e.class);
-    let text = format!("{func}: {} ({})", e.msg, global::class_name(class));
-    let code = g.errors.code(class, text.clone());
-    match handler as usize {
-        abi::MPI_ERRORS_RETURN => code,
-        h if h > abi::PREDEFINED_HANDLE_MAX => {
-            let Some(f) = g.tables.errhandlers.get(Handle(handler)).map(|x| x.func) else { return code };
-            drop(guard);
-            let mut win = w;
-            let mut c = code;
-            // SAFETY: registered with MPI_Win_create_errhandler.
-            unsafe {
-                let f: WinErrhandlerFn = std::mem::transmute::<usize, WinErrhandlerFn>(f);
-                f(&mut win, &mut c);
-            }
-            code
+    crate::errhandler::report_to_object_handler(lock(), func, handler as usize, e, |f, c| {
+        let mut win = w;
+        // SAFETY: registered with MPI_Win_create_errhandler.
+        unsafe {
+            let f: WinErrhandlerFn = std::mem::transmute::<usize, WinErrhandlerFn>(f);
+            f(&mut win, c);
         }
-        _ => {
-            let rank = g.eng.rank;
-            eprintln!("steadfast: rank {rank}: {text}");
-            g.eng.abort(class, &format!("rank {rank}: {text}"));
-        }
-    }
+    })
 }
 
 fn live_check(func: &str) {

@@ -285,29 +285,14 @@ fn session_api(func: &str, session: MPI_Session, body: impl FnOnce(&mut Global) 
         drop(guard);
         return api(func, None, |_| Err(e));
     };
-    let class = crate::global::abi_class(e.class);
-    let text = format!("{func}: {} ({})", e.msg, crate::global::class_name(class));
-    let code = g.errors.code(class, text.clone());
-    match handler as usize {
-        abi::MPI_ERRORS_RETURN => code,
-        h if h > abi::PREDEFINED_HANDLE_MAX => {
-            let Some(f) = g.tables.errhandlers.get(Handle(handler)).map(|x| x.func) else { return code };
-            drop(guard);
-            let mut s = session;
-            let mut c = code;
-            // SAFETY: registered with MPI_Session_create_errhandler.
-            unsafe {
-                let f: SessionErrhandlerFn = std::mem::transmute::<usize, SessionErrhandlerFn>(f);
-                f(&mut s, &mut c);
-            }
-            code
+    crate::errhandler::report_to_object_handler(guard, func, handler as usize, e, |f, c| {
+        let mut s = session;
+        // SAFETY: registered with MPI_Session_create_errhandler.
+        unsafe {
+            let f: SessionErrhandlerFn = std::mem::transmute::<usize, SessionErrhandlerFn>(f);
+            f(&mut s, c);
         }
-        _ => {
-            let rank = g.eng.rank;
-            eprintln!("steadfast: rank {rank}: {text}");
-            g.eng.abort(class, &format!("rank {rank}: {text}"));
-        }
-    }
+    })
 }
 
 unsafe fn pset_name_arg(p: *const c_char) -> Result<String, MpiError> {
