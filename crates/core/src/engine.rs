@@ -369,6 +369,7 @@ impl Engine {
                 kind,
                 settings,
                 rejoin: job.incarnation > 0,
+                incarnation: job.incarnation,
             };
             let built = steadfast_paths::setup::build(&params, &mut BootExchange(b.as_mut()))
                 .map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;

@@ -279,6 +279,12 @@ impl<W: Wire> Wire for FaultyWire<W> {
         self.inner.routes(peer)
     }
 
+    fn set_peer(&mut self, peer: u32, published: &str) -> Result<(), PathError> {
+        // Held (reordered) frames for the peer's old endpoints are lost with them.
+        self.held.retain(|h| h.peer != peer);
+        self.inner.set_peer(peer, published)
+    }
+
     fn send(&mut self, peer: u32, route: u8, header: &[u8], payload: &[u8]) -> WireSend {
         if !self.inj.armed() {
             return self.inner.send(peer, route, header, payload);

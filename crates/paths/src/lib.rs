@@ -75,6 +75,10 @@ pub struct PathCounters {
     pub foreign_dropped: u64,
     /// Duplicate fragments dropped by the reliable channel.
     pub dup_dropped: u64,
+    /// Frames of another incarnation of a peer than the one this rank talks to (sent
+    /// before it was restarted, or addressed to an earlier incarnation of this rank),
+    /// dropped by the reliable path.
+    pub stale_dropped: u64,
     /// Fragments sent again (timeout, NACK, gap hint or route failover).
     pub retransmits: u64,
     /// Fragments moved to another route when theirs failed.
@@ -107,6 +111,7 @@ impl PathCounters {
         self.corrupt_detected += o.corrupt_detected;
         self.foreign_dropped += o.foreign_dropped;
         self.dup_dropped += o.dup_dropped;
+        self.stale_dropped += o.stale_dropped;
         self.retransmits += o.retransmits;
         self.rebound += o.rebound;
         self.route_failures += o.route_failures;
@@ -137,6 +142,7 @@ impl fmt::Display for PathCounters {
             ("corrupt_detected", self.corrupt_detected),
             ("foreign_dropped", self.foreign_dropped),
             ("dup_dropped", self.dup_dropped),
+            ("stale_dropped", self.stale_dropped),
             ("retransmitted", self.retransmits),
             ("rebound", self.rebound),
             ("route_failures", self.route_failures),

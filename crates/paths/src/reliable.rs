@@ -17,6 +17,20 @@
 //! nothing is lost or duplicated because sequence numbers, not routes, identify
 //! fragments. A failed route is probed every `probe_interval`; when the peer's answer
 //! comes back on it the route is restored and new fragments are striped onto it again.
+//!
+//! **Incarnations.** A rank that died may be started again (`mpiexec --on-failure
+//! relaunch`) as the next incarnation of the same rank, with new sockets. The ids a frame
+//! carries (`src`, `dst`, in data frames and probes alike) are [`channel_id`]s: the world
+//! rank in the low 24 bits and the incarnation (mod 256) above, so a channel refuses every
+//! frame of an earlier incarnation (or one addressed to an earlier incarnation of this
+//! rank) that is still in a socket buffer or on its way, without a byte more on the wire.
+//! Such frames are counted as `stale_dropped`. When the engine reports the new
+//! incarnation ([`Path::peer_rejoined`]), the path drops everything it held for the peer
+//! (channel, sequence numbers, reassembly, blocked frames, route states), takes the
+//! peer's new endpoints and incarnation from the launcher's key-value space
+//! (`udp.<rank>`, see [`crate::udp::with_incarnation`]) and starts a fresh channel; the
+//! new process built fresh channels to everyone at its start. Frames a new incarnation
+//! sends before this rank heard of it are refused the same way and retransmitted by it.
 
 use std::collections::VecDeque;
 use std::io;
@@ -27,6 +41,7 @@ use steadfast_reliable::frame::{Frame, HEADER_LEN as FRAME_HEADER_LEN, MAX_FRAME
 use steadfast_reliable::{Channel, Config, Counters, Event, Transmit};
 
 use crate::checksum::Checksum;
+use crate::setup::Exchange;
 use crate::{PacketSink, Path, PathCounters, PathError, RawHeader, SendStatus, HDR_LEN};
 
 /// Outcome of [`Wire::send`].
@@ -67,6 +82,24 @@ pub trait Wire: Send {
     fn route_label(&self, _peer: u32, route: u8) -> String {
         format!("route {route}")
     }
+    /// Points the routes to `peer` at the endpoints it published (without the
+    /// incarnation prefix): a restarted peer listens on new sockets.
+    fn set_peer(&mut self, peer: u32, _published: &str) -> Result<(), PathError> {
+        Err(PathError::Udp(format!("this wire cannot learn new endpoints of rank {peer}")))
+    }
+}
+
+/// Bits of a [`channel_id`] that hold the world rank.
+const RANK_BITS: u32 = 24;
+const RANK_MASK: u32 = (1 << RANK_BITS) - 1;
+/// Largest job the reliable path serves (ranks must fit in 24 bits).
+pub const MAX_RANKS: u32 = 1 << RANK_BITS;
+
+/// The id a frame carries for `rank` in its `incarnation`: the rank in the low 24 bits,
+/// the incarnation modulo 256 above them. (Frames of an incarnation 256 restarts older
+/// cannot still be on their way.)
+pub fn channel_id(rank: u32, incarnation: u16) -> u32 {
+    (rank & RANK_MASK) | ((u32::from(incarnation) & 0xff) << RANK_BITS)
 }
 
 /// Settings of a [`ReliablePath`].
@@ -197,6 +230,14 @@ pub struct ReliablePath<W: Wire> {
     any_route_down: bool,
     /// Peers reported failed: their traffic is ignored, sends to them refused.
     dead: Vec<bool>,
+    /// This process's [`channel_id`] (rank and incarnation).
+    local_id: u32,
+    /// Each peer's [`channel_id`] as this path knows it (its current incarnation).
+    peer_ids: Vec<u32>,
+    /// Frames and probes of another incarnation than the one known (see the module docs).
+    stale_dropped: u64,
+    /// Counters of channels dropped when their peer failed or was restarted.
+    retired: Counters,
     /// When heartbeats are next due.
     next_heartbeat: u64,
     log: VecDeque<String>,
@@ -211,6 +252,9 @@ impl<W: Wire> ReliablePath<W> {
         probe.peer_id = 1;
         probe.max_payload = cfg.frag;
         probe.validate().map_err(|e| PathError::Config(e.to_string()))?;
+        if nranks > MAX_RANKS {
+            return Err(PathError::Config(format!("the udp path serves at most {MAX_RANKS} ranks, not {nranks}")));
+        }
         if cfg.frag + FRAME_HEADER_LEN > 65507 {
             return Err(PathError::Config(format!("fragment size {} does not fit a UDP datagram", cfg.frag)));
         }
@@ -229,9 +273,40 @@ impl<W: Wire> ReliablePath<W> {
             unattributed_other: 0,
             any_route_down: false,
             dead: vec![false; nranks as usize],
+            local_id: channel_id(rank, 0),
+            peer_ids: (0..nranks).map(|q| channel_id(q, 0)).collect(),
+            stale_dropped: 0,
+            retired: Counters::default(),
             next_heartbeat: 0,
             log: VecDeque::new(),
         })
+    }
+
+    /// Sets this process's incarnation (0, the default, for a job's first processes).
+    /// Call it before any traffic: channels built earlier keep the old id.
+    pub fn set_incarnation(&mut self, incarnation: u16) {
+        self.local_id = channel_id(self.rank, incarnation);
+    }
+
+    /// Sets the incarnation `peer` runs as (0 by default); a channel to an earlier one is
+    /// dropped.
+    pub fn set_peer_incarnation(&mut self, peer: u32, incarnation: u16) {
+        let id = channel_id(peer, incarnation);
+        if self.peer_ids.get(peer as usize).is_some_and(|&old| old != id) {
+            self.drop_channel(peer);
+            self.peer_ids[peer as usize] = id;
+        }
+    }
+
+    /// Forgets everything held for `peer`: its channel (sequence numbers, unacknowledged
+    /// and reordered fragments), the packet being joined, blocked frames, route states.
+    fn drop_channel(&mut self, peer: u32) {
+        let Some(slot) = self.peers.get_mut(peer as usize) else { return };
+        if let Some(p) = slot.take() {
+            self.retired.add(p.ch.counters());
+        }
+        self.active.retain(|&q| q != peer);
+        self.any_route_down = self.peers.iter().flatten().any(|p| p.routes.iter().any(|r| !r.up));
     }
 
     /// The wire.
@@ -253,9 +328,9 @@ impl<W: Wire> ReliablePath<W> {
         ns as f64 / 1e9
     }
 
-    /// Channel counters of every peer, summed.
+    /// Channel counters of every peer, summed (with those of dropped channels).
     pub fn channel_counters(&self) -> Counters {
-        let mut c = Counters::default();
+        let mut c = self.retired;
         for p in self.peers.iter().flatten() {
             c.add(p.ch.counters());
         }
@@ -296,8 +371,8 @@ impl<W: Wire> ReliablePath<W> {
             return Err(PathError::Udp(format!("no route to rank {peer}")));
         }
         let mut c = self.cfg.channel.clone();
-        c.local_id = self.rank;
-        c.peer_id = peer;
+        c.local_id = self.local_id;
+        c.peer_id = self.peer_ids[idx];
         c.routes = routes;
         c.max_payload = self.cfg.frag;
         c.payload_checksum = self.cfg.checksum.enabled();
@@ -403,7 +478,8 @@ impl<W: Wire> ReliablePath<W> {
                     r.next_probe = now + interval;
                 }
                 r.nonce = r.nonce.wrapping_add(1);
-                let f = probe_frame(PROBE, route as u8, self.job_key, self.rank, peer, r.nonce);
+                let to = self.peer_ids[peer as usize];
+                let f = probe_frame(PROBE, route as u8, self.job_key, self.local_id, to, r.nonce);
                 // A probe that cannot be sent counts as unanswered.
                 let _ = self.wire.send(peer, route as u8, &f, &[]);
             }
@@ -424,27 +500,31 @@ impl<W: Wire> ReliablePath<W> {
             self.unattributed_foreign += 1;
             return;
         }
-        if pr.dst != self.rank || pr.src as usize >= self.peers.len() || pr.src == self.rank {
+        let src = pr.src & RANK_MASK;
+        if pr.dst & RANK_MASK != self.rank || src as usize >= self.peers.len() || src == self.rank {
             self.unattributed_other += 1;
+            return;
+        }
+        if pr.src != self.peer_ids[src as usize] || pr.dst != self.local_id {
+            self.stale_dropped += 1;
             return;
         }
         match pr.kind {
             PROBE => {
-                if self.ensure_peer(pr.src).is_ok() {
-                    let f = probe_frame(PROBE_REPLY, pr.route, self.job_key, self.rank, pr.src, pr.nonce);
-                    let _ = self.wire.send(pr.src, pr.route, &f, &[]);
+                if self.ensure_peer(src).is_ok() {
+                    let f = probe_frame(PROBE_REPLY, pr.route, self.job_key, self.local_id, pr.src, pr.nonce);
+                    let _ = self.wire.send(src, pr.route, &f, &[]);
                 }
             }
             PROBE_REPLY => {
-                let Some(r) =
-                    self.peers[pr.src as usize].as_mut().and_then(|p| p.routes.get_mut(usize::from(pr.route)))
+                let Some(r) = self.peers[src as usize].as_mut().and_then(|p| p.routes.get_mut(usize::from(pr.route)))
                 else {
                     return;
                 };
                 if r.up {
                     r.missed = 0;
                 } else if r.nonce == pr.nonce {
-                    self.restore_route(pr.src, pr.route);
+                    self.restore_route(src, pr.route);
                 }
             }
             _ => self.unattributed_other += 1,
@@ -471,14 +551,28 @@ impl<W: Wire> ReliablePath<W> {
             self.unattributed_foreign += 1;
             return;
         }
-        let src = frame.src();
-        if frame.dst() != self.rank || src == self.rank || src as usize >= self.peers.len() {
+        let (src_id, dst_id) = (frame.src(), frame.dst());
+        let src = src_id & RANK_MASK;
+        if dst_id & RANK_MASK != self.rank || src == self.rank || src as usize >= self.peers.len() {
             self.unattributed_other += 1;
             return;
         }
-        if self.peers[src as usize].is_none() && self.ensure_peer(src).is_err() {
-            self.unattributed_other += 1;
+        // Another incarnation of the peer, or sent to another incarnation of this rank:
+        // never for the channel (whose ids would refuse it too), but worth its own count.
+        if src_id != self.peer_ids[src as usize] || dst_id != self.local_id {
+            self.stale_dropped += 1;
             return;
+        }
+        if self.peers[src as usize].is_none() {
+            if self.dead[src as usize] {
+                // From the incarnation that was reported failed.
+                self.stale_dropped += 1;
+                return;
+            }
+            if self.ensure_peer(src).is_err() {
+                self.unattributed_other += 1;
+                return;
+            }
         }
         if let Some(p) = self.peers[src as usize].as_mut() {
             p.ch.handle_frame(now, &frame);
@@ -716,7 +810,9 @@ impl<W: Wire> Path for ReliablePath<W> {
         c.dup_dropped += ch.dup_dropped;
         c.retransmits += ch.retransmits;
         c.rebound += ch.rebound;
-        c.frames_dropped += ch.corrupt_detected()
+        c.stale_dropped += self.stale_dropped;
+        c.frames_dropped += self.stale_dropped
+            + ch.corrupt_detected()
             + ch.foreign_dropped
             + ch.misdirected_dropped
             + ch.window_dropped
@@ -732,18 +828,32 @@ impl<W: Wire> Path for ReliablePath<W> {
         true
     }
 
-    fn peer_rejoined(&mut self, peer: u32, _ex: &mut dyn crate::setup::Exchange) -> Result<(), PathError> {
-        // The channel's sequence numbers and routes to the peer would have to start over
-        // on both sides; not built yet.
-        Err(PathError::Config(format!("the udp path cannot reconnect rank {peer} after a restart (use shm or tcp)")))
+    fn peer_rejoined(&mut self, peer: u32, ex: &mut dyn Exchange) -> Result<(), PathError> {
+        let idx = peer as usize;
+        if idx >= self.peers.len() || peer == self.rank {
+            return Err(PathError::Udp(format!("no such peer {peer}")));
+        }
+        let published = ex.get(&format!("udp.{peer}")).map_err(|e| PathError::Config(format!("bootstrap: {e}")))?;
+        let (incarnation, endpoints) = crate::udp::split_incarnation(&published)?;
+        let id = channel_id(peer, incarnation);
+        if !self.dead[idx] && self.peer_ids[idx] == id && self.peers[idx].is_some() {
+            // Already talking to that incarnation (this process started after it).
+            return Ok(());
+        }
+        self.wire.set_peer(peer, endpoints)?;
+        self.drop_channel(peer);
+        self.peer_ids[idx] = id;
+        self.dead[idx] = false;
+        self.ensure_peer(peer)?;
+        self.note(format!("rank {} reconnected to rank {peer}, incarnation {incarnation}", self.rank));
+        Ok(())
     }
 
     fn peer_failed(&mut self, peer: u32) {
         let idx = peer as usize;
         if idx < self.dead.len() && !self.dead[idx] {
             self.dead[idx] = true;
-            self.peers[idx] = None;
-            self.active.retain(|&p| p != peer);
+            self.drop_channel(peer);
         }
     }
 

@@ -103,6 +103,9 @@ pub struct Params<'a> {
     /// A restarted rank joining a running job: the others published their addresses long
     /// ago and are not in a fence, so there is none.
     pub rejoin: bool,
+    /// This process's incarnation (`STEADFAST_INCARNATION`; 0 for a job's first processes).
+    /// The udp path publishes it with its endpoints and learns the peers' the same way.
+    pub incarnation: u16,
 }
 
 /// The built path and what the engine needs to know about each peer.
@@ -253,7 +256,7 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
     if uses(Kind::Udp) {
         let eps = endpoints.as_deref().unwrap_or_default();
         let w = UdpWire::bind(eps, p.size)?;
-        ex.put(&format!("udp.{}", p.rank), &w.published()).map_err(exch_err)?;
+        ex.put(&format!("udp.{}", p.rank), &udp::with_incarnation(p.incarnation, &w.published())).map_err(exch_err)?;
         udp_wire = Some(w);
     }
     if !p.rejoin {
@@ -279,10 +282,14 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
     }
     let mut udp_path: Option<Box<dyn Path>> = None;
     if let Some(mut w) = udp_wire {
+        // Incarnation of each peer: all 0 unless this process, or the peer, was restarted.
+        let mut incs = vec![0u16; n];
         for q in 0..p.size {
             if via[q as usize] == Some(Kind::Udp) {
                 let a = ex.get(&format!("udp.{q}")).map_err(exch_err)?;
-                w.set_peer(q, &a)?;
+                let (inc, endpoints) = udp::split_incarnation(&a)?;
+                w.set_peer(q, endpoints)?;
+                incs[q as usize] = inc;
             }
         }
         let mut rc = ReliableConfig::new(p.job_key);
@@ -315,9 +322,24 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         if let Some(win) = st.udp_window {
             rc.channel.send_window_bytes = win.max(rc.frag);
         }
+        fn with_incarnations<W: crate::reliable::Wire>(
+            mut r: ReliablePath<W>,
+            own: u16,
+            peers: &[u16],
+        ) -> ReliablePath<W> {
+            r.set_incarnation(own);
+            for (q, &inc) in peers.iter().enumerate() {
+                r.set_peer_incarnation(q as u32, inc);
+            }
+            r
+        }
         udp_path = Some(match injector("udp", false) {
-            Some(inj) => Box::new(ReliablePath::new(FaultyWire::new(w, inj), p.rank, p.size, rc)?),
-            None => Box::new(ReliablePath::new(w, p.rank, p.size, rc)?),
+            Some(inj) => Box::new(with_incarnations(
+                ReliablePath::new(FaultyWire::new(w, inj), p.rank, p.size, rc)?,
+                p.incarnation,
+                &incs,
+            )),
+            None => Box::new(with_incarnations(ReliablePath::new(w, p.rank, p.size, rc)?, p.incarnation, &incs)),
         });
     }
 

@@ -194,6 +194,25 @@ fn parse_published(s: &str) -> Result<Vec<Remote>, PathError> {
     Ok(v)
 }
 
+/// What a rank publishes as `udp.<rank>`: the incarnation of the process that opened the
+/// endpoints, then the endpoints ([`UdpWire::published`]): `N@key=ip:port;…`. One value,
+/// so that a peer never pairs one incarnation's endpoints with another's number.
+pub fn with_incarnation(incarnation: u16, published: &str) -> String {
+    format!("{incarnation}@{published}")
+}
+
+/// Splits a value made by [`with_incarnation`] into the incarnation and the endpoints
+/// (a value without the prefix is incarnation 0).
+pub fn split_incarnation(s: &str) -> Result<(u16, &str), PathError> {
+    match s.split_once('@') {
+        Some((n, rest)) => {
+            let inc = n.trim().parse().map_err(|_| PathError::Udp(format!("bad incarnation in {s:?}")))?;
+            Ok((inc, rest))
+        }
+        None => Ok((0, s)),
+    }
+}
+
 /// Pairs local and remote endpoints into routes: `(local index, remote index)`, the same
 /// list (mirrored) on both ends.
 fn pair_routes(local: &[String], remote: &[String]) -> Vec<(usize, usize)> {
@@ -416,6 +435,10 @@ impl Wire for UdpWire {
 
     fn add_counters(&self, _c: &mut PathCounters) {}
 
+    fn set_peer(&mut self, peer: u32, published: &str) -> Result<(), PathError> {
+        UdpWire::set_peer(self, peer, published)
+    }
+
     fn describe(&self) -> Vec<String> {
         vec![format!(
             "udp endpoints {}",
@@ -466,6 +489,15 @@ mod tests {
         assert_eq!(local_endpoints(None, None, &ifs).unwrap()[0].ip, Ipv4Addr::LOCALHOST);
         assert!(local_endpoints(Some("10.99.0.0/16"), None, &ifs).is_err());
         assert!(local_endpoints(Some("10.77.1.0/40"), None, &ifs).is_err());
+    }
+
+    #[test]
+    fn incarnation_prefix_roundtrips() {
+        let p = "r0=127.0.0.1:4000;10.77.1.0/24=10.77.1.1:4001";
+        assert_eq!(split_incarnation(&with_incarnation(3, p)).unwrap(), (3, p));
+        assert_eq!(split_incarnation(p).unwrap(), (0, p));
+        assert!(split_incarnation("x@r0=127.0.0.1:1").is_err());
+        assert!(split_incarnation("70000@r0=127.0.0.1:1").is_err());
     }
 
     #[test]

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use steadfast_paths::fault::{FaultSpec, FaultyWire, Injector};
 use steadfast_paths::reliable::{ReliableConfig, ReliablePath, Wire, WireSend};
-use steadfast_paths::udp::{LocalEndpoint, UdpWire};
+use steadfast_paths::setup::Exchange;
+use steadfast_paths::udp::{self, LocalEndpoint, UdpWire};
 use steadfast_paths::{PacketSink, Path, RawHeader, SendStatus, HDR_LEN};
 
 type Queue = Arc<Mutex<VecDeque<Vec<u8>>>>;
@@ -275,4 +276,168 @@ fn a_failed_peer_is_forgotten() {
     assert_eq!(a.backlog(), 0, "nothing is owed to a failed peer");
     let (hdr, p) = packet(9, 10);
     assert!(matches!(a.send(1, &hdr, &p), Err(steadfast_paths::PathError::PeerLost(1, _))));
+}
+
+/// The launcher's key-value space, in memory.
+#[derive(Default)]
+struct MapExchange(std::collections::HashMap<String, String>);
+
+impl Exchange for MapExchange {
+    fn put(&mut self, key: &str, value: &str) -> Result<(), String> {
+        self.0.insert(key.to_owned(), value.to_owned());
+        Ok(())
+    }
+    fn get(&mut self, key: &str) -> Result<String, String> {
+        self.0.get(key).cloned().ok_or_else(|| format!("{key} was never published"))
+    }
+    fn fence(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Rank `rank` in incarnation `inc` over UDP loopback, its endpoints published in `kv`,
+/// its peer's taken from there (as path setup does).
+fn udp_rank(kv: &mut MapExchange, rank: u32, inc: u16, cfg: &ReliableConfig) -> ReliablePath<UdpWire> {
+    let eps = [LocalEndpoint { ip: Ipv4Addr::LOCALHOST, key: "r0".into() }];
+    let w = UdpWire::bind(&eps, 2).unwrap();
+    kv.put(&format!("udp.{rank}"), &udp::with_incarnation(inc, &w.published())).unwrap();
+    let mut p = ReliablePath::new(w, rank, 2, cfg.clone()).unwrap();
+    p.set_incarnation(inc);
+    let peer = 1 - rank;
+    if let Ok(v) = kv.get(&format!("udp.{peer}")) {
+        let (pinc, endpoints) = udp::split_incarnation(&v).unwrap();
+        p.wire_mut().set_peer(peer, endpoints).unwrap();
+        p.set_peer_incarnation(peer, pinc);
+    }
+    p
+}
+
+/// Packet `i` of the stream from `from`, generation `gen`: the header names all three.
+fn tagged(from: u32, gen: u32, i: u32) -> (RawHeader, Vec<u8>) {
+    let mut hdr = [0u8; HDR_LEN];
+    hdr[..4].copy_from_slice(&from.to_le_bytes());
+    hdr[4..8].copy_from_slice(&gen.to_le_bytes());
+    hdr[8..12].copy_from_slice(&i.to_le_bytes());
+    let len = (i as usize * 613 + gen as usize * 7) % 9000;
+    (hdr, (0..len).map(|j| (j as u32 ^ i ^ (gen << 3) ^ from) as u8).collect())
+}
+
+/// Sends `count` packets each way between `x` (rank 0) and `y` (rank 1), all of
+/// generation `gen`, and checks both receive exactly those, in order, intact.
+fn both_ways(x: &mut dyn Path, y: &mut dyn Path, gen: u32, count: u32, got_x: &mut Collect, got_y: &mut Collect) {
+    let start = Instant::now();
+    let (mut i, mut j) = (0, 0);
+    while i < count || j < count || got_x.0.len() < count as usize || got_y.0.len() < count as usize {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "stuck: sent {i}/{j}, got {}/{}",
+            got_y.0.len(),
+            got_x.0.len()
+        );
+        if i < count {
+            let (h, p) = tagged(0, gen, i);
+            if x.send(1, &h, &p).unwrap() == SendStatus::Done {
+                i += 1;
+            }
+        }
+        if j < count {
+            let (h, p) = tagged(1, gen, j);
+            if y.send(0, &h, &p).unwrap() == SendStatus::Done {
+                j += 1;
+            }
+        }
+        x.poll(got_x).unwrap();
+        y.poll(got_y).unwrap();
+        if i == count && j == count {
+            x.wait(Duration::from_micros(300)).unwrap();
+        }
+    }
+    for (got, from, peer) in [(&*got_x, 1u32, 1u32), (&*got_y, 0, 0)] {
+        assert_eq!(got.0.len(), count as usize, "every packet from rank {from} exactly once");
+        for (k, (p, hdr, payload)) in got.0.iter().enumerate() {
+            let (eh, ep) = tagged(from, gen, k as u32);
+            assert_eq!(*p, peer);
+            assert_eq!(hdr, &eh, "packet {k} from rank {from}: header (order kept, no stale packet)");
+            assert!(payload == &ep, "packet {k} from rank {from}: payload differs");
+        }
+    }
+}
+
+#[test]
+fn a_restarted_peer_is_reconnected_and_its_old_frames_refused() {
+    let cfg = fast_config(0x5eed);
+    let mut kv = MapExchange::default();
+    let mut a = udp_rank(&mut kv, 0, 0, &cfg);
+    let mut b0 = udp_rank(&mut kv, 1, 0, &cfg);
+    a.wire_mut().set_peer(1, udp::split_incarnation(&kv.get("udp.1").unwrap()).unwrap().1).unwrap();
+    let (mut got_a, mut got_b) = (Collect::default(), Collect::default());
+    both_ways(&mut a, &mut b0, 0, 30, &mut got_a, &mut got_b);
+
+    // Rank 1 (incarnation 0) sends more, and a hears that it failed: what arrives from
+    // it now is refused.
+    let send_batch = |b: &mut ReliablePath<UdpWire>, from: u32, n: u32| {
+        for i in from..from + n {
+            let (h, p) = tagged(1, 0, 100 + i);
+            assert_eq!(b.send(0, &h, &p).unwrap(), SendStatus::Done);
+        }
+        b.poll(&mut Collect::default()).unwrap();
+    };
+    send_batch(&mut b0, 0, 5);
+    a.peer_failed(1);
+    let mut stray = Collect::default();
+    for _ in 0..5 {
+        a.poll(&mut stray).unwrap();
+    }
+    let stale = a.counters().stale_dropped;
+    assert!(stale >= 5, "frames of a failed incarnation are counted: {}", a.counters());
+    // It sends a last batch, which stays in a's socket buffer, and dies.
+    send_batch(&mut b0, 5, 10);
+    drop(b0);
+
+    // Incarnation 1 starts, learns a's endpoints and speaks first; then the engine
+    // reports the restart and a takes the new endpoints and starts over, before it
+    // reads the old incarnation's last frames.
+    let mut b1 = udp_rank(&mut kv, 1, 1, &cfg);
+    let (h, p) = tagged(1, 1, 0);
+    assert_eq!(b1.send(0, &h, &p).unwrap(), SendStatus::Done);
+    a.peer_rejoined(1, &mut kv).unwrap();
+    let (mut got_a, mut got_b) = (Collect::default(), Collect::default());
+    // b1's first packet is retransmitted and now taken: it is the first of generation 1.
+    let start = Instant::now();
+    while got_a.0.is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(10), "the new incarnation's first packet never arrived");
+        a.poll(&mut got_a).unwrap();
+        b1.poll(&mut got_b).unwrap();
+        a.wait(Duration::from_micros(500)).unwrap();
+    }
+    assert!(stray.0.is_empty(), "nothing of the failed incarnation is delivered");
+    assert_eq!(got_a.0[0].1, h, "the first packet taken is the new incarnation's first");
+    assert_eq!(got_a.0[0].2, p);
+    assert!(
+        a.counters().stale_dropped >= stale + 10,
+        "the old incarnation's frames left in the socket are refused by the new channel: {}",
+        a.counters()
+    );
+    got_a.0.clear();
+    both_ways(&mut a, &mut b1, 2, 40, &mut got_a, &mut got_b);
+
+    // A frame addressed to rank 1's earlier incarnation (as a sender that missed the
+    // restart would send it) is refused by the new one.
+    let mut ghost = udp_rank(&mut MapExchange::default(), 0, 0, &cfg);
+    ghost.wire_mut().set_peer(1, udp::split_incarnation(&kv.get("udp.1").unwrap()).unwrap().1).unwrap();
+    let before = b1.counters().stale_dropped;
+    let (h, p) = tagged(0, 9, 0);
+    assert_eq!(ghost.send(1, &h, &p).unwrap(), SendStatus::Done);
+    ghost.poll(&mut Collect::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let mut stray = Collect::default();
+    for _ in 0..5 {
+        b1.poll(&mut stray).unwrap();
+    }
+    assert!(stray.0.is_empty(), "a packet meant for the earlier incarnation was delivered");
+    assert!(b1.counters().stale_dropped > before, "{}", b1.counters());
+
+    // And the stream goes on after that.
+    let (mut got_a, mut got_b) = (Collect::default(), Collect::default());
+    both_ways(&mut a, &mut b1, 3, 20, &mut got_a, &mut got_b);
 }

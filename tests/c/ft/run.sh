@@ -146,6 +146,7 @@ relaunch_case() {
 }
 relaunch_case shm
 relaunch_case tcp
+relaunch_case udp
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
