@@ -1898,6 +1898,12 @@ impl State {
             return;
         }
         tracing::info!("rank {w} rejoined as incarnation {inc}");
+        if !self.ft.is_dead(w) {
+            // The new incarnation spoke before the notice of the old one's death: what was
+            // under way with the old one (a receive from it, a rendezvous it had answered)
+            // ends now as failed, as the notice would have made it.
+            self.peer_failed(w);
+        }
         if let Some(d) = self.ft.dead.get_mut(w as usize) {
             *d = false;
         }
