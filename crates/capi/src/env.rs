@@ -45,6 +45,12 @@ impl steadfast_core::Bootstrap for Boot {
     fn poll_events(&mut self) -> Vec<steadfast_runtime::LauncherEvent> {
         self.0.lock().poll_events()
     }
+    fn send_recovery(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.0.lock().send_recovery(bytes).map_err(|e| e.to_string())
+    }
+    fn output_mark(&mut self, wave: u64) -> Result<(), String> {
+        self.0.lock().output_mark(wave).map_err(|e| e.to_string())
+    }
 }
 
 /// The bootstrap of a job started by a PMI process manager (Slurm, Hydra, PRRTE).
@@ -95,6 +101,7 @@ fn job_and_boot(
                 path: core_path(b.path()),
                 run_through: b.ft().runs_through(),
                 relaunch: b.ft() == steadfast_runtime::FtMode::Relaunch,
+                coordinated: b.ft() == steadfast_runtime::FtMode::Coordinated,
                 incarnation: b.job_env().incarnation,
                 path_overrides: None,
             };
@@ -111,6 +118,7 @@ fn job_and_boot(
                 run_through: j.ft.runs_through(),
                 // Under a scheduler nobody starts a failed rank again.
                 relaunch: false,
+                coordinated: false,
                 incarnation: 0,
                 path_overrides: Some(steadfast_core::PathOverrides {
                     hostmap: j.hostmap.clone(),
@@ -121,6 +129,23 @@ fn job_and_boot(
             (Some(job), Some(Box::new(PmiBoot(b))))
         }
     }
+}
+
+/// `--ft coordinated`: checkpoints of this process go to the launcher's directory; a
+/// process restored from one reconnects through the environment it was started with.
+fn enable_coordinated(eng: &mut Engine, jobdir: std::path::PathBuf) -> Result<(), MpiError> {
+    let dir = steadfast_config::lookup(steadfast_runtime::env::CKPT_DIR)
+        .ok_or_else(|| MpiError::new(ErrorClass::Other, "--ft coordinated without a checkpoint directory"))?;
+    let reconnect: steadfast_core::engine::Reconnect = Box::new(|| {
+        let b = steadfast_runtime::Bootstrap::from_env()
+            .map_err(|e| MpiError::new(ErrorClass::Other, format!("reconnecting to the launcher: {e}")))?
+            .ok_or_else(|| MpiError::new(ErrorClass::Other, "restored without a launcher"))?;
+        match job_and_boot(Some(steadfast_runtime::pmi::Selected::Launcher(b))) {
+            (Some(job), Some(boot)) => Ok((job, boot)),
+            _ => Err(MpiError::new(ErrorClass::Other, "restored without a job")),
+        }
+    });
+    eng.enable_coordinated(dir.into(), jobdir, reconnect)
 }
 
 fn init_logging() {
@@ -169,6 +194,7 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
             std::process::exit(1);
         }
     };
+    let coordinated = job.as_ref().filter(|j| j.coordinated).map(|j| j.jobdir.clone());
     let mut eng = match Engine::init(job, boot) {
         Ok(e) => e,
         Err(e) => {
@@ -176,6 +202,12 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
             std::process::exit(1);
         }
     };
+    if let Some(jobdir) = coordinated {
+        if let Err(e) = enable_coordinated(&mut eng, jobdir) {
+            eprintln!("steadfast: MPI_Init failed: {e}");
+            std::process::exit(1);
+        }
+    }
     for c in [eng.world, eng.self_comm] {
         if let Ok(c) = eng.comm_mut(c) {
             c.errhandler = abi::MPI_ERRORS_ARE_FATAL as u64;

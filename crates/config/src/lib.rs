@@ -105,8 +105,9 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_JOB_KEY", Launcher, "", "job secret (16 hex digits) proven to the launcher on connect"),
     v("STEADFAST_JOBDIR", Launcher, "", "private (0700) per-job directory"),
     v("STEADFAST_CONTROL", Launcher, "", "IP:PORT of the launcher's control server"),
-    v("STEADFAST_FT", Launcher, "abort", "fault-tolerance mode told to the ranks: `abort`, `run-through` or `relaunch` (set by `mpiexec --ft` / `--on-failure`)"),
+    v("STEADFAST_FT", Launcher, "abort", "fault-tolerance mode told to the ranks: `abort`, `run-through`, `relaunch` or `coordinated` (set by `mpiexec --ft` / `--on-failure`)"),
     v("STEADFAST_INCARNATION", Launcher, "0", "which start of this world rank the process is: k after `--on-failure relaunch` started it again k times"),
+    v("STEADFAST_CKPT_DIR", Launcher, "", "`--ft coordinated`: directory of this job's process images and channel records (`wave-N/rank-R.img`, `.rec`, `COMMITTED`)"),
     v("STEADFAST_HOSTMAP", Launcher, "unset", "host index of each rank (`0*4,1*4`), multi-host jobs"),
     v("STEADFAST_HOST", Launcher, "unset", "name of the host a rank was started on, multi-host jobs"),
     // The project's own tests and tools.

@@ -238,6 +238,14 @@ impl Door {
         true
     }
 
+    /// After a coordinated rollback every rank of the job is incarnation `inc`.
+    pub fn restart_all(&mut self, inc: u16) {
+        self.incarnation = inc;
+        for k in &mut self.peer_incarnation {
+            *k = inc;
+        }
+    }
+
     /// The identity of a message from world rank `peer` with sequence number `seq`.
     #[inline]
     pub fn ident(&self, peer: u32, seq: u64) -> Ident {

@@ -32,6 +32,9 @@ pub use crate::ft::Ft;
 
 #[path = "ft/ulfm.rs"]
 mod ulfm;
+#[path = "ft/coordinated.rs"]
+mod coordinated;
+pub use coordinated::Reconnect;
 #[path = "engine_fast.rs"]
 mod fast;
 
@@ -56,6 +59,14 @@ pub trait Bootstrap: Send {
     /// itself), without blocking.
     fn poll_events(&mut self) -> Vec<steadfast_runtime::LauncherEvent> {
         Vec::new()
+    }
+    /// Send a coordinated-checkpoint protocol message to the checkpoint scheduler.
+    fn send_recovery(&mut self, _bytes: &[u8]) -> Result<(), String> {
+        Err("this bootstrap has no checkpoint scheduler".into())
+    }
+    /// At a checkpoint's cut: wait until the launcher took in this process's output so far.
+    fn output_mark(&mut self, _wave: u64) -> Result<(), String> {
+        Err("this bootstrap has no checkpoint scheduler".into())
     }
     /// The launcher's failure notices for the membership control thread (None: none).
     fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
@@ -87,6 +98,9 @@ pub struct JobInfo {
     pub incarnation: u16,
     /// The launcher starts failed ranks again; its notices are the failure detector.
     pub relaunch: bool,
+    /// Coordinated checkpointing (`--ft coordinated`): no membership service, the
+    /// launcher's checkpoint scheduler drives waves and rollbacks.
+    pub coordinated: bool,
     /// Path settings the bootstrap derived itself (PMI jobs: host layout, path between
     /// hosts, routes); they replace the `STEADFAST_HOSTMAP/NET_PATH/ROUTES` variables.
     pub path_overrides: Option<PathOverrides>,
@@ -220,6 +234,8 @@ pub struct Engine {
     /// exit names no incarnation, and it can arrive after the new incarnation's first
     /// packets did.
     launcher_incarnation: Vec<u16>,
+    /// Coordinated checkpointing (`--ft coordinated`), when on.
+    coord: Option<Box<coordinated::Coordinator>>,
 }
 
 /// Which context and group a send goes to.
@@ -316,6 +332,59 @@ impl steadfast_paths::setup::Exchange for BootExchange<'_> {
     }
 }
 
+/// The path to the other ranks, as [`Engine::init`] builds it (and a restored process again).
+struct BuiltNet {
+    net: Box<dyn Path>,
+    /// Process ids of the ranks reached through shared memory (0 elsewhere).
+    pids: Vec<u32>,
+    shm_peer: Vec<bool>,
+    eager_limit: usize,
+}
+
+/// Connect to the job's peers: publish this rank's addresses, fence, open the path.
+fn build_net(job: &JobInfo, b: &mut dyn Bootstrap, cfg: &Config) -> MpiResult<BuiltNet> {
+    if job.path == PathKind::Shm {
+        cma::allow_peer_reads();
+    }
+    let kind = match job.path {
+        PathKind::Shm => steadfast_paths::setup::Kind::Shm,
+        PathKind::Tcp => steadfast_paths::setup::Kind::Tcp,
+        PathKind::Udp => steadfast_paths::setup::Kind::Udp,
+    };
+    let mut settings = cfg.paths.clone();
+    settings.shm_ring = cfg.shm_ring;
+    if let Some(o) = &job.path_overrides {
+        settings.hostmap = o.hostmap.clone();
+        settings.net_path = o.net_path.clone();
+        settings.routes = o.routes.clone().or(settings.routes);
+    }
+    let params = steadfast_paths::setup::Params {
+        rank: job.rank,
+        size: job.size,
+        job_key: job.job_key,
+        jobdir: &job.jobdir,
+        kind,
+        settings,
+        // A relaunched rank joins running peers; after a coordinated rollback every rank
+        // starts over together.
+        rejoin: job.incarnation > 0 && job.relaunch,
+        incarnation: job.incarnation,
+    };
+    let built = steadfast_paths::setup::build(&params, &mut BootExchange(b))
+        .map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+    let mut pids = vec![0u32; job.size as usize];
+    let mut shm_peer = vec![false; job.size as usize];
+    for peer in 0..job.size {
+        if built.is_shm(peer) {
+            pids[peer as usize] = built.pids[peer as usize];
+            shm_peer[peer as usize] = true;
+        }
+    }
+    let any_shm = shm_peer.iter().any(|&s| s) || job.size == 1 && job.path == PathKind::Shm;
+    let eager_limit = cfg.eager_limit.unwrap_or(if any_shm { 16 << 10 } else { 64 << 10 });
+    Ok(BuiltNet { net: built.path, pids, shm_peer, eager_limit })
+}
+
 fn failed_status(peer: i32, tag: i32) -> Status {
     Status { source: peer, tag, error: Some(ErrorClass::ProcFailed), bytes: 0, cancelled: false }
 }
@@ -346,43 +415,13 @@ impl Engine {
         let ft = crate::ft::Ft::prepare(job.as_ref(), boot.as_mut())?;
         let mut shm_peer = vec![false; size as usize];
         if let (Some(job), Some(b)) = (&job, boot.as_mut()) {
-            if job.path == PathKind::Shm {
-                cma::allow_peer_reads();
-            }
-            let kind = match job.path {
-                PathKind::Shm => steadfast_paths::setup::Kind::Shm,
-                PathKind::Tcp => steadfast_paths::setup::Kind::Tcp,
-                PathKind::Udp => steadfast_paths::setup::Kind::Udp,
-            };
-            let mut settings = cfg.paths.clone();
-            settings.shm_ring = cfg.shm_ring;
-            if let Some(o) = &job.path_overrides {
-                settings.hostmap = o.hostmap.clone();
-                settings.net_path = o.net_path.clone();
-                settings.routes = o.routes.clone().or(settings.routes);
-            }
-            let params = steadfast_paths::setup::Params {
-                rank: job.rank,
-                size: job.size,
-                job_key: job.job_key,
-                jobdir: &job.jobdir,
-                kind,
-                settings,
-                rejoin: job.incarnation > 0,
-                incarnation: job.incarnation,
-            };
-            let built = steadfast_paths::setup::build(&params, &mut BootExchange(b.as_mut()))
-                .map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
-            for peer in 0..job.size {
-                if built.is_shm(peer) {
-                    pids[peer as usize] = built.pids[peer as usize];
-                    shm_peer[peer as usize] = true;
-                }
-            }
-            let any_shm = shm_peer.iter().any(|&s| s) || job.size == 1 && job.path == PathKind::Shm;
-            eager_limit = cfg.eager_limit.unwrap_or(if any_shm { 16 << 10 } else { 64 << 10 });
-            net = Some(built.path);
-            if job.incarnation > 0 {
+            let built = build_net(job, b.as_mut(), &cfg)?;
+            pids = built.pids;
+            pids[rank as usize] = std::process::id();
+            shm_peer = built.shm_peer;
+            eager_limit = built.eager_limit;
+            net = Some(built.net);
+            if job.incarnation > 0 && job.relaunch {
                 // Our addresses are published: the others may reconnect now.
                 b.rejoin().map_err(|e| MpiError::new(ErrorClass::Other, format!("rejoining the job: {e}")))?;
             }
@@ -464,6 +503,7 @@ impl Engine {
             compounds: Default::default(),
             relaunch,
             launcher_polls: 0,
+            coord: None,
             launcher_incarnation: vec![0; size as usize],
         }
     }
@@ -790,6 +830,11 @@ impl Engine {
                     self.st.peer_failed(peer);
                     return Ok(());
                 }
+                Err(e) if self.coord.is_some() => {
+                    // Rolled back soon (see `progress`): the packet is not needed.
+                    tracing::info!("rank {peer} unreachable ({e}); waiting for the rollback");
+                    return Ok(());
+                }
                 Err(e) => return mpi_err!(Other, "sending to rank {peer}: {e}"),
             }
         }
@@ -1080,8 +1125,18 @@ impl Engine {
                     tracing::info!("rank {p} lost ({why}); treating it as failed");
                     self.st.peer_failed(p);
                 }
+                Err(steadfast_paths::PathError::PeerLost(p, why)) if self.coord.is_some() => {
+                    // The launcher rolls the whole job back; this process is about to be
+                    // replaced by one restored from its last image. Nothing to tell the
+                    // application: wait.
+                    tracing::info!("rank {p} lost ({why}); waiting for the rollback");
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
                 Err(e) => return mpi_err!(Other, "{e}"),
             }
+        }
+        if self.coord.is_some() {
+            self.coord_step()?;
         }
         if !self.st.rejoined.is_empty() {
             self.reconnect_rejoined();
@@ -1126,6 +1181,8 @@ impl Engine {
         let Some(net) = self.net.as_mut() else { return Ok(()) };
         let chunk = self.chunk;
         let run_through = self.st.ft.run_through;
+        // Coordinated mode: a lost peer means a rollback is coming; keep the packets.
+        let coordinated = self.coord.is_some();
         let mut lost = Vec::new();
         let mut finished = Vec::new();
         let mut i = 0;
@@ -1144,6 +1201,7 @@ impl Engine {
                             lost.push(peer);
                             break;
                         }
+                        Err(_) if coordinated => break,
                         Err(e) => return mpi_err!(Other, "sending to rank {peer}: {e}"),
                     },
                     OutOp::Stream { sreq, rreq, ptr, len, off } => {
@@ -1161,6 +1219,10 @@ impl Engine {
                                 }
                                 Err(_) if run_through => {
                                     lost.push(peer);
+                                    full = true;
+                                    break;
+                                }
+                                Err(_) if coordinated => {
                                     full = true;
                                     break;
                                 }
@@ -2063,6 +2125,8 @@ impl State {
                 self.complete_send(sreq);
             }
             Kind::Ulfm => self.ulfm_packet(peer, h.ctx, h.src, payload),
+            // Consumed by the coordinated-checkpoint hook; without one it means nothing.
+            Kind::Recovery => self.dropped += 1,
             Kind::CancelReq => {
                 // A message is named by its sender and sequence number.
                 let (src, from) = (h.src, self.door.ident(peer, h.b));

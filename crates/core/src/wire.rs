@@ -37,6 +37,10 @@ pub enum Kind {
     CancelReq = 8,
     /// Answer to `CancelReq`: `a` = 1 if the message was withdrawn; `b` = the sender's request.
     CancelAck = 9,
+    /// Coordinated-checkpoint protocol message between ranks (a Chandy-Lamport marker);
+    /// payload = `steadfast-rollback` wire bytes. Travels in line with the messages it
+    /// flushes.
+    Recovery = 10,
 }
 
 impl Kind {
@@ -51,6 +55,7 @@ impl Kind {
             7 => Kind::CollAbort,
             8 => Kind::CancelReq,
             9 => Kind::CancelAck,
+            10 => Kind::Recovery,
             _ => return None,
         })
     }

@@ -230,6 +230,24 @@ impl Bootstrap {
         }
     }
 
+    /// Sends a coordinated-checkpoint protocol message to the checkpoint scheduler.
+    pub fn send_recovery(&mut self, bytes: &[u8]) -> Result<(), BootstrapError> {
+        self.check_usable()?;
+        self.send(&ClientMsg::Recovery { bytes: bytes.to_vec() })
+    }
+
+    /// At the cut of checkpoint wave `wave`: waits until the launcher has taken in every
+    /// byte this process wrote to its output before the call, so that after a rollback to
+    /// this wave the launcher forwards only what comes after it.
+    pub fn output_mark(&mut self, wave: u64) -> Result<(), BootstrapError> {
+        self.check_usable()?;
+        self.send(&ClientMsg::OutputMark { wave })?;
+        match self.recv_reply()? {
+            ServerMsg::OutputMarked { wave: w } if w == wave => Ok(()),
+            other => Err(unexpected(&other)),
+        }
+    }
+
     /// Returns the launcher's asynchronous notices received so far, without blocking.
     /// A lost connection is reported once as [`LauncherEvent::Disconnected`].
     pub fn poll_events(&mut self) -> Vec<LauncherEvent> {

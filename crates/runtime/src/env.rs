@@ -38,6 +38,9 @@ pub const FT: &str = "STEADFAST_FT";
 /// the launcher's relaunch policy started the rank again after incarnation k died.
 pub const INCARNATION: &str = "STEADFAST_INCARNATION";
 
+/// Directory of the job's process images and channel records (`--ft coordinated`).
+pub const CKPT_DIR: &str = "STEADFAST_CKPT_DIR";
+
 /// Transport the ranks should use between themselves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PathKind {
@@ -61,12 +64,16 @@ pub enum FtMode {
     /// As run-through, and the launcher starts a dead rank again as its next incarnation;
     /// the survivors reconnect to it. The launcher's notices are the failure detector.
     Relaunch,
+    /// Coordinated checkpoints (Chandy-Lamport waves) and rollback: when a rank dies, every
+    /// rank is started again from the last committed global checkpoint; the application is
+    /// not told.
+    Coordinated,
 }
 
 impl FtMode {
     /// Failures are reported to the application instead of ending the job.
     pub fn runs_through(self) -> bool {
-        self != FtMode::Abort
+        !matches!(self, FtMode::Abort | FtMode::Coordinated)
     }
 }
 
@@ -104,6 +111,7 @@ impl FromStr for FtMode {
             "abort" => Ok(FtMode::Abort),
             "run-through" => Ok(FtMode::RunThrough),
             "relaunch" => Ok(FtMode::Relaunch),
+            "coordinated" => Ok(FtMode::Coordinated),
             _ => Err(UnknownValue(s.to_owned())),
         }
     }
@@ -115,6 +123,7 @@ impl fmt::Display for FtMode {
             FtMode::Abort => "abort",
             FtMode::RunThrough => "run-through",
             FtMode::Relaunch => "relaunch",
+            FtMode::Coordinated => "coordinated",
         })
     }
 }

@@ -86,6 +86,9 @@ pub enum LauncherEvent {
     /// World rank `rank` was started again as incarnation `incarnation` (relaunch policy)
     /// and has published its new addresses: reconnect to it.
     RankRejoined { rank: u32, incarnation: u16 },
+    /// A message of the checkpoint scheduler (`steadfast-rollback` wire bytes: CHECKPOINT,
+    /// COMMIT, ABORT, ROLLBACK, RESUME), coordinated-checkpoint mode.
+    Recovery { bytes: Vec<u8> },
     /// The control connection to the launcher was lost (launcher died or closed it).
     /// Synthesised by the client, never sent on the wire.
     Disconnected,

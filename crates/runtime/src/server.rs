@@ -46,6 +46,11 @@ pub enum ControlEvent {
     ProtocolError { rank: u32, error: String },
     /// A barrier completed.
     FenceDone { epoch: u64 },
+    /// A rank sent a message for the checkpoint scheduler.
+    Recovery { rank: u32, bytes: Vec<u8> },
+    /// A rank is at its cut of wave `wave` and waits (answer with [`ControlCore::send_to`]
+    /// `OutputMarked` once its output pipes are drained).
+    OutputMark { rank: u32, wave: u64 },
 }
 
 #[derive(Debug, Default, Clone)]
@@ -222,6 +227,34 @@ impl ControlCore {
         self.fence_pending += 1;
     }
 
+    /// Queue `msg` for world rank `rank`'s current connection; false if it has none.
+    pub fn send_to(&mut self, rank: u32, msg: ServerMsg) -> bool {
+        match self.ranks.get(rank as usize).and_then(|s| s.conn) {
+            Some(conn) => {
+                self.out.push_back((conn, msg));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Every rank of the job is started again, as incarnation `incarnation`, from a global
+    /// checkpoint (coordinated rollback, or `steadfast restart`): call once every earlier
+    /// process has exited. The key-value space and fences start over, as at a first start.
+    pub fn restart_job(&mut self, incarnation: u16) {
+        for slot in &mut self.ranks {
+            if let Some(c) = slot.conn.take() {
+                self.conns.remove(&c);
+            }
+            *slot = RankSlot { incarnation, ..RankSlot::default() };
+        }
+        self.kvs.clear();
+        self.waiters.clear();
+        self.fence_epoch = 0;
+        self.fence_pending = self.size();
+        self.fence_arrived = 0;
+    }
+
     /// Next reply to write: (connection, message).
     pub fn poll_transmit(&mut self) -> Option<(ConnId, ServerMsg)> {
         self.out.pop_front()
@@ -342,6 +375,12 @@ impl ControlCore {
                 for c in targets {
                     self.out.push_back((c, ServerMsg::Event(ev.clone())));
                 }
+            }
+            ClientMsg::Recovery { bytes } => {
+                self.events.push_back(ControlEvent::Recovery { rank, bytes });
+            }
+            ClientMsg::OutputMark { wave } => {
+                self.events.push_back(ControlEvent::OutputMark { rank, wave });
             }
             ClientMsg::Finalize => {
                 let slot = &mut self.ranks[rank as usize];

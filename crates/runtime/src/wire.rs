@@ -60,6 +60,12 @@ pub enum ClientMsg {
     /// A restarted rank (incarnation > 0) published its addresses and joins the running
     /// job; answered with `RejoinAck`, and the others are sent `RankRejoined`.
     Rejoin,
+    /// A message of the coordinated-checkpoint protocol for the checkpoint scheduler
+    /// (`steadfast-rollback` wire bytes: DONE, FAILED, ROLLED_BACK).
+    Recovery { bytes: Vec<u8> },
+    /// The rank is at its cut of checkpoint wave `wave` and writes nothing until answered
+    /// with `OutputMarked`: the launcher notes how much of its output came before the cut.
+    OutputMark { wave: u64 },
 }
 
 /// Messages the launcher sends to a rank.
@@ -81,6 +87,8 @@ pub enum ServerMsg {
     Error { msg: String },
     /// Answer to `Rejoin`: the job's next fence epoch (the start-up fence is long over).
     RejoinAck { fence_epoch: u64 },
+    /// Answer to `OutputMark`.
+    OutputMarked { wave: u64 },
 }
 
 mod tag {
@@ -91,6 +99,8 @@ mod tag {
     pub const ABORT: u8 = 0x05;
     pub const FINALIZE: u8 = 0x06;
     pub const REJOIN: u8 = 0x07;
+    pub const RECOVERY: u8 = 0x08;
+    pub const OUTPUT_MARK: u8 = 0x09;
 
     pub const WELCOME: u8 = 0x81;
     pub const VALUE: u8 = 0x82;
@@ -99,8 +109,15 @@ mod tag {
     pub const FINALIZE_ACK: u8 = 0x85;
     pub const ERROR: u8 = 0x86;
     pub const REJOIN_ACK: u8 = 0x87;
+    pub const OUTPUT_MARKED: u8 = 0x88;
     pub const EV_RANK_EXITED: u8 = 0x90;
     pub const EV_RANK_REJOINED: u8 = 0x91;
+    pub const EV_RECOVERY: u8 = 0x92;
+}
+
+/// A byte field's length (a longer one cannot fit a frame; `finish` rejects it).
+fn len32(b: &[u8]) -> u32 {
+    u32::try_from(b.len()).unwrap_or(u32::MAX)
 }
 
 /// Builds one frame (length prefix included).
@@ -195,6 +212,10 @@ impl<'a> Reader<'a> {
             .map(str::to_owned)
             .map_err(|_| WireError::BadUtf8)
     }
+    fn blob(&mut self) -> Result<Vec<u8>, WireError> {
+        let len = self.u32()? as usize;
+        Ok(self.take(len)?.to_vec())
+    }
     fn bool(&mut self) -> Result<bool, WireError> {
         match self.u8()? {
             0 => Ok(false),
@@ -226,6 +247,8 @@ impl ClientMsg {
             ClientMsg::Abort { code, msg } => Writer::new(tag::ABORT).i32(*code).str(msg),
             ClientMsg::Finalize => Writer::new(tag::FINALIZE),
             ClientMsg::Rejoin => Writer::new(tag::REJOIN),
+            ClientMsg::Recovery { bytes } => Writer::new(tag::RECOVERY).u32(len32(bytes)).bytes(bytes),
+            ClientMsg::OutputMark { wave } => Writer::new(tag::OUTPUT_MARK).u64(*wave),
         }
         .finish()
     }
@@ -256,6 +279,8 @@ impl ClientMsg {
             },
             tag::FINALIZE => ClientMsg::Finalize,
             tag::REJOIN => ClientMsg::Rejoin,
+            tag::RECOVERY => ClientMsg::Recovery { bytes: r.blob()? },
+            tag::OUTPUT_MARK => ClientMsg::OutputMark { wave: r.u64()? },
             other => return Err(WireError::UnknownTag(other)),
         };
         r.end()?;
@@ -274,6 +299,10 @@ impl ServerMsg {
             ServerMsg::FinalizeAck => Writer::new(tag::FINALIZE_ACK),
             ServerMsg::Error { msg } => Writer::new(tag::ERROR).str(msg),
             ServerMsg::RejoinAck { fence_epoch } => Writer::new(tag::REJOIN_ACK).u64(*fence_epoch),
+            ServerMsg::OutputMarked { wave } => Writer::new(tag::OUTPUT_MARKED).u64(*wave),
+            ServerMsg::Event(LauncherEvent::Recovery { bytes }) => {
+                Writer::new(tag::EV_RECOVERY).u32(len32(bytes)).bytes(bytes)
+            }
             ServerMsg::Event(LauncherEvent::RankRejoined { rank, incarnation }) => {
                 Writer::new(tag::EV_RANK_REJOINED).u32(*rank).u16(*incarnation)
             }
@@ -314,6 +343,8 @@ impl ServerMsg {
             tag::FINALIZE_ACK => ServerMsg::FinalizeAck,
             tag::ERROR => ServerMsg::Error { msg: r.string()? },
             tag::REJOIN_ACK => ServerMsg::RejoinAck { fence_epoch: r.u64()? },
+            tag::OUTPUT_MARKED => ServerMsg::OutputMarked { wave: r.u64()? },
+            tag::EV_RECOVERY => ServerMsg::Event(LauncherEvent::Recovery { bytes: r.blob()? }),
             tag::EV_RANK_REJOINED => ServerMsg::Event(LauncherEvent::RankRejoined {
                 rank: r.u32()?,
                 incarnation: r.u16()?,

@@ -58,7 +58,9 @@ pub struct RunArgs {
     pub control_addr: Option<String>,
 
     /// Fault-tolerance mode: `abort` tears the job down when a rank dies;
-    /// `run-through` keeps survivors running and tells them which rank died.
+    /// `run-through` keeps survivors running and tells them which rank died;
+    /// `coordinated` takes consistent global checkpoints of unmodified programs and rolls
+    /// every rank back to the last one when a rank dies.
     #[arg(long = "ft", value_enum, default_value_t = FtArg::Abort)]
     pub ft: FtArg,
 
@@ -69,7 +71,17 @@ pub struct RunArgs {
     #[arg(long = "on-failure", value_enum)]
     pub on_failure: Option<OnFailureArg>,
 
-    /// With --on-failure relaunch: how often one rank may be started again.
+    /// With --ft coordinated: time between checkpoints (`30s`, `500ms`, `2m`, or seconds).
+    #[arg(long = "ckpt-interval", value_name = "TIME", value_parser = parse_duration)]
+    pub ckpt_interval: Option<Duration>,
+
+    /// With --ft coordinated: directory for the process images (default: a new directory
+    /// under $TMPDIR, removed when the job ends well).
+    #[arg(long = "ckpt-dir", value_name = "DIR")]
+    pub ckpt_dir: Option<PathBuf>,
+
+    /// With --on-failure relaunch: how often one rank may be started again; with
+    /// --ft coordinated: how often the job may roll back.
     #[arg(long = "max-restarts", value_name = "N", default_value_t = 3)]
     pub max_restarts: u32,
 
@@ -128,6 +140,8 @@ pub enum FtArg {
     /// Survivors keep running and a failed rank is started again (same as
     /// --on-failure relaunch).
     Relaunch,
+    /// Coordinated checkpoints; every rank rolls back to the last one when a rank dies.
+    Coordinated,
 }
 
 /// `--on-failure` values.
@@ -190,6 +204,8 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--ft", 1),
     ("--on-failure", 1),
     ("--max-restarts", 1),
+    ("--ckpt-interval", 1),
+    ("--ckpt-dir", 1),
     ("--timeout", 1),
     ("--kill-grace", 1),
 ];
@@ -278,7 +294,10 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         FtArg::Abort => FtMode::Abort,
         FtArg::RunThrough => FtMode::RunThrough,
         FtArg::Relaunch => FtMode::Relaunch,
+        FtArg::Coordinated => FtMode::Coordinated,
     };
+    cfg.ckpt_interval = args.ckpt_interval;
+    cfg.ckpt_dir = args.ckpt_dir;
     cfg.verbose = args.verbose;
     cfg.on_failure = args.on_failure.map(|o| match o {
         OnFailureArg::Abort => OnFailure::Abort,
@@ -290,6 +309,26 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
     cfg.tag_output = args.tag_output;
     cfg.kill_grace = args.kill_grace;
     launcher::run(cfg)
+}
+
+/// A duration: `30s`, `500ms`, `2m`, `1h`, or plain seconds (`1.5`).
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("not a duration: {s:?}"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(format!("unknown unit {unit:?} in {s:?} (use ms, s, m or h)")),
+    };
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("a duration must be positive: {s:?}"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// The environment overrides in command-line order (a later one wins).

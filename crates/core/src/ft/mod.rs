@@ -71,7 +71,7 @@ impl Ft {
         }
         // In relaunch mode the launcher's notices are the failure detector (a restarted
         // rank cannot enter the others' membership group yet).
-        if job.size < 2 || !cfg.enabled || job.relaunch {
+        if job.size < 2 || !cfg.enabled || job.relaunch || job.coordinated {
             return Ok(idle);
         }
         cfg.exit_when_excluded = required;

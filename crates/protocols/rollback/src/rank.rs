@@ -213,6 +213,11 @@ impl RankMachine {
         self.stats
     }
 
+    /// Whether a message waits in [`RankMachine::poll_transmit`].
+    pub fn has_transmit(&self) -> bool {
+        !self.transmits.is_empty()
+    }
+
     pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.transmits.pop_front()
     }

@@ -443,6 +443,7 @@ impl Control {
                             self.on_notice(now, rank);
                         }
                         LauncherEvent::RankExited { .. } => {}
+                        LauncherEvent::Recovery { .. } => {}
                         // Relaunch mode runs without the membership service (the engine
                         // takes the launcher's notices itself).
                         LauncherEvent::RankRejoined { .. } => {}

@@ -16,6 +16,7 @@
 //! (`--control-addr`, else the local address that routes to the first remote host), and
 //! every rank learns the host of every other rank (`STEADFAST_HOSTMAP`).
 
+mod coordinated;
 mod jobdir;
 pub mod output;
 mod refusals;
@@ -26,6 +27,7 @@ use crate::env::{FtMode, JobEnv, PathKind};
 use crate::event::{signal_name, ExitStatus};
 use crate::server::{ConnId, ControlCore, ControlEvent};
 use crate::wire::FrameBuf;
+pub use coordinated::COMMITTED_FILE;
 use jobdir::JobDir;
 use refusals::Refusals;
 use output::{LineBuffer, Sink, StreamKind};
@@ -75,6 +77,9 @@ pub enum OnFailure {
     /// Keep the survivors running and start the failed rank again, as its next
     /// incarnation (at most [`LaunchConfig::max_restarts`] times per rank).
     Relaunch,
+    /// Roll every rank back to the last committed coordinated checkpoint (at most
+    /// [`LaunchConfig::max_restarts`] rollbacks per job).
+    Rollback,
 }
 
 /// Everything `steadfast run` needs to start a job.
@@ -112,8 +117,13 @@ pub struct LaunchConfig {
     pub agent: String,
     /// Address (IP or IP:PORT) the control server listens on.
     pub control_addr: Option<String>,
-    /// Under the relaunch policy, how often one rank may be started again.
+    /// Under the relaunch policy, how often one rank may be started again; under
+    /// coordinated checkpointing, how often the job may roll back.
     pub max_restarts: u32,
+    /// Coordinated checkpointing: time between checkpoint waves (`None`: none periodic).
+    pub ckpt_interval: Option<Duration>,
+    /// Coordinated checkpointing: directory of images (default: a fresh one under `$TMPDIR`).
+    pub ckpt_dir: Option<PathBuf>,
 }
 
 impl LaunchConfig {
@@ -136,6 +146,8 @@ impl LaunchConfig {
             agent: DEFAULT_AGENT.to_owned(),
             control_addr: None,
             max_restarts: 3,
+            ckpt_interval: None,
+            ckpt_dir: None,
         }
     }
 
@@ -145,6 +157,7 @@ impl LaunchConfig {
             FtMode::Abort => OnFailure::Abort,
             FtMode::RunThrough => OnFailure::Continue,
             FtMode::Relaunch => OnFailure::Relaunch,
+            FtMode::Coordinated => OnFailure::Rollback,
         })
     }
 
@@ -477,6 +490,8 @@ struct Launcher {
     exit_code: Option<i32>,
     /// What starting a rank again needs (relaunch policy).
     respawn: Respawn,
+    /// Coordinated checkpointing: the checkpoint scheduler and the output bookkeeping.
+    coord: Option<coordinated::Coord>,
     // Dropped last: removes the directory after every rank is gone.
     _jobdir: JobDir,
 }
@@ -565,8 +580,16 @@ impl Launcher {
             drain_deadline: None,
             exit_code: None,
             respawn: Respawn::default(),
+            coord: None,
             _jobdir: jobdir,
         };
+        if l.cfg.ft == FtMode::Coordinated {
+            let cc = coordinated::CoordConfig { interval: l.cfg.ckpt_interval, dir: l.cfg.ckpt_dir.clone() };
+            let c = coordinated::Coord::new(l.cfg.np, &cc, &jobid)
+                .map_err(|e| (EXIT_SETUP, format!("cannot create the checkpoint directory: {e}")))?;
+            l.stderr_sink.message(&format!("steadfast run: checkpoints of this job go to {}", c.dir.display()));
+            l.coord = Some(c);
+        }
         let template = JobEnv {
             rank: 0,
             size: l.cfg.np,
@@ -712,6 +735,9 @@ impl Launcher {
         if let Some(m) = hostmap {
             vars.push((crate::env::HOSTMAP.into(), m.into()));
         }
+        if let Some(c) = &self.coord {
+            vars.extend(c.rank_env(env.rank));
+        }
         let remote = host.is_some_and(|h| !is_this_host(h));
         let mut cmd = match host {
             Some(h) if remote => self.agent_command(h, exe, &vars, cwd)?,
@@ -746,6 +772,19 @@ impl Launcher {
                 Ok(())
             });
         }
+        if self.coord.is_some() {
+            // SAFETY: personality only changes how the exec'd program's address space is
+            // laid out: the same layout every run, which process images need.
+            unsafe {
+                cmd.pre_exec(|| {
+                    let cur = libc::personality(0xffff_ffff);
+                    if cur != -1 {
+                        libc::personality((cur as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong);
+                    }
+                    Ok(())
+                });
+            }
+        }
         let give_stdin = env.rank == 0 && stdin_usable();
         cmd.stdin(if give_stdin || remote {
             Stdio::piped()
@@ -773,8 +812,18 @@ impl Launcher {
                 lines: LineBuffer::new(env.rank, kind, tag),
             }))
         };
-        let out = pipe(child.stdout.take().map(OwnedFd::from), StreamKind::Stdout)?;
-        let err = pipe(child.stderr.take().map(OwnedFd::from), StreamKind::Stderr)?;
+        let carried = |c: &mut Option<coordinated::Coord>, kind: StreamKind| {
+            c.as_mut().and_then(|c| c.carry.get_mut(env.rank as usize)).and_then(|k| k[kind as usize].take())
+        };
+        let mut out = pipe(child.stdout.take().map(OwnedFd::from), StreamKind::Stdout)?;
+        let mut err = pipe(child.stderr.take().map(OwnedFd::from), StreamKind::Stderr)?;
+        // A rank started again after a rollback continues the line its earlier process left.
+        if let (Some(p), Some(l)) = (out.as_mut(), carried(&mut self.coord, StreamKind::Stdout)) {
+            p.lines = l;
+        }
+        if let (Some(p), Some(l)) = (err.as_mut(), carried(&mut self.coord, StreamKind::Stderr)) {
+            p.lines = l;
+        }
         if let Some(sin) = child.stdin.take() {
             let fd = OwnedFd::from(sin);
             sys::set_nonblocking(fd.as_raw_fd(), true)?;
@@ -820,7 +869,9 @@ impl Launcher {
                 self.refusals.summary()
             ));
         }
-        self.exit_code.unwrap_or(0)
+        let code = self.exit_code.unwrap_or(0);
+        self.coord_finish(code == 0);
+        code
     }
 
     fn handle_signals(&mut self, now: Instant) {
@@ -881,6 +932,10 @@ impl Launcher {
             // Exits during teardown are the teardown's doing, not new failures.
             return;
         }
+        if self.coord.is_some() {
+            self.on_rank_exit_coordinated(idx, status, finalized, ever_connected, pid);
+            return;
+        }
         let missing_finalize = status.success() && ever_connected && !finalized;
         if status.success() && !missing_finalize {
             return;
@@ -934,6 +989,7 @@ impl Launcher {
     }
 
     fn check_timers(&mut self, now: Instant) {
+        self.coord_timer();
         if let Some(d) = self.deadline {
             if now >= d && !self.timed_out && self.ranks.iter().any(|r| r.status.is_none()) {
                 self.timed_out = true;
@@ -1084,6 +1140,9 @@ impl Launcher {
         }
         if let Some(d) = self.drain_deadline {
             consider(d);
+        }
+        if let Some(t) = self.coord_next_timeout() {
+            consider(t);
         }
         for c in self.conns.values() {
             if let Some(d) = c.hello_deadline {
@@ -1323,6 +1382,7 @@ impl Launcher {
                     c.hello_deadline = None;
                 }
                 tracing::debug!(rank, "rank connected");
+                self.coord_connected(rank);
             }
             ControlEvent::Abort { rank, code, msg } => {
                 if self.teardown.is_some() {
@@ -1343,6 +1403,8 @@ impl Launcher {
             ControlEvent::ProtocolError { rank, error } => {
                 tracing::warn!(rank, %error, "protocol error on control connection");
             }
+            ControlEvent::Recovery { rank, bytes } => self.coord_recovery(rank, &bytes),
+            ControlEvent::OutputMark { rank, wave } => self.coord_output_mark(rank, wave),
             ControlEvent::FenceDone { epoch } => {
                 tracing::debug!(epoch, elapsed = ?self.start.elapsed(), "fence complete")
             }
@@ -1416,7 +1478,11 @@ impl Launcher {
                 let n =
                     unsafe { libc::read(p.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
                 if n > 0 {
-                    p.lines.push(&chunk[..n as usize], &mut out);
+                    let data = match self.coord.as_mut() {
+                        Some(c) => c.fresh(idx, kind, &chunk[..n as usize]),
+                        None => &chunk[..n as usize],
+                    };
+                    p.lines.push(data, &mut out);
                     continue;
                 }
                 if n == 0 {
@@ -1445,6 +1511,12 @@ impl Launcher {
             StreamKind::Stderr => r.err.take(),
         };
         if let Some(mut p) = pipe {
+            if let Some(slot) = self.coord.as_mut().and_then(|c| c.carry.get_mut(idx)) {
+                // The rank's output may go on in a process restored after a rollback: keep
+                // its unfinished line (flushed when the job ends).
+                slot[kind as usize] = Some(p.lines);
+                return;
+            }
             let mut out = Vec::new();
             p.lines.finish(&mut out);
             self.sink(kind).write_from(Some(idx as u32), &out);
