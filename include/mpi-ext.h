@@ -107,6 +107,14 @@ int MPIX_Steadfast_wait_view(int min_epoch, double timeout_s, int *epoch);
  * times (the calling rank's own incarnation for itself). */
 int MPIX_Steadfast_incarnation(int world_rank, int *incarnation);
 
+/* `mpiexec --ft coordinated`: ask for a coordinated checkpoint now and return
+ * once this rank has taken its part of it (its process image is being written;
+ * the checkpoint is committed when every rank took its part).  In a process
+ * restored from that checkpoint the call returns too.  MPI_ERR_UNSUPPORTED_OPERATION
+ * in other modes. */
+int MPIX_Checkpoint(void);
+
+int PMPIX_Checkpoint(void);
 int PMPIX_Steadfast_view(int *epoch, int *nlive, int *live_world_ranks, int maxlen);
 int PMPIX_Steadfast_incarnation(int world_rank, int *incarnation);
 int PMPIX_Steadfast_failed(int *nfailed, int *failed_world_ranks, int maxlen);

@@ -15,7 +15,7 @@ run=$prefix/bin/steadfast
 paths=${CKPT_PATHS:-shm tcp}
 rounds=${CKPT_ROUNDS:-150}
 work=$(mktemp -d /tmp/steadfast-coordinated.XXXXXX)
-trap 'pkill -9 -f "^$work/ring" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'pkill -9 -f "ckpt-dir $work/ckpt" 2>/dev/null; rm -rf "$work"' EXIT
 
 if [ "$(uname -m)" != x86_64 ] || ! setarch -R true 2>/dev/null; then
     echo "coordinated checkpoints: SKIP (needs x86-64 Linux and personality(ADDR_NO_RANDOMIZE))"
@@ -29,14 +29,10 @@ args=("$rounds" 10000 100000)
 pass=0
 fail=0
 
-# pid of world rank $1 of the running test job
+# pid of world rank $1 of the running test job (the launcher lists them in the checkpoint
+# directory; a restored process's /proc/PID/cmdline shows its image's memory, not argv)
 rank_pid() {
-    for p in $(pgrep -f "^$work/ring"); do
-        if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "STEADFAST_RANK=$1"; then
-            echo "$p"
-            return
-        fi
-    done
+    awk -v r="$1" '$1 == r { print $2 }' "$work/ckpt/ranks"
 }
 
 # wait until the launcher's stderr has $2 lines matching $1 (at most 60 s)
@@ -53,7 +49,8 @@ case_() {
     local name=$1 path=$2
     shift 2
     rm -f "$work/out" "$work/err" "$work/run.log"
-    timeout 180 "$run" run --path "$path" --ft coordinated --ckpt-interval 1s -n 3 \
+    rm -rf "$work/ckpt"
+    timeout 180 "$run" run --path "$path" --ft coordinated --ckpt-interval 1s --ckpt-dir "$work/ckpt" -n 3 \
         "$work/ring" "${args[@]}" "$work/run.log" > "$work/out" 2> "$work/err" &
     local job=$!
     local ok=1

@@ -51,6 +51,9 @@ impl steadfast_core::Bootstrap for Boot {
     fn output_mark(&mut self, wave: u64) -> Result<(), String> {
         self.0.lock().output_mark(wave).map_err(|e| e.to_string())
     }
+    fn checkpoint_now(&mut self) -> Result<(), String> {
+        self.0.lock().checkpoint_now().map_err(|e| e.to_string())
+    }
 }
 
 /// The bootstrap of a job started by a PMI process manager (Slurm, Hydra, PRRTE).

@@ -59,6 +59,12 @@ mpix_api! {
         })
     }
 
+    /// `--ft coordinated`: a coordinated checkpoint now; returns once this rank took its
+    /// part (also in a process restored from it).
+    fn Checkpoint() -> c_int {
+        api("MPIX_Checkpoint", None, |g| g.eng.request_checkpoint())
+    }
+
     /// The incarnation of world rank `world_rank` this process knows: 0 for a first start,
     /// k when the launcher's relaunch policy started it again k times (for the calling
     /// rank itself, its own incarnation).

@@ -67,6 +67,26 @@ pub unsafe fn on_load(argv: *const *const c_char, envp: *const *const c_char) {
     }
 }
 
+/// Checks the image at `path` without restoring it: header, region table and every
+/// region's checksum. Returns the image's size in bytes.
+pub fn verify(path: &Path) -> Result<u64, Error> {
+    let shown = path.display().to_string();
+    let mut f = File::open(path).map_err(|e| Error::io(format!("opening image {shown}"), e))?;
+    let file_len = f.metadata().map_err(|e| Error::io(format!("image {shown}"), e))?.len();
+    let fmt = |err| Error::Format { path: shown.clone(), err };
+    let mut head = vec![0u8; HEADER_LEN];
+    read_exact_or(&mut f, &mut head, || fmt(format::FormatError::Truncated("shorter than the header")))?;
+    let meta_len = format::meta_len_from_header(&head).map_err(fmt)?;
+    if meta_len > file_len {
+        return Err(fmt(format::FormatError::Truncated("region table or strings missing")));
+    }
+    head.resize(meta_len as usize, 0);
+    read_exact_or(&mut f, &mut head[HEADER_LEN..], || fmt(format::FormatError::Truncated("region table or strings missing")))?;
+    let meta = format::parse_meta(&head, file_len).map_err(fmt)?;
+    verify_data(&mut f, &meta, &shown)?;
+    Ok(file_len)
+}
+
 /// Replaces this process's memory and calling thread with the image at `path` and returns
 /// into the [`checkpoint`](crate::checkpoint) call that wrote it. Returns only with an error,
 /// and then nothing was changed. The process must run the same executable and libraries as

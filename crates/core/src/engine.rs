@@ -68,6 +68,10 @@ pub trait Bootstrap: Send {
     fn output_mark(&mut self, _wave: u64) -> Result<(), String> {
         Err("this bootstrap has no checkpoint scheduler".into())
     }
+    /// Ask the checkpoint scheduler for a wave now.
+    fn checkpoint_now(&mut self) -> Result<(), String> {
+        Err("this bootstrap has no checkpoint scheduler".into())
+    }
     /// The launcher's failure notices for the membership control thread (None: none).
     fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
         None

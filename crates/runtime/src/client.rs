@@ -248,6 +248,12 @@ impl Bootstrap {
         }
     }
 
+    /// Asks the checkpoint scheduler for a wave now (`MPIX_Checkpoint`).
+    pub fn checkpoint_now(&mut self) -> Result<(), BootstrapError> {
+        self.check_usable()?;
+        self.send(&ClientMsg::CheckpointNow)
+    }
+
     /// Returns the launcher's asynchronous notices received so far, without blocking.
     /// A lost connection is reported once as [`LauncherEvent::Disconnected`].
     pub fn poll_events(&mut self) -> Vec<LauncherEvent> {

@@ -51,6 +51,8 @@ pub enum ControlEvent {
     /// A rank is at its cut of wave `wave` and waits (answer with [`ControlCore::send_to`]
     /// `OutputMarked` once its output pipes are drained).
     OutputMark { rank: u32, wave: u64 },
+    /// A rank asked for a checkpoint wave now.
+    CheckpointNow { rank: u32 },
 }
 
 #[derive(Debug, Default, Clone)]
@@ -378,6 +380,9 @@ impl ControlCore {
             }
             ClientMsg::Recovery { bytes } => {
                 self.events.push_back(ControlEvent::Recovery { rank, bytes });
+            }
+            ClientMsg::CheckpointNow => {
+                self.events.push_back(ControlEvent::CheckpointNow { rank });
             }
             ClientMsg::OutputMark { wave } => {
                 self.events.push_back(ControlEvent::OutputMark { rank, wave });

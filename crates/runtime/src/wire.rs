@@ -66,6 +66,8 @@ pub enum ClientMsg {
     /// The rank is at its cut of checkpoint wave `wave` and writes nothing until answered
     /// with `OutputMarked`: the launcher notes how much of its output came before the cut.
     OutputMark { wave: u64 },
+    /// `MPIX_Checkpoint`: the rank asks for a checkpoint wave now.
+    CheckpointNow,
 }
 
 /// Messages the launcher sends to a rank.
@@ -101,6 +103,7 @@ mod tag {
     pub const REJOIN: u8 = 0x07;
     pub const RECOVERY: u8 = 0x08;
     pub const OUTPUT_MARK: u8 = 0x09;
+    pub const CHECKPOINT_NOW: u8 = 0x0a;
 
     pub const WELCOME: u8 = 0x81;
     pub const VALUE: u8 = 0x82;
@@ -249,6 +252,7 @@ impl ClientMsg {
             ClientMsg::Rejoin => Writer::new(tag::REJOIN),
             ClientMsg::Recovery { bytes } => Writer::new(tag::RECOVERY).u32(len32(bytes)).bytes(bytes),
             ClientMsg::OutputMark { wave } => Writer::new(tag::OUTPUT_MARK).u64(*wave),
+            ClientMsg::CheckpointNow => Writer::new(tag::CHECKPOINT_NOW),
         }
         .finish()
     }
@@ -281,6 +285,7 @@ impl ClientMsg {
             tag::REJOIN => ClientMsg::Rejoin,
             tag::RECOVERY => ClientMsg::Recovery { bytes: r.blob()? },
             tag::OUTPUT_MARK => ClientMsg::OutputMark { wave: r.u64()? },
+            tag::CHECKPOINT_NOW => ClientMsg::CheckpointNow,
             other => return Err(WireError::UnknownTag(other)),
         };
         r.end()?;

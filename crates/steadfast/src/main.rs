@@ -33,6 +33,26 @@ enum Command {
     /// spellings such as `-np 4`, `-wdir DIR`, `-genv NAME VALUE` and `-x NAME=VALUE`
     /// are accepted.
     Run(run::RunArgs),
+    /// Start a job killed as a whole (node loss, time limit) again from its last committed
+    /// coordinated checkpoint: every rank is restored from its process image in DIR (the
+    /// directory `steadfast run --ft coordinated` named), and the job goes on with
+    /// checkpoints in DIR. Output printed before that checkpoint is not printed again.
+    Restart {
+        /// The job's checkpoint directory.
+        dir: std::path::PathBuf,
+        /// Time between checkpoints after the restart (`30s`, `2m`, ...).
+        #[arg(long = "ckpt-interval", value_name = "TIME", value_parser = run::parse_duration)]
+        ckpt_interval: Option<std::time::Duration>,
+        /// How often the restarted job may roll back.
+        #[arg(long = "max-restarts", value_name = "N", default_value_t = 3)]
+        max_restarts: u32,
+    },
+    /// Ask a running `--ft coordinated` job for a checkpoint now (DIR: its checkpoint
+    /// directory).
+    Checkpoint {
+        /// The job's checkpoint directory.
+        dir: std::path::PathBuf,
+    },
     /// Every STEADFAST_* environment variable: default, meaning and the value set now
     /// (`--markdown`: the list as docs/configuration.md has it).
     Config {
@@ -57,6 +77,18 @@ fn main() {
             let sub = matches.subcommand_matches("run");
             run::execute(args, sub)
         }
+        Command::Restart { dir, ckpt_interval, max_restarts } => match steadfast_runtime::launcher::read_manifest(&dir) {
+            Ok(mut cfg) => {
+                cfg.ckpt_interval = ckpt_interval;
+                cfg.max_restarts = max_restarts;
+                steadfast_runtime::launcher::run(cfg)
+            }
+            Err(e) => {
+                eprintln!("steadfast restart: {e}");
+                1
+            }
+        },
+        Command::Checkpoint { dir } => checkpoint(&dir),
         Command::Config { markdown } => {
             print!("{}", if markdown { steadfast_config::markdown() } else { steadfast_config::text() });
             0
@@ -67,6 +99,30 @@ fn main() {
         },
     };
     std::process::exit(code);
+}
+
+/// `steadfast checkpoint DIR`: signal the job's launcher (SIGUSR1).
+fn checkpoint(dir: &std::path::Path) -> i32 {
+    let file = dir.join("launcher.pid");
+    let pid = match std::fs::read_to_string(&file).map(|s| s.trim().parse::<i32>()) {
+        Ok(Ok(p)) if p > 0 => p,
+        _ => {
+            eprintln!("steadfast checkpoint: no running job's launcher in {}", file.display());
+            return 1;
+        }
+    };
+    // The pid file may be left from a job that ended: only a steadfast launcher is signalled.
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    if !matches!(comm.trim(), "steadfast" | "mpiexec" | "mpirun") {
+        eprintln!("steadfast checkpoint: the job of {} is not running", dir.display());
+        return 1;
+    }
+    // SAFETY: sending a signal to a process id.
+    if unsafe { libc::kill(pid, libc::SIGUSR1) } != 0 {
+        eprintln!("steadfast checkpoint: cannot signal the launcher (pid {pid}): {}", std::io::Error::last_os_error());
+        return 1;
+    }
+    0
 }
 
 /// `STEADFAST_LOG` (e.g. `debug`, `steadfast_runtime=trace`) enables logs on stderr;

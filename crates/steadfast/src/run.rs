@@ -312,7 +312,7 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
 }
 
 /// A duration: `30s`, `500ms`, `2m`, `1h`, or plain seconds (`1.5`).
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
         Some(i) => s.split_at(i),
         None => (s, "s"),

@@ -127,6 +127,8 @@ pub struct Coordinator {
     /// The image being written by a child, and its wave.
     pending: Option<(Wave, steadfast_ckpt::Pending, std::time::Instant)>,
     files: Vec<SavedFile>,
+    /// The last committed wave.
+    committed: Wave,
     polls: u32,
     reconnect: Reconnect,
     /// Checkpoints taken / restored, for the extension calls and tests.
@@ -281,6 +283,7 @@ impl Engine {
             jobdir,
             pending: None,
             files: Vec::new(),
+            committed: 0,
             polls: 0,
             reconnect,
             images: 0,
@@ -407,14 +410,20 @@ impl Engine {
                 let _ = std::fs::remove_file(c.record_path(wave, rank));
             }
             Event::Committed { wave } => {
-                // Older waves of this rank are no longer needed.
+                // Waves before the previous committed one are no longer needed (that one is
+                // the fallback should an image of `wave` be damaged).
+                let keep = c.committed;
+                if let Some(c) = self.coord.as_mut() {
+                    c.committed = wave;
+                }
+                let Some(c) = self.coord.as_ref() else { return };
                 if let Ok(rd) = std::fs::read_dir(&c.dir) {
                     for e in rd.flatten() {
                         let name = e.file_name();
                         let Some(n) = name.to_str().and_then(|n| n.strip_prefix("wave-")).and_then(|n| n.parse::<u64>().ok()) else {
                             continue;
                         };
-                        if n < wave {
+                        if n < keep {
                             let _ = std::fs::remove_file(c.image_path(n, rank));
                             let _ = std::fs::remove_file(c.record_path(n, rank));
                         }
@@ -574,12 +583,21 @@ impl Engine {
         };
         // Every rank of the job is this incarnation now.
         self.st.door.restart_all(incarnation);
+        // What waited in the output queues at the cut left before this rank's markers (the
+        // queues are FIFO), and the wave was committed, so every receiver has it: in its
+        // image, or in its record of messages in transit. Sending it again would deliver it
+        // twice. A rendezvous stream that was under way is complete for the same reason.
+        let mut streams = Vec::new();
         for q in &mut self.st.outq {
-            for op in q.iter_mut() {
-                if let OutOp::Packet { hdr, .. } = op {
-                    hdr[2..4].copy_from_slice(&incarnation.to_le_bytes());
+            for op in q.drain(..) {
+                if let OutOp::Stream { sreq, .. } = op {
+                    streams.push(sreq);
                 }
             }
+        }
+        self.st.busy_peers.clear();
+        for sreq in streams {
+            self.st.complete_send(sreq);
         }
         for (hdr, _) in &mut self.st.loopback {
             hdr[2..4].copy_from_slice(&incarnation.to_le_bytes());
@@ -632,5 +650,16 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// `MPIX_Checkpoint`: ask the scheduler for a wave now and return once this rank took
+    /// its cut of it (or, in a process restored from that cut, once restored).
+    pub fn request_checkpoint(&mut self) -> MpiResult<()> {
+        let Some(c) = self.coord.as_ref() else {
+            return Err(MpiError::new(ErrorClass::Unsupported, "MPIX_Checkpoint needs mpiexec --ft coordinated"));
+        };
+        let (images, restores) = (c.images, c.restores);
+        self.boot.as_mut().ok_or_else(|| other("no launcher link"))?.checkpoint_now().map_err(other)?;
+        self.block_until(|e| e.coord.as_ref().is_none_or(|c| c.images > images || c.restores > restores))
     }
 }

@@ -259,6 +259,18 @@ impl Scheduler {
         self.rollback(now);
     }
 
+    /// The images of the committed wave turned out unusable (damaged or missing on the
+    /// host): roll back to the earlier committed wave `to` (0: the start) instead, as the
+    /// next incarnation. Ignored unless `to` is older than the committed wave.
+    pub fn fall_back(&mut self, now: Time, to: Wave) {
+        if to >= self.committed {
+            self.stats.unexpected += 1;
+            return;
+        }
+        self.committed = to;
+        self.rollback(now);
+    }
+
     fn rollback(&mut self, now: Time) {
         if matches!(self.phase, Phase::Stopped) {
             return;

@@ -17,8 +17,115 @@ use super::Launcher;
 use crate::event::{ExitStatus, LauncherEvent};
 use crate::wire::ServerMsg;
 
-/// Name of the file in the checkpoint directory that names the last committed wave.
+/// Name of the file in the checkpoint directory that names the last committed wave (and
+/// the incarnation and output positions a restart needs).
 pub const COMMITTED_FILE: &str = "COMMITTED";
+/// Name of the file in the checkpoint directory that describes the job (program, arguments,
+/// ranks, path), for `steadfast restart`.
+pub const JOB_FILE: &str = "job";
+/// The launcher's process id, for `steadfast checkpoint`.
+pub const PID_FILE: &str = "launcher.pid";
+/// The process id of each rank (`RANK PID` lines), rewritten after every rollback.
+pub const RANKS_FILE: &str = "ranks";
+
+/// Where `steadfast restart` starts from: the last committed wave of an earlier run.
+#[derive(Debug, Clone)]
+pub struct Restart {
+    pub wave: Wave,
+    /// The earlier run's incarnation (the restart is the next one).
+    pub incarnation: u16,
+    pub last_wave: Wave,
+    /// Per rank: stdout and stderr bytes before the cut.
+    pub marks: Vec<[u64; 2]>,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+/// The job description `steadfast restart` needs, one `key value` per line (byte strings
+/// in hex).
+fn manifest(cfg: &super::LaunchConfig, exe: &std::path::Path, cwd: &std::path::Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut m = format!("version 1\nnp {}\npath {}\n", cfg.np, cfg.path);
+    m += &format!("exe {}\ncwd {}\n", hex(exe.as_os_str().as_bytes()), hex(cwd.as_os_str().as_bytes()));
+    for a in &cfg.args {
+        m += &format!("arg {}\n", hex(a.as_bytes()));
+    }
+    for (k, v) in &cfg.env {
+        m += &format!("env {} {}\n", hex(k.as_bytes()), hex(v.as_bytes()));
+    }
+    m
+}
+
+/// Read the job and its last committed checkpoint from a checkpoint directory: the launch
+/// configuration of `steadfast restart DIR`.
+pub fn read_manifest(dir: &std::path::Path) -> Result<super::LaunchConfig, String> {
+    use std::os::unix::ffi::OsStringExt;
+    let bad = |what: &str| format!("{}: {what}", dir.display());
+    let job = std::fs::read_to_string(dir.join(JOB_FILE)).map_err(|e| bad(&format!("{JOB_FILE}: {e}")))?;
+    let committed = std::fs::read_to_string(dir.join(COMMITTED_FILE))
+        .map_err(|e| bad(&format!("no committed checkpoint ({COMMITTED_FILE}: {e})")))?;
+    let (mut np, mut path, mut exe, mut cwd) = (None, None, None, None);
+    let (mut args, mut env) = (Vec::new(), Vec::new());
+    for line in job.lines() {
+        let mut w = line.split(' ');
+        let bytes = |x: Option<&str>| x.and_then(unhex).map(OsString::from_vec).ok_or_else(|| bad(&format!("bad line {line:?}")));
+        match w.next() {
+            Some("version") => {}
+            Some("np") => np = w.next().and_then(|v| v.parse::<u32>().ok()),
+            Some("path") => path = w.next().and_then(|v| v.parse::<crate::env::PathKind>().ok()),
+            Some("exe") => exe = Some(bytes(w.next())?),
+            Some("cwd") => cwd = Some(bytes(w.next())?),
+            Some("arg") => args.push(bytes(w.next())?),
+            Some("env") => {
+                let k = bytes(w.next())?;
+                env.push((k, bytes(w.next())?));
+            }
+            _ => return Err(bad(&format!("unknown line {line:?} in {JOB_FILE}"))),
+        }
+    }
+    let (Some(np), Some(path), Some(exe)) = (np, path, exe) else {
+        return Err(bad(&format!("{JOB_FILE} is incomplete")));
+    };
+    let (mut wave, mut incarnation, mut last_wave) = (None, None, None);
+    let mut marks = vec![[0u64; 2]; np as usize];
+    for line in committed.lines() {
+        let w: Vec<&str> = line.split(' ').collect();
+        match w.as_slice() {
+            ["wave", v] => wave = v.parse().ok(),
+            ["incarnation", v] => incarnation = v.parse().ok(),
+            ["last_wave", v] => last_wave = v.parse().ok(),
+            ["mark", r, o, e] => {
+                let (Ok(r), Ok(o), Ok(e)) = (r.parse::<usize>(), o.parse(), e.parse()) else {
+                    return Err(bad(&format!("bad line {line:?} in {COMMITTED_FILE}")));
+                };
+                if let Some(m) = marks.get_mut(r) {
+                    *m = [o, e];
+                }
+            }
+            _ => return Err(bad(&format!("unknown line {line:?} in {COMMITTED_FILE}"))),
+        }
+    }
+    let (Some(wave), Some(incarnation), Some(last_wave)) = (wave, incarnation, last_wave) else {
+        return Err(bad(&format!("{COMMITTED_FILE} is incomplete")));
+    };
+    let mut cfg = super::LaunchConfig::new(np, exe, args);
+    cfg.path = path;
+    cfg.env = env;
+    cfg.wdir = cwd.map(PathBuf::from);
+    cfg.ft = crate::env::FtMode::Coordinated;
+    cfg.ckpt_dir = Some(dir.to_path_buf());
+    cfg.restart = Some(Restart { wave, incarnation, last_wave, marks });
+    Ok(cfg)
+}
 
 /// Settings of coordinated checkpointing.
 #[derive(Debug, Clone)]
@@ -53,6 +160,11 @@ pub(super) struct Coord {
     marks: std::collections::HashMap<(Wave, u32), [u64; 2]>,
     /// Positions at the cut of the last committed wave.
     committed_marks: Vec<[u64; 2]>,
+    /// The committed wave before the last one and its positions: kept on disk, the fallback
+    /// when an image of the last one is damaged.
+    previous: Option<(Wave, Vec<[u64; 2]>)>,
+    /// The last committed wave.
+    committed: Wave,
     /// Partial last lines of processes that ended, continued by the next process of the rank.
     pub(super) carry: Vec<[Option<LineBuffer>; 2]>,
     /// A rollback in progress: the wave and incarnation every rank restarts as, and the
@@ -61,6 +173,8 @@ pub(super) struct Coord {
     /// Rollbacks so far.
     rollbacks: u32,
     wave_started: Option<(Wave, Instant)>,
+    /// A checkpoint was asked for while a wave or a rollback was under way.
+    requested: bool,
 }
 
 /// Replace `path` with `bytes` whole (a crash leaves the old or the new content).
@@ -80,8 +194,9 @@ fn idx(kind: StreamKind) -> usize {
 }
 
 impl Coord {
-    pub(super) fn new(np: u32, cfg: &CoordConfig, jobid: &str) -> std::io::Result<Coord> {
-        let (dir, temporary) = match &cfg.dir {
+    pub(super) fn new(cfg: &super::LaunchConfig, cc: &CoordConfig, jobid: &str, exe: &std::path::Path, cwd: &std::path::Path) -> std::io::Result<Coord> {
+        let np = cfg.np;
+        let (dir, temporary) = match &cc.dir {
             Some(d) => (std::path::absolute(d)?, false),
             None => {
                 let tmp = std::env::var_os("TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
@@ -90,22 +205,44 @@ impl Coord {
         };
         std::fs::create_dir_all(&dir)?;
         let config = SchedConfig {
-            interval: cfg.interval,
+            interval: cc.interval,
             wave_timeout: Duration::from_secs(300),
             restore_timeout: Duration::from_secs(120),
         };
+        let mut out = vec![[OutPos::default(); 2]; np as usize];
+        let mut committed_marks = vec![[0; 2]; np as usize];
+        let sched = match &cfg.restart {
+            Some(r) => {
+                // The output up to the checkpoint was forwarded by the earlier run.
+                for (rank, m) in r.marks.iter().enumerate().take(np as usize) {
+                    committed_marks[rank] = *m;
+                    for k in 0..2 {
+                        out[rank][k] = OutPos { base: m[k], read: 0, forwarded: m[k] };
+                    }
+                }
+                Scheduler::restart(np, config, Duration::ZERO, r.wave, r.last_wave, r.incarnation)
+            }
+            None => {
+                write_atomically(&dir.join(JOB_FILE), manifest(cfg, exe, cwd).as_bytes());
+                Scheduler::new(np, config, Duration::ZERO)
+            }
+        };
+        write_atomically(&dir.join(PID_FILE), format!("{}\n", std::process::id()).as_bytes());
         Ok(Coord {
-            sched: Scheduler::new(np, config, Duration::ZERO),
+            sched,
             dir,
             temporary,
             start: Instant::now(),
-            out: vec![[OutPos::default(); 2]; np as usize],
+            out,
             marks: Default::default(),
-            committed_marks: vec![[0; 2]; np as usize],
+            committed: cfg.restart.as_ref().map_or(0, |r| r.wave),
+            committed_marks,
+            previous: None,
             carry: (0..np).map(|_| [None, None]).collect(),
             rolling: None,
             rollbacks: 0,
             wave_started: None,
+            requested: false,
         })
     }
 
@@ -158,6 +295,33 @@ impl Launcher {
         self.core.send_to(rank, ServerMsg::OutputMarked { wave });
     }
 
+    /// Before the first ranks start: a restart rolls back at once. Returns the incarnation
+    /// the ranks start as.
+    pub(super) fn coord_start(&mut self) -> u16 {
+        self.coord_pump();
+        let Some(c) = self.coord.as_ref() else { return 0 };
+        match &c.rolling {
+            Some((wave, inc, _)) => {
+                let msg = format!("steadfast run: restarting the job from checkpoint {wave} in {}", c.dir.display());
+                let inc = *inc;
+                self.stderr_sink.message(&msg);
+                inc
+            }
+            None => 0,
+        }
+    }
+
+    /// `steadfast checkpoint`, `MPIX_Checkpoint`: a wave now, or as soon as the one under
+    /// way (or a rollback) ended.
+    pub(super) fn coord_checkpoint_now(&mut self) {
+        let Some(c) = self.coord.as_mut() else { return };
+        let now = c.now();
+        if c.sched.checkpoint_now(now).is_none() {
+            c.requested = true;
+        }
+        self.coord_pump();
+    }
+
     pub(super) fn coord_recovery(&mut self, rank: u32, bytes: &[u8]) {
         let Some(c) = self.coord.as_mut() else { return };
         let now = c.now();
@@ -206,7 +370,15 @@ impl Launcher {
                 self.core.send_to(r, ServerMsg::Event(LauncherEvent::Recovery { bytes }));
                 continue;
             }
-            let Some(ev) = c.sched.poll_event() else { break };
+            let Some(ev) = c.sched.poll_event() else {
+                if c.requested && c.sched.is_idle() {
+                    c.requested = false;
+                    let now = c.now();
+                    c.sched.checkpoint_now(now);
+                    continue;
+                }
+                break;
+            };
             self.coord_event(ev);
         }
         self.pump_core();
@@ -220,6 +392,10 @@ impl Launcher {
                 tracing::debug!(wave, "checkpoint wave started");
             }
             SchedEvent::Committed { wave, in_transit } => {
+                if c.committed > 0 {
+                    c.previous = Some((c.committed, c.committed_marks.clone()));
+                }
+                c.committed = wave;
                 for r in 0..c.committed_marks.len() as u32 {
                     if let Some(m) = c.marks.remove(&(wave, r)) {
                         c.committed_marks[r as usize] = m;
@@ -230,12 +406,18 @@ impl Launcher {
                     .map(|rd| rd.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
                     .unwrap_or(0);
                 let secs = c.wave_started.filter(|(w, _)| *w == wave).map_or(0.0, |(_, t)| t.elapsed().as_secs_f64());
-                write_atomically(&c.dir.join(COMMITTED_FILE), format!("{wave}\n").as_bytes());
-                // Older waves are no longer needed (the ranks delete their own files too).
+                let mut text = format!("wave {wave}\nincarnation {}\nlast_wave {}\n", c.sched.incarnation(), c.sched.last_wave());
+                for (r, m) in c.committed_marks.iter().enumerate() {
+                    text += &format!("mark {r} {} {}\n", m[0], m[1]);
+                }
+                write_atomically(&c.dir.join(COMMITTED_FILE), text.as_bytes());
+                // Waves before the previous committed one are no longer needed (the ranks
+                // delete their own files too).
+                let keep = c.previous.as_ref().map_or(wave, |p| p.0);
                 if let Ok(rd) = std::fs::read_dir(&c.dir) {
                     for e in rd.flatten() {
                         let n = e.file_name().to_str().and_then(|n| n.strip_prefix("wave-")).and_then(|n| n.parse::<u64>().ok());
-                        if n.is_some_and(|n| n < wave) {
+                        if n.is_some_and(|n| n < keep) {
                             let _ = std::fs::remove_dir_all(e.path());
                         }
                     }
@@ -343,13 +525,53 @@ impl Launcher {
         self.spawn_rank(&exe, &env, host.as_deref(), map.as_deref(), &cwd, Some(idx))
     }
 
+    /// Whether every rank's image and channel record of `wave` is whole (checksums).
+    fn coord_damage(&self, wave: Wave) -> Option<String> {
+        let c = self.coord.as_ref()?;
+        if wave == 0 {
+            return None;
+        }
+        let wdir = c.dir.join(format!("wave-{wave}"));
+        for r in 0..self.cfg.np {
+            if let Err(e) = steadfast_ckpt::verify(&wdir.join(format!("rank-{r}.img"))) {
+                return Some(e.to_string());
+            }
+            let rec = wdir.join(format!("rank-{r}.rec"));
+            match std::fs::read(&rec) {
+                Ok(b) => {
+                    if let Err(e) = steadfast_rollback::wire::ChannelRecord::decode(&b) {
+                        return Some(format!("{}: {e}", rec.display()));
+                    }
+                }
+                Err(e) => return Some(format!("{}: {e}", rec.display())),
+            }
+        }
+        None
+    }
+
     /// Once every process of the job is gone, start them all from the images.
     pub(super) fn coord_maybe_restart(&mut self) {
-        let Some(c) = self.coord.as_ref() else { return };
-        let Some((wave, incarnation, _)) = c.rolling.clone() else { return };
         if self.ranks.iter().any(|r| r.status.is_none()) {
             return;
         }
+        // A damaged or missing image: the committed wave before it, or the start.
+        loop {
+            let Some((wave, _, _)) = self.coord.as_ref().and_then(|c| c.rolling.clone()) else { return };
+            let Some(why) = self.coord_damage(wave) else { break };
+            let Some(c) = self.coord.as_mut() else { return };
+            let (to, marks) = match c.previous.take() {
+                Some((p, m)) if p < wave => (p, m),
+                _ => (0, vec![[0; 2]; self.cfg.np as usize]),
+            };
+            c.committed = to;
+            c.committed_marks = marks;
+            let now = c.now();
+            c.sched.fall_back(now, to);
+            self.stderr_sink.message(&format!("steadfast run: checkpoint {wave} cannot be used ({why}); falling back"));
+            self.coord_pump();
+        }
+        let Some(c) = self.coord.as_ref() else { return };
+        let Some((wave, incarnation, _)) = c.rolling.clone() else { return };
         let np = self.cfg.np;
         // Output the new processes repeat is not forwarded twice.
         if let Some(c) = self.coord.as_mut() {
@@ -371,6 +593,14 @@ impl Launcher {
                 return;
             }
         }
+        self.coord_write_pids();
+    }
+
+    /// Note which process is which rank (for operators, and tests that kill a rank).
+    pub(super) fn coord_write_pids(&self) {
+        let Some(c) = self.coord.as_ref() else { return };
+        let text: String = self.ranks.iter().enumerate().map(|(r, p)| format!("{r} {}\n", p.pid)).collect();
+        write_atomically(&c.dir.join(RANKS_FILE), text.as_bytes());
     }
 
     /// The job ended: flush carried partial lines, remove a temporary checkpoint directory.

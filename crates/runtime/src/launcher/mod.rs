@@ -27,7 +27,7 @@ use crate::env::{FtMode, JobEnv, PathKind};
 use crate::event::{signal_name, ExitStatus};
 use crate::server::{ConnId, ControlCore, ControlEvent};
 use crate::wire::FrameBuf;
-pub use coordinated::COMMITTED_FILE;
+pub use coordinated::{read_manifest, Restart, COMMITTED_FILE, JOB_FILE};
 use jobdir::JobDir;
 use refusals::Refusals;
 use output::{LineBuffer, Sink, StreamKind};
@@ -124,6 +124,8 @@ pub struct LaunchConfig {
     pub ckpt_interval: Option<Duration>,
     /// Coordinated checkpointing: directory of images (default: a fresh one under `$TMPDIR`).
     pub ckpt_dir: Option<PathBuf>,
+    /// `steadfast restart`: start every rank from the last committed checkpoint in `ckpt_dir`.
+    pub restart: Option<Restart>,
 }
 
 impl LaunchConfig {
@@ -148,6 +150,7 @@ impl LaunchConfig {
             max_restarts: 3,
             ckpt_interval: None,
             ckpt_dir: None,
+            restart: None,
         }
     }
 
@@ -422,7 +425,7 @@ impl Signals {
         wake_tx.set_nonblocking(true)?;
         let mut flags = Vec::new();
         let mut ids = Vec::new();
-        for sig in [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        for sig in [libc::SIGCHLD, libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGUSR1] {
             let flag = Arc::new(AtomicBool::new(false));
             ids.push(signal_hook::flag::register(sig, Arc::clone(&flag))?);
             ids.push(signal_hook::low_level::pipe::register(
@@ -583,12 +586,16 @@ impl Launcher {
             coord: None,
             _jobdir: jobdir,
         };
+        let mut incarnation = 0;
         if l.cfg.ft == FtMode::Coordinated {
             let cc = coordinated::CoordConfig { interval: l.cfg.ckpt_interval, dir: l.cfg.ckpt_dir.clone() };
-            let c = coordinated::Coord::new(l.cfg.np, &cc, &jobid)
-                .map_err(|e| (EXIT_SETUP, format!("cannot create the checkpoint directory: {e}")))?;
-            l.stderr_sink.message(&format!("steadfast run: checkpoints of this job go to {}", c.dir.display()));
+            let c = coordinated::Coord::new(&l.cfg, &cc, &jobid, &exe, &cwd)
+                .map_err(|e| (EXIT_SETUP, format!("checkpoint directory: {e}")))?;
+            if l.cfg.restart.is_none() {
+                l.stderr_sink.message(&format!("steadfast run: checkpoints of this job go to {}", c.dir.display()));
+            }
             l.coord = Some(c);
+            incarnation = l.coord_start();
         }
         let template = JobEnv {
             rank: 0,
@@ -601,7 +608,7 @@ impl Launcher {
             control,
             path: l.cfg.path,
             ft: l.cfg.rank_mode(),
-            incarnation: 0,
+            incarnation,
         };
         l.respawn = Respawn { exe: exe.clone(), cwd: cwd.clone(), envs: Vec::new(), hosts: Vec::new(), map: None };
         tracing::debug!(np = l.cfg.np, exe = %exe.display(), %control, jobdir = %template.jobdir.display(), "starting job");
@@ -652,6 +659,7 @@ impl Launcher {
             }
         }
         tracing::debug!(elapsed = ?l.start.elapsed(), "all ranks spawned");
+        l.coord_write_pids();
         Ok(l)
     }
 
@@ -882,6 +890,10 @@ impl Launcher {
                 Some(idx) => self.on_rank_exit(idx, status, now),
                 None => tracing::debug!(pid, %status, "reaped a descendant"),
             }
+        }
+        if self.signals.take(libc::SIGUSR1) {
+            // `steadfast checkpoint DIR`: a checkpoint now (coordinated mode).
+            self.coord_checkpoint_now();
         }
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             if self.signals.take(sig) {
@@ -1405,6 +1417,10 @@ impl Launcher {
             }
             ControlEvent::Recovery { rank, bytes } => self.coord_recovery(rank, &bytes),
             ControlEvent::OutputMark { rank, wave } => self.coord_output_mark(rank, wave),
+            ControlEvent::CheckpointNow { rank } => {
+                tracing::debug!(rank, "checkpoint asked for");
+                self.coord_checkpoint_now();
+            }
             ControlEvent::FenceDone { epoch } => {
                 tracing::debug!(epoch, elapsed = ?self.start.elapsed(), "fence complete")
             }
