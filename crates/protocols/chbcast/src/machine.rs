@@ -128,12 +128,12 @@ pub struct Machine {
 
 /// The children of `me` in the binomial tree of `n` ranks rooted at `root`.
 pub fn tree_children(root: Rank, me: Rank, n: u32) -> Vec<Rank> {
-    let v = (me + n - root) % n;
+    let (v, n) = (u64::from(relative(root, me, n)), u64::from(n));
     let mut out = Vec::new();
-    let mut mask = 1u32;
+    let mut mask = 1u64;
     while mask < n && (v & mask) == 0 {
         if v + mask < n {
-            out.push((v + mask + root) % n);
+            out.push(((v + mask + u64::from(root)) % n) as Rank);
         }
         mask <<= 1;
     }
@@ -142,8 +142,14 @@ pub fn tree_children(root: Rank, me: Rank, n: u32) -> Vec<Rank> {
 
 /// The parent of `me` in that tree (`None` at the root).
 pub fn tree_parent(root: Rank, me: Rank, n: u32) -> Option<Rank> {
-    let v = (me + n - root) % n;
-    (v != 0).then(|| ((v & (v - 1)) + root) % n)
+    let v = relative(root, me, n);
+    (v != 0).then(|| ((u64::from(v & (v - 1)) + u64::from(root)) % u64::from(n)) as Rank)
+}
+
+/// `me`'s rank relative to `root`, modulo `n` (0 for an empty group), without overflow.
+fn relative(root: Rank, me: Rank, n: u32) -> u32 {
+    let n = u64::from(n.max(1));
+    ((u64::from(me) % n + n - u64::from(root) % n) % n) as u32
 }
 
 /// The synchronization's manager: rank 0 at the root of its tree.

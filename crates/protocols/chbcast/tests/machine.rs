@@ -57,6 +57,10 @@ fn binomial_trees_cover_every_rank_once() {
             assert_eq!(tree_parent(root, root, n), None);
         }
     }
+    // Out-of-range ranks do not overflow.
+    assert_eq!(tree_parent(u32::MAX, u32::MAX, u32::MAX), None);
+    let _ = tree_children(u32::MAX, 0, u32::MAX);
+    assert!(tree_children(0, 0, 0).is_empty());
 }
 
 #[test]
