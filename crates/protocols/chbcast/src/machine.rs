@@ -1,0 +1,636 @@
+//! The per-rank machine: binds broadcasts to channels, writes and validates frames, runs the
+//! delayed two-phase synchronization, repairs, and fails over to the point-to-point tree.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use crate::frame::{self, HEADER};
+use crate::wire::Message;
+use crate::{Config, Rank, Seq, Time};
+
+/// Something the driver must do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transmit {
+    /// Write `frame` into channel `channel` of every other rank's buffer with the broadcast
+    /// primitive (shared-memory channel, multicast datagram). May be lost, corrupted or
+    /// duplicated: the protocol copes.
+    Write { channel: u32, frame: Vec<u8> },
+    /// Send `message` to rank `to` on the reliable, ordered point-to-point path.
+    Send { to: Rank, message: Message },
+}
+
+/// What happened, for the caller's requests; in sequence order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// Broadcast `seq` (this rank is a receiver) arrived intact: its data.
+    Delivered { seq: Seq, root: Rank, data: Vec<u8> },
+    /// Broadcast `seq` (this rank is its root) is written: the caller's request completes
+    /// (the channel keeps the data for retransmission until the synchronization).
+    Sent { seq: Seq },
+    /// The channels of every broadcast below `upto` are free again.
+    Released { upto: Seq },
+    /// The primitive is abandoned: from now this rank's broadcasts go over the tree.
+    FailedOver,
+}
+
+/// Counters, for tests and the reproduction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Frames written with the primitive (first writes and retransmissions).
+    pub writes: u64,
+    /// Of them, retransmissions (after a NACK result or a repair request).
+    pub retransmits: u64,
+    /// Frames dropped because their length, flags or CRC were wrong.
+    pub bad_frames: u64,
+    /// Intact frames ignored because this rank already had that broadcast.
+    pub repeats: u64,
+    /// Frames that arrived before the caller asked for their broadcast (kept).
+    pub early: u64,
+    /// Frames outside the two windows a rank can hold, dropped.
+    pub out_of_window: u64,
+    /// Repair requests sent.
+    pub repairs_sent: u64,
+    /// Synchronization attempts this rank took part in, and of them the failed (NACK) ones.
+    pub sync_attempts: u64,
+    pub sync_nacks: u64,
+    /// Broadcasts written before their window's channels were released (deferred).
+    pub deferred: u64,
+    /// Frames sent over the point-to-point tree or directly (after the failover).
+    pub tree_sends: u64,
+}
+
+/// Why a call was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallError {
+    /// The root is not a rank of the group.
+    Root,
+    /// The root must give data, a receiver must not.
+    Data,
+    /// Data of 4 GiB or more.
+    TooLarge,
+}
+
+#[derive(Debug)]
+struct Call {
+    root: Rank,
+    /// Root: its frame. Receiver: the frame once it arrived intact.
+    frame: Option<Vec<u8>>,
+    /// Root: written (with the primitive or the tree).
+    written: bool,
+    /// Receiver: when the next repair request goes out, and how many went.
+    repair_at: Option<Time>,
+    repairs: u32,
+}
+
+#[derive(Debug)]
+struct Sync {
+    /// Synchronization `k` releases window `k - 1` (broadcasts `(k-1)N .. kN`).
+    k: u64,
+    attempt: u32,
+    /// This rank's own status is in (reported up, or decided at the manager).
+    reported: bool,
+    /// Report a NACK at this time if the window is still incomplete (backoff).
+    report_at: Time,
+    /// `report_at` has passed: the status is a NACK unless the window completes first.
+    timed_out: bool,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Agg {
+    children: u32,
+    ok: bool,
+    failed: bool,
+}
+
+/// One rank's channel-broadcast machine for one communicator.
+#[derive(Debug)]
+pub struct Machine {
+    me: Rank,
+    n: u32,
+    cfg: Config,
+    /// Every broadcast below `released` has its channel free (and was complete everywhere).
+    released: Seq,
+    /// Sequence number of the next call.
+    next_seq: Seq,
+    /// Next broadcast whose event is due (events go out in sequence order).
+    cursor: Seq,
+    calls: BTreeMap<Seq, Call>,
+    /// Intact frames of broadcasts not yet called here.
+    early: BTreeMap<Seq, Vec<u8>>,
+    sync: Option<Sync>,
+    /// Children's reports per (synchronization, attempt).
+    ups: BTreeMap<(u64, u32), Agg>,
+    failed: bool,
+    out: VecDeque<Transmit>,
+    events: VecDeque<Event>,
+    stats: Stats,
+}
+
+/// The children of `me` in the binomial tree of `n` ranks rooted at `root`.
+pub fn tree_children(root: Rank, me: Rank, n: u32) -> Vec<Rank> {
+    let (v, n) = (u64::from(relative(root, me, n)), u64::from(n));
+    let mut out = Vec::new();
+    let mut mask = 1u64;
+    while mask < n && (v & mask) == 0 {
+        if v + mask < n {
+            out.push(((v + mask + u64::from(root)) % n) as Rank);
+        }
+        mask <<= 1;
+    }
+    out
+}
+
+/// The parent of `me` in that tree (`None` at the root).
+pub fn tree_parent(root: Rank, me: Rank, n: u32) -> Option<Rank> {
+    let v = relative(root, me, n);
+    (v != 0).then(|| ((u64::from(v & (v - 1)) + u64::from(root)) % u64::from(n)) as Rank)
+}
+
+/// `me`'s rank relative to `root`, modulo `n` (0 for an empty group), without overflow.
+fn relative(root: Rank, me: Rank, n: u32) -> u32 {
+    let n = u64::from(n.max(1));
+    ((u64::from(me) % n + n - u64::from(root) % n) % n) as u32
+}
+
+/// The synchronization's manager: rank 0 at the root of its tree.
+const MANAGER: Rank = 0;
+
+impl Machine {
+    /// The machine of rank `me` in a group of `n` ranks.
+    ///
+    /// # Panics
+    /// If `me >= n` or the configuration has no channel.
+    pub fn new(me: Rank, n: u32, cfg: Config) -> Machine {
+        assert!(me < n, "rank {me} outside a group of {n}");
+        assert!(cfg.channels > 0, "at least one channel");
+        Machine {
+            me,
+            n,
+            cfg,
+            released: 0,
+            next_seq: 0,
+            cursor: 0,
+            calls: BTreeMap::new(),
+            early: BTreeMap::new(),
+            sync: None,
+            ups: BTreeMap::new(),
+            failed: false,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    fn channels(&self) -> u64 {
+        u64::from(self.cfg.channels)
+    }
+
+    /// The channel broadcast `seq` is bound to.
+    pub fn channel_of(&self, seq: Seq) -> u32 {
+        (seq % self.channels()) as u32
+    }
+
+    /// Broadcasts below this have free channels.
+    pub fn released(&self) -> Seq {
+        self.released
+    }
+
+    /// Whether the primitive was abandoned.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Whether a synchronization is under way.
+    pub fn syncing(&self) -> bool {
+        self.sync.is_some()
+    }
+
+    /// The next broadcast: every rank of the group calls it in the same order with the same
+    /// `root` (MPI's collective ordering); the root gives `data`. Returns its sequence
+    /// number; [`Event::Sent`] / [`Event::Delivered`] completes it.
+    pub fn bcast(&mut self, now: Time, root: Rank, data: Option<&[u8]>) -> Result<Seq, CallError> {
+        if root >= self.n {
+            return Err(CallError::Root);
+        }
+        if (root == self.me) != data.is_some() {
+            return Err(CallError::Data);
+        }
+        if data.is_some_and(|d| u32::try_from(d.len()).is_err()) {
+            return Err(CallError::TooLarge);
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let frame = data.map(|d| frame::encode(seq, root, d, self.cfg.crc));
+        let mut call = Call {
+            root,
+            frame,
+            written: false,
+            repair_at: None,
+            repairs: 0,
+        };
+        if root != self.me {
+            if let Some(f) = self.early.remove(&seq) {
+                if frame::decode(&f).is_ok_and(|h| h.root == root) {
+                    call.frame = Some(f);
+                }
+            }
+        }
+        self.calls.insert(seq, call);
+        if seq < self.released + self.channels() {
+            self.bind(now, seq);
+        } else if root == self.me {
+            self.stats.deferred += 1;
+        }
+        self.flush_events();
+        self.maybe_start_sync(now);
+        Ok(seq)
+    }
+
+    /// The channel of `seq` is free: the root writes, a receiver starts its repair clock.
+    fn bind(&mut self, now: Time, seq: Seq) {
+        let me = self.me;
+        let timeout = self.cfg.repair_timeout;
+        let Some(call) = self.calls.get_mut(&seq) else {
+            return;
+        };
+        if call.root == me {
+            if !call.written {
+                call.written = true;
+                let frame = call.frame.clone().expect("a root's call holds its frame");
+                self.send_frame(seq, frame, false);
+            }
+        } else if call.frame.is_none() && call.repair_at.is_none() {
+            call.repair_at = Some(now + timeout);
+        }
+    }
+
+    fn send_frame(&mut self, seq: Seq, frame: Vec<u8>, retransmit: bool) {
+        if self.failed {
+            self.stats.tree_sends += 1;
+            for c in tree_children(self.me, self.me, self.n) {
+                self.out.push_back(Transmit::Send {
+                    to: c,
+                    message: Message::Data {
+                        forward: true,
+                        frame: frame.clone(),
+                    },
+                });
+            }
+        } else {
+            self.stats.writes += 1;
+            self.stats.retransmits += u64::from(retransmit);
+            self.out.push_back(Transmit::Write {
+                channel: self.channel_of(seq),
+                frame,
+            });
+        }
+    }
+
+    /// A frame read from this rank's channel buffer (written by the primitive). Dropped if
+    /// damaged; ignored if this rank already has that broadcast (its channel state).
+    pub fn frame_arrived(&mut self, now: Time, bytes: &[u8]) {
+        let h = match frame::decode(bytes) {
+            Ok(h) => h,
+            Err(_) => {
+                self.stats.bad_frames += 1;
+                return;
+            }
+        };
+        let seq = h.seq;
+        if h.root == self.me || h.root >= self.n || seq < self.released {
+            self.stats.repeats += 1;
+            return;
+        }
+        // A root writes window w + 1 only once every rank completed window w, so an intact
+        // frame lies in the released window or the next one.
+        if seq >= self.released + 2 * self.channels() {
+            self.stats.out_of_window += 1;
+            return;
+        }
+        match self.calls.get_mut(&seq) {
+            Some(call) if call.frame.is_some() => self.stats.repeats += 1,
+            Some(call) if call.root != h.root => self.stats.bad_frames += 1,
+            Some(call) => {
+                call.frame = Some(bytes.to_vec());
+                call.repair_at = None;
+                self.flush_events();
+                self.maybe_report(now);
+            }
+            None if self.early.contains_key(&seq) => self.stats.repeats += 1,
+            None => {
+                self.stats.early += 1;
+                self.early.insert(seq, bytes.to_vec());
+            }
+        }
+    }
+
+    fn flush_events(&mut self) {
+        while let Some(call) = self.calls.get(&self.cursor) {
+            let ev = if call.root == self.me {
+                if !call.written {
+                    break;
+                }
+                Event::Sent { seq: self.cursor }
+            } else {
+                let Some(f) = &call.frame else { break };
+                Event::Delivered {
+                    seq: self.cursor,
+                    root: call.root,
+                    data: f[HEADER..].to_vec(),
+                }
+            };
+            self.events.push_back(ev);
+            self.cursor += 1;
+        }
+    }
+
+    /// A point-to-point message from `from`.
+    pub fn handle(&mut self, now: Time, from: Rank, msg: Message) {
+        match msg {
+            Message::Up {
+                sync,
+                attempt,
+                ok,
+                failed,
+            } => {
+                let a = self.ups.entry((sync, attempt)).or_insert(Agg {
+                    children: 0,
+                    ok: true,
+                    failed: false,
+                });
+                a.children += 1;
+                a.ok &= ok;
+                a.failed |= failed;
+                self.maybe_report(now);
+            }
+            Message::Down {
+                sync,
+                attempt,
+                ok,
+                failed,
+            } => self.down(now, sync, attempt, ok, failed),
+            Message::Repair { seq, failed } => {
+                if failed && !self.failed {
+                    self.fail_over();
+                }
+                let Some(call) = self.calls.get(&seq) else {
+                    return;
+                };
+                if call.root != self.me || !call.written {
+                    return;
+                }
+                let frame = call.frame.clone().expect("a root's call holds its frame");
+                if self.failed {
+                    self.stats.tree_sends += 1;
+                    self.out.push_back(Transmit::Send {
+                        to: from,
+                        message: Message::Data {
+                            forward: false,
+                            frame,
+                        },
+                    });
+                } else {
+                    self.send_frame(seq, frame, true);
+                }
+            }
+            Message::Data { forward, frame } => {
+                if forward {
+                    if let Ok(h) = frame::decode(&frame) {
+                        // Below `released` every rank has it already.
+                        if h.root < self.n && h.seq >= self.released {
+                            for c in tree_children(h.root, self.me, self.n) {
+                                self.out.push_back(Transmit::Send {
+                                    to: c,
+                                    message: Message::Data {
+                                        forward: true,
+                                        frame: frame.clone(),
+                                    },
+                                });
+                            }
+                        }
+                    }
+                }
+                self.frame_arrived(now, &frame);
+            }
+        }
+    }
+
+    /// The driver saw the primitive fail (a write error, the fault layer): abandon it.
+    pub fn primitive_failed(&mut self) {
+        if !self.failed {
+            self.fail_over();
+        }
+    }
+
+    /// From now every frame goes over the point-to-point tree; the outstanding broadcasts
+    /// this rank is root of are rebound to it.
+    fn fail_over(&mut self) {
+        self.failed = true;
+        self.events.push_back(Event::FailedOver);
+        let mine: Vec<(Seq, Vec<u8>)> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.root == self.me && c.written)
+            .map(|(s, c)| (*s, c.frame.clone().expect("a root's call holds its frame")))
+            .collect();
+        for (seq, f) in mine {
+            self.send_frame(seq, f, true);
+        }
+    }
+
+    /// The next synchronization is needed once a call lies past the released window's
+    /// channels: only when the channels run out.
+    fn maybe_start_sync(&mut self, now: Time) {
+        if self.sync.is_none() && self.next_seq > self.released + self.channels() {
+            let k = self.released / self.channels() + 1;
+            self.sync = Some(Sync {
+                k,
+                attempt: 0,
+                reported: false,
+                report_at: now + self.cfg.sync_backoff,
+                timed_out: false,
+            });
+            self.stats.sync_attempts += 1;
+            self.maybe_report(now);
+        }
+    }
+
+    fn window_complete(&self) -> bool {
+        self.cursor >= self.released + self.channels()
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let d = self.cfg.sync_backoff.saturating_mul(1 << attempt.min(16));
+        d.min(self.cfg.max_backoff.max(self.cfg.sync_backoff))
+    }
+
+    /// Reports this rank's subtree status once its own is known (window complete, or the
+    /// backoff ran out: NACK) and every child reported.
+    fn maybe_report(&mut self, now: Time) {
+        let complete = self.window_complete();
+        let Some(s) = &mut self.sync else { return };
+        s.timed_out |= now >= s.report_at;
+        if s.reported || !(complete || s.timed_out) {
+            return;
+        }
+        let children = tree_children(MANAGER, self.me, self.n).len() as u32;
+        let agg = self.ups.get(&(s.k, s.attempt)).copied().unwrap_or(Agg {
+            children: 0,
+            ok: true,
+            failed: false,
+        });
+        if agg.children < children {
+            return;
+        }
+        s.reported = true;
+        let (k, attempt) = (s.k, s.attempt);
+        self.ups.remove(&(k, attempt));
+        let ok = agg.ok && complete;
+        let failed = agg.failed || self.failed;
+        match tree_parent(MANAGER, self.me, self.n) {
+            Some(p) => self.out.push_back(Transmit::Send {
+                to: p,
+                message: Message::Up {
+                    sync: k,
+                    attempt,
+                    ok,
+                    failed,
+                },
+            }),
+            None => self.down(now, k, attempt, ok, failed),
+        }
+    }
+
+    fn down(&mut self, now: Time, k: u64, attempt: u32, ok: bool, failed: bool) {
+        // Only the result of the attempt this rank reported for (the manager reports to
+        // itself): anything else is not from this protocol's run.
+        if !self
+            .sync
+            .as_ref()
+            .is_some_and(|s| s.k == k && s.attempt == attempt && s.reported)
+        {
+            return;
+        }
+        for c in tree_children(MANAGER, self.me, self.n) {
+            self.out.push_back(Transmit::Send {
+                to: c,
+                message: Message::Down {
+                    sync: k,
+                    attempt,
+                    ok,
+                    failed,
+                },
+            });
+        }
+        if failed && !self.failed {
+            self.fail_over();
+        }
+        if ok {
+            self.sync = None;
+            let upto = k * self.channels();
+            self.released = upto;
+            self.calls.retain(|s, _| *s >= upto);
+            self.early.retain(|s, _| *s >= upto);
+            self.events.push_back(Event::Released { upto });
+            let window: Vec<Seq> = self
+                .calls
+                .range(upto..upto + self.channels())
+                .map(|(s, _)| *s)
+                .collect();
+            for s in window {
+                self.bind(now, s);
+            }
+            self.flush_events();
+            self.maybe_start_sync(now);
+        } else {
+            self.stats.sync_nacks += 1;
+            // The manager does not say which broadcast failed: every root retransmits all of
+            // its broadcasts of the window; receivers that have them ignore the repeats. Over
+            // the tree (reliable) nothing is lost, so nothing is sent again.
+            if !self.failed {
+                let lo = self.released;
+                let mine: Vec<(Seq, Vec<u8>)> = self
+                    .calls
+                    .range(lo..lo + self.channels())
+                    .filter(|(_, c)| c.root == self.me && c.written)
+                    .map(|(s, c)| (*s, c.frame.clone().expect("a root's call holds its frame")))
+                    .collect();
+                for (s, f) in mine {
+                    self.send_frame(s, f, true);
+                }
+            }
+            let next = attempt + 1;
+            let report_at = now + self.backoff(next);
+            self.sync = Some(Sync {
+                k,
+                attempt: next,
+                reported: false,
+                report_at,
+                timed_out: false,
+            });
+            self.stats.sync_attempts += 1;
+            self.maybe_report(now);
+        }
+    }
+
+    /// When [`Machine::handle_timeout`] wants to run next.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let repair = self.calls.values().filter_map(|c| c.repair_at).min();
+        let sync = self
+            .sync
+            .as_ref()
+            .filter(|s| !s.reported && !s.timed_out)
+            .map(|s| s.report_at);
+        match (repair, sync) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs what is due at `now`: repair requests for broadcasts that did not arrive in time
+    /// (after `max_repairs` of them the primitive is abandoned), and the NACK of a
+    /// synchronization whose backoff ran out.
+    pub fn handle_timeout(&mut self, now: Time) {
+        let due: Vec<Seq> = self
+            .calls
+            .iter()
+            .filter(|(_, c)| c.repair_at.is_some_and(|t| t <= now))
+            .map(|(s, _)| *s)
+            .collect();
+        for seq in due {
+            let (timeout, max) = (self.cfg.repair_timeout, self.cfg.max_repairs);
+            let call = self.calls.get_mut(&seq).expect("listed above");
+            call.repairs += 1;
+            let n = call.repairs;
+            call.repair_at = Some(now + timeout.saturating_mul(1 << n.min(6)));
+            let root = call.root;
+            if n >= max && !self.failed {
+                self.fail_over();
+            }
+            self.stats.repairs_sent += 1;
+            self.out.push_back(Transmit::Send {
+                to: root,
+                message: Message::Repair {
+                    seq,
+                    failed: self.failed,
+                },
+            });
+        }
+        self.maybe_report(now);
+    }
+
+    /// The next thing to do.
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
+        self.out.pop_front()
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+}
