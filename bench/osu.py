@@ -65,9 +65,15 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def all_configs(prefix):
-    """Open MPI vader is the default Open MPI; its tcp and the others come from pingpong.py."""
+def all_configs(prefix, ab):
+    """The set-ups of pingpong.py, plus sf-ab: Steadfast shm with the --ab variables set
+    (to compare a setting with the default in the same alternating rounds)."""
     cfgs = {c["key"]: c for c in pp.configs(prefix)}
+    if ab:
+        env = dict(kv.split("=", 1) for kv in ab.split(","))
+        env["STEADFAST_PATH"] = "shm"
+        cfgs["sf-ab"] = {"key": "sf-ab", "label": "Steadfast shm " + ab, "family": "steadfast",
+                         "env": env, "launch": [str(prefix / "bin" / "mpiexec")]}
     return cfgs
 
 
@@ -226,6 +232,7 @@ def report(args, cfgs, med, notes, out_dir, load0, load1):
     tcp_ref = "ompi-tcp" if "ompi-tcp" in med else "ompi-vader"
     pairs = [(a, b, name) for a, b, name in
              [("sf-shm", "ompi-vader", "shm/OMPI"), ("sf-shm", "mpich", "shm/MPICH"),
+              ("sf-ab", "ompi-vader", "ab/OMPI"), ("sf-shm", "sf-ab", "shm/ab"),
               ("sf-tcp", tcp_ref, "tcp/OMPI" + ("-tcp" if tcp_ref == "ompi-tcp" else ""))]
              if a in med and b in med]
     rat = {p[2]: ratios(med, p[0], p[1]) for p in pairs}
@@ -369,6 +376,8 @@ def main():
     ap.add_argument("--ci", action="store_true", help="short regression check (see above)")
     ap.add_argument("--only", default="", help="configs: sf-shm,sf-tcp,ompi-vader,ompi-tcp,mpich "
                     "(default all but ompi-tcp; --ci: sf-shm,ompi-vader)")
+    ap.add_argument("--ab", default="", help="also run Steadfast shm with these variables "
+                    "(VAR=VALUE,...) as config sf-ab, e.g. STEADFAST_COLL_FORCE=barrier=dissemination")
     ap.add_argument("--tests", default="", help="comma-separated subset of "
                     + ",".join(P2P + MULTI))
     ap.add_argument("--ranks", default="", help="rank counts (default 2,4,8)")
@@ -410,7 +419,9 @@ def main():
         ap.error("unknown test(s): " + ", ".join(sorted(unknown)))
 
     prefix = Path(args.prefix).resolve()
-    every = all_configs(prefix)
+    every = all_configs(prefix, args.ab)
+    if args.ab and "sf-ab" not in args.only.split(","):
+        args.only += ",sf-ab"
     keys = args.only.split(",")
     if set(keys) - set(every):
         ap.error("unknown config(s): " + ", ".join(sorted(set(keys) - set(every))))

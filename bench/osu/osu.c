@@ -26,7 +26,8 @@
  * rank size/N bytes), the block each rank sends in Gather/Scatter/Allgather/Alltoall.
  *
  * Iterations: rank 0 times a short warm-up and picks a count so that one size takes about
- * MS_PER_SIZE milliseconds (default 60), at least 10 and at most 10000 (1000 above 8 KiB);
+ * MS_PER_SIZE milliseconds (default 60) of wall time, at least 10 (3 where 10 would take over
+ * 4 budgets) and at most 10000 (1000 above 8 KiB);
  * every rank runs that count (it is broadcast, untimed). With -k K (default 1) the timed loop
  * runs K times and each rank keeps its fastest batch: steadier on a machine shared with other
  * work (the regression check uses it), no longer quite OSU's single average. With -p, rank r pins itself to the
@@ -252,13 +253,18 @@ static int calibrate(unit_fn f, size_t n, int maxreps)
 {
     int warm = n > 65536 ? 2 : 10;
     MPI_Barrier(MPI_COMM_WORLD);
-    double t = f(n, warm);
+    /* wall time, so that the untimed barriers between collective calls count too */
+    double t0 = MPI_Wtime();
+    f(n, warm);
     MPI_Barrier(MPI_COMM_WORLD);
-    double per = t / warm;
+    double per = (MPI_Wtime() - t0) / warm;
     int reps = 10;
     if (rank == 0 && per > 0) {
-        double want = ms_per_size / 1000.0 / per;
-        reps = want < 10 ? 10 : want > maxreps ? maxreps : (int)want;
+        /* at least 10 units, fewer only where even 10 would take over 4 budgets */
+        double want = ms_per_size / 1000.0 / per, least = 10;
+        if (least * per * 1000.0 > 4 * ms_per_size)
+            least = 3;
+        reps = want < least ? (int)least : want > maxreps ? maxreps : (int)want;
     }
     MPI_Bcast(&reps, 1, MPI_INT, 0, MPI_COMM_WORLD);
     return reps;
