@@ -322,7 +322,7 @@ def plots(args, cfgs, med, out):
                      f"(median of {args.rounds} alternating rounds; x: bytes)", fontsize=10)
         fig.tight_layout()
         path = out / f"osu-{ranks}ranks.png"
-        fig.savefig(path, dpi=80)
+        fig.savefig(path, dpi=64)
         plt.close(fig)
         written.append(path)
     return written
