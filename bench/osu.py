@@ -464,6 +464,7 @@ def main():
                         for n, vs in rows.items():
                             data.setdefault(k, {}).setdefault(r, {}).setdefault(t, {}) \
                                 .setdefault(n, []).extend(vs)
+            args.rounds *= 2  # the report counts both sets
             text, rat = report(args, cfgs, medians(data, args.stat), notes + notes2, out_dir,
                                load0, os.getloadavg()[0])
             (out_dir / "report.md").write_text(text)
