@@ -9,7 +9,7 @@ FORTRAN ?= gfortran
 RELEASE := target/release
 BUILD := build
 
-.PHONY: all build install demo test test-rust test-c test-net test-cluster bench clean
+.PHONY: all build install demo test test-rust test-c test-net test-cluster bench bench-osu clean
 
 all: install
 
@@ -54,6 +54,10 @@ test-cluster: install
 
 bench: install
 	scripts/bench-pingpong.sh --prefix $(PREFIX)
+
+# OSU-style suite against Open MPI and MPICH (bench/osu.py; OSU_ARGS=--quick for the short form).
+bench-osu: install
+	python3 bench/osu.py --prefix $(PREFIX) $(OSU_ARGS)
 
 clean:
 	$(CARGO) clean

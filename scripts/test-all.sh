@@ -71,6 +71,11 @@ if [ -x scripts/hdf5-tests.sh ]; then
         echo "=== parallel HDF5 testpar: skipped (not built; run scripts/hdf5-tests.sh once)"
     fi
 fi
+if [ -f bench/osu.py ]; then
+    # Ratios to Open MPI against bench/osu/baseline.json (full suite: `make bench-osu`).
+    suite "OSU-style ratios to Open MPI against the stored baseline" \
+        python3 bench/osu.py --ci --prefix "$prefix"
+fi
 if [ -x scripts/netpipe-test.sh ]; then
     suite "NetPIPE" env PREFIX="$prefix" scripts/netpipe-test.sh
 fi

@@ -6,9 +6,54 @@ use super::{byte_type, Buf};
 use crate::datatype::TypeRef;
 use crate::error::MpiResult;
 
+/// MPI_Barrier with the algorithm the selection rule picks for `size` ranks.
+pub fn barrier(s: &mut Schedule, rank: i32, size: i32, cfg: &CollConfig) -> MpiResult<()> {
+    match select::barrier(cfg, size) {
+        select::Barrier::Dissemination => dissemination(s, rank, size),
+        select::Barrier::Tree => {
+            tree_barrier(s, rank, size);
+            Ok(())
+        }
+    }
+}
+
+/// Binomial fan-in to rank 0, then binomial fan-out from it: 2·⌈log2 n⌉ steps, but rank 0
+/// leaves first and the rest in tree order, so a rooted collective from rank 0 that follows
+/// finds its children still on the way out instead of waiting for them.
+pub fn tree_barrier(s: &mut Schedule, rank: i32, size: i32) {
+    let byte = byte_type();
+    // Fan-in: hear from every child (rank + mask for each mask below the lowest set bit),
+    // then tell the parent.
+    let mut mask = 1;
+    while mask < size {
+        if rank & mask != 0 {
+            break;
+        }
+        if rank + mask < size {
+            s.recv(rank + mask, 0, std::ptr::null_mut(), 0, &byte);
+        }
+        mask <<= 1;
+    }
+    s.round();
+    if rank != 0 {
+        s.send(rank - mask, 0, std::ptr::null(), 0, &byte);
+        s.recv(rank - mask, 1, std::ptr::null_mut(), 0, &byte);
+        s.round();
+    }
+    // Fan-out: the same tree as the binomial broadcast from rank 0, largest subtree first.
+    mask >>= 1;
+    while mask > 0 {
+        if rank + mask < size {
+            s.send(rank + mask, 1, std::ptr::null(), 0, &byte);
+        }
+        mask >>= 1;
+    }
+    s.round();
+}
+
 /// Dissemination barrier: ⌈log2 n⌉ rounds; in round k rank r signals r + 2^k and waits for
 /// r - 2^k.
-pub fn barrier(s: &mut Schedule, rank: i32, size: i32) -> MpiResult<()> {
+pub fn dissemination(s: &mut Schedule, rank: i32, size: i32) -> MpiResult<()> {
     let byte = byte_type();
     let mut k = 1;
     let mut round = 0;

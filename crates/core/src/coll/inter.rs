@@ -37,7 +37,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
     match c {
         Coll::Barrier => {
             s.local = true;
-            bcast::barrier(s, rank, size)?;
+            bcast::barrier(s, rank, size, cfg)?;
             s.local = false;
             if rank == 0 {
                 s.send(0, SUB_LEADERS, std::ptr::null(), 0, &byte);

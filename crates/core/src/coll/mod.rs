@@ -380,7 +380,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         }
     };
     match c {
-        Coll::Barrier => bcast::barrier(s, rank, size),
+        Coll::Barrier => bcast::barrier(s, rank, size, cfg),
         Coll::Bcast { buf, root } => {
             check_root(*root)?;
             bcast::bcast(s, rank, size, *root, buf, cfg)

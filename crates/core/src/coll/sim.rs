@@ -234,8 +234,10 @@ fn fail(what: &str, size: usize, count: usize, algo: &str, e: impl std::fmt::Dis
 
 #[test]
 fn barrier_every_size() {
-    for &n in SIZES {
-        run_all(n, &CollConfig::default(), |_| Coll::Barrier).unwrap_or_else(|e| fail("barrier", n, 0, "-", e));
+    for (algo, cfg) in configs("barrier", &["dissemination", "tree"]) {
+        for &n in SIZES {
+            run_all(n, &cfg, |_| Coll::Barrier).unwrap_or_else(|e| fail("barrier", n, 0, &algo, e));
+        }
     }
 }
 
@@ -761,8 +763,10 @@ fn schedules_have_the_promised_number_of_rounds() {
     let p = b.as_mut_ptr();
     // log2 n exchange rounds for recursive doubling on a power of two, +1 for the copy.
     assert_eq!(rounds(8, Coll::Allreduce { buf: RBuf { send: Some(p), recv: p.wrapping_add(4), count: 1 }, red: red.clone() }), 4);
-    // Barrier: ⌈log2 n⌉ rounds.
-    assert_eq!(rounds(5, Coll::Barrier), 3);
+    // Dissemination barrier (more than 8 ranks): ⌈log2 n⌉ rounds.
+    assert_eq!(rounds(12, Coll::Barrier), 4);
+    // Tree barrier (3 to 8 ranks), at rank 0: hear from every child, then release them.
+    assert_eq!(rounds(5, Coll::Barrier), 2);
     // Root of a binomial broadcast: one round of sends.
     assert_eq!(rounds(8, Coll::Bcast { buf: Buf { ptr: p, count: 1, dtype: t.clone() }, root: 0 }), 1);
 }
