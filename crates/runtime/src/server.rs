@@ -138,6 +138,9 @@ impl ControlCore {
             }
             (None, Ok(_)) => self.reject(conn, RejectReason::NotHello),
             (None, Err(e)) => self.reject(conn, RejectReason::Malformed(e)),
+            // A connection of an earlier process of the rank (before a coordinated
+            // rollback) is heard no more.
+            (Some(rank), _) if self.ranks.get(rank as usize).is_some_and(|s| s.conn != Some(conn)) => {}
             (Some(rank), Ok(msg)) => self.handle_request(conn, rank, msg),
             (Some(rank), Err(e)) => self.protocol_error(conn, rank, e.to_string()),
         }
@@ -245,9 +248,8 @@ impl ControlCore {
     /// process has exited. The key-value space and fences start over, as at a first start.
     pub fn restart_job(&mut self, incarnation: u16) {
         for slot in &mut self.ranks {
-            if let Some(c) = slot.conn.take() {
-                self.conns.remove(&c);
-            }
+            // The earlier processes' connections stay known until they close, so their
+            // closing is not counted as a refused stranger.
             *slot = RankSlot { incarnation, ..RankSlot::default() };
         }
         self.kvs.clear();

@@ -551,6 +551,10 @@ impl Engine {
         if let Some(p) = self.st.pids.get_mut(self.rank as usize) {
             *p = std::process::id();
         }
+        // The new path may carry less per packet (its rings are sized by the free space of
+        // the host now): never stream chunks it cannot take.
+        self.chunk = self.chunk.min(built.net.max_payload());
+        self.eager_limit = self.eager_limit.min(self.chunk);
         self.net = Some(built.net);
         self.boot = Some(boot);
         self.rejoin_rollback(wave)?;
