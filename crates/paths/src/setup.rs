@@ -146,6 +146,44 @@ pub fn parse_hostmap(s: &str, size: u32) -> Result<Vec<u32>, PathError> {
     Ok(v)
 }
 
+/// The address this rank's network path listens on towards other hosts, when the job
+/// spans several (`None` for a one-host job or an unreadable host map). Other per-rank
+/// listeners that peers on other hosts must reach (the membership control channel) bind
+/// to it too, instead of the loopback address that serves a one-host job.
+pub fn remote_ip(st: &Settings, size: u32) -> Option<std::net::IpAddr> {
+    let map = st.hostmap.as_deref().filter(|h| !h.trim().is_empty())?;
+    let hosts = parse_hostmap(map, size).ok()?;
+    if hosts.iter().all(|&h| h == hosts[0]) {
+        return None;
+    }
+    let ifs = udp::interfaces().unwrap_or_default();
+    let eps = udp::local_endpoints(st.routes.as_deref(), st.control, &ifs).ok()?;
+    eps.first().map(|e| std::net::IpAddr::V4(e.ip))
+}
+
+/// `shm:0-3 tcp:4-7`: which ranks each path serves (runs of consecutive ranks).
+fn describe_via(via: &[Option<Kind>]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for k in [Kind::Shm, Kind::Tcp, Kind::Udp] {
+        let ranks: Vec<usize> = (0..via.len()).filter(|&q| via[q] == Some(k)).collect();
+        if ranks.is_empty() {
+            continue;
+        }
+        let mut runs: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < ranks.len() {
+            let mut j = i;
+            while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+                j += 1;
+            }
+            runs.push(if i == j { ranks[i].to_string() } else { format!("{}-{}", ranks[i], ranks[j]) });
+            i = j + 1;
+        }
+        out.push(format!("{}:{}", k.name(), runs.join(",")));
+    }
+    out.join(" ")
+}
+
 fn exch_err(e: String) -> PathError {
     PathError::Config(format!("bootstrap: {e}"))
 }
@@ -180,6 +218,12 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
             }
         })
         .collect();
+    tracing::debug!(
+        rank = p.rank,
+        host = me,
+        peers = %describe_via(&via),
+        "path to each peer"
+    );
     // A world of one still gets the job's path.
     let alone = via.iter().all(|v| v.is_none());
     let uses = |k: Kind| via.contains(&Some(k)) || (alone && k == p.kind);
