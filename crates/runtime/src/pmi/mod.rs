@@ -296,7 +296,9 @@ impl PmiBootstrap {
             parse_var("STEADFAST_NET_PATH", "tcp")?.trim().parse().map_err(|e| bad("STEADFAST_NET_PATH", e))?;
         // SAFETY: getuid cannot fail.
         let uid = unsafe { libc::getuid() }.to_string();
-        let tag = fnv(&[b"dir", info.jobid.as_bytes(), uid.as_bytes()]);
+        // The host name too: emulated nodes (network and UTS namespaces) may share /dev/shm,
+        // and each host's ranks must get a directory of their own.
+        let tag = fnv(&[b"dir", info.jobid.as_bytes(), uid.as_bytes(), hosts[info.rank as usize].as_bytes()]);
         let job = PmiJob {
             kind,
             rank: info.rank,
