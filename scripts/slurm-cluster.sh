@@ -31,13 +31,17 @@ stop_daemon() {   # stop_daemon PIDFILE: SIGTERM, wait at most 15 s, then SIGKIL
     rm -f "$1"
 }
 
-# on NAME CMD...: CMD in namespace NAME (sfc-head, sfc-n1, ...) with that host name and
-# /etc/netns/NAME/hosts bound over /etc/hosts (every node resolves the others). Not `ip netns
-# exec`: it mounts a fresh /sys, without the cgroup file system slurmd wants.
+# on NAME CMD...: CMD in namespace NAME (sfc-head, sfc-n1, ...) with that host name, its own
+# /tmp and /dev/shm (directories under $state/fs/NAME and /dev/shm/NAME, bound over them, as
+# separate machines would have: Slurm's PMIx plugin names its directories in /tmp after the
+# job only) and /etc/netns/NAME/hosts bound over /etc/hosts (every node resolves the others).
+# Not `ip netns exec`: it mounts a fresh /sys, without the cgroup file system slurmd wants.
 on() {
     local name=$1; shift
     SLURM_CONF=$conf nsenter --net="/run/netns/$name" unshare --uts --mount --propagation private -- \
-        sh -c 'mount --bind "/etc/netns/$0/hosts" /etc/hosts && hostname "$0" && exec "$@"' "$name" "$@"
+        sh -c 'mount --bind "/etc/netns/$0/hosts" /etc/hosts && mount --bind "$1/fs/$0/tmp" /tmp \
+               && mount --bind "/dev/shm/$0" /dev/shm && hostname "$0" && shift && exec "$@"' \
+        "$name" "$state" "$@"
 }
 
 down() {
@@ -50,7 +54,7 @@ down() {
         local pids; pids=$(ip netns pids "$n" 2>/dev/null)
         [ -n "$pids" ] && kill -9 $pids 2>/dev/null
         ip netns del "$n" 2>/dev/null
-        rm -rf "/etc/netns/$n"
+        rm -rf "/etc/netns/$n" "${state:?}/fs/$n" "/dev/shm/$n"
     done
     if [ -f "$state/pids/munged.started" ]; then
         stop_daemon "$state/pids/munged.pid"
@@ -66,7 +70,9 @@ up() {
     "$here/scripts/slurm-setup.sh" --install-only || exit $?
     down
     mkdir -p "$state"/{ctld,spool,log,pids}
-    rm -rf "${state:?}"/ctld/* "$state"/log/*
+    # A fresh controller numbers jobs from 1 again: files of the last cluster's steps
+    # (PMIx sockets named after job and step) must go.
+    rm -rf "${state:?}"/ctld/* "$state"/log/* "$state"/spool/*
 
     # munge: shared with the one-node cluster; start it if nobody runs it.
     if ! pgrep -x munged >/dev/null; then
@@ -102,7 +108,8 @@ up() {
         nodelist="$nodelist${nodelist:+,}$n"
     done
     for n in "$P-head" $(echo "$nodelist" | tr , ' '); do
-        mkdir -p "/etc/netns/$n"
+        mkdir -p "/etc/netns/$n" "$state/fs/$n/tmp" "/dev/shm/$n"
+        chmod 1777 "$state/fs/$n/tmp" "/dev/shm/$n"
         printf '%s\n' "$hosts" >"/etc/netns/$n/hosts"
     done
 
