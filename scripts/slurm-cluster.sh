@@ -32,7 +32,7 @@ stop_daemon() {   # stop_daemon PIDFILE: SIGTERM, wait at most 15 s, then SIGKIL
 }
 
 # on NAME CMD...: CMD in namespace NAME (sfc-head, sfc-n1, ...) with that host name, its own
-# /tmp and /dev/shm (directories under $state/fs/NAME and /dev/shm/NAME, bound over them, as
+# /tmp and /dev/shm ($state/fs/NAME/tmp and $state/shm/NAME, a tmpfs, bound over them, as
 # separate machines would have: Slurm's PMIx plugin names its directories in /tmp after the
 # job only) and /etc/netns/NAME/hosts bound over /etc/hosts (every node resolves the others).
 # Not `ip netns exec`: it mounts a fresh /sys, without the cgroup file system slurmd wants.
@@ -40,7 +40,7 @@ on() {
     local name=$1; shift
     SLURM_CONF=$conf nsenter --net="/run/netns/$name" unshare --uts --mount --propagation private -- \
         sh -c 'mount --bind "/etc/netns/$0/hosts" /etc/hosts && mount --bind "$1/fs/$0/tmp" /tmp \
-               && mount --bind "/dev/shm/$0" /dev/shm && hostname "$0" && shift && exec "$@"' \
+               && mount --bind "$1/shm/$0" /dev/shm && hostname "$0" && shift && exec "$@"' \
         "$name" "$state" "$@"
 }
 
@@ -54,8 +54,9 @@ down() {
         local pids; pids=$(ip netns pids "$n" 2>/dev/null)
         [ -n "$pids" ] && kill -9 $pids 2>/dev/null
         ip netns del "$n" 2>/dev/null
-        rm -rf "/etc/netns/$n" "${state:?}/fs/$n" "/dev/shm/$n"
+        rm -rf "/etc/netns/$n" "${state:?}/fs/$n"
     done
+    mountpoint -q "$state/shm" 2>/dev/null && umount "$state/shm"
     if [ -f "$state/pids/munged.started" ]; then
         stop_daemon "$state/pids/munged.pid"
         rm -f "$state/pids/munged.started"
@@ -107,9 +108,13 @@ up() {
 10.79.0.$i $n"
         nodelist="$nodelist${nodelist:+,}$n"
     done
+    # Shared memory of the nodes: one tmpfs (a plain directory if it cannot be mounted), not
+    # under /dev/shm, whose name a node's own /dev/shm hides.
+    mkdir -p "$state/shm"
+    mountpoint -q "$state/shm" || mount -t tmpfs -o mode=755 sfc-shm "$state/shm" 2>/dev/null || true
     for n in "$P-head" $(echo "$nodelist" | tr , ' '); do
-        mkdir -p "/etc/netns/$n" "$state/fs/$n/tmp" "/dev/shm/$n"
-        chmod 1777 "$state/fs/$n/tmp" "/dev/shm/$n"
+        mkdir -p "/etc/netns/$n" "$state/fs/$n/tmp" "$state/shm/$n"
+        chmod 1777 "$state/fs/$n/tmp" "$state/shm/$n"
         printf '%s\n' "$hosts" >"/etc/netns/$n/hosts"
     done
 

@@ -146,15 +146,22 @@ pub fn parse_hostmap(s: &str, size: u32) -> Result<Vec<u32>, PathError> {
     Ok(v)
 }
 
-/// The address this rank's network path listens on towards other hosts, when the job
-/// spans several (`None` for a one-host job or an unreadable host map). Other per-rank
-/// listeners that peers on other hosts must reach (the membership control channel) bind
-/// to it too, instead of the loopback address that serves a one-host job.
+/// An address of this rank that the other hosts reach, when the job spans several (`None`
+/// for a one-host job or an unreadable host map): the one towards the launcher's control
+/// server if there is one (the connection the launcher itself relies on), else the first
+/// address the network path listens on. Per-rank listeners that peers on other hosts must
+/// reach (the membership control channel) bind there instead of the loopback address that
+/// serves a one-host job.
 pub fn remote_ip(st: &Settings, size: u32) -> Option<std::net::IpAddr> {
     let map = st.hostmap.as_deref().filter(|h| !h.trim().is_empty())?;
     let hosts = parse_hostmap(map, size).ok()?;
     if hosts.iter().all(|&h| h == hosts[0]) {
         return None;
+    }
+    if let Some(c) = st.control.filter(|c| !c.ip().is_loopback()) {
+        if let Ok(ip) = udp::local_address_towards(c) {
+            return Some(ip);
+        }
     }
     let ifs = udp::interfaces().unwrap_or_default();
     let eps = udp::local_endpoints(st.routes.as_deref(), st.control, &ifs).ok()?;
