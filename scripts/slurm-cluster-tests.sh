@@ -9,6 +9,8 @@
 #   - `steadfast run` (mpiexec) inside `salloc -N 3`: the ranks land on the allocated nodes
 #     (through srun) and talk across them;
 #   - MPI_Abort and a run-through job under `srun -K0` that loses a task and finishes;
+#   - recovery under our launcher in the allocation: relaunch of a killed rank on its node
+#     (full run: also run-through);
 #   - MPICH's Hydra inside the allocation (`salloc -N 3 mpiexec.hydra`: proxies started by
 #     srun on each node);
 #   - (full run) the same programs over the tcp path and the udp path between nodes, and
@@ -169,6 +171,33 @@ if [ -x "$build/ft_solver" ]; then
         $srun6 -K0 --mpi=pmi2 ./ft_solver --kill-rank 3 --kill-iter 50
     [ $short = no ] && ft_case "run-through srun -K0 --mpi=pmix -N 3: kill rank 0 of 6" 6 0 \
         $srun6 -K0 --mpi=pmix ./ft_solver --kill-rank 0 --kill-iter 35
+fi
+
+# Recovery under our launcher inside the allocation: it learns of a failure from the rank's
+# srun exiting, so the modes that need it (relaunch) work across nodes too.
+if [ -x "$build/ft_solver" ] && [ $short = no ]; then
+    label="run-through salloc -N 3 + mpiexec --ft run-through: kill rank 3 of 6"
+    log=$(logname "$label"); t0=$(date +%s.%N)
+    ( cd "$build" && timeout -k 5 90 "$cluster" exec salloc -Q -N 3 -n 6 --ntasks-per-node=2 \
+        "$mpiexec" --ft run-through -n 6 ./ft_solver --kill-rank 3 --kill-iter 50 ) >"$log" 2>&1 </dev/null
+    rc=$?; why=""
+    grep -qE "answer correct \(6 ranks started, 5 finished\)" "$log" || why="no correct answer from 5 survivors"
+    grep -qE "world rank\(s\) 3 failed" "$log" || why="${why:+$why; }rank 3 not reported failed"
+    [ "$(grep -c 'srun: error' "$log")" = 1 ] || why="${why:+$why; }not exactly one failed srun"
+    if [ -z "$why" ]; then pass "$label ($(elapsed "$t0") s)"; else fail "$label: exit $rc; $why" "$log"; fi
+fi
+if compile relaunch "$here/tests/c/ft/relaunch.c"; then
+    label="relaunch salloc -N 2 + mpiexec --on-failure relaunch: rank 2 started again on its node"
+    log=$(logname "$label"); t0=$(date +%s.%N)
+    ( cd "$build" && timeout -k 5 90 "$cluster" exec salloc -Q -N 2 -n 4 --ntasks-per-node=2 \
+        "$mpiexec" --on-failure relaunch -n 4 ./relaunch ) >"$log" 2>&1 </dev/null
+    rc=$?; why=""
+    [ $rc -eq 0 ] || why="exit $rc, expected 0"
+    for want in "rank 0 incarnation 0: ok" "rank 1 incarnation 0: ok" "rank 2 incarnation 1: ok" "rank 3 incarnation 0: ok"; do
+        grep -q "^$want" "$log" || why="${why:+$why; }no '$want' line"
+    done
+    grep -q "rank 2 (pid [0-9]*) .*; starting it again as incarnation 1" "$log" || why="${why:+$why; }the launcher did not report the relaunch"
+    if [ -z "$why" ]; then pass "$label ($(elapsed "$t0") s)"; else fail "$label: $why" "$log"; fi
 fi
 
 # MPICH's Hydra inside the allocation starts one proxy per node through srun (PMI-1).
