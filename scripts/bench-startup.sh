@@ -26,6 +26,9 @@ prefix=${1:-$here/install}
 build="$here/tests/c/build/startup"
 mkdir -p "$build"
 if [ $cluster = yes ]; then
+    # The lock scripts/slurm-cluster-tests.sh takes: one cluster per machine.
+    exec 9>/run/steadfast-slurm-cluster.lock
+    flock -w 1200 9 || { echo "bench-startup: the multi-node cluster stays busy" >&2; exit 1; }
     "$here/scripts/slurm-cluster.sh" up 3 >/dev/null || { echo "bench-startup: the multi-node cluster is not available" >&2; exit 1; }
     trap '"$here/scripts/slurm-cluster.sh" down' EXIT
 else

@@ -35,6 +35,11 @@ cluster="$here/scripts/slurm-cluster.sh"
 mkdir -p "$build/logs"
 rm -f "$build"/logs/*
 
+# One cluster per machine: a second run waits for the first (its `up` would tear the first's
+# cluster down).
+[ "$(id -u)" = 0 ] || { echo "SKIP multi-node Slurm cluster: needs root (namespaces, daemons)"; exit 0; }
+exec 9>/run/steadfast-slurm-cluster.lock
+flock -w 1200 9 || { echo "FAIL another run holds /run/steadfast-slurm-cluster.lock for 20 minutes"; exit 1; }
 "$cluster" up 3
 case $? in
     0) ;;

@@ -13,6 +13,9 @@
 #        scripts/slurm-cluster.sh down       stop every daemon, delete the namespaces
 #        scripts/slurm-cluster.sh exec CMD…  run CMD on the head node (SLURM_CONF set)
 #        scripts/slurm-cluster.sh on NODE CMD…   run CMD on a node (sfc-n2) or the head
+# There is one such cluster per machine: scripts/slurm-cluster-tests.sh and
+# scripts/bench-startup.sh --cluster hold /run/steadfast-slurm-cluster.lock (flock) while
+# they use it; do the same when scripting `up` … `down` yourself.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 P=sfc
