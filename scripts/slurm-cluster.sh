@@ -175,5 +175,5 @@ case ${1:-} in
     down) down ;;
     exec) shift; on "$P-head" "$@" ;;
     on) shift; on "$@" ;;
-    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,18p' "$0" >&2; exit 2 ;;
 esac
