@@ -44,19 +44,25 @@ command -v mpicc.openmpi >/dev/null && mpicc.openmpi -O2 -o "$build/hello.ompi" 
 
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-measure() {   # measure LABEL COMMAND...
+measure() {   # measure LABEL COMMAND...: median of the runs that succeeded; failures counted
     local label=$1; shift
-    local times="" ok=yes
-    for _ in $(seq "$reps"); do
+    local times="" bad=0 i
+    for i in $(seq "$reps"); do
         local t0; t0=$(date +%s.%N)
-        if ! timeout -k 5 120 "$@" >/dev/null 2>"$build/last.err" </dev/null; then ok=no; break; fi
-        times="$times $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"
+        if timeout -k 5 120 "$@" >/dev/null 2>"$build/last.err" </dev/null; then
+            times="$times $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')"
+        else
+            bad=$((bad + 1)); cp "$build/last.err" "$build/failed.$bad.err"
+            echo "    run $i of \"$label\" failed (stderr in $build/failed.$bad.err):" >&2
+            sed 's/^/    /' "$build/last.err" | tail -n 3 >&2
+            # A launcher that cannot start at all fails every time: stop after two.
+            [ -z "$times" ] && [ $bad -ge 2 ] && break
+        fi
     done
-    if [ $ok = yes ]; then
-        printf '| %-52s | %8s |\n' "$label" "$(printf '%s\n' $times | median)"
-    else
-        printf '| %-52s | %8s |\n' "$label" "failed"; sed 's/^/    /' "$build/last.err" | tail -n 3 >&2
-    fi
+    local t="failed"
+    [ -n "$times" ] && t=$(printf '%s\n' $times | median)
+    [ $bad -gt 0 ] && t="$t ($bad failed)"
+    printf '| %-52s | %8s |\n' "$label" "$t"
 }
 
 cd "$build"

@@ -431,6 +431,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn remote_address_only_for_jobs_across_hosts() {
+        let one = Settings { hostmap: Some("0*4".into()), ..Settings::default() };
+        assert_eq!(remote_ip(&one, 4), None);
+        assert_eq!(remote_ip(&Settings::default(), 4), None);
+        let bad = Settings { hostmap: Some("0*3".into()), ..Settings::default() };
+        assert_eq!(remote_ip(&bad, 4), None);
+        // Towards a control server on loopback there is no route to learn from: the
+        // network path's first address (routes "auto": an interface, or loopback if none).
+        let two = Settings {
+            hostmap: Some("0*2,1*2".into()),
+            routes: Some("auto".into()),
+            control: Some("127.0.0.1:9".parse().unwrap()),
+            ..Settings::default()
+        };
+        let ifs = udp::interfaces().unwrap_or_default();
+        let first = udp::local_endpoints(Some("auto"), None, &ifs).unwrap()[0].ip;
+        assert_eq!(remote_ip(&two, 4), Some(std::net::IpAddr::V4(first)));
+    }
+
+    #[test]
+    fn via_description_names_runs() {
+        let v = [None, Some(Kind::Shm), Some(Kind::Tcp), Some(Kind::Tcp), Some(Kind::Shm), Some(Kind::Tcp)];
+        assert_eq!(describe_via(&v), "shm:1,4 tcp:2-3,5");
+    }
+
+    #[test]
     fn hostmap_runs() {
         assert_eq!(parse_hostmap("0*2,1*2", 4).unwrap(), vec![0, 0, 1, 1]);
         assert_eq!(parse_hostmap("0,1,0", 3).unwrap(), vec![0, 1, 0]);
