@@ -18,7 +18,7 @@
 # A normal case passes when the launcher exits 0 and rank 0 printed " No Errors".
 #
 # Usage: scripts/slurm-cluster-tests.sh [--short] [PREFIX]     (PREFIX defaults to ./install)
-#   --short   the subset `make test` runs (about a minute once Slurm is installed)
+#   --short   the subset `make test` runs (about 20 s once Slurm is installed)
 # Skips (exit 0, with a message) when the cluster cannot be built here (not root, no
 # namespaces, no packages).
 set -u
