@@ -47,10 +47,13 @@ test-net: install
 	tests/c/reliable/run.sh $(PREFIX)
 	scripts/netns-failover.sh $(PREFIX)
 
-# Every Slurm (srun --mpi=pmi2 / pmix, salloc + mpiexec) and Hydra case on a one-node Slurm
-# cluster that scripts/slurm-setup.sh brings up (root; installs the packages it needs).
+# Every Slurm (srun --mpi=pmi2 / pmix, salloc + mpiexec, sbatch) and Hydra case on a one-node
+# Slurm cluster that scripts/slurm-setup.sh brings up, then on three emulated nodes (network
+# and UTS namespaces) that scripts/slurm-cluster.sh brings up and tears down (root; installs
+# the packages it needs).
 test-cluster: install
 	scripts/slurm-tests.sh $(PREFIX)
+	scripts/slurm-cluster-tests.sh $(PREFIX)
 
 bench: install
 	scripts/bench-pingpong.sh --prefix $(PREFIX)

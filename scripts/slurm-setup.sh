@@ -6,7 +6,8 @@
 # The node declares STEADFAST_SLURM_CPUS CPUs (default 16) whatever the machine has
 # (`SlurmdParameters=config_overrides`), so oversubscribed jobs can be submitted.
 #
-# Usage: scripts/slurm-setup.sh [--stop]
+# Usage: scripts/slurm-setup.sh [--stop | --install-only]
+#   --install-only: only install the packages (scripts/slurm-cluster.sh uses it)
 #   exit 0: cluster up (or stopped with --stop); exit 77: cannot run here (not root, no
 #   packages, daemons do not start) — the reason is printed.
 set -u
@@ -44,6 +45,8 @@ if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null \
         slurmctld slurmd slurm-client munge libpmi2-0 libpmix-dev mpich; } >/tmp/slurm-setup-apt.log 2>&1 \
         || skip "apt-get install failed (see /tmp/slurm-setup-apt.log)"
 fi
+
+[ "${1:-}" = --install-only ] && exit 0
 
 mkdir -p "$state"/{ctld,spool,log} /etc/slurm /run/munge /var/log/munge /var/lib/munge
 host=$(hostname -s)

@@ -62,6 +62,12 @@ if [ -x scripts/slurm-tests.sh ]; then
     # skips the Slurm cases where the cluster cannot start (not root).
     suite "Slurm (srun pmi2/pmix, salloc) and Hydra, short form" scripts/slurm-tests.sh --short "$prefix"
 fi
+if [ -x scripts/slurm-cluster-tests.sh ]; then
+    # Three emulated nodes (network + UTS namespaces), torn down after; full form:
+    # `make test-cluster`. Skips where namespaces or the daemons cannot run (not root).
+    suite "Slurm on 3 emulated nodes (srun -N 3 pmi2/pmix, salloc + mpiexec, Hydra), short form" \
+        scripts/slurm-cluster-tests.sh --short "$prefix"
+fi
 if [ -x scripts/hdf5-tests.sh ]; then
     # Building parallel HDF5 takes minutes: the short form runs only once
     # scripts/hdf5-tests.sh has built it (docs/io.md).

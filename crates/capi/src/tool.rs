@@ -44,7 +44,7 @@ const TUNABLES: &[(&str, &str, &str)] = &[
     ("STEADFAST_FT_RT", "0", "1: real-time priority (SCHED_RR 1) for the control thread when permitted (faster view changes"),
     ("STEADFAST_FT_SLICE_US", "100", "time slice (µs) the membership control thread asks the fair scheduler for, so it preempts busy threads when woken (Linux ≥ 6.12"),
     ("STEADFAST_FT_TRACE_SCHED", "0", "1: membership traces also record the control thread's run-queue waits"),
-    ("STEADFAST_FT_HOST", "127.0.0.1", "address of the membership control channel"),
+    ("STEADFAST_FT_HOST", "127.0.0.1", "address of the membership control channel (multi-host jobs: the address of the path between hosts)"),
     ("STEADFAST_FT_TRACE", "unset", "directory for per-rank membership traces ft.<rank>.trace"),
 ];
 

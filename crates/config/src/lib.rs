@@ -46,6 +46,7 @@ pub static VARS: &[Var] = &[
     // Joining a job.
     v("STEADFAST_BOOTSTRAP", Tunable, "auto", "how a rank joins its job: `launcher`, `pmi1` (Hydra), `pmi2` (Slurm), `pmix`; `auto` decides from the environment (`docs/schedulers.md`)"),
     v("STEADFAST_PMI2_LIB", Tunable, "libpmi2.so.0", "PMI-2 client library loaded under `srun --mpi=pmi2`"),
+    v("STEADFAST_SLURM", Tunable, "1", "`0`: `steadfast run` inside a Slurm allocation starts every rank on its own host instead of on the allocated nodes through `srun`"),
     v("STEADFAST_PMIX_LIB", Tunable, "libpmix.so.2", "PMIx client library loaded under `srun --mpi=pmix`"),
     // Paths and the engine.
     v("STEADFAST_PATH", Tunable, "shm", "path between ranks on one host: `shm`, `tcp` or `udp` (set by `mpiexec --path`)"),
@@ -94,7 +95,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_FT_RT", Tunable, "0", "`1`: real-time priority (SCHED_RR 1) for the control thread when permitted (faster view changes; can starve application threads on few cores)"),
     v("STEADFAST_FT_SLICE_US", Tunable, "100", "time slice the control thread asks the fair scheduler for, so it preempts busy threads when woken (Linux 6.12 and later; `0`: the kernel's default)"),
     v("STEADFAST_FT_TRACE_SCHED", Tunable, "0", "`1`: membership traces also record the control thread's run-queue waits"),
-    v("STEADFAST_FT_HOST", Tunable, "127.0.0.1", "address of the membership control channel"),
+    v("STEADFAST_FT_HOST", Tunable, "127.0.0.1", "address of the membership control channel (multi-host jobs: the address of the path between hosts)"),
     v("STEADFAST_FT_TRACE", Tunable, "unset", "directory for per-rank membership traces `ft.<rank>.trace`"),
     // The launcher's contract with each rank (crates/runtime/src/env.rs).
     v("STEADFAST_RANK", Launcher, "unset: a singleton", "this process's world rank"),
@@ -123,6 +124,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_TEST_SKIP_LARGE", Developer, "unset", "skip the C tests that need several GiB of memory"),
     v("STEADFAST_PRINT_DIGEST", Developer, "unset", "simulator replay test: print the digests"),
     v("STEADFAST_SLURM_CPUS", Developer, "16", "CPUs the one-node test cluster of `scripts/slurm-setup.sh` declares"),
+    v("STEADFAST_CLUSTER_CPUS", Developer, "32", "CPUs each emulated node of `scripts/slurm-cluster.sh` declares"),
     v("STEADFAST_FONT", Developer, "DejaVu Sans", "TrueType font for the simulator's plots"),
 ];
 

@@ -146,6 +146,51 @@ pub fn parse_hostmap(s: &str, size: u32) -> Result<Vec<u32>, PathError> {
     Ok(v)
 }
 
+/// An address of this rank that the other hosts reach, when the job spans several (`None`
+/// for a one-host job or an unreadable host map): the one towards the launcher's control
+/// server if there is one (the connection the launcher itself relies on), else the first
+/// address the network path listens on. Per-rank listeners that peers on other hosts must
+/// reach (the membership control channel) bind there instead of the loopback address that
+/// serves a one-host job.
+pub fn remote_ip(st: &Settings, size: u32) -> Option<std::net::IpAddr> {
+    let map = st.hostmap.as_deref().filter(|h| !h.trim().is_empty())?;
+    let hosts = parse_hostmap(map, size).ok()?;
+    if hosts.iter().all(|&h| h == hosts[0]) {
+        return None;
+    }
+    if let Some(c) = st.control.filter(|c| !c.ip().is_loopback()) {
+        if let Ok(ip) = udp::local_address_towards(c) {
+            return Some(ip);
+        }
+    }
+    let ifs = udp::interfaces().unwrap_or_default();
+    let eps = udp::local_endpoints(st.routes.as_deref(), st.control, &ifs).ok()?;
+    eps.first().map(|e| std::net::IpAddr::V4(e.ip))
+}
+
+/// `shm:0-3 tcp:4-7`: which ranks each path serves (runs of consecutive ranks).
+fn describe_via(via: &[Option<Kind>]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    for k in [Kind::Shm, Kind::Tcp, Kind::Udp] {
+        let ranks: Vec<usize> = (0..via.len()).filter(|&q| via[q] == Some(k)).collect();
+        if ranks.is_empty() {
+            continue;
+        }
+        let mut runs: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < ranks.len() {
+            let mut j = i;
+            while j + 1 < ranks.len() && ranks[j + 1] == ranks[j] + 1 {
+                j += 1;
+            }
+            runs.push(if i == j { ranks[i].to_string() } else { format!("{}-{}", ranks[i], ranks[j]) });
+            i = j + 1;
+        }
+        out.push(format!("{}:{}", k.name(), runs.join(",")));
+    }
+    out.join(" ")
+}
+
 fn exch_err(e: String) -> PathError {
     PathError::Config(format!("bootstrap: {e}"))
 }
@@ -180,6 +225,12 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
             }
         })
         .collect();
+    tracing::debug!(
+        rank = p.rank,
+        host = me,
+        peers = %describe_via(&via),
+        "path to each peer"
+    );
     // A world of one still gets the job's path.
     let alone = via.iter().all(|v| v.is_none());
     let uses = |k: Kind| via.contains(&Some(k)) || (alone && k == p.kind);
@@ -378,6 +429,32 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remote_address_only_for_jobs_across_hosts() {
+        let one = Settings { hostmap: Some("0*4".into()), ..Settings::default() };
+        assert_eq!(remote_ip(&one, 4), None);
+        assert_eq!(remote_ip(&Settings::default(), 4), None);
+        let bad = Settings { hostmap: Some("0*3".into()), ..Settings::default() };
+        assert_eq!(remote_ip(&bad, 4), None);
+        // Towards a control server on loopback there is no route to learn from: the
+        // network path's first address (routes "auto": an interface, or loopback if none).
+        let two = Settings {
+            hostmap: Some("0*2,1*2".into()),
+            routes: Some("auto".into()),
+            control: Some("127.0.0.1:9".parse().unwrap()),
+            ..Settings::default()
+        };
+        let ifs = udp::interfaces().unwrap_or_default();
+        let first = udp::local_endpoints(Some("auto"), None, &ifs).unwrap()[0].ip;
+        assert_eq!(remote_ip(&two, 4), Some(std::net::IpAddr::V4(first)));
+    }
+
+    #[test]
+    fn via_description_names_runs() {
+        let v = [None, Some(Kind::Shm), Some(Kind::Tcp), Some(Kind::Tcp), Some(Kind::Shm), Some(Kind::Tcp)];
+        assert_eq!(describe_via(&v), "shm:1,4 tcp:2-3,5");
+    }
 
     #[test]
     fn hostmap_runs() {

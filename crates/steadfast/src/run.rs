@@ -290,6 +290,11 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         .collect();
     cfg.agent = args.agent;
     cfg.control_addr = args.control_addr;
+    // Inside salloc/sbatch: the ranks go on the allocated nodes, through srun.
+    if let Err(msg) = launcher::slurm::place_on_allocation(&mut cfg, &|k| std::env::var(k).ok()) {
+        eprintln!("steadfast run: {msg}; give --hosts, or STEADFAST_SLURM=0 to start every rank here");
+        return 2;
+    }
     cfg.ft = match args.ft {
         FtArg::Abort => FtMode::Abort,
         FtArg::RunThrough => FtMode::RunThrough,

@@ -1,7 +1,7 @@
 /* hosts: every rank checks the bootstrap's view of the job against the process manager's
- * own variables when they are set (SLURM_PROCID/SLURM_NTASKS under srun, PMI_RANK/PMI_SIZE
- * under Hydra, STEADFAST_RANK under steadfast run), then all pairs exchange messages of
- * 1 B .. 1 MiB, verifying every byte. Run by scripts/slurm-tests.sh and run-tests.sh.
+ * own variables when they are set (STEADFAST_RANK under steadfast run, PMI_RANK/PMI_SIZE
+ * under Hydra and srun --mpi=pmi2, SLURM_PROCID/SLURM_NTASKS under srun), then all pairs
+ * exchange messages of 1 B .. 1 MiB, verifying every byte. Run by scripts/slurm-tests.sh and run-tests.sh.
  * ranks: 1 2 4
  * timeout: 60
  */
@@ -24,8 +24,10 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int er = env_int("SLURM_PROCID", "PMI_RANK", "STEADFAST_RANK");
-    int es = env_int("SLURM_NTASKS", "PMI_SIZE", "STEADFAST_SIZE");
+    /* Our launcher's variables first: inside an allocation it starts each rank as a
+     * one-task srun step (SLURM_PROCID 0), and Hydra's proxies are srun tasks too. */
+    int er = env_int("STEADFAST_RANK", "PMI_RANK", "SLURM_PROCID");
+    int es = env_int("STEADFAST_SIZE", "PMI_SIZE", "SLURM_NTASKS");
     if (er >= 0 && er != rank) { printf("rank %d: process manager says rank %d\n", rank, er); errs++; }
     if (es >= 0 && es != size) { printf("rank %d: process manager says size %d\n", rank, es); errs++; }
     static const int sizes[] = { 1, 100, 16384, 65537, 1 << 20 };

@@ -43,6 +43,17 @@ fn ft_mode() -> Option<FtMode> {
     std::env::var(steadfast_runtime::env::FT).ok().and_then(|v| v.parse::<FtMode>().ok())
 }
 
+/// This rank's address towards other hosts in a multi-host job (path settings as the
+/// engine builds them: the environment, then what a PMI bootstrap derived).
+fn remote_ip(job: &JobInfo) -> Option<std::net::IpAddr> {
+    let mut st = crate::config::Config::from_env().paths;
+    if let Some(o) = &job.path_overrides {
+        st.hostmap = o.hostmap.clone();
+        st.routes = o.routes.clone().or(st.routes);
+    }
+    steadfast_paths::setup::remote_ip(&st, job.size)
+}
+
 fn ft_error(e: impl std::fmt::Display) -> MpiError {
     MpiError::new(ErrorClass::Other, format!("membership service: {e}"))
 }
@@ -75,6 +86,13 @@ impl Ft {
             return Ok(idle);
         }
         cfg.exit_when_excluded = required;
+        // Across hosts the default loopback address cannot be reached: listen where the data
+        // path does (an explicit STEADFAST_FT_HOST wins).
+        if !steadfast_config::is_set(rt::config::FT_HOST) {
+            if let Some(ip) = remote_ip(job) {
+                cfg.host = ip;
+            }
+        }
         let started = rt::prepare(cfg, job.rank, job.size, job.job_key)
             .map_err(ft_error)
             .and_then(|p| {

@@ -21,6 +21,7 @@ mod jobdir;
 pub mod output;
 mod refusals;
 pub mod program;
+pub mod slurm;
 mod sys;
 
 use crate::env::{FtMode, JobEnv, PathKind};

@@ -21,6 +21,9 @@ pub mod pmix;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Arc;
+
 use crate::client::Bootstrap;
 use crate::env::{self, FtMode, PathKind};
 use crate::error::BootstrapError;
@@ -237,12 +240,25 @@ pub struct PmiJob {
     pub routes: Option<String>,
 }
 
+/// Where a rank is in MPI_Finalize, for [`LeaveOnFailure`].
+const RUNNING: u8 = 0;
+/// In the finalize fence: every rank reached MPI_Finalize once it returns.
+const IN_FINAL_FENCE: u8 = 1;
+/// The finalize fence returned: the job's work is done.
+const FINAL_FENCE_DONE: u8 = 2;
+
+/// How long a rank in the finalize fence waits for it to end after a failure is declared
+/// before it leaves as in abort mode (a rank may really have died inside MPI_Finalize, and
+/// the fence would then never end).
+const FINAL_FENCE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// A rank's bootstrap over PMI.
 #[derive(Debug)]
 pub struct PmiBootstrap {
     client: Box<dyn PmiClient>,
     job: PmiJob,
     fences: u32,
+    stage: Arc<AtomicU8>,
 }
 
 impl PmiBootstrap {
@@ -296,7 +312,9 @@ impl PmiBootstrap {
             parse_var("STEADFAST_NET_PATH", "tcp")?.trim().parse().map_err(|e| bad("STEADFAST_NET_PATH", e))?;
         // SAFETY: getuid cannot fail.
         let uid = unsafe { libc::getuid() }.to_string();
-        let tag = fnv(&[b"dir", info.jobid.as_bytes(), uid.as_bytes()]);
+        // The host name too: emulated nodes (network and UTS namespaces) may share /dev/shm,
+        // and each host's ranks must get a directory of their own.
+        let tag = fnv(&[b"dir", info.jobid.as_bytes(), uid.as_bytes(), hosts[info.rank as usize].as_bytes()]);
         let job = PmiJob {
             kind,
             rank: info.rank,
@@ -321,6 +339,7 @@ impl PmiBootstrap {
             client,
             job,
             fences: 0,
+            stage: Arc::new(AtomicU8::new(RUNNING)),
         })
     }
 
@@ -328,7 +347,13 @@ impl PmiBootstrap {
     /// (a PMI process manager does not end the job when a rank dies unless told to, e.g.
     /// `srun -K1`); in run-through mode, nothing (`None`).
     pub fn failure_link(&self) -> Option<Box<dyn crate::ft::LauncherLink>> {
-        (self.job.ft == FtMode::Abort).then(|| Box::new(LeaveOnFailure { rank: self.job.rank }) as _)
+        (self.job.ft == FtMode::Abort).then(|| {
+            Box::new(LeaveOnFailure {
+                rank: self.job.rank,
+                stage: Arc::clone(&self.stage),
+                watching: Arc::new(AtomicBool::new(false)),
+            }) as _
+        })
     }
 
     /// The job.
@@ -357,7 +382,14 @@ impl PmiBootstrap {
         if self.fences > 1 && self.job.ft == FtMode::RunThrough {
             return Ok(());
         }
-        self.client.fence()
+        if self.fences > 1 {
+            self.stage.store(IN_FINAL_FENCE, Ordering::SeqCst);
+        }
+        let r = self.client.fence();
+        if self.fences > 1 && r.is_ok() {
+            self.stage.store(FINAL_FENCE_DONE, Ordering::SeqCst);
+        }
+        r
     }
 
     /// Prints `msg`, asks the process manager to end the job and exits with `code` (1 if
@@ -387,9 +419,18 @@ impl Drop for PmiBootstrap {
 /// Abort mode under PMI: when the membership service declares a rank failed, every
 /// survivor leaves with status 1, so the process manager ends the job the way
 /// `steadfast run` would have (and no survivor waits forever for the dead rank).
+///
+/// Except at the very end: once the finalize fence has begun, every rank reached
+/// MPI_Finalize, and the first ranks out of the fence exit while a slower one still runs
+/// its membership service, which may then find them gone (a connection refused counts as a
+/// failure) and declare them failed. Such a failure no longer matters: the rank waits for
+/// its fence to end and leaves normally; only if the fence does not end within
+/// [`FINAL_FENCE_GRACE`] (a rank really died inside MPI_Finalize) does it leave with status 1.
 #[derive(Debug)]
 pub struct LeaveOnFailure {
     rank: u32,
+    stage: Arc<AtomicU8>,
+    watching: Arc<AtomicBool>,
 }
 
 impl crate::ft::LauncherLink for LeaveOnFailure {
@@ -400,6 +441,39 @@ impl crate::ft::LauncherLink for LeaveOnFailure {
         Some(Vec::new())
     }
     fn on_failures(&mut self, failed: &[u32]) {
+        let list: Vec<String> = failed.iter().map(u32::to_string).collect();
+        match self.stage.load(Ordering::SeqCst) {
+            FINAL_FENCE_DONE => {
+                tracing::debug!(failed = %list.join(","), "failure after the finalize fence: the job is done");
+                return;
+            }
+            IN_FINAL_FENCE => {
+                if !self.watching.swap(true, Ordering::SeqCst) {
+                    let (stage, rank) = (Arc::clone(&self.stage), self.rank);
+                    let spawned = std::thread::Builder::new().name("steadfast-final-fence".into()).spawn(move || {
+                        let start = std::time::Instant::now();
+                        while start.elapsed() < FINAL_FENCE_GRACE {
+                            if stage.load(Ordering::SeqCst) == FINAL_FENCE_DONE {
+                                return;
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(20));
+                        }
+                        eprintln!(
+                            "steadfast: rank {rank}: rank(s) {} failed and the finalize fence did not end; ending the job",
+                            list.join(",")
+                        );
+                        // SAFETY: _exit ends the process; nothing runs after it.
+                        unsafe { libc::_exit(1) };
+                    });
+                    if spawned.is_ok() {
+                        return;
+                    }
+                } else {
+                    return;
+                }
+            }
+            _ => {}
+        }
         let list: Vec<String> = failed.iter().map(u32::to_string).collect();
         eprintln!(
             "steadfast: rank {}: rank(s) {} failed; ending the job (abort mode; STEADFAST_FT=run-through keeps the survivors running)",
@@ -526,6 +600,27 @@ mod tests {
         fn finalize(&mut self) -> Result<(), BootstrapError> {
             Ok(())
         }
+    }
+
+    #[test]
+    fn a_failure_after_the_finalize_fence_does_not_end_the_rank() {
+        let client = Mem {
+            rank: 0,
+            size: 1,
+            kv: Arc::new(Mutex::new(HashMap::new())),
+            staged: Vec::new(),
+            barrier: Arc::new(Barrier::new(1)),
+            fences: Arc::new(Mutex::new(0)),
+        };
+        let get = vars(&[("STEADFAST_FT", "abort")]);
+        let mut b = PmiBootstrap::with_client(Kind::Pmi2, Box::new(client), &get).unwrap();
+        let mut link = b.failure_link().expect("abort mode leaves on failures");
+        b.fence().unwrap();
+        assert_eq!(b.stage.load(Ordering::SeqCst), RUNNING);
+        b.fence().unwrap();
+        assert_eq!(b.stage.load(Ordering::SeqCst), FINAL_FENCE_DONE);
+        // Would _exit(1) before the finalize fence; returns after it.
+        link.on_failures(&[1]);
     }
 
     #[test]
