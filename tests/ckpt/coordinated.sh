@@ -38,7 +38,9 @@ rank_pid() {
 # wait until the launcher's stderr has $2 lines matching $1 (at most 60 s)
 wait_for() {
     for _ in $(seq 1 600); do
-        [ "$(grep -c -- "$1" "$work/err" 2>/dev/null)" -ge "$2" ] && return 0
+        local n
+        n=$(grep -c -- "$1" "$work/err" 2>/dev/null)
+        [ "${n:-0}" -ge "$2" ] && return 0
         sleep 0.1
     done
     return 1

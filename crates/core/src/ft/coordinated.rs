@@ -60,7 +60,8 @@ fn lock(s: &Arc<Mutex<Shared>>) -> MutexGuard<'_, Shared> {
 struct Hook(Arc<Mutex<Shared>>);
 
 impl Interpose for Hook {
-    fn sent(&mut self, to: u32, ident: &Ident, _hdr: &Header, _payload: &[u8]) {
+    fn sent(&mut self, to: u32, ident: &Ident, hdr: &Header, _payload: &[u8]) {
+        tracing::trace!(to, kind = ?hdr.kind, tag = hdr.tag, len = hdr.len, seq = ident.seq, b = hdr.b, "sent");
         let mut s = lock(&self.0);
         if to != s.rank {
             s.machine.sent(to, rb_ident(ident));
@@ -68,20 +69,23 @@ impl Interpose for Hook {
     }
 
     fn arrived(&mut self, from: u32, hdr: &Header, payload: &[u8]) -> bool {
+        tracing::trace!(from, kind = ?hdr.kind, inc = hdr.incarnation, tag = hdr.tag, len = hdr.len, a = hdr.a, b = hdr.b, "arrived");
         let mut s = lock(&self.0);
         if from == s.rank {
             // This process's own packets: part of its image, never of a channel.
             return true;
+        }
+        if s.cut_due {
+            // Markers too: a marker closes its channel, so it must be taken in after the
+            // packets that arrived before it, or those would not be recorded.
+            s.held.push((from, hdr.encode(), payload.to_vec()));
+            return false;
         }
         if hdr.kind == Kind::Recovery {
             if let Err(e) = s.machine.handle_bytes(Peer::Rank(from), payload) {
                 tracing::warn!(from, error = %e, "malformed checkpoint protocol message dropped");
             }
             s.pull_events();
-            return false;
-        }
-        if s.cut_due {
-            s.held.push((from, hdr.encode(), payload.to_vec()));
             return false;
         }
         let seq = if matches!(hdr.kind, Kind::Eager | Kind::Rts) { hdr.a } else { UNNUMBERED };
@@ -466,6 +470,7 @@ impl Engine {
     /// the packets held back since the cut became due.
     fn take_cut(&mut self, wave: Wave) -> MpiResult<()> {
         let rank = self.rank;
+        tracing::debug!(rank, wave, outq = ?self.st.outq.iter().map(|q| q.len()).collect::<Vec<_>>(), "cut");
         let markers: Vec<Transmit> = {
             let Some(c) = self.coord.as_ref() else { return Ok(()) };
             let mut s = lock(&c.shared);
@@ -592,13 +597,16 @@ impl Engine {
         // image, or in its record of messages in transit. Sending it again would deliver it
         // twice. A rendezvous stream that was under way is complete for the same reason.
         let mut streams = Vec::new();
+        let mut dropped = 0;
         for q in &mut self.st.outq {
             for op in q.drain(..) {
-                if let OutOp::Stream { sreq, .. } = op {
-                    streams.push(sreq);
+                match op {
+                    OutOp::Stream { sreq, .. } => streams.push(sreq),
+                    OutOp::Packet { .. } => dropped += 1,
                 }
             }
         }
+        tracing::debug!(rank, dropped, streams = streams.len(), replay = replay.redeliver.len(), loopback = self.st.loopback.len(), "restored: queued packets dropped");
         self.st.busy_peers.clear();
         for sreq in streams {
             self.st.complete_send(sreq);
