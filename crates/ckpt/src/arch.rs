@@ -94,6 +94,8 @@ pub const OP_MAP_NONE: u32 = 7;
 pub const OP_CLOSE: u32 = 8;
 /// Store the new thread id at `addr` (the thread descriptor's cached id).
 pub const OP_SET_TID: u32 = 9;
+/// Store `off` (a u64) at `addr`, after every region is in place.
+pub const OP_STORE64: u32 = 10;
 
 /// Header of the restorer's plan (`struct sf_plan`); the ops follow it in memory.
 #[repr(C)]

@@ -23,4 +23,4 @@ mod restore;
 pub use checkpoint::{checkpoint, other_threads, ImageStats, Options, Outcome, Pending};
 pub use error::Error;
 pub use personality::{command_no_randomize, no_randomize_active, set_no_randomize};
-pub use restore::{on_load, restore, verify, ENV_NORANDMAPS, ENV_RESTORE, EXIT_RESTORE_FAILED, EXIT_RESTORE_REFUSED};
+pub use restore::{on_load, restart_environment, restore, verify, ENV_NORANDMAPS, ENV_RESTORE, EXIT_RESTORE_FAILED, EXIT_RESTORE_REFUSED};

@@ -67,6 +67,55 @@ pub unsafe fn on_load(argv: *const *const c_char, envp: *const *const c_char) {
     }
 }
 
+/// Descriptor of the environment a restored process was started with (-1: none). Written by
+/// the restorer after the image is in place (see `environment_memfd`).
+static RESTART_ENV_FD: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(-1);
+
+/// The current environment (`NAME=VALUE` NUL-terminated) in an anonymous file.
+fn environment_memfd() -> Option<i32> {
+    use std::io::Write;
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: memfd_create with a NUL-terminated name.
+    let fd = unsafe { libc::memfd_create(c"steadfast-restart-env".as_ptr(), 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the descriptor was just created and is owned here until handed over.
+    let mut f = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    for (k, v) in std::env::vars_os() {
+        let ok = f.write_all(k.as_bytes()).and_then(|()| f.write_all(b"=")).and_then(|()| f.write_all(v.as_bytes())).and_then(|()| f.write_all(b"\0"));
+        if ok.is_err() {
+            return None;
+        }
+    }
+    Some(std::os::fd::IntoRawFd::into_raw_fd(f))
+}
+
+/// In a process restored from an image: the environment it was started with (its own
+/// variables, such as a new launcher's address), once; `None` elsewhere or after the first
+/// call. `std::env` and `/proc/self/environ` show the image's environment.
+pub fn restart_environment() -> Option<Vec<(std::ffi::OsString, std::ffi::OsString)>> {
+    use std::io::{Read, Seek};
+    use std::os::unix::ffi::OsStrExt;
+    let fd = RESTART_ENV_FD.swap(-1, std::sync::atomic::Ordering::SeqCst);
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the restorer handed this descriptor over; nothing else owns it.
+    let mut f = unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd as i32) };
+    let mut raw = Vec::new();
+    f.seek(std::io::SeekFrom::Start(0)).ok()?;
+    f.read_to_end(&mut raw).ok()?;
+    Some(
+        raw.split(|&b| b == 0)
+            .filter_map(|kv| {
+                let i = kv.iter().position(|&b| b == b'=')?;
+                Some((std::ffi::OsStr::from_bytes(&kv[..i]).to_owned(), std::ffi::OsStr::from_bytes(&kv[i + 1..]).to_owned()))
+            })
+            .collect(),
+    )
+}
+
 /// Checks the image at `path` without restoring it: header, region table and every
 /// region's checksum. Returns the image's size in bytes.
 pub fn verify(path: &Path) -> Result<u64, Error> {
@@ -220,6 +269,12 @@ pub fn restore(path: &Path) -> Result<std::convert::Infallible, Error> {
     }
     if meta.header.tid_offset != format::NO_TID_OFFSET {
         ops.push(Op { op: arch::OP_SET_TID, addr: meta.header.ctx.fsbase + meta.header.tid_offset, ..Op::default() });
+    }
+    // The environment this process was started with is lost with its stack (and
+    // /proc/self/environ then shows the image's): keep it in an anonymous file whose
+    // descriptor the restored process finds in RESTART_ENV_FD.
+    if let Some(fd) = environment_memfd() {
+        ops.push(Op { op: arch::OP_STORE64, addr: std::ptr::addr_of!(RESTART_ENV_FD) as u64, off: fd as u64, ..Op::default() });
     }
     for file in files {
         ops.push(Op { op: arch::OP_CLOSE, fd: file.into_raw_fd(), ..Op::default() });

@@ -53,6 +53,7 @@ enum {
     SF_OP_MAP_NONE = 7,   /* anonymous PROT_NONE mapping (guard pages) */
     SF_OP_CLOSE = 8,      /* close(fd) */
     SF_OP_SET_TID = 9,    /* *(int32_t *)addr = gettid() (the thread's cached id) */
+    SF_OP_STORE64 = 10,   /* *(uint64_t *)addr = off (a value for the restored process) */
 };
 
 /* ---- context save / resume ---------------------------------------------------------- */
@@ -288,6 +289,9 @@ sf_restore_main(const struct sf_plan *plan) {
             break;
         case SF_OP_SET_TID:
             *(volatile int32_t *)o->addr = (int32_t)sf_sys(SYS_gettid_, 0, 0, 0, 0, 0, 0);
+            break;
+        case SF_OP_STORE64:
+            *(volatile uint64_t *)o->addr = o->off;
             break;
         default:
             sf_die("unknown plan step", o->op, -EINVAL);

@@ -247,16 +247,17 @@ fn skipped_mappings(jobdir: &FsPath) -> Vec<std::ops::Range<u64>> {
     out
 }
 
-/// The environment the process was started with (`/proc/self/environ`), which a restored
-/// process must use instead of the one in its image (another launcher, key and directory).
+/// The `STEADFAST_*` environment the process was started with (kept across the restore by
+/// `steadfast_ckpt`), which a restored process must use instead of the one in its image
+/// (another launcher, key and directory after `steadfast restart`).
 fn refresh_environment() {
-    let Ok(raw) = std::fs::read("/proc/self/environ") else { return };
-    for kv in raw.split(|&b| b == 0) {
-        let Ok(kv) = std::str::from_utf8(kv) else { continue };
-        if let Some((k, v)) = kv.split_once('=') {
-            if k.starts_with("STEADFAST_") && !k.is_empty() {
-                std::env::set_var(k, v);
-            }
+    let Some(vars) = steadfast_ckpt::restart_environment() else {
+        eprintln!("steadfast: restored without the environment of the restart; using the image's");
+        return;
+    };
+    for (k, v) in vars {
+        if k.to_string_lossy().starts_with("STEADFAST_") {
+            std::env::set_var(k, v);
         }
     }
 }
