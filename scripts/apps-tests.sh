@@ -13,13 +13,15 @@
 #     package archive has no source for it.
 #
 # Usage: scripts/apps-tests.sh [--prefix PREFIX] [--cache DIR] [--short] [--reps N]
-#            [--apps "lammps scalapack"] [--jobs N] [--out FILE] [--fetch-only] [--build-only]
+#            [--apps "lammps scalapack"] [--mpis "steadfast openmpi"] [--jobs N] [--out FILE]
+#            [--fetch-only] [--build-only]
 #   --prefix PREFIX  Steadfast to test (PREFIX/bin/mpicc ..., default ./install)
 #   --cache DIR      sources, builds and logs (default $STEADFAST_APPS_CACHE, else
 #                    ~/.cache/steadfast-apps); outside the repository, never committed
 #   --short          `make test`'s form: only runs what is already built (never fetches or
 #                    builds: building LAMMPS takes ~30 min on 2 cores), one run of melt on 2
 #                    ranks and the Fortran driver on 3; skips with a message when not built
+#   --mpis LIST      which builds to make and run (default both; Steadfast is always first)
 #   --reps N         timed runs per case and MPI, alternating the two MPIs (default 5)
 #   --out FILE       also write the result table (markdown) to FILE
 # The Steadfast builds link libmpi_abi.so.1 (the MPI 5.0 standard ABI) by RUNPATH; runs put
@@ -29,7 +31,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 prefix=$here/install
 cache=${STEADFAST_APPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/steadfast-apps}
-short=no; reps=5; apps="lammps scalapack"; jobs=2; out=""; fetch_only=no; build_only=no
+short=no; reps=5; apps="lammps scalapack"; want_ompi=yes; jobs=2; out=""; fetch_only=no; build_only=no
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix=$(cd "$2" && pwd); shift 2 ;;
@@ -37,11 +39,12 @@ while [ $# -gt 0 ]; do
         --short) short=yes; shift ;;
         --reps) reps=$2; shift 2 ;;
         --apps) apps=$2; shift 2 ;;
+        --mpis) case " $2 " in *" openmpi "*) want_ompi=yes ;; *) want_ompi=no ;; esac; shift 2 ;;
         --jobs) jobs=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --fetch-only) fetch_only=yes; shift ;;
         --build-only) build_only=yes; shift ;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -172,7 +175,8 @@ lammps_build() {   # lammps_build MPI TREE -> builds $cache/build/lammps-MPI
 
 # thermo LOG: the thermo tables (header line "Step ..." up to "Loop time"), as printed.
 thermo() { awk '/^ *Step /{on=1} /^Loop time/{on=0} on' "$1"; }
-loop_time() { awk '/^Loop time of/{print $4; exit}' "$1"; }
+# loop_time LOG: seconds LAMMPS spent in its run loops (summed over the runs a driver makes).
+loop_time() { awk '/^Loop time of/{t+=$4} END{printf "%.3f\n", t}' "$1"; }
 
 # lammps_case NAME NP KIND ARGS...: KIND lmp|drv; runs both MPIs REPS times, alternating.
 lammps_case() {
@@ -191,7 +195,10 @@ lammps_case() {
             if [ "$kind" = lmp ]; then
                 (cd "$d" && run_with "$mpi" "$np" "$b/lmp" -log none "$@") >"$log" 2>&1 || ok=no
             else
-                (cd "$d" && run_with "$mpi" "$np" "$b/$1" "${@:2}") >"$log" 2>&1 || ok=no
+                # The drivers take the input's path into a CHARACTER(len=64) (Fortran) or
+                # read it relative to the working directory: give them a short local name.
+                cp "$3" "$d/in.driver"
+                (cd "$d" && run_with "$mpi" "$np" "$b/$1" "$2" in.driver) >"$log" 2>&1 || ok=no
             fi
             t1=$(now)
             [ "$ok" = yes ] || { fail "$name np=$np with $mpi exited non-zero (see $log)"; return 0; }
@@ -206,7 +213,7 @@ lammps_case() {
     for f in "$d"/*.thermo; do
         cmp -s "$ref" "$f" || { verdict="DIFFERENT"; diff "$ref" "$f" | head -n 6; fail "$name np=$np: $(basename "$f") differs from steadfast run 1"; }
     done
-    local steps; steps=$(awk 'NR>1{n++} END{print n+0}' "$ref")
+    local steps; steps=$(grep -cv '^ *Step' "$ref" || true)
     local sw sl ow="-" ol="-"
     sw=$(echo "${wall[steadfast]}" | tr ' ' '\n' | grep . | median)
     sl=$(echo "${loop[steadfast]}" | tr ' ' '\n' | grep . | median)
@@ -216,7 +223,7 @@ lammps_case() {
     else verdict="$verdict (Open MPI not built)"; fi
     local last; last=$(tail -n 1 "$ref" | awk '{$1=$1; print}')
     printf '   %-28s np=%s  %s  wall %s / %s s  loop %s / %s s\n' "$name" "$np" "$verdict" "$sw" "$ow" "$sl" "$ol"
-    row "| $name | $np | $sw | $ow | $sl | $ol | $verdict ($steps thermo rows; last: \`$last\`) |"
+    row "| $name | $np | $sw | $ow | $sl | $ol | $verdict ($steps thermo lines; last: \`$last\`) |"
 }
 
 run_lammps() {
@@ -279,12 +286,13 @@ run_scalapack() {
         fi
     done
     [ "$build_only" = yes ] && return 0
-    local t d=$logs/scalapack
+    local t d=$logs/scalapack n=$reps
+    [ "$short" = yes ] && n=1
     mkdir -p "$d"
     for t in $scalapack_tests; do
         local line="" rep
         declare -A wall=()
-        for ((rep = 1; rep <= (short == yes ? 1 : reps); rep++)); do
+        for ((rep = 1; rep <= n; rep++)); do
             for mpi in steadfast openmpi; do
                 [ "$mpi" = openmpi ] && [ "$have_ompi" = no ] && continue
                 local tb=$cache/build/scalapack-$mpi/TESTING log=$d/$t.$mpi.$rep.log t0 t1
@@ -307,8 +315,10 @@ run_scalapack() {
 }
 
 # ---- main ---------------------------------------------------------------------------------
-ensure_ompi
-[ "$have_ompi" = yes ] || echo "   note: Debian's Open MPI is not available: running Steadfast's builds only"
+[ "$want_ompi" = yes ] && ensure_ompi
+if [ "$want_ompi" = yes ] && [ "$have_ompi" = no ]; then
+    echo "   note: Debian's Open MPI is not available: running Steadfast's builds only"
+fi
 for app in $apps; do
     case "$app" in
         lammps) run_lammps ;;
