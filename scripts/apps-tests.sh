@@ -19,8 +19,8 @@
 #   --cache DIR      sources, builds and logs (default $STEADFAST_APPS_CACHE, else
 #                    ~/.cache/steadfast-apps); outside the repository, never committed
 #   --short          `make test`'s form: only runs what is already built (never fetches or
-#                    builds: building LAMMPS takes ~30 min on 2 cores), one run of melt on 2
-#                    ranks and the Fortran driver on 3; skips with a message when not built
+#                    builds: building LAMMPS takes ~30 min on 2 cores), one run of melt on 1 and
+#                    2 ranks and of the Fortran driver on 3; skips with a message when not built
 #   --mpis LIST      which builds to make and run (default both; Steadfast is always first)
 #   --reps N         timed runs per case and MPI, alternating the two MPIs (default 5)
 #   --out FILE       also write the result table (markdown) to FILE
@@ -130,6 +130,7 @@ unpack() {
 now() { date +%s.%N; }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) print "-"; else if (NR%2) printf "%.2f", a[(NR+1)/2]; else printf "%.2f", (a[NR/2]+a[NR/2+1])/2}'; }
 table=()
+declare -A first_ref first_np
 row() { table+=("$1"); }
 
 # ---- LAMMPS -------------------------------------------------------------------------------
@@ -209,10 +210,23 @@ lammps_case() {
         done
     done
     # Identical answers: every run of either MPI prints the same thermo table, to the digit.
-    local ref=$d/steadfast.1.log.thermo verdict=identical f
+    local ref=$d/steadfast.1.log.thermo verdict f
+    if [ ${#mpis[@]} = 2 ]; then verdict="identical in both MPIs"; else verdict="Open MPI not built"; fi
     for f in "$d"/*.thermo; do
         cmp -s "$ref" "$f" || { verdict="DIFFERENT"; diff "$ref" "$f" | head -n 6; fail "$name np=$np: $(basename "$f") differs from steadfast run 1"; }
     done
+    # Against the same input on fewer ranks (first np run): LAMMPS's own decomposition must
+    # not change these short runs' printed thermo (it does not, with either MPI).
+    local key=${name}_${kind}
+    if [ -z "${first_ref[$key]:-}" ]; then first_ref[$key]=$ref; first_np[$key]=$np
+    elif cmp -s "${first_ref[$key]}" "$ref"; then verdict="$verdict, = np ${first_np[$key]}"
+    else verdict="$verdict, DIFFERENT from np ${first_np[$key]}"; fail "$name: np=$np differs from np=${first_np[$key]}"; fi
+    # NVE: total energy (5th thermo column of these inputs) is conserved to well within 2 %.
+    if [ "$kind" = lmp ]; then
+        local drift
+        drift=$(awk '!/^ *Step/{e[++n]=$5} END{d=(e[n]-e[1])/e[1]; if (d<0) d=-d; printf "%.4f", d}' "$ref")
+        if awk -v d="$drift" 'BEGIN{exit !(d > 0.02)}'; then verdict="$verdict, ENERGY DRIFT $drift"; fail "$name np=$np: total energy drifted by $drift"; fi
+    fi
     local steps; steps=$(grep -cv '^ *Step' "$ref" || true)
     local sw sl ow="-" ol="-"
     sw=$(echo "${wall[steadfast]}" | tr ' ' '\n' | grep . | median)
@@ -220,10 +234,31 @@ lammps_case() {
     if [ ${#mpis[@]} = 2 ]; then
         ow=$(echo "${wall[openmpi]}" | tr ' ' '\n' | grep . | median)
         ol=$(echo "${loop[openmpi]}" | tr ' ' '\n' | grep . | median)
-    else verdict="$verdict (Open MPI not built)"; fi
+    fi
     local last; last=$(tail -n 1 "$ref" | awk '{$1=$1; print}')
     printf '   %-28s np=%s  %s  wall %s / %s s  loop %s / %s s\n' "$name" "$np" "$verdict" "$sw" "$ow" "$sl" "$ol"
     row "| $name | $np | $sw | $ow | $sl | $ol | $verdict ($steps thermo lines; last: \`$last\`) |"
+}
+
+# fortran_vs_lmp NP P INPUT: the Fortran driver feeds INPUT to LAMMPS line by line on P of NP
+# ranks, then "run 10" and "run 1"; lmp given the same commands on P ranks must print the
+# same thermo (an oracle that needs no second MPI).
+fortran_vs_lmp() {
+    local np=$1 p=$2 input=$3 d=$logs/lammps/fortran-vs-lmp-P$2
+    local drv=$logs/lammps/"COUPLE/simple Fortran (P=$p)-np$np"/steadfast.1.log.thermo
+    [ -f "$drv" ] || return 0
+    rm -rf "$d"; mkdir -p "$d"
+    { cat "$input"; echo "run 10"; echo "run 1"; } >"$d/in.lmp"
+    (cd "$d" && sf_run "$p" "$cache/build/lammps-steadfast/lmp" -log none -in in.lmp) >"$d/lmp.log" 2>&1 || \
+        { fail "lmp on the Fortran driver's commands (see $d/lmp.log)"; return 0; }
+    thermo "$d/lmp.log" >"$d/lmp.thermo"
+    if cmp -s "$drv" "$d/lmp.thermo"; then
+        echo "   Fortran driver (LAMMPS on $p of $np ranks) = lmp on $p ranks: identical thermo"
+        row "| COUPLE/simple Fortran vs lmp | $np / $p | - | - | - | - | identical to lmp on the same commands |"
+    else
+        diff "$d/lmp.thermo" "$drv" | head -n 6
+        fail "Fortran driver's thermo differs from lmp's on the same commands ($d)"
+    fi
 }
 
 run_lammps() {
@@ -239,8 +274,12 @@ run_lammps() {
     [ "$build_only" = yes ] && return 0
     local melt=$tree/examples/melt/in.melt lj=$tree/bench/in.lj simple=$tree/examples/COUPLE/simple/in.lj
     if [ "$short" = yes ]; then
+        lammps_case melt 1 lmp -in "$melt"
         lammps_case melt 2 lmp -in "$melt"
-        [ -x "$cache/build/lammps-steadfast/simpleF" ] && lammps_case "COUPLE/simple Fortran (P=2)" 3 drv simpleF 2 "$simple"
+        if [ -x "$cache/build/lammps-steadfast/simpleF" ]; then
+            lammps_case "COUPLE/simple Fortran (P=2)" 3 drv simpleF 2 "$simple"
+            fortran_vs_lmp 3 2 "$simple"
+        fi
         return 0
     fi
     local np
@@ -248,8 +287,12 @@ run_lammps() {
     for np in 1 2 4; do lammps_case "bench/in.lj" "$np" lmp -in "$lj"; done
     lammps_case "COUPLE/simple C (P=2)" 3 drv simpleC 2 "$simple"
     lammps_case "COUPLE/simple C++ (P=2)" 3 drv simpleCC 2 "$simple"
-    [ -x "$cache/build/lammps-steadfast/simpleF" ] && lammps_case "COUPLE/simple Fortran (P=2)" 3 drv simpleF 2 "$simple"
-    [ -x "$cache/build/lammps-steadfast/simpleF" ] && lammps_case "COUPLE/simple Fortran (P=4)" 4 drv simpleF 4 "$simple"
+    if [ -x "$cache/build/lammps-steadfast/simpleF" ]; then
+        lammps_case "COUPLE/simple Fortran (P=2)" 3 drv simpleF 2 "$simple"
+        fortran_vs_lmp 3 2 "$simple"
+        lammps_case "COUPLE/simple Fortran (P=4)" 4 drv simpleF 4 "$simple"
+        fortran_vs_lmp 4 4 "$simple"
+    fi
     return 0
 }
 
