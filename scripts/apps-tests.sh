@@ -289,6 +289,13 @@ run_lammps() {
     for np in 1 2 4; do lammps_case "bench/in.lj" "$np" lmp -in "$lj"; done
     lammps_case "COUPLE/simple C (P=2)" 3 drv simpleC 2 "$simple"
     lammps_case "COUPLE/simple C++ (P=2)" 3 drv simpleCC 2 "$simple"
+    # The C and C++ drivers issue the same calls: same thermo.
+    local c=$logs/lammps/"COUPLE/simple C (P=2)-np3"/steadfast.1.log.thermo
+    local cc=$logs/lammps/"COUPLE/simple C++ (P=2)-np3"/steadfast.1.log.thermo
+    if [ -f "$c" ] && [ -f "$cc" ]; then
+        if cmp -s "$c" "$cc"; then echo "   C driver = C++ driver: identical thermo"
+        else fail "the C and C++ drivers print different thermo"; fi
+    fi
     if [ -x "$cache/build/lammps-steadfast/simpleF" ]; then
         lammps_case "COUPLE/simple Fortran (P=2)" 3 drv simpleF 2 "$simple"
         fortran_vs_lmp 3 2 "$simple"
