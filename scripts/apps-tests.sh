@@ -118,7 +118,7 @@ fetch() {
 unpack() {
     local pkg=$1 orig dir
     orig=$(find_orig "$pkg")
-    dir=$src/$(tar -tf "$orig" | head -n 1 | cut -d/ -f1)
+    dir=$src/$(tar -tf "$orig" 2>/dev/null | head -n 1 | cut -d/ -f1 || true)
     if [ ! -e "$dir/.unpacked" ]; then
         echo "== unpacking $(basename "$orig")" >&2
         tar -xf "$orig" -C "$src" && touch "$dir/.unpacked"
