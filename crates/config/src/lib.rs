@@ -123,6 +123,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_PRINT_DIGEST", Developer, "unset", "simulator replay test: print the digests"),
     v("STEADFAST_SLURM_CPUS", Developer, "16", "CPUs the one-node test cluster of `scripts/slurm-setup.sh` declares"),
     v("STEADFAST_FONT", Developer, "DejaVu Sans", "TrueType font for the simulator's plots"),
+    v("STEADFAST_APPS_CACHE", Developer, "~/.cache/steadfast-apps", "sources, builds and logs of `scripts/apps-tests.sh` (LAMMPS, ScaLAPACK)"),
 ];
 
 /// The entry of `name`, if listed.
