@@ -10,7 +10,7 @@
 #     a Fortran communicator that LAMMPS turns into a C one with MPI_Comm_f2c).
 #   ScaLAPACK (`scalapack`): its TESTING programs (xslu, xdqr, ...; Fortran, BLACS over MPI)
 #     on 4 ranks, graded by their own "passed/failed" lines. Skipped, saying so, when the
-#     package archive has no source for it.
+#     package archive has no source for it (so far it never had: this part is unexercised).
 #
 # Usage: scripts/apps-tests.sh [--prefix PREFIX] [--cache DIR] [--short] [--reps N]
 #            [--apps "lammps scalapack"] [--mpis "steadfast openmpi"] [--jobs N] [--out FILE]
@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --fetch-only) fetch_only=yes; shift ;;
         --build-only) build_only=yes; shift ;;
-        -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
