@@ -9,7 +9,7 @@ FORTRAN ?= gfortran
 RELEASE := target/release
 BUILD := build
 
-.PHONY: all build install demo test test-rust test-c test-net test-cluster bench bench-osu clean
+.PHONY: all build install demo test test-rust test-c test-net test-cluster test-apps bench bench-osu clean
 
 all: install
 
@@ -54,6 +54,12 @@ test-net: install
 test-cluster: install
 	scripts/slurm-tests.sh $(PREFIX)
 	scripts/slurm-cluster-tests.sh $(PREFIX)
+
+# Real applications from Debian source packages (LAMMPS, ScaLAPACK), built with our wrappers and
+# with Debian's Open MPI, answers and times compared (docs/applications.md). The first run
+# fetches and builds (~30 min per LAMMPS build on 2 cores) into ~/.cache/steadfast-apps.
+test-apps: install
+	scripts/apps-tests.sh --prefix $(PREFIX)
 
 bench: install
 	scripts/bench-pingpong.sh --prefix $(PREFIX)

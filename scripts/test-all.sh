@@ -82,6 +82,12 @@ if [ -f bench/osu.py ]; then
     suite "OSU-style ratios to Open MPI against the stored baseline" \
         python3 bench/osu.py --ci --prefix "$prefix"
 fi
+if [ -x scripts/apps-tests.sh ]; then
+    # Building LAMMPS takes ~30 min on 2 cores: the short form runs only what `make test-apps`
+    # has built and cached (docs/applications.md), and says so when there is nothing.
+    suite "applications: LAMMPS melt and its Fortran driver (short; needs make test-apps once)" \
+        scripts/apps-tests.sh --prefix "$prefix" --short --reps 1
+fi
 if [ -x scripts/netpipe-test.sh ]; then
     suite "NetPIPE" env PREFIX="$prefix" scripts/netpipe-test.sh
 fi

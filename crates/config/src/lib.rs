@@ -126,6 +126,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_SLURM_CPUS", Developer, "16", "CPUs the one-node test cluster of `scripts/slurm-setup.sh` declares"),
     v("STEADFAST_CLUSTER_CPUS", Developer, "32", "CPUs each emulated node of `scripts/slurm-cluster.sh` declares"),
     v("STEADFAST_FONT", Developer, "DejaVu Sans", "TrueType font for the simulator's plots"),
+    v("STEADFAST_APPS_CACHE", Developer, "~/.cache/steadfast-apps", "sources, builds and logs of `scripts/apps-tests.sh` (LAMMPS, ScaLAPACK)"),
 ];
 
 /// The entry of `name`, if listed.

@@ -212,7 +212,9 @@ const VALUE_OPTS: &[(&str, usize)] = &[
 
 /// Rewrites argv so clap can parse it: inserts `run` when called as mpiexec/mpirun, and
 /// turns single-dash long options (`-np 4`) into their `--` form. Stops at the program
-/// name so the program's own arguments are never touched.
+/// name so the program's own arguments are never touched, and puts `--` before it: clap
+/// would otherwise still take a program's first arguments that look like ours (`lmp -h`,
+/// `lmp -nocite` as `-n ocite`, `prog -x A`) as options of the launcher.
 pub fn normalize_argv(mut argv: Vec<OsString>) -> Vec<OsString> {
     let invoked_as = argv
         .first()
@@ -251,6 +253,9 @@ pub fn normalize_argv(mut argv: Vec<OsString>) -> Vec<OsString> {
             .find(|(name, _)| *name == tok)
             .map_or(0, |(_, n)| *n);
         i += 1 + takes;
+    }
+    if i < argv.len() && argv[i].as_os_str() != OsStr::new("--") {
+        argv.insert(i, OsString::from("--"));
     }
     argv
 }
@@ -417,6 +422,7 @@ mod tests {
                 "--genv",
                 "A",
                 "-np",
+                "--",
                 "prog",
                 "-np",
                 "x"
@@ -444,6 +450,7 @@ mod tests {
                 "/tmp",
                 "-x",
                 "A=1",
+                "--",
                 "sh",
                 "-wdir"
             ])
@@ -453,6 +460,56 @@ mod tests {
             v(&["steadfast", "sim", "-np"])
         );
         assert_eq!(normalize_argv(v(&["mpirun"])), v(&["mpirun", "run"]));
+        assert_eq!(
+            normalize_argv(v(&["mpiexec", "-n", "1", "--", "prog", "-h"])),
+            v(&["mpiexec", "run", "-n", "1", "--", "prog", "-h"])
+        );
+    }
+
+    /// A program's arguments that are also launcher options reach the program
+    /// (`mpiexec -n 4 lmp -h`, `lmp -nocite`, `prog -x A`), parsed as `main` parses them.
+    #[test]
+    fn program_arguments_that_look_like_launcher_options_reach_the_program() {
+        use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+        #[derive(Parser)]
+        struct Cli {
+            #[command(subcommand)]
+            command: Cmd,
+        }
+        #[derive(Subcommand)]
+        enum Cmd {
+            Run(RunArgs),
+        }
+        let parse = |args: &[&str]| -> RunArgs {
+            let m = Cli::command()
+                .try_get_matches_from(normalize_argv(v(args)))
+                .unwrap();
+            match Cli::from_arg_matches(&m).unwrap().command {
+                Cmd::Run(r) => r,
+            }
+        };
+        let cases: [&[&str]; 6] = [
+            &["-h"],
+            &["-nocite", "-in", "in.melt"],
+            &["-x", "A"],
+            &["-n", "3"],
+            &["--help"],
+            &["-V"],
+        ];
+        for prog_args in cases {
+            let mut argv = vec!["mpiexec", "-n", "2", "-x", "B=1", "lmp"];
+            argv.extend_from_slice(prog_args);
+            let r = parse(&argv);
+            assert_eq!(r.np, 2);
+            assert_eq!(r.export, vec!["B=1".to_owned()]);
+            assert_eq!(r.program, OsString::from("lmp"));
+            assert_eq!(r.args, v(prog_args), "arguments of the program for {argv:?}");
+        }
+        let r = parse(&["mpiexec", "--tag-output", "-np", "3", "--", "prog", "--", "-n"]);
+        assert_eq!(
+            (r.np, r.program, r.args),
+            (3, OsString::from("prog"), v(&["--", "-n"]))
+        );
     }
 
     #[test]
