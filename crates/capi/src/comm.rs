@@ -100,6 +100,14 @@ unsafe fn dup(func: &str, comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut 
                 *r = req.0 as MPI_Request;
                 n
             }
+            None if crate::global::multiple() => {
+                // The context agreement runs in the background while this thread waits
+                // with the lock released, so other threads' calls (perhaps the matching
+                // dup on another communicator) go on.
+                let (n, req) = g.eng.comm_idup(h)?;
+                g.pending.push(req);
+                n
+            }
             None => g.eng.dup_comm(h)?,
         };
         adopt(g, Some(n), newcomm)?;
@@ -170,6 +178,12 @@ mpi_api! {
     fn Barrier(comm: MPI_Comm) -> c_int {
         api("MPI_Barrier", Some(comm as usize), |g| {
             let h = comm_handle(g, comm as usize)?;
+            if crate::global::multiple() {
+                // Waited for after the body with the lock released (global::api_with).
+                let r = g.eng.icoll(h, steadfast_core::coll::Coll::Barrier)?;
+                g.pending.push(r);
+                return Ok(());
+            }
             g.eng.barrier(h)
         })
     }
