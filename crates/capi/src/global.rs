@@ -72,8 +72,6 @@ pub struct Tables {
     pub deferred: Vec<crate::greq::Deferred>,
     /// Types made by MPI_Type_create_f90_*: one permanent handle per (kind, p, r).
     pub f90_types: Vec<(crate::datatype::F90Key, usize)>,
-    /// Pair types made by MPI_Type_get_value_index, by (value, index) handles.
-    pub value_index_types: Vec<((usize, usize), usize)>,
 }
 
 pub static GLOBAL: Mutex<Option<Global>> = Mutex::new(None);
@@ -325,9 +323,9 @@ fn finish_pending(g: &mut Global, hs: &[Handle]) -> Result<(), MpiError> {
 
 /// MPI_THREAD_MULTIPLE's blocking wait: rounds of progress under the lock until `done`
 /// holds, the lock released between rounds so other threads' calls (which may be what
-/// `done` waits for) go on. Idle rounds spin, then yield, then sleep with a growing pause
-/// (at most 1 ms): the path's doorbell is not used, since sleeping on it would hold the
-/// lock. Returns the guard, held again.
+/// `done` waits for) go on. Idle rounds spin (`STEADFAST_SPIN`), then yield
+/// (`STEADFAST_YIELDS`), then sleep on the path's doorbell for at most 1 ms each, holding
+/// the lock (a singleton, which has none, sleeps without it). Returns the guard, held again.
 pub fn wait_released(
     mut guard: Guard,
     mut done: impl FnMut(&mut Global) -> Result<bool, MpiError>,
@@ -356,17 +354,51 @@ pub fn wait_released(
             Ok(Some(true)) => idle = 0,
             Ok(Some(false)) => idle = idle.saturating_add(1),
         }
-        drop(guard);
-        if idle < spin {
-            std::hint::spin_loop();
-        } else if idle < spin.saturating_add(yields) {
+        if idle >= spin.saturating_add(yields) && g.eng.size > 1 {
+            // Idle for a while: sleep on the path's doorbell, which a peer's packet rings,
+            // for at most DOORBELL_NAP with the lock held (other threads of this process wait
+            // that long at most), then let them in.
+            if let Err(e) = doorbell_nap(g) {
+                return (guard, Err(e));
+            }
+            drop(guard);
             std::thread::yield_now();
         } else {
-            let pause = (idle - spin - yields).min(100) as u64 * 10;
-            std::thread::sleep(std::time::Duration::from_micros(pause.max(10)));
+            drop(guard);
+            if idle < spin {
+                std::hint::spin_loop();
+            } else if idle < spin.saturating_add(yields) {
+                std::thread::yield_now();
+            } else {
+                // A singleton has no doorbell: only another thread of this process can
+                // complete what it waits for.
+                let pause = (idle - spin - yields).min(100) as u64 * 10;
+                std::thread::sleep(std::time::Duration::from_micros(pause.max(10)));
+            }
         }
         guard = lock();
     }
+}
+
+/// Longest doorbell sleep of a MPI_THREAD_MULTIPLE wait while it holds the lock.
+const DOORBELL_NAP: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// One round of the engine's own blocking wait, cut short: progress, and if nothing moved one
+/// sleep on the doorbell of at most [`DOORBELL_NAP`].
+fn doorbell_nap(g: &mut Global) -> Result<(), MpiError> {
+    let saved = (g.eng.cfg.spin, g.eng.cfg.yields, g.eng.cfg.sleep);
+    g.eng.cfg.spin = 0;
+    g.eng.cfg.yields = 0;
+    g.eng.cfg.sleep = saved.2.min(DOORBELL_NAP);
+    let mut checks = 0;
+    // The first check precedes the engine's round of progress; the second follows either
+    // that progress or one sleep.
+    let r = g.eng.block_until(|_| {
+        checks += 1;
+        checks > 1
+    });
+    (g.eng.cfg.spin, g.eng.cfg.yields, g.eng.cfg.sleep) = saved;
+    r
 }
 
 /// A blocking entry point's body: the lock, and waits that release it under
