@@ -417,8 +417,11 @@ fn live(g: &Global, r: MPI_Request) -> Result<Option<Handle>, MpiError> {
 }
 
 /// Record the completion of `reqs[i]`: fill the status, release the request.
-unsafe fn finish(g: &mut Global, reqs: &mut [MPI_Request], i: usize) -> Result<Status, MpiError> {
+/// `out` is where the caller writes the status (null: ignored): a generalized request's
+/// query_fn fills it once the lock is released (`greq::on_complete`).
+unsafe fn finish(g: &mut Global, reqs: &mut [MPI_Request], i: usize, out: *mut MPI_Status) -> Result<Status, MpiError> {
     let h = req_of(reqs[i]).ok_or_else(|| err(ErrorClass::Intern, "finishing a null request"))?;
+    crate::greq::on_complete(g, h, out);
     let s = g.eng.status(h)?;
     if g.eng.release(h) {
         reqs[i] = abi::MPI_REQUEST_NULL as MPI_Request;
@@ -631,7 +634,7 @@ mpi_api! {
                 return Ok(());
             };
             c.wait(h)?;
-            let s = finish(c.g(), reqs, 0)?;
+            let s = finish(c.g(), reqs, 0, status)?;
             put_status(status, &s, None);
             truncated(&s)
         })
@@ -653,7 +656,7 @@ mpi_api! {
                 return Ok(());
             }
             *flag = 1;
-            let s = finish(g, reqs, 0)?;
+            let s = finish(g, reqs, 0, status)?;
             put_status(status, &s, None);
             truncated(&s)
         })
@@ -676,7 +679,7 @@ mpi_api! {
                 return Ok(());
             };
             *index = i as c_int;
-            let s = finish(g, reqs, i)?;
+            let s = finish(g, reqs, i, status)?;
             put_status(status, &s, None);
             truncated(&s)
         })
@@ -693,7 +696,7 @@ mpi_api! {
             if let Some(i) = g.eng.test_any(&handles)? {
                 *flag = 1;
                 *index = i as c_int;
-                let s = finish(g, reqs, i)?;
+                let s = finish(g, reqs, i, status)?;
                 put_status(status, &s, None);
                 return truncated(&s);
             }
@@ -1074,7 +1077,7 @@ unsafe fn complete_all(
     let mut out = Vec::with_capacity(reqs.len());
     for (i, h) in handles.iter().enumerate() {
         let s = match h {
-            Some(_) => finish(g, reqs, i)?,
+            Some(_) => finish(g, reqs, i, if statuses.is_null() { statuses } else { statuses.add(i) })?,
             None => empty_status(),
         };
         any_error |= s.error.is_some();
@@ -1104,7 +1107,7 @@ unsafe fn complete_some(
     let mut n = 0usize;
     let mut done = Vec::new();
     for &i in completed {
-        done.push((i, finish(g, reqs, i)?));
+        done.push((i, finish(g, reqs, i, if statuses.is_null() { statuses } else { statuses.add(done.len()) })?));
     }
     let any_error = done.iter().any(|(_, s)| s.error.is_some());
     for (i, s) in &done {
