@@ -87,10 +87,9 @@ fi
 # The launcher cannot add processes to a running job (MPI_Comm_spawn fails with
 # MPI_ERR_SPAWN): mpi4py's own switch makes it skip its spawn tests (reason "mpi-spawn");
 # without it mpi4py.futures' pool tests wait forever for workers that never start.
-# test_dynproc is left out: MPI_Open_port fails (MPI_ERR_UNSUPPORTED_OPERATION) on the
-# accepting rank only, mpi4py has no switch for that, and the connecting rank then waits
-# forever for the port name (docs/conformance.md).
-args=(-e test_dynproc)
+# test_dynproc runs: ports, accept/connect, name publishing and MPI_Comm_join work between
+# the processes of one job (docs/mpi5.md).
+args=()
 if [ $quick = 1 ]; then
     # The short form: environment, point-to-point, collectives, datatypes, one-sided,
     # sessions and partitioned communication.
