@@ -6,7 +6,8 @@
  * messages from every rank received with MPI_ANY_SOURCE, a synchronous send to itself that
  * a sibling thread receives (it only completes if the sibling's blocking receive lets other
  * threads in), and on its own duplicate of MPI_COMM_WORLD: MPI_Allreduce, MPI_Bcast,
- * MPI_Barrier, a blocking MPI_Comm_dup of it, and fence epochs on its own window.
+ * MPI_Barrier, a blocking MPI_Comm_dup and MPI_Comm_create of it, and fence epochs on its
+ * own window.
  * Every byte is checked. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -133,6 +134,27 @@ static void *worker(void *arg)
     TC_MPI(MPI_Allreduce(&one, &all, 1, MPI_LONG, MPI_SUM, d));
     T_CHECK(dsize == size && all == size, "dup: size %d sum %ld", dsize, all);
     TC_MPI(MPI_Comm_free(&d));
+
+    /* MPI_Comm_create on this thread's communicator, of every rank but rank 0. */
+    MPI_Group wg, tail;
+    MPI_Comm_group(comms[t], &wg);
+    int zero = 0;
+    MPI_Group_excl(wg, 1, &zero, &tail);
+    MPI_Comm cr;
+    TC_MPI(MPI_Comm_create(comms[t], tail, &cr));
+    if (rank == 0) {
+        T_CHECK(cr == MPI_COMM_NULL, "create: rank 0 got a communicator");
+    } else {
+        int csize = 0, crank = -1;
+        MPI_Comm_size(cr, &csize);
+        MPI_Comm_rank(cr, &crank);
+        long sum2 = 0, r1 = 1;
+        TC_MPI(MPI_Allreduce(&r1, &sum2, 1, MPI_LONG, MPI_SUM, cr));
+        T_CHECK(csize == size - 1 && crank == rank - 1 && sum2 == size - 1, "create: size %d rank %d sum %ld", csize, crank, sum2);
+        TC_MPI(MPI_Comm_free(&cr));
+    }
+    MPI_Group_free(&tail);
+    MPI_Group_free(&wg);
 
     free(sbuf);
     free(rbuf);
