@@ -207,6 +207,13 @@ unsafe fn wtyped<C: AsI64, D: AsI64>(g: &Global, p: *const c_void, cs: *const C,
 
 fn launch(g: &mut Global, comm: Handle, c: Coll, mode: Mode) -> Result<(), MpiError> {
     match mode {
+        Mode::Blocking if crate::global::multiple() => {
+            // Run as its nonblocking form, waited for after the body with the lock released
+            // (global::api_with), so other threads' calls go on meanwhile.
+            let h = g.eng.icoll(comm, c)?;
+            g.pending.push(h);
+            Ok(())
+        }
         Mode::Blocking => g.eng.coll(comm, &c),
         Mode::Start(req) | Mode::Init(req) => {
             if req.is_null() {

@@ -100,6 +100,14 @@ unsafe fn dup(func: &str, comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut 
                 *r = req.0 as MPI_Request;
                 n
             }
+            None if crate::global::multiple() => {
+                // The context agreement runs in the background while this thread waits
+                // with the lock released, so other threads' calls (perhaps the matching
+                // dup on another communicator) go on.
+                let (n, req) = g.eng.comm_idup(h)?;
+                g.pending.push(req);
+                n
+            }
             None => g.eng.dup_comm(h)?,
         };
         adopt(g, Some(n), newcomm)?;
@@ -170,6 +178,12 @@ mpi_api! {
     fn Barrier(comm: MPI_Comm) -> c_int {
         api("MPI_Barrier", Some(comm as usize), |g| {
             let h = comm_handle(g, comm as usize)?;
+            if crate::global::multiple() {
+                // Waited for after the body with the lock released (global::api_with).
+                let r = g.eng.icoll(h, steadfast_core::coll::Coll::Barrier)?;
+                g.pending.push(r);
+                return Ok(());
+            }
             g.eng.barrier(h)
         })
     }
@@ -302,12 +316,45 @@ mpi_api! {
     }
 
     fn Comm_create(comm: MPI_Comm, group: MPI_Group, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_create", Some(comm as usize), |g| {
+        crate::global::api_blocking("MPI_Comm_create", |_| Some(comm as usize), |c| {
+            let g = c.g();
             let h = comm_handle(g, comm as usize)?;
             check_out(newcomm)?;
             let members = group_of(g, group)?;
-            let n = g.eng.comm_create(h, &members)?;
-            adopt(g, n, newcomm)
+            let parent = g.eng.comm(h)?.clone();
+            if !crate::global::multiple() || parent.remote.is_some() {
+                let n = g.eng.comm_create(h, &members)?;
+                return adopt(g, n, newcomm);
+            }
+            // THREAD_MULTIPLE: the engine's MPI_Comm_create waits holding the lock, so
+            // threads creating communicators from different parents could wait for each
+            // other across processes. A nonblocking dup of the parent agrees on a fresh
+            // context instead, waited for with the lock released, and the dup becomes the
+            // new communicator (context ids are never reused, so nothing else holds it).
+            let valid = members.iter().all(|w| parent.group.contains(w));
+            let (n, req) = g.eng.comm_idup(h)?;
+            let r = c.wait(req);
+            let g = c.g();
+            g.eng.release(req);
+            r?;
+            let me = g.eng.rank;
+            match members.iter().position(|w| *w == me) {
+                Some(rank) if valid => {
+                    let nc = g.eng.comm_mut(n)?;
+                    nc.rank = rank as c_int;
+                    nc.group = members;
+                    nc.topo = None;
+                    adopt(g, Some(n), newcomm)
+                }
+                _ => {
+                    // Not a member: nothing will arrive on the context here.
+                    g.eng.release_comm(n)?;
+                    if !valid {
+                        return Err(err(ErrorClass::Group, "the group is not a subgroup of the communicator's group"));
+                    }
+                    adopt(g, None, newcomm)
+                }
+            }
         })
     }
 

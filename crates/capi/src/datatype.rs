@@ -1354,17 +1354,8 @@ mpi_api! {
                 (abi::MPI_INTEGER, abi::MPI_INTEGER) => Some(abi::MPI_2INTEGER),
                 _ => None,
             };
-            if let Some(h) = named {
-                *pair_type = h as MPI_Datatype;
-                return Ok(());
-            }
-            if let Some((_, h)) = g.tables.value_index_types.iter().find(|(k, _)| *k == (vh, ih)) {
-                *pair_type = *h as MPI_Datatype;
-                return Ok(());
-            }
-            let h = register_permanent(g, Datatype::value_index(&v, &i)?);
-            g.tables.value_index_types.push(((vh, ih), h as usize));
-            *pair_type = h;
+            // MPI 4.1: only the predefined pair types; any other combination has none.
+            *pair_type = named.unwrap_or(abi::MPI_DATATYPE_NULL) as MPI_Datatype;
             Ok(())
         })
     }

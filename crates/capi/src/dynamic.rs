@@ -1,24 +1,28 @@
 //! Dynamic process management. Steadfast's launcher starts a job's processes once and keeps
 //! them for the job's life; it cannot add processes to a running job or connect two jobs.
-//! So MPI_Comm_spawn / spawn_multiple fail with MPI_ERR_SPAWN, and ports, name publishing
-//! and MPI_Comm_join fail with MPI_ERR_UNSUPPORTED_OPERATION (MPI_ERR_NAME for a lookup,
-//! whose name can never have been published), each with a message that says so.
-//! MPI_Comm_get_parent (no parent: MPI_COMM_NULL) and MPI_Comm_disconnect work.
+//! So MPI_Comm_spawn / spawn_multiple fail with MPI_ERR_SPAWN, each with a message that says
+//! so. Within one job the rest works: ports (MPI_Open_port, MPI_Comm_accept /
+//! MPI_Comm_connect), name publishing (a file per name in the job directory) and
+//! MPI_Comm_join connect disjoint groups of the job's processes into an intercommunicator.
+//! A port or a socket peer of another job is refused with MPI_ERR_PORT /
+//! MPI_ERR_UNSUPPORTED_OPERATION. MPI_Comm_get_parent (no parent: MPI_COMM_NULL) and
+//! MPI_Comm_disconnect work.
+//!
+//! Accept/connect: the connecting root sends its world rank to the port's owner on
+//! MPI_COMM_WORLD's collective context (tag from the port's number), the accepting root
+//! answers with its own, each root broadcasts the other's world rank to its group, and both
+//! groups build the intercommunicator with MPI_Intercomm_create over MPI_COMM_WORLD.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::io::Write;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use steadfast_core::{ErrorClass, MpiError};
 
 use crate::abi::{self, MPI_Comm, MPI_Info};
-use crate::global::{api, comm_handle};
+use crate::global::{api, api_blocking, comm_handle, Global};
 use crate::mpi_api;
-
-fn unsupported(what: &str) -> MpiError {
-    MpiError::new(
-        ErrorClass::Unsupported,
-        format!("{what}: Steadfast's launcher cannot add processes to a running job or connect separate jobs"),
-    )
-}
 
 mpi_api! {
     fn Comm_spawn(_command: *const c_char, _argv: *mut *mut c_char, maxprocs: c_int, _info: MPI_Info, _root: c_int, comm: MPI_Comm,
@@ -84,43 +88,271 @@ mpi_api! {
         crate::comm::PMPI_Comm_free(comm)
     }
 
-    fn Open_port(_info: MPI_Info, _port_name: *mut c_char) -> c_int {
-        api("MPI_Open_port", None, |_| Err(unsupported("MPI_Open_port")))
-    }
-    fn Close_port(_port_name: *const c_char) -> c_int {
-        api("MPI_Close_port", None, |_| Err(MpiError::new(ErrorClass::Port, "no port is open (MPI_Open_port is not supported)")))
-    }
-    fn Comm_accept(_port_name: *const c_char, _info: MPI_Info, _root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_accept", Some(comm as usize), |_| {
-            if !newcomm.is_null() {
-                *newcomm = abi::MPI_COMM_NULL as MPI_Comm;
+    fn Open_port(_info: MPI_Info, port_name: *mut c_char) -> c_int {
+        api("MPI_Open_port", None, |g| {
+            if port_name.is_null() {
+                return Err(MpiError::new(ErrorClass::Arg, "port_name is NULL"));
             }
-            Err(unsupported("MPI_Comm_accept"))
+            let id = NEXT_PORT.fetch_add(1, Ordering::Relaxed) & PORT_MASK;
+            open_ports().push(id);
+            let name = format!("{PORT_PREFIX}{}:{}:{id}", job_id(), g.eng.rank);
+            write_cstr(port_name, &name, abi::MPI_MAX_PORT_NAME as usize);
+            Ok(())
         })
     }
-    fn Comm_connect(_port_name: *const c_char, _info: MPI_Info, _root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_connect", Some(comm as usize), |_| {
-            if !newcomm.is_null() {
-                *newcomm = abi::MPI_COMM_NULL as MPI_Comm;
+    fn Close_port(port_name: *const c_char) -> c_int {
+        api("MPI_Close_port", None, |g| {
+            let port = parse_port(port_name)?;
+            let mut open = open_ports();
+            match open.iter().position(|p| *p == port.id) {
+                Some(i) if port.owner == g.eng.rank as i32 => {
+                    open.swap_remove(i);
+                    Ok(())
+                }
+                _ => Err(MpiError::new(ErrorClass::Port, "the port is not open in this process")),
             }
-            Err(unsupported("MPI_Comm_connect"))
         })
     }
-    fn Publish_name(_service_name: *const c_char, _info: MPI_Info, _port_name: *const c_char) -> c_int {
-        api("MPI_Publish_name", None, |_| Err(unsupported("MPI_Publish_name")))
-    }
-    fn Unpublish_name(_service_name: *const c_char, _info: MPI_Info, _port_name: *const c_char) -> c_int {
-        api("MPI_Unpublish_name", None, |_| Err(MpiError::new(ErrorClass::Service, "the service name is not published (MPI_Publish_name is not supported)")))
-    }
-    fn Lookup_name(_service_name: *const c_char, _info: MPI_Info, _port_name: *mut c_char) -> c_int {
-        api("MPI_Lookup_name", None, |_| Err(MpiError::new(ErrorClass::Name, "no service name is published (MPI_Publish_name is not supported)")))
-    }
-    fn Comm_join(_fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_join", None, |_| {
-            if !intercomm.is_null() {
-                *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
+    fn Comm_accept(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+        let mut meeting = [0i32; 2];
+        let rc = api_blocking("MPI_Comm_accept", |_| Some(comm as usize), |c| {
+            let Some(me) = root_check(c.g(), comm, root, newcomm)? else { return Ok(()) };
+            let port = parse_port(port_name)?;
+            if port.owner != me || !open_ports().contains(&port.id) {
+                return Err(MpiError::new(ErrorClass::Port, "the port was not opened by this process, or was closed"));
             }
-            Err(unsupported("MPI_Comm_join"))
+            let world = c.g().eng.world;
+            let mut buf = [0u8; 4];
+            let h = c.g().eng.coll_irecv(world, abi::MPI_ANY_SOURCE, TAG_CONNECT + port.id, &mut buf)?;
+            let st = c.wait(h);
+            c.g().eng.release(h);
+            st?;
+            let peer = i32::from_le_bytes(buf);
+            let s = c.g().eng.coll_isend(world, peer, TAG_ACCEPT + port.id, &me.to_le_bytes())?;
+            let st = c.wait(s);
+            c.g().eng.release(s);
+            st?;
+            meeting = [peer, port.id];
+            Ok(())
+        });
+        if rc != abi::MPI_SUCCESS {
+            return rc;
+        }
+        meet("MPI_Comm_accept", comm, root, &mut meeting, newcomm)
+    }
+    fn Comm_connect(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+        let mut meeting = [0i32; 2];
+        let rc = api_blocking("MPI_Comm_connect", |_| Some(comm as usize), |c| {
+            let Some(me) = root_check(c.g(), comm, root, newcomm)? else { return Ok(()) };
+            let port = parse_port(port_name)?;
+            let world = c.g().eng.world;
+            let mut buf = [0u8; 4];
+            let h = c.g().eng.coll_irecv(world, port.owner, TAG_ACCEPT + port.id, &mut buf)?;
+            let s = c.g().eng.coll_isend(world, port.owner, TAG_CONNECT + port.id, &me.to_le_bytes())?;
+            let sent = c.wait(s);
+            c.g().eng.release(s);
+            let got = c.wait(h);
+            c.g().eng.release(h);
+            sent?;
+            got?;
+            meeting = [i32::from_le_bytes(buf), port.id];
+            Ok(())
+        });
+        if rc != abi::MPI_SUCCESS {
+            return rc;
+        }
+        meet("MPI_Comm_connect", comm, root, &mut meeting, newcomm)
+    }
+    fn Publish_name(service_name: *const c_char, _info: MPI_Info, port_name: *const c_char) -> c_int {
+        api("MPI_Publish_name", None, |_| {
+            let path = name_path(service_name)?;
+            if port_name.is_null() {
+                return Err(MpiError::new(ErrorClass::Arg, "port_name is NULL"));
+            }
+            let port = CStr::from_ptr(port_name).to_bytes();
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            // create_new: a name is published once until unpublished.
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| {
+                MpiError::new(ErrorClass::Service, format!("cannot publish the name ({}): {e}", path.display()))
+            })?;
+            f.write_all(port).map_err(|e| MpiError::new(ErrorClass::Service, format!("cannot publish the name: {e}")))
         })
     }
+    fn Unpublish_name(service_name: *const c_char, _info: MPI_Info, _port_name: *const c_char) -> c_int {
+        api("MPI_Unpublish_name", None, |_| {
+            let path = name_path(service_name)?;
+            std::fs::remove_file(&path).map_err(|_| MpiError::new(ErrorClass::Service, "the service name is not published"))
+        })
+    }
+    fn Lookup_name(service_name: *const c_char, _info: MPI_Info, port_name: *mut c_char) -> c_int {
+        api("MPI_Lookup_name", None, |_| {
+            let path = name_path(service_name)?;
+            if port_name.is_null() {
+                return Err(MpiError::new(ErrorClass::Arg, "port_name is NULL"));
+            }
+            let port = std::fs::read_to_string(&path).map_err(|_| MpiError::new(ErrorClass::Name, "no port is published under this name"))?;
+            write_cstr(port_name, &port, abi::MPI_MAX_PORT_NAME as usize);
+            Ok(())
+        })
+    }
+    fn Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
+        let mut peer = 0i32;
+        let rc = api("MPI_Comm_join", None, |g| {
+            if intercomm.is_null() {
+                return Err(MpiError::new(ErrorClass::Arg, "intercomm is NULL"));
+            }
+            *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
+            // Each side writes "job-id world-rank\n" and reads the other's.
+            let mine = format!("{} {}\n", job_id(), g.eng.rank);
+            let theirs = exchange_line(fd, mine.as_bytes())?;
+            let mut it = theirs.split_whitespace();
+            let (job, rank) = (it.next().unwrap_or(""), it.next().and_then(|r| r.parse::<i32>().ok()));
+            match rank {
+                Some(r) if job == job_id() && (0..g.eng.size as i32).contains(&r) && r != g.eng.rank as i32 => {
+                    peer = r;
+                    Ok(())
+                }
+                Some(_) if job == job_id() => Err(MpiError::new(ErrorClass::Arg, "the socket leads back to this process")),
+                _ => Err(MpiError::new(
+                    ErrorClass::Unsupported,
+                    "MPI_Comm_join: the socket's other end is not a process of this job; Steadfast's launcher cannot connect separate jobs",
+                )),
+            }
+        });
+        if rc != abi::MPI_SUCCESS {
+            return rc;
+        }
+        crate::comm::PMPI_Intercomm_create(abi::MPI_COMM_SELF as MPI_Comm, 0, abi::MPI_COMM_WORLD as MPI_Comm, peer, TAG_JOIN, intercomm)
+    }
+}
+
+const PORT_PREFIX: &str = "steadfast-port:";
+/// Port numbers wrap within the tag ranges below.
+const PORT_MASK: i32 = 0xfff;
+/// Handshake tags on MPI_COMM_WORLD's collective context, plus the port number (distinct
+/// from the tags the collectives and communicator constructions use there).
+const TAG_CONNECT: i32 = 0x7ffd_0000;
+const TAG_ACCEPT: i32 = 0x7ffd_1000;
+/// MPI_Intercomm_create tags of accept/connect (plus the port number) and of join.
+const TAG_INTERCOMM: i32 = 0x7ffd_2000;
+const TAG_JOIN: i32 = 0x7ffd_3000;
+
+static NEXT_PORT: AtomicI32 = AtomicI32::new(0);
+static OPEN_PORTS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+fn open_ports() -> MutexGuard<'static, Vec<i32>> {
+    OPEN_PORTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The job's identity in port names (the launcher's job id; a singleton's process id).
+fn job_id() -> String {
+    std::env::var(steadfast_runtime::env::JOBID).unwrap_or_else(|_| format!("pid{}", std::process::id()))
+}
+
+struct Port {
+    owner: i32,
+    id: i32,
+}
+
+unsafe fn parse_port(p: *const c_char) -> Result<Port, MpiError> {
+    if p.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "port_name is NULL"));
+    }
+    let name = CStr::from_ptr(p).to_string_lossy();
+    let bad = || MpiError::new(ErrorClass::Port, format!("\"{name}\" is not a port name MPI_Open_port returned"));
+    let rest = name.strip_prefix(PORT_PREFIX).ok_or_else(bad)?;
+    let mut parts = rest.rsplitn(3, ':');
+    let id = parts.next().and_then(|x| x.parse::<i32>().ok()).ok_or_else(bad)?;
+    let owner = parts.next().and_then(|x| x.parse::<i32>().ok()).ok_or_else(bad)?;
+    let job = parts.next().ok_or_else(bad)?;
+    if job != job_id() {
+        return Err(MpiError::new(ErrorClass::Port, "the port belongs to another job; Steadfast's launcher cannot connect separate jobs"));
+    }
+    if !(0..=PORT_MASK).contains(&id) || owner < 0 {
+        return Err(bad());
+    }
+    Ok(Port { owner, id })
+}
+
+/// Checks of accept/connect; Some(world rank) at the root, None elsewhere.
+unsafe fn root_check(g: &Global, comm: MPI_Comm, root: c_int, newcomm: *mut MPI_Comm) -> Result<Option<i32>, MpiError> {
+    let h = comm_handle(g, comm as usize)?;
+    if newcomm.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "newcomm is NULL"));
+    }
+    let c = g.eng.comm(h)?;
+    if c.remote.is_some() {
+        return Err(MpiError::new(ErrorClass::Comm, "accept/connect needs an intracommunicator"));
+    }
+    if !(0..c.size()).contains(&root) {
+        return Err(MpiError::new(ErrorClass::Root, format!("root {root} is not a rank of the communicator")));
+    }
+    Ok((c.rank == root).then_some(g.eng.rank as i32))
+}
+
+/// The roots met: every member learns the other root's world rank and the port number, and
+/// both groups build the intercommunicator.
+unsafe fn meet(func: &str, comm: MPI_Comm, root: c_int, meeting: &mut [i32; 2], newcomm: *mut MPI_Comm) -> c_int {
+    let rc = crate::coll::PMPI_Bcast(meeting.as_mut_ptr() as *mut c_void, 2, abi::MPI_INT as _, root, comm);
+    if rc != abi::MPI_SUCCESS {
+        tracing::debug!("{func}: broadcasting the remote leader failed");
+        return rc;
+    }
+    crate::comm::PMPI_Intercomm_create(comm, root, abi::MPI_COMM_WORLD as MPI_Comm, meeting[0], TAG_INTERCOMM + meeting[1], newcomm)
+}
+
+/// File of a published service name in the job directory (the name hex-encoded).
+unsafe fn name_path(service: *const c_char) -> Result<std::path::PathBuf, MpiError> {
+    if service.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "service_name is NULL"));
+    }
+    let hex: String = CStr::from_ptr(service).to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+    let dir = std::env::var_os(steadfast_runtime::env::JOBDIR)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("steadfast-names-{}", job_id())));
+    Ok(dir.join("names").join(hex))
+}
+
+unsafe fn write_cstr(out: *mut c_char, s: &str, cap: usize) {
+    let n = s.len().min(cap.saturating_sub(1));
+    std::ptr::copy_nonoverlapping(s.as_ptr() as *const c_char, out, n);
+    *out.add(n) = 0;
+}
+
+/// Write `line` to socket `fd` and read one line (at most 256 bytes) back.
+fn exchange_line(fd: c_int, line: &[u8]) -> Result<String, MpiError> {
+    let io = |e: std::io::Error| MpiError::new(ErrorClass::Other, format!("MPI_Comm_join: the socket failed: {e}"));
+    let mut off = 0;
+    while off < line.len() {
+        // SAFETY: writes from a live buffer to a descriptor the application passed.
+        let n = unsafe { libc::write(fd, line[off..].as_ptr() as *const c_void, line.len() - off) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(io(e));
+        }
+        off += n as usize;
+    }
+    let mut got = Vec::new();
+    let mut b = [0u8; 1];
+    while got.len() < 256 {
+        // SAFETY: reads one byte into a live buffer.
+        let n = unsafe { libc::read(fd, b.as_mut_ptr() as *mut c_void, 1) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(io(e));
+        }
+        if n == 0 || b[0] == b'\n' {
+            break;
+        }
+        got.push(b[0]);
+    }
+    Ok(String::from_utf8_lossy(&got).into_owned())
 }

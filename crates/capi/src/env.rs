@@ -216,14 +216,18 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
             c.errhandler = abi::MPI_ERRORS_ARE_FATAL as u64;
         }
     }
-    // Everything runs under one lock, held across blocking calls: one thread at a time.
-    let provided = required.clamp(abi::MPI_THREAD_SINGLE, abi::MPI_THREAD_SERIALIZED);
+    // One lock guards the library. Below MPI_THREAD_MULTIPLE it is held across blocking
+    // calls (the engine sleeps on the path's doorbell); with it, blocking calls wait with the
+    // lock released between rounds of progress (global::wait_released).
+    let provided = required.clamp(abi::MPI_THREAD_SINGLE, abi::MPI_THREAD_MULTIPLE);
+    global::MULTIPLE.store(provided == abi::MPI_THREAD_MULTIPLE, Ordering::Relaxed);
     *guard = Some(Global {
         eng,
         predef_types: global::predefined_types(),
         types: Default::default(),
         errors: Default::default(),
         thread_level: provided,
+        pending: Vec::new(),
         main_thread: std::thread::current().id(),
         bsend_buf: None,
         tables: Default::default(),

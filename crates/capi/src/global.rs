@@ -14,7 +14,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use steadfast_core::datatype::TypeRef;
@@ -41,6 +41,9 @@ pub struct Global {
     pub errors: ErrorLog,
     pub thread_level: c_int,
     pub main_thread: std::thread::ThreadId,
+    /// Requests of a blocking operation the current call started and waits for once its
+    /// body returns, with the lock released (MPI_THREAD_MULTIPLE; see [`api_with`]).
+    pub pending: Vec<Handle>,
     /// Attached Bsend buffer (address, size).
     pub bsend_buf: Option<(usize, usize)>,
     /// Groups, error handlers, attributes, user error codes.
@@ -69,8 +72,6 @@ pub struct Tables {
     pub deferred: Vec<crate::greq::Deferred>,
     /// Types made by MPI_Type_create_f90_*: one permanent handle per (kind, p, r).
     pub f90_types: Vec<(crate::datatype::F90Key, usize)>,
-    /// Pair types made by MPI_Type_get_value_index, by (value, index) handles.
-    pub value_index_types: Vec<((usize, usize), usize)>,
 }
 
 pub static GLOBAL: Mutex<Option<Global>> = Mutex::new(None);
@@ -241,7 +242,26 @@ where
     let mut guard = lock();
     let Some(g) = guard.as_mut() else { not_live(func) };
     let comm = comm_of(g);
-    let r = body(g);
+    let mut r = body(g);
+    if !g.pending.is_empty() {
+        // THREAD_MULTIPLE: the body started a blocking operation and left its requests
+        // here; wait for them with the lock released between rounds of progress.
+        let hs = std::mem::take(&mut g.pending);
+        if r.is_err() {
+            return tail(guard, func, comm, r);
+        }
+        let (back, waited) = wait_released(guard, |g| Ok(hs.iter().all(|h| g.eng.is_complete(*h).unwrap_or(true))));
+        guard = back;
+        let g = live(&mut guard, func);
+        r = waited.and_then(|()| finish_pending(g, &hs));
+    }
+    tail(guard, func, comm, r)
+}
+
+/// The end of every locked entry point: adopt communicators built in the background, run
+/// deferred callbacks without the lock, report an error through the error handler.
+fn tail(mut guard: Guard, func: &str, comm: Option<usize>, r: Result<(), MpiError>) -> c_int {
+    let g = live(&mut guard, func);
     if g.eng.run_through() {
         adopt_background_comms(g);
     }
@@ -266,6 +286,175 @@ where
         rc if code == abi::MPI_SUCCESS => raise(lock(), func, comm, Failure::Code(rc)),
         _ => code,
     }
+}
+
+fn live<'a>(guard: &'a mut Guard, func: &str) -> &'a mut Global {
+    match guard.as_mut() {
+        Some(g) => g,
+        None => not_live(func),
+    }
+}
+
+/// Whether MPI_THREAD_MULTIPLE was provided: blocking calls then wait without the lock.
+pub static MULTIPLE: AtomicBool = AtomicBool::new(false);
+
+/// Whether blocking calls wait with the library lock released (MPI_THREAD_MULTIPLE).
+pub fn multiple() -> bool {
+    MULTIPLE.load(Ordering::Relaxed)
+}
+
+/// The requests of a blocking operation a body started under MPI_THREAD_MULTIPLE, to be
+/// waited for by [`api_with`] after the body: their errors are the call's, and they are
+/// released.
+fn finish_pending(g: &mut Global, hs: &[Handle]) -> Result<(), MpiError> {
+    let mut first = Ok(());
+    for h in hs {
+        let r = g.eng.wait(*h).and_then(|s| match s.error {
+            Some(c) => Err(MpiError::new(c, "the operation failed")),
+            None => Ok(()),
+        });
+        g.eng.release(*h);
+        if first.is_ok() {
+            first = r;
+        }
+    }
+    first
+}
+
+/// MPI_THREAD_MULTIPLE's blocking wait: rounds of progress under the lock until `done`
+/// holds, the lock released between rounds so other threads' calls (which may be what
+/// `done` waits for) go on. Idle rounds spin (`STEADFAST_SPIN`), then yield
+/// (`STEADFAST_YIELDS`), then sleep on the path's doorbell for at most 1 ms each, holding
+/// the lock (a singleton, which has none, sleeps without it). Returns the guard, held again.
+pub fn wait_released(
+    mut guard: Guard,
+    mut done: impl FnMut(&mut Global) -> Result<bool, MpiError>,
+) -> (Guard, Result<(), MpiError>) {
+    let mut idle = 0u32;
+    loop {
+        let Some(g) = guard.as_mut() else {
+            return (guard, Err(MpiError::new(ErrorClass::Other, "MPI was finalized by another thread during a blocking call")));
+        };
+        let step = (|| {
+            if done(g)? {
+                return Ok(None);
+            }
+            let moved = g.eng.progress()?;
+            if moved && done(g)? {
+                // Control packets queued as the operation completed leave now.
+                g.eng.progress()?;
+                return Ok(None);
+            }
+            Ok::<_, MpiError>(Some(moved))
+        })();
+        let (spin, yields) = (g.eng.cfg.spin, g.eng.cfg.yields);
+        match step {
+            Err(e) => return (guard, Err(e)),
+            Ok(None) => return (guard, Ok(())),
+            Ok(Some(true)) => idle = 0,
+            Ok(Some(false)) => idle = idle.saturating_add(1),
+        }
+        if idle >= spin.saturating_add(yields) && g.eng.size > 1 {
+            // Idle for a while: sleep on the path's doorbell, which a peer's packet rings,
+            // for at most DOORBELL_NAP with the lock held (other threads of this process wait
+            // that long at most), then let them in.
+            if let Err(e) = doorbell_nap(g) {
+                return (guard, Err(e));
+            }
+            drop(guard);
+            std::thread::yield_now();
+        } else {
+            drop(guard);
+            if idle < spin {
+                std::hint::spin_loop();
+            } else if idle < spin.saturating_add(yields) {
+                std::thread::yield_now();
+            } else {
+                // A singleton has no doorbell: only another thread of this process can
+                // complete what it waits for.
+                let pause = (idle - spin - yields).min(100) as u64 * 10;
+                std::thread::sleep(std::time::Duration::from_micros(pause.max(10)));
+            }
+        }
+        guard = lock();
+    }
+}
+
+/// Longest doorbell sleep of a MPI_THREAD_MULTIPLE wait while it holds the lock.
+const DOORBELL_NAP: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// One round of the engine's own blocking wait, cut short: progress, and if nothing moved one
+/// sleep on the doorbell of at most [`DOORBELL_NAP`].
+fn doorbell_nap(g: &mut Global) -> Result<(), MpiError> {
+    let saved = (g.eng.cfg.spin, g.eng.cfg.yields, g.eng.cfg.sleep);
+    g.eng.cfg.spin = 0;
+    g.eng.cfg.yields = 0;
+    g.eng.cfg.sleep = saved.2.min(DOORBELL_NAP);
+    let mut checks = 0;
+    // The first check precedes the engine's round of progress; the second follows either
+    // that progress or one sleep.
+    let r = g.eng.block_until(|_| {
+        checks += 1;
+        checks > 1
+    });
+    (g.eng.cfg.spin, g.eng.cfg.yields, g.eng.cfg.sleep) = saved;
+    r
+}
+
+/// A blocking entry point's body: the lock, and waits that release it under
+/// MPI_THREAD_MULTIPLE (see [`api_blocking`]).
+pub struct Call {
+    guard: Option<Guard>,
+    func: &'static str,
+}
+
+impl Call {
+    /// The library state (the lock is held).
+    pub fn g(&mut self) -> &mut Global {
+        let func = self.func;
+        live(self.guard.as_mut().expect("the lock is held between waits"), func)
+    }
+
+    /// Block until `done` holds: the engine's own wait, which keeps the lock, or under
+    /// MPI_THREAD_MULTIPLE [`wait_released`].
+    pub fn until(&mut self, mut done: impl FnMut(&Engine) -> bool) -> Result<(), MpiError> {
+        if !multiple() {
+            return self.g().eng.block_until(done);
+        }
+        self.until_mut(|g| Ok(done(&g.eng)))
+    }
+
+    /// [`Call::until`] with a condition that needs the state mutably (a probe); always
+    /// waits with the lock released between rounds.
+    pub fn until_mut(&mut self, done: impl FnMut(&mut Global) -> Result<bool, MpiError>) -> Result<(), MpiError> {
+        let guard = self.guard.take().expect("the lock is held between waits");
+        let (guard, r) = wait_released(guard, done);
+        self.guard = Some(guard);
+        r
+    }
+
+    /// Wait for request `h` as MPI_Wait does (done, inactive, or an ANY_SOURCE receive
+    /// blocked by an unacknowledged failure), then let the engine's wait report it.
+    pub fn wait(&mut self, h: Handle) -> Result<Status, MpiError> {
+        if multiple() {
+            self.until(|e| e.request(h).map_or(true, |r| r.complete || (r.persistent && !r.active)) || e.any_source_blocked(h))?;
+        }
+        self.g().eng.wait(h)
+    }
+}
+
+/// [`api_with`] for calls that block: the body gets a [`Call`], whose waits release the
+/// lock under MPI_THREAD_MULTIPLE.
+pub fn api_blocking<C, F>(func: &'static str, comm_of: C, body: F) -> c_int
+where
+    C: FnOnce(&Global) -> Option<usize>,
+    F: FnOnce(&mut Call) -> Result<(), MpiError>,
+{
+    let mut guard = lock();
+    let comm = comm_of(live(&mut guard, func));
+    let mut call = Call { guard: Some(guard), func };
+    let r = body(&mut call);
+    tail(call.guard.take().expect("the lock is held after the body"), func, comm, r)
 }
 
 /// Communicators the engine built in the background (MPIX_Comm_ishrink) hold a reference on
@@ -298,10 +487,22 @@ where
 /// Run one phase of an [`api_unlocked`] body under the lock.
 pub fn locked<R>(f: impl FnOnce(&mut Global) -> Result<R, MpiError>) -> Result<R, Failure> {
     let mut guard = lock();
-    match guard.as_mut() {
-        Some(g) => f(g).map_err(Failure::Mpi),
-        None => Err(Failure::Mpi(MpiError::new(ErrorClass::Other, "MPI is not initialised"))),
+    let Some(g) = guard.as_mut() else {
+        return Err(Failure::Mpi(MpiError::new(ErrorClass::Other, "MPI is not initialised")));
+    };
+    let r = f(g);
+    if g.pending.is_empty() {
+        return r.map_err(Failure::Mpi);
     }
+    // A blocking operation the phase started (THREAD_MULTIPLE), as in `api_with`.
+    let hs = std::mem::take(&mut g.pending);
+    let v = r.map_err(Failure::Mpi)?;
+    let (mut guard, waited) = wait_released(guard, |g| Ok(hs.iter().all(|h| g.eng.is_complete(*h).unwrap_or(true))));
+    let Some(g) = guard.as_mut() else {
+        return Err(Failure::Mpi(MpiError::new(ErrorClass::Other, "MPI was finalized during a blocking call")));
+    };
+    waited.and_then(|()| finish_pending(g, &hs)).map_err(Failure::Mpi)?;
+    Ok(v)
 }
 
 /// The error handler that applies to calls on `comm` (MPI_COMM_WORLD's when `comm` is None

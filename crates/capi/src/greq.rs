@@ -3,9 +3,9 @@
 //! The engine holds an ordinary request that only MPI_Grequest_complete completes; this
 //! layer keeps the application's callbacks. Callbacks are application code that may call
 //! MPI, so none runs under the library lock:
-//! - query_fn runs in MPI_Grequest_complete, and its status becomes the request's status
-//!   (the standard calls it from the wait or test; the status is the same unless the
-//!   application changes what query_fn reports after completing the request);
+//! - query_fn runs in the wait or test call that completes the request, after the call
+//!   released the lock and before it returns: it fills the status the call hands out, and a
+//!   code other than MPI_SUCCESS is the call's error (queued by [`on_complete`]);
 //! - free_fn runs when the request is freed: after the completing call has released the
 //!   lock (queued by [`on_release`]), in MPI_Request_free for a completed request, or in
 //!   MPI_Grequest_complete for a request freed while still pending; a failing free_fn
@@ -18,7 +18,7 @@ use steadfast_core::request::Status;
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
 use crate::abi::{self, MPI_Request, MPI_Status};
-use crate::global::{api, api_unlocked, locked, status_count, Failure, Global};
+use crate::global::{api, api_unlocked, locked, Failure, Global};
 use crate::mpi_api;
 
 type QueryFn = unsafe extern "C" fn(*mut c_void, *mut MPI_Status) -> c_int;
@@ -39,6 +39,9 @@ pub struct Greq {
 /// A callback to run once the library lock is released.
 #[derive(Debug, Clone, Copy)]
 pub enum Deferred {
+    /// query_fn of a request a wait or test completed, filling the status at the pointer
+    /// (null: the application ignores it).
+    Query(Greq, usize),
     /// free_fn of a request a wait or test freed.
     Free(Greq),
     /// cancel_fn with the `complete` argument.
@@ -55,6 +58,33 @@ unsafe fn call_free(gr: &Greq) -> c_int {
     }
     let f: FreeFn = std::mem::transmute::<usize, FreeFn>(gr.free);
     f(gr.extra as *mut c_void)
+}
+
+/// A wait or test completes request `h`, whose status goes to `out`: queue query_fn if it
+/// is a generalized request (before [`on_release`] queues its free_fn).
+pub fn on_complete(g: &mut Global, h: Handle, out: *mut MPI_Status) {
+    if let Some(gr) = g.tables.greqs.get(&h).copied() {
+        g.tables.deferred.push(Deferred::Query(gr, out as usize));
+    }
+}
+
+unsafe fn call_query(gr: &Greq, out: *mut MPI_Status) -> c_int {
+    if gr.query == 0 {
+        return abi::MPI_SUCCESS;
+    }
+    let mut st: MPI_Status = std::mem::zeroed();
+    st.MPI_SOURCE = abi::MPI_UNDEFINED;
+    st.MPI_TAG = abi::MPI_UNDEFINED;
+    let f: QueryFn = std::mem::transmute::<usize, QueryFn>(gr.query);
+    let rc = f(gr.extra as *mut c_void, &mut st);
+    if !out.is_null() {
+        // MPI_ERROR stays what the completing call set (the array forms set it).
+        let o = &mut *out;
+        o.MPI_SOURCE = st.MPI_SOURCE;
+        o.MPI_TAG = st.MPI_TAG;
+        o.internal = st.internal;
+    }
+    rc
 }
 
 /// The completion code path (wait, test, their array forms) releases request `h`: queue
@@ -94,6 +124,7 @@ pub unsafe fn run_deferred(list: Vec<Deferred>) -> c_int {
     let mut rc = abi::MPI_SUCCESS;
     for d in list {
         let r = match d {
+            Deferred::Query(gr, out) => call_query(&gr, out as *mut MPI_Status),
             Deferred::Free(gr) => call_free(&gr),
             Deferred::Cancel(gr, complete) if gr.cancel != 0 => {
                 let f: CancelFn = std::mem::transmute::<usize, CancelFn>(gr.cancel);
@@ -106,16 +137,6 @@ pub unsafe fn run_deferred(list: Vec<Deferred>) -> c_int {
         }
     }
     rc
-}
-
-/// Error class of a code query_fn returned (codes the library made, or classes).
-fn class_from_code(code: c_int) -> ErrorClass {
-    use ErrorClass::*;
-    let class = crate::global::class_of(code);
-    [Buffer, Count, Type, Tag, Comm, Rank, Request, Root, Group, Op, Topology, Dims, Arg, Truncate, Intern, InStatus, Pending, NoMem, Keyval, Info, Size]
-        .into_iter()
-        .find(|c| crate::global::abi_class(*c) == class)
-        .unwrap_or(Other)
 }
 
 mpi_api! {
@@ -142,22 +163,8 @@ mpi_api! {
                 }
                 Ok(gr)
             })?;
-            let mut st: MPI_Status = std::mem::zeroed();
-            st.MPI_SOURCE = abi::MPI_UNDEFINED;
-            st.MPI_TAG = abi::MPI_UNDEFINED;
-            let rc = if gr.query == 0 {
-                abi::MPI_SUCCESS
-            } else {
-                let f: QueryFn = std::mem::transmute::<usize, QueryFn>(gr.query);
-                f(gr.extra as *mut c_void, &mut st)
-            };
-            let status = Status {
-                source: st.MPI_SOURCE,
-                tag: st.MPI_TAG,
-                error: (rc != abi::MPI_SUCCESS).then(|| class_from_code(rc)),
-                bytes: status_count(&st).max(0) as u64,
-                cancelled: st.internal[2] != 0,
-            };
+            // query_fn runs in the wait or test that completes the request (`on_complete`).
+            let status = Status { source: abi::MPI_UNDEFINED, tag: abi::MPI_UNDEFINED, error: None, bytes: 0, cancelled: false };
             let freed = locked(|g| {
                 g.eng.complete_generalized(h, status)?;
                 let freed = g.tables.greqs.get(&h).is_some_and(|x| x.freed);

@@ -6,7 +6,7 @@ use steadfast_core::request::{Mode, RecvSpec, SendSpec, Status};
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
 use crate::abi::{self, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Message, MPI_Request, MPI_Status};
-use crate::global::{api, api_with, comm_handle, dtype, empty_status, put_status, status_count, Global};
+use crate::global::{api, api_blocking, api_with, comm_handle, dtype, empty_status, multiple, put_status, status_count, Global};
 use crate::mpi_api;
 
 /// Largest tag value (the MPI_TAG_UB attribute).
@@ -145,12 +145,18 @@ fn recv_fast(g: &mut Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, src
 
 unsafe fn send_impl(func: &str, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> c_int {
     api(func, Some(comm as usize), |g| {
-        if send_fast(g, buf, count, dt, dest, tag, comm, mode)? {
+        if !multiple() && send_fast(g, buf, count, dt, dest, tag, comm, mode)? {
             return Ok(());
         }
         let spec = send_spec(g, buf, count, dt, dest, tag, comm, mode)?;
         if mode == Mode::Buffered {
             return g.eng.bsend(spec).map(|_| ());
+        }
+        if multiple() {
+            // Waited for after the body, with the lock released (global::api_with).
+            let h = g.eng.isend(spec)?;
+            g.pending.push(h);
+            return Ok(());
         }
         g.eng.send(spec)
     })
@@ -201,7 +207,7 @@ unsafe fn send_init_impl(
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn recv_impl(
-    func: &str,
+    func: &'static str,
     buf: *mut c_void,
     count: i64,
     dt: MPI_Datatype,
@@ -210,12 +216,21 @@ unsafe fn recv_impl(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    api(func, Some(comm as usize), |g| {
-        let s = match recv_fast(g, buf, count, dt, src, tag, comm)? {
-            Some(s) => s,
-            None => {
-                let spec = recv_spec(g, buf, count, dt, src, tag, comm)?;
-                g.eng.recv(spec)?
+    api_blocking(func, |_| Some(comm as usize), |c| {
+        let s = if multiple() {
+            let spec = recv_spec(c.g(), buf, count, dt, src, tag, comm)?;
+            let h = c.g().eng.irecv(spec)?;
+            let s = c.wait(h);
+            c.g().eng.release(h);
+            s?
+        } else {
+            let g = c.g();
+            match recv_fast(g, buf, count, dt, src, tag, comm)? {
+                Some(s) => s,
+                None => {
+                    let spec = recv_spec(g, buf, count, dt, src, tag, comm)?;
+                    g.eng.recv(spec)?
+                }
             }
         };
         put_status(status, &s, None);
@@ -244,7 +259,7 @@ unsafe fn irecv_impl(
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn sendrecv_impl(
-    func: &str,
+    func: &'static str,
     sendbuf: *const c_void,
     sendcount: i64,
     sendtype: MPI_Datatype,
@@ -258,15 +273,16 @@ unsafe fn sendrecv_impl(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    api(func, Some(comm as usize), |g| {
+    api_blocking(func, |_| Some(comm as usize), |c| {
+        let g = c.g();
         let sspec = send_spec(g, sendbuf, sendcount, sendtype, dest, sendtag, comm, Mode::Standard)?;
         let rspec = recv_spec(g, recvbuf, recvcount, recvtype, source, recvtag, comm)?;
         let r = g.eng.irecv(rspec)?;
         let s = g.eng.isend(sspec)?;
-        g.eng.wait(s)?;
-        g.eng.release(s);
-        let st = g.eng.wait(r)?;
-        g.eng.release(r);
+        c.wait(s)?;
+        c.g().eng.release(s);
+        let st = c.wait(r)?;
+        c.g().eng.release(r);
         put_status(status, &st, None);
         truncated(&st)
     })
@@ -274,7 +290,7 @@ unsafe fn sendrecv_impl(
 
 #[allow(clippy::too_many_arguments)]
 unsafe fn sendrecv_replace_impl(
-    func: &str,
+    func: &'static str,
     buf: *mut c_void,
     count: i64,
     dt: MPI_Datatype,
@@ -285,7 +301,8 @@ unsafe fn sendrecv_replace_impl(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    api(func, Some(comm as usize), |g| {
+    api_blocking(func, |_| Some(comm as usize), |c| {
+        let g = c.g();
         let sspec = send_spec(g, buf, count, dt, dest, sendtag, comm, Mode::Standard)?;
         let rspec = recv_spec(g, buf, count, dt, source, recvtag, comm)?;
         // Send from a packed copy so the receive may overwrite the buffer at once.
@@ -296,10 +313,10 @@ unsafe fn sendrecv_replace_impl(
         let packed = SendSpec { buf: copy.as_ptr(), count: n, dtype: byte, ..sspec };
         let r = g.eng.irecv(rspec)?;
         let s = g.eng.isend(packed)?;
-        g.eng.wait(s)?;
-        g.eng.release(s);
-        let st = g.eng.wait(r)?;
-        g.eng.release(r);
+        c.wait(s)?;
+        c.g().eng.release(s);
+        let st = c.wait(r)?;
+        c.g().eng.release(r);
         drop(copy);
         put_status(status, &st, None);
         truncated(&st)
@@ -400,8 +417,11 @@ fn live(g: &Global, r: MPI_Request) -> Result<Option<Handle>, MpiError> {
 }
 
 /// Record the completion of `reqs[i]`: fill the status, release the request.
-unsafe fn finish(g: &mut Global, reqs: &mut [MPI_Request], i: usize) -> Result<Status, MpiError> {
+/// `out` is where the caller writes the status (null: ignored): a generalized request's
+/// query_fn fills it once the lock is released (`greq::on_complete`).
+unsafe fn finish(g: &mut Global, reqs: &mut [MPI_Request], i: usize, out: *mut MPI_Status) -> Result<Status, MpiError> {
     let h = req_of(reqs[i]).ok_or_else(|| err(ErrorClass::Intern, "finishing a null request"))?;
+    crate::greq::on_complete(g, h, out);
     let s = g.eng.status(h)?;
     if g.eng.release(h) {
         reqs[i] = abi::MPI_REQUEST_NULL as MPI_Request;
@@ -604,17 +624,17 @@ mpi_api! {
     }
 
     fn Wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-        api_with("MPI_Wait", |g| request_comm(g, request), |g| {
+        api_blocking("MPI_Wait", |g| request_comm(g, request), |c| {
             if request.is_null() {
                 return Err(err(ErrorClass::Request, "request pointer is NULL"));
             }
             let reqs = std::slice::from_raw_parts_mut(request, 1);
-            let Some(h) = live(g, reqs[0])? else {
+            let Some(h) = live(c.g(), reqs[0])? else {
                 put_status(status, &empty_status(), None);
                 return Ok(());
             };
-            g.eng.wait(h)?;
-            let s = finish(g, reqs, 0)?;
+            c.wait(h)?;
+            let s = finish(c.g(), reqs, 0, status)?;
             put_status(status, &s, None);
             truncated(&s)
         })
@@ -636,26 +656,30 @@ mpi_api! {
                 return Ok(());
             }
             *flag = 1;
-            let s = finish(g, reqs, 0)?;
+            let s = finish(g, reqs, 0, status)?;
             put_status(status, &s, None);
             truncated(&s)
         })
     }
 
     fn Waitany(count: c_int, array_of_requests: *mut MPI_Request, index: *mut c_int, status: *mut MPI_Status) -> c_int {
-        api("MPI_Waitany", None, |g| {
+        api_blocking("MPI_Waitany", |_| None, |c| {
             let reqs = request_slice(count, array_of_requests)?;
             if index.is_null() {
                 return Err(err(ErrorClass::Arg, "index pointer is NULL"));
             }
-            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r).ok().flatten()).collect();
+            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(c.g(), *r).ok().flatten()).collect();
+            if multiple() && handles.iter().any(Option::is_some) {
+                c.until(|e| handles.iter().flatten().any(|h| e.is_complete(*h).unwrap_or(true)))?;
+            }
+            let g = c.g();
             let Some(i) = g.eng.wait_any(&handles)? else {
                 *index = abi::MPI_UNDEFINED;
                 put_status(status, &empty_status(), None);
                 return Ok(());
             };
             *index = i as c_int;
-            let s = finish(g, reqs, i)?;
+            let s = finish(g, reqs, i, status)?;
             put_status(status, &s, None);
             truncated(&s)
         })
@@ -672,7 +696,7 @@ mpi_api! {
             if let Some(i) = g.eng.test_any(&handles)? {
                 *flag = 1;
                 *index = i as c_int;
-                let s = finish(g, reqs, i)?;
+                let s = finish(g, reqs, i, status)?;
                 put_status(status, &s, None);
                 return truncated(&s);
             }
@@ -686,11 +710,11 @@ mpi_api! {
     }
 
     fn Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
-        api("MPI_Waitall", None, |g| {
+        api_blocking("MPI_Waitall", |_| None, |c| {
             let reqs = request_slice(count, array_of_requests)?;
-            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r)).collect::<Result<_, _>>()?;
-            g.eng.block_until(|e| handles.iter().flatten().all(|h| e.is_complete(*h).unwrap_or(true)))?;
-            complete_all(g, reqs, &handles, array_of_statuses)
+            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(c.g(), *r)).collect::<Result<_, _>>()?;
+            c.until(|e| handles.iter().flatten().all(|h| e.is_complete(*h).unwrap_or(true)))?;
+            complete_all(c.g(), reqs, &handles, array_of_statuses)
         })
     }
 
@@ -711,16 +735,18 @@ mpi_api! {
     }
 
     fn Waitsome(incount: c_int, array_of_requests: *mut MPI_Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut MPI_Status) -> c_int {
-        api("MPI_Waitsome", None, |g| {
+        api_blocking("MPI_Waitsome", |_| None, |c| {
             let reqs = request_slice(incount, array_of_requests)?;
             if outcount.is_null() {
                 return Err(err(ErrorClass::Arg, "outcount pointer is NULL"));
             }
-            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(g, *r)).collect::<Result<_, _>>()?;
+            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(c.g(), *r)).collect::<Result<_, _>>()?;
             if handles.iter().all(|h| h.is_none()) {
                 *outcount = abi::MPI_UNDEFINED;
                 return Ok(());
             }
+            c.until(|e| handles.iter().flatten().any(|h| e.is_complete(*h).unwrap_or(true)))?;
+            let g = c.g();
             let done = g.eng.wait_some(&handles)?;
             complete_some(g, reqs, &done, outcount, array_of_indices, array_of_statuses)
         })
@@ -810,9 +836,18 @@ mpi_api! {
     }
 
     fn Probe(source: c_int, tag: c_int, comm: MPI_Comm, status: *mut MPI_Status) -> c_int {
-        api("MPI_Probe", Some(comm as usize), |g| {
-            let (ch, source, tag) = probe_args(g, source, tag, comm)?;
-            let s = g.eng.probe(ch, source, tag)?;
+        api_blocking("MPI_Probe", |_| Some(comm as usize), |c| {
+            let (ch, source, tag) = probe_args(c.g(), source, tag, comm)?;
+            let s = if multiple() {
+                let mut found = None;
+                c.until_mut(|g| {
+                    found = g.eng.iprobe(ch, source, tag)?;
+                    Ok(found.is_some())
+                })?;
+                found.ok_or_else(|| err(ErrorClass::Intern, "probe ended without a message"))?
+            } else {
+                c.g().eng.probe(ch, source, tag)?
+            };
             put_status(status, &s, None);
             Ok(())
         })
@@ -836,12 +871,21 @@ mpi_api! {
     }
 
     fn Mprobe(source: c_int, tag: c_int, comm: MPI_Comm, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-        api("MPI_Mprobe", Some(comm as usize), |g| {
-            let (ch, source, tag) = probe_args(g, source, tag, comm)?;
+        api_blocking("MPI_Mprobe", |_| Some(comm as usize), |c| {
+            let (ch, source, tag) = probe_args(c.g(), source, tag, comm)?;
             if message.is_null() {
                 return Err(err(ErrorClass::Arg, "message pointer is NULL"));
             }
-            let (m, s) = g.eng.mprobe(ch, source, tag)?;
+            let (m, s) = if multiple() {
+                let mut found = None;
+                c.until_mut(|g| {
+                    found = g.eng.improbe(ch, source, tag)?;
+                    Ok(found.is_some())
+                })?;
+                found.ok_or_else(|| err(ErrorClass::Intern, "probe ended without a message"))?
+            } else {
+                c.g().eng.mprobe(ch, source, tag)?
+            };
             *message = message_handle(m);
             put_status(status, &s, None);
             Ok(())
@@ -938,13 +982,14 @@ unsafe fn buffer_attach(func: &str, buffer: *mut c_void, size: i64) -> c_int {
     })
 }
 
-unsafe fn buffer_detach(func: &str, buffer_addr: *mut c_void, size: &mut i64) -> c_int {
-    api(func, None, |g| {
+unsafe fn buffer_detach(func: &'static str, buffer_addr: *mut c_void, size: &mut i64) -> c_int {
+    api_blocking(func, |_| None, |c| {
         if buffer_addr.is_null() {
             return Err(err(ErrorClass::Arg, "buffer_addr is NULL"));
         }
         // Detach waits until every buffered message has left the buffer.
-        g.eng.block_until(|e| e.bsend_in_use() == 0)?;
+        c.until(|e| e.bsend_in_use() == 0)?;
+        let g = c.g();
         let (addr, sz) = g.bsend_buf.take().unwrap_or((0, 0));
         g.eng.bsend_capacity = 0;
         *(buffer_addr as *mut *mut c_void) = addr as *mut c_void;
@@ -980,13 +1025,14 @@ unsafe fn take_message(message: *mut MPI_Message) -> Result<Option<Handle>, MpiE
     Ok(if m == abi::MPI_MESSAGE_NO_PROC { None } else { Some(Handle(m as u64)) })
 }
 
-unsafe fn mrecv_impl(func: &str, buf: *mut c_void, count: i64, dt: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
-    api(func, None, |g| {
-        let spec = recv_spec(g, buf, count, dt, abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, abi::MPI_COMM_SELF as MPI_Comm)?;
+unsafe fn mrecv_impl(func: &'static str, buf: *mut c_void, count: i64, dt: MPI_Datatype, message: *mut MPI_Message, status: *mut MPI_Status) -> c_int {
+    api_blocking(func, |_| None, |c| {
+        let spec = recv_spec(c.g(), buf, count, dt, abi::MPI_ANY_SOURCE, abi::MPI_ANY_TAG, abi::MPI_COMM_SELF as MPI_Comm)?;
         let m = take_message(message)?;
-        let h = g.eng.imrecv(m, spec)?;
-        let s = g.eng.wait(h)?;
-        g.eng.release(h);
+        let h = c.g().eng.imrecv(m, spec)?;
+        let s = c.wait(h);
+        c.g().eng.release(h);
+        let s = s?;
         put_status(status, &s, None);
         truncated(&s)
     })
@@ -1031,7 +1077,7 @@ unsafe fn complete_all(
     let mut out = Vec::with_capacity(reqs.len());
     for (i, h) in handles.iter().enumerate() {
         let s = match h {
-            Some(_) => finish(g, reqs, i)?,
+            Some(_) => finish(g, reqs, i, if statuses.is_null() { statuses } else { statuses.add(i) })?,
             None => empty_status(),
         };
         any_error |= s.error.is_some();
@@ -1061,7 +1107,7 @@ unsafe fn complete_some(
     let mut n = 0usize;
     let mut done = Vec::new();
     for &i in completed {
-        done.push((i, finish(g, reqs, i)?));
+        done.push((i, finish(g, reqs, i, if statuses.is_null() { statuses } else { statuses.add(done.len()) })?));
     }
     let any_error = done.iter().any(|(_, s)| s.error.is_some());
     for (i, s) in &done {

@@ -1620,8 +1620,9 @@ impl Engine {
         }
     }
 
+    /// Whether a wait on `h` must return ProcFailedPending (see [`Engine::wait`]).
     #[inline]
-    fn any_source_blocked(&self, h: Handle) -> bool {
+    pub fn any_source_blocked(&self, h: Handle) -> bool {
         if !self.st.ft.run_through || self.st.ft.order.is_empty() {
             return false;
         }

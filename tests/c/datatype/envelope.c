@@ -368,12 +368,10 @@ int main(int argc, char **argv)
 
         DT_MPI(MPI_Type_get_value_index(MPI_DOUBLE, MPI_INT, &t));
         DT_CHECK(t == MPI_DOUBLE_INT, "value_index(double, int) is not MPI_DOUBLE_INT");
+        /* No predefined pair type: MPI_DATATYPE_NULL (as MPICH and Open MPI answer, and
+         * mpi4py's tests expect). */
         DT_MPI(MPI_Type_get_value_index(MPI_FLOAT, MPI_LONG, &t));
-        expect_envelope("value_index", t, MPI_COMBINER_VALUE_INDEX, 0, 0, 2);
-        MPI_Aint lb, ext;
-        DT_MPI(MPI_Type_get_extent(t, &lb, &ext));
-        DT_MPI(MPI_Type_size(t, &sz));
-        DT_CHECK(sz == 12 && lb == 0 && ext == 16, "value_index(float, long): size %d extent %ld", sz, (long)ext);
+        DT_CHECK(t == MPI_DATATYPE_NULL, "value_index(float, long) is not MPI_DATATYPE_NULL");
     }
 
     /* names */

@@ -123,10 +123,11 @@ int main(int argc, char **argv)
     MPI_Error_class(rc, &cls);
     TC_CHECK(cls == MPI_ERR_SPAWN && errcodes[0] == MPI_ERR_SPAWN, "spawn: class %d", cls);
     char port[MPI_MAX_PORT_NAME];
-    rc = MPI_Open_port(MPI_INFO_NULL, port);
+    /* A port of another job cannot be reached (tests/c/mpi5/ports.c covers ports). */
+    rc = MPI_Comm_connect("steadfast-port:another-job:0:0", MPI_INFO_NULL, 0, MPI_COMM_SELF, &child);
     MPI_Error_class(rc, &cls);
-    TC_CHECK(cls == MPI_ERR_UNSUPPORTED_OPERATION, "open_port: class %d", cls);
-    rc = MPI_Lookup_name("svc", MPI_INFO_NULL, port);
+    TC_CHECK(cls == MPI_ERR_PORT, "connect to another job's port: class %d", cls);
+    rc = MPI_Lookup_name("svc-never-published", MPI_INFO_NULL, port);
     MPI_Error_class(rc, &cls);
     TC_CHECK(cls == MPI_ERR_NAME, "lookup_name: class %d", cls);
     TC_MPI(MPI_Comm_disconnect(&dup));
