@@ -53,6 +53,9 @@ fi
 if [ -x tests/security/run.sh ]; then
     suite "descriptor flood by another user (skips without root)" tests/security/run.sh "$prefix"
 fi
+if [ -x tests/security/wire.sh ]; then
+    suite "job key never on the wire (tcp and udp under strace)" tests/security/wire.sh "$prefix"
+fi
 if [ -x scripts/netns-failover.sh ]; then
     suite "multi-host failover (network namespaces; skips without root)" scripts/netns-failover.sh "$prefix"
 fi

@@ -91,9 +91,9 @@ fn run(name: &str, seeds: &[Vec<u8>], body: impl Fn(&[u8])) {
 }
 
 fn control_seeds() -> Vec<Vec<u8>> {
-    let key = 0x1234_5678_9abc_def0;
     let client = [
-        ClientMsg::Hello { version: 1, rank: 2, key },
+        ClientMsg::Hello { version: 1, rank: 2, nonce: [9; 16] },
+        ClientMsg::Proof { mac: [7; 32] },
         ClientMsg::Put { key: "card-0".into(), value: "addr".into() },
         ClientMsg::Get { key: "card-1".into() },
         ClientMsg::Fence { epoch: 0 },
@@ -101,6 +101,7 @@ fn control_seeds() -> Vec<Vec<u8>> {
         ClientMsg::Finalize,
     ];
     let server = [
+        ServerMsg::Challenge { nonce: [1; 16], mac: [2; 32] },
         ServerMsg::Welcome { size: 4 },
         ServerMsg::Value { key: "k".into(), value: "v".into() },
         ServerMsg::FenceDone { epoch: 1 },

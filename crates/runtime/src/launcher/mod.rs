@@ -1219,7 +1219,9 @@ impl Launcher {
                 .conns
                 .iter()
                 .filter(|(_, c)| c.hello_deadline.is_some() && !c.closing)
-                .min_by_key(|(id, c)| (c.hello_deadline, **id))
+                // A connection that was challenged (it sent a Hello and its proof is on the
+                // way, one round trip later) goes after those that sent nothing useful.
+                .min_by_key(|(id, c)| (self.core.is_challenged(**id), c.hello_deadline, **id))
                 .map(|(id, _)| *id);
             let Some(id) = oldest else { return };
             self.conn_readable(id);
