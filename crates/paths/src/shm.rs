@@ -564,7 +564,15 @@ impl Path for ShmPath {
             let size = ring.size as u64;
             let data = ring.data();
             let start = head;
+            // At most one ring's worth of records per ring and poll: a peer that left a
+            // ring of records wrapping onto itself (never a correct producer: the word after
+            // its last record is always 0) cannot keep this call from returning.
+            let mut records = ring.size / LINE;
             loop {
+                if records == 0 {
+                    break;
+                }
+                records -= 1;
                 let at = (head & (size - 1)) as usize;
                 // SAFETY: head is a line-aligned record start inside the data area.
                 let len = unsafe { len_word(data, at) }.load(Ordering::Acquire) as usize;

@@ -208,7 +208,12 @@ fn shm_ring() {
     skip[0] = 64;
     skip[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
     skip.extend_from_slice(&one);
-    run("shm_ring", &[one, two, skip], steadfast_paths::shm::fuzz_ring);
+    // One skip record as long as the (4 KiB) ring: it wraps onto itself, and `poll` once
+    // read it forever (found by libFuzzer).
+    let mut wrap = vec![0u8; 4096];
+    wrap[0..4].copy_from_slice(&4096u32.to_le_bytes());
+    wrap[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    run("shm_ring", &[one, two, skip, wrap], steadfast_paths::shm::fuzz_ring);
 }
 
 #[test]
