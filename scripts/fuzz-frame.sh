@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Short fuzzing run of every decoder of data from outside the process: the reliable
-# channel's frame decoder and state machine, the tcp data stream, the launcher's control
-# protocol, the fault-tolerance control frames and the membership messages.
+# channel's frame decoder and state machine, the tcp data stream (handshake and frames),
+# the launcher's control protocol, the fault-tolerance control frames, the membership
+# messages, shared-memory ring records, the PMI-1 client's reply parser, ULFM wire
+# messages and the rollback protocol's messages and channel records.
 #
 #   scripts/fuzz-frame.sh [seconds-per-target] [target...]
 #
@@ -9,18 +11,20 @@
 # Uses `cargo fuzz` when it is installed, otherwise builds the same instrumentation by
 # hand with `cargo +nightly`. Without nightly it falls back to the randomized harness
 # tests on stable (same oracles, no coverage guidance) and says so.
-# STEADFAST_FUZZ_JOBS limits build parallelism (default 2).
+# STEADFAST_FUZZ_JOBS limits build parallelism (default 2). STEADFAST_FUZZ_STABLE=1 runs the
+# stable harness even where nightly exists (what `make test` does: bounded by case count).
 set -euo pipefail
 
 secs="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(frame_decode channel_ops tcp_stream control_wire ft_frame membership_wire)
+[ ${#targets[@]} -eq 0 ] && targets=(frame_decode channel_ops tcp_stream control_wire ft_frame membership_wire
+    shm_ring pmi1_wire ulfm_wire rollback_wire)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${STEADFAST_FUZZ_JOBS:-2}"
 
-if ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
-    echo "fuzz-frame: no nightly toolchain; running the randomized harness tests on stable instead" >&2
+if [ "${STEADFAST_FUZZ_STABLE:-0}" = 1 ] || ! rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+    echo "fuzz-frame: running the randomized harness tests on stable (no nightly toolchain, or STEADFAST_FUZZ_STABLE=1)" >&2
     STEADFAST_FUZZ_CASES="${STEADFAST_FUZZ_CASES:-20000}" \
         cargo test --release -j "$jobs" --manifest-path "$root/Cargo.toml" \
         -p steadfast-reliable --test fuzz_harness

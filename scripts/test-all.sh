@@ -54,6 +54,14 @@ fi
 if [ -x tests/security/run.sh ]; then
     suite "descriptor flood by another user (skips without root)" tests/security/run.sh "$prefix"
 fi
+if [ -x scripts/fuzz-frame.sh ]; then
+    # Bounded: the stable randomized harness of every fuzz target (20000 cases each, and
+    # 200000 for the runtime's decoders). Coverage-guided runs: scripts/fuzz-frame.sh SECS.
+    suite "decoders of outside data under random input (stable fuzz harness)" env STEADFAST_FUZZ_STABLE=1 scripts/fuzz-frame.sh
+fi
+if [ -x tests/security/wire.sh ]; then
+    suite "job key never on the wire (tcp and udp under strace)" tests/security/wire.sh "$prefix"
+fi
 if [ -x scripts/netns-failover.sh ]; then
     suite "multi-host failover (network namespaces; skips without root)" scripts/netns-failover.sh "$prefix"
 fi

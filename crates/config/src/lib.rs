@@ -121,6 +121,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_FUZZ_SEEDS", Developer, "unset", "directory the stable fuzz loops write their valid seed inputs to (corpus seeding)"),
     v("STEADFAST_TEST_CHILD", Developer, "unset", "set by a test that re-runs itself in a child process"),
     v("STEADFAST_FUZZ_JOBS", Developer, "2", "build parallelism of `scripts/fuzz-frame.sh`"),
+    v("STEADFAST_FUZZ_STABLE", Developer, "unset", "`1`: `scripts/fuzz-frame.sh` runs the stable harness even where nightly exists (as `make test` does)"),
     v("STEADFAST_TEST_SKIP_LARGE", Developer, "unset", "skip the C tests that need several GiB of memory"),
     v("STEADFAST_PRINT_DIGEST", Developer, "unset", "simulator replay test: print the digests"),
     v("STEADFAST_SLURM_CPUS", Developer, "16", "CPUs the one-node test cluster of `scripts/slurm-setup.sh` declares"),

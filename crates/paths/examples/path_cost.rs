@@ -72,8 +72,8 @@ fn pair(kind: &str, c: Checksum, dir: &std::path::Path) -> (Box<dyn Path>, Box<d
         "tcp" => {
             let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 1).expect("tcp");
             let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 1).expect("tcp");
-            a.set_peer_addr(1, b.local_addr().expect("addr"));
-            b.set_peer_addr(0, a.local_addr().expect("addr"));
+            a.set_peer_contact(1, &b.contact().expect("addr")).expect("contact");
+            b.set_peer_contact(0, &a.contact().expect("addr")).expect("contact");
             a.set_checksum(c);
             b.set_checksum(c);
             (Box::new(a), Box::new(b))

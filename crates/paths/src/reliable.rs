@@ -11,7 +11,7 @@
 //! down), when the channel reports [`Event::RetransmitExhausted`] for it, or when it
 //! misses `heartbeat_misses` heartbeats in a row while another route to the same peer
 //! answers (heartbeats: while data to a peer with several routes is unacknowledged, a
-//! small probe frame — job key, ids, nonce, CRC32C — goes on every route each
+//! small probe frame — ids, nonce, a tag keyed from the job key, CRC32C — goes on every route each
 //! `probe_interval`, and the peer answers on the same route). The channel then rebinds
 //! that route's unacknowledged fragments to the surviving routes and resends them;
 //! nothing is lost or duplicated because sequence numbers, not routes, identify
@@ -37,7 +37,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use steadfast_reliable::frame::{Frame, HEADER_LEN as FRAME_HEADER_LEN, MAX_FRAME};
+use steadfast_reliable::frame::{Frame, FrameKey, HEADER_LEN as FRAME_HEADER_LEN, MAX_FRAME};
 use steadfast_reliable::{Channel, Config, Counters, Event, Transmit};
 
 use crate::checksum::Checksum;
@@ -145,31 +145,44 @@ const RECV_BATCH: usize = 64;
 /// Route events kept for the statistics report.
 const ROUTE_LOG: usize = 64;
 
-fn probe_frame(kind: u8, route: u8, key: u64, src: u32, dst: u32, nonce: u64) -> [u8; PROBE_LEN] {
+/// A probe: `[magic 4][kind 1][route 1][0 0][tag 8][src 4][dst 4][nonce 8][0 4][crc 4]`.
+/// The tag ([`FrameKey::tag`] over every byte but the tag and the CRC) stands where the job
+/// key stood; the key itself is never sent.
+fn probe_frame(kind: u8, route: u8, key: &FrameKey, src: u32, dst: u32, nonce: u64) -> [u8; PROBE_LEN] {
     let mut b = [0u8; PROBE_LEN];
     b[0..4].copy_from_slice(&PROBE_MAGIC);
     b[4] = kind;
     b[5] = route;
-    b[8..16].copy_from_slice(&key.to_le_bytes());
     b[16..20].copy_from_slice(&src.to_le_bytes());
     b[20..24].copy_from_slice(&dst.to_le_bytes());
     b[24..32].copy_from_slice(&nonce.to_le_bytes());
+    let tag = probe_tag(key, &b);
+    b[8..16].copy_from_slice(&tag.to_le_bytes());
     let crc = steadfast_reliable::crc::crc32c(&b[..36]);
     b[36..40].copy_from_slice(&crc.to_le_bytes());
     b
 }
 
+fn probe_tag(key: &FrameKey, b: &[u8; PROBE_LEN]) -> u64 {
+    let mut m = [0u8; PROBE_LEN - 12];
+    m[..8].copy_from_slice(&b[..8]);
+    m[8..].copy_from_slice(&b[16..36]);
+    key.tag(&m)
+}
+
 struct Probe {
     kind: u8,
     route: u8,
-    key: u64,
+    /// Whether the tag verified under our key.
+    authentic: bool,
     src: u32,
     dst: u32,
     nonce: u64,
 }
 
-fn parse_probe(b: &[u8]) -> Option<Probe> {
-    if b.len() != PROBE_LEN || b[0..4] != PROBE_MAGIC {
+fn parse_probe(b: &[u8], key: &FrameKey) -> Option<Probe> {
+    let b: &[u8; PROBE_LEN] = b.try_into().ok()?;
+    if b[0..4] != PROBE_MAGIC {
         return None;
     }
     let crc = u32::from_le_bytes(b[36..40].try_into().ok()?);
@@ -179,7 +192,7 @@ fn parse_probe(b: &[u8]) -> Option<Probe> {
     Some(Probe {
         kind: b[4],
         route: b[5],
-        key: u64::from_le_bytes(b[8..16].try_into().ok()?),
+        authentic: u64::from_le_bytes(b[8..16].try_into().ok()?) == probe_tag(key, b),
         src: u32::from_le_bytes(b[16..20].try_into().ok()?),
         dst: u32::from_le_bytes(b[20..24].try_into().ok()?),
         nonce: u64::from_le_bytes(b[24..32].try_into().ok()?),
@@ -216,7 +229,8 @@ struct Peer {
 pub struct ReliablePath<W: Wire> {
     wire: W,
     rank: u32,
-    job_key: u64,
+    /// Tags probes and checks every datagram (derived from the job key).
+    key: FrameKey,
     cfg: ReliableConfig,
     peers: Vec<Option<Peer>>,
     active: Vec<u32>,
@@ -261,7 +275,7 @@ impl<W: Wire> ReliablePath<W> {
         Ok(ReliablePath {
             wire,
             rank,
-            job_key: cfg.channel.job_key,
+            key: FrameKey::from_job_key(cfg.channel.job_key),
             cfg,
             peers: (0..nranks).map(|_| None).collect(),
             active: Vec::new(),
@@ -479,7 +493,7 @@ impl<W: Wire> ReliablePath<W> {
                 }
                 r.nonce = r.nonce.wrapping_add(1);
                 let to = self.peer_ids[peer as usize];
-                let f = probe_frame(PROBE, route as u8, self.job_key, self.local_id, to, r.nonce);
+                let f = probe_frame(PROBE, route as u8, &self.key, self.local_id, to, r.nonce);
                 // A probe that cannot be sent counts as unanswered.
                 let _ = self.wire.send(peer, route as u8, &f, &[]);
             }
@@ -496,7 +510,7 @@ impl<W: Wire> ReliablePath<W> {
 
     fn on_probe(&mut self, now: u64, pr: Probe) {
         let _ = now;
-        if pr.key != self.job_key {
+        if !pr.authentic {
             self.unattributed_foreign += 1;
             return;
         }
@@ -512,7 +526,7 @@ impl<W: Wire> ReliablePath<W> {
         match pr.kind {
             PROBE => {
                 if self.ensure_peer(src).is_ok() {
-                    let f = probe_frame(PROBE_REPLY, pr.route, self.job_key, self.local_id, pr.src, pr.nonce);
+                    let f = probe_frame(PROBE_REPLY, pr.route, &self.key, self.local_id, pr.src, pr.nonce);
                     let _ = self.wire.send(src, pr.route, &f, &[]);
                 }
             }
@@ -533,7 +547,7 @@ impl<W: Wire> ReliablePath<W> {
 
     fn on_datagram(&mut self, now: u64, buf: &[u8]) {
         if buf.len() >= 4 && buf[0..4] == PROBE_MAGIC {
-            match parse_probe(buf) {
+            match parse_probe(buf, &self.key) {
                 Some(p) => self.on_probe(now, p),
                 None => self.unattributed_corrupt += 1,
             }
@@ -547,7 +561,7 @@ impl<W: Wire> ReliablePath<W> {
                 return;
             }
         };
-        if frame.job_key() != self.job_key {
+        if !frame.verify_tag(&self.key) {
             self.unattributed_foreign += 1;
             return;
         }
@@ -575,7 +589,8 @@ impl<W: Wire> ReliablePath<W> {
             }
         }
         if let Some(p) = self.peers[src as usize].as_mut() {
-            p.ch.handle_frame(now, &frame);
+            // Tag checked above, once per datagram.
+            p.ch.handle_authenticated_frame(now, &frame);
             p.dirty = true;
         }
     }
@@ -885,14 +900,24 @@ mod tests {
 
     #[test]
     fn probe_frames_roundtrip_and_reject_damage() {
-        let f = probe_frame(PROBE, 1, 42, 3, 4, 99);
-        let p = parse_probe(&f).unwrap();
-        assert_eq!((p.kind, p.route, p.key, p.src, p.dst, p.nonce), (PROBE, 1, 42, 3, 4, 99));
+        let key = FrameKey::from_job_key(42);
+        let f = probe_frame(PROBE, 1, &key, 3, 4, 99);
+        let p = parse_probe(&f, &key).unwrap();
+        assert_eq!((p.kind, p.route, p.authentic, p.src, p.dst, p.nonce), (PROBE, 1, true, 3, 4, 99));
+        assert!(!f.windows(8).any(|w| w == 42u64.to_le_bytes()), "job key in a probe");
+        assert!(!parse_probe(&f, &FrameKey::from_job_key(43)).unwrap().authentic);
         for i in 0..PROBE_LEN {
             let mut g = f;
             g[i] ^= 0x10;
-            assert!(parse_probe(&g).is_none(), "byte {i}");
+            assert!(parse_probe(&g, &key).is_none(), "byte {i}");
+            if i >= 36 {
+                continue;
+            }
+            // A forger who fixes up the CRC still lacks the tag.
+            let crc = steadfast_reliable::crc::crc32c(&g[..36]);
+            g[36..40].copy_from_slice(&crc.to_le_bytes());
+            assert!(parse_probe(&g, &key).is_none_or(|p| !p.authentic), "byte {i}");
         }
-        assert!(parse_probe(&f[..39]).is_none());
+        assert!(parse_probe(&f[..39], &key).is_none());
     }
 }

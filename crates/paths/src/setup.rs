@@ -300,7 +300,7 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         if let Some(inj) = injector("tcp", true) {
             t.set_faults(inj);
         }
-        ex.put(&format!("tcp.{}", p.rank), &t.local_addr()?.to_string()).map_err(exch_err)?;
+        ex.put(&format!("tcp.{}", p.rank), &t.contact()?).map_err(exch_err)?;
         tcp = Some(t);
     }
     let mut udp_wire = None;
@@ -326,8 +326,7 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         for q in 0..p.size {
             if via[q as usize] == Some(Kind::Tcp) {
                 let a = ex.get(&format!("tcp.{q}")).map_err(exch_err)?;
-                let sa = a.parse().map_err(|_| PathError::Config(format!("bad address {a:?} for rank {q}")))?;
-                t.set_peer_addr(q, sa);
+                t.set_peer_contact(q, &a)?;
             }
         }
     }

@@ -564,7 +564,15 @@ impl Path for ShmPath {
             let size = ring.size as u64;
             let data = ring.data();
             let start = head;
+            // At most one ring's worth of records per ring and poll: a peer that left a
+            // ring of records wrapping onto itself (never a correct producer: the word after
+            // its last record is always 0) cannot keep this call from returning.
+            let mut records = ring.size / LINE;
             loop {
+                if records == 0 {
+                    break;
+                }
+                records -= 1;
                 let at = (head & (size - 1)) as usize;
                 // SAFETY: head is a line-aligned record start inside the data area.
                 let len = unsafe { len_word(data, at) }.load(Ordering::Acquire) as usize;
@@ -935,4 +943,61 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// Fuzz entry point (fuzz/fuzz_targets/shm_ring.rs and the stable randomized test): lays
+/// `data` into the ring a peer writes into this rank's segment (record-length words, skip
+/// records, headers, checksums, as a broken or hostile peer process could leave them) and
+/// lets `poll` consume it. Only a bug panics; a corrupt ring must come back as an error.
+/// The segments (4 KiB rings) live in a private temporary directory made once per thread.
+#[doc(hidden)]
+pub fn fuzz_ring(data: &[u8]) {
+    struct Budget(usize);
+    impl PacketSink for Budget {
+        fn packet(&mut self, _peer: u32, _hdr: &RawHeader, payload: &[u8]) {
+            assert!(payload.len() <= 4096);
+            self.0 = self.0.saturating_sub(1);
+        }
+        // A ring of valid records that wraps onto itself is read again and again: stop
+        // after a bounded number of deliveries, as a satisfied receive would.
+        fn wants_more(&self) -> bool {
+            self.0 > 0
+        }
+    }
+    thread_local! {
+        static PAIR: std::cell::RefCell<Option<(ShmPath, ShmPath)>> = const { std::cell::RefCell::new(None) };
+    }
+    PAIR.with(|pair| {
+        let mut pair = pair.borrow_mut();
+        if pair.is_none() {
+            let dir = std::env::temp_dir().join(format!("steadfast-fuzz-shm-{}-{:?}", std::process::id(), std::thread::current().id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir(&dir).expect("fuzz: temporary directory");
+            let a = ShmPath::create(&dir, 0, 2, 4096).expect("fuzz: segment 0");
+            let b = ShmPath::create(&dir, 1, 2, 4096).expect("fuzz: segment 1");
+            // The mappings stay valid after the files are gone.
+            let _ = std::fs::remove_dir_all(&dir);
+            *pair = Some((a, b));
+        }
+        let Some((_, b)) = pair.as_mut() else { return };
+        let ring = b.me.ring(0);
+        let n = data.len().min(ring.size);
+        // SAFETY: the ring's data area is `ring.size` bytes of our own mapping.
+        unsafe {
+            std::ptr::write_bytes(ring.data(), 0, ring.size);
+            std::ptr::copy_nonoverlapping(data.as_ptr(), ring.data(), n);
+        }
+        ring.head().store(0, Ordering::Relaxed);
+        ring.tail().store(n as u64, Ordering::Relaxed);
+        ring.blocked().store(0, Ordering::Relaxed);
+        b.heads[0] = 0;
+        b.first_ring = 0;
+        let mut sink = Budget(64);
+        for _ in 0..4 {
+            match b.poll(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    });
 }

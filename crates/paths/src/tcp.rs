@@ -2,9 +2,22 @@
 //! ways.
 //!
 //! Each rank listens on one address (published through the bootstrap). The rank that
-//! sends first connects and introduces itself with a hello carrying the job key and its
-//! rank; the acceptor answers with its own hello. A connection whose hello has the wrong
-//! key is counted and dropped: nothing from it is delivered.
+//! sends first connects and the two prove to each other that they know the job key,
+//! without sending it, and without waiting for each other (a sent message must leave even
+//! if its sender never calls MPI again, so the connector cannot wait for a challenge):
+//!
+//! - each rank draws a random 16-byte **listener nonce** when it binds and publishes it
+//!   with its address (`ip:port#nonce`, see [`TcpPath::contact`]);
+//! - the connector sends `CONNECT` with its rank, a fresh 16-byte nonce and a MAC over
+//!   both ranks, its nonce and the acceptor's listener nonce; its frames follow at once;
+//! - the acceptor checks the MAC and that it never accepted this connector nonce before
+//!   (so a recorded connection cannot be replayed to it), then answers `ACCEPT` or
+//!   `ACCEPT_AFTER_DRAIN` (below) with a MAC over the same transcript, which the connector
+//!   checks before it reads anything else from the connection.
+//!
+//! The MAC is keyed BLAKE3 under a key derived from the job key; each message's kind is
+//! MACed, so an answer cannot pass for a connect. A connection whose handshake fails is
+//! counted and dropped: nothing from it is delivered.
 //!
 //! Why one connection for both directions: with a connection per direction each data
 //! segment is answered by a bare ACK segment, which the loopback device processes like
@@ -57,10 +70,10 @@ use crate::checksum::Checksum;
 use crate::fault::Injector;
 use crate::{PacketSink, Path, PathCounters, PathError, RawHeader, SendStatus, HDR_LEN};
 
-const HELLO_MAGIC: u64 = 0x5354_4446_5443_5031; // "STDFTCP1"
-/// `[magic u64][job key u64][rank u32][kind u32]`.
-const HELLO_LEN: usize = 24;
-/// Hello kinds: the connector's introduction and the acceptor's two answers.
+const HELLO_MAGIC: u64 = 0x5354_4446_5443_5032; // "STDFTCP2"
+/// Every handshake message: `[magic u64][rank u32][kind u32][nonce 16][mac 32]`.
+const HELLO_LEN: usize = 64;
+/// Handshake kinds: the connector's introduction and the acceptor's two answers.
 const HELLO_CONNECT: u32 = 0;
 const HELLO_ACCEPT: u32 = 1;
 /// "My frames on the connection I opened come first: read it to its end before these."
@@ -84,13 +97,89 @@ const TRAILER: usize = 4;
 /// docs/performance-reliability.md).
 pub const PIECE: usize = TCP_MAX_PAYLOAD;
 
-fn hello(job_key: u64, rank: u32, kind: u32) -> [u8; HELLO_LEN] {
-    let mut h = [0u8; HELLO_LEN];
-    h[0..8].copy_from_slice(&HELLO_MAGIC.to_le_bytes());
-    h[8..16].copy_from_slice(&job_key.to_le_bytes());
-    h[16..20].copy_from_slice(&rank.to_le_bytes());
-    h[20..24].copy_from_slice(&kind.to_le_bytes());
-    h
+/// The key that MACs handshake messages, derived from the job key.
+#[derive(Clone)]
+pub(crate) struct HandshakeKey([u8; 32]);
+
+impl HandshakeKey {
+    pub(crate) fn from_job_key(job_key: u64) -> HandshakeKey {
+        HandshakeKey(blake3::derive_key("steadfast tcp handshake v1", &job_key.to_le_bytes()))
+    }
+}
+
+/// The transcript of one connection's handshake (see the module docs).
+#[derive(Clone, Copy, Default)]
+struct Handshake {
+    /// Ranks of the connector and the acceptor.
+    rank_c: u32,
+    rank_a: u32,
+    /// The connector's fresh nonce and the acceptor's listener nonce.
+    nonce_c: [u8; 16],
+    nonce_a: [u8; 16],
+}
+
+/// What the acceptor side of handshakes needs: the key, our listener nonce and the
+/// connector nonces accepted so far (a replayed connect is refused).
+struct Auth {
+    key: HandshakeKey,
+    nonce: [u8; 16],
+    seen: std::collections::HashSet<[u8; 16]>,
+}
+
+impl Handshake {
+    /// MAC of a message of `kind` over the transcript (ranks and both nonces).
+    fn mac(&self, key: &HandshakeKey, kind: u32) -> blake3::Hash {
+        let mut m = [0u8; 44];
+        m[0..4].copy_from_slice(&kind.to_le_bytes());
+        m[4..8].copy_from_slice(&self.rank_c.to_le_bytes());
+        m[8..12].copy_from_slice(&self.rank_a.to_le_bytes());
+        m[12..28].copy_from_slice(&self.nonce_c);
+        m[28..44].copy_from_slice(&self.nonce_a);
+        blake3::keyed_hash(&key.0, &m)
+    }
+
+    /// A handshake message from `rank` (a connect carries the connector's nonce).
+    fn message(&self, key: &HandshakeKey, rank: u32, kind: u32) -> [u8; HELLO_LEN] {
+        let mut h = [0u8; HELLO_LEN];
+        h[0..8].copy_from_slice(&HELLO_MAGIC.to_le_bytes());
+        h[8..12].copy_from_slice(&rank.to_le_bytes());
+        h[12..16].copy_from_slice(&kind.to_le_bytes());
+        if kind == HELLO_CONNECT {
+            h[16..32].copy_from_slice(&self.nonce_c);
+        }
+        h[32..64].copy_from_slice(self.mac(key, kind).as_bytes());
+        h
+    }
+
+    /// True when `m` carries the right MAC for `kind` (compared in constant time).
+    fn verify(&self, key: &HandshakeKey, kind: u32, m: &[u8]) -> bool {
+        let Ok(mac) = <[u8; 32]>::try_from(&m[32..64]) else { return false };
+        self.mac(key, kind) == blake3::Hash::from(mac)
+    }
+}
+
+/// A fresh nonce from the kernel.
+fn nonce() -> Result<[u8; 16], PathError> {
+    let mut n = [0u8; 16];
+    getrandom::getrandom(&mut n).map_err(|e| PathError::Tcp(format!("random nonce: {e}")))?;
+    Ok(n)
+}
+
+/// The fields of a handshake message.
+struct HelloMsg {
+    magic: u64,
+    rank: u32,
+    kind: u32,
+    nonce: [u8; 16],
+}
+
+fn read_hello(b: &[u8]) -> HelloMsg {
+    HelloMsg {
+        magic: u64::from_le_bytes(b[0..8].try_into().unwrap_or_default()),
+        rank: u32::from_le_bytes(b[8..12].try_into().unwrap_or_default()),
+        kind: u32::from_le_bytes(b[12..16].try_into().unwrap_or_default()),
+        nonce: b[16..32].try_into().unwrap_or_default(),
+    }
 }
 
 /// Bytes waiting to be written, in order.
@@ -161,8 +250,9 @@ struct Conn {
     peer: Option<u32>,
     /// We opened it (the first thing to read is the acceptor's answer).
     opened: bool,
-    /// The peer's hello was read and checked.
+    /// The handshake is complete: the peer proved it knows the job key.
     greeted: bool,
+    hs: Handshake,
     /// Frames from the peer wait until its other connection to us reached end-of-file
     /// (answer `ACCEPT_AFTER_DRAIN`).
     gated: bool,
@@ -177,6 +267,7 @@ struct Conn {
 impl Conn {
     fn new(stream: TcpStream, peer: Option<u32>, opened: bool) -> Conn {
         Conn {
+            hs: Handshake::default(),
             stream: Some(stream),
             open: true,
             accepted_at: (!opened).then(std::time::Instant::now),
@@ -193,7 +284,6 @@ impl Conn {
             out: Out::default(),
         }
     }
-
 }
 
 /// Which connection carries what we send to one peer.
@@ -210,6 +300,8 @@ enum Link {
 
 struct Peer {
     addr: Option<SocketAddr>,
+    /// The peer's listener nonce (published with its address).
+    nonce: [u8; 16],
     link: Link,
     /// A connection the peer opened to us, other than the link, reached end-of-file.
     other_done: bool,
@@ -221,7 +313,7 @@ const LISTENER_TOKEN: u64 = 0;
 /// TCP path for the ranks of one job.
 pub struct TcpPath {
     rank: u32,
-    job_key: u64,
+    auth: Auth,
     listener: TcpListener,
     /// One epoll set over the listener and the connections: an idle poll is one syscall.
     epfd: std::os::fd::OwnedFd,
@@ -292,11 +384,11 @@ impl TcpPath {
         defer_accept(&listener, DEFER_ACCEPT_SECS);
         Ok(TcpPath {
             rank,
-            job_key,
+            auth: Auth { key: HandshakeKey::from_job_key(job_key), nonce: nonce()?, seen: Default::default() },
             listener,
             epfd,
             ready: vec![libc::epoll_event { events: 0, u64: 0 }; 64],
-            peers: (0..nranks).map(|_| Peer { addr: None, link: Link::Idle, other_done: false }).collect(),
+            peers: (0..nranks).map(|_| Peer { addr: None, nonce: [0; 16], link: Link::Idle, other_done: false }).collect(),
             conns: Vec::new(),
             counters: PathCounters::default(),
             checksum: Checksum::Crc32c,
@@ -324,11 +416,28 @@ impl TcpPath {
         Ok(self.listener.local_addr()?)
     }
 
-    /// Record where `peer` listens.
-    pub fn set_peer_addr(&mut self, peer: u32, addr: SocketAddr) {
-        if let Some(p) = self.peers.get_mut(peer as usize) {
-            p.addr = Some(addr);
+    /// What peers need to connect: `ip:port#listener-nonce` (nonce in hex).
+    pub fn contact(&self) -> Result<String, PathError> {
+        let hex: String = self.auth.nonce.iter().map(|b| format!("{b:02x}")).collect();
+        Ok(format!("{}#{hex}", self.local_addr()?))
+    }
+
+    /// Records where `peer` listens, from what it published ([`TcpPath::contact`]).
+    pub fn set_peer_contact(&mut self, peer: u32, contact: &str) -> Result<(), PathError> {
+        let bad = || PathError::Config(format!("bad tcp contact {contact:?} for rank {peer}"));
+        let (addr, hex) = contact.split_once('#').ok_or_else(bad)?;
+        let addr: SocketAddr = addr.parse().map_err(|_| bad())?;
+        if hex.len() != 32 || !hex.is_ascii() {
+            return Err(bad());
         }
+        let mut nonce = [0u8; 16];
+        for (i, b) in nonce.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        let p = self.peers.get_mut(peer as usize).ok_or_else(bad)?;
+        p.addr = Some(addr);
+        p.nonce = nonce;
+        Ok(())
     }
 
     fn add_conn(&mut self, c: Conn) -> Result<usize, PathError> {
@@ -368,11 +477,14 @@ impl TcpPath {
         let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(10))
             .map_err(|e| PathError::PeerLost(peer, format!("connect {addr}: {e}")))?;
         stream.set_nodelay(true)?;
+        let hs = Handshake { rank_c: self.rank, rank_a: peer, nonce_c: nonce()?, nonce_a: p.nonce };
         stream
-            .write_all(&hello(self.job_key, self.rank, HELLO_CONNECT))
+            .write_all(&hs.message(&self.auth.key, self.rank, HELLO_CONNECT))
             .map_err(|e| PathError::PeerLost(peer, format!("hello: {e}")))?;
         stream.set_nonblocking(true)?;
-        let i = self.add_conn(Conn::new(stream, Some(peer), true))?;
+        let mut c = Conn::new(stream, Some(peer), true);
+        c.hs = hs;
+        let i = self.add_conn(c)?;
         self.peers[idx].link = Link::Ready(i);
         Ok(i)
     }
@@ -541,7 +653,7 @@ impl TcpPath {
             }
             // A process that died cannot connect: this is a new incarnation of the rank
             // (relaunch policy), which may reach us before the launcher's notice does.
-            self.peers[idx] = Peer { addr: self.peers[idx].addr, link: Link::Idle, other_done: false };
+            self.peers[idx] = Peer { addr: self.peers[idx].addr, nonce: self.peers[idx].nonce, link: Link::Idle, other_done: false };
         }
         if self.conns[i].opened {
             // The answer to a connection we opened.
@@ -568,7 +680,7 @@ impl TcpPath {
             Link::Ready(_) => {
                 let c = &mut self.conns[i];
                 if let Some(st) = &c.stream {
-                    let _ = c.out.write_or_queue(st, from, &[&hello(self.job_key, self.rank, HELLO_ACCEPT)]);
+                    let _ = c.out.write_or_queue(st, from, &[&c.hs.message(&self.auth.key, self.rank, HELLO_ACCEPT)]);
                 }
                 return None;
             }
@@ -578,7 +690,7 @@ impl TcpPath {
         let c = &mut self.conns[i];
         // The answer goes first: later frames queue behind it.
         if let Some(st) = &c.stream {
-            let _ = c.out.write_or_queue(st, from, &[&hello(self.job_key, self.rank, kind)]);
+            let _ = c.out.write_or_queue(st, from, &[&c.hs.message(&self.auth.key, self.rank, kind)]);
         }
         if let Some(m) = mine {
             // Switch to the lower rank's connection. Ours ends once what it holds is
@@ -655,9 +767,11 @@ fn head_crc(len_word: u32, hdr: &[u8]) -> u32 {
 }
 
 impl Conn {
+    #[allow(clippy::too_many_arguments)]
     fn parse(
         &mut self,
-        job_key: u64,
+        auth: &mut Auth,
+        my_rank: u32,
         nranks: usize,
         sink: &mut dyn PacketSink,
         counters: &mut PathCounters,
@@ -672,17 +786,19 @@ impl Conn {
                     if avail.len() < HELLO_LEN {
                         return Parsed::More;
                     }
-                    let magic = u64::from_le_bytes(avail[0..8].try_into().unwrap_or_default());
-                    let key = u64::from_le_bytes(avail[8..16].try_into().unwrap_or_default());
-                    let rank = u32::from_le_bytes(avail[16..20].try_into().unwrap_or_default());
-                    let kind = u32::from_le_bytes(avail[20..24].try_into().unwrap_or_default());
-                    if magic != HELLO_MAGIC || key != job_key || rank as usize >= nranks || kind > HELLO_ACCEPT_AFTER_DRAIN {
-                        counters.foreign_dropped += 1;
-                        return Parsed::Drop("bad hello (foreign process or wrong job key)");
-                    }
-                    self.greeted = true;
+                    let m = read_hello(&avail[..HELLO_LEN]);
+                    let msg: [u8; HELLO_LEN] = avail[..HELLO_LEN].try_into().unwrap_or([0; HELLO_LEN]);
                     self.start += HELLO_LEN;
-                    return Parsed::Hello(rank, kind);
+                    match self.handshake(auth, my_rank, nranks, &m, &msg) {
+                        Ok((rank, kind)) => {
+                            self.greeted = true;
+                            return Parsed::Hello(rank, kind);
+                        }
+                        Err(why) => {
+                            counters.foreign_dropped += 1;
+                            return Parsed::Drop(why);
+                        }
+                    }
                 }
             };
             if avail.len() < FRAME_PREFIX || self.gated {
@@ -751,6 +867,43 @@ impl Conn {
         }
     }
 
+    /// Checks handshake message `m` (raw bytes `msg`): `Ok((rank, kind))` once the peer
+    /// proved itself; `kind` is `CONNECT` on an accepted connection, the acceptor's answer
+    /// on one we opened.
+    fn handshake(
+        &mut self,
+        auth: &mut Auth,
+        my_rank: u32,
+        nranks: usize,
+        m: &HelloMsg,
+        msg: &[u8; HELLO_LEN],
+    ) -> Result<(u32, u32), &'static str> {
+        const BAD: &str = "bad hello (foreign process, wrong job key or forged handshake)";
+        if m.magic != HELLO_MAGIC || m.rank as usize >= nranks {
+            return Err(BAD);
+        }
+        if self.opened {
+            // The acceptor's answer to our connect (self.hs was set when we connected).
+            let answer = m.kind == HELLO_ACCEPT || m.kind == HELLO_ACCEPT_AFTER_DRAIN;
+            if Some(m.rank) != self.peer || !answer || !self.hs.verify(&auth.key, m.kind, msg) {
+                return Err(BAD);
+            }
+            return Ok((m.rank, m.kind));
+        }
+        if m.kind != HELLO_CONNECT {
+            return Err(BAD);
+        }
+        let hs = Handshake { rank_c: m.rank, rank_a: my_rank, nonce_c: m.nonce, nonce_a: auth.nonce };
+        if !hs.verify(&auth.key, HELLO_CONNECT, msg) {
+            return Err(BAD);
+        }
+        if !auth.seen.insert(m.nonce) {
+            return Err("replayed hello (a connector nonce seen before)");
+        }
+        self.hs = hs;
+        Ok((m.rank, HELLO_CONNECT))
+    }
+
     /// Make room at the end of the buffer by moving unparsed bytes to the front.
     fn compact(&mut self) {
         if self.start > 0 {
@@ -810,7 +963,7 @@ impl TcpPath {
         let nranks = self.peers.len();
         loop {
             let c = &mut self.conns[i];
-            match c.parse(self.job_key, nranks, sink, &mut self.counters, self.checksum, &mut self.faults) {
+            match c.parse(&mut self.auth, self.rank, nranks, sink, &mut self.counters, self.checksum, &mut self.faults) {
                 Parsed::More => break,
                 Parsed::Hello(from, kind) => {
                     if let Some(why) = self.greeted(i, from, kind) {
@@ -1032,8 +1185,8 @@ impl Path for TcpPath {
             self.close_conn(i);
         }
         let a = ex.get(&format!("tcp.{peer}")).map_err(|e| PathError::Config(format!("bootstrap: {e}")))?;
-        let addr = a.parse().map_err(|_| PathError::Config(format!("bad address {a:?} for rank {peer}")))?;
-        self.peers[peer as usize] = Peer { addr: Some(addr), link: Link::Idle, other_done: false };
+        self.peers[peer as usize] = Peer { addr: None, nonce: [0; 16], link: Link::Idle, other_done: false };
+        self.set_peer_contact(peer, &a)?;
         Ok(())
     }
 
@@ -1063,21 +1216,27 @@ pub fn fuzz_stream(data: &[u8]) {
             self.0 += 1;
         }
     }
-    let (cut, rest) = data.split_first().map_or((1, data), |(c, r)| (*c as usize * 37 + 1, r));
+    // First byte: bit 0 = start past the handshake (a fuzzer cannot forge a proof, so
+    // frames are reached this way), the rest sets how the stream is cut into reads.
+    let (first, rest) = data.split_first().map_or((0, data), |(c, r)| (*c, r));
+    let cut = usize::from(first >> 1) * 37 + 1;
+    let authenticated = first & 1 == 1;
     let mut c = Conn {
         stream: None,
         open: true,
         accepted_at: None,
-        peer: None,
+        peer: authenticated.then_some(1),
         opened: false,
-        greeted: false,
+        greeted: authenticated,
+        hs: Handshake::default(),
         gated: false,
         finish: false,
-        buf: vec![0; HELLO_LEN],
+        buf: vec![0; if authenticated { IN_BUF } else { HELLO_LEN }],
         start: 0,
         end: 0,
         out: Out::default(),
     };
+    let mut auth = Auth { key: HandshakeKey::from_job_key(0x42), nonce: [0; 16], seen: Default::default() };
     let mut sink = Count(0);
     let mut counters = PathCounters::default();
     let mut faults = None;
@@ -1094,7 +1253,7 @@ pub fn fuzz_stream(data: &[u8]) {
         c.end += n;
         input = &input[n..];
         loop {
-            match c.parse(0x42, 4, &mut sink, &mut counters, Checksum::Crc32c, &mut faults) {
+            match c.parse(&mut auth, 0, 4, &mut sink, &mut counters, Checksum::Crc32c, &mut faults) {
                 Parsed::More => break,
                 Parsed::Hello(from, _) => {
                     // As `greeted` does for an accepted connection.
@@ -1150,6 +1309,107 @@ mod tests {
             .count()
     }
 
+    /// Connects to `b` as rank `rank` of the job `job_key`, writing the connect message by
+    /// hand with connector nonce `nonce_c` (with `forge`, a damaged MAC).
+    fn connect_as(b: &TcpPath, rank: u32, job_key: u64, nonce_c: [u8; 16], forge: bool) -> TcpStream {
+        let key = HandshakeKey::from_job_key(job_key);
+        let mut s = TcpStream::connect(b.local_addr().unwrap()).unwrap();
+        let hs = Handshake { rank_c: rank, rank_a: b.rank, nonce_c, nonce_a: b.auth.nonce };
+        let mut m = hs.message(&key, rank, HELLO_CONNECT);
+        if forge {
+            m[40] ^= 1;
+        }
+        s.write_all(&m).unwrap();
+        s
+    }
+
+    /// Security: the job key never crosses the wire. A relay between two ranks records
+    /// every byte of a handshake and of frames both ways; the key is not among them, and
+    /// a connector whose proof is wrong (or made for another job) is refused and counted.
+    #[test]
+    fn handshake_never_sends_the_key_and_forged_hellos_are_refused() {
+        const KEY: u64 = 0x5eb1_7c0d_e4a9_3f61;
+        let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, KEY).unwrap();
+        let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, KEY).unwrap();
+        let relay = TcpListener::bind("127.0.0.1:0").unwrap();
+        let contact = b.contact().unwrap();
+        let nonce = contact.split_once('#').unwrap().1;
+        a.set_peer_contact(1, &format!("{}#{nonce}", relay.local_addr().unwrap())).unwrap();
+        let baddr = b.local_addr().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let pump = |mut from: TcpStream, mut to: TcpStream, seen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>| {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 65536];
+                while let Ok(n) = from.read(&mut buf) {
+                    if n == 0 || to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                    seen.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+                let _ = to.shutdown(Shutdown::Write);
+            })
+        };
+        let seen2 = seen.clone();
+        std::thread::spawn(move || {
+            let (x, _) = relay.accept().unwrap();
+            let y = TcpStream::connect(baddr).unwrap();
+            pump(x.try_clone().unwrap(), y.try_clone().unwrap(), seen2.clone());
+            pump(y, x, seen2);
+        });
+        let mut got = Collect(Vec::new());
+        a.send(1, &[1; HDR_LEN], b"from a").unwrap();
+        poll_until(&mut [&mut a, &mut b], &mut got, |_, g| !g.0.is_empty());
+        b.send(0, &[2; HDR_LEN], b"from b").unwrap();
+        poll_until(&mut [&mut a, &mut b], &mut got, |_, g| g.0.len() == 2);
+        assert_eq!(got.0, vec![(0, b"from a".to_vec()), (1, b"from b".to_vec())]);
+        let seen = seen.lock().unwrap().clone();
+        assert!(seen.len() > 2 * HELLO_LEN, "the relay saw {} bytes", seen.len());
+        assert!(!seen.windows(8).any(|w| w == KEY.to_le_bytes() || w == KEY.to_be_bytes()), "job key on the wire");
+        let before = b.counters().foreign_dropped;
+        // A forged MAC, a connect made with another job's key, and a replay of a connect
+        // that was accepted (same connector nonce), each followed by a frame.
+        let frame = |s: &mut TcpStream| {
+            let hdr = [5u8; HDR_LEN];
+            let word = (HDR_LEN + 3) as u32;
+            let hcrc = head_crc(word, &hdr);
+            let mut f = word.to_le_bytes().to_vec();
+            f.extend_from_slice(&hcrc.to_le_bytes());
+            f.extend_from_slice(&hdr);
+            f.extend_from_slice(b"bad");
+            f.extend_from_slice(&crate::checksum::crc32c_append(hcrc, b"bad").to_le_bytes());
+            let _ = s.write_all(&f);
+        };
+        let mut genuine = connect_as(&b, 0, KEY, [1; 16], false);
+        frame(&mut genuine);
+        poll_until(&mut [&mut b], &mut got, |_, g| g.0.len() == 3);
+        for (key, nonce, forge) in [(KEY, [2; 16], true), (KEY ^ 1 << 40, [3; 16], false), (KEY, [1; 16], false)] {
+            let mut f = connect_as(&b, 0, key, nonce, forge);
+            frame(&mut f);
+        }
+        poll_until(&mut [&mut b], &mut got, |p, _| p[0].counters().foreign_dropped >= before + 3);
+        assert_eq!(got.0.len(), 3, "nothing from a forger is delivered");
+        // A connector refuses an impostor's answer (a listener that does not know the key).
+        let impostor = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpPath::bind("127.0.0.1:0", 0, 2, KEY).unwrap();
+        c.set_peer_contact(1, &format!("{}#{nonce}", impostor.local_addr().unwrap())).unwrap();
+        c.send(1, &[0; HDR_LEN], b"to the impostor").unwrap();
+        let (mut s, _) = impostor.accept().unwrap();
+        let mut connect = [0u8; HELLO_LEN];
+        s.read_exact(&mut connect).unwrap();
+        let mut answer = connect;
+        answer[8..12].copy_from_slice(&1u32.to_le_bytes());
+        answer[12..16].copy_from_slice(&HELLO_ACCEPT.to_le_bytes());
+        s.write_all(&answer).unwrap();
+        frame(&mut s);
+        let mut cgot = Collect(Vec::new());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while c.counters().foreign_dropped == 0 {
+            assert!(std::time::Instant::now() < deadline, "impostor's answer not refused");
+            let _ = c.poll(&mut cgot);
+        }
+        assert!(cgot.0.is_empty());
+    }
+
     fn poll_until(paths: &mut [&mut TcpPath], got: &mut Collect, mut done: impl FnMut(&[&mut TcpPath], &Collect) -> bool) {
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while !done(paths, got) {
@@ -1169,12 +1429,13 @@ mod tests {
         let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 42).unwrap();
         b.set_hello_timeout(Duration::from_millis(300));
         let baddr = b.local_addr().unwrap();
-        a.set_peer_addr(1, baddr);
+        a.set_peer_contact(1, &b.contact().unwrap()).unwrap();
         let mut got = Collect(Vec::new());
         // 100 connections with a wrong key, hung up by the stranger.
         for _ in 0..100 {
             let mut s = TcpStream::connect(baddr).unwrap();
-            let mut h = hello(7, 0, HELLO_CONNECT).to_vec();
+            // A connect message, then a proof the stranger cannot make.
+            let mut h = Handshake::default().message(&HandshakeKey::from_job_key(7), 0, HELLO_CONNECT).to_vec();
             h.extend_from_slice(&[0u8; 64]);
             s.write_all(&h).unwrap();
         }
@@ -1244,7 +1505,7 @@ mod tests {
         let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 42).unwrap();
         let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 42).unwrap();
         let baddr = b.local_addr().unwrap();
-        a.set_peer_addr(1, baddr);
+        a.set_peer_contact(1, &b.contact().unwrap()).unwrap();
         // A foreign process connecting with the wrong key must not get anything delivered.
         let mut foreign = TcpStream::connect(baddr).unwrap();
         let mut hello = [0u8; HELLO_LEN];
@@ -1289,9 +1550,9 @@ mod tests {
     fn one_connection_per_pair_whoever_connects() {
         for first in ["lower", "higher", "both"] {
             let mut p = [TcpPath::bind("127.0.0.1:0", 0, 2, 3).unwrap(), TcpPath::bind("127.0.0.1:0", 1, 2, 3).unwrap()];
-            let addrs = [p[0].local_addr().unwrap(), p[1].local_addr().unwrap()];
-            p[0].set_peer_addr(1, addrs[1]);
-            p[1].set_peer_addr(0, addrs[0]);
+            let contacts = [p[0].contact().unwrap(), p[1].contact().unwrap()];
+            p[0].set_peer_contact(1, &contacts[1]).unwrap();
+            p[1].set_peer_contact(0, &contacts[0]).unwrap();
             let n = 40;
             let mut sent = [0usize; 2];
             let mut got = [Collect(Vec::new()), Collect(Vec::new())];
@@ -1357,8 +1618,8 @@ mod tests {
     fn switch_to_the_lower_ranks_connection_keeps_order() {
         let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 8).unwrap();
         let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 8).unwrap();
-        a.set_peer_addr(1, b.local_addr().unwrap());
-        b.set_peer_addr(0, a.local_addr().unwrap());
+        a.set_peer_contact(1, &b.contact().unwrap()).unwrap();
+        b.set_peer_contact(0, &a.contact().unwrap()).unwrap();
         a.send(1, &[0; HDR_LEN], &msg(0, 0)).unwrap();
         for k in 0..3 {
             b.send(0, &[0; HDR_LEN], &msg(1, k)).unwrap();
@@ -1390,7 +1651,7 @@ mod tests {
     fn broken_connection_loses_the_peer() {
         let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 4).unwrap();
         let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 4).unwrap();
-        a.set_peer_addr(1, b.local_addr().unwrap());
+        a.set_peer_contact(1, &b.contact().unwrap()).unwrap();
         a.send(1, &[0; HDR_LEN], &[1, 2, 3]).unwrap();
         let mut got = Collect(Vec::new());
         while got.0.is_empty() {
@@ -1417,7 +1678,7 @@ mod tests {
         for (who, spec) in [("sender", "corrupt=1"), ("receiver", "bus=1")] {
             let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 5).unwrap();
             let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 5).unwrap();
-            a.set_peer_addr(1, b.local_addr().unwrap());
+            a.set_peer_contact(1, &b.contact().unwrap()).unwrap();
             let inj = Injector::new(FaultSpec::parse(spec).unwrap(), 0);
             if who == "sender" {
                 a.set_faults(inj);
@@ -1473,7 +1734,7 @@ mod tests {
         use crate::fault::{FaultSpec, Injector};
         let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 9).unwrap();
         let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 9).unwrap();
-        a.set_peer_addr(1, b.local_addr().unwrap());
+        a.set_peer_contact(1, &b.contact().unwrap()).unwrap();
         // Frames 1..=3 are sent intact, the 4th is damaged.
         a.set_faults(Injector::new(FaultSpec::parse("corrupt=1,after=3").unwrap(), 0));
         let sizes = [TCP_MAX_PAYLOAD, 300_003, 1, TCP_MAX_PAYLOAD - 5];
@@ -1507,11 +1768,7 @@ mod tests {
     #[test]
     fn damaged_length_is_caught_without_waiting_for_the_frame() {
         let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 77).unwrap();
-        let mut s = TcpStream::connect(b.local_addr().unwrap()).unwrap();
-        let mut hello = [0u8; HELLO_LEN];
-        hello[0..8].copy_from_slice(&HELLO_MAGIC.to_le_bytes());
-        hello[8..16].copy_from_slice(&77u64.to_le_bytes());
-        s.write_all(&hello).unwrap();
+        let mut s = connect_as(&b, 0, 77, [4; 16], false);
         let hdr = [3u8; HDR_LEN];
         let word = (HDR_LEN + 100) as u32;
         let hcrc = head_crc(word, &hdr);

@@ -3,7 +3,7 @@
 use crate::env::{FtMode, JobEnv, PathKind};
 use crate::error::BootstrapError;
 use crate::event::LauncherEvent;
-use crate::wire::{ClientMsg, FrameBuf, ServerMsg, PROTOCOL_VERSION};
+use crate::wire::{handshake_mac, mac_eq, ClientMsg, FrameBuf, ServerMsg, HANDSHAKE_CHALLENGE, HANDSHAKE_PROOF, PROTOCOL_VERSION};
 use std::collections::VecDeque;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -60,11 +60,32 @@ impl Bootstrap {
             finalized: false,
             lost: false,
         };
-        bs.send(&ClientMsg::Hello {
-            version: PROTOCOL_VERSION,
-            rank: bs.env.rank,
-            key: bs.env.job_key,
-        })?;
+        // Challenge-response: the job key itself never crosses the wire.
+        let mut nonce = [0u8; 16];
+        getrandom::getrandom(&mut nonce)
+            .map_err(|e| BootstrapError::Protocol(format!("no random nonce: {e}")))?;
+        let (version, rank, key) = (PROTOCOL_VERSION, bs.env.rank, bs.env.job_key);
+        bs.send(&ClientMsg::Hello { version, rank, nonce })?;
+        match bs.recv_reply() {
+            Ok(ServerMsg::Challenge { nonce: theirs, mac }) => {
+                let expected = handshake_mac(key, HANDSHAKE_CHALLENGE, version, rank, &nonce, &theirs);
+                let genuine = mac_eq(&mac, &expected);
+                // The proof goes out either way: a MAC over fresh nonces tells an impostor
+                // nothing a recorded handshake would not, and a launcher that does know the
+                // key (so our own key is wrong) can then name the cause in its refusal.
+                let proof = handshake_mac(key, HANDSHAKE_PROOF, version, rank, &nonce, &theirs);
+                bs.send(&ClientMsg::Proof { mac: proof })?;
+                if !genuine {
+                    // Our key is wrong, or this is not our launcher: nothing more is said.
+                    return Err(BootstrapError::Rejected);
+                }
+            }
+            Ok(other) => return Err(unexpected(&other)),
+            Err(BootstrapError::Disconnected) | Err(BootstrapError::Launcher(_)) => {
+                return Err(BootstrapError::Rejected)
+            }
+            Err(e) => return Err(e),
+        }
         match bs.recv_reply() {
             Ok(ServerMsg::Welcome { size }) if size == bs.env.size => {}
             Ok(ServerMsg::Welcome { size }) => {

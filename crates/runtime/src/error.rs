@@ -19,7 +19,8 @@ pub enum BootstrapError {
         source: std::io::Error,
     },
     /// The launcher closed the connection during the handshake (wrong job key, rank
-    /// already connected, or protocol version mismatch).
+    /// already connected, or protocol version mismatch), or its challenge did not prove
+    /// it knows our job key.
     #[error(
         "the launcher rejected this process (wrong job key, duplicate rank, or version mismatch)"
     )]

@@ -6,7 +6,7 @@
 //! rule (authentication, key-value space, fence counting) is unit-tested directly.
 
 use crate::event::{ExitStatus, LauncherEvent};
-use crate::wire::{ClientMsg, ServerMsg, WireError, PROTOCOL_VERSION};
+use crate::wire::{handshake_mac, mac_eq, ClientMsg, ServerMsg, WireError, HANDSHAKE_CHALLENGE, HANDSHAKE_PROOF, PROTOCOL_VERSION};
 use std::collections::{HashMap, VecDeque};
 
 /// Identifies one accepted connection; chosen by the I/O layer, never reused.
@@ -83,6 +83,17 @@ pub struct ControlCore {
     close: VecDeque<ConnId>,
     events: VecDeque<ControlEvent>,
     rejected: u64,
+    /// Connections that sent `Hello` and were challenged: the claimed version and rank
+    /// and both nonces, until their `Proof` arrives.
+    challenged: HashMap<ConnId, Challenged>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Challenged {
+    version: u16,
+    rank: u32,
+    nonce_rank: [u8; 16],
+    nonce_launcher: [u8; 16],
 }
 
 impl ControlCore {
@@ -101,6 +112,7 @@ impl ControlCore {
             close: VecDeque::new(),
             events: VecDeque::new(),
             rejected: 0,
+            challenged: HashMap::new(),
         }
     }
 
@@ -124,6 +136,11 @@ impl ControlCore {
         self.slot(rank).is_some_and(|s| s.finalized)
     }
 
+    /// Whether `conn` sent a Hello and was challenged, its proof not in yet.
+    pub fn is_challenged(&self, conn: ConnId) -> bool {
+        self.challenged.contains_key(&conn)
+    }
+
     /// The rank served by an authenticated connection.
     pub fn rank_of(&self, conn: ConnId) -> Option<u32> {
         self.conns.get(&conn).copied()
@@ -133,8 +150,11 @@ impl ControlCore {
     pub fn handle_frame(&mut self, conn: ConnId, body: &[u8]) {
         let msg = ClientMsg::decode(body);
         match (self.conns.get(&conn).copied(), msg) {
-            (None, Ok(ClientMsg::Hello { version, rank, key })) => {
-                self.handle_hello(conn, version, rank, key)
+            (None, Ok(ClientMsg::Hello { version, rank, nonce })) if !self.challenged.contains_key(&conn) => {
+                self.handle_hello(conn, version, rank, nonce)
+            }
+            (None, Ok(ClientMsg::Proof { mac })) if self.challenged.contains_key(&conn) => {
+                self.handle_proof(conn, mac)
             }
             (None, Ok(_)) => self.reject(conn, RejectReason::NotHello),
             (None, Err(e)) => self.reject(conn, RejectReason::Malformed(e)),
@@ -163,6 +183,7 @@ impl ControlCore {
 
     /// Reports that `conn` is gone (peer closed, I/O error, or after `poll_close`).
     pub fn conn_closed(&mut self, conn: ConnId) {
+        self.challenged.remove(&conn);
         if let Some(rank) = self.conns.remove(&conn) {
             if let Some(slot) = self.ranks.get_mut(rank as usize) {
                 if slot.conn == Some(conn) {
@@ -279,6 +300,7 @@ impl ControlCore {
     }
 
     fn reject(&mut self, conn: ConnId, reason: RejectReason) {
+        self.challenged.remove(&conn);
         self.rejected += 1;
         self.close.push_back(conn);
         self.events
@@ -294,14 +316,33 @@ impl ControlCore {
             .push_back(ControlEvent::ProtocolError { rank, error });
     }
 
-    fn handle_hello(&mut self, conn: ConnId, version: u16, rank: u32, key: u64) {
-        // Compare the key without an early exit so timing does not reveal matching bits.
-        if (key ^ self.key) != 0 {
-            return self.reject(conn, RejectReason::BadKey);
-        }
+    /// A rank's `Hello`: answer with a challenge carrying our nonce and our proof that we
+    /// know the job key. Nothing else is decided until the rank's proof arrives.
+    fn handle_hello(&mut self, conn: ConnId, version: u16, rank: u32, nonce_rank: [u8; 16]) {
         if version != PROTOCOL_VERSION {
             return self.reject(conn, RejectReason::Version(version));
         }
+        let mut nonce_launcher = [0u8; 16];
+        if getrandom::getrandom(&mut nonce_launcher).is_err() {
+            // No randomness, no handshake: refuse rather than reuse a nonce.
+            return self.reject(conn, RejectReason::Incomplete);
+        }
+        let c = Challenged { version, rank, nonce_rank, nonce_launcher };
+        let mac = handshake_mac(self.key, HANDSHAKE_CHALLENGE, version, rank, &nonce_rank, &nonce_launcher);
+        self.challenged.insert(conn, c);
+        self.out.push_back((conn, ServerMsg::Challenge { nonce: nonce_launcher, mac }));
+    }
+
+    /// A challenged connection's `Proof`: a rank of the job (it knows the key) is admitted.
+    fn handle_proof(&mut self, conn: ConnId, mac: [u8; 32]) {
+        let Some(c) = self.challenged.remove(&conn) else {
+            return self.reject(conn, RejectReason::NotHello);
+        };
+        let expected = handshake_mac(self.key, HANDSHAKE_PROOF, c.version, c.rank, &c.nonce_rank, &c.nonce_launcher);
+        if !mac_eq(&mac, &expected) {
+            return self.reject(conn, RejectReason::BadKey);
+        }
+        let rank = c.rank;
         let size = self.size();
         let Some(slot) = self.ranks.get_mut(rank as usize) else {
             return self.reject(conn, RejectReason::BadRank(rank));
@@ -318,8 +359,8 @@ impl ControlCore {
 
     fn handle_request(&mut self, conn: ConnId, rank: u32, msg: ClientMsg) {
         match msg {
-            ClientMsg::Hello { .. } => {
-                self.protocol_error(conn, rank, "second Hello on a connection".into())
+            ClientMsg::Hello { .. } | ClientMsg::Proof { .. } => {
+                self.protocol_error(conn, rank, "second handshake on a connection".into())
             }
             ClientMsg::Put { key, value } => {
                 if let Some(waiting) = self.waiters.remove(&key) {
@@ -438,15 +479,23 @@ mod tests {
         m.encode().unwrap()[4..].to_vec()
     }
 
+    /// A rank's side of the handshake, made with `key`: Hello, check the challenge (it
+    /// must prove the launcher knows KEY), Proof.
+    fn attempt(core: &mut ControlCore, conn: ConnId, rank: u32, key: u64) {
+        let nonce = [conn as u8; 16];
+        core.handle_frame(conn, &frame(ClientMsg::Hello { version: PROTOCOL_VERSION, rank, nonce }));
+        let Some((c, ServerMsg::Challenge { nonce: theirs, mac })) = core.poll_transmit() else {
+            panic!("no challenge");
+        };
+        assert_eq!(c, conn);
+        let expected = handshake_mac(KEY, HANDSHAKE_CHALLENGE, PROTOCOL_VERSION, rank, &nonce, &theirs);
+        assert!(mac_eq(&mac, &expected), "the launcher's challenge does not prove the key");
+        let mac = handshake_mac(key, HANDSHAKE_PROOF, PROTOCOL_VERSION, rank, &nonce, &theirs);
+        core.handle_frame(conn, &frame(ClientMsg::Proof { mac }));
+    }
+
     fn hello(core: &mut ControlCore, conn: ConnId, rank: u32) {
-        core.handle_frame(
-            conn,
-            &frame(ClientMsg::Hello {
-                version: PROTOCOL_VERSION,
-                rank,
-                key: KEY,
-            }),
-        );
+        attempt(core, conn, rank, KEY);
         assert_eq!(
             core.poll_transmit(),
             Some((conn, ServerMsg::Welcome { size: core.size() }))
@@ -464,24 +513,10 @@ mod tests {
     #[test]
     fn wrong_key_and_garbage_are_rejected_and_counted() {
         let mut core = ControlCore::new(2, KEY);
-        core.handle_frame(
-            1,
-            &frame(ClientMsg::Hello {
-                version: PROTOCOL_VERSION,
-                rank: 0,
-                key: KEY ^ 1,
-            }),
-        );
+        attempt(&mut core, 1, 0, KEY ^ 1);
         core.handle_frame(2, &[0xee, 1, 2]);
         core.handle_frame(3, &frame(ClientMsg::Get { key: "x".into() }));
-        core.handle_frame(
-            4,
-            &frame(ClientMsg::Hello {
-                version: PROTOCOL_VERSION,
-                rank: 2,
-                key: KEY,
-            }),
-        );
+        attempt(&mut core, 4, 2, KEY);
         assert_eq!(core.rejected(), 4);
         assert_eq!(drain(&mut core), vec![]);
         let closed: Vec<_> = std::iter::from_fn(|| core.poll_close()).collect();
@@ -499,14 +534,7 @@ mod tests {
         // The rank can still connect properly afterwards.
         hello(&mut core, 5, 0);
         // A second connection claiming the same rank is refused.
-        core.handle_frame(
-            6,
-            &frame(ClientMsg::Hello {
-                version: PROTOCOL_VERSION,
-                rank: 0,
-                key: KEY,
-            }),
-        );
+        attempt(&mut core, 6, 0, KEY);
         assert_eq!(core.rejected(), 5);
     }
 
@@ -524,7 +552,7 @@ mod tests {
         drain(&mut core);
         while core.poll_event().is_some() {}
         // A second Hello for rank 1 is refused until the launcher started it again ...
-        core.handle_frame(7, &frame(ClientMsg::Hello { version: PROTOCOL_VERSION, rank: 1, key: KEY }));
+        attempt(&mut core, 7, 1, KEY);
         assert!(matches!(core.poll_event(), Some(ControlEvent::Rejected { conn: 7, .. })));
         assert_eq!(core.poll_close(), Some(7));
         core.rank_relaunched(1, 1);

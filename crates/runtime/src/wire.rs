@@ -45,8 +45,13 @@ pub enum WireError {
 /// Messages a rank sends to the launcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ClientMsg {
-    /// First message on a connection: protocol version, claimed rank, job key.
-    Hello { version: u16, rank: u32, key: u64 },
+    /// First message on a connection: protocol version, claimed rank and a fresh nonce.
+    /// The launcher answers with [`ServerMsg::Challenge`]; the job key itself is never
+    /// sent (see [`handshake_mac`]).
+    Hello { version: u16, rank: u32, nonce: [u8; 16] },
+    /// Second message: proof that the rank knows the job key, the MAC of
+    /// [`HANDSHAKE_PROOF`] over the transcript.
+    Proof { mac: [u8; 32] },
     /// Publish `key = value` in the job's key-value space.
     Put { key: String, value: String },
     /// Ask for `key`; answered with `Value` once some rank has put it.
@@ -73,6 +78,9 @@ pub enum ClientMsg {
 /// Messages the launcher sends to a rank.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerMsg {
+    /// Answer to `Hello`: the launcher's nonce and its own proof that it knows the job
+    /// key (the MAC of [`HANDSHAKE_CHALLENGE`] over the transcript).
+    Challenge { nonce: [u8; 16], mac: [u8; 32] },
     /// Handshake accepted; `size` repeats the world size as a consistency check.
     Welcome { size: u32 },
     /// Answer to `Get`.
@@ -93,6 +101,31 @@ pub enum ServerMsg {
     OutputMarked { wave: u64 },
 }
 
+/// What the launcher's challenge MACs (see [`handshake_mac`]).
+pub const HANDSHAKE_CHALLENGE: u8 = 1;
+/// What a rank's proof MACs.
+pub const HANDSHAKE_PROOF: u8 = 2;
+
+/// MAC of one side of the control handshake: keyed BLAKE3, under a key derived from the
+/// job key, over `role`, the protocol version, the claimed rank and both nonces. Each side
+/// proves it knows the job key without sending it; the nonces make every MAC fresh, and
+/// `role` keeps the launcher's answer from being replayed as a rank's proof.
+pub fn handshake_mac(job_key: u64, role: u8, version: u16, rank: u32, nonce_rank: &[u8; 16], nonce_launcher: &[u8; 16]) -> [u8; 32] {
+    let key = blake3::derive_key("steadfast control handshake v1", &job_key.to_le_bytes());
+    let mut m = [0u8; 39];
+    m[0] = role;
+    m[1..3].copy_from_slice(&version.to_le_bytes());
+    m[3..7].copy_from_slice(&rank.to_le_bytes());
+    m[7..23].copy_from_slice(nonce_rank);
+    m[23..39].copy_from_slice(nonce_launcher);
+    *blake3::keyed_hash(&key, &m).as_bytes()
+}
+
+/// Compares two MACs in constant time.
+pub fn mac_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    blake3::Hash::from(*a) == blake3::Hash::from(*b)
+}
+
 mod tag {
     pub const HELLO: u8 = 0x01;
     pub const PUT: u8 = 0x02;
@@ -101,9 +134,10 @@ mod tag {
     pub const ABORT: u8 = 0x05;
     pub const FINALIZE: u8 = 0x06;
     pub const REJOIN: u8 = 0x07;
-    pub const RECOVERY: u8 = 0x08;
-    pub const OUTPUT_MARK: u8 = 0x09;
-    pub const CHECKPOINT_NOW: u8 = 0x0a;
+    pub const PROOF: u8 = 0x08;
+    pub const RECOVERY: u8 = 0x09;
+    pub const OUTPUT_MARK: u8 = 0x0a;
+    pub const CHECKPOINT_NOW: u8 = 0x0b;
 
     pub const WELCOME: u8 = 0x81;
     pub const VALUE: u8 = 0x82;
@@ -112,7 +146,8 @@ mod tag {
     pub const FINALIZE_ACK: u8 = 0x85;
     pub const ERROR: u8 = 0x86;
     pub const REJOIN_ACK: u8 = 0x87;
-    pub const OUTPUT_MARKED: u8 = 0x88;
+    pub const CHALLENGE: u8 = 0x88;
+    pub const OUTPUT_MARKED: u8 = 0x89;
     pub const EV_RANK_EXITED: u8 = 0x90;
     pub const EV_RANK_REJOINED: u8 = 0x91;
     pub const EV_RECOVERY: u8 = 0x92;
@@ -239,11 +274,12 @@ impl ClientMsg {
     /// Encodes the message as one frame.
     pub fn encode(&self) -> Result<Vec<u8>, WireError> {
         match self {
-            ClientMsg::Hello { version, rank, key } => Writer::new(tag::HELLO)
+            ClientMsg::Hello { version, rank, nonce } => Writer::new(tag::HELLO)
                 .bytes(&HELLO_MAGIC)
                 .u16(*version)
                 .u32(*rank)
-                .u64(*key),
+                .bytes(nonce),
+            ClientMsg::Proof { mac } => Writer::new(tag::PROOF).bytes(mac),
             ClientMsg::Put { key, value } => Writer::new(tag::PUT).str(key).str(value),
             ClientMsg::Get { key } => Writer::new(tag::GET).str(key),
             ClientMsg::Fence { epoch } => Writer::new(tag::FENCE).u64(*epoch),
@@ -268,9 +304,10 @@ impl ClientMsg {
                 ClientMsg::Hello {
                     version: r.u16()?,
                     rank: r.u32()?,
-                    key: r.u64()?,
+                    nonce: r.array()?,
                 }
             }
+            tag::PROOF => ClientMsg::Proof { mac: r.array()? },
             tag::PUT => ClientMsg::Put {
                 key: r.string()?,
                 value: r.string()?,
@@ -297,6 +334,7 @@ impl ServerMsg {
     /// Encodes the message as one frame.
     pub fn encode(&self) -> Result<Vec<u8>, WireError> {
         match self {
+            ServerMsg::Challenge { nonce, mac } => Writer::new(tag::CHALLENGE).bytes(nonce).bytes(mac),
             ServerMsg::Welcome { size } => Writer::new(tag::WELCOME).u32(*size),
             ServerMsg::Value { key, value } => Writer::new(tag::VALUE).str(key).str(value),
             ServerMsg::FenceDone { epoch } => Writer::new(tag::FENCE_DONE).u64(*epoch),
@@ -338,6 +376,7 @@ impl ServerMsg {
     pub fn decode(body: &[u8]) -> Result<Self, WireError> {
         let mut r = Reader { buf: body };
         let msg = match r.u8()? {
+            tag::CHALLENGE => ServerMsg::Challenge { nonce: r.array()?, mac: r.array()? },
             tag::WELCOME => ServerMsg::Welcome { size: r.u32()? },
             tag::VALUE => ServerMsg::Value {
                 key: r.string()?,
@@ -457,8 +496,10 @@ mod tests {
         client_roundtrip(ClientMsg::Hello {
             version: 1,
             rank: 7,
-            key: 0xdead_beef_0123_4567,
+            nonce: [0xa5; 16],
         });
+        client_roundtrip(ClientMsg::Proof { mac: [7; 32] });
+        server_roundtrip(ServerMsg::Challenge { nonce: [1; 16], mac: [2; 32] });
         client_roundtrip(ClientMsg::Put {
             key: "k".into(),
             value: "välue".into(),

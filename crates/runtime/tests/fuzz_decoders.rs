@@ -1,7 +1,8 @@
 //! Stable-toolchain fallback of the fuzz targets in fuzz/ for decoders of outside data
 //! (launcher control protocol, fault-tolerance frames, membership messages, tcp data
-//! stream): random inputs and random mutations of valid messages, same oracles as the
-//! libFuzzer targets, no coverage guidance. `STEADFAST_FUZZ_CASES` sets the number of
+//! stream, shared-memory ring records, PMI-1 replies, ULFM and rollback messages): random
+//! inputs and random mutations of valid messages, same oracles as the libFuzzer targets,
+//! no coverage guidance. `STEADFAST_FUZZ_CASES` sets the number of
 //! cases per target (default 20000). `STEADFAST_FUZZ_SEEDS=DIR` also writes the valid
 //! messages as seed files under DIR/<target>/ (how fuzz/corpus was started).
 
@@ -91,9 +92,9 @@ fn run(name: &str, seeds: &[Vec<u8>], body: impl Fn(&[u8])) {
 }
 
 fn control_seeds() -> Vec<Vec<u8>> {
-    let key = 0x1234_5678_9abc_def0;
     let client = [
-        ClientMsg::Hello { version: 1, rank: 2, key },
+        ClientMsg::Hello { version: 1, rank: 2, nonce: [9; 16] },
+        ClientMsg::Proof { mac: [7; 32] },
         ClientMsg::Put { key: "card-0".into(), value: "addr".into() },
         ClientMsg::Get { key: "card-1".into() },
         ClientMsg::Fence { epoch: 0 },
@@ -101,6 +102,7 @@ fn control_seeds() -> Vec<Vec<u8>> {
         ClientMsg::Finalize,
     ];
     let server = [
+        ServerMsg::Challenge { nonce: [1; 16], mac: [2; 32] },
         ServerMsg::Welcome { size: 4 },
         ServerMsg::Value { key: "k".into(), value: "v".into() },
         ServerMsg::FenceDone { epoch: 1 },
@@ -155,14 +157,116 @@ fn membership_wire() {
 
 #[test]
 fn tcp_stream() {
-    // [cut][hello: magic, key 0x42, rank 1, kind 0][a frame header start]
-    let mut s = vec![3u8];
-    s.extend_from_slice(&0x5354_4446_5443_5031u64.to_le_bytes());
-    s.extend_from_slice(&0x42u64.to_le_bytes());
+    use steadfast_paths::checksum::{crc32c, crc32c_append};
+    // [cut, bit 0 clear: from the handshake][connect: magic, rank 1, kind 0, nonce, mac]
+    let mut s = vec![2u8];
+    s.extend_from_slice(&0x5354_4446_5443_5032u64.to_le_bytes());
     s.extend_from_slice(&1u32.to_le_bytes());
     s.extend_from_slice(&0u32.to_le_bytes());
-    let mut with_frame = s.clone();
-    with_frame.extend_from_slice(&[64, 0, 0, 0, 0, 0, 0, 0]);
-    with_frame.extend_from_slice(&[0u8; 68]);
-    run("tcp_stream", &[s, with_frame], steadfast_paths::tcp::fuzz_stream);
+    s.extend_from_slice(&[0u8; 48]);
+    // [cut, bit 0 set: past the handshake][two checksummed frames]
+    let mut frames = vec![7u8];
+    for len in [0usize, 100] {
+        let hdr = [len as u8; steadfast_paths::HDR_LEN];
+        let payload = vec![0x5a; len];
+        let word = (hdr.len() + len) as u32;
+        let hcrc = crc32c_append(crc32c(&word.to_le_bytes()), &hdr);
+        frames.extend_from_slice(&word.to_le_bytes());
+        frames.extend_from_slice(&hcrc.to_le_bytes());
+        frames.extend_from_slice(&hdr);
+        frames.extend_from_slice(&payload);
+        frames.extend_from_slice(&crc32c_append(hcrc, &payload).to_le_bytes());
+    }
+    run("tcp_stream", &[s, frames], steadfast_paths::tcp::fuzz_stream);
+}
+
+/// A ring record as a peer writes it: `[len][payload len][crc][hcrc][header][payload]`,
+/// padded to 64-byte lines.
+fn ring_record(hdr_byte: u8, payload: &[u8]) -> Vec<u8> {
+    use steadfast_reliable::crc::record_crc32c;
+    let hdr = [hdr_byte; steadfast_paths::HDR_LEN];
+    let plen = payload.len() as u32;
+    let len = (16 + hdr.len() + payload.len()).div_ceil(64) * 64;
+    let mut r = Vec::with_capacity(len);
+    r.extend_from_slice(&(len as u32).to_le_bytes());
+    r.extend_from_slice(&plen.to_le_bytes());
+    r.extend_from_slice(&record_crc32c(plen, &hdr, payload).to_le_bytes());
+    r.extend_from_slice(&record_crc32c(plen, &hdr, &[]).to_le_bytes());
+    r.extend_from_slice(&hdr);
+    r.extend_from_slice(payload);
+    r.resize(len, 0);
+    r
+}
+
+#[test]
+fn shm_ring() {
+    let one = ring_record(1, b"12345678");
+    let mut two = one.clone();
+    two.extend_from_slice(&ring_record(2, &[9u8; 200]));
+    // A skip record (second word all ones) and then a record.
+    let mut skip = vec![0u8; 64];
+    skip[0] = 64;
+    skip[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    skip.extend_from_slice(&one);
+    // One skip record as long as the (4 KiB) ring: it wraps onto itself, and `poll` once
+    // read it forever (found by libFuzzer).
+    let mut wrap = vec![0u8; 4096];
+    wrap[0..4].copy_from_slice(&4096u32.to_le_bytes());
+    wrap[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    run("shm_ring", &[one, two, skip, wrap], steadfast_paths::shm::fuzz_ring);
+}
+
+#[test]
+fn pmi1_wire() {
+    let good = "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0\n\
+                cmd=maxes kvsname_max=256 keylen_max=64 vallen_max=1024 rc=0\n\
+                cmd=my_kvsname kvsname=kvs_7_0 rc=0\n\
+                cmd=put_result rc=0\n\
+                cmd=barrier_out rc=0\n\
+                cmd=get_result rc=0 value=127.0.0.1:4000\n\
+                cmd=finalize_ack rc=0\n";
+    let failing = "cmd=response_to_init pmi_version=1 rc=0\ncmd=maxes rc=0\ncmd=my_kvsname kvsname=k rc=0\n\
+                   cmd=put_result rc=1 msg=duplicate_key\n";
+    run("pmi1_wire", &[good.as_bytes().to_vec(), failing.as_bytes().to_vec()], steadfast_runtime::pmi::pmi1::fuzz_replies);
+}
+
+#[test]
+fn ulfm_wire() {
+    use steadfast_ulfm::wire::{Body, Message};
+    let mut seeds = Vec::new();
+    for (size, body) in [(3u8, Body::Query { seq: 3, ballot: 2 }), (4, Body::Revoke)] {
+        let mut s = vec![size - 1];
+        s.extend_from_slice(&Message { epoch: 1, body }.encode());
+        seeds.push(s);
+    }
+    run("ulfm_wire", &seeds, |d| {
+        steadfast_ulfm::wire::fuzz_decode(d);
+    });
+}
+
+#[test]
+fn rollback_wire() {
+    use steadfast_rollback::wire::Body;
+    use steadfast_rollback::{ChannelRecord, Ident, Message, Recorded};
+    let mut seeds: Vec<Vec<u8>> = [
+        Body::Checkpoint { wave: 3 },
+        Body::Marker { wave: 3, sent_upto: 1 },
+        Body::Done { wave: 3, in_transit: 17 },
+        Body::Rollback { wave: 2 },
+        Body::Resume,
+    ]
+    .into_iter()
+    .map(|b| Message::new(1, b).encode())
+    .collect();
+    let rec = ChannelRecord {
+        rank: 1,
+        wave: 9,
+        sent: vec![4, 0, 300],
+        received: vec![2, 0, 0],
+        in_transit: vec![Recorded { from: Ident { world: 0, incarnation: 2, seq: 3 }, bytes: vec![3; 5] }],
+    };
+    seeds.push(rec.encode());
+    run("rollback_wire", &seeds, |d| {
+        steadfast_rollback::wire::fuzz_decode(d);
+    });
 }

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::frame::{Frame, FrameRepr, HEADER_LEN, MAGIC, VERSION};
+use crate::frame::{Frame, FrameKey, FrameRepr, HEADER_LEN, MAGIC, VERSION};
 use crate::{crc, Channel, Config, Event};
 
 const KEY: u64 = 0x0123_4567_89ab_cdef;
@@ -144,7 +144,6 @@ pub fn channel_ops(data: &[u8]) {
                     kind_code: kind,
                     flags: ops.byte().unwrap_or(0) & 1,
                     route: ops.byte().unwrap_or(0),
-                    job_key: KEY,
                     src: if to_b { 0 } else { 1 },
                     dst: if to_b { 1 } else { 0 },
                     seq: ops.u64() % 64,
@@ -158,7 +157,7 @@ pub fn channel_ops(data: &[u8]) {
                     max_received: ops.u64() % 64,
                     ..FrameRepr::default()
                 };
-                if let Ok(frame) = repr.to_frame(&payload) {
+                if let Ok(frame) = repr.to_sealed_frame(&FrameKey::from_job_key(KEY), &payload) {
                     if to_b {
                         forged_into_b = true;
                         b.handle(now, &frame);
@@ -184,7 +183,7 @@ pub fn channel_ops(data: &[u8]) {
                 let n = usize::from(ops.byte().unwrap_or(0));
                 let raw = ops.bytes(n);
                 // Raw bytes that happen to form a keyed frame are a forgery too.
-                forged_into_b |= Frame::new_checked(&raw[..]).is_ok_and(|f| f.job_key() == KEY);
+                forged_into_b |= Frame::new_checked(&raw[..]).is_ok_and(|f| f.verify_tag(&FrameKey::from_job_key(KEY)));
                 b.handle(now, &raw);
             }
         }

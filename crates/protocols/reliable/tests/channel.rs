@@ -1,6 +1,6 @@
 //! Scenario tests of one channel pair, driven by hand.
 
-use steadfast_reliable::frame::{Frame, FrameRepr, Kind, HEADER_LEN};
+use steadfast_reliable::frame::{Frame, FrameKey, FrameRepr, Kind, HEADER_LEN};
 use steadfast_reliable::{Assembler, Channel, Config, Event, MsgId, Transmit};
 
 const KEY: u64 = 0x1234_5678_9abc_def0;
@@ -159,7 +159,6 @@ fn foreign_and_misdirected_frames_are_dropped() {
     let (mut a, mut b) = pair(cfg());
     let forged = FrameRepr {
         kind_code: Kind::Data.code(),
-        job_key: KEY ^ 1,
         src: 0,
         dst: 1,
         seq: 1,
@@ -168,21 +167,20 @@ fn foreign_and_misdirected_frames_are_dropped() {
         msg_len: 3,
         ..FrameRepr::default()
     };
-    b.handle(0, &forged.to_frame(b"bad").unwrap());
+    // Sealed with another job's key, and carrying no valid tag at all.
+    b.handle(0, &forged.to_sealed_frame(&FrameKey::from_job_key(KEY ^ 1), b"bad").unwrap());
     assert_eq!(b.counters().foreign_dropped, 1);
     assert_eq!(drain_ev(&mut b), vec![Event::ForeignDropped { count: 1 }]);
-    let misdirected = FrameRepr {
-        job_key: KEY,
-        src: 7,
-        ..forged
-    };
-    b.handle(0, &misdirected.to_frame(b"bad").unwrap());
+    b.handle(0, &FrameRepr { tag: KEY, ..forged }.to_frame(b"bad").unwrap());
+    assert_eq!(b.counters().foreign_dropped, 2);
+    assert_eq!(drain_ev(&mut b), vec![Event::ForeignDropped { count: 1 }]);
+    let misdirected = FrameRepr { src: 7, ..forged };
+    b.handle(0, &misdirected.to_sealed_frame(&FrameKey::from_job_key(KEY), b"bad").unwrap());
     assert_eq!(b.counters().misdirected_dropped, 1);
     assert!(drain_ev(&mut b).is_empty());
     // An ack for something never sent is ignored, not trusted.
     let ack = FrameRepr {
         kind_code: Kind::Ack.code(),
-        job_key: KEY,
         src: 1,
         dst: 0,
         cum_received: 5,
@@ -191,7 +189,7 @@ fn foreign_and_misdirected_frames_are_dropped() {
         ..FrameRepr::default()
     };
     a.send(0, b"data").unwrap();
-    a.handle(0, &ack.to_frame(&[]).unwrap());
+    a.handle(0, &ack.to_sealed_frame(&FrameKey::from_job_key(KEY), &[]).unwrap());
     assert_eq!(a.counters().bad_acks, 1);
     assert_eq!(a.unacked_messages(), 1);
 }

@@ -21,7 +21,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use rand::{Rng, RngCore};
 use steadfast_proto::sweep;
-use steadfast_reliable::frame::{Frame, FrameRepr, Kind};
+use steadfast_reliable::frame::{Frame, FrameKey, FrameRepr, Kind};
 use steadfast_reliable::{Channel, Config, Counters, Delivery, Event, MsgId};
 
 const MS: u64 = 1_000_000;
@@ -458,7 +458,6 @@ impl Sim {
             } else {
                 Kind::Ack.code()
             },
-            job_key: KEY ^ self.rng.gen_range(1..=u64::MAX),
             src: claimed_from as u32,
             dst: to as u32,
             seq: if is_data { seq } else { 0 },
@@ -470,7 +469,7 @@ impl Sim {
             ..FrameRepr::default()
         };
         let bytes = repr
-            .to_frame(&payload)
+            .to_sealed_frame(&FrameKey::from_job_key(KEY ^ self.rng.gen_range(1..=u64::MAX)), &payload)
             .expect("forged frame is well formed");
         self.injected_foreign += 1;
         let p = Packet {

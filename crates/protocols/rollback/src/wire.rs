@@ -425,3 +425,21 @@ impl ChannelRecord {
         Ok(rec)
     }
 }
+
+/// Fuzz entry point (fuzz/fuzz_targets/rollback_wire.rs and the stable randomized
+/// test): `data` as a protocol message and as a channel record, as a peer's bytes (or a
+/// checkpoint image's) would arrive. Only a bug panics: a decoder that panics, or a decoded
+/// value that does not survive encode → decode. Returns whether either decoded.
+#[doc(hidden)]
+pub fn fuzz_decode(data: &[u8]) -> bool {
+    let mut any = false;
+    if let Ok(m) = Message::decode(data) {
+        assert_eq!(Message::decode(&m.encode()), Ok(m), "message does not survive encode");
+        any = true;
+    }
+    if let Ok(r) = ChannelRecord::decode(data) {
+        assert_eq!(ChannelRecord::decode(&r.encode()), Ok(r), "record does not survive encode");
+        any = true;
+    }
+    any
+}

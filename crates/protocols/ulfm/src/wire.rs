@@ -447,6 +447,22 @@ impl Message {
     }
 }
 
+/// Fuzz entry point (fuzz/fuzz_targets/ulfm_wire.rs and the stable randomized test):
+/// the first byte sets the communicator size (1..=64), the rest is a message as a peer's
+/// bytes would arrive. Only a bug panics: a decoder that panics, a decoded message that
+/// does not survive encode → decode, or an epoch that `peek_epoch` reads differently.
+/// Returns whether the bytes decoded (the stable harness keeps those as seeds).
+#[doc(hidden)]
+pub fn fuzz_decode(data: &[u8]) -> bool {
+    let (size, bytes) = data.split_first().map_or((1, data), |(s, r)| (u32::from(*s % 64) + 1, r));
+    let peek = Message::peek_epoch(bytes);
+    let Ok(m) = Message::decode(bytes, size) else { return false };
+    assert_eq!(peek, Ok(m.epoch), "peek_epoch disagrees with decode");
+    let again = m.encode();
+    assert_eq!(Message::decode(&again, size), Ok(m), "decoded message does not survive encode");
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

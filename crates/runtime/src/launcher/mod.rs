@@ -1279,26 +1279,35 @@ impl Launcher {
         }
     }
 
-    /// Keeps unauthenticated connections below [`UNAUTH_BUDGET`] by closing the oldest
-    /// one that, once read, still has not authenticated.
+    /// Keeps unauthenticated connections within budget by closing the oldest one that,
+    /// once read, still has not authenticated. Connections that sent a `Hello` and were
+    /// challenged (a rank's proof follows one round trip later) have their own budget of
+    /// `np + UNAUTH_BUDGET`, so a whole job starting at once is never evicted while it
+    /// answers, and strangers that only connect cannot crowd them out; strangers that
+    /// also send a `Hello` compete with the ranks only past that budget, oldest first.
     fn make_unauth_room(&mut self) {
-        for _ in 0..UNAUTH_BUDGET {
-            let pending = self.conns.values().filter(|c| c.hello_deadline.is_some() && !c.closing);
-            if pending.count() < UNAUTH_BUDGET {
-                return;
-            }
-            let oldest = self
-                .conns
-                .iter()
-                .filter(|(_, c)| c.hello_deadline.is_some() && !c.closing)
-                .min_by_key(|(id, c)| (c.hello_deadline, **id))
-                .map(|(id, _)| *id);
-            let Some(id) = oldest else { return };
-            self.conn_readable(id);
-            if self.conns.get(&id).is_some_and(|c| c.hello_deadline.is_some()) {
-                tracing::debug!(conn = id, "unauthenticated control connection evicted");
-                self.refusals.over_limit(id);
-                self.drop_conn(id);
+        for challenged in [false, true] {
+            let budget = if challenged { self.cfg.np as usize + UNAUTH_BUDGET } else { UNAUTH_BUDGET };
+            for _ in 0..budget {
+                let candidates = || {
+                    self.conns.iter().filter(|(id, c)| {
+                        c.hello_deadline.is_some() && !c.closing && self.core.is_challenged(**id) == challenged
+                    })
+                };
+                if candidates().count() < budget {
+                    break;
+                }
+                let oldest = candidates().min_by_key(|(id, c)| (c.hello_deadline, **id)).map(|(id, _)| *id);
+                let Some(id) = oldest else { break };
+                self.conn_readable(id);
+                // Evicted unless what it sent made it a rank, or (read now) a challenged
+                // connection, which the next round weighs against its own budget.
+                let moved = !challenged && self.core.is_challenged(id);
+                if !moved && self.conns.get(&id).is_some_and(|c| c.hello_deadline.is_some()) {
+                    tracing::debug!(conn = id, "unauthenticated control connection evicted");
+                    self.refusals.over_limit(id);
+                    self.drop_conn(id);
+                }
             }
         }
     }

@@ -85,8 +85,14 @@ impl Pmi1 {
             return Err(BootstrapError::MissingVar("PMI_FD"));
         };
         let w = file.try_clone()?;
+        Pmi1::start(file, w, rank, size)
+    }
+
+    /// The opening requests (`init`, `get_maxes`, `get_my_kvsname`) on a connection
+    /// read from `r` and written to `w`.
+    fn start(r: std::fs::File, w: std::fs::File, rank: u32, size: u32) -> Result<Pmi1, BootstrapError> {
         let mut p = Pmi1 {
-            r: BufReader::new(file),
+            r: BufReader::new(r),
             w,
             kvsname: String::new(),
             rank,
@@ -193,6 +199,30 @@ impl PmiClient for Pmi1 {
     fn finalize(&mut self) -> Result<(), BootstrapError> {
         self.request("cmd=finalize", "finalize_ack").map(|_| ())
     }
+}
+
+/// Fuzz entry point (fuzz/fuzz_targets/pmi1_wire.rs and the stable randomized test):
+/// `data` is everything a process manager answers on the PMI-1 connection; the client runs
+/// its opening requests, then put, get, fence and finalize, reading those answers. Only a
+/// bug panics: every malformed, truncated, oversized or out-of-order reply must come back
+/// as an error.
+#[doc(hidden)]
+pub fn fuzz_replies(data: &[u8]) {
+    // SAFETY: memfd_create with a valid C string; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"pmi1-fuzz".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(fd >= 0, "memfd_create");
+    // SAFETY: a fresh descriptor we own.
+    let mut r = unsafe { std::fs::File::from_raw_fd(fd) };
+    r.write_all(data).expect("fuzz: fill memfd");
+    std::io::Seek::seek(&mut r, std::io::SeekFrom::Start(0)).expect("fuzz: rewind");
+    let w = std::fs::OpenOptions::new().write(true).open("/dev/null").expect("fuzz: /dev/null");
+    let Ok(mut p) = Pmi1::start(r, w, 1, 4) else { return };
+    let _ = p.put("tcp.1", "127.0.0.1:4000");
+    let _ = p.fence();
+    if let Ok(v) = p.get(Some(0), "tcp.0") {
+        assert!(v.len() <= MAX_LINE);
+    }
+    let _ = p.finalize();
 }
 
 #[cfg(test)]

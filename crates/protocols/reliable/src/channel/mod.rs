@@ -31,7 +31,7 @@ use thiserror::Error;
 
 use crate::config::{Config, ConfigError};
 use crate::counters::Counters;
-use crate::frame::{Frame, FrameError, HEADER_LEN};
+use crate::frame::{Frame, FrameError, FrameKey, HEADER_LEN};
 
 pub use rtt::RttEstimator;
 
@@ -154,6 +154,8 @@ struct Route {
 #[derive(Debug)]
 pub struct Channel {
     cfg: Config,
+    /// Tags our frames and checks the peer's (derived from `cfg.job_key`).
+    key: FrameKey,
     routes: Vec<Route>,
     next_route: usize,
     send: send::Sender,
@@ -179,6 +181,7 @@ impl Channel {
         Ok(Channel {
             send: send::Sender::new(&cfg),
             recv: recv::Receiver::new(),
+            key: FrameKey::from_job_key(cfg.job_key),
             cfg,
             routes,
             next_route: 0,
@@ -233,16 +236,23 @@ impl Channel {
     /// Processes a frame already checked by the caller (e.g. while demultiplexing by
     /// source id).
     pub fn handle_frame<T: AsRef<[u8]>>(&mut self, now: u64, frame: &Frame<T>) {
-        let repr = frame.repr();
-        if repr.job_key != self.cfg.job_key {
+        if !frame.verify_tag(&self.key) {
             self.counters.foreign_dropped += 1;
             self.pending_foreign += 1;
             tracing::debug!(
-                src = repr.src,
-                "reliable: dropped frame with a foreign job key"
+                src = frame.src(),
+                "reliable: dropped frame with a wrong tag (another job, or forged)"
             );
             return;
         }
+        self.handle_authenticated_frame(now, frame);
+    }
+
+    /// Processes a frame whose tag the caller already verified with
+    /// [`Frame::verify_tag`] under this channel's job key (a path that demultiplexes many
+    /// channels checks each datagram once, before it knows the channel).
+    pub fn handle_authenticated_frame<T: AsRef<[u8]>>(&mut self, now: u64, frame: &Frame<T>) {
+        let repr = frame.repr();
         if repr.src != self.cfg.peer_id || repr.dst != self.cfg.local_id {
             self.counters.misdirected_dropped += 1;
             tracing::debug!(

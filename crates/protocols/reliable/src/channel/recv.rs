@@ -280,7 +280,6 @@ impl Channel {
         let repr = FrameRepr {
             kind_code: kind.code(),
             route,
-            job_key: self.cfg.job_key,
             src: self.cfg.local_id,
             dst: self.cfg.peer_id,
             seq: a.seq,
@@ -292,7 +291,7 @@ impl Channel {
             ..FrameRepr::default()
         };
         let mut header = [0u8; HEADER_LEN];
-        repr.write_header(&mut header);
+        repr.write_sealed(&self.key, &mut header);
         Transmit {
             route,
             header,

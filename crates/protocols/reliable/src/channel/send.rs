@@ -324,7 +324,7 @@ impl Channel {
                 FLAG_NO_PAYLOAD_CRC
             },
             route: f.route,
-            job_key: cfg.job_key,
+            tag: 0,
             src: cfg.local_id,
             dst: cfg.peer_id,
             seq,
@@ -340,7 +340,7 @@ impl Channel {
             payload_crc: f.crc,
         };
         let mut header = [0u8; HEADER_LEN];
-        repr.write_header(&mut header);
+        repr.write_sealed(&self.key, &mut header);
         let t = Transmit {
             route: f.route,
             header,
