@@ -44,7 +44,7 @@ use Kind::{Developer, Launcher, Tunable};
 /// Every variable the project reads.
 pub static VARS: &[Var] = &[
     // Joining a job.
-    v("STEADFAST_BOOTSTRAP", Tunable, "auto", "how a rank joins its job: `launcher`, `pmi1` (Hydra), `pmi2` (Slurm), `pmix`; `auto` decides from the environment (`docs/schedulers.md`)"),
+    v("STEADFAST_BOOTSTRAP", Tunable, "auto", "how a rank joins its job: `launcher`, `pmi1` (Hydra), `pmi2` (Slurm), `pmix`; `auto` decides from the environment (`docs/clusters.md`)"),
     v("STEADFAST_PMI2_LIB", Tunable, "libpmi2.so.0", "PMI-2 client library loaded under `srun --mpi=pmi2`"),
     v("STEADFAST_SLURM", Tunable, "1", "`0`: `steadfast run` inside a Slurm allocation starts every rank on its own host instead of on the allocated nodes through `srun`"),
     v("STEADFAST_PMIX_LIB", Tunable, "libpmix.so.2", "PMIx client library loaded under `srun --mpi=pmix`"),
