@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Kill-and-recover tests of `--ft coordinated`: an unmodified MPI program
-# (tests/c/ckpt/ring.c: ANY_SOURCE token ring, 800 KB rendezvous exchanges, allreduce, rank 0
+# (tests/ckpt/ring.c: ANY_SOURCE token ring, 800 KB rendezvous exchanges, allreduce, rank 0
 # writing a file) is killed with SIGKILL at chosen points and must finish with stdout and its
 # output file byte-identical to a fault-free run.
 #
@@ -21,7 +21,7 @@ if [ "$(uname -m)" != x86_64 ] || ! setarch -R true 2>/dev/null; then
     echo "coordinated checkpoints: SKIP (needs x86-64 Linux and personality(ADDR_NO_RANDOMIZE))"
     exit 0
 fi
-"$prefix/bin/mpicc" -O2 -o "$work/ring" "$root/tests/c/ckpt/ring.c" || exit 1
+"$prefix/bin/mpicc" -O2 -o "$work/ring" "$here/ring.c" || exit 1
 args=("$rounds" 10000 100000)
 
 "$run" run -n 3 "$work/ring" "${args[@]}" "$work/ref.log" > "$work/ref.out" || { echo "reference run failed"; exit 1; }

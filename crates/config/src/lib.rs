@@ -78,6 +78,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_COLL_ALLREDUCE_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Allreduce uses its long-message algorithm"),
     v("STEADFAST_COLL_REDUCE_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Reduce uses its long-message algorithm"),
     v("STEADFAST_COLL_ALLGATHER_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Allgather uses its long-message algorithm"),
+    v("STEADFAST_COLL_BARRIER_TREE", Tunable, "8", "largest communicator whose MPI_Barrier fans in to rank 0 and out again (from 3 ranks; larger ones use dissemination)"),
     v("STEADFAST_COLL_ALLTOALL_SHORT", Tunable, "see docs/collectives.md", "bytes up to which MPI_Alltoall uses its short-message algorithm"),
     v("STEADFAST_COLL_ALLTOALL_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Alltoall uses its long-message algorithm"),
     v("STEADFAST_COLL_REDUCE_SCATTER_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Reduce_scatter uses its long-message algorithm"),
