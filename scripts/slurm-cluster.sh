@@ -39,10 +39,20 @@ stop_daemon() {   # stop_daemon PIDFILE: SIGTERM, wait at most 15 s, then SIGKIL
 # separate machines would have: Slurm's PMIx plugin names its directories in /tmp after the
 # job only) and /etc/netns/NAME/hosts bound over /etc/hosts (every node resolves the others).
 # Not `ip netns exec`: it mounts a fresh /sys, without the cgroup file system slurmd wants.
+#
+# Directories under /tmp that every node must see as they are (this checkout and its install
+# when they live there, as a CI clone may; more with SFC_KEEP=DIR:DIR) are bound back in.
+keep_dirs() {
+    local root; root=$(cd "$(dirname "$0")/.." && pwd)
+    printf '%s\n' "$root" ${SFC_KEEP//:/ } | grep '^/tmp/' | sort -u | tr '\n' ' '
+}
 on() {
     local name=$1; shift
-    SLURM_CONF=$conf nsenter --net="/run/netns/$name" unshare --uts --mount --propagation private -- \
-        sh -c 'mount --bind "/etc/netns/$0/hosts" /etc/hosts && mount --bind "$1/fs/$0/tmp" /tmp \
+    mkdir -p "$state/hosttmp"
+    SLURM_CONF=$conf SFC_KEEP_DIRS=$(keep_dirs) nsenter --net="/run/netns/$name" unshare --uts --mount --propagation private -- \
+        sh -c 'mount --bind "/etc/netns/$0/hosts" /etc/hosts && mount --bind /tmp "$1/hosttmp" \
+               && mount --bind "$1/fs/$0/tmp" /tmp \
+               && for k in $SFC_KEEP_DIRS; do mkdir -p "$k" && mount --bind "$1/hosttmp${k#/tmp}" "$k" || exit 1; done \
                && mount --bind "$1/shm/$0" /dev/shm && hostname "$0" && shift && exec "$@"' \
         "$name" "$state" "$@"
 }

@@ -203,7 +203,12 @@ impl Coord {
                 (tmp.join(format!("steadfast-ckpt-{jobid}")), true)
             }
         };
-        std::fs::create_dir_all(&dir)?;
+        // Images hold the whole memory of the ranks (the job key too): owner only.
+        {
+            use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        }
         let config = SchedConfig {
             interval: cc.interval,
             wave_timeout: Duration::from_secs(300),
