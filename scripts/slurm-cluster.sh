@@ -44,7 +44,7 @@ stop_daemon() {   # stop_daemon PIDFILE: SIGTERM, wait at most 15 s, then SIGKIL
 # when they live there, as a CI clone may; more with SFC_KEEP=DIR:DIR) are bound back in.
 keep_dirs() {
     local root; root=$(cd "$(dirname "$0")/.." && pwd)
-    printf '%s\n' "$root" ${SFC_KEEP//:/ } | grep '^/tmp/' | sort -u | tr '\n' ' '
+    printf '%s\n' "$root" ${SFC_KEEP:+${SFC_KEEP//:/ }} | grep '^/tmp/' | sort -u | tr '\n' ' '
 }
 on() {
     local name=$1; shift
