@@ -52,29 +52,36 @@ def overhead(prefix, work, rounds):
 def run_job(prefix, exe, ranks, mib, secs, extra, kill_after_commit=False):
     cmd = [f"{prefix}/bin/steadfast", "run", *extra, "-n", str(ranks), exe, str(mib), str(secs)]
     t0 = time.time()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     err_lines = []
     killed_at = restored_at = None
     if kill_after_commit:
         ckdir = extra[extra.index("--ckpt-dir") + 1]
         os.set_blocking(p.stderr.fileno(), False)
         buf = ""
-        while p.poll() is None:
-            chunk = p.stderr.read() or ""
-            buf += chunk
+        out = b""
+        while True:
+            try:
+                chunk = os.read(p.stderr.fileno(), 65536)
+            except BlockingIOError:
+                chunk = None
+            if chunk == b"":
+                break
+            buf += (chunk or b"").decode(errors="replace")
             if killed_at is None and "committed" in buf:
                 pid = [l.split()[1] for l in open(f"{ckdir}/ranks") if l.split()[0] == "1"][0]
                 os.kill(int(pid), signal.SIGKILL)
                 killed_at = time.time()
             if killed_at and restored_at is None and "the job goes on" in buf:
                 restored_at = time.time()
-            time.sleep(0.01)
-        buf += p.stderr.read() or ""
-        out = p.stdout.read()
+            if chunk is None:
+                time.sleep(0.005)
+        out = p.stdout.read().decode()
+        p.wait()
         err_lines = buf.splitlines()
     else:
         out, err = p.communicate()
-        err_lines = err.splitlines()
+        out, err_lines = out.decode(), err.decode().splitlines()
     wall = time.time() - t0
     if p.returncode != 0:
         sys.exit(f"job failed ({p.returncode}): {' '.join(cmd)}\n" + "\n".join(err_lines[-10:]))

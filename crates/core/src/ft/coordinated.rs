@@ -16,6 +16,7 @@
 
 use std::collections::VecDeque;
 use std::path::{Path as FsPath, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -39,6 +40,9 @@ pub struct Shared {
     cut_due: bool,
     /// Packets admitted while a cut is due: (sender, header, payload).
     held: Vec<(u32, RawHeader, Vec<u8>)>,
+    /// Something waits for the engine (an event, a message to send, a cut): checked by
+    /// every progress round without taking the lock.
+    attention: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -48,6 +52,9 @@ impl Shared {
                 self.cut_due = true;
             }
             self.events.push_back(ev);
+        }
+        if self.cut_due || !self.events.is_empty() || self.machine.has_transmit() {
+            self.attention.store(true, Ordering::Release);
         }
     }
 }
@@ -135,6 +142,8 @@ pub struct Coordinator {
     committed: Wave,
     polls: u32,
     reconnect: Reconnect,
+    /// See [`Shared::attention`].
+    attention: Arc<AtomicBool>,
     /// Checkpoints taken / restored, for the extension calls and tests.
     pub images: u64,
     pub restores: u64,
@@ -274,12 +283,14 @@ impl Engine {
         } else {
             RankMachine::relaunched(self.rank, self.size)
         };
+        let attention = Arc::new(AtomicBool::new(false));
         let shared = Arc::new(Mutex::new(Shared {
             machine,
             rank: self.rank,
             events: VecDeque::new(),
             cut_due: false,
             held: Vec::new(),
+            attention: attention.clone(),
         }));
         self.st.door.set_hook(Some(Box::new(Hook(shared.clone()))));
         self.coord = Some(Box::new(Coordinator {
@@ -291,6 +302,7 @@ impl Engine {
             committed: 0,
             polls: 0,
             reconnect,
+            attention,
             images: 0,
             restores: 0,
         }));
@@ -316,12 +328,16 @@ impl Engine {
             self.coord_poll_launcher();
             self.coord_poll_image();
         }
-        let due = self.coord.as_ref().is_some_and(|c| {
-            let s = lock(&c.shared);
-            s.cut_due || !s.events.is_empty() || s.machine.has_transmit()
-        });
+        let due = self.coord.as_ref().is_some_and(|c| c.attention.swap(false, Ordering::Acquire));
         if due {
             self.coord_act()?;
+            // Whatever acting on it left pending is looked at again next round.
+            if let Some(c) = self.coord.as_ref() {
+                let s = lock(&c.shared);
+                if s.cut_due || !s.events.is_empty() || s.machine.has_transmit() {
+                    c.attention.store(true, Ordering::Release);
+                }
+            }
         }
         Ok(())
     }
