@@ -119,10 +119,15 @@ pub fn restart_environment() -> Option<Vec<(std::ffi::OsString, std::ffi::OsStri
 /// Checks the image at `path` without restoring it: header, region table and every
 /// region's checksum. Returns the image's size in bytes.
 pub fn verify(path: &Path) -> Result<u64, Error> {
-    let shown = path.display().to_string();
+    open_checked(path, &path.display().to_string()).map(|(_, len, _)| len)
+}
+
+/// Opens the image at `path` and checks its header, table and every region's checksum
+/// (reading it once): the file, its length and its description.
+fn open_checked(path: &Path, shown: &str) -> Result<(File, u64, format::Meta), Error> {
     let mut f = File::open(path).map_err(|e| Error::io(format!("opening image {shown}"), e))?;
     let file_len = f.metadata().map_err(|e| Error::io(format!("image {shown}"), e))?.len();
-    let fmt = |err| Error::Format { path: shown.clone(), err };
+    let fmt = |err| Error::Format { path: shown.to_owned(), err };
     let mut head = vec![0u8; HEADER_LEN];
     read_exact_or(&mut f, &mut head, || fmt(format::FormatError::Truncated("shorter than the header")))?;
     let meta_len = format::meta_len_from_header(&head).map_err(fmt)?;
@@ -132,8 +137,8 @@ pub fn verify(path: &Path) -> Result<u64, Error> {
     head.resize(meta_len as usize, 0);
     read_exact_or(&mut f, &mut head[HEADER_LEN..], || fmt(format::FormatError::Truncated("region table or strings missing")))?;
     let meta = format::parse_meta(&head, file_len).map_err(fmt)?;
-    verify_data(&mut f, &meta, &shown)?;
-    Ok(file_len)
+    verify_data(&mut f, &meta, shown)?;
+    Ok((f, file_len, meta))
 }
 
 /// Replaces this process's memory and calling thread with the image at `path` and returns
@@ -149,19 +154,7 @@ pub fn restore(path: &Path) -> Result<std::convert::Infallible, Error> {
     if !others.is_empty() {
         return Err(Error::Threads { tids: others });
     }
-    let mut f = File::open(path).map_err(|e| Error::io(format!("opening image {shown}"), e))?;
-    let file_len = f.metadata().map_err(|e| Error::io(format!("image {shown}"), e))?.len();
-    let fmt = |err| Error::Format { path: shown.clone(), err };
-    let mut head = vec![0u8; HEADER_LEN];
-    read_exact_or(&mut f, &mut head, || fmt(format::FormatError::Truncated("shorter than the header")))?;
-    let meta_len = format::meta_len_from_header(&head).map_err(fmt)?;
-    if meta_len > file_len {
-        return Err(fmt(format::FormatError::Truncated("region table or strings missing")));
-    }
-    head.resize(meta_len as usize, 0);
-    read_exact_or(&mut f, &mut head[HEADER_LEN..], || fmt(format::FormatError::Truncated("region table or strings missing")))?;
-    let meta = format::parse_meta(&head, file_len).map_err(fmt)?;
-    verify_data(&mut f, &meta, &shown)?;
+    let (f, _, meta) = open_checked(path, &shown)?;
 
     let layout = |why: String| Error::Layout { path: shown.clone(), why };
     let stat = std::fs::read("/proc/self/stat").map_err(|e| Error::io("reading /proc/self/stat", e))?;

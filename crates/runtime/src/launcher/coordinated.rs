@@ -503,19 +503,11 @@ impl Launcher {
             self.coord_maybe_restart();
             return;
         }
-        let missing_finalize = status.success() && ever_connected && !finalized;
-        if status.success() && !missing_finalize {
-            return;
-        }
-        let what = if missing_finalize {
-            "exited with status 0 without calling MPI_Finalize".to_owned()
-        } else {
-            status.to_string()
-        };
+        let Some((what, code)) = super::failure_of(status, ever_connected, finalized) else { return };
         if self.coord_rank_failed(idx, &format!("(pid {pid}) {what}")) {
             return;
         }
-        self.exit_code.get_or_insert(if missing_finalize { 1 } else { status.shell_code() });
+        self.exit_code.get_or_insert(code);
         self.begin_teardown(libc::SIGTERM, Instant::now());
     }
 

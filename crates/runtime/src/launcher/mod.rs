@@ -348,6 +348,20 @@ fn control_bind(cfg: &LaunchConfig) -> Result<SocketAddr, String> {
 ///
 /// Reaps *every* child of the calling process (it becomes a child subreaper), so call it
 /// from a process that has no other children of its own, such as the `steadfast` binary.
+/// Whether a rank's exit is a failure, and then how to say it and the job's exit code: a
+/// rank that exits with 0 without `MPI_Finalize` (after it connected) failed too.
+fn failure_of(status: ExitStatus, ever_connected: bool, finalized: bool) -> Option<(String, i32)> {
+    let missing_finalize = status.success() && ever_connected && !finalized;
+    if status.success() && !missing_finalize {
+        return None;
+    }
+    Some(if missing_finalize {
+        ("exited with status 0 without calling MPI_Finalize".to_owned(), 1)
+    } else {
+        (status.to_string(), status.shell_code())
+    })
+}
+
 pub fn run(cfg: LaunchConfig) -> i32 {
     let mut errors = Sink::new(StreamKind::Stderr);
     match Launcher::setup(cfg) {
@@ -949,15 +963,7 @@ impl Launcher {
             self.on_rank_exit_coordinated(idx, status, finalized, ever_connected, pid);
             return;
         }
-        let missing_finalize = status.success() && ever_connected && !finalized;
-        if status.success() && !missing_finalize {
-            return;
-        }
-        let what = if missing_finalize {
-            "exited with status 0 without calling MPI_Finalize".to_owned()
-        } else {
-            status.to_string()
-        };
+        let Some((what, code)) = failure_of(status, ever_connected, finalized) else { return };
         let restarts = self.ranks[idx].restarts;
         if self.policy == OnFailure::Relaunch && restarts < self.cfg.max_restarts {
             let incarnation = (restarts + 1).min(u32::from(u16::MAX)) as u16;
@@ -972,11 +978,6 @@ impl Launcher {
             self.stderr_sink
                 .message(&format!("steadfast run: rank {rank} (pid {pid}) {what}"));
         }
-        let code = if missing_finalize {
-            1
-        } else {
-            status.shell_code()
-        };
         self.exit_code.get_or_insert(code);
         if self.policy == OnFailure::Abort {
             self.begin_teardown(libc::SIGTERM, now);
