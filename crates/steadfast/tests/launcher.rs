@@ -30,6 +30,8 @@ fn probe() -> &'static Path {
         let path = target_dir.join("examples").join("bootstrap_probe");
         if !path.exists() {
             let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            // Built in the profile of this test, so it lands where it is looked for.
+            let profile: &[&str] = if cfg!(debug_assertions) { &[] } else { &["--release"] };
             let ok = Command::new(cargo)
                 .args([
                     "build",
@@ -40,6 +42,7 @@ fn probe() -> &'static Path {
                     "--example",
                     "bootstrap_probe",
                 ])
+                .args(profile)
                 .status()
                 .map(|s| s.success())
                 .unwrap_or(false);
