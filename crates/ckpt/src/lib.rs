@@ -24,3 +24,20 @@ pub use checkpoint::{checkpoint, other_threads, ImageStats, Options, Outcome, Pe
 pub use error::Error;
 pub use personality::{command_no_randomize, no_randomize_active, set_no_randomize};
 pub use restore::{on_load, restart_environment, restore, verify, ENV_NORANDMAPS, ENV_RESTORE, EXIT_RESTORE_FAILED, EXIT_RESTORE_REFUSED};
+
+/// Replace `path` with `bytes` so that it holds the old or the new content whole, never a
+/// part: written to `PATH.partial`, `fsync`ed, renamed, and the directory synced (what the
+/// image writer does for images; for the small files kept next to them).
+pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    if let Some(d) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(d)?.sync_all()?;
+    }
+    Ok(())
+}

@@ -53,9 +53,14 @@ impl Shared {
             }
             self.events.push_back(ev);
         }
-        if self.cut_due || !self.events.is_empty() || self.machine.has_transmit() {
+        if self.pending() {
             self.attention.store(true, Ordering::Release);
         }
+    }
+
+    /// Something waits for the engine: a cut, an event, a message to send.
+    fn pending(&self) -> bool {
+        self.cut_due || !self.events.is_empty() || self.machine.has_transmit()
     }
 }
 
@@ -165,22 +170,6 @@ fn other(msg: impl std::fmt::Display) -> MpiError {
     MpiError::new(ErrorClass::Other, format!("coordinated checkpoint: {msg}"))
 }
 
-/// Write `bytes` to `path` so that it appears whole or not at all.
-fn write_atomically(path: &FsPath, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
-    let tmp = PathBuf::from(tmp);
-    let mut f = std::fs::File::create(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    std::fs::rename(&tmp, path)?;
-    if let Some(d) = path.parent() {
-        std::fs::File::open(d)?.sync_all()?;
-    }
-    Ok(())
-}
-
 /// The application's open regular files (not the library's own: nothing under `skip`).
 fn saved_files(skip: &[&FsPath]) -> Vec<SavedFile> {
     let mut out = Vec::new();
@@ -240,20 +229,11 @@ fn reopen_files(files: &[SavedFile]) {
 /// made again by the restored process's new path.
 fn skipped_mappings(jobdir: &FsPath) -> Vec<std::ops::Range<u64>> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
-    let mut out = Vec::new();
-    for line in maps.lines() {
-        let mut it = line.split_whitespace();
-        let (Some(range), Some(perms)) = (it.next(), it.next()) else { continue };
-        let path = it.nth(3).unwrap_or("");
-        if !perms.ends_with('s') || !(path.starts_with(&*jobdir.to_string_lossy()) || path.starts_with("/dev/shm/")) {
-            continue;
-        }
-        let Some((a, b)) = range.split_once('-') else { continue };
-        if let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16)) {
-            out.push(a..b);
-        }
-    }
-    out
+    let jobdir = jobdir.to_string_lossy();
+    steadfast_ckpt::maps::lines(&maps)
+        .filter(|l| l.shared && (l.path.starts_with(&*jobdir) || l.path.starts_with("/dev/shm/")))
+        .map(|l| l.start..l.end)
+        .collect()
 }
 
 /// The `STEADFAST_*` environment the process was started with (kept across the restore by
@@ -333,8 +313,7 @@ impl Engine {
             self.coord_act()?;
             // Whatever acting on it left pending is looked at again next round.
             if let Some(c) = self.coord.as_ref() {
-                let s = lock(&c.shared);
-                if s.cut_due || !s.events.is_empty() || s.machine.has_transmit() {
+                if lock(&c.shared).pending() {
                     c.attention.store(true, Ordering::Release);
                 }
             }
@@ -418,7 +397,7 @@ impl Engine {
             Event::StoreRecord { record } => {
                 let wave = record.wave;
                 let path = c.record_path(wave, rank);
-                let ok = std::fs::create_dir_all(c.wave_dir(wave)).and_then(|()| write_atomically(&path, &record.encode()));
+                let ok = std::fs::create_dir_all(c.wave_dir(wave)).and_then(|()| steadfast_ckpt::write_atomically(&path, &record.encode()));
                 if let Err(e) = &ok {
                     eprintln!("steadfast: rank {rank}: cannot store the channel record {}: {e}", path.display());
                 }

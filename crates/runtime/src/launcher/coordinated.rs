@@ -177,12 +177,11 @@ pub(super) struct Coord {
     requested: bool,
 }
 
-/// Replace `path` with `bytes` whole (a crash leaves the old or the new content).
+/// Replace `path` with `bytes` whole (see `steadfast_ckpt::write_atomically`); a failure is
+/// logged, the job goes on.
 fn write_atomically(path: &std::path::Path, bytes: &[u8]) {
-    let tmp = path.with_extension("partial");
-    let r = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = r {
-        tracing::warn!(path = %path.display(), error = %e, "cannot record the committed checkpoint");
+    if let Err(e) = steadfast_ckpt::write_atomically(path, bytes) {
+        tracing::warn!(path = %path.display(), error = %e, "cannot write a checkpoint directory file");
     }
 }
 
