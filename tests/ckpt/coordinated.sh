@@ -15,7 +15,7 @@ run=$prefix/bin/steadfast
 paths=${CKPT_PATHS:-shm tcp}
 rounds=${CKPT_ROUNDS:-200}
 work=$(mktemp -d /tmp/steadfast-coordinated.XXXXXX)
-trap 'pkill -9 -f "ckpt-dir $work/ckpt" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'pkill -9 -f "ckpt-dir $work/ckpt" 2>/dev/null; pkill -9 -f "ckpt-server --dir $work/store" 2>/dev/null; rm -rf "$work"' EXIT
 
 if [ "$(uname -m)" != x86_64 ] || ! setarch -R true 2>/dev/null; then
     echo "coordinated checkpoints: SKIP (needs x86-64 Linux and personality(ADDR_NO_RANDOMIZE))"
@@ -57,7 +57,8 @@ case_() {
     rm -f "$work/out" "$work/err"
     if [ -n "$ref_log" ]; then rm -f "$work/run.log"; fi
     rm -rf "$work/ckpt"
-    timeout 180 "$run" run --path "$path" --ft coordinated --ckpt-interval 500ms --ckpt-dir "$work/ckpt" -n 3 \
+    # shellcheck disable=SC2086 # $server: options, split on purpose
+    timeout 180 "$run" run --path "$path" --ft coordinated --ckpt-interval 500ms --ckpt-dir "$work/ckpt" ${server:-} -n 3 \
         "${prog[@]}" > "$work/out" 2> "$work/err" &
     local job=$!
     local ok=1
@@ -66,10 +67,20 @@ case_() {
             after) wait_for "$2" "$3" || ok=0; shift 3 ;;
             sleep) sleep "$2"; shift 2 ;;
             damage)
-                # Flip bytes in the region data of rank $2's image of the committed wave.
+                # Flip bytes in the region data of rank $2's image of the committed wave,
+                # in the local copy and in the checkpoint server's.
+                local w img
+                w=$(awk '$1 == "wave" { print $2 }' "$work/ckpt/COMMITTED")
+                for img in "$work/ckpt/wave-$w/rank-$2.img" "$work"/ckpt/server/*/"wave-$w/rank-$2.img"; do
+                    printf '\xff\xff\xff\xff' | dd of="$img" bs=1 seek=12288 conv=notrunc status=none || ok=0
+                done
+                shift 2
+                ;;
+            lose)
+                # Rank $2's local copy of the committed wave is gone (its node's disk).
                 local w
                 w=$(awk '$1 == "wave" { print $2 }' "$work/ckpt/COMMITTED")
-                printf '\xff\xff\xff\xff' | dd of="$work/ckpt/wave-$w/rank-$2.img" bs=1 seek=12288 conv=notrunc status=none || ok=0
+                rm -f "$work/ckpt/wave-$w/rank-$2.img" "$work/ckpt/wave-$w/rank-$2.rec" || ok=0
                 shift 2
                 ;;
             kill)
@@ -131,10 +142,22 @@ for p in $paths; do
     case_ "a rank killed before the first checkpoint" "$p" sleep 0.3 kill 2
     case_ "killed again after a rollback" "$p" after "checkpoint 1 committed" 1 sleep 0.2 kill 2 \
         after "the job goes on" 1 sleep 0.5 kill 0
-    expect="cannot be used" case_ "a damaged image: the previous checkpoint is used" "$p" \
+    expect="cannot be used" case_ "a damaged image, on the checkpoint server too: the previous checkpoint is used" "$p" \
         after "checkpoint 2 committed" 1 damage 1 kill 0
+    expect="fetched" case_ "a rank's local copy lost with it: the checkpoint server's copy is used" "$p" \
+        after "checkpoint 2 committed" 1 lose 1 kill 1
     restart_case "$p"
 done
+# A standalone checkpoint server, as a job spanning hosts uses it.
+"$run" ckpt-server --dir "$work/store" --key-file "$work/store.key" > "$work/store.out" 2>&1 &
+store=$!
+for _ in $(seq 1 100); do grep -q listening "$work/store.out" && break; sleep 0.1; done
+addr=$(sed -n 's/.*listening on \([^,]*\),.*/\1/p' "$work/store.out")
+p=${paths##* }
+server="--ckpt-server $addr --ckpt-server-key-file $work/store.key" expect="fetched" \
+    case_ "a standalone steadfast ckpt-server: a lost local copy comes from it" "$p" \
+    after "checkpoint 2 committed" 1 lose 2 kill 2
+kill "$store" 2>/dev/null
 # An mpi4py program, if the mpi4py suite built mpi4py against this library.
 py=$(ls -d "${TMPDIR:-/tmp}"/steadfast-mpi4py/venv-*/bin/python 2>/dev/null | tail -1)
 if [ -n "$py" ] && LD_LIBRARY_PATH=$prefix/lib "$py" -c 'import mpi4py.MPI' 2>/dev/null; then

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use steadfast_paths::{RawHeader, HDR_LEN};
+use steadfast_runtime::ckpt_store::{self, FileId, FileKind, StoreAddr, StoreClient};
 use steadfast_rollback::rank::Event;
 use steadfast_rollback::wire::ChannelRecord;
 use steadfast_rollback::{Peer, RankMachine, Transmit, Verdict, Wave, UNNUMBERED};
@@ -149,6 +150,11 @@ pub struct Coordinator {
     reconnect: Reconnect,
     /// See [`Shared::attention`].
     attention: Arc<AtomicBool>,
+    /// The job's checkpoint server: every image and record goes there too before the rank
+    /// reports its part of a wave done.
+    store: Option<StoreAddr>,
+    /// Copies to the checkpoint server under way.
+    uploads: Vec<Upload>,
     /// Checkpoints taken / restored, for the extension calls and tests.
     pub images: u64,
     pub restores: u64,
@@ -163,6 +169,64 @@ impl Coordinator {
     }
     fn record_path(&self, wave: Wave, rank: u32) -> PathBuf {
         self.wave_dir(wave).join(format!("rank-{rank}.rec"))
+    }
+
+    /// With a checkpoint server: start copying `path` there and return true (the machine is
+    /// told once the copy ended, see `coord_poll_uploads`). Without one: false.
+    fn start_upload(&mut self, wave: Wave, rank: u32, kind: FileKind, path: PathBuf) -> bool {
+        let Some(store) = self.store.clone() else { return false };
+        let id = FileId { job: store.job.clone(), wave, rank, kind };
+        let thread = std::thread::Builder::new()
+            .name("steadfast-ckpt-copy".into())
+            .spawn(move || StoreClient::to(&store).and_then(|mut c| c.put(&id, &path)));
+        match thread {
+            Ok(thread) => self.uploads.push(Upload { wave, kind, thread }),
+            Err(e) => {
+                eprintln!("steadfast: rank {rank}: checkpoint {wave}: cannot start copying to the checkpoint server: {e}");
+                let mut s = lock(&self.shared);
+                match kind {
+                    FileKind::Image => s.machine.image_stored(wave, false),
+                    FileKind::Record => s.machine.record_stored(wave, false),
+                }
+                s.pull_events();
+            }
+        }
+        true
+    }
+}
+
+/// A copy of one file of a wave to the checkpoint server, on a thread of its own (the rank
+/// goes on computing). It ends before the wave can commit, so no such thread exists when
+/// the next image is taken.
+struct Upload {
+    wave: Wave,
+    kind: FileKind,
+    thread: std::thread::JoinHandle<std::io::Result<u64>>,
+}
+
+/// The checkpoint server named by the environment (`STEADFAST_CKPT_SERVER`, the key: from
+/// `STEADFAST_CKPT_SERVER_KEY_FILE` or derived from the job key, this job's name there).
+fn store_from_env() -> Option<StoreAddr> {
+    use steadfast_runtime::env as e;
+    let addr = steadfast_config::lookup(e::CKPT_SERVER).filter(|a| !a.is_empty())?;
+    let key = match steadfast_config::lookup(e::CKPT_SERVER_KEY_FILE) {
+        Some(f) => ckpt_store::read_key_file(FsPath::new(&f)).map_err(|err| err.to_string()),
+        None => steadfast_config::lookup(e::JOB_KEY)
+            .and_then(|k| u64::from_str_radix(k.trim(), 16).ok())
+            .map(ckpt_store::key_of_job)
+            .ok_or_else(|| "no job key".to_owned()),
+    };
+    let job = steadfast_config::lookup(e::CKPT_JOB).filter(|j| ckpt_store::valid_job_name(j));
+    match (key, job) {
+        (Ok(key), Some(job)) => Some(StoreAddr { addr, key, job }),
+        (Err(why), _) => {
+            eprintln!("steadfast: checkpoint server {addr}: {why}; images stay local only");
+            None
+        }
+        (_, None) => {
+            eprintln!("steadfast: checkpoint server {addr} without a valid {}; images stay local only", e::CKPT_JOB);
+            None
+        }
     }
 }
 
@@ -283,6 +347,8 @@ impl Engine {
             polls: 0,
             reconnect,
             attention,
+            store: store_from_env(),
+            uploads: Vec::new(),
             images: 0,
             restores: 0,
         }));
@@ -307,6 +373,7 @@ impl Engine {
             c.polls = 0;
             self.coord_poll_launcher();
             self.coord_poll_image();
+            self.coord_poll_uploads();
         }
         let due = self.coord.as_ref().is_some_and(|c| c.attention.swap(false, Ordering::Acquire));
         if due {
@@ -346,6 +413,11 @@ impl Engine {
             Ok(None) => return,
             Ok(Some(stats)) => {
                 tracing::debug!(wave, bytes = stats.bytes, elapsed = ?started.elapsed(), "image stored");
+                let path = c.image_path(wave, self.rank);
+                if c.start_upload(wave, self.rank, FileKind::Image, path) {
+                    c.pending = None;
+                    return;
+                }
                 true
             }
             Err(e) => {
@@ -357,6 +429,36 @@ impl Engine {
         let mut s = lock(&c.shared);
         s.machine.image_stored(wave, done);
         s.pull_events();
+    }
+
+    /// Copies to the checkpoint server that ended: the file is stored once both copies are.
+    fn coord_poll_uploads(&mut self) {
+        let Some(c) = self.coord.as_mut() else { return };
+        if c.uploads.is_empty() {
+            return;
+        }
+        let (done, running): (Vec<Upload>, Vec<Upload>) = std::mem::take(&mut c.uploads).into_iter().partition(|u| u.thread.is_finished());
+        c.uploads = running;
+        for u in done {
+            let result = u.thread.join().unwrap_or_else(|_| Err(std::io::Error::other("the copying thread panicked")));
+            let ok = match result {
+                Ok(bytes) => {
+                    tracing::debug!(wave = u.wave, kind = ?u.kind, bytes, "copied to the checkpoint server");
+                    true
+                }
+                Err(e) => {
+                    let addr = c.store.as_ref().map_or("", |s| s.addr.as_str());
+                    eprintln!("steadfast: rank {}: checkpoint {}: cannot store a copy on the checkpoint server {addr}: {e}", self.rank, u.wave);
+                    false
+                }
+            };
+            let mut s = lock(&c.shared);
+            match u.kind {
+                FileKind::Image => s.machine.image_stored(u.wave, ok),
+                FileKind::Record => s.machine.record_stored(u.wave, ok),
+            }
+            s.pull_events();
+        }
     }
 
     /// Act on the machine's events and send what it queued.
@@ -401,6 +503,14 @@ impl Engine {
                 if let Err(e) = &ok {
                     eprintln!("steadfast: rank {rank}: cannot store the channel record {}: {e}", path.display());
                 }
+                if ok.is_ok() {
+                    if let Some(c) = self.coord.as_mut() {
+                        if c.start_upload(wave, rank, FileKind::Record, path) {
+                            return;
+                        }
+                    }
+                }
+                let Some(c) = self.coord.as_ref() else { return };
                 let mut s = lock(&c.shared);
                 s.machine.record_stored(wave, ok.is_ok());
                 s.pull_events();
@@ -529,6 +639,9 @@ impl Engine {
         if let Some(p) = c.pending.take() {
             std::mem::forget(p);
         }
+        // The image's copying threads do not exist in this process.
+        std::mem::forget(std::mem::take(&mut c.uploads));
+        c.store = store_from_env();
         c.restores += 1;
         let files = std::mem::take(&mut c.files);
         reopen_files(&files);
