@@ -151,7 +151,7 @@ done
 # A standalone checkpoint server, as a job spanning hosts uses it.
 "$run" ckpt-server --dir "$work/store" --key-file "$work/store.key" > "$work/store.out" 2>&1 &
 store=$!
-for _ in $(seq 1 100); do grep -q listening "$work/store.out" && break; sleep 0.1; done
+for _ in $(seq 1 100); do grep -qs listening "$work/store.out" && break; sleep 0.1; done
 addr=$(sed -n 's/.*listening on \([^,]*\),.*/\1/p' "$work/store.out")
 p=${paths##* }
 server="--ckpt-server $addr --ckpt-server-key-file $work/store.key" expect="fetched" \

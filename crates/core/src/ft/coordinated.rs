@@ -17,7 +17,7 @@
 use std::collections::VecDeque;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use steadfast_paths::{RawHeader, HDR_LEN};
@@ -27,7 +27,7 @@ use steadfast_rollback::wire::ChannelRecord;
 use steadfast_rollback::{Peer, RankMachine, Transmit, Verdict, Wave, UNNUMBERED};
 
 use super::{Engine, OutOp, Sink};
-use crate::door::{Ident, Interpose};
+use crate::door::{Door, Ident, Interpose};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::wire::{Header, Kind};
 
@@ -65,17 +65,24 @@ impl Shared {
     }
 }
 
-fn lock(s: &Arc<Mutex<Shared>>) -> MutexGuard<'_, Shared> {
-    s.lock().unwrap_or_else(|p| p.into_inner())
+/// The rank machine's state, kept in the door's hook (set in coordinated mode): the engine
+/// reaches it through the door, so the hook needs no lock on the message path (the engine
+/// is used by one thread at a time).
+fn shared(door: &mut Door) -> Option<&mut Shared> {
+    door.hook_mut::<Hook>().map(|h| &mut h.0)
 }
 
 /// The door's hook: feeds the rank machine what is sent and what arrives.
-struct Hook(Arc<Mutex<Shared>>);
+struct Hook(Shared);
 
 impl Interpose for Hook {
+    fn as_any(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
     fn sent(&mut self, to: u32, ident: &Ident, hdr: &Header, _payload: &[u8]) {
         tracing::trace!(to, kind = ?hdr.kind, tag = hdr.tag, len = hdr.len, seq = ident.seq, b = hdr.b, "sent");
-        let mut s = lock(&self.0);
+        let s = &mut self.0;
         if to != s.rank {
             s.machine.sent(to, rb_ident(ident));
         }
@@ -83,7 +90,7 @@ impl Interpose for Hook {
 
     fn arrived(&mut self, from: u32, hdr: &Header, payload: &[u8]) -> bool {
         tracing::trace!(from, kind = ?hdr.kind, inc = hdr.incarnation, tag = hdr.tag, len = hdr.len, a = hdr.a, b = hdr.b, "arrived");
-        let mut s = lock(&self.0);
+        let s = &mut self.0;
         if from == s.rank {
             // This process's own packets: part of its image, never of a channel.
             return true;
@@ -136,7 +143,6 @@ pub type Reconnect = Box<dyn FnMut() -> MpiResult<(super::JobInfo, Box<dyn super
 
 /// The engine's side of coordinated checkpointing.
 pub struct Coordinator {
-    shared: Arc<Mutex<Shared>>,
     /// Where this job's images and channel records go (`wave-N/rank-R.{img,rec}`).
     dir: PathBuf,
     /// Directories whose shared mappings (the paths' rings) are left out of images.
@@ -171,27 +177,25 @@ impl Coordinator {
         self.wave_dir(wave).join(format!("rank-{rank}.rec"))
     }
 
-    /// With a checkpoint server: start copying `path` there and return true (the machine is
-    /// told once the copy ended, see `coord_poll_uploads`). Without one: false.
-    fn start_upload(&mut self, wave: Wave, rank: u32, kind: FileKind, path: PathBuf) -> bool {
-        let Some(store) = self.store.clone() else { return false };
+    /// With a checkpoint server: start copying `path` there and return `Some(true)` (the
+    /// machine is told once the copy ended, see `coord_poll_uploads`), `Some(false)` if no
+    /// copy can be started. Without a server: `None`.
+    fn start_upload(&mut self, wave: Wave, rank: u32, kind: FileKind, path: PathBuf) -> Option<bool> {
+        let store = self.store.clone()?;
         let id = FileId { job: store.job.clone(), wave, rank, kind };
         let thread = std::thread::Builder::new()
             .name("steadfast-ckpt-copy".into())
             .spawn(move || StoreClient::to(&store).and_then(|mut c| c.put(&id, &path)));
         match thread {
-            Ok(thread) => self.uploads.push(Upload { wave, kind, thread }),
+            Ok(thread) => {
+                self.uploads.push(Upload { wave, kind, thread });
+                Some(true)
+            }
             Err(e) => {
                 eprintln!("steadfast: rank {rank}: checkpoint {wave}: cannot start copying to the checkpoint server: {e}");
-                let mut s = lock(&self.shared);
-                match kind {
-                    FileKind::Image => s.machine.image_stored(wave, false),
-                    FileKind::Record => s.machine.record_stored(wave, false),
-                }
-                s.pull_events();
+                Some(false)
             }
         }
-        true
     }
 }
 
@@ -328,17 +332,16 @@ impl Engine {
             RankMachine::relaunched(self.rank, self.size)
         };
         let attention = Arc::new(AtomicBool::new(false));
-        let shared = Arc::new(Mutex::new(Shared {
+        let shared = Shared {
             machine,
             rank: self.rank,
             events: VecDeque::new(),
             cut_due: false,
             held: Vec::new(),
             attention: attention.clone(),
-        }));
-        self.st.door.set_hook(Some(Box::new(Hook(shared.clone()))));
+        };
+        self.st.door.set_hook(Some(Box::new(Hook(shared))));
         self.coord = Some(Box::new(Coordinator {
-            shared,
             dir,
             jobdir,
             pending: None,
@@ -375,12 +378,14 @@ impl Engine {
             self.coord_poll_image();
             self.coord_poll_uploads();
         }
-        let due = self.coord.as_ref().is_some_and(|c| c.attention.swap(false, Ordering::Acquire));
+        // A plain load first: the flag is almost always clear, and a swap would cost an
+        // atomic read-modify-write in every progress round.
+        let due = self.coord.as_ref().is_some_and(|c| c.attention.load(Ordering::Relaxed) && c.attention.swap(false, Ordering::Acquire));
         if due {
             self.coord_act()?;
             // Whatever acting on it left pending is looked at again next round.
             if let Some(c) = self.coord.as_ref() {
-                if lock(&c.shared).pending() {
+                if shared(&mut self.st.door).is_some_and(|s| s.pending()) {
                     c.attention.store(true, Ordering::Release);
                 }
             }
@@ -392,8 +397,7 @@ impl Engine {
     fn coord_poll_launcher(&mut self) {
         let Some(boot) = self.boot.as_mut() else { return };
         let evs = boot.poll_events();
-        let Some(c) = self.coord.as_ref() else { return };
-        let mut s = lock(&c.shared);
+        let Some(s) = shared(&mut self.st.door) else { return };
         for ev in evs {
             if let steadfast_runtime::LauncherEvent::Recovery { bytes } = ev {
                 if let Err(e) = s.machine.handle_bytes(Peer::Scheduler, &bytes) {
@@ -414,11 +418,14 @@ impl Engine {
             Ok(Some(stats)) => {
                 tracing::debug!(wave, bytes = stats.bytes, elapsed = ?started.elapsed(), "image stored");
                 let path = c.image_path(wave, self.rank);
-                if c.start_upload(wave, self.rank, FileKind::Image, path) {
-                    c.pending = None;
-                    return;
+                match c.start_upload(wave, self.rank, FileKind::Image, path) {
+                    Some(true) => {
+                        c.pending = None;
+                        return;
+                    }
+                    Some(false) => false,
+                    None => true,
                 }
-                true
             }
             Err(e) => {
                 eprintln!("steadfast: rank {}: checkpoint {wave}: {e}", self.rank);
@@ -426,7 +433,7 @@ impl Engine {
             }
         };
         c.pending = None;
-        let mut s = lock(&c.shared);
+        let Some(s) = shared(&mut self.st.door) else { return };
         s.machine.image_stored(wave, done);
         s.pull_events();
     }
@@ -452,7 +459,7 @@ impl Engine {
                     false
                 }
             };
-            let mut s = lock(&c.shared);
+            let Some(s) = shared(&mut self.st.door) else { return };
             match u.kind {
                 FileKind::Image => s.machine.image_stored(u.wave, ok),
                 FileKind::Record => s.machine.record_stored(u.wave, ok),
@@ -465,8 +472,7 @@ impl Engine {
     fn coord_act(&mut self) -> MpiResult<()> {
         loop {
             let (ev, cut) = {
-                let Some(c) = self.coord.as_ref() else { return Ok(()) };
-                let mut s = lock(&c.shared);
+                let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
                 s.pull_events();
                 (s.events.pop_front(), s.cut_due)
             };
@@ -481,8 +487,8 @@ impl Engine {
                 }
                 None if cut => {
                     // The TakeImage was acted on already; a cut cannot stay due without one.
-                    if let Some(c) = self.coord.as_ref() {
-                        lock(&c.shared).cut_due = false;
+                    if let Some(s) = shared(&mut self.st.door) {
+                        s.cut_due = false;
                     }
                 }
                 None => {}
@@ -503,16 +509,16 @@ impl Engine {
                 if let Err(e) = &ok {
                     eprintln!("steadfast: rank {rank}: cannot store the channel record {}: {e}", path.display());
                 }
-                if ok.is_ok() {
-                    if let Some(c) = self.coord.as_mut() {
-                        if c.start_upload(wave, rank, FileKind::Record, path) {
-                            return;
-                        }
+                let mut stored = ok.is_ok();
+                if stored {
+                    match self.coord.as_mut().and_then(|c| c.start_upload(wave, rank, FileKind::Record, path)) {
+                        Some(true) => return,
+                        Some(false) => stored = false,
+                        None => {}
                     }
                 }
-                let Some(c) = self.coord.as_ref() else { return };
-                let mut s = lock(&c.shared);
-                s.machine.record_stored(wave, ok.is_ok());
+                let Some(s) = shared(&mut self.st.door) else { return };
+                s.machine.record_stored(wave, stored);
                 s.pull_events();
             }
             Event::Discard { wave } => {
@@ -548,8 +554,8 @@ impl Engine {
     fn coord_send(&mut self) -> MpiResult<()> {
         loop {
             let t = {
-                let Some(c) = self.coord.as_ref() else { return Ok(()) };
-                lock(&c.shared).machine.poll_transmit()
+                let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
+                s.machine.poll_transmit()
             };
             let Some(t) = t else { return Ok(()) };
             self.coord_transmit(t)?;
@@ -578,8 +584,7 @@ impl Engine {
         let rank = self.rank;
         tracing::debug!(rank, wave, outq = ?self.st.outq.iter().map(|q| q.len()).collect::<Vec<_>>(), "cut");
         let markers: Vec<Transmit> = {
-            let Some(c) = self.coord.as_ref() else { return Ok(()) };
-            let mut s = lock(&c.shared);
+            let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
             std::iter::from_fn(|| s.machine.poll_transmit()).collect()
         };
         if let Some(b) = self.boot.as_mut() {
@@ -610,11 +615,13 @@ impl Engine {
             }
             Err(e) => {
                 eprintln!("steadfast: rank {rank}: checkpoint {wave}: {e}");
-                lock(&c.shared).machine.image_stored(wave, false);
+                if let Some(s) = shared(&mut self.st.door) {
+                    s.machine.image_stored(wave, false);
+                }
             }
         }
         let held = {
-            let mut s = lock(&c.shared);
+            let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
             s.cut_due = false;
             std::mem::take(&mut s.held)
         };
@@ -645,8 +652,7 @@ impl Engine {
         c.restores += 1;
         let files = std::mem::take(&mut c.files);
         reopen_files(&files);
-        {
-            let mut s = lock(&c.shared);
+        if let Some(s) = shared(&mut self.st.door) {
             s.held.clear();
             s.cut_due = false;
             s.events.clear();
@@ -693,8 +699,7 @@ impl Engine {
             ChannelRecord::decode(&bytes).map_err(|e| other(format!("{}: {e}", path.display())))?
         };
         let replay = {
-            let Some(c) = self.coord.as_ref() else { return Ok(()) };
-            let mut s = lock(&c.shared);
+            let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
             let r = s.machine.restored(wave, record).map_err(other)?;
             s.pull_events();
             r
@@ -741,8 +746,8 @@ impl Engine {
     fn coord_wait(&mut self, want: impl Fn(&Event) -> bool) -> MpiResult<Event> {
         loop {
             let ev = {
-                let Some(c) = self.coord.as_ref() else { return Err(other("not enabled")) };
-                lock(&c.shared).events.pop_front()
+                let Some(s) = shared(&mut self.st.door) else { return Err(other("not enabled")) };
+                s.events.pop_front()
             };
             match ev {
                 Some(ev) if want(&ev) => return Ok(ev),
@@ -754,8 +759,7 @@ impl Engine {
                         std::thread::sleep(Duration::from_millis(1));
                         continue;
                     }
-                    let Some(c) = self.coord.as_ref() else { return Err(other("not enabled")) };
-                    let mut s = lock(&c.shared);
+                    let Some(s) = shared(&mut self.st.door) else { return Err(other("not enabled")) };
                     for ev in evs {
                         match ev {
                             steadfast_runtime::LauncherEvent::Recovery { bytes } => {
