@@ -515,7 +515,17 @@ fn a_damaged_checkpoint_falls_back_to_an_earlier_one_as_a_new_incarnation() {
     for wave in 1..=2 {
         s.checkpoint_now(ms(wave));
         for r in 0..2 {
-            s.handle(ms(wave), r, Message::new(0, Body::Done { wave, in_transit: 0 }));
+            s.handle(
+                ms(wave),
+                r,
+                Message::new(
+                    0,
+                    Body::Done {
+                        wave,
+                        in_transit: 0,
+                    },
+                ),
+            );
         }
     }
     assert_eq!(s.committed(), 2);
@@ -524,8 +534,13 @@ fn a_damaged_checkpoint_falls_back_to_an_earlier_one_as_a_new_incarnation() {
     // The launcher finds an image of wave 2 damaged: wave 1 instead, next incarnation.
     s.fall_back(ms(11), 1);
     let (t, e) = sched_out(&mut s);
-    assert!(e.contains(&SEv::RollingBack { wave: 1, incarnation: 2 }));
-    assert!(t.iter().all(|t| t.message == Message::new(2, Body::Rollback { wave: 1 })));
+    assert!(e.contains(&SEv::RollingBack {
+        wave: 1,
+        incarnation: 2
+    }));
+    assert!(t
+        .iter()
+        .all(|t| t.message == Message::new(2, Body::Rollback { wave: 1 })));
     assert_eq!(s.committed(), 1);
     // Not forward, not to the same wave.
     s.fall_back(ms(12), 1);
@@ -534,5 +549,8 @@ fn a_damaged_checkpoint_falls_back_to_an_earlier_one_as_a_new_incarnation() {
     for r in 0..2 {
         s.handle(ms(13), r, Message::new(2, Body::RolledBack { wave: 1 }));
     }
-    assert!(sched_out(&mut s).1.contains(&SEv::Resumed { wave: 1, incarnation: 2 }));
+    assert!(sched_out(&mut s).1.contains(&SEv::Resumed {
+        wave: 1,
+        incarnation: 2
+    }));
 }

@@ -38,6 +38,9 @@ fn sweep() {
         t.redelivered += o.redelivered;
         t.stale_dropped += o.stale_dropped;
         t.late_markers += o.late_markers;
+        t.group_crashes += o.group_crashes;
+        t.program_ops += o.program_ops;
+        t.faults_mid_program += o.faults_mid_program;
     }
     eprintln!("{} seeds: {t:#?}", seeds.len());
     if harness::replay().is_some() {
@@ -57,6 +60,8 @@ fn sweep() {
         ("late markers ignored", t.late_markers),
         ("whole-job restarts", t.job_restarts),
         ("restore timeouts", t.restore_timeouts),
+        ("crashes of several ranks at once", t.group_crashes),
+        ("crashes while the program runs", t.faults_mid_program),
     ] {
         assert!(n > 0, "the sweep never exercised {what}: {t:#?}");
     }
