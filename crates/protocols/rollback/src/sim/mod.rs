@@ -63,6 +63,8 @@ pub struct Params {
     pub fail_per_mille: u64,
     /// Chance (per mille) that a crash takes several ranks at once (up to all of them).
     pub group_crash_per_mille: u64,
+    /// Chance per step (per mille) that a stored image of the committed wave goes bad.
+    pub damage_per_mille: u64,
     /// Rounds of the application's program.
     pub rounds: u32,
     pub config: Config,
@@ -88,9 +90,11 @@ impl Params {
                 restore_timeout: ms(r.range(20, 200)),
             },
             group_crash_per_mille: 0,
+            damage_per_mille: 0,
             rounds: 0,
         };
         p.group_crash_per_mille = r.range(0, 400);
+        p.damage_per_mille = if r.chance(300) { r.range(1, 8) } else { 0 };
         // About as long as the faulty part of the run: faults hit the program while it runs
         // (and some seeds finish it early and only checkpoint and roll back).
         let per_round = 2 * p.ranks.saturating_sub(1).max(1);
@@ -145,6 +149,10 @@ pub struct Outcome {
     pub program_ops: u64,
     /// Runs in which a fault hit the program before it finished.
     pub faults_mid_program: u64,
+    /// Images of a committed wave damaged on storage.
+    pub damaged: u64,
+    /// Rollbacks that fell back to an earlier commit because an image was damaged.
+    pub fallbacks: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -271,6 +279,10 @@ fn mix(a: u64, b: u64) -> u64 {
 /// delivered to it but not yet received by the program (the library's unexpected queue).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct App {
+    /// The engine's note of the last committed wave it heard of (process memory, so part of
+    /// the image): on the next commit it deletes the waves before it, keeping it as the
+    /// fallback.
+    kept: Wave,
     pc: usize,
     acc: u64,
     sent: Vec<u64>,
@@ -285,6 +297,7 @@ struct App {
 impl App {
     fn new(n: u32) -> App {
         App {
+            kept: 0,
             pc: 0,
             acc: 0,
             sent: vec![0; n as usize],
@@ -355,6 +368,8 @@ fn reference(prog: &Program, from: Rank, to: Rank, seq: u64) -> Res<u64> {
 struct Stored {
     image: Option<App>,
     record: Option<ChannelRecord>,
+    /// The image went bad on storage after it was written (its checksum no longer matches).
+    damaged: bool,
 }
 
 struct Node {
@@ -421,6 +436,11 @@ pub struct Sim {
     committed_ever: BTreeSet<Wave>,
     /// Highest incarnation the scheduler was ever in.
     max_inc: u16,
+    /// The launcher's committed wave before the last one: where a rollback falls back to
+    /// when an image of the last one is damaged (the start once it was used).
+    previous: Option<Wave>,
+    /// The launcher's last committed wave.
+    lcommitted: Wave,
     out: Outcome,
     trace: VecDeque<String>,
 }
@@ -461,6 +481,8 @@ impl Sim {
             reported: BTreeSet::new(),
             committed_ever: BTreeSet::from([0]),
             max_inc: 0,
+            previous: None,
+            lcommitted: 0,
             out: Outcome::default(),
             trace: VecDeque::new(),
             p,
@@ -572,6 +594,21 @@ impl Sim {
         {
             self.crash_group();
         }
+        if self.faults && self.rng.chance(self.p.damage_per_mille) {
+            let (c, r) = (
+                self.sched.committed(),
+                self.rng.below(self.n as u64) as Rank,
+            );
+            if let Some(s) = self
+                .storage
+                .get_mut(&(r, c))
+                .filter(|s| c > 0 && !s.damaged)
+            {
+                s.damaged = true;
+                self.out.damaged += 1;
+                self.log(|| format!("image of r{r} wave {c} DAMAGED"));
+            }
+        }
         if self.faults && self.rng.chance(self.p.job_restart_per_mille) {
             self.job_restart()?;
         }
@@ -600,6 +637,10 @@ impl Sim {
             node.writing_image.clear();
             node.writing_record.clear();
         }
+        // The launcher is started again too: it knows the persisted commit, not the one
+        // before it.
+        self.previous = None;
+        self.lcommitted = committed;
         self.sched = Scheduler::restart(self.n, self.p.config, self.now, committed, last, inc);
         self.drain_sched()
     }
@@ -694,7 +735,17 @@ impl Sim {
                 Some(Stored {
                     image: Some(i),
                     record: Some(r),
+                    damaged: false,
                 }) => (i.clone(), r.clone()),
+                Some(Stored { damaged: true, .. }) => {
+                    // Went bad after the launcher checked it: the restore fails its
+                    // checksum and the process exits; the next rollback falls back.
+                    self.log(|| {
+                        format!("r{rank} finds its image of wave {wave} damaged and exits")
+                    });
+                    self.crash(rank);
+                    return Ok(());
+                }
                 _ => {
                     return Err(format!(
                         "r{rank} must restore committed wave {wave} but its image or record is gone"
@@ -954,12 +1005,17 @@ impl Sim {
                             "r{r} deletes images older than wave {wave}, which the scheduler never committed"
                         ));
                     }
-                    self.storage.retain(|&(rank, w), _| rank != r || w >= wave);
+                    // As the engine: waves before the previous commit go, the previous one
+                    // stays as the fallback.
+                    let keep = std::mem::replace(&mut node.app.kept, wave);
+                    self.storage.retain(|&(rank, w), _| rank != r || w >= keep);
                 }
                 REvent::Restore { wave, incarnation } => {
                     node.writing_image.clear();
                     node.writing_record.clear();
-                    self.storage.retain(|&(rank, w), _| rank != r || w == wave);
+                    // Waves after the one restored will never commit; older ones stay (the
+                    // fallback should that one be damaged) until the next commit.
+                    self.storage.retain(|&(rank, w), _| rank != r || w <= wave);
                     // Sometimes the restore hangs: the scheduler's restore timeout starts over.
                     if !(self.faults && self.rng.chance(self.p.stuck_per_mille * 4)) {
                         let d = Duration::from_micros(self.rng.range(100, 10_000));
@@ -1008,6 +1064,10 @@ impl Sim {
                         ));
                     }
                     self.committed_ever.insert(wave);
+                    if self.lcommitted > 0 {
+                        self.previous = Some(self.lcommitted);
+                    }
+                    self.lcommitted = wave;
                     self.out.commits += 1;
                     self.out.in_transit_committed += in_transit;
                     self.check_cut(wave)?;
@@ -1021,8 +1081,33 @@ impl Sim {
                     AbortReason::StorageFailed { .. } => self.out.aborted_storage += 1,
                     AbortReason::RankFailed { .. } => self.out.aborted_failure += 1,
                 },
-                SEvent::RollingBack { .. } => {
+                SEvent::RollingBack { wave, incarnation } => {
                     self.out.rollbacks += 1;
+                    let damaged = (0..self.n)
+                        .any(|r| self.storage.get(&(r, wave)).is_some_and(|s| s.damaged));
+                    if damaged {
+                        // The launcher checks the images before any rank is told to restore
+                        // them: the ROLLBACK to the damaged wave is never relayed, and the
+                        // job falls back to the commit before it (or the start).
+                        for j in 0..self.n {
+                            let c = self.chan(self.n, j);
+                            self.chans[c].retain(|p| !is_rollback(p, incarnation));
+                        }
+                        let to = self.previous.take().filter(|&p| p < wave).unwrap_or(0);
+                        self.log(|| format!("launcher: an image of wave {wave} is damaged, falling back to {to}"));
+                        self.out.fallbacks += 1;
+                        self.lcommitted = to;
+                        self.sched.fall_back(self.now, to);
+                        if self.sched.committed() != to {
+                            return Err(format!(
+                                "fall_back to {to} left the committed wave at {}",
+                                self.sched.committed()
+                            ));
+                        }
+                        // The one way the committed wave may go back.
+                        self.last_committed = to;
+                        continue;
+                    }
                     if self.faults && self.rng.chance(self.p.crash_at_restore_per_mille) {
                         crash_now += 1;
                         self.out.crashes_during_restore += 1;
@@ -1059,6 +1144,7 @@ impl Sim {
                 Some(Stored {
                     image: Some(i),
                     record: Some(c),
+                    ..
                 }) => imgs.push((i, c)),
                 _ => {
                     return Err(format!(
@@ -1152,6 +1238,19 @@ impl Sim {
             ));
         }
         self.max_inc = inc;
+        // The fallback of the committed wave is still on storage for every rank.
+        if let Some(p) = self.previous.filter(|&p| p > 0) {
+            if let Some(r) = (0..self.n).find(|&r| {
+                !self
+                    .storage
+                    .get(&(r, p))
+                    .is_some_and(|s| s.image.is_some() && s.record.is_some())
+            }) {
+                return Err(format!(
+                    "r{r}'s images of wave {p}, the fallback of committed wave {c}, were deleted"
+                ));
+            }
+        }
         for r in 0..self.n {
             let node = &mut self.nodes[r as usize];
             if node.alive && node.machine.is_live() {
@@ -1171,6 +1270,7 @@ impl Sim {
                     Some(Stored {
                         image: Some(_),
                         record: Some(_),
+                        ..
                     }) => {}
                     _ => {
                         return Err(format!(
@@ -1227,15 +1327,19 @@ impl Sim {
                     ));
                 }
             }
-            // Every older or aborted image was deleted; only the committed one is kept.
+            // Every image of an aborted or abandoned wave was deleted; the committed one
+            // is kept (and perhaps the one before it: the fallback).
             let kept: Vec<Wave> = self
                 .storage
                 .range((i, 0)..(i + 1, 0))
                 .map(|(k, _)| k.1)
                 .collect();
             let c = self.sched.committed();
-            let expect = if c == 0 { vec![] } else { vec![c] };
-            if kept != expect {
+            if kept
+                .iter()
+                .any(|w| !self.committed_ever.contains(w) || *w > c)
+                || (c > 0 && !kept.contains(&c))
+            {
                 return Err(format!(
                     "r{i} keeps images of waves {kept:?} after settling, committed {c}"
                 ));
@@ -1250,6 +1354,14 @@ impl Sim {
 }
 
 /// The application receives message `from` (checked: the next of its channel, right bytes).
+/// Whether `p` is the scheduler's ROLLBACK of `incarnation`.
+fn is_rollback(p: &Packet, incarnation: u16) -> bool {
+    matches!(p, Packet::Ctrl(b) if matches!(
+        Message::decode(b),
+        Ok(Message { incarnation: i, body: Body::Rollback { .. } }) if i == incarnation
+    ))
+}
+
 /// The value it carries is the fault-free run's and goes to the program's queue.
 fn deliver_app(prog: &Program, me: Rank, app: &mut App, from: Ident, bytes: &[u8]) -> Res {
     let i = from.world as usize;

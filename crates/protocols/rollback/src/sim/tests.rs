@@ -41,6 +41,8 @@ fn sweep() {
         t.group_crashes += o.group_crashes;
         t.program_ops += o.program_ops;
         t.faults_mid_program += o.faults_mid_program;
+        t.damaged += o.damaged;
+        t.fallbacks += o.fallbacks;
     }
     eprintln!("{} seeds: {t:#?}", seeds.len());
     if harness::replay().is_some() {
@@ -62,6 +64,8 @@ fn sweep() {
         ("restore timeouts", t.restore_timeouts),
         ("crashes of several ranks at once", t.group_crashes),
         ("crashes while the program runs", t.faults_mid_program),
+        ("damaged images", t.damaged),
+        ("fallbacks to an earlier commit", t.fallbacks),
     ] {
         assert!(n > 0, "the sweep never exercised {what}: {t:#?}");
     }
