@@ -63,6 +63,12 @@ pub struct Params {
     pub fail_per_mille: u64,
     /// Chance (per mille) that a crash takes several ranks at once (up to all of them).
     pub group_crash_per_mille: u64,
+    /// Every failure kills and restarts every rank (as `--ft coordinated` does), not only
+    /// the failed one; the others restore in place otherwise.
+    pub respawn_all: bool,
+    /// Chance per step (per mille) of a checkpoint on demand (`MPIX_Checkpoint`,
+    /// `steadfast checkpoint`); some seeds have no periodic waves at all.
+    pub on_demand_per_mille: u64,
     /// Chance per step (per mille) that a stored image of the committed wave goes bad.
     pub damage_per_mille: u64,
     /// Rounds of the application's program.
@@ -91,10 +97,18 @@ impl Params {
             },
             group_crash_per_mille: 0,
             damage_per_mille: 0,
+            respawn_all: false,
+            on_demand_per_mille: 0,
             rounds: 0,
         };
         p.group_crash_per_mille = r.range(0, 400);
         p.damage_per_mille = if r.chance(300) { r.range(1, 8) } else { 0 };
+        p.respawn_all = r.chance(300);
+        p.on_demand_per_mille = if r.chance(300) { r.range(1, 20) } else { 0 };
+        if r.chance(150) {
+            p.config.interval = None;
+            p.on_demand_per_mille = r.range(1, 20);
+        }
         // About as long as the faulty part of the run: faults hit the program while it runs
         // (and some seeds finish it early and only checkpoint and roll back).
         let per_round = 2 * p.ranks.saturating_sub(1).max(1);
@@ -149,6 +163,8 @@ pub struct Outcome {
     pub program_ops: u64,
     /// Runs in which a fault hit the program before it finished.
     pub faults_mid_program: u64,
+    /// Waves started on demand.
+    pub on_demand: u64,
     /// Images of a committed wave damaged on storage.
     pub damaged: u64,
     /// Rollbacks that fell back to an earlier commit because an image was damaged.
@@ -594,6 +610,13 @@ impl Sim {
         {
             self.crash_group();
         }
+        if self.rng.chance(self.p.on_demand_per_mille) {
+            if let Some(w) = self.sched.checkpoint_now(self.now) {
+                self.out.on_demand += 1;
+                self.log(|| format!("checkpoint {w} on demand"));
+            }
+            self.drain_sched()?;
+        }
         if self.faults && self.rng.chance(self.p.damage_per_mille) {
             let (c, r) = (
                 self.sched.committed(),
@@ -629,13 +652,9 @@ impl Sim {
             self.sched.last_wave(),
             self.sched.incarnation(),
         );
-        for (r, node) in self.nodes.iter_mut().enumerate() {
-            node.life += 1;
-            node.alive = true;
-            node.machine = RankMachine::relaunched(r as Rank, self.n);
-            node.app = App::new(self.n);
-            node.writing_image.clear();
-            node.writing_record.clear();
+        for r in 0..self.n {
+            self.nodes[r as usize].life += 1;
+            self.relaunch(r);
         }
         // The launcher is started again too: it knows the persisted commit, not the one
         // before it.
@@ -713,12 +732,21 @@ impl Sim {
                 self.restore(rank, wave)
             }
             Timed::Notice { rank } => {
-                let node = &mut self.nodes[rank as usize];
-                node.alive = true;
-                node.machine = RankMachine::relaunched(rank, self.n);
-                node.app = App::new(self.n);
-                node.writing_image.clear();
-                node.writing_record.clear();
+                if self.nodes[rank as usize].alive {
+                    // Started again already, with every other rank (`respawn_all`).
+                    return Ok(());
+                }
+                self.relaunch(rank);
+                if self.p.respawn_all {
+                    // As the engine does it: every other process is killed and started
+                    // again from its image too, the scheduler goes on.
+                    for r in 0..self.n {
+                        if r != rank {
+                            self.crash(r);
+                            self.relaunch(r);
+                        }
+                    }
+                }
                 self.log(|| format!("launcher: r{rank} relaunched, scheduler told"));
                 self.sched.rank_failed(self.now, rank);
                 self.drain_sched()
@@ -777,6 +805,17 @@ impl Sim {
         }
         self.log(|| format!("r{rank} restored wave {wave}, {k} re-delivered"));
         self.drain_rank(rank)
+    }
+
+    /// A new process for rank `r`: it knows nothing until the scheduler's ROLLBACK.
+    fn relaunch(&mut self, r: Rank) {
+        let node = &mut self.nodes[r as usize];
+        node.alive = true;
+        node.machine = RankMachine::relaunched(r, self.n);
+        node.app = App::new(self.n);
+        node.restored = None;
+        node.writing_image.clear();
+        node.writing_record.clear();
     }
 
     /// One rank crashes, or several at once (up to every rank of the job).

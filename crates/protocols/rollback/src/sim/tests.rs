@@ -42,6 +42,7 @@ fn sweep() {
         t.program_ops += o.program_ops;
         t.faults_mid_program += o.faults_mid_program;
         t.damaged += o.damaged;
+        t.on_demand += o.on_demand;
         t.fallbacks += o.fallbacks;
     }
     eprintln!("{} seeds: {t:#?}", seeds.len());
@@ -65,6 +66,7 @@ fn sweep() {
         ("crashes of several ranks at once", t.group_crashes),
         ("crashes while the program runs", t.faults_mid_program),
         ("damaged images", t.damaged),
+        ("checkpoints on demand", t.on_demand),
         ("fallbacks to an earlier commit", t.fallbacks),
     ] {
         assert!(n > 0, "the sweep never exercised {what}: {t:#?}");
