@@ -66,6 +66,10 @@ pub struct Params {
     /// Every failure kills and restarts every rank (as `--ft coordinated` does), not only
     /// the failed one; the others restore in place otherwise.
     pub respawn_all: bool,
+    /// The host persists the incarnation at every `RollingBack` (as the scheduler's docs
+    /// ask), not only with the commit record (as `--ft coordinated` does): a whole-job
+    /// restart then never reuses an incarnation.
+    pub persist_at_rollback: bool,
     /// Chance per step (per mille) of a checkpoint on demand (`MPIX_Checkpoint`,
     /// `steadfast checkpoint`); some seeds have no periodic waves at all.
     pub on_demand_per_mille: u64,
@@ -98,12 +102,14 @@ impl Params {
             group_crash_per_mille: 0,
             damage_per_mille: 0,
             respawn_all: false,
+            persist_at_rollback: true,
             on_demand_per_mille: 0,
             rounds: 0,
         };
         p.group_crash_per_mille = r.range(0, 400);
         p.damage_per_mille = if r.chance(300) { r.range(1, 8) } else { 0 };
         p.respawn_all = r.chance(300);
+        p.persist_at_rollback = r.chance(700);
         p.on_demand_per_mille = if r.chance(300) { r.range(1, 20) } else { 0 };
         if r.chance(150) {
             p.config.interval = None;
@@ -457,6 +463,9 @@ pub struct Sim {
     previous: Option<Wave>,
     /// The launcher's last committed wave.
     lcommitted: Wave,
+    /// What the host persisted for a whole-job restart: the committed wave, the last wave
+    /// started and the incarnation.
+    persisted: (Wave, Wave, u16),
     out: Outcome,
     trace: VecDeque<String>,
 }
@@ -499,6 +508,7 @@ impl Sim {
             max_inc: 0,
             previous: None,
             lcommitted: 0,
+            persisted: (0, 0, 0),
             out: Outcome::default(),
             trace: VecDeque::new(),
             p,
@@ -647,11 +657,17 @@ impl Sim {
             c.clear();
         }
         self.timed.retain(|t| !matches!(t.2, Timed::Notice { .. }));
-        let (committed, last, inc) = (
-            self.sched.committed(),
-            self.sched.last_wave(),
-            self.sched.incarnation(),
-        );
+        let (committed, last, inc) = self.persisted;
+        if !self.p.persist_at_rollback {
+            // The restarted job may be in an incarnation an earlier rollback used: nothing
+            // of the killed processes is left to mix with it.
+            self.max_inc = 0;
+            for node in &mut self.nodes {
+                node.max_inc = 0;
+            }
+        }
+        // Reports of the killed job do not count for waves numbered again.
+        self.reported.clear();
         for r in 0..self.n {
             self.nodes[r as usize].life += 1;
             self.relaunch(r);
@@ -1107,6 +1123,7 @@ impl Sim {
                         self.previous = Some(self.lcommitted);
                     }
                     self.lcommitted = wave;
+                    self.persisted = (wave, self.sched.last_wave(), self.sched.incarnation());
                     self.out.commits += 1;
                     self.out.in_transit_committed += in_transit;
                     self.check_cut(wave)?;
@@ -1122,8 +1139,17 @@ impl Sim {
                 },
                 SEvent::RollingBack { wave, incarnation } => {
                     self.out.rollbacks += 1;
-                    let damaged = (0..self.n)
-                        .any(|r| self.storage.get(&(r, wave)).is_some_and(|s| s.damaged));
+                    if self.p.persist_at_rollback {
+                        self.persisted.2 = incarnation;
+                    }
+                    // Damaged or missing (a restart from a commit record written before a
+                    // fallback: the images of the wave fallen back from are gone).
+                    let damaged = wave > 0
+                        && (0..self.n).any(|r| {
+                            self.storage.get(&(r, wave)).is_none_or(|s| {
+                                s.damaged || s.image.is_none() || s.record.is_none()
+                            })
+                        });
                     if damaged {
                         // The launcher checks the images before any rank is told to restore
                         // them: the ROLLBACK to the damaged wave is never relayed, and the
