@@ -444,6 +444,8 @@ pub struct Sim {
     sched: Scheduler,
     /// Channel `src * (n + 1) + dst`; node `n` is the scheduler.
     chans: Vec<VecDeque<Packet>>,
+    /// Relative speed of each channel (all 1 unless the seed has slow links).
+    speed: Vec<u64>,
     storage: BTreeMap<(Rank, Wave), Stored>,
     timed: Vec<(Time, u64, Timed)>,
     timed_seq: u64,
@@ -496,6 +498,13 @@ impl Sim {
             nodes,
             sched,
             chans: vec![VecDeque::new(); ((n + 1) * (n + 1)) as usize],
+            speed: {
+                let mut r = Rng::new(seed ^ 0x6c69_6e6b);
+                let slow = r.chance(400);
+                (0..(n + 1) * (n + 1))
+                    .map(|_| if slow { r.range(1, 20) } else { 1 })
+                    .collect()
+            },
             storage: BTreeMap::new(),
             timed: Vec::new(),
             timed_seq: 0,
@@ -593,6 +602,17 @@ impl Sim {
     fn step(&mut self) -> Res {
         self.now += Duration::from_micros(self.rng.range(0, 300));
         self.fire_timers()?;
+        // The host may call `handle_timeout` early (any wakeup): nothing may happen then.
+        if self.rng.chance(20) && self.sched.poll_timeout().is_none_or(|t| t > self.now) {
+            self.sched.handle_timeout(self.now);
+            if self.sched.poll_transmit().is_some() || self.sched.poll_event().is_some() {
+                return Err(format!(
+                    "the scheduler acted on handle_timeout({:?}) before its timeout {:?}",
+                    self.now,
+                    self.sched.poll_timeout()
+                ));
+            }
+        }
         if self.sched.poll_timeout().is_some_and(|t| t <= self.now) {
             self.sched.handle_timeout(self.now);
             self.drain_sched()?;
@@ -878,10 +898,27 @@ impl Sim {
     }
 
     fn deliver_one(&mut self) -> Res {
-        let nonempty: Vec<usize> = (0..self.chans.len())
+        // A channel with packets, chosen by its speed: slow links keep packets in flight
+        // across cuts.
+        let total: u64 = (0..self.chans.len())
             .filter(|&c| !self.chans[c].is_empty())
-            .collect();
-        let Some(c) = self.rng.pick(&nonempty) else {
+            .map(|c| self.speed[c])
+            .sum();
+        if total == 0 {
+            return Ok(());
+        }
+        let mut x = self.rng.below(total);
+        let Some(c) = (0..self.chans.len())
+            .filter(|&c| !self.chans[c].is_empty())
+            .find(|&c| {
+                if x < self.speed[c] {
+                    true
+                } else {
+                    x -= self.speed[c];
+                    false
+                }
+            })
+        else {
             return Ok(());
         };
         let Some(pkt) = self.chans[c].pop_front() else {
