@@ -433,8 +433,24 @@ enum Timed {
     },
 }
 
+/// A host that breaks its side of the contract on purpose, to show that the checks catch it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sabotage {
+    /// Re-delivers one packet fewer than the restore handed back.
+    SkipRedelivery,
+    /// Re-delivers the first packet handed back twice.
+    DoubleRedelivery,
+    /// Takes process images without the messages delivered but not yet received.
+    ImageWithoutQueue,
+    /// Delivers what the rank machine said to drop.
+    IgnoreDrop,
+    /// Never checks images before a rollback (no fallback from a damaged one).
+    NoFallback,
+}
+
 /// The simulated job.
 pub struct Sim {
+    sabotage: Option<Sabotage>,
     p: Params,
     seed: u64,
     rng: Rng,
@@ -491,6 +507,7 @@ impl Sim {
             .collect();
         let sched = Scheduler::new(n, p.config, Duration::ZERO);
         Sim {
+            sabotage: None,
             rng: Rng::new(seed),
             seed,
             now: Duration::ZERO,
@@ -522,6 +539,13 @@ impl Sim {
             trace: VecDeque::new(),
             p,
         }
+    }
+
+    /// The same job with a host that breaks the contract as `s` says.
+    pub fn sabotaged(p: Params, seed: u64, s: Sabotage) -> Sim {
+        let mut sim = Sim::new(p, seed);
+        sim.sabotage = Some(s);
+        sim
     }
 
     fn log(&mut self, f: impl FnOnce() -> String) {
@@ -824,8 +848,18 @@ impl Sim {
             .restored(wave, record)
             .map_err(|e| format!("r{rank} restore of wave {wave}: {e}"))?;
         node.restored = Some((wave, replay.incarnation));
-        let k = replay.redeliver.len();
-        for m in &replay.redeliver {
+        let mut redeliver = replay.redeliver.clone();
+        match self.sabotage {
+            Some(Sabotage::SkipRedelivery) => {
+                redeliver.pop();
+            }
+            Some(Sabotage::DoubleRedelivery) if !redeliver.is_empty() => {
+                redeliver.insert(1, redeliver[0].clone());
+            }
+            _ => {}
+        }
+        let k = redeliver.len();
+        for m in &redeliver {
             deliver_app(&self.prog, rank, &mut node.app, m.from, &m.bytes)
                 .map_err(|e| format!("re-delivery after restore of wave {wave}: {e}"))?;
         }
@@ -948,7 +982,8 @@ impl Sim {
         match pkt {
             Packet::App { ident, payload } => {
                 let v = node.machine.arrived(ident, &payload);
-                if v == Verdict::Deliver {
+                let ignore = self.sabotage == Some(Sabotage::IgnoreDrop) && node.machine.is_live();
+                if v == Verdict::Deliver || ignore {
                     if ident.incarnation != node.machine.incarnation() {
                         return Err(format!(
                             "r{dst} (incarnation {}) delivered a packet of incarnation {}",
@@ -1051,7 +1086,11 @@ impl Sim {
             match ev {
                 REvent::TakeImage { wave } => {
                     // The fork: the image is the state at the cut, written in the background.
-                    node.writing_image.insert(wave, node.app.clone());
+                    let mut image = node.app.clone();
+                    if self.sabotage == Some(Sabotage::ImageWithoutQueue) {
+                        image.inbox.iter_mut().for_each(VecDeque::clear);
+                    }
+                    node.writing_image.insert(wave, image);
                     let stuck = self.faults && self.rng.chance(self.p.stuck_per_mille);
                     let ok = !(self.faults && self.rng.chance(self.p.fail_per_mille));
                     if !stuck {
@@ -1181,7 +1220,8 @@ impl Sim {
                     }
                     // Damaged or missing (a restart from a commit record written before a
                     // fallback: the images of the wave fallen back from are gone).
-                    let damaged = wave > 0
+                    let damaged = self.sabotage != Some(Sabotage::NoFallback)
+                        && wave > 0
                         && (0..self.n).any(|r| {
                             self.storage.get(&(r, wave)).is_none_or(|s| {
                                 s.damaged || s.image.is_none() || s.record.is_none()

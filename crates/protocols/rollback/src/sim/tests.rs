@@ -73,3 +73,26 @@ fn sweep() {
         assert!(n > 0, "the sweep never exercised {what}: {t:#?}");
     }
 }
+
+/// Each way a host can break its side of the contract is caught within a few seeds: the
+/// checks above can fail.
+#[test]
+fn broken_hosts_are_caught() {
+    if harness::replay().is_some() {
+        return;
+    }
+    for s in [
+        Sabotage::SkipRedelivery,
+        Sabotage::DoubleRedelivery,
+        Sabotage::ImageWithoutQueue,
+        Sabotage::IgnoreDrop,
+        Sabotage::NoFallback,
+    ] {
+        let caught =
+            (0..200).find_map(|seed| Sim::sabotaged(Params::from_seed(seed), seed, s).run().err());
+        match caught {
+            Some(f) => eprintln!("{s:?}: seed {}: {}", f.seed, f.reason),
+            None => panic!("a host with {s:?} passes 200 seeds"),
+        }
+    }
+}
