@@ -1,35 +1,45 @@
-//! A deterministic simulation of a job under coordinated checkpointing: `n` ranks run a
-//! deterministic application over FIFO channels (one per ordered pair; the order of delivery
-//! across channels is chosen by a seeded generator, never the order within one), the
-//! scheduler takes periodic checkpoints, ranks crash and are relaunched at seeded points
-//! (one or several at once, also right at a commit and during a restore), image and record
-//! writes are slow, fail or never finish, restores hang, the whole job is killed and
-//! restarted from what the scheduler persisted. Stable storage survives crashes. Time is an
-//! input: every step advances a simulated clock; nothing reads a real one.
+//! A deterministic simulation of a job under coordinated checkpointing: `n` ranks (each a
+//! [`RankMachine`] under a simulated host) and one [`Scheduler`] run a deterministic
+//! application over FIFO channels (one per ordered pair, some seeds with slow links; the
+//! order of delivery across channels is chosen by a seeded generator, never the order
+//! within one: the transport is FIFO and reliable per pair, and markers rely on it). Time is
+//! an input: every step advances a simulated clock; nothing reads a real one.
 //!
-//! The application (see [`Program`]) is a seeded program per rank in rounds of sends and
-//! receives from named sources; the values it sends depend on everything it received
-//! before, so its result does not depend on the interleaving but does on every message
-//! arriving once, in order, and on every rank resuming from the right state. Its
-//! fault-free run (the program alone, without the protocol) gives the value of every
-//! message and every rank's final result.
+//! Faults, at seeded points: crashes of one rank or several at once (up to every rank), also
+//! right at a commit and right after a rollback starts; survivors restored in place or, as
+//! `--ft coordinated` does, every rank killed and started again; image and record writes
+//! that are slow, fail or never finish; restores that hang; committed images that go bad
+//! on storage (the host checks them before relaying a ROLLBACK and falls back to the
+//! previous commit or the start, [`Scheduler::fall_back`]; a restore that meets one exits);
+//! whole-job restarts from what the host persisted. Waves are periodic, on demand, or both.
+//! Stable storage survives crashes.
 //!
-//! Checked after every step: the committed wave never goes back and its images and records
-//! are on storage for every rank; incarnations of the scheduler and of every rank never go
-//! back and no rank is ahead of the scheduler; every live rank's channel counters match its
-//! application state; every delivered message is of the receiver's incarnation, the next
-//! one of its channel (none lost, none twice) and carries the fault-free run's value; every
-//! message sent carries the fault-free run's value. At every commit: every rank reported
-//! DONE for that wave in the current incarnation, and the global checkpoint is a consistent
-//! cut whose records hold exactly the messages in transit. At every resume: every rank
-//! restored the same wave as the same incarnation. On deletions: a rank never discards a
-//! committed wave and deletes older images only on a commit the scheduler made. At the
-//! end, once everything settled: every message was delivered exactly once and every rank's
-//! result equals the fault-free run's.
+//! The application is a seeded program per rank in rounds of sends and receives from named
+//! sources; the values it sends depend on everything it received before, so its result
+//! does not depend on the interleaving but does on every message arriving once, in order,
+//! and on every rank resuming from the right state. Its fault-free run (the program alone,
+//! without the protocol) gives the value of every message and every rank's final result.
+//! A process image is the application's whole state, including the messages delivered but
+//! not yet received (the library's unexpected queue).
+//!
+//! Checked after every step: the committed wave never goes back (except by a fallback) and
+//! its images and records, and those of its fallback, are on storage for every rank;
+//! incarnations of the scheduler and of every rank never go back and no rank is ahead of
+//! the scheduler; every live rank's channel counters match its application state; every
+//! delivered message is of the receiver's incarnation, the next one of its channel (none
+//! lost, none twice) and carries the fault-free run's value; every message sent carries the
+//! fault-free run's value; an early `handle_timeout` does nothing. At every commit: every
+//! rank reported DONE for that wave in the current incarnation, and the global checkpoint
+//! is a consistent cut whose records hold exactly the messages in transit. At every resume:
+//! every rank restored the same wave as the same incarnation, never from a damaged image.
+//! On deletions: a rank never discards a committed wave and deletes older images only on a
+//! commit the scheduler made. At the end, once everything settled: every message was
+//! delivered exactly once, no image of an aborted or abandoned wave is left, and every
+//! rank's result equals the fault-free run's.
 //!
 //! Replay one seed: `STEADFAST_SEED=<seed> cargo test --release -p steadfast-rollback --lib
-//! sim::tests::sweep -- --nocapture` (a failure prints this line); more seeds:
-//! `STEADFAST_SIM_SEEDS=<n>`.
+//! sim::tests::sweep -- --nocapture` (a failure prints this line with its reason, its
+//! parameters and the last steps); more seeds: `STEADFAST_SIM_SEEDS=<n>`.
 
 #[cfg(test)]
 mod tests;
