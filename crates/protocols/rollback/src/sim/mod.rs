@@ -169,6 +169,8 @@ pub struct Outcome {
     pub crashes: u64,
     pub crashes_at_commit: u64,
     pub crashes_during_restore: u64,
+    /// Crashes while a DONE was on its way to the scheduler.
+    pub crashes_after_report: u64,
     pub job_restarts: u64,
     pub redelivered: u64,
     pub stale_dropped: u64,
@@ -476,6 +478,8 @@ pub struct Sim {
     timed: Vec<(Time, u64, Timed)>,
     timed_seq: u64,
     crashes: u32,
+    /// Crashes due at the end of this step (decided while a report left).
+    crash_soon: u32,
     /// Faults allowed (off while the run settles at the end).
     faults: bool,
     last_committed: Wave,
@@ -536,6 +540,7 @@ impl Sim {
             timed: Vec::new(),
             timed_seq: 0,
             crashes: 0,
+            crash_soon: 0,
             faults: true,
             last_committed: 0,
             prog: Program::new(n, p.rounds, seed),
@@ -698,6 +703,9 @@ impl Sim {
         }
         if self.faults && self.rng.chance(self.p.job_restart_per_mille) {
             self.job_restart()?;
+        }
+        for _ in 0..std::mem::take(&mut self.crash_soon) {
+            self.crash_group();
         }
         self.check_step()
     }
@@ -934,8 +942,12 @@ impl Sim {
             let c = self.chan(src, r);
             self.chans[c].clear();
         }
-        let c = self.chan(r, self.n);
-        self.chans[c].clear();
+        // Its last reports to the scheduler may or may not get through (written to the
+        // socket before the death, or lost with it).
+        if self.rng.chance(500) {
+            let c = self.chan(r, self.n);
+            self.chans[c].clear();
+        }
         let delay = Duration::from_micros(self.rng.range(100, 20_000));
         self.schedule(delay, Timed::Notice { rank: r });
         self.log(|| format!("CRASH r{r}"));
@@ -1085,6 +1097,25 @@ impl Sim {
                     Peer::Scheduler => self.n,
                     Peer::Rank(j) => j,
                 };
+                // A crash while a report is on its way: the last DONE of a wave (before
+                // the commit point) or a ROLLED_BACK while others still restore.
+                if self.faults && self.crashes < self.p.max_crashes {
+                    match t.message.body {
+                        Body::Done { .. }
+                            if self.rng.chance(self.p.crash_at_commit_per_mille / 2) =>
+                        {
+                            self.out.crashes_after_report += 1;
+                            self.crash_soon += 1;
+                        }
+                        Body::RolledBack { .. }
+                            if self.rng.chance(self.p.crash_at_restore_per_mille / 2) =>
+                        {
+                            self.out.crashes_during_restore += 1;
+                            self.crash_soon += 1;
+                        }
+                        _ => {}
+                    }
+                }
                 let c = self.chan(r, dst);
                 self.chans[c].push_back(Packet::Ctrl(t.message.encode()));
                 continue;

@@ -35,6 +35,7 @@ fn sweep() {
         t.crashes += o.crashes;
         t.crashes_at_commit += o.crashes_at_commit;
         t.crashes_during_restore += o.crashes_during_restore;
+        t.crashes_after_report += o.crashes_after_report;
         t.job_restarts += o.job_restarts;
         t.redelivered += o.redelivered;
         t.stale_dropped += o.stale_dropped;
@@ -59,6 +60,7 @@ fn sweep() {
         ("rollbacks", t.rollbacks),
         ("crashes at a commit", t.crashes_at_commit),
         ("crashes during a restore", t.crashes_during_restore),
+        ("crashes while a DONE is on its way", t.crashes_after_report),
         ("in-transit packets re-delivered", t.redelivered),
         ("stale packets dropped", t.stale_dropped),
         ("late markers ignored", t.late_markers),
