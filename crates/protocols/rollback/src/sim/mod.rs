@@ -6,7 +6,8 @@
 //! an input: every step advances a simulated clock; nothing reads a real one.
 //!
 //! Faults, at seeded points: crashes of one rank or several at once (up to every rank), also
-//! right at a commit and right after a rollback starts; survivors restored in place or, as
+//! while a DONE is on its way, right at a commit, right after a rollback starts and while
+//! a ROLLED_BACK is on its way (a dead rank's last reports may still arrive); survivors restored in place or, as
 //! `--ft coordinated` does, every rank killed and started again; image and record writes
 //! that are slow, fail or never finish; restores that hang; committed images that go bad
 //! on storage (the host checks them before relaying a ROLLBACK and falls back to the
