@@ -434,19 +434,11 @@ impl ChannelRecord {
 pub fn fuzz_decode(data: &[u8]) -> bool {
     let mut any = false;
     if let Ok(m) = Message::decode(data) {
-        assert_eq!(
-            Message::decode(&m.encode()),
-            Ok(m),
-            "message does not survive encode"
-        );
+        assert_eq!(Message::decode(&m.encode()), Ok(m), "message does not survive encode");
         any = true;
     }
     if let Ok(r) = ChannelRecord::decode(data) {
-        assert_eq!(
-            ChannelRecord::decode(&r.encode()),
-            Ok(r),
-            "record does not survive encode"
-        );
+        assert_eq!(ChannelRecord::decode(&r.encode()), Ok(r), "record does not survive encode");
         any = true;
     }
     any

@@ -420,21 +420,14 @@ fn out_of_incarnations_the_scheduler_gives_up_and_stays_stopped() {
     let mut s = Scheduler::restart(2, config(), ms(0), 4, 6, u16::MAX);
     let (t, e) = sched_out(&mut s);
     assert_eq!(e, vec![SEv::GaveUp]);
-    assert!(
-        t.is_empty(),
-        "no ROLLBACK with a wrapped incarnation: {t:?}"
-    );
+    assert!(t.is_empty(), "no ROLLBACK with a wrapped incarnation: {t:?}");
     assert_eq!(s.incarnation(), u16::MAX);
     assert_eq!(s.poll_timeout(), None);
     // Nothing starts it again: failures, waves on demand, timeouts, late reports.
     s.rank_failed(ms(1), 0);
     assert_eq!(s.checkpoint_now(ms(2)), None);
     s.handle_timeout(ms(10_000));
-    s.handle(
-        ms(3),
-        1,
-        Message::new(u16::MAX, Body::RolledBack { wave: 4 }),
-    );
+    s.handle(ms(3), 1, Message::new(u16::MAX, Body::RolledBack { wave: 4 }));
     assert_eq!(sched_out(&mut s), (vec![], vec![]));
 }
 
@@ -539,17 +532,7 @@ fn a_damaged_checkpoint_falls_back_to_an_earlier_one_as_a_new_incarnation() {
     for wave in 1..=2 {
         s.checkpoint_now(ms(wave));
         for r in 0..2 {
-            s.handle(
-                ms(wave),
-                r,
-                Message::new(
-                    0,
-                    Body::Done {
-                        wave,
-                        in_transit: 0,
-                    },
-                ),
-            );
+            s.handle(ms(wave), r, Message::new(0, Body::Done { wave, in_transit: 0 }));
         }
     }
     assert_eq!(s.committed(), 2);
@@ -558,13 +541,8 @@ fn a_damaged_checkpoint_falls_back_to_an_earlier_one_as_a_new_incarnation() {
     // The launcher finds an image of wave 2 damaged: wave 1 instead, next incarnation.
     s.fall_back(ms(11), 1);
     let (t, e) = sched_out(&mut s);
-    assert!(e.contains(&SEv::RollingBack {
-        wave: 1,
-        incarnation: 2
-    }));
-    assert!(t
-        .iter()
-        .all(|t| t.message == Message::new(2, Body::Rollback { wave: 1 })));
+    assert!(e.contains(&SEv::RollingBack { wave: 1, incarnation: 2 }));
+    assert!(t.iter().all(|t| t.message == Message::new(2, Body::Rollback { wave: 1 })));
     assert_eq!(s.committed(), 1);
     // Not forward, not to the same wave.
     s.fall_back(ms(12), 1);
@@ -573,8 +551,5 @@ fn a_damaged_checkpoint_falls_back_to_an_earlier_one_as_a_new_incarnation() {
     for r in 0..2 {
         s.handle(ms(13), r, Message::new(2, Body::RolledBack { wave: 1 }));
     }
-    assert!(sched_out(&mut s).1.contains(&SEv::Resumed {
-        wave: 1,
-        incarnation: 2
-    }));
+    assert!(sched_out(&mut s).1.contains(&SEv::Resumed { wave: 1, incarnation: 2 }));
 }
