@@ -323,6 +323,22 @@ impl Coord {
         self.start.elapsed()
     }
 
+    /// What `steadfast restart` starts from: the committed wave, the output positions at
+    /// its cut, and the highest incarnation used so far (rewritten at every commit, every
+    /// rollback and every fallback, so a restart never reuses an incarnation or names an
+    /// abandoned wave).
+    fn write_committed(&self) {
+        if self.committed == 0 && !self.dir.join(COMMITTED_FILE).exists() {
+            // Nothing committed yet: `steadfast restart` has nothing to start from.
+            return;
+        }
+        let mut text = format!("wave {}\nincarnation {}\nlast_wave {}\n", self.committed, self.sched.incarnation(), self.sched.last_wave());
+        for (r, m) in self.committed_marks.iter().enumerate() {
+            text += &format!("mark {r} {} {}\n", m[0], m[1]);
+        }
+        write_atomically(&self.dir.join(COMMITTED_FILE), text.as_bytes());
+    }
+
     /// The environment a rank's process gets in this mode.
     pub(super) fn rank_env(&self, rank: u32) -> Vec<(OsString, OsString)> {
         let mut v = vec![(crate::env::CKPT_DIR.into(), self.dir.clone().into_os_string())];
@@ -486,11 +502,7 @@ impl Launcher {
                     .map(|rd| rd.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
                     .unwrap_or(0);
                 let secs = c.wave_started.filter(|(w, _)| *w == wave).map_or(0.0, |(_, t)| t.elapsed().as_secs_f64());
-                let mut text = format!("wave {wave}\nincarnation {}\nlast_wave {}\n", c.sched.incarnation(), c.sched.last_wave());
-                for (r, m) in c.committed_marks.iter().enumerate() {
-                    text += &format!("mark {r} {} {}\n", m[0], m[1]);
-                }
-                write_atomically(&c.dir.join(COMMITTED_FILE), text.as_bytes());
+                c.write_committed();
                 // Waves before the previous committed one are no longer needed (the ranks
                 // delete their own files too).
                 let keep = c.previous.as_ref().map_or(wave, |p| p.0);
@@ -524,6 +536,7 @@ impl Launcher {
                     c.rolling = Some((wave, incarnation, Vec::new()));
                 }
                 c.rollbacks += 1;
+                c.write_committed();
                 let from = if wave == 0 { "the start".to_owned() } else { format!("checkpoint {wave}") };
                 self.stderr_sink.message(&format!(
                     "steadfast run: rolling every rank back to {from} (incarnation {incarnation})"
@@ -679,6 +692,7 @@ impl Launcher {
             c.committed_marks = marks;
             let now = c.now();
             c.sched.fall_back(now, to);
+            c.write_committed();
             self.stderr_sink.message(&format!("steadfast run: checkpoint {wave} cannot be used ({why}); falling back"));
             self.coord_pump();
         }
