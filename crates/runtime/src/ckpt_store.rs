@@ -115,6 +115,9 @@ pub enum Request {
     Get { file: FileId },
     /// Remove the job's waves numbered below `keep_from`.
     Prune { job: String, keep_from: u64 },
+    /// Check a stored file by its own checksums (an image's region checksums, a channel
+    /// record's), where it is: answered `Done` if whole.
+    Verify { file: FileId },
 }
 
 /// Server to client.
@@ -142,6 +145,7 @@ mod tag {
     pub const PUT: u8 = 3;
     pub const GET: u8 = 4;
     pub const PRUNE: u8 = 5;
+    pub const VERIFY: u8 = 6;
     pub const CHALLENGE: u8 = 0x81;
     pub const DONE: u8 = 0x82;
     pub const DATA: u8 = 0x83;
@@ -253,6 +257,10 @@ impl Request {
                 put_text(&mut b, job);
                 b.extend_from_slice(&keep_from.to_le_bytes());
             }
+            Request::Verify { file } => {
+                b.push(tag::VERIFY);
+                put_file(&mut b, file);
+            }
         }
         frame(b)
     }
@@ -266,6 +274,7 @@ impl Request {
             tag::PUT => Request::Put { file: f.file()?, len: f.u64()? },
             tag::GET => Request::Get { file: f.file()? },
             tag::PRUNE => Request::Prune { job: f.job()?, keep_from: f.u64()? },
+            tag::VERIFY => Request::Verify { file: f.file()? },
             _ => return Err(DecodeError("unknown request")),
         };
         f.end()?;
@@ -585,6 +594,17 @@ fn serve_connection(mut s: TcpStream, dir: &Path, key: &StoreKey) -> io::Result<
                 }
                 Reply::Done
             }
+            Request::Verify { file } => {
+                let path = dir.join(&file.job).join(file.relative());
+                let checked = match file.kind {
+                    FileKind::Image => verify_image(&path),
+                    FileKind::Record => verify_record(&path),
+                };
+                match checked {
+                    Ok(()) => Reply::Done,
+                    Err(msg) => Reply::Failed { msg },
+                }
+            }
             Request::Hello { .. } | Request::Proof { .. } => return Err(invalid("handshake message after the handshake")),
         };
         s.write_all(&reply.encode())?;
@@ -682,11 +702,86 @@ impl StoreClient {
         }
     }
 
+    /// Whether the server's copy of `file` is whole (checked there, not transferred).
+    pub fn verify(&mut self, file: &FileId) -> io::Result<()> {
+        self.s.write_all(&Request::Verify { file: file.clone() }.encode())?;
+        self.expect_done()
+    }
+
     /// Removes the job's waves below `keep_from` on the server.
     pub fn prune(&mut self, job: &str, keep_from: u64) -> io::Result<()> {
         self.s.write_all(&Request::Prune { job: job.to_owned(), keep_from }.encode())?;
         self.expect_done()
     }
+}
+
+/// The job's checkpoint server as the environment names it (`STEADFAST_CKPT_SERVER`; the
+/// key from `STEADFAST_CKPT_SERVER_KEY_FILE` or derived from `STEADFAST_JOB_KEY`; the job's
+/// name `STEADFAST_CKPT_JOB`). `Ok(None)`: no server.
+pub fn store_from_env() -> Result<Option<StoreAddr>, String> {
+    use crate::env as e;
+    let Some(addr) = steadfast_config::lookup(e::CKPT_SERVER).filter(|a| !a.is_empty()) else { return Ok(None) };
+    let key = match steadfast_config::lookup(e::CKPT_SERVER_KEY_FILE) {
+        Some(f) => read_key_file(Path::new(&f)).map_err(|err| format!("checkpoint server {addr}: {err}"))?,
+        None => steadfast_config::lookup(e::JOB_KEY)
+            .and_then(|k| u64::from_str_radix(k.trim(), 16).ok())
+            .map(key_of_job)
+            .ok_or_else(|| format!("checkpoint server {addr}: no job key"))?,
+    };
+    let job = steadfast_config::lookup(e::CKPT_JOB)
+        .filter(|j| valid_job_name(j))
+        .ok_or_else(|| format!("checkpoint server {addr}: no valid {}", e::CKPT_JOB))?;
+    Ok(Some(StoreAddr { addr, key, job }))
+}
+
+/// Whether the image at `image` and the channel record next to it are whole.
+pub fn local_copy_ok(image: &Path) -> Result<(), String> {
+    verify_image(image)?;
+    verify_record(&image.with_extension("rec"))
+}
+
+fn verify_record(rec: &Path) -> Result<(), String> {
+    let b = std::fs::read(rec).map_err(|e| format!("{}: {e}", rec.display()))?;
+    steadfast_rollback::wire::ChannelRecord::decode(&b).map(|_| ()).map_err(|e| format!("{}: {e}", rec.display()))
+}
+
+fn verify_image(image: &Path) -> Result<(), String> {
+    steadfast_ckpt::verify(image).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Before a rank restores `image` (`DIR/wave-W/rank-R.img`): if the image or its channel
+/// record (`rank-R.rec`) is missing or damaged on this host and the job has a checkpoint
+/// server, both are fetched from it. This is how a rank started again on a host that lost
+/// its copy (or never had it) is restored, as in MPICH-V/CL: only the rank that needs the
+/// server's copy fetches it. Returns a line for the log when something was fetched.
+pub fn ensure_local_copy(image: &Path) -> Result<Option<String>, String> {
+    let Err(why) = local_copy_ok(image) else { return Ok(None) };
+    let Some(store) = store_from_env()? else { return Err(why) };
+    let num = |s: Option<&std::ffi::OsStr>, prefix: &str, suffix: &str| {
+        s.and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|n| n.strip_suffix(suffix))
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    let (Some(rank), Some(wave)) = (num(image.file_name(), "rank-", ".img"), num(image.parent().and_then(|p| p.file_name()), "wave-", "")) else {
+        return Err(format!("{why}; {} does not name a checkpoint file", image.display()));
+    };
+    let rank = u32::try_from(rank).map_err(|_| format!("{}: rank out of range", image.display()))?;
+    let mut c = StoreClient::to(&store).map_err(|e| format!("{why}; checkpoint server {}: {e}", store.addr))?;
+    if let Some(p) = image.parent() {
+        std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    let mut bytes = 0;
+    for (kind, dest) in [(FileKind::Image, image.to_path_buf()), (FileKind::Record, image.with_extension("rec"))] {
+        let id = FileId { job: store.job.clone(), wave, rank, kind };
+        bytes += c.get(&id, &dest).map_err(|e| format!("{why}; checkpoint server {}: {e}", store.addr))?;
+    }
+    local_copy_ok(image).map_err(|e| format!("{why}; the checkpoint server's copy is unusable too: {e}"))?;
+    Ok(Some(format!(
+        "rank {rank}: the local copy of checkpoint {wave} was unusable ({why}); fetched {:.1} MiB from the checkpoint server {}",
+        bytes as f64 / (1 << 20) as f64,
+        store.addr
+    )))
 }
 
 #[cfg(test)]
@@ -738,6 +833,8 @@ mod tests {
         // A missing file is an error, and the connection goes on.
         assert_eq!(c.get(&id(9, 0), &d.0.join("none")).unwrap_err().kind(), io::ErrorKind::NotFound);
         assert!(!d.0.join("none").exists());
+        // Not an image: the server's check says so.
+        assert!(c.verify(&id(2, 0)).is_err());
         c.prune("job-1", 2).unwrap();
         assert!(!d.0.join("store/job-1/wave-1").exists());
         assert!(d.0.join("store/job-1/wave-2/rank-0.img").exists());
@@ -798,6 +895,7 @@ mod tests {
             Request::Put { file: id(5, 2), len: 77 },
             Request::Get { file: FileId { kind: FileKind::Record, ..id(5, 2) } },
             Request::Prune { job: "j".into(), keep_from: 4 },
+            Request::Verify { file: id(3, 1) },
         ];
         for m in msgs {
             let f = m.encode();

@@ -91,7 +91,7 @@ pub fn ckpt_store_wire(data: &[u8]) {
         if let Ok(m) = Request::decode(body) {
             let again = m.encode();
             assert_eq!(Request::decode(&again[4..]).expect("re-encoded request decodes"), m);
-            if let Request::Put { file, .. } | Request::Get { file } = &m {
+            if let Request::Put { file, .. } | Request::Get { file } | Request::Verify { file } = &m {
                 assert!(crate::ckpt_store::valid_job_name(&file.job), "a decoded job name stays in its directory");
             }
         }

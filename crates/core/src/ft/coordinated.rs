@@ -208,30 +208,13 @@ struct Upload {
     thread: std::thread::JoinHandle<std::io::Result<u64>>,
 }
 
-/// The checkpoint server named by the environment (`STEADFAST_CKPT_SERVER`, the key: from
-/// `STEADFAST_CKPT_SERVER_KEY_FILE` or derived from the job key, this job's name there).
+/// The checkpoint server named by the environment, if any (a misconfigured one is reported
+/// and images stay local).
 fn store_from_env() -> Option<StoreAddr> {
-    use steadfast_runtime::env as e;
-    let addr = steadfast_config::lookup(e::CKPT_SERVER).filter(|a| !a.is_empty())?;
-    let key = match steadfast_config::lookup(e::CKPT_SERVER_KEY_FILE) {
-        Some(f) => ckpt_store::read_key_file(FsPath::new(&f)).map_err(|err| err.to_string()),
-        None => steadfast_config::lookup(e::JOB_KEY)
-            .and_then(|k| u64::from_str_radix(k.trim(), 16).ok())
-            .map(ckpt_store::key_of_job)
-            .ok_or_else(|| "no job key".to_owned()),
-    };
-    let job = steadfast_config::lookup(e::CKPT_JOB).filter(|j| ckpt_store::valid_job_name(j));
-    match (key, job) {
-        (Ok(key), Some(job)) => Some(StoreAddr { addr, key, job }),
-        (Err(why), _) => {
-            eprintln!("steadfast: checkpoint server {addr}: {why}; images stay local only");
-            None
-        }
-        (_, None) => {
-            eprintln!("steadfast: checkpoint server {addr} without a valid {}; images stay local only", e::CKPT_JOB);
-            None
-        }
-    }
+    ckpt_store::store_from_env().unwrap_or_else(|why| {
+        eprintln!("steadfast: {why}; images stay local only");
+        None
+    })
 }
 
 fn other(msg: impl std::fmt::Display) -> MpiError {

@@ -620,17 +620,35 @@ impl Launcher {
     /// Whether rank `r`'s image and channel record of `wave` in the local directory are
     /// whole (checksums): `Err` says what is wrong.
     fn coord_local_files_ok(dir: &std::path::Path, wave: Wave, r: u32) -> Result<(), String> {
-        let wdir = dir.join(format!("wave-{wave}"));
-        if let Err(e) = steadfast_ckpt::verify(&wdir.join(format!("rank-{r}.img"))) {
-            return Err(e.to_string());
-        }
-        let rec = wdir.join(format!("rank-{r}.rec"));
-        let b = std::fs::read(&rec).map_err(|e| format!("{}: {e}", rec.display()))?;
-        steadfast_rollback::wire::ChannelRecord::decode(&b).map(|_| ()).map_err(|e| format!("{}: {e}", rec.display()))
+        ckpt_store::local_copy_ok(&dir.join(format!("wave-{wave}")).join(format!("rank-{r}.img")))
     }
 
-    /// Ranks whose local image or record of `wave` is missing or damaged get the checkpoint
-    /// server's copy (the others restart from their local copy, as MPICH-V/CL does).
+    /// Whether rank `idx` runs on another host (its copy is on that host's disk).
+    fn coord_rank_is_remote(&self, idx: usize) -> bool {
+        self.respawn.hosts.get(idx).cloned().flatten().is_some_and(|h| !super::is_this_host(&h))
+    }
+
+    /// Whether rank `r`'s files of `wave` can be restored from: on this host, its local copy
+    /// (checksums); on another host, the checkpoint server's copy, checked by the server
+    /// (the rank fetches it if its own host's copy is unusable). Without a server a remote
+    /// rank's copy cannot be checked from here and is trusted.
+    fn coord_files_ok(&self, wave: Wave, r: u32) -> Result<(), String> {
+        let Some(c) = self.coord.as_ref() else { return Ok(()) };
+        if !self.coord_rank_is_remote(r as usize) {
+            return Self::coord_local_files_ok(&c.dir, wave, r);
+        }
+        let Some(store) = &c.store else { return Ok(()) };
+        let mut s = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).map_err(|e| format!("checkpoint server {}: {e}", store.addr))?;
+        for kind in [FileKind::Image, FileKind::Record] {
+            let id = FileId { job: store.job.clone(), wave, rank: r, kind };
+            s.verify(&id).map_err(|e| format!("the checkpoint server's copy of rank {r}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Ranks on this host whose local image or record of `wave` is missing or damaged get
+    /// the checkpoint server's copy (the others restart from their local copy, as MPICH-V/CL
+    /// does; a rank on another host fetches its own, see `ckpt_store::ensure_local_copy`).
     fn coord_fetch(&mut self, wave: Wave) {
         if wave == 0 {
             return;
@@ -639,6 +657,9 @@ impl Launcher {
         let Some(store) = c.store.clone() else { return };
         let dir = c.dir.clone();
         for r in 0..self.cfg.np {
+            if self.coord_rank_is_remote(r as usize) {
+                continue;
+            }
             let Err(why) = Self::coord_local_files_ok(&dir, wave, r) else { continue };
             let fetched = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).and_then(|mut s| {
                 let mut bytes = 0;
@@ -665,11 +686,10 @@ impl Launcher {
 
     /// Whether every rank's image and channel record of `wave` is whole (checksums).
     fn coord_damage(&self, wave: Wave) -> Option<String> {
-        let c = self.coord.as_ref()?;
-        if wave == 0 {
+        if self.coord.is_none() || wave == 0 {
             return None;
         }
-        (0..self.cfg.np).find_map(|r| Self::coord_local_files_ok(&c.dir, wave, r).err())
+        (0..self.cfg.np).find_map(|r| self.coord_files_ok(wave, r).err())
     }
 
     /// Once every process of the job is gone, start them all from the images.
