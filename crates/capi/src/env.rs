@@ -209,8 +209,8 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
         if let Err(e) = enable_coordinated(&mut eng, jobdir) {
             // An abort, so that the launcher ends the job: a rank started again would be
             // refused the same way.
-            let rank = eng.rank;
-            eng.abort(global::abi_class(e.class), &format!("rank {rank}: MPI_Init failed: {e}"));
+            let (rank, class) = (eng.rank, global::abi_class(e.class));
+            eng.abort(class, &format!("rank {rank}: MPI_Init failed: {e} ({})", global::class_name(class)));
         }
     }
     for c in [eng.world, eng.self_comm] {
