@@ -24,6 +24,7 @@
 #                         of 1, the mid-checkpoint and mid-rollback kills on the stencil
 #                         too, and the mpi4py program on tcp as well (~4x as long)
 #   CKPT_SEED=N           seed of the random kills (default: $RANDOM, printed)
+#   CKPT_ONLY=REGEX       only the cases whose "PATH: NAME" matches (grep -E)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -65,6 +66,11 @@ RANDOM=$seed
 
 pass=0
 fail=0
+
+# Whether case "$1" runs (CKPT_ONLY).
+wanted() {
+    [ -z "${CKPT_ONLY:-}" ] || grep -qE -- "$CKPT_ONLY" <<< "$1"
+}
 
 # pid of world rank $1 of the running test job (the launcher lists them in the checkpoint
 # directory; a restored process's /proc/PID/cmdline shows its image's memory, not argv)
@@ -147,6 +153,7 @@ during_rollback() {
 case_() {
     local name=$1 path=$2
     shift 2
+    wanted "$path: $name" || return 0
     rm -f "$work/out" "$work/err"
     for f in "${files[@]}"; do rm -f "$work/run.$f"; done
     rm -rf "$work/ckpt"
@@ -218,27 +225,46 @@ case_() {
 
 # The whole job killed (its launcher, and with it every rank), then `steadfast restart`:
 # what the first run printed up to the checkpoint followed by what the restart prints is
-# the fault-free output, and so is the file.
+# the fault-free output, and so is the file. MODE: `committed` (killed right after
+# checkpoint 2 committed), `mid-wave` (killed at the start of checkpoint 3), `then-kill`
+# (as `committed`, restarted with --ckpt-interval and a rank killed after its first commit).
 restart_case() {
-    local path=$1
+    local path=$1 mode=$2 name when="checkpoint 2 committed" more=()
+    case $mode in
+        committed) name="the whole job killed and started again with steadfast restart" ;;
+        mid-wave) name="the whole job killed during a checkpoint and started again with steadfast restart"
+            when="checkpoint 3 started" ;;
+        then-kill) name="steadfast restart with checkpoints, then a rank killed"
+            more=(--ckpt-interval 500ms) ;;
+    esac
+    wanted "$path: $name" || return 0
     rm -rf "$work/ckpt" "$work/out" "$work/out2" "$work/err" "$work/run.log"
-    "$run" run --path "$path" --ft coordinated --ckpt-interval 500ms --ckpt-dir "$work/ckpt" -n 3 \
+    "$run" run -v --path "$path" --ft coordinated --ckpt-interval 500ms --ckpt-dir "$work/ckpt" -n 3 \
         "$work/ring" "${ring_args[@]}" "$work/run.log" > "$work/out" 2> "$work/err" &
     local job=$! ok=1
-    wait_for "checkpoint 2 committed" 1 || ok=0
+    wait_for "$when" 1 0.01 || ok=0
     kill -9 "$job"
     wait "$job" 2>/dev/null
     sleep 0.5
-    timeout 180 "$run" restart "$work/ckpt" > "$work/out2" 2>> "$work/err" || ok=0
+    # Rank 0's stdout position at the cut the restart starts from (read first: a restarted
+    # job with checkpoints of its own rewrites COMMITTED).
     local mark
     mark=$(awk '$1 == "mark" && $2 == 0 { print $3 }' "$work/ckpt/COMMITTED")
+    timeout 180 "$run" restart "${more[@]}" "$work/ckpt" > "$work/out2" 2>> "$work/err" &
+    job=$!
+    if [ "$mode" = then-kill ]; then
+        # the restart's first commit is checkpoint 3
+        wait_for "checkpoint 3 committed" 1 0.01 && sleep 0.2 && kill -9 "$(rank_pid 1)" || ok=0
+    fi
+    wait "$job" || ok=0
     { head -c "${mark:-0}" "$work/out"; cat "$work/out2"; } > "$work/joined"
     if [ $ok = 1 ] && cmp -s "$work/ref-ring.out" "$work/joined" && cmp -s "$work/ref.log" "$work/run.log" \
-        && grep -q "restarting the job from checkpoint" "$work/err"; then
-        echo "PASS $path: the whole job killed and started again with steadfast restart"
+        && grep -q "restarting the job from checkpoint" "$work/err" \
+        && { [ "$mode" != then-kill ] || grep -q "rolling every rank back to checkpoint [3-9]" "$work/err"; }; then
+        echo "PASS $path: $name ($(grep -o "from checkpoint [0-9]*" "$work/err" | head -1))"
         pass=$((pass + 1))
     else
-        echo "FAIL $path: the whole job killed and started again with steadfast restart"
+        echo "FAIL $path: $name"
         sed 's/^/    /' "$work/err" | tail -15
         cmp "$work/ref-ring.out" "$work/joined" | sed 's/^/    /'
         cmp "$work/ref.log" "$work/run.log" | sed 's/^/    /'
@@ -250,6 +276,7 @@ restart_case() {
 # threads.c MODE must end the job with status $2 (fail: any but 0) and the launcher's stderr must say $3.
 threads_case() {
     local mode=$1 want=$2 says=$3
+    wanted "threads: $mode" || return 0
     rm -rf "$work/ckpt"
     timeout 60 "$run" run --ft coordinated --ckpt-interval 200ms --ckpt-dir "$work/ckpt" -n 3 \
         "$work/threads" "$mode" > "$work/out" 2> "$work/err"
@@ -281,7 +308,9 @@ for p in $paths; do
     for ((i = 0; i < randoms; i++)); do
         case_ "kills at random points" "$p" random $((1 + RANDOM % 3))
     done
-    restart_case "$p"
+    restart_case "$p" committed
+    restart_case "$p" mid-wave
+    restart_case "$p" then-kill
     use_stencil
     case_ "stencil: one rank killed after a checkpoint" "$p" after "checkpoint 1 committed" 1 sleep 0.3 kill 1
     for ((i = 0; i < randoms; i++)); do
