@@ -176,6 +176,8 @@ pub(super) struct Coord {
     /// Rollbacks so far.
     rollbacks: u32,
     wave_started: Option<(Wave, Instant)>,
+    /// When the first rollback since the job last went on began (the restore time reported).
+    rollback_started: Option<Instant>,
     /// A checkpoint was asked for while a wave or a rollback was under way.
     requested: bool,
 }
@@ -250,6 +252,7 @@ impl Coord {
             respawned: false,
             rollbacks: 0,
             wave_started: None,
+            rollback_started: None,
             requested: false,
         })
     }
@@ -455,6 +458,7 @@ impl Launcher {
                     c.respawned = false;
                 }
                 c.rollbacks += 1;
+                c.rollback_started.get_or_insert_with(Instant::now);
                 let from = if wave == 0 { "the start".to_owned() } else { format!("checkpoint {wave}") };
                 self.stderr_sink.message(&format!(
                     "steadfast run: rolling every rank back to {from} (incarnation {incarnation})"
@@ -474,7 +478,8 @@ impl Launcher {
             SchedEvent::Resumed { wave, incarnation } => {
                 c.rolling = None;
                 tracing::info!(wave, incarnation, "job resumed");
-                self.stderr_sink.message(&format!("steadfast run: every rank restored checkpoint {wave}; the job goes on"));
+                let secs = c.rollback_started.take().map_or(0.0, |t| t.elapsed().as_secs_f64());
+                self.stderr_sink.message(&format!("steadfast run: every rank restored checkpoint {wave} in {secs:.2} s; the job goes on"));
             }
             SchedEvent::GaveUp => {
                 self.stderr_sink.message("steadfast run: no more rollbacks possible; ending the job");
