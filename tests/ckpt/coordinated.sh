@@ -12,11 +12,12 @@
 #
 # Cases, on shm and tcp: one rank killed after a checkpoint, two at once, one before the
 # first checkpoint, one again after a rollback, one while an image is damaged, one while a
-# checkpoint wave is in progress (the launcher is stopped at the wave's start, `-v`, so the
-# kill lands before the commit), one while the job is being rolled back (stopped after the
-# new processes started and before the job went on), kills at random points (seeded; the
-# seed is printed and CKPT_SEED=N replays the same schedule), the stencil killed after a
-# checkpoint and at random points, and the whole job killed then `steadfast restart`.
+# checkpoint wave is in progress (once the wave started, `-v`, and a rank took its cut, the
+# launcher is stopped, so the kill lands before the commit), one while the job is being
+# rolled back (stopped after the new processes started and before the job went on), kills
+# at random points (seeded; the seed is printed and CKPT_SEED=N replays the same schedule),
+# the stencil killed after a checkpoint and at random points, and the whole job killed then
+# `steadfast restart` (after a commit, during a wave, and killed again after the restart).
 #
 #   tests/ckpt/coordinated.sh [PREFIX]        (PREFIX: an installed Steadfast, default ./install)
 #   CKPT_PATHS="shm tcp"  paths to run on
@@ -91,17 +92,20 @@ wait_for() {
     return 1
 }
 
-# Kill rank $1 while a checkpoint wave is in progress: at a wave's start (`-v` reports it)
-# the launcher is stopped, so no wave can commit; if this one had not committed yet, the
-# rank is killed before the launcher goes on. A wave that committed first: the next one.
+# Kill rank $1 while a checkpoint wave is in progress: once a wave started (`-v` reports
+# it) and a rank took its cut (the wave's directory appears), the launcher is stopped, so
+# no wave can commit; if this one had not committed yet, the rank is killed before the
+# launcher goes on. A wave that committed first: the next one.
 during_wave() {
     local lpid seen w
     lpid=$(cat "$work/ckpt/launcher.pid") || return 1
     for _ in 1 2 3 4 5; do
         seen=$(grep -c "checkpoint [0-9]* started" "$work/err")
         wait_for "checkpoint [0-9]* started" $((seen + 1)) 0.005 || return 1
-        kill -STOP "$lpid"
         w=$(grep -o "checkpoint [0-9]* started" "$work/err" | tail -1 | cut -d' ' -f2)
+        local until=$((SECONDS + 10))
+        while [ ! -d "$work/ckpt/wave-$w" ] && [ $SECONDS -lt $until ]; do sleep 0.002; done
+        kill -STOP "$lpid"
         if ! grep -q "checkpoint $w committed" "$work/err"; then
             kill -9 "$(rank_pid "$1")"
             kill -CONT "$lpid"
