@@ -207,8 +207,10 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
     };
     if let Some(jobdir) = coordinated {
         if let Err(e) = enable_coordinated(&mut eng, jobdir) {
-            eprintln!("steadfast: MPI_Init failed: {e}");
-            std::process::exit(1);
+            // An abort, so that the launcher ends the job: a rank started again would be
+            // refused the same way.
+            let (rank, class) = (eng.rank, global::abi_class(e.class));
+            eng.abort(class, &format!("rank {rank}: MPI_Init failed: {e} ({})", global::class_name(class)));
         }
     }
     for c in [eng.world, eng.self_comm] {

@@ -106,7 +106,8 @@ pub struct RunArgs {
     pub tag_output: bool,
 
     /// Report every rank failure on stderr, also when the job continues through failures
-    /// (`--ft run-through`); without it only the exit status tells.
+    /// (`--ft run-through`); without it only the exit status tells. With `--ft coordinated`,
+    /// also the start of every checkpoint wave.
     #[arg(short = 'v', long = "verbose")]
     pub verbose: bool,
 

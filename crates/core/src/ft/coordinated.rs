@@ -221,6 +221,18 @@ fn other(msg: impl std::fmt::Display) -> MpiError {
     MpiError::new(ErrorClass::Other, format!("coordinated checkpoint: {msg}"))
 }
 
+/// A process this mode cannot checkpoint at all: its own threads (only the calling thread
+/// is saved in an image), or address-space randomization.
+fn refused(e: steadfast_ckpt::Error) -> MpiError {
+    let why = match e {
+        steadfast_ckpt::Error::Threads { tids } => {
+            format!("it runs {} thread(s) of its own besides the caller (ids {tids:?}); programs with their own threads are not supported in this mode", tids.len())
+        }
+        e => e.to_string(),
+    };
+    MpiError::new(ErrorClass::Unsupported, format!("--ft coordinated cannot checkpoint this process: {why}"))
+}
+
 /// The application's open regular files (not the library's own: nothing under `skip`).
 fn saved_files(skip: &[&FsPath]) -> Vec<SavedFile> {
     let mut out = Vec::new();
@@ -308,6 +320,12 @@ impl Engine {
     /// rollback to the start of the job (wave 0); 0 at a first start.
     pub fn enable_coordinated(&mut self, dir: PathBuf, jobdir: PathBuf, reconnect: Reconnect) -> MpiResult<()> {
         std::fs::create_dir_all(&dir).map_err(|e| other(format!("cannot create {}: {e}", dir.display())))?;
+        // The library runs no thread of its own in this mode: any other thread is the
+        // application's, which no image could hold. Refused now rather than at every wave.
+        match steadfast_ckpt::other_threads(&[]) {
+            Ok(t) if !t.is_empty() => return Err(refused(steadfast_ckpt::Error::Threads { tids: t })),
+            _ => {}
+        }
         let incarnation = self.st.door.incarnation;
         let machine = if incarnation == 0 {
             RankMachine::new(self.rank, self.size)
@@ -587,6 +605,7 @@ impl Engine {
                 let opts = steadfast_ckpt::Options { ignore_threads: Vec::new(), skip_ranges: skipped_mappings(&jobdir) };
                 steadfast_ckpt::checkpoint(&image, &opts)
             });
+        let mut refusal = None;
         match outcome {
             Ok(steadfast_ckpt::Outcome::Restored) => {
                 drop(markers);
@@ -597,7 +616,13 @@ impl Engine {
                 c.pending = Some((wave, p, std::time::Instant::now()));
             }
             Err(e) => {
-                eprintln!("steadfast: rank {rank}: checkpoint {wave}: {e}");
+                if matches!(e, steadfast_ckpt::Error::Threads { .. } | steadfast_ckpt::Error::Randomized) {
+                    // No later wave can succeed either: the application is told (after
+                    // the cut is completed below, so the channels stay consistent).
+                    refusal = Some(refused(e));
+                } else {
+                    eprintln!("steadfast: rank {rank}: checkpoint {wave}: {e}");
+                }
                 if let Some(s) = shared(&mut self.st.door) {
                     s.machine.image_stored(wave, false);
                 }
@@ -615,7 +640,7 @@ impl Engine {
         for (from, hdr, payload) in held {
             steadfast_paths::PacketSink::packet(&mut sink, from, &hdr, &payload);
         }
-        Ok(())
+        refusal.map_or(Ok(()), Err)
     }
 
     /// Back from an image: rebuild the kernel side and rejoin the job.

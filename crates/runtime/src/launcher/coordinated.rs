@@ -8,7 +8,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use steadfast_rollback::scheduler::Event as SchedEvent;
+use steadfast_rollback::scheduler::{AbortReason, Event as SchedEvent};
 use steadfast_rollback::wire::Body;
 use steadfast_rollback::{Config as SchedConfig, Peer, Scheduler, Wave};
 
@@ -216,9 +216,14 @@ pub(super) struct Coord {
     /// A rollback in progress: the wave and incarnation every rank restarts as, and the
     /// scheduler's ROLLBACK message each new process is sent once it connects.
     rolling: Option<(Wave, u16, Vec<u8>)>,
+    /// The processes of the rollback in progress were started (until then, exits are the
+    /// old processes going; after, an exit is a failure during the restart).
+    respawned: bool,
     /// Rollbacks so far.
     rollbacks: u32,
     wave_started: Option<(Wave, Instant)>,
+    /// When the first rollback since the job last went on began (the restore time reported).
+    rollback_started: Option<Instant>,
     /// A checkpoint was asked for while a wave or a rollback was under way.
     requested: bool,
     /// The checkpoint server, if the images have a second copy.
@@ -311,8 +316,10 @@ impl Coord {
             previous: None,
             carry: (0..np).map(|_| [None, None]).collect(),
             rolling: None,
+            respawned: false,
             rollbacks: 0,
             wave_started: None,
+            rollback_started: None,
             requested: false,
             store,
             store_key_file,
@@ -460,6 +467,7 @@ impl Launcher {
                     // For the processes that will be started from the images, not for the
                     // ones about to be killed (the same message for every rank).
                     c.rolling = Some((wave, t.message.incarnation, t.message.encode()));
+                    c.respawned = false;
                     continue;
                 }
                 let bytes = t.message.encode();
@@ -486,6 +494,9 @@ impl Launcher {
             SchedEvent::WaveStarted { wave } => {
                 c.wave_started = Some((wave, Instant::now()));
                 tracing::debug!(wave, "checkpoint wave started");
+                if self.cfg.verbose {
+                    self.stderr_sink.message(&format!("steadfast run: checkpoint {wave} started"));
+                }
             }
             SchedEvent::Committed { wave, in_transit } => {
                 if c.committed > 0 {
@@ -529,14 +540,21 @@ impl Launcher {
             }
             SchedEvent::WaveAborted { wave, reason } => {
                 let _ = std::fs::remove_dir_all(c.dir.join(format!("wave-{wave}")));
-                self.stderr_sink.message(&format!("steadfast run: checkpoint {wave} abandoned ({reason:?})"));
+                let why = match reason {
+                    AbortReason::Timeout { missing } => format!("ranks {missing:?} did not report in time"),
+                    AbortReason::StorageFailed { rank } => format!("rank {rank} could not store its image or record"),
+                    AbortReason::RankFailed { rank } => format!("rank {rank} failed during it"),
+                };
+                self.stderr_sink.message(&format!("steadfast run: checkpoint {wave} abandoned: {why}"));
             }
             SchedEvent::RollingBack { wave, incarnation } => {
                 if c.rolling.as_ref().is_none_or(|r| r.1 != incarnation) {
                     c.rolling = Some((wave, incarnation, Vec::new()));
+                    c.respawned = false;
                 }
                 c.rollbacks += 1;
                 c.write_committed();
+                c.rollback_started.get_or_insert_with(Instant::now);
                 let from = if wave == 0 { "the start".to_owned() } else { format!("checkpoint {wave}") };
                 self.stderr_sink.message(&format!(
                     "steadfast run: rolling every rank back to {from} (incarnation {incarnation})"
@@ -544,11 +562,20 @@ impl Launcher {
             }
             SchedEvent::RestoreTimedOut { missing } => {
                 self.stderr_sink.message(&format!("steadfast run: ranks {missing:?} did not restore in time; rolling back again"));
+                // The scheduler rolled back again: the processes of the timed-out restore
+                // go, and all are started again once they are gone.
+                for r in &self.ranks {
+                    if r.status.is_none() && r.pid > 0 {
+                        // SAFETY: signalling the rank's own process group.
+                        unsafe { libc::kill(-r.pid, libc::SIGKILL) };
+                    }
+                }
             }
             SchedEvent::Resumed { wave, incarnation } => {
                 c.rolling = None;
                 tracing::info!(wave, incarnation, "job resumed");
-                self.stderr_sink.message(&format!("steadfast run: every rank restored checkpoint {wave}; the job goes on"));
+                let secs = c.rollback_started.take().map_or(0.0, |t| t.elapsed().as_secs_f64());
+                self.stderr_sink.message(&format!("steadfast run: every rank restored checkpoint {wave} in {secs:.2} s; the job goes on"));
             }
             SchedEvent::GaveUp => {
                 self.stderr_sink.message("steadfast run: no more rollbacks possible; ending the job");
@@ -563,11 +590,15 @@ impl Launcher {
     pub(super) fn coord_rank_failed(&mut self, idx: usize, what: &str) -> bool {
         let max = self.cfg.max_restarts;
         let Some(c) = self.coord.as_mut() else { return false };
-        if c.rolling.is_some() {
+        if c.rolling.is_some() && !c.respawned {
             // A process that died while the job was being rolled back: it is started
             // again with the others.
             return true;
         }
+        // A process started by the rollback in progress failed before the job went on:
+        // the job rolls back again (as the next incarnation).
+        let what = if c.rolling.is_some() { format!("{what} during the rollback") } else { what.to_owned() };
+        let what = what.as_str();
         if c.rollbacks >= max {
             self.stderr_sink.message(&format!(
                 "steadfast run: rank {idx} {what}; the limit of {max} rollback(s) is reached"
@@ -594,7 +625,7 @@ impl Launcher {
 
     /// A rank's process ended (coordinated mode, not during the job's teardown).
     pub(super) fn on_rank_exit_coordinated(&mut self, idx: usize, status: ExitStatus, finalized: bool, ever_connected: bool, pid: i32) {
-        if self.coord.as_ref().is_some_and(|c| c.rolling.is_some()) {
+        if self.coord.as_ref().is_some_and(|c| c.rolling.is_some() && !c.respawned) {
             self.coord_maybe_restart();
             return;
         }
@@ -738,6 +769,9 @@ impl Launcher {
                 self.begin_teardown(libc::SIGTERM, Instant::now());
                 return;
             }
+        }
+        if let Some(c) = self.coord.as_mut() {
+            c.respawned = true;
         }
         self.coord_write_pids();
     }
