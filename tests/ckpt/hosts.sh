@@ -5,8 +5,9 @@
 # rank of the second host is killed after its host's copy of the last checkpoint was
 # wiped: the job rolls back, every rank restores from its own host's copy, and the one whose
 # copy is gone fetches it from the checkpoint server (only that one; the launcher only has
-# the server check its copies, it fetches nothing). The output must be byte-identical to a
-# fault-free run.
+# the server check its copies, it fetches nothing). Then a whole host dies (its ranks are
+# killed and its agent cannot reach it): its ranks move to the other host and restore from
+# the server's copies. The output must be byte-identical to a fault-free run.
 #
 #   tests/ckpt/hosts.sh [PREFIX]        (PREFIX: an installed Steadfast, default ./install)
 set -u
@@ -52,6 +53,8 @@ cat > "$work/agent" <<EOF
 #!/bin/sh
 host=\$1
 shift
+# A host marked dead cannot be reached: the agent fails as ssh does.
+[ -e "$work/dead-\$host" ] && exit 255
 exec ip netns exec "\$host" unshare -m --propagation private \
     sh -c 'mount --bind "\$0" "\$1" && shift && exec "\$@"' "$work/node-\$host" "$work/ckpt" "\$@"
 EOF
@@ -64,35 +67,65 @@ common=(--hosts "$H1:2,$H2:2" --agent "$work/agent {host}" --control-addr 10.77.
 ip netns exec "$H1" "$run" run "${common[@]}" "$work/ring" "${args[@]}" "$work/ref.log" > "$work/ref.out" 2> "$work/ref.err" \
     || { echo "FAIL coordinated across hosts: the fault-free run failed"; sed 's/^/    /' "$work/ref.err" | tail; exit 1; }
 
-ip netns exec "$H1" "$run" run "${common[@]}" --ft coordinated --ckpt-interval 500ms --ckpt-dir "$work/ckpt" \
-    "$work/ring" "${args[@]}" "$work/run.log" > "$work/out" 2> "$work/err" &
-job=$!
-ok=1
-for _ in $(seq 1 600); do
-    grep -q "checkpoint 2 committed" "$work/err" 2>/dev/null && break
-    sleep 0.1
-done
-grep -q "checkpoint 2 committed" "$work/err" || ok=0
-w=$(awk '$1 == "wave" { print $2 }' "$work/ckpt/COMMITTED")
+pass=0
+fail=0
+# scenario NAME SETUP CHECK: run the job, after checkpoint 2 do SETUP (a shell function),
+# then expect CHECK (a shell function) to hold and the output to be unchanged.
+scenario() {
+    local name=$1 setup=$2 check=$3
+    rm -rf "$work/ckpt" "$work/out" "$work/err" "$work/run.log" "$work"/dead-*
+    mkdir -p "$work/ckpt"
+    rm -rf "$work/node-$H1"/* "$work/node-$H2"/*
+    ip netns exec "$H1" "$run" run "${common[@]}" --ft coordinated --ckpt-interval 500ms --ckpt-dir "$work/ckpt" \
+        --max-restarts 6 "$work/ring" "${args[@]}" "$work/run.log" > "$work/out" 2> "$work/err" &
+    job=$!
+    local ok=1
+    for _ in $(seq 1 600); do
+        grep -q "checkpoint 2 committed" "$work/err" 2>/dev/null && break
+        sleep 0.1
+    done
+    grep -q "checkpoint 2 committed" "$work/err" || ok=0
+    w=$(awk '$1 == "wave" { print $2 }' "$work/ckpt/COMMITTED")
+    $setup || ok=0
+    timeout 180 tail --pid="$job" -f /dev/null
+    wait "$job"
+    local status=$?
+    job=""
+    if [ $ok = 1 ] && [ $status = 0 ] && cmp -s "$work/ref.out" "$work/out" && cmp -s "$work/ref.log" "$work/run.log" \
+        && grep -q "every rank restored checkpoint" "$work/err" && $check; then
+        echo "PASS coordinated across hosts: $name"
+        pass=$((pass + 1))
+    else
+        echo "FAIL coordinated across hosts: $name (exit $status)"
+        sed 's/^/    /' "$work/err" | tail -20
+        cmp "$work/ref.out" "$work/out" | sed 's/^/    /'
+        cmp "$work/ref.log" "$work/run.log" | sed 's/^/    /'
+        fail=$((fail + 1))
+    fi
+}
+
 # Host 2's copy of rank 3's part of the committed checkpoint is lost; rank 3 dies.
-rm -f "$work/node-$H2/wave-$w/rank-3.img" "$work/node-$H2/wave-$w/rank-3.rec"
-kill -9 "$(awk '$1 == 3 { print $2 }' "$work/ckpt/ranks")" 2>/dev/null || ok=0
-timeout 180 tail --pid="$job" -f /dev/null
-wait "$job"
-status=$?
-job=""
-fetched=$(grep -c "fetched .* from the checkpoint server" "$work/err")
-if [ $ok = 1 ] && [ $status = 0 ] && cmp -s "$work/ref.out" "$work/out" && cmp -s "$work/ref.log" "$work/run.log" \
-    && grep -q "every rank restored checkpoint" "$work/err" && grep -q "rank 3: the local copy of checkpoint" "$work/err" \
-    && ! grep -q "rank [012]: the local copy of checkpoint" "$work/err" && ! grep -q "falling back" "$work/err" \
-    && [ -z "$(ls -A "$work/ckpt" | grep '^wave-')" ]; then
-    echo "PASS coordinated across hosts: rank 3's host lost its copy; it alone fetched it from the checkpoint server ($fetched fetch line(s)); output unchanged"
-    echo "coordinated across hosts: 1 passed, 0 failed"
-else
-    echo "FAIL coordinated across hosts (exit $status)"
-    sed 's/^/    /' "$work/err" | tail -20
-    cmp "$work/ref.out" "$work/out" | sed 's/^/    /'
-    cmp "$work/ref.log" "$work/run.log" | sed 's/^/    /'
-    echo "coordinated across hosts: 0 passed, 1 failed"
-    exit 1
-fi
+lose_copy() {
+    rm -f "$work/node-$H2/wave-$w/rank-3.img" "$work/node-$H2/wave-$w/rank-3.rec"
+    kill -9 "$(awk '$1 == 3 { print $2 }' "$work/ckpt/ranks")"
+}
+# Rank 3 alone fetched; the launcher pulled nothing into its own directory; no fallback.
+only_rank_3_fetched() {
+    grep -q "rank 3: the local copy of checkpoint" "$work/err" && ! grep -q "rank [012]: the local copy of checkpoint" "$work/err" \
+        && ! grep -q "falling back" "$work/err" && [ -z "$(ls -A "$work/ckpt" | grep '^wave-')" ]
+}
+# Host 2 dies: its ranks are killed and it cannot be reached any more.
+host_dies() {
+    touch "$work/dead-$H2"
+    kill -9 "$(awk '$1 == 2 { print $2 }' "$work/ckpt/ranks")" "$(awk '$1 == 3 { print $2 }' "$work/ckpt/ranks")"
+}
+# Ranks 2 and 3 moved to host 1 and restored from the server's copies.
+moved_to_host_1() {
+    grep -q "host $H2 cannot be reached; moving rank 2 to $H1, rank 3 to $H1" "$work/err" \
+        && grep -q "rank 2: the local copy of checkpoint" "$work/err" && grep -q "rank 3: the local copy of checkpoint" "$work/err"
+}
+
+scenario "rank 3's host lost its copy; rank 3 alone fetched it from the checkpoint server" lose_copy only_rank_3_fetched
+scenario "host 2 cannot be reached any more; its ranks move to host 1 and restore from the server's copies" host_dies moved_to_host_1
+echo "coordinated across hosts: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -55,6 +55,10 @@ pub enum CkptServer {
     At { addr: String, key_file: PathBuf },
 }
 
+/// Exit status of a remote-start agent that could not reach its host (ssh's, and
+/// `ip netns exec`'s for a namespace that is gone).
+const AGENT_UNREACHABLE: i32 = 255;
+
 /// How long the launcher waits for the checkpoint server to answer before it goes on
 /// without it.
 const SERVER_TIMEOUT: Duration = Duration::from_secs(3);
@@ -226,6 +230,9 @@ pub(super) struct Coord {
     rollback_started: Option<Instant>,
     /// A checkpoint was asked for while a wave or a rollback was under way.
     requested: bool,
+    /// Hosts given up on (their remote-start agent could not reach them): no rank is
+    /// placed there again.
+    dead_hosts: Vec<String>,
     /// The checkpoint server, if the images have a second copy.
     store: Option<StoreAddr>,
     /// A standalone server's key file (the ranks read it themselves).
@@ -323,6 +330,7 @@ impl Coord {
             requested: false,
             store,
             store_key_file,
+            dead_hosts: Vec::new(),
         })
     }
 
@@ -630,11 +638,75 @@ impl Launcher {
             return;
         }
         let Some((what, code)) = super::failure_of(status, ever_connected, finalized) else { return };
+        // The remote-start agent's own failure (ssh and `ip netns exec` exit with 255 when
+        // they cannot reach the host) before the rank ever connected: the host is gone, and
+        // its ranks are placed on the other hosts for the rollback that follows.
+        if !ever_connected && status == ExitStatus::Exited(AGENT_UNREACHABLE) && self.coord_rank_is_remote(idx) {
+            self.coord_move_off_host(idx);
+        }
         if self.coord_rank_failed(idx, &format!("(pid {pid}) {what}")) {
             return;
         }
         self.exit_code.get_or_insert(code);
         self.begin_teardown(libc::SIGTERM, Instant::now());
+    }
+
+    /// Rank `idx`'s host cannot be reached: every rank placed there moves to the live host
+    /// with the fewest ranks (each restores from the checkpoint server's copy, its new
+    /// host having none). Returns false if there is no other host.
+    fn coord_move_off_host(&mut self, idx: usize) -> bool {
+        let Some(dead) = self.respawn.hosts.get(idx).cloned().flatten() else { return false };
+        let names: Vec<String> = self.cfg.hosts.iter().map(|h| super::host_name(h).to_owned()).collect();
+        let Some(c) = self.coord.as_mut() else { return false };
+        if !c.dead_hosts.contains(&dead) {
+            c.dead_hosts.push(dead.clone());
+        }
+        let live: Vec<usize> = (0..names.len()).filter(|&i| !c.dead_hosts.contains(&names[i])).collect();
+        if live.is_empty() {
+            self.stderr_sink.message(&format!("steadfast run: host {dead} cannot be reached and no other host is left"));
+            return false;
+        }
+        let mut host_of: Vec<usize> = self
+            .respawn
+            .hosts
+            .iter()
+            .map(|h| h.as_ref().and_then(|h| names.iter().position(|n| n == h)).unwrap_or(0))
+            .collect();
+        let mut moved = Vec::new();
+        for r in 0..host_of.len() {
+            if names.get(host_of[r]) == Some(&dead) {
+                let load = |i: usize| host_of.iter().filter(|&&h| h == i).count();
+                let to = live.iter().copied().min_by_key(|&i| load(i)).unwrap_or(live[0]);
+                host_of[r] = to;
+                moved.push((r, names[to].clone()));
+            }
+        }
+        // Everything that depends on the placement: host names, local ranks and sizes, the
+        // host map every rank gets.
+        let mut seen = vec![0u32; names.len()];
+        let counts: Vec<u32> = (0..names.len()).map(|i| host_of.iter().filter(|&&h| h == i).count() as u32).collect();
+        for (r, &h) in host_of.iter().enumerate() {
+            if let Some(env) = self.respawn.envs.get_mut(r) {
+                env.local_rank = seen[h];
+                env.local_size = counts[h];
+            }
+            seen[h] += 1;
+            if let Some(slot) = self.respawn.hosts.get_mut(r) {
+                *slot = Some(names[h].clone());
+            }
+        }
+        let places: Vec<super::RankPlacement> = host_of
+            .iter()
+            .enumerate()
+            .map(|(r, &h)| super::RankPlacement { rank: r as u32, host: h, local_rank: 0, local_size: 0 })
+            .collect();
+        self.respawn.map = Some(super::hostmap(&places));
+        if moved.is_empty() {
+            return true;
+        }
+        let list: Vec<String> = moved.iter().map(|(r, h)| format!("rank {r} to {h}")).collect();
+        self.stderr_sink.message(&format!("steadfast run: host {dead} cannot be reached; moving {}", list.join(", ")));
+        true
     }
 
     /// Start rank `idx` again as `incarnation`, with the environment it was first started with.

@@ -827,7 +827,12 @@ impl Launcher {
         if remote {
             if let Some(sin) = child.stdin.as_mut() {
                 // A fresh pipe holds far more than one line: this write never blocks.
-                sin.write_all(format!("{:016x}\n", env.job_key).as_bytes())?;
+                // An agent that ended at once (its host cannot be reached) closed the pipe:
+                // its exit status tells the rest.
+                match sin.write_all(format!("{:016x}\n", env.job_key).as_bytes()) {
+                    Err(e) if e.kind() != ErrorKind::BrokenPipe => return Err(e),
+                    _ => {}
+                }
             }
             if !give_stdin {
                 // Only the key for ranks other than 0: end of file after it.
