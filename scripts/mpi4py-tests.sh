@@ -92,20 +92,16 @@ fi
 args=()
 if [ $quick = 1 ]; then
     # The short form: environment, point-to-point, collectives, datatypes, one-sided,
-    # sessions and partitioned communication.
+    # sessions, partitioned communication and ULFM (agree and iagree ordered against barriers).
     args=(test_environ test_status test_request test_p2p_buf test_p2p_buf_part test_cco_buf
-          test_win test_rma test_rma_nb test_session test_mpiabi test_handle test_errorcode)
+          test_win test_rma test_rma_nb test_session test_mpiabi test_handle test_errorcode
+          test_ulfm)
 fi
 rc=0
 for np in $nps; do
     log=$workdir/run-np$np.log
     start=$(date +%s)
     run_args=("${args[@]}")
-    # test_ulfm on 2 or more ranks: TestULFMWorld.testIAgree, where one rank starts
-    # MPIX_Comm_iagree before the other reaches it, gets a wrong agreed value and the next
-    # MPI_Barrier fails with MPI_ERR_TRUNCATE on both ranks; the test then leaves the ranks in
-    # different calls and the run hangs until the timeout (docs/conformance.md; open).
-    if [ $quick = 0 ] && [ "$np" -ge 2 ]; then run_args+=(-e test_ulfm); fi
     env LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
         "$prefix/bin/mpiexec" --timeout "$timeout" -x MPI4PY_TEST_SPAWN=0 -n "$np" \
         "$venv/bin/python" "$src/test/main.py" "${run_args[@]}" > "$log" 2>&1

@@ -25,36 +25,58 @@ use crate::global::{api, api_blocking, comm_handle, Global};
 use crate::mpi_api;
 
 mpi_api! {
-    fn Comm_spawn(_command: *const c_char, _argv: *mut *mut c_char, maxprocs: c_int, _info: MPI_Info, _root: c_int, comm: MPI_Comm,
+    fn Comm_spawn(command: *const c_char, _argv: *mut *mut c_char, maxprocs: c_int, _info: MPI_Info, root: c_int, comm: MPI_Comm,
                   intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
         api("MPI_Comm_spawn", Some(comm as usize), |g| {
-            comm_handle(g, comm as usize)?;
-            if !intercomm.is_null() {
-                *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
+            let at_root = spawn_checks(g, comm, root, intercomm)?;
+            *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
+            if at_root {
+                if command.is_null() {
+                    return Err(MpiError::new(ErrorClass::Arg, "command is NULL"));
+                }
+                if maxprocs <= 0 {
+                    return Err(MpiError::new(ErrorClass::Arg, format!("maxprocs {maxprocs} is not positive")));
+                }
             }
             if !array_of_errcodes.is_null() {
                 for i in 0..maxprocs.max(0) as usize {
                     *array_of_errcodes.add(i) = abi::MPI_ERR_SPAWN;
                 }
             }
-            Err(MpiError::new(ErrorClass::Spawn, "spawning processes is not supported: Steadfast's launcher cannot add processes to a running job"))
+            Err(MpiError::new(ErrorClass::Spawn, SPAWN_UNSUPPORTED))
         })
     }
 
-    fn Comm_spawn_multiple(count: c_int, _array_of_commands: *mut *mut c_char, _array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int,
-                           _array_of_info: *const MPI_Info, _root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
+    fn Comm_spawn_multiple(count: c_int, array_of_commands: *mut *mut c_char, _array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int,
+                           _array_of_info: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
         api("MPI_Comm_spawn_multiple", Some(comm as usize), |g| {
-            comm_handle(g, comm as usize)?;
-            if !intercomm.is_null() {
-                *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
+            let at_root = spawn_checks(g, comm, root, intercomm)?;
+            *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
+            let mut total: i64 = 0;
+            if at_root {
+                if count <= 0 {
+                    return Err(MpiError::new(ErrorClass::Arg, format!("count {count} is not positive")));
+                }
+                if array_of_commands.is_null() || array_of_maxprocs.is_null() {
+                    return Err(MpiError::new(ErrorClass::Arg, "array_of_commands or array_of_maxprocs is NULL"));
+                }
+                for i in 0..count as usize {
+                    if (*array_of_commands.add(i)).is_null() {
+                        return Err(MpiError::new(ErrorClass::Arg, format!("command {i} is NULL")));
+                    }
+                    let m = *array_of_maxprocs.add(i);
+                    if m < 0 {
+                        return Err(MpiError::new(ErrorClass::Arg, format!("maxprocs {m} of command {i} is negative")));
+                    }
+                    total += m as i64;
+                }
             }
-            if !array_of_errcodes.is_null() && !array_of_maxprocs.is_null() {
-                let total: i64 = (0..count.max(0) as usize).map(|i| (*array_of_maxprocs.add(i)).max(0) as i64).sum();
+            if !array_of_errcodes.is_null() {
                 for i in 0..total as usize {
                     *array_of_errcodes.add(i) = abi::MPI_ERR_SPAWN;
                 }
             }
-            Err(MpiError::new(ErrorClass::Spawn, "spawning processes is not supported: Steadfast's launcher cannot add processes to a running job"))
+            Err(MpiError::new(ErrorClass::Spawn, SPAWN_UNSUPPORTED))
         })
     }
 
@@ -229,6 +251,26 @@ mpi_api! {
 }
 
 const PORT_PREFIX: &str = "steadfast-port:";
+/// Why MPI_Comm_spawn and MPI_Comm_spawn_multiple fail, under every launcher.
+const SPAWN_UNSUPPORTED: &str = "spawning processes is not supported: Steadfast's launcher (and a Slurm or Hydra launch) \
+     cannot add processes to a running job; MPI_UNIVERSE_SIZE equals the world size";
+
+/// Argument checks common to the spawn calls, in the order MPI lists the errors; whether
+/// this process is the root.
+unsafe fn spawn_checks(g: &Global, comm: MPI_Comm, root: c_int, intercomm: *mut MPI_Comm) -> Result<bool, MpiError> {
+    let h = comm_handle(g, comm as usize)?;
+    let c = g.eng.comm(h)?;
+    if c.remote.is_some() {
+        return Err(MpiError::new(ErrorClass::Comm, "spawning needs an intracommunicator"));
+    }
+    if !(0..c.size()).contains(&root) {
+        return Err(MpiError::new(ErrorClass::Root, format!("root {root} is not a rank of the communicator (size {})", c.size())));
+    }
+    if intercomm.is_null() {
+        return Err(MpiError::new(ErrorClass::Arg, "intercomm is NULL"));
+    }
+    Ok(c.rank == root)
+}
 /// Port numbers wrap within the tag ranges below.
 const PORT_MASK: i32 = 0xfff;
 /// Handshake tags on MPI_COMM_WORLD's collective context, plus the port number (distinct

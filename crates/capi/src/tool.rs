@@ -4,16 +4,26 @@
 //! `steadfast`: each is a string (MPI_CHAR) holding the value the library reads from the
 //! environment at start-up (the documented default when unset). They are read-only
 //! (MPI_T_SCOPE_READONLY): the library reads them once, so writing fails with
-//! MPI_T_ERR_CVAR_SET_NEVER. The library exports no performance variables, events or
-//! event sources yet: their counts are 0 and index or handle arguments are invalid.
+//! MPI_T_ERR_CVAR_SET_NEVER.
+//!
+//! Performance variables are the path counters (the ones `STEADFAST_STATS=1` prints), in a
+//! second category `steadfast_paths`: for each counter one variable over every path
+//! (`steadfast_<counter>`) and one per kind of path (`steadfast_shm_<counter>`, `_tcp_`,
+//! `_udp_`; 0 for a kind the job does not use). All are MPI_T_PVAR_CLASS_COUNTER,
+//! MPI_UNSIGNED_LONG_LONG, bound to no object, read-only, not continuous: a handle counts
+//! what happened while it was started (MPI_T_pvar_start / stop), reset sets it to 0. The
+//! library exports no events or event sources: their counts are 0 and index or handle
+//! arguments are invalid.
 //! MPI_T calls return MPI_T error codes and never invoke error handlers; they work before
 //! MPI_Init and after MPI_Finalize, between MPI_T_init_thread and MPI_T_finalize.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::abi::{self, MPI_Aint, MPI_Count, MPI_Datatype, MPI_Info};
 use crate::mpi_api;
+
+mod pvars;
 
 /// The STEADFAST_* tunables (README.md, "Tunables"): name, default, meaning.
 const TUNABLES: &[(&str, &str, &str)] = &[
@@ -52,9 +62,10 @@ const TUNABLES: &[(&str, &str, &str)] = &[
 const CVAR_CHARS: usize = 256;
 const CATEGORY: &str = "steadfast";
 const CATEGORY_DESC: &str = "Steadfast tunables (STEADFAST_* environment variables)";
+const PVAR_CATEGORY: &str = "steadfast_paths";
+const PVAR_CATEGORY_DESC: &str = "Steadfast path counters (what STEADFAST_STATS=1 prints at MPI_Finalize)";
 
 static INITS: AtomicUsize = AtomicUsize::new(0);
-static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
 type TResult = Result<(), c_int>;
 
@@ -134,7 +145,7 @@ unsafe fn indices(len: c_int, out: *mut c_int, all: &[c_int]) -> TResult {
 }
 
 fn category(i: c_int) -> TResult {
-    if i == 0 {
+    if i == 0 || i == 1 {
         Ok(())
     } else {
         Err(abi::MPI_T_ERR_INVALID_INDEX)
@@ -240,59 +251,118 @@ mpi_api! {
             if num_pvar.is_null() {
                 return Err(abi::MPI_T_ERR_INVALID);
             }
-            *num_pvar = 0;
+            *num_pvar = pvars::count() as c_int;
             Ok(())
         }))
     }
-    fn T_pvar_get_info(_pvar_index: c_int, _name: *mut c_char, _name_len: *mut c_int, _verbosity: *mut c_int, _var_class: *mut c_int,
-                       _datatype: *mut MPI_Datatype, _enumtype: *mut *mut c_void, _desc: *mut c_char, _desc_len: *mut c_int, _bind: *mut c_int,
-                       _readonly: *mut c_int, _continuous: *mut c_int, _atomic: *mut c_int) -> c_int {
-        done(initialized().and(Err(abi::MPI_T_ERR_INVALID_INDEX)))
+    fn T_pvar_get_info(pvar_index: c_int, name: *mut c_char, name_len: *mut c_int, verbosity: *mut c_int, var_class: *mut c_int,
+                       datatype: *mut MPI_Datatype, enumtype: *mut *mut c_void, desc: *mut c_char, desc_len: *mut c_int, bind: *mut c_int,
+                       readonly: *mut c_int, continuous: *mut c_int, atomic: *mut c_int) -> c_int {
+        done(initialized().and_then(|_| {
+            let v = pvars::at(pvar_index)?;
+            put_str(&pvars::name(v), name, name_len);
+            put_str(&pvars::desc(v), desc, desc_len);
+            set(verbosity, abi::MPI_T_VERBOSITY_USER_BASIC);
+            set(var_class, abi::MPI_T_PVAR_CLASS_COUNTER);
+            set(datatype, abi::MPI_UNSIGNED_LONG_LONG as MPI_Datatype);
+            set(enumtype, std::ptr::null_mut());
+            set(bind, abi::MPI_T_BIND_NO_OBJECT);
+            set(readonly, 1);
+            set(continuous, 0);
+            set(atomic, 0);
+            Ok(())
+        }))
     }
-    fn T_pvar_get_index(name: *const c_char, _var_class: c_int, _pvar_index: *mut c_int) -> c_int {
-        done(initialized().and_then(|_| name_arg(name).map(|_| ())).and(Err(abi::MPI_T_ERR_INVALID_NAME)))
+    fn T_pvar_get_index(name: *const c_char, var_class: c_int, pvar_index: *mut c_int) -> c_int {
+        done(initialized().and_then(|_| {
+            let n = name_arg(name)?;
+            if pvar_index.is_null() {
+                return Err(abi::MPI_T_ERR_INVALID);
+            }
+            let i = pvars::find(n).ok_or(abi::MPI_T_ERR_INVALID_NAME)?;
+            if var_class != abi::MPI_T_PVAR_CLASS_COUNTER {
+                return Err(abi::MPI_T_ERR_INVALID_NAME);
+            }
+            *pvar_index = i as c_int;
+            Ok(())
+        }))
     }
     fn T_pvar_session_create(session: *mut *mut c_void) -> c_int {
         done(initialized().and_then(|_| {
             if session.is_null() {
                 return Err(abi::MPI_T_ERR_INVALID);
             }
-            *session = NEXT_SESSION.fetch_add(1, Ordering::Relaxed) as usize as *mut c_void;
+            *session = pvars::session_create()? as *mut c_void;
             Ok(())
         }))
     }
     fn T_pvar_session_free(session: *mut *mut c_void) -> c_int {
         done(initialized().and_then(|_| {
-            if session.is_null() || (*session).is_null() {
+            if session.is_null() {
                 return Err(abi::MPI_T_ERR_INVALID_SESSION);
             }
+            pvars::session_free(*session as usize)?;
             *session = std::ptr::null_mut();
             Ok(())
         }))
     }
-    fn T_pvar_handle_alloc(_session: *mut c_void, _pvar_index: c_int, _obj_handle: *mut c_void, _handle: *mut *mut c_void, _count: *mut c_int) -> c_int {
-        done(initialized().and(Err(abi::MPI_T_ERR_INVALID_INDEX)))
+    fn T_pvar_handle_alloc(session: *mut c_void, pvar_index: c_int, _obj_handle: *mut c_void, handle: *mut *mut c_void, count: *mut c_int) -> c_int {
+        done(initialized().and_then(|_| {
+            let v = pvars::at(pvar_index)?;
+            if handle.is_null() || count.is_null() {
+                return Err(abi::MPI_T_ERR_INVALID);
+            }
+            *handle = pvars::handle_alloc(session as usize, v)? as *mut c_void;
+            *count = 1;
+            Ok(())
+        }))
     }
-    fn T_pvar_handle_free(_session: *mut c_void, _handle: *mut *mut c_void) -> c_int {
-        done(initialized().and(Err(abi::MPI_T_ERR_INVALID_HANDLE)))
+    fn T_pvar_handle_free(session: *mut c_void, handle: *mut *mut c_void) -> c_int {
+        done(initialized().and_then(|_| {
+            if handle.is_null() {
+                return Err(abi::MPI_T_ERR_INVALID_HANDLE);
+            }
+            pvars::handle_free(session as usize, *handle as usize)?;
+            *handle = std::ptr::null_mut();
+            Ok(())
+        }))
     }
     fn T_pvar_start(session: *mut c_void, handle: *mut c_void) -> c_int {
-        pvar_all(session, handle)
+        done(initialized().and_then(|_| pvars::apply(session as usize, handle as usize, pvars::Action::Start)))
     }
     fn T_pvar_stop(session: *mut c_void, handle: *mut c_void) -> c_int {
-        pvar_all(session, handle)
+        done(initialized().and_then(|_| pvars::apply(session as usize, handle as usize, pvars::Action::Stop)))
     }
-    fn T_pvar_read(_session: *mut c_void, _handle: *mut c_void, _buf: *mut c_void) -> c_int {
-        done(initialized().and(Err(abi::MPI_T_ERR_INVALID_HANDLE)))
+    fn T_pvar_read(session: *mut c_void, handle: *mut c_void, buf: *mut c_void) -> c_int {
+        done(initialized().and_then(|_| {
+            if buf.is_null() {
+                return Err(abi::MPI_T_ERR_INVALID);
+            }
+            let v = pvars::read(session as usize, handle as usize, false)?;
+            // SAFETY: the tool passes room for `count` (1) MPI_UNSIGNED_LONG_LONG.
+            std::ptr::write_unaligned(buf as *mut u64, v);
+            Ok(())
+        }))
     }
-    fn T_pvar_write(_session: *mut c_void, _handle: *mut c_void, _buf: *const c_void) -> c_int {
-        done(initialized().and(Err(abi::MPI_T_ERR_INVALID_HANDLE)))
+    fn T_pvar_write(session: *mut c_void, handle: *mut c_void, _buf: *const c_void) -> c_int {
+        done(initialized().and_then(|_| {
+            pvars::check_handle(session as usize, handle as usize)?;
+            Err(abi::MPI_T_ERR_PVAR_NO_WRITE)
+        }))
     }
     fn T_pvar_reset(session: *mut c_void, handle: *mut c_void) -> c_int {
-        pvar_all(session, handle)
+        done(initialized().and_then(|_| pvars::apply(session as usize, handle as usize, pvars::Action::Reset)))
     }
-    fn T_pvar_readreset(_session: *mut c_void, _handle: *mut c_void, _buf: *mut c_void) -> c_int {
-        done(initialized().and(Err(abi::MPI_T_ERR_INVALID_HANDLE)))
+    fn T_pvar_readreset(session: *mut c_void, handle: *mut c_void, buf: *mut c_void) -> c_int {
+        done(initialized().and_then(|_| {
+            if buf.is_null() {
+                return Err(abi::MPI_T_ERR_INVALID);
+            }
+            let v = pvars::read(session as usize, handle as usize, true)?;
+            // SAFETY: as in MPI_T_pvar_read.
+            std::ptr::write_unaligned(buf as *mut u64, v);
+            Ok(())
+        }))
     }
 
     fn T_event_get_num(num_events: *mut c_int) -> c_int {
@@ -371,7 +441,7 @@ mpi_api! {
             if num_cat.is_null() {
                 return Err(abi::MPI_T_ERR_INVALID);
             }
-            *num_cat = 1;
+            *num_cat = 2;
             Ok(())
         }))
     }
@@ -379,10 +449,11 @@ mpi_api! {
                            num_cvars: *mut c_int, num_pvars: *mut c_int, num_categories: *mut c_int) -> c_int {
         done(initialized().and_then(|_| {
             category(cat_index)?;
-            put_str(CATEGORY, name, name_len);
-            put_str(CATEGORY_DESC, desc, desc_len);
-            set(num_cvars, TUNABLES.len() as c_int);
-            set(num_pvars, 0);
+            let pv = cat_index == 1;
+            put_str(if pv { PVAR_CATEGORY } else { CATEGORY }, name, name_len);
+            put_str(if pv { PVAR_CATEGORY_DESC } else { CATEGORY_DESC }, desc, desc_len);
+            set(num_cvars, if pv { 0 } else { TUNABLES.len() as c_int });
+            set(num_pvars, if pv { pvars::count() as c_int } else { 0 });
             set(num_categories, 0);
             Ok(())
         }))
@@ -396,24 +467,30 @@ mpi_api! {
     }
     fn T_category_get_index(name: *const c_char, cat_index: *mut c_int) -> c_int {
         done(initialized().and_then(|_| {
-            if name_arg(name)? != CATEGORY.as_bytes() {
+            let n = name_arg(name)?;
+            let i = if n == CATEGORY.as_bytes() {
+                0
+            } else if n == PVAR_CATEGORY.as_bytes() {
+                1
+            } else {
                 return Err(abi::MPI_T_ERR_INVALID_NAME);
-            }
-            set(cat_index, 0);
+            };
+            set(cat_index, i);
             Ok(())
         }))
     }
     fn T_category_get_cvars(cat_index: c_int, len: c_int, indices_out: *mut c_int) -> c_int {
         done(initialized().and_then(|_| {
             category(cat_index)?;
-            let all: Vec<c_int> = (0..TUNABLES.len() as c_int).collect();
+            let all: Vec<c_int> = if cat_index == 0 { (0..TUNABLES.len() as c_int).collect() } else { Vec::new() };
             indices(len, indices_out, &all)
         }))
     }
     fn T_category_get_pvars(cat_index: c_int, len: c_int, indices_out: *mut c_int) -> c_int {
         done(initialized().and_then(|_| {
             category(cat_index)?;
-            indices(len, indices_out, &[])
+            let all: Vec<c_int> = if cat_index == 1 { (0..pvars::count() as c_int).collect() } else { Vec::new() };
+            indices(len, indices_out, &all)
         }))
     }
     fn T_category_get_events(cat_index: c_int, len: c_int, indices_out: *mut c_int) -> c_int {
@@ -438,20 +515,6 @@ mpi_api! {
             Ok(())
         }))
     }
-}
-
-/// Start / stop / reset: only MPI_T_PVAR_ALL_HANDLES of a session is valid (there are no
-/// performance variables, so it covers nothing).
-fn pvar_all(session: *mut c_void, handle: *mut c_void) -> c_int {
-    done(initialized().and_then(|_| {
-        if session.is_null() {
-            return Err(abi::MPI_T_ERR_INVALID_SESSION);
-        }
-        if handle as usize != 1 {
-            return Err(abi::MPI_T_ERR_INVALID_HANDLE);
-        }
-        Ok(())
-    }))
 }
 
 fn no_handle() -> c_int {

@@ -568,6 +568,15 @@ impl Engine {
         Ok(())
     }
 
+    /// The path counters, for MPI_T: every path's together (with the frames the engine
+    /// dropped itself) and each kind of path's; `None` while no path is open.
+    pub fn path_counters(&self) -> Option<(steadfast_paths::PathCounters, Vec<(&'static str, steadfast_paths::PathCounters)>)> {
+        let n = self.net.as_ref()?;
+        let mut total = n.counters();
+        total.frames_dropped += self.st.dropped;
+        Some((total, n.counters_by_path()))
+    }
+
     /// Ask the launcher to tear the job down with `code`; exits if there is no launcher.
     pub fn abort(&mut self, code: i32, msg: &str) -> ! {
         if let Some(b) = self.boot.as_mut() {

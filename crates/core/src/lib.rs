@@ -26,6 +26,7 @@ pub mod wire;
 pub use engine::{Bootstrap, Engine, JobInfo, Parts, PathKind, PathOverrides, PROC_NULL};
 pub use error::{ErrorClass, MpiError, MpiResult};
 pub use slab::Handle;
+pub use steadfast_paths::PathCounters;
 
 /// Bytes of bookkeeping each buffered send reserves in the attached buffer
 /// (the standard ABI's MPI_BSEND_OVERHEAD).

@@ -81,6 +81,10 @@ impl Path for CompositePath {
         c
     }
 
+    fn counters_by_path(&self) -> Vec<(&'static str, PathCounters)> {
+        self.parts.iter().flat_map(|(_, p)| p.counters_by_path()).collect()
+    }
+
     fn peer_failed(&mut self, peer: u32) {
         if let Ok(p) = self.part(peer) {
             p.peer_failed(peer);

@@ -206,6 +206,11 @@ pub trait Path: Send {
     fn backlog(&self) -> usize;
     /// Counters for the statistics report.
     fn counters(&self) -> PathCounters;
+    /// The counters of each kind of path this one is made of, by name (`shm`, `tcp`, `udp`),
+    /// for the MPI_T performance variables (none for a path that does not say).
+    fn counters_by_path(&self) -> Vec<(&'static str, PathCounters)> {
+        Vec::new()
+    }
     /// True when the path must keep answering its peers after this rank's own traffic is
     /// acknowledged (a reliable path: a peer may still wait for an ACK that was lost).
     /// The engine then keeps it polled on a helper thread while it blocks in the final

@@ -817,6 +817,10 @@ impl<W: Wire> Path for ReliablePath<W> {
             + self.wire.pending()
     }
 
+    fn counters_by_path(&self) -> Vec<(&'static str, PathCounters)> {
+        vec![("udp", self.counters())]
+    }
+
     fn counters(&self) -> PathCounters {
         let mut c = self.counters;
         let ch = self.channel_counters();

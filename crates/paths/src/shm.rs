@@ -703,6 +703,10 @@ impl Path for ShmPath {
         0
     }
 
+    fn counters_by_path(&self) -> Vec<(&'static str, PathCounters)> {
+        vec![("shm", self.counters())]
+    }
+
     fn counters(&self) -> PathCounters {
         let mut c = self.counters;
         if let Some(inj) = &self.faults {

@@ -1194,6 +1194,10 @@ impl Path for TcpPath {
         self.conns.iter().filter(|c| c.open).map(|c| c.out.pending()).sum()
     }
 
+    fn counters_by_path(&self) -> Vec<(&'static str, PathCounters)> {
+        vec![("tcp", self.counters())]
+    }
+
     fn counters(&self) -> PathCounters {
         let mut c = self.counters;
         if let Some(inj) = &self.faults {

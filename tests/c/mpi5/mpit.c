@@ -1,7 +1,8 @@
 /* ranks: 1
  * MPI_T: control variables are the STEADFAST_* tunables (read-only strings in category
- * "steadfast"), found by index and by name, readable through handles, refusing writes; no
- * performance variables or events; MPI_T works before MPI_Init and error codes are MPI_T's. */
+ * "steadfast"), found by index and by name, readable through handles, refusing writes;
+ * performance variables are in a second category (tests/c/mpi5/pvars.c exercises them); no
+ * events; MPI_T works before MPI_Init and error codes are MPI_T's. */
 #include "../tc.h"
 
 int main(int argc, char **argv)
@@ -39,7 +40,7 @@ int main(int argc, char **argv)
     TC_CHECK(MPI_T_cvar_get_info(n, name, &name_len, &verb, &dt, &en, desc, &desc_len, &bind, &scope) == MPI_T_ERR_INVALID_INDEX, "index past the end");
     int ncat, ncv;
     TC_MPI(MPI_T_category_get_num(&ncat));
-    TC_CHECK(ncat == 1, "%d categories", ncat);
+    TC_CHECK(ncat == 2, "%d categories", ncat);
     name_len = sizeof name;
     desc_len = sizeof desc;
     int npv, nsub;
@@ -48,12 +49,17 @@ int main(int argc, char **argv)
     int *ix = malloc(n * sizeof(int));
     TC_MPI(MPI_T_category_get_cvars(0, n, ix));
     TC_CHECK(ix[n - 1] == n - 1, "category cvars");
-    TC_MPI(MPI_T_pvar_get_num(&npv));
-    TC_CHECK(npv == 0, "%d pvars", npv);
+    int npv_all, npv_cat;
+    TC_MPI(MPI_T_pvar_get_num(&npv_all));
+    name_len = sizeof name;
+    desc_len = sizeof desc;
+    TC_MPI(MPI_T_category_get_info(1, name, &name_len, desc, &desc_len, &ncv, &npv_cat, &nsub));
+    TC_CHECK(ncv == 0 && npv_cat == npv_all && npv_all > 0 && strcmp(name, "steadfast_paths") == 0, "pvar category: %d cvars, %d of %d pvars, %s", ncv, npv_cat, npv_all, name);
     MPI_T_pvar_session ps;
     TC_MPI(MPI_T_pvar_session_create(&ps));
     TC_MPI(MPI_T_pvar_start(ps, MPI_T_PVAR_ALL_HANDLES));
     TC_MPI(MPI_T_pvar_session_free(&ps));
+    TC_CHECK(ps == MPI_T_PVAR_SESSION_NULL, "session freed");
     TC_MPI(MPI_T_event_get_num(&n));
     TC_CHECK(n == 0, "%d events", n);
     TC_MPI(MPI_T_finalize());

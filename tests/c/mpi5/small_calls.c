@@ -122,6 +122,19 @@ int main(int argc, char **argv)
     rc = MPI_Comm_spawn("true", MPI_ARGV_NULL, 2, MPI_INFO_NULL, 0, MPI_COMM_SELF, &child, errcodes);
     MPI_Error_class(rc, &cls);
     TC_CHECK(cls == MPI_ERR_SPAWN && errcodes[0] == MPI_ERR_SPAWN, "spawn: class %d", cls);
+    /* Wrong arguments get their own class before that. */
+    rc = MPI_Comm_spawn("true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 1, MPI_COMM_SELF, &child, MPI_ERRCODES_IGNORE);
+    MPI_Error_class(rc, &cls);
+    TC_CHECK(cls == MPI_ERR_ROOT, "spawn with root 1 on MPI_COMM_SELF: class %d", cls);
+    rc = MPI_Comm_spawn("true", MPI_ARGV_NULL, -1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &child, MPI_ERRCODES_IGNORE);
+    MPI_Error_class(rc, &cls);
+    TC_CHECK(cls == MPI_ERR_ARG, "spawn of -1 processes: class %d", cls);
+    char *cmds[1] = {"true"};
+    int np1[1] = {1};
+    MPI_Info infos[1] = {MPI_INFO_NULL};
+    rc = MPI_Comm_spawn_multiple(1, cmds, MPI_ARGVS_NULL, np1, infos, 0, MPI_COMM_SELF, &child, errcodes);
+    MPI_Error_class(rc, &cls);
+    TC_CHECK(cls == MPI_ERR_SPAWN && errcodes[0] == MPI_ERR_SPAWN && child == MPI_COMM_NULL, "spawn_multiple: class %d", cls);
     char port[MPI_MAX_PORT_NAME];
     /* A port of another job cannot be reached (tests/c/mpi5/ports.c covers ports). */
     rc = MPI_Comm_connect("steadfast-port:another-job:0:0", MPI_INFO_NULL, 0, MPI_COMM_SELF, &child);

@@ -8,7 +8,11 @@
 //!
 //! Each collective instance on a communicator gets the next value of a per-communicator
 //! sequence number, which goes into the tags of its messages, so overlapping nonblocking
-//! collectives never take each other's messages.
+//! collectives never take each other's messages. Blocking and nonblocking (or persistent)
+//! collectives are numbered apart, with a tag bit between them: a rank may start a
+//! nonblocking collective, then enter a blocking one that another rank enters before it starts
+//! its nonblocking one (mpi4py's agreement over MPI_Iallreduce does this), and each still
+//! matches its own.
 
 pub mod alltoall;
 pub mod bcast;
@@ -127,8 +131,10 @@ struct Persistent {
 /// Collective state kept by the engine.
 #[derive(Default)]
 pub struct CollState {
-    /// Next sequence number per communicator context id.
+    /// Next sequence number per communicator context id (blocking collectives).
     seqs: rustc_hash::FxHashMap<u32, u32>,
+    /// The same for nonblocking and persistent collectives.
+    nb_seqs: rustc_hash::FxHashMap<u32, u32>,
     /// Nonblocking collectives in progress, with their request.
     active: Vec<(Handle, Box<Schedule>)>,
     persistent: HashMap<Handle, Persistent>,
@@ -164,6 +170,7 @@ impl CollState {
     /// Forget the sequence number of a freed communicator's context.
     pub fn forget_context(&mut self, ctx: u32) {
         self.seqs.remove(&ctx);
+        self.nb_seqs.remove(&ctx);
     }
 }
 
@@ -173,12 +180,20 @@ impl Engine {
         Ok((Topo { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.len() as i32) }, c.ctx))
     }
 
-    /// Tag base of the next collective on `comm`.
+    /// Tag base of the next blocking collective on `comm`.
     fn next_tag(&mut self, ctx: u32) -> i32 {
         let seq = self.coll.seqs.entry(ctx).or_insert(0);
         let t = ((*seq & sched::SEQ_MASK) as i32) << sched::SUB_BITS;
         *seq = seq.wrapping_add(1);
         t
+    }
+
+    /// Tag base of the next nonblocking or persistent collective on `comm`.
+    fn next_nb_tag(&mut self, ctx: u32) -> i32 {
+        let seq = self.coll.nb_seqs.entry(ctx).or_insert(0);
+        let t = ((*seq & sched::SEQ_MASK) as i32) << sched::SUB_BITS;
+        *seq = seq.wrapping_add(1);
+        t | sched::NONBLOCKING_BIT
     }
 
     fn prepare(&mut self, comm: Handle, c: &Coll, tag: Option<i32>) -> MpiResult<Box<Schedule>> {
@@ -243,8 +258,19 @@ impl Engine {
         r
     }
 
-    /// Start collective `c` on `comm`; returns its request.
+    /// Start nonblocking collective `c` on `comm`; returns its request.
     pub fn icoll(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
+        let (_, ctx) = self.topo(comm)?;
+        let tag = self.next_nb_tag(ctx);
+        let s = self.prepare(comm, &c, Some(tag))?;
+        let h = self.coll_request(false);
+        self.coll_launch(h, s)?;
+        Ok(h)
+    }
+
+    /// Start blocking collective `c` on `comm` as a request the caller waits for (numbered
+    /// with the blocking collectives; for callers that wait with the library lock released).
+    pub fn icoll_blocking(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
         let s = self.prepare(comm, &c, None)?;
         let h = self.coll_request(false);
         self.coll_launch(h, s)?;
@@ -255,7 +281,7 @@ impl Engine {
     pub fn coll_init(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
         let (_, ctx) = self.topo(comm)?;
         // Build once now so argument errors show at init time.
-        let tag_base = self.next_tag(ctx);
+        let tag_base = self.next_nb_tag(ctx);
         let s = self.prepare(comm, &c, Some(tag_base))?;
         self.coll.recycle(s);
         let h = self.coll_request(true);

@@ -21,6 +21,10 @@ pub(crate) const SUB_BITS: u32 = 12;
 /// Marks traffic inside the local group of an intercommunicator (same context as the
 /// traffic between the groups, where the source rank means a rank of the other group).
 pub(crate) const LOCAL_BIT: i32 = 1 << 28;
+/// Marks the tags of nonblocking and persistent collectives, numbered apart from the blocking
+/// ones (as MPICH does): a blocking collective and a nonblocking one started in different
+/// orders on different ranks still find their own messages.
+pub(crate) const NONBLOCKING_BIT: i32 = 1 << 29;
 /// Bits of the per-communicator collective sequence number kept in a tag.
 pub(crate) const SEQ_MASK: u32 = 0xffff;
 
