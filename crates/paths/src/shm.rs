@@ -58,6 +58,10 @@ const RING_META: usize = 192;
 const OFF_HEAD: usize = 0;
 const OFF_TAIL: usize = 64;
 const OFF_BLOCKED: usize = 128;
+/// Repair request (u64, in the blocked line, which only changes when a side sleeps):
+/// 0, or 1 + the ring position of a record the consumer found damaged and wants
+/// rewritten. Written by the consumer, cleared by the producer when it rewrote the record.
+const OFF_REPAIR: usize = 136;
 const REC_PREFIX: usize = 16;
 /// Payload-length word flag: the record carries no checksum.
 const REC_NO_CRC: u32 = 1 << 31;
@@ -74,6 +78,16 @@ const CTRL_DOORBELL: usize = 64;
 const CTRL_WAITING: usize = 128;
 /// 1 when the segment's owner registered for `membarrier` global expedited barriers.
 const CTRL_ASYM: usize = 192;
+/// Non-zero when a consumer asked the segment's owner (as a producer) to rewrite a
+/// damaged record in one of its outbound rings; the owner looks at it on every poll
+/// (one load of a line nobody writes unless there is damage).
+const CTRL_REPAIR: usize = 256;
+/// Rewrites of one record a consumer asks for before it gives up and reports the damage
+/// (damage that survives this many fresh copies is not transient).
+const REPAIR_LIMIT: u32 = 16;
+/// Value of a ring's repair word when the producer cannot rewrite the record (it holds no
+/// copy of it: a restarted producer, or a position it never wrote).
+const REPAIR_REFUSED: u64 = u64::MAX;
 
 const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
 const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_int = 1 << 1;
@@ -178,6 +192,9 @@ impl Segment {
     fn pid(&self) -> u32 {
         self.atomic_u32(CTRL_PID).load(Ordering::Relaxed)
     }
+    fn repair_flag(&self) -> &AtomicU32 {
+        self.atomic_u32(CTRL_REPAIR)
+    }
     fn ring(&self, sender: u32) -> Ring {
         let off = CTRL_LEN + sender as usize * (RING_META + self.ring_size);
         // SAFETY: `sender < nranks` is checked by callers; the segment was sized for nranks rings.
@@ -230,6 +247,10 @@ impl Ring {
         // SAFETY: as above.
         unsafe { &*(self.base.add(OFF_BLOCKED) as *const AtomicU32) }
     }
+    fn repair(&self) -> &AtomicU64 {
+        // SAFETY: as above (8-byte aligned).
+        unsafe { &*(self.base.add(OFF_REPAIR) as *const AtomicU64) }
+    }
     fn data(&self) -> *mut u8 {
         // SAFETY: data follows the metadata block.
         unsafe { self.base.add(RING_META) }
@@ -244,6 +265,10 @@ struct Outbound {
     fence_free: bool,
     tail: u64,
     cached_head: u64,
+    /// Private copy of every record at its ring offset, kept until the consumer moved
+    /// `head` past it (it does only after the record passed its check), so a damaged
+    /// record can be rewritten. Empty while checksums are off (nothing is verified).
+    shadow: Vec<u8>,
 }
 
 /// Shared-memory path for the ranks of one host.
@@ -266,6 +291,10 @@ pub struct ShmPath {
     asym: bool,
     /// Per sender: 0 not known yet, 1 its producer side fences, 2 asymmetric fences.
     producer_asym: Vec<u8>,
+    /// Per sender: rewrites asked for the record at its ring's head (0 after a good record).
+    repairs: Vec<u32>,
+    /// Per sender: a rewrite of the record at its ring's head was asked for and not done yet.
+    awaiting: Vec<bool>,
     max_payload: usize,
     counters: PathCounters,
     checksum: Checksum,
@@ -327,6 +356,8 @@ impl ShmPath {
             first_ring: 0,
             asym,
             producer_asym: vec![0; nranks as usize],
+            repairs: vec![0; nranks as usize],
+            awaiting: vec![false; nranks as usize],
             max_payload,
             counters: PathCounters::default(),
             checksum: Checksum::Crc32c,
@@ -364,7 +395,7 @@ impl ShmPath {
             let tail = ring.tail().load(Ordering::Acquire);
             let cached_head = ring.head().load(Ordering::Acquire);
             let fence_free = self.asym && seg.asym();
-            *slot = Some(Outbound { seg, ring, fence_free, tail, cached_head });
+            *slot = Some(Outbound { seg, ring, fence_free, tail, cached_head, shadow: Vec::new() });
         }
         slot.as_mut().ok_or_else(|| PathError::Shm("unreachable".into()))
     }
@@ -414,12 +445,69 @@ impl ShmPath {
         if let Some(a) = self.producer_asym.get_mut(peer as usize) {
             *a = 0;
         }
+        if let Some(r) = self.repairs.get_mut(peer as usize) {
+            *r = 0;
+        }
+        if let Some(a) = self.awaiting.get_mut(peer as usize) {
+            *a = false;
+        }
         self.blocked_on.retain(|p| *p != peer);
     }
 
+    /// Rewrites, from the private copies, the records consumers found damaged in our
+    /// outbound rings (a consumer moves `head` past a record only once it passed its check,
+    /// so the copy at that offset is still the record's).
+    fn serve_repairs(&mut self) {
+        // Taken before the rings are looked at: a request made meanwhile sets it again.
+        self.me.repair_flag().swap(0, Ordering::SeqCst);
+        for o in self.out.iter_mut().flatten() {
+            let want = o.ring.repair().load(Ordering::Acquire);
+            if want == 0 || want == REPAIR_REFUSED {
+                continue;
+            }
+            let pos = want - 1;
+            let size = o.ring.size;
+            let head = o.ring.head().load(Ordering::Acquire);
+            let at = (pos & (size as u64 - 1)) as usize;
+            let held = o.shadow.len() == size && pos >= head && pos < o.tail && at.is_multiple_of(LINE);
+            // SAFETY (reads of the copy): `at` is line-aligned inside the shadow, which has
+            // the ring's size; the record's extent is checked against it before the copy.
+            let plen = if held {
+                let word = unsafe { (o.shadow.as_ptr().add(at + 4) as *const u32).read() };
+                word & !REC_NO_CRC
+            } else {
+                0
+            };
+            let n = REC_PREFIX + HDR_LEN + plen as usize;
+            if !held || at + n > size {
+                o.ring.repair().store(REPAIR_REFUSED, Ordering::Release);
+            } else {
+                // SAFETY: the record at `at` is not released (head has not passed it) and the
+                // consumer does not read it while its repair word names it; the length word
+                // stays as published, the rest is rewritten.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(o.shadow.as_ptr().add(at + 4), o.ring.data().add(at + 4), n - 4);
+                    // The copy crosses the same "wire" as the first one did.
+                    if let Some(inj) = self.faults.as_mut() {
+                        inj.corrupt_outgoing(std::slice::from_raw_parts_mut(o.ring.data().add(at + REC_PREFIX), n - REC_PREFIX));
+                    }
+                }
+                o.ring.repair().store(0, Ordering::Release);
+                self.counters.retransmits += 1;
+            }
+            ring_doorbell(&o.seg, true);
+        }
+    }
+
     fn inbound_pending(&self) -> bool {
+        if self.me.repair_flag().load(Ordering::SeqCst) != 0 {
+            return true; // a consumer waits for us to rewrite a record
+        }
         (0..self.nranks).any(|s| {
             let r = self.me.ring(s);
+            if self.awaiting[s as usize] {
+                return r.repair().load(Ordering::SeqCst) != self.heads[s as usize] + 1;
+            }
             let at = (self.heads[s as usize] & (r.size as u64 - 1)) as usize;
             // SAFETY: head is always a line-aligned record start inside the ring.
             unsafe { len_word(r.data(), at) }.load(Ordering::SeqCst) != 0
@@ -518,6 +606,14 @@ impl ShmPath {
                 (p.add(8) as *mut u32).write(0);
                 (p.add(12) as *mut u32).write(0);
             }
+            if checksum {
+                // The copy a damaged record is rewritten from (see `serve_repairs`).
+                if o.shadow.len() != size as usize {
+                    o.shadow = vec![0; size as usize];
+                }
+                let n = REC_PREFIX + HDR_LEN + payload.len();
+                std::ptr::copy_nonoverlapping(p.add(4), o.shadow.as_mut_ptr().add(at + 4), n - 4);
+            }
             if let Some(inj) = faults.as_mut() {
                 let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
                 inj.corrupt_outgoing(body);
@@ -549,6 +645,9 @@ impl Path for ShmPath {
     }
 
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
+        if self.me.repair_flag().load(Ordering::Relaxed) != 0 {
+            self.serve_repairs();
+        }
         let mut n = 0;
         let mut stop = false;
         // Start after the ring that ended the last poll early, so no sender is starved.
@@ -564,6 +663,25 @@ impl Path for ShmPath {
             let size = ring.size as u64;
             let data = ring.data();
             let start = head;
+            if self.awaiting[s as usize] {
+                match ring.repair().load(Ordering::Acquire) {
+                    w if w == head + 1 => continue, // not rewritten yet
+                    REPAIR_REFUSED => {
+                        // The producer holds no copy: report the damage as before repair existed.
+                        self.awaiting[s as usize] = false;
+                        ring.repair().store(0, Ordering::Relaxed);
+                        let at = (head & (size - 1)) as usize;
+                        // SAFETY: head is a line-aligned record start that was checked when read.
+                        let len = unsafe { len_word(data, at) }.load(Ordering::Acquire) as u64;
+                        self.counters.frames_dropped += 1;
+                        let head = head + len.max(LINE as u64);
+                        ring.head().store(head, Ordering::Release);
+                        self.heads[s as usize] = head;
+                        return Err(PathError::Corrupt { peer: s, path: "shm", what: "damaged record, and the sender holds no copy to resend".into() });
+                    }
+                    _ => self.awaiting[s as usize] = false,
+                }
+            }
             // At most one ring's worth of records per ring and poll: a peer that left a
             // ring of records wrapping onto itself (never a correct producer: the word after
             // its last record is always 0) cannot keep this call from returning.
@@ -627,6 +745,18 @@ impl Path for ShmPath {
                     }
                     if let Some(what) = what {
                         self.counters.corrupt_detected += 1;
+                        if !unchecked && self.repairs[s as usize] < REPAIR_LIMIT {
+                            // Ask the producer to rewrite the record from its copy; the ring
+                            // stays at it (nothing after it is read before it is good).
+                            self.repairs[s as usize] += 1;
+                            self.awaiting[s as usize] = true;
+                            ring.repair().store(head + 1, Ordering::Release);
+                            if let Some(seg) = self.peer_segment(s) {
+                                seg.repair_flag().store(1, Ordering::SeqCst);
+                                ring_doorbell(seg, true);
+                            }
+                            break;
+                        }
                         self.counters.frames_dropped += 1;
                         head += len as u64;
                         ring.head().store(head, Ordering::Release);
@@ -635,6 +765,9 @@ impl Path for ShmPath {
                     }
                     self.counters.packets_received += 1;
                     self.counters.bytes_received += payload.len() as u64;
+                    if self.repairs[s as usize] != 0 {
+                        self.repairs[s as usize] = 0;
+                    }
                     n += 1;
                 }
                 head += len as u64;
@@ -908,8 +1041,11 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Damage after the checksum (sender: `corrupt`, receiver: `bus`) is detected, never
+    /// delivered, and repaired: the producer rewrites the record from its copy and the
+    /// consumer delivers it, then what followed it, in order.
     #[test]
-    fn damaged_records_are_detected_not_delivered() {
+    fn damaged_records_are_rewritten_and_delivered_in_order() {
         use crate::fault::{FaultSpec, Injector};
         let dir = std::env::temp_dir().join(format!("sf-shm-crc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -926,21 +1062,53 @@ mod tests {
                 b.set_faults(inj);
             }
             a.send(1, &[3; HDR_LEN], &vec![7u8; size]).unwrap();
-            let mut got = Collect(Vec::new());
-            let err = b.poll(&mut got).unwrap_err();
-            assert!(matches!(err, PathError::Corrupt { peer: 0, path: "shm", .. }), "{who} {size}: {err}");
-            assert!(got.0.is_empty(), "{who} {size}: damaged record delivered");
-            assert_eq!(b.counters().corrupt_detected, 1);
-            // Without damage the next record is fine (the check is not a false alarm).
             a.faults = None;
-            b.faults = None;
             a.send(1, &[4; HDR_LEN], &vec![8u8; size]).unwrap();
-            b.poll(&mut got).unwrap();
-            assert_eq!(got.0.len(), 1);
-            assert_eq!(got.0[0].2, vec![8u8; size]);
+            let mut got = Collect(Vec::new());
+            assert_eq!(b.poll(&mut got).unwrap(), 0, "{who} {size}");
+            assert!(got.0.is_empty(), "{who} {size}: damaged record (or one after it) delivered");
+            assert_eq!(b.counters().corrupt_detected, 1);
+            b.faults = None;
+            // Nothing moves until the producer rewrote the record.
+            assert_eq!(b.poll(&mut got).unwrap(), 0);
+            assert!(b.inbound_pending() == false, "{who} {size}: the consumer could not sleep");
+            assert!(a.inbound_pending(), "{who} {size}: the producer would sleep through the request");
+            assert_eq!(a.poll(&mut Collect(Vec::new())).unwrap(), 0);
+            assert_eq!(a.counters().retransmits, 1);
+            assert!(b.inbound_pending());
+            assert_eq!(b.poll(&mut got).unwrap(), 2, "{who} {size}");
+            assert_eq!((got.0[0].1, &got.0[0].2), ([3; HDR_LEN], &vec![7u8; size]));
+            assert_eq!((got.0[1].1, &got.0[1].2), ([4; HDR_LEN], &vec![8u8; size]));
             drop(a);
             drop(b);
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Damage that every fresh copy meets again is not transient: after `REPAIR_LIMIT`
+    /// rewrites the consumer reports it, and nothing damaged is delivered.
+    #[test]
+    fn persistent_damage_is_reported_after_the_repair_limit() {
+        use crate::fault::{FaultSpec, Injector};
+        let dir = std::env::temp_dir().join(format!("sf-shm-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = ShmPath::create(&dir, 0, 2, 1 << 16).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, 1 << 16).unwrap();
+        b.set_faults(Injector::new(FaultSpec::parse("bus=1").unwrap(), 1));
+        a.send(1, &[3; HDR_LEN], &[7u8; 100]).unwrap();
+        let mut got = Collect(Vec::new());
+        let err = loop {
+            match b.poll(&mut got) {
+                Ok(_) => assert_eq!(a.poll(&mut Collect(Vec::new())).unwrap(), 0),
+                Err(e) => break e,
+            }
+            assert!(a.counters().retransmits <= u64::from(REPAIR_LIMIT));
+        };
+        assert!(matches!(err, PathError::Corrupt { peer: 0, path: "shm", .. }), "{err}");
+        assert_eq!(a.counters().retransmits, u64::from(REPAIR_LIMIT));
+        assert!(got.0.is_empty());
+        drop(a);
+        drop(b);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
