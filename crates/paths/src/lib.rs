@@ -50,8 +50,9 @@ pub enum PathError {
     Udp(String),
     #[error("peer {0} is unreachable: {1}")]
     PeerLost(u32, String),
-    /// Damaged data from `peer` was detected by the end-to-end checksum on a path that
-    /// cannot retransmit (shm, tcp). Nothing of it was delivered.
+    /// Damaged data from `peer` was detected by the end-to-end checksum on shm or tcp and
+    /// could not be repaired (see docs/security.md, "Damaged data"). Nothing of it was
+    /// delivered.
     #[error("corrupt data from rank {peer} detected on the {path} path ({what}); it was not delivered")]
     Corrupt { peer: u32, path: &'static str, what: String },
     #[error("configuration: {0}")]
@@ -207,8 +208,8 @@ pub trait Path: Send {
     /// Counters for the statistics report.
     fn counters(&self) -> PathCounters;
     /// True when the path must keep answering its peers after this rank's own traffic is
-    /// acknowledged (a reliable path: a peer may still wait for an ACK that was lost).
-    /// The engine then keeps it polled on a helper thread while it blocks in the final
+    /// acknowledged (a reliable path: a peer may still wait for an ACK that was lost, or
+    /// ask again for data it found damaged). The engine then keeps it polled on a helper thread while it blocks in the final
     /// fence ([`linger::Linger`]).
     fn needs_linger(&self) -> bool {
         false

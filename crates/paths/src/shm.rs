@@ -15,9 +15,21 @@
 //! checks the header by `hcrc` and hands the payload over unverified
 //! ([`PacketSink::packet_unverified`]) so the engine checks it in the copy it makes anyway.
 //! Bit 31 of the payload-length word marks a record sent without checksum
-//! (`STEADFAST_CHECKSUM=shm=none`). Damage is reported as [`PathError::Corrupt`]; nothing
-//! damaged is delivered. The consumer owns `head` (a
-//! monotonically increasing byte counter); the producer keeps its own tail.
+//! (`STEADFAST_CHECKSUM=shm=none`). Nothing damaged is delivered. The consumer owns `head`
+//! (a monotonically increasing byte counter); the producer keeps its own tail.
+//!
+//! **Damage is repaired.** The producer keeps a private copy of every checksummed record at
+//! its ring offset (the "shadow", as large as the ring). The consumer moves `head` past a
+//! record only after it passed its check, so the copy at that offset is the record's until
+//! then. A consumer that finds a record damaged leaves it at the head, stores its position
+//! in the ring's repair word, sets the repair flag in the producer's control page and rings
+//! its doorbell; it reads nothing more from that ring until the producer answered. The
+//! producer looks at its flag on every poll (one load of a line nobody writes unless there
+//! is damage), rewrites the record (all but its length word) from the copy and clears the
+//! repair word. After [`REPAIR_LIMIT`] rewrites of one record, or when the producer holds
+//! no copy of it (it was restarted since), the damage is reported as
+//! [`PathError::Corrupt`]. The copy costs one more `memcpy` of each record on the send
+//! side, into memory only this process touches.
 //!
 //! **The record-length word is the publication flag.** The consumer polls the word at `head`
 //! and a record is there once it is non-zero, so a small message costs the receiver one cache
@@ -834,6 +846,12 @@ impl Path for ShmPath {
 
     fn backlog(&self) -> usize {
         0
+    }
+
+    /// A peer may still find damage in a record we wrote and ask us to rewrite it while we
+    /// block in the final fence: keep serving such requests.
+    fn needs_linger(&self) -> bool {
+        self.checksum.enabled()
     }
 
     fn counters(&self) -> PathCounters {

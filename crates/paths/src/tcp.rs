@@ -32,24 +32,35 @@
 //! winning connection only after its own end of the other one reached end-of-file, so the
 //! frames of one direction keep their order across the switch.
 //!
-//! Frames are `[u32 len][u32 hcrc][header][payload][u32 fcrc]`: `len` counts header and
-//! payload (bit 31 set = sent without checksum, `STEADFAST_CHECKSUM=tcp=none`; both CRCs
-//! are then 0), `hcrc` is the CRC32C of the length word and header, `fcrc` the CRC32C of
-//! length word, header and payload (`hcrc` continued over the payload). TCP's own 16-bit
-//! checksum is computed by the NIC or kernel and does not cover the path between memory
-//! and NIC; this one is end to end. TCP cannot be asked to resend a frame, so damage found
-//! here is reported as [`PathError::Corrupt`] (the MPI call fails, nothing damaged is
-//! delivered).
+//! Frames are `[u32 len][u32 seq][u32 ack][u32 pcrc][u32 hcrc][header][payload][u32 fcrc]`:
+//! `len` counts header and payload (bit 31 set = sent without checksum,
+//! `STEADFAST_CHECKSUM=tcp=none`; the CRCs, `seq` and `ack` are then 0), `seq` numbers the
+//! frames to one peer, `ack` acknowledges the peer's frames (every one numbered below it was
+//! verified and delivered), `pcrc` is the CRC32C of the first three words, `hcrc` continues
+//! it over the header and `fcrc` continues `hcrc` over the payload. A control frame is the
+//! first 16 bytes alone, with bit 30 of `len` set: an acknowledgment, or a repair request
+//! for the frames from `seq` on. TCP's own 16-bit checksum is computed by the NIC or kernel
+//! and does not cover the path between memory and NIC; this one is end to end.
+//!
+//! **Damage is repaired.** The sender keeps every checksummed frame as it went out until
+//! the peer's cumulative acknowledgment covers it; acknowledgments ride on the frames going
+//! back, and a receiver with nothing to send acknowledges on its own every
+//! [`ACK_EVERY_FRAMES`] frames or [`ACK_EVERY_BYTES`] bytes. A receiver that finds the
+//! header or payload of a frame damaged drops it, asks for it again by number, and drops
+//! what follows until it came again intact; the sender resends it and every later kept
+//! frame (go-back-N: the stream keeps its order, and a repeat is recognised by its number).
+//! A damaged length word is caught by `pcrc` at once, but past it the stream cannot be
+//! followed: that damage, and a frame that arrived damaged [`DAMAGE_RUN_LIMIT`] times, are reported
+//! as [`PathError::Corrupt`] (the MPI call fails, nothing damaged is delivered).
 //!
 //! The payload is checksummed in the passes over it that happen anyway:
-//! - **Sender**: the payload goes out in pieces of up to [`PIECE`] bytes; each is
-//!   checksummed right before the `sendmsg` that copies it into the kernel (so that copy
-//!   reads cache-hot data). What the socket does not take is copied into the connection's
-//!   queue with the checksum fused into that copy. The frame CRC is therefore a trailer,
-//!   which also lets pieces leave before the whole frame is checksummed.
-//! - **Receiver**: `hcrc` is checked as soon as the header is in (so a damaged length
-//!   word is caught at once instead of waiting for bytes that never come), and the header
-//!   is trusted only after that. The payload check is handed to the sink with the frame
+//! - **Sender**: the frame is built once, the payload checksummed in the copy into it,
+//!   and written from there with one `sendmsg` (and kept for a resend). What the socket
+//!   does not take is queued. Without checksums nothing is kept and the payload goes out
+//!   from the caller's buffer directly.
+//! - **Receiver**: `pcrc` is checked as soon as the prefix is in (so a damaged length word
+//!   is caught at once instead of waiting for bytes that never come), and `hcrc` before the
+//!   header is trusted. The payload check is handed to the sink with the frame
 //!   ([`PacketSink::packet_unverified`]), which fuses it into its copy to the final
 //!   destination and lets nothing take effect unless it matches.
 //!
@@ -96,8 +107,8 @@ const CTRL: u32 = 1 << 30;
 const CTRL_ACK: u32 = 1;
 /// Control frame: "resend from the frame numbered in the sequence field on".
 const CTRL_NACK: u32 = 2;
-/// Damaged frames in a row after which the stream is taken as lost (a damaged length
-/// word that the prefix check missed would make every later frame look damaged).
+/// Damaged arrivals of one frame after which the damage is reported, not repaired
+/// (damage that survives this many fresh copies is not transient).
 const DAMAGE_RUN_LIMIT: u32 = 16;
 /// A receiver acknowledges on its own (without a frame of its own to carry it) after
 /// this many frames or bytes.
@@ -374,7 +385,7 @@ struct Rx {
     /// Delivered since the last acknowledgment we sent.
     unacked_frames: u32,
     unacked_bytes: usize,
-    /// Damaged frames since the last good one.
+    /// Damaged arrivals of frame `next`.
     damage_run: u32,
     /// A repair request is out: frames after the damaged one are not delivered until it
     /// came again intact.
@@ -983,38 +994,38 @@ impl Conn {
             }
             // The acknowledgment is covered by `pcrc`, checked above.
             repairs.push(Repair::Acked(peer, ack));
-            let hcrc = crate::checksum::crc32c_append(pcrc, hdr);
-            let mut damaged = verify && hcrc != stored_hcrc;
-            if !damaged {
-                let ahead = seq.wrapping_sub(rx.next) as i32;
-                if ahead < 0 || (ahead > 0 && rx.awaiting) {
-                    // Sent again after a repair request (already delivered), or sent
-                    // after a damaged frame that is being resent: not delivered now.
-                    counters.dup_dropped += 1;
-                    self.start += frame_len;
-                    continue;
-                }
-                // (`ahead > 0` without a request out: the numbering restarted on the
-                // peer's side; follow it.)
-                rx.next = seq;
-                damaged = if verify {
-                    // The sink checks the payload while copying it where it belongs.
-                    !sink.packet_unverified(peer, hdr, payload, hcrc, stored)
-                } else {
-                    sink.packet(peer, hdr, payload);
-                    false
-                };
+            // The number is covered by `pcrc` too: even a frame whose header or payload is
+            // damaged says which one it is.
+            let ahead = seq.wrapping_sub(rx.next) as i32;
+            if ahead < 0 || (ahead > 0 && rx.awaiting) {
+                // Sent again after a repair request (already delivered), or sent after a
+                // damaged frame that is being resent: dropped unlooked-at (damaged or not,
+                // it comes again, or came already).
+                counters.dup_dropped += 1;
+                self.start += frame_len;
+                continue;
             }
+            // (`ahead > 0` without a request out: the numbering restarted on the peer's
+            // side; follow it.)
+            rx.next = seq;
+            let hcrc = crate::checksum::crc32c_append(pcrc, hdr);
+            let intact = if !verify {
+                sink.packet(peer, hdr, payload);
+                true
+            } else {
+                // The sink checks the payload while copying it where it belongs.
+                hcrc == stored_hcrc && sink.packet_unverified(peer, hdr, payload, hcrc, stored)
+            };
             self.start += frame_len;
-            if damaged {
+            if !intact {
                 counters.corrupt_detected += 1;
                 rx.damage_run += 1;
                 if rx.damage_run > DAMAGE_RUN_LIMIT {
-                    return Parsed::Corrupt(peer, format!("{} damaged frames in a row", rx.damage_run));
+                    return Parsed::Corrupt(peer, format!("frame {seq} arrived damaged {} times", rx.damage_run));
                 }
                 // Nothing after it is delivered until it came again intact.
                 rx.awaiting = true;
-                repairs.push(Repair::Request(peer, rx.next));
+                repairs.push(Repair::Request(peer, seq));
                 continue;
             }
             rx.next = rx.next.wrapping_add(1);
@@ -1475,6 +1486,12 @@ impl Path for TcpPath {
 
     fn backlog(&self) -> usize {
         self.conns.iter().filter(|c| c.open).map(|c| c.out.pending()).sum()
+    }
+
+    /// A peer may still find damage in a frame we sent (the last of a barrier, say) and ask
+    /// for it again while we block in the final fence: keep answering.
+    fn needs_linger(&self) -> bool {
+        self.checksum.enabled()
     }
 
     fn counters(&self) -> PathCounters {
