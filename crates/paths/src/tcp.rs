@@ -356,8 +356,10 @@ struct Tx {
     /// Frames not acknowledged yet, oldest first: (number, whole frame).
     kept: std::collections::VecDeque<(u32, Vec<u8>)>,
     kept_bytes: usize,
-    /// Buffers of acknowledged frames, reused for new ones.
+    /// Buffers of acknowledged frames, reused for new ones (allocating a large frame
+    /// anew costs page faults every time), at most `KEEP_LIMIT_BYTES` of them.
     spare: Vec<Vec<u8>>,
+    spare_bytes: usize,
 }
 
 impl Tx {
@@ -369,7 +371,8 @@ impl Tx {
             }
             if let Some((_, f)) = self.kept.pop_front() {
                 self.kept_bytes -= f.len();
-                if self.spare.len() < 8 && f.capacity() <= 2 * (TCP_MAX_PAYLOAD + FRAME_PREFIX + HDR_LEN + TRAILER) {
+                if self.spare_bytes + f.capacity() <= KEEP_LIMIT_BYTES {
+                    self.spare_bytes += f.capacity();
                     self.spare.push(f);
                 }
             }
@@ -1354,7 +1357,14 @@ impl Path for TcpPath {
         if on {
             // The frame is built once, checksummed in the copy, and kept as it went out
             // until the peer acknowledges it: a damaged arrival is resent from here.
-            let mut f = tx.spare.pop().unwrap_or_default();
+            // A spare buffer grows once to the frames it carries and is reused after that.
+            let mut f = match tx.spare.pop() {
+                Some(f) => {
+                    tx.spare_bytes -= f.capacity();
+                    f
+                }
+                None => Vec::new(),
+            };
             f.clear();
             f.reserve(FRAME_PREFIX + body + TRAILER);
             f.extend_from_slice(&head);
