@@ -97,6 +97,10 @@ const CTRL_REPAIR: usize = 256;
 /// Rewrites of one record a consumer asks for before it gives up and reports the damage
 /// (damage that survives this many fresh copies is not transient).
 const REPAIR_LIMIT: u32 = 16;
+/// First word of a record's private copy: the payload is in the copy, or only its address
+/// (the caller of [`Path::send_held`] keeps the payload until the message is confirmed).
+const SHADOW_COPY: u32 = 0;
+const SHADOW_REF: u32 = 1;
 /// Value of a ring's repair word when the producer cannot rewrite the record (it holds no
 /// copy of it: a restarted producer, or a position it never wrote).
 const REPAIR_REFUSED: u64 = u64::MAX;
@@ -498,7 +502,17 @@ impl ShmPath {
                 // consumer does not read it while its repair word names it; the length word
                 // stays as published, the rest is rewritten.
                 unsafe {
-                    std::ptr::copy_nonoverlapping(o.shadow.as_ptr().add(at + 4), o.ring.data().add(at + 4), n - 4);
+                    let sh = o.shadow.as_ptr().add(at);
+                    if (sh as *const u32).read() == SHADOW_REF {
+                        // The payload is the caller's, valid until the peer confirms the
+                        // message, which it has not: this record never passed its check.
+                        let head = REC_PREFIX + HDR_LEN;
+                        std::ptr::copy_nonoverlapping(sh.add(4), o.ring.data().add(at + 4), head - 4);
+                        let src = (sh.add(head) as *const u64).read_unaligned() as usize as *const u8;
+                        std::ptr::copy_nonoverlapping(src, o.ring.data().add(at + head), n - head);
+                    } else {
+                        std::ptr::copy_nonoverlapping(sh.add(4), o.ring.data().add(at + 4), n - 4);
+                    }
                     // The copy crosses the same "wire" as the first one did.
                     if let Some(inj) = self.faults.as_mut() {
                         inj.corrupt_outgoing(std::slice::from_raw_parts_mut(o.ring.data().add(at + REC_PREFIX), n - REC_PREFIX));
@@ -573,7 +587,16 @@ fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
 }
 
 impl ShmPath {
-    fn send_with(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], faults: &mut Option<Box<Injector>>) -> Result<SendStatus, PathError> {
+    /// With `held`, the caller keeps `payload` valid and unchanged until the peer confirmed
+    /// the message ([`Path::send_held`]): a large payload is then kept by reference.
+    fn send_with(
+        &mut self,
+        peer: u32,
+        hdr: &RawHeader,
+        payload: &[u8],
+        faults: &mut Option<Box<Injector>>,
+        held: bool,
+    ) -> Result<SendStatus, PathError> {
         if payload.len() > self.max_payload {
             return Err(PathError::Shm(format!("payload {} exceeds packet limit {}", payload.len(), self.max_payload)));
         }
@@ -619,12 +642,19 @@ impl ShmPath {
                 (p.add(12) as *mut u32).write(0);
             }
             if checksum {
-                // The copy a damaged record is rewritten from (see `serve_repairs`).
+                // What a damaged record is rewritten from (see `serve_repairs`): a copy, or
+                // for a large payload the caller keeps, its address.
                 if o.shadow.len() != size as usize {
                     o.shadow = vec![0; size as usize];
                 }
-                let n = REC_PREFIX + HDR_LEN + payload.len();
-                std::ptr::copy_nonoverlapping(p.add(4), o.shadow.as_mut_ptr().add(at + 4), n - 4);
+                let sh = o.shadow.as_mut_ptr().add(at);
+                let by_ref = held && payload.len() >= FUSED_CHECK_MIN;
+                let n = if by_ref { REC_PREFIX + HDR_LEN } else { REC_PREFIX + HDR_LEN + payload.len() };
+                (sh as *mut u32).write(if by_ref { SHADOW_REF } else { SHADOW_COPY });
+                std::ptr::copy_nonoverlapping(p.add(4), sh.add(4), n - 4);
+                if by_ref {
+                    (sh.add(n) as *mut u64).write_unaligned(payload.as_ptr() as u64);
+                }
             }
             if let Some(inj) = faults.as_mut() {
                 let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
@@ -651,9 +681,20 @@ impl ShmPath {
 impl Path for ShmPath {
     fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
         let mut faults = self.faults.take();
-        let r = self.send_with(peer, hdr, payload, &mut faults);
+        let r = self.send_with(peer, hdr, payload, &mut faults, false);
         self.faults = faults;
         r
+    }
+
+    unsafe fn send_held(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        let mut faults = self.faults.take();
+        let r = self.send_with(peer, hdr, payload, &mut faults, true);
+        self.faults = faults;
+        r
+    }
+
+    fn holds_references(&self, _peer: u32) -> bool {
+        self.checksum.enabled()
     }
 
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
