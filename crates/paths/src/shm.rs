@@ -307,8 +307,10 @@ pub struct ShmPath {
     asym: bool,
     /// Per sender: 0 not known yet, 1 its producer side fences, 2 asymmetric fences.
     producer_asym: Vec<u8>,
-    /// Per sender: rewrites asked for the record at its ring's head (0 after a good record).
+    /// Per sender: rewrites asked for the record at `repair_at` (the position of the last
+    /// damaged record; kept this way so that good records cost nothing here).
     repairs: Vec<u32>,
+    repair_at: Vec<u64>,
     /// Per sender: a rewrite of the record at its ring's head was asked for and not done yet.
     awaiting: Vec<bool>,
     max_payload: usize,
@@ -373,6 +375,7 @@ impl ShmPath {
             asym,
             producer_asym: vec![0; nranks as usize],
             repairs: vec![0; nranks as usize],
+            repair_at: vec![u64::MAX; nranks as usize],
             awaiting: vec![false; nranks as usize],
             max_payload,
             counters: PathCounters::default(),
@@ -464,6 +467,9 @@ impl ShmPath {
         if let Some(r) = self.repairs.get_mut(peer as usize) {
             *r = 0;
         }
+        if let Some(r) = self.repair_at.get_mut(peer as usize) {
+            *r = u64::MAX;
+        }
         if let Some(a) = self.awaiting.get_mut(peer as usize) {
             *a = false;
         }
@@ -473,6 +479,8 @@ impl ShmPath {
     /// Rewrites, from the private copies, the records consumers found damaged in our
     /// outbound rings (a consumer moves `head` past a record only once it passed its check,
     /// so the copy at that offset is still the record's).
+    #[cold]
+    #[inline(never)]
     fn serve_repairs(&mut self) {
         // Taken before the rings are looked at: a request made meanwhile sets it again.
         self.me.repair_flag().swap(0, Ordering::SeqCst);
@@ -522,6 +530,52 @@ impl ShmPath {
                 self.counters.retransmits += 1;
             }
             ring_doorbell(&o.seg, true);
+        }
+    }
+
+    /// Asks the producer of ring `s` to rewrite the damaged record at `head` from its copy.
+    #[cold]
+    #[inline(never)]
+    fn request_repair(&mut self, s: u32, head: u64) {
+        if self.repair_at[s as usize] != head {
+            self.repair_at[s as usize] = head;
+            self.repairs[s as usize] = 0;
+        }
+        self.repairs[s as usize] += 1;
+        self.awaiting[s as usize] = true;
+        self.me.ring(s).repair().store(head + 1, Ordering::Release);
+        if let Some(seg) = self.peer_segment(s) {
+            seg.repair_flag().store(1, Ordering::SeqCst);
+            ring_doorbell(seg, true);
+        }
+    }
+
+    /// Whether the producer of ring `s` answered our repair request: Ok(true) once it
+    /// rewrote the record (read it again), an error if it holds no copy of it.
+    #[cold]
+    #[inline(never)]
+    fn repair_done(&mut self, s: u32) -> Result<bool, PathError> {
+        let ring = self.me.ring(s);
+        let head = self.heads[s as usize];
+        match ring.repair().load(Ordering::Acquire) {
+            w if w == head + 1 => Ok(false),
+            REPAIR_REFUSED => {
+                // The producer holds no copy: report the damage as before repair existed.
+                self.awaiting[s as usize] = false;
+                ring.repair().store(0, Ordering::Relaxed);
+                let at = (head & (ring.size as u64 - 1)) as usize;
+                // SAFETY: head is a line-aligned record start that was checked when read.
+                let len = unsafe { len_word(ring.data(), at) }.load(Ordering::Acquire) as u64;
+                self.counters.frames_dropped += 1;
+                let head = head + len.max(LINE as u64);
+                ring.head().store(head, Ordering::Release);
+                self.heads[s as usize] = head;
+                Err(PathError::Corrupt { peer: s, path: "shm", what: "damaged record, and the sender holds no copy to resend".into() })
+            }
+            _ => {
+                self.awaiting[s as usize] = false;
+                Ok(true)
+            }
         }
     }
 
@@ -631,30 +685,17 @@ impl ShmPath {
             let plen = payload.len() as u32;
             (p.add(4) as *mut u32).write(if checksum { plen } else { plen | REC_NO_CRC });
             let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
+            let mut sums = (0, 0);
             if checksum {
                 let (hcrc, crc) = steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload);
                 (p.add(8) as *mut u32).write(crc);
                 (p.add(12) as *mut u32).write(hcrc);
+                sums = (crc, hcrc);
             } else {
                 body[..HDR_LEN].copy_from_slice(hdr);
                 body[HDR_LEN..].copy_from_slice(payload);
                 (p.add(8) as *mut u32).write(0);
                 (p.add(12) as *mut u32).write(0);
-            }
-            if checksum {
-                // What a damaged record is rewritten from (see `serve_repairs`): a copy, or
-                // for a large payload the caller keeps, its address.
-                if o.shadow.len() != size as usize {
-                    o.shadow = vec![0; size as usize];
-                }
-                let sh = o.shadow.as_mut_ptr().add(at);
-                let by_ref = held && payload.len() >= FUSED_CHECK_MIN;
-                let n = if by_ref { REC_PREFIX + HDR_LEN } else { REC_PREFIX + HDR_LEN + payload.len() };
-                (sh as *mut u32).write(if by_ref { SHADOW_REF } else { SHADOW_COPY });
-                std::ptr::copy_nonoverlapping(p.add(4), sh.add(4), n - 4);
-                if by_ref {
-                    (sh.add(n) as *mut u64).write_unaligned(payload.as_ptr() as u64);
-                }
             }
             if let Some(inj) = faults.as_mut() {
                 let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
@@ -666,6 +707,29 @@ impl ShmPath {
                 let q = data.add(pos as usize);
                 (q.add(4) as *mut u32).write(SKIP);
                 len_word(data, pos as usize).store(to_end as u32, Ordering::Release);
+            }
+            if checksum {
+                // After publishing: off the consumer's critical path. Only this thread reads
+                // the copy, when it serves a repair request in a later poll.
+                let (crc, hcrc) = sums;
+                // What a damaged record is rewritten from (see `serve_repairs`): a copy, or
+                // for a large payload the caller keeps, its address. Built from the sources:
+                // the ring may already be the consumer's, and may be damaged.
+                if o.shadow.len() != size as usize {
+                    o.shadow = vec![0; size as usize];
+                }
+                let sh = o.shadow.as_mut_ptr().add(at);
+                let by_ref = held && payload.len() >= FUSED_CHECK_MIN;
+                (sh as *mut u32).write(if by_ref { SHADOW_REF } else { SHADOW_COPY });
+                (sh.add(4) as *mut u32).write(plen);
+                (sh.add(8) as *mut u32).write(crc);
+                (sh.add(12) as *mut u32).write(hcrc);
+                std::ptr::copy_nonoverlapping(hdr.as_ptr(), sh.add(REC_PREFIX), HDR_LEN);
+                if by_ref {
+                    (sh.add(REC_PREFIX + HDR_LEN) as *mut u64).write_unaligned(payload.as_ptr() as u64);
+                } else {
+                    std::ptr::copy_nonoverlapping(payload.as_ptr(), sh.add(REC_PREFIX + HDR_LEN), payload.len());
+                }
             }
         }
         o.tail += used;
@@ -699,7 +763,7 @@ impl Path for ShmPath {
 
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
         if self.me.repair_flag().load(Ordering::Relaxed) != 0 {
-            self.serve_repairs();
+            self.serve_repairs(); // cold
         }
         let mut n = 0;
         let mut stop = false;
@@ -716,25 +780,6 @@ impl Path for ShmPath {
             let size = ring.size as u64;
             let data = ring.data();
             let start = head;
-            if self.awaiting[s as usize] {
-                match ring.repair().load(Ordering::Acquire) {
-                    w if w == head + 1 => continue, // not rewritten yet
-                    REPAIR_REFUSED => {
-                        // The producer holds no copy: report the damage as before repair existed.
-                        self.awaiting[s as usize] = false;
-                        ring.repair().store(0, Ordering::Relaxed);
-                        let at = (head & (size - 1)) as usize;
-                        // SAFETY: head is a line-aligned record start that was checked when read.
-                        let len = unsafe { len_word(data, at) }.load(Ordering::Acquire) as u64;
-                        self.counters.frames_dropped += 1;
-                        let head = head + len.max(LINE as u64);
-                        ring.head().store(head, Ordering::Release);
-                        self.heads[s as usize] = head;
-                        return Err(PathError::Corrupt { peer: s, path: "shm", what: "damaged record, and the sender holds no copy to resend".into() });
-                    }
-                    _ => self.awaiting[s as usize] = false,
-                }
-            }
             // At most one ring's worth of records per ring and poll: a peer that left a
             // ring of records wrapping onto itself (never a correct producer: the word after
             // its last record is always 0) cannot keep this call from returning.
@@ -749,6 +794,9 @@ impl Path for ShmPath {
                 let len = unsafe { len_word(data, at) }.load(Ordering::Acquire) as usize;
                 if len == 0 {
                     break;
+                }
+                if self.awaiting[s as usize] && !self.repair_done(s)? {
+                    break; // not rewritten yet: nothing after the damaged record is read
                 }
                 // SAFETY: the producer published the record (release store of its length).
                 let kind = unsafe { (data.add(at + 4) as *const u32).read() };
@@ -798,16 +846,10 @@ impl Path for ShmPath {
                     }
                     if let Some(what) = what {
                         self.counters.corrupt_detected += 1;
-                        if !unchecked && self.repairs[s as usize] < REPAIR_LIMIT {
-                            // Ask the producer to rewrite the record from its copy; the ring
-                            // stays at it (nothing after it is read before it is good).
-                            self.repairs[s as usize] += 1;
-                            self.awaiting[s as usize] = true;
-                            ring.repair().store(head + 1, Ordering::Release);
-                            if let Some(seg) = self.peer_segment(s) {
-                                seg.repair_flag().store(1, Ordering::SeqCst);
-                                ring_doorbell(seg, true);
-                            }
+                        if !unchecked && (self.repair_at[s as usize] != head || self.repairs[s as usize] < REPAIR_LIMIT) {
+                            // The ring stays at the record: nothing after it is read before
+                            // it is good.
+                            self.request_repair(s, head);
                             break;
                         }
                         self.counters.frames_dropped += 1;
@@ -818,9 +860,6 @@ impl Path for ShmPath {
                     }
                     self.counters.packets_received += 1;
                     self.counters.bytes_received += payload.len() as u64;
-                    if self.repairs[s as usize] != 0 {
-                        self.repairs[s as usize] = 0;
-                    }
                     n += 1;
                 }
                 head += len as u64;
@@ -1144,6 +1183,33 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Rendezvous data kept by reference (`send_held`): a damaged record is rewritten from
+    /// the caller's buffer, which the caller keeps until the message is confirmed.
+    #[test]
+    fn damaged_record_kept_by_reference_is_rewritten_from_the_callers_buffer() {
+        use crate::fault::{FaultSpec, Injector};
+        let dir = std::env::temp_dir().join(format!("sf-shm-ref-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = ShmPath::create(&dir, 0, 2, 1 << 16).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, 1 << 16).unwrap();
+        assert!(a.holds_references(1));
+        let data: Vec<u8> = (0..12000u32).map(|i| (i * 31) as u8).collect();
+        a.set_faults(Injector::new(FaultSpec::parse("corrupt=1").unwrap(), 0));
+        // SAFETY: `data` outlives the exchange and is not changed.
+        assert_eq!(unsafe { a.send_held(1, &[5; HDR_LEN], &data) }.unwrap(), SendStatus::Done);
+        a.faults = None;
+        let mut got = Collect(Vec::new());
+        assert_eq!(b.poll(&mut got).unwrap(), 0);
+        assert_eq!(b.counters().corrupt_detected, 1);
+        a.poll(&mut Collect(Vec::new())).unwrap();
+        assert_eq!(a.counters().retransmits, 1);
+        assert_eq!(b.poll(&mut got).unwrap(), 1);
+        assert_eq!(got.0[0].2, data);
+        drop(a);
+        drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Damage that every fresh copy meets again is not transient: after `REPAIR_LIMIT`
     /// rewrites the consumer reports it, and nothing damaged is delivered.
     #[test]
@@ -1224,6 +1290,7 @@ pub fn fuzz_ring(data: &[u8]) {
         // comes (no producer): start each case afresh.
         b.awaiting[0] = false;
         b.repairs[0] = 0;
+        b.repair_at[0] = u64::MAX;
         let mut sink = Budget(64);
         for _ in 0..4 {
             match b.poll(&mut sink) {
