@@ -353,8 +353,8 @@ impl Peer {
 struct Tx {
     /// Number of the next frame.
     next: u32,
-    /// Frames not acknowledged yet, oldest first: (number, whole frame).
-    kept: std::collections::VecDeque<(u32, Vec<u8>)>,
+    /// Frames not acknowledged yet, oldest first.
+    kept: std::collections::VecDeque<Kept>,
     kept_bytes: usize,
     /// Buffers of acknowledged frames, reused for new ones (allocating a large frame
     /// anew costs page faults every time), at most `KEEP_LIMIT_BYTES` of them.
@@ -365,11 +365,11 @@ struct Tx {
 impl Tx {
     /// Drops the frames numbered before `upto` (the peer verified and delivered them).
     fn acknowledged(&mut self, upto: u32) {
-        while let Some((seq, _)) = self.kept.front() {
-            if (seq.wrapping_sub(upto) as i32) >= 0 {
+        while let Some(k) = self.kept.front() {
+            if (k.seq.wrapping_sub(upto) as i32) >= 0 {
                 break;
             }
-            if let Some((_, f)) = self.kept.pop_front() {
+            if let Some(Kept { frame: f, .. }) = self.kept.pop_front() {
                 self.kept_bytes -= f.len();
                 if self.spare_bytes + f.capacity() <= KEEP_LIMIT_BYTES {
                     self.spare_bytes += f.capacity();
@@ -379,6 +379,19 @@ impl Tx {
         }
     }
 }
+
+/// A frame kept for resending.
+struct Kept {
+    seq: u32,
+    /// The whole frame, or with `by_ref` its prefix and header only.
+    frame: Vec<u8>,
+    /// Payload the caller keeps until the peer confirmed the message ([`Path::send_held`]):
+    /// address, length and the frame CRC.
+    by_ref: Option<(usize, usize, u32)>,
+}
+
+/// Payloads at least this long sent with [`Path::send_held`] are kept by reference.
+const HELD_MIN: usize = 4096;
 
 /// Receive side of the repair protocol for one peer.
 #[derive(Default)]
@@ -821,7 +834,7 @@ fn send_frame(
     head: &[u8],
     payload: &[u8],
     mut crc: Option<u32>,
-) -> Result<(), PathError> {
+) -> Result<u32, PathError> {
     let mut head = head;
     let mut off = 0;
     let piece = if crc.is_some() { PIECE } else { payload.len().max(1) };
@@ -836,7 +849,7 @@ fn send_frame(
                 None => out.queue.extend_from_slice(rest),
             }
             out.queue.extend_from_slice(&crc.unwrap_or(0).to_le_bytes());
-            return Ok(());
+            return Ok(crc.unwrap_or(0));
         }
         let end = off + (payload.len() - off).min(piece);
         let part = &payload[off..end];
@@ -847,7 +860,7 @@ fn send_frame(
         let trailer = crc.unwrap_or(0).to_le_bytes();
         out.write_or_queue(stream, peer, &[head, part, if last { &trailer[..] } else { &[] }])?;
         if last {
-            return Ok(());
+            return Ok(crc.unwrap_or(0));
         }
         head = &[];
         off = end;
@@ -1234,21 +1247,29 @@ impl TcpPath {
         let TcpPath { peers, conns, faults, counters, .. } = self;
         let c = &mut conns[link];
         let Some(st) = c.stream.as_ref() else { return };
-        for (seq, f) in peers[peer as usize].tx.kept.iter() {
-            if (seq.wrapping_sub(from) as i32) < 0 {
+        for k in peers[peer as usize].tx.kept.iter() {
+            if (k.seq.wrapping_sub(from) as i32) < 0 {
                 continue;
             }
             counters.retransmits += 1;
+            let f = &k.frame;
+            // SAFETY: the caller of `send_held` keeps the payload until the peer confirmed
+            // the message, which it has not: it just asked for this frame again.
+            let (payload, trailer): (&[u8], [u8; TRAILER]) = match k.by_ref {
+                Some((ptr, len, fcrc)) => (unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }, fcrc.to_le_bytes()),
+                None => (&[], [0; TRAILER]),
+            };
+            let trailer: &[u8] = if k.by_ref.is_some() { &trailer } else { &[] };
             // The copy crosses the same wire as the first one did.
             let damage = faults.as_mut().is_some_and(|inj| inj.will_corrupt());
             let r = match faults.as_mut().filter(|_| damage) {
                 Some(inj) => {
-                    let mut d = f.clone();
+                    let mut d = [&f[..], payload, trailer].concat();
                     let end = d.len() - TRAILER;
                     inj.damage(&mut d[FRAME_PREFIX..end]);
                     c.out.write_or_queue(st, peer, &[&d])
                 }
-                None => c.out.write_or_queue(st, peer, &[f]),
+                None => c.out.write_or_queue(st, peer, &[f, payload, trailer]),
             };
             if r.is_err() {
                 return;
@@ -1320,8 +1341,11 @@ impl TcpPath {
     }
 }
 
-impl Path for TcpPath {
-    fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+impl TcpPath {
+    /// With `held`, the caller keeps `payload` valid and unchanged until the peer confirmed
+    /// the message ([`Path::send_held`]): a large payload is then kept by reference and
+    /// written from the caller's buffer directly.
+    fn send_with(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], held: bool) -> Result<SendStatus, PathError> {
         if payload.len() > TCP_MAX_PAYLOAD {
             return Err(PathError::Tcp(format!("payload {} exceeds frame limit", payload.len())));
         }
@@ -1354,7 +1378,18 @@ impl Path for TcpPath {
         head[CTRL_LEN..FRAME_PREFIX].copy_from_slice(&hcrc.to_le_bytes());
         head[FRAME_PREFIX..].copy_from_slice(hdr);
         let damage = faults.as_mut().is_some_and(|inj| inj.will_corrupt());
-        if on {
+        if on && held && payload.len() >= HELD_MIN && !damage {
+            // Written from the caller's buffer, checksummed right before each piece goes;
+            // only prefix and header are kept, the payload by reference.
+            let fcrc = send_frame(out, stream, peer, &head, payload, Some(hcrc))?;
+            let mut f = tx.spare.pop().unwrap_or_default();
+            tx.spare_bytes -= f.capacity().min(tx.spare_bytes);
+            f.clear();
+            f.extend_from_slice(&head);
+            tx.kept_bytes += f.len();
+            tx.kept.push_back(Kept { seq, frame: f, by_ref: Some((payload.as_ptr() as usize, payload.len(), fcrc)) });
+            tx.next = tx.next.wrapping_add(1);
+        } else if on {
             // The frame is built once, checksummed in the copy, and kept as it went out
             // until the peer acknowledges it: a damaged arrival is resent from here.
             // A spare buffer grows once to the frames it carries and is reused after that.
@@ -1380,7 +1415,7 @@ impl Path for TcpPath {
                 None => out.write_or_queue(stream, peer, &[&f])?,
             }
             tx.kept_bytes += f.len();
-            tx.kept.push_back((seq, f));
+            tx.kept.push_back(Kept { seq, frame: f, by_ref: None });
             tx.next = tx.next.wrapping_add(1);
         } else if damage {
             let mut f = Vec::with_capacity(head.len() + payload.len() + TRAILER);
@@ -1397,6 +1432,20 @@ impl Path for TcpPath {
         counters.packets_sent += 1;
         counters.bytes_sent += payload.len() as u64;
         Ok(SendStatus::Done)
+    }
+}
+
+impl Path for TcpPath {
+    fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        self.send_with(peer, hdr, payload, false)
+    }
+
+    unsafe fn send_held(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        self.send_with(peer, hdr, payload, true)
+    }
+
+    fn holds_references(&self, _peer: u32) -> bool {
+        self.checksum.enabled()
     }
 
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
@@ -2022,6 +2071,38 @@ mod tests {
             poll_until(&mut [&mut a], &mut back, |_, g| !g.0.is_empty());
             assert_eq!(a.peers[1].tx.kept.len(), 0, "{who}: copies kept after the acknowledgment");
         }
+    }
+
+    /// Rendezvous data kept by reference (`send_held`): written from the caller's buffer,
+    /// and resent from it when the receiver finds the frame damaged.
+    #[test]
+    fn damaged_frame_kept_by_reference_is_resent_from_the_callers_buffer() {
+        use crate::fault::{FaultSpec, Injector};
+        let mut a = TcpPath::bind("127.0.0.1:0", 0, 2, 8).unwrap();
+        let mut b = TcpPath::bind("127.0.0.1:0", 1, 2, 8).unwrap();
+        a.set_peer_contact(1, &b.contact().unwrap()).unwrap();
+        b.set_peer_contact(0, &a.contact().unwrap()).unwrap();
+        assert!(a.holds_references(1));
+        let data: Vec<Vec<u8>> = (0..3u32).map(|k| (0..100_000u32).map(|i| (i * 7 + k) as u8).collect()).collect();
+        b.set_faults(Injector::new(FaultSpec::parse("bus=1").unwrap(), 1));
+        for d in &data {
+            // SAFETY: `data` outlives the exchange and is not changed.
+            assert_eq!(unsafe { a.send_held(1, &[6; HDR_LEN], d) }.unwrap(), SendStatus::Done);
+        }
+        assert!(a.peers[1].tx.kept.iter().all(|k| k.by_ref.is_some() && k.frame.len() == FRAME_PREFIX + HDR_LEN));
+        let mut got = Collect(Vec::new());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while got.0.len() < data.len() {
+            assert!(std::time::Instant::now() < deadline, "not repaired");
+            a.poll(&mut Collect(Vec::new())).unwrap();
+            b.poll(&mut got).unwrap();
+            if b.counters().corrupt_detected > 0 {
+                b.faults = None;
+            }
+        }
+        let want: Vec<(u32, Vec<u8>)> = data.iter().map(|d| (0, d.clone())).collect();
+        assert_eq!(got.0, want);
+        assert!(a.counters().retransmits >= 1);
     }
 
     /// A receiver that never answers still acknowledges on its own, so a one-way stream
