@@ -29,7 +29,10 @@
 //! repair word. After [`REPAIR_LIMIT`] rewrites of one record, or when the producer holds
 //! no copy of it (it was restarted since), the damage is reported as
 //! [`PathError::Corrupt`]. The copy costs one more `memcpy` of each record on the send
-//! side, into memory only this process touches.
+//! side, into memory only this process touches, made after the record is published (off
+//! the receiver's critical path). Rendezvous data sent with [`Path::send_held`] is not
+//! copied: the shadow keeps its header and the address of the caller's buffer, which the
+//! engine keeps until the receiver's FIN.
 //!
 //! **The record-length word is the publication flag.** The consumer polls the word at `head`
 //! and a record is there once it is non-zero, so a small message costs the receiver one cache

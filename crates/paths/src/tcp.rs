@@ -56,8 +56,11 @@
 //! The payload is checksummed in the passes over it that happen anyway:
 //! - **Sender**: the frame is built once, the payload checksummed in the copy into it,
 //!   and written from there with one `sendmsg` (and kept for a resend). What the socket
-//!   does not take is queued. Without checksums nothing is kept and the payload goes out
-//!   from the caller's buffer directly.
+//!   does not take is queued. Rendezvous data sent with [`Path::send_held`] goes out from
+//!   the caller's buffer in pieces of up to [`PIECE`] bytes, each checksummed right before
+//!   the `sendmsg` that copies it into the kernel, and only its prefix, header and address
+//!   are kept (the engine keeps the buffer until the receiver's FIN). Without checksums
+//!   nothing is kept and the payload goes out from the caller's buffer directly.
 //! - **Receiver**: `pcrc` is checked as soon as the prefix is in (so a damaged length word
 //!   is caught at once instead of waiting for bytes that never come), and `hcrc` before the
 //!   header is trusted. The payload check is handed to the sink with the frame
