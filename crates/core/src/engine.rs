@@ -2293,7 +2293,7 @@ impl State {
     /// verified yet: it is checksummed in the same pass that copies it into the receive
     /// buffer, and counts (and may complete the receive) only if
     /// `crc32c_append(seed, data) == expected`; on a mismatch it returns false and the
-    /// request stays incomplete (the path then reports the damage as an error). Bytes
+    /// request stays incomplete (the path then has the data sent again). Bytes
     /// already copied into the application's buffer are harmless then: a receive buffer
     /// belongs to MPI until the receive completes, and this one never completes from them.
     /// Returns false only on a checksum mismatch. `fin` non-zero: the sender's path kept a

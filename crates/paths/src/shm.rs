@@ -812,6 +812,13 @@ impl Path for ShmPath {
                     let unchecked = kind & REC_NO_CRC != 0;
                     let plen = (kind & !REC_NO_CRC) as usize;
                     if REC_PREFIX + HDR_LEN + plen > len {
+                        // A damaged payload-length word, or a broken peer: the first is
+                        // repaired like any damage, the second ends in the error below.
+                        if self.checksum.enabled() && (self.repair_at[s as usize] != head || self.repairs[s as usize] < REPAIR_LIMIT) {
+                            self.counters.corrupt_detected += 1;
+                            self.request_repair(s, head);
+                            break;
+                        }
                         self.counters.frames_dropped += 1;
                         return Err(PathError::PeerLost(s, "short ring record".into()));
                     }
@@ -1208,6 +1215,28 @@ mod tests {
         assert_eq!(a.counters().retransmits, 1);
         assert_eq!(b.poll(&mut got).unwrap(), 1);
         assert_eq!(got.0[0].2, data);
+        drop(a);
+        drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A damaged payload-length word (which the record's CRC covers) makes the record look
+    /// longer than its slot: it is rewritten like any other damage.
+    #[test]
+    fn damaged_length_word_is_rewritten() {
+        let dir = std::env::temp_dir().join(format!("sf-shm-plen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = ShmPath::create(&dir, 0, 2, 1 << 16).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, 1 << 16).unwrap();
+        a.send(1, &[3; HDR_LEN], &[7u8; 100]).unwrap();
+        // SAFETY: the record starts the ring; the consumer has not looked at it yet.
+        unsafe { *b.me.ring(0).data().add(5) ^= 0x40 };
+        let mut got = Collect(Vec::new());
+        assert_eq!(b.poll(&mut got).unwrap(), 0);
+        assert_eq!(b.counters().corrupt_detected, 1);
+        a.poll(&mut Collect(Vec::new())).unwrap();
+        assert_eq!(b.poll(&mut got).unwrap(), 1);
+        assert_eq!(got.0[0].2, vec![7u8; 100]);
         drop(a);
         drop(b);
         let _ = std::fs::remove_dir_all(&dir);
