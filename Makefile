@@ -41,7 +41,7 @@ demo: install
 test: install
 	scripts/test-all.sh $(PREFIX)
 
-# Reliability C tests (udp with faults, damage detection on shm/tcp) and the multi-host
+# Reliability C tests (udp with faults, damage repaired on shm/tcp) and the multi-host
 # route failover test in network namespaces (skips without root).
 test-net: install
 	tests/c/reliable/run.sh $(PREFIX)

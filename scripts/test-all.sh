@@ -50,7 +50,7 @@ if [ -x tests/ckpt/run.sh ]; then
     suite "coordinated checkpoints across two hosts (namespaces): a lost local copy from the checkpoint server" tests/ckpt/hosts.sh "$prefix"
 fi
 if [ -x tests/c/reliable/run.sh ]; then
-    suite "reliability (udp with faults, damage detection)" tests/c/reliable/run.sh "$prefix"
+    suite "reliability (udp with faults; damage repaired on shm and tcp)" tests/c/reliable/run.sh "$prefix"
 fi
 if [ -x tests/security/run.sh ]; then
     suite "descriptor flood by another user (skips without root)" tests/security/run.sh "$prefix"

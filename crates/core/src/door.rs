@@ -292,10 +292,20 @@ impl Door {
     }
 }
 
-/// The one call of [`Path::send`] in the engine.
+/// The call of [`Path::send`] in the engine (see also [`transmit_held`]).
 #[inline]
 pub fn transmit(net: &mut dyn Path, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
     net.send(peer, hdr, payload)
+}
+
+/// As [`transmit`], for rendezvous data whose buffer the sender keeps until the receiver's
+/// FIN when the path holds references ([`Path::send_held`]).
+///
+/// # Safety
+/// As [`Path::send_held`].
+pub unsafe fn transmit_held(net: &mut dyn Path, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+    // SAFETY: the caller's promise is passed on.
+    unsafe { net.send_held(peer, hdr, payload) }
 }
 
 #[cfg(test)]

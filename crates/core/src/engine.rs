@@ -289,7 +289,7 @@ impl PacketSink for Sink<'_> {
         // Rendezvous data: checksum while copying into the receive buffer (one pass).
         if h.kind == Kind::Data {
             self.0.events += 1;
-            return self.0.rndv_data(Handle(h.a), h.len, payload, Some((seed, expected)));
+            return self.0.rndv_data(Handle(h.a), h.len, payload, Some((seed, expected)), h.b);
         }
         if steadfast_paths::checksum::crc32c_append(seed, payload) != expected {
             return false;
@@ -1218,13 +1218,20 @@ impl Engine {
                         Err(e) => return mpi_err!(Other, "sending to rank {peer}: {e}"),
                     },
                     OutOp::Stream { sreq, rreq, ptr, len, off } => {
+                        // A path that keeps a reference to the data for resending damaged
+                        // pieces (instead of a copy) needs the buffer until the receiver has
+                        // all of it: DATA then names the send (`b` = handle + 1) and the
+                        // receiver answers FIN, which completes the send.
+                        let held = net.holds_references(peer);
+                        let fin_to = if held { sreq.0.wrapping_add(1) } else { 0 };
                         let mut full = false;
                         while *off < *len {
                             let n = (*len - *off).min(chunk);
-                            let hdr = self.st.door.control(Kind::Data, 0, 0, 0, *off as u64, *rreq, 0);
-                            // SAFETY: the send request keeps its buffer valid until complete.
+                            let hdr = self.st.door.control(Kind::Data, 0, 0, 0, *off as u64, *rreq, fin_to);
+                            // SAFETY: the send request keeps its buffer valid until complete,
+                            // which with `held` is only once the receiver answered FIN.
                             let data = unsafe { std::slice::from_raw_parts(ptr.add(*off), n) };
-                            match door::transmit(net.as_mut(), peer, &hdr, data) {
+                            match unsafe { door::transmit_held(net.as_mut(), peer, &hdr, data) } {
                                 Ok(SendStatus::Done) => *off += n,
                                 Ok(SendStatus::Full) => {
                                     full = true;
@@ -1245,7 +1252,9 @@ impl Engine {
                         if full {
                             break;
                         }
-                        finished.push(*sreq);
+                        if !held {
+                            finished.push(*sreq);
+                        }
                         q.pop_front();
                         self.st.events += 1;
                     }
@@ -2127,7 +2136,7 @@ impl State {
                 self.queue(peer, OutOp::Stream { sreq, rreq: h.a, ptr, len, off: 0 });
             }
             Kind::Data => {
-                self.rndv_data(Handle(h.a), h.len, payload, None);
+                self.rndv_data(Handle(h.a), h.len, payload, None, h.b);
             }
             Kind::Fin => {
                 // As for Cts: a send already failed with its receiver stays failed.
@@ -2293,11 +2302,13 @@ impl State {
     /// verified yet: it is checksummed in the same pass that copies it into the receive
     /// buffer, and counts (and may complete the receive) only if
     /// `crc32c_append(seed, data) == expected`; on a mismatch it returns false and the
-    /// request stays incomplete (the path then reports the damage as an error). Bytes
+    /// request stays incomplete (the path then has the data sent again). Bytes
     /// already copied into the application's buffer are harmless then: a receive buffer
     /// belongs to MPI until the receive completes, and this one never completes from them.
-    /// Returns false only on a checksum mismatch.
-    fn rndv_data(&mut self, h: Handle, off: u64, data: &[u8], check: Option<(u32, u32)>) -> bool {
+    /// Returns false only on a checksum mismatch. `fin` non-zero: the sender's path kept a
+    /// reference to its buffer, so the send completes on our FIN to send request `fin - 1`
+    /// once the receive has all the data.
+    fn rndv_data(&mut self, h: Handle, off: u64, data: &[u8], check: Option<(u32, u32)>, fin: u64) -> bool {
         use steadfast_paths::checksum::{copy_with_crc32c_append, crc32c_append};
         let verify_only = |check: Option<(u32, u32)>| check.is_none_or(|(seed, want)| crc32c_append(seed, data) == want);
         let Some((buf, count, dtype)) = self.recv_target(h) else {
@@ -2348,7 +2359,12 @@ impl State {
                 unsafe { dtype.unpack(&t, buf, count) };
             }
             let status = r.status;
+            let peer = r.recv.peer;
             self.complete(h, status);
+            if let (true, Some(p)) = (fin != 0, peer) {
+                let hdr = self.door.control(Kind::Fin, 0, 0, 0, 0, 0, fin.wrapping_sub(1));
+                self.queue(p, OutOp::Packet { hdr, payload: Vec::new() });
+            }
         }
         true
     }

@@ -140,7 +140,10 @@ fn bandwidth(a: &mut dyn Path, b: &mut dyn Path, size: usize, total: usize) -> f
         while off < size {
             let n = (size - off).min(chunk);
             loop {
-                match a.send(1, &hdr, &data[..n]).unwrap() {
+                // As the engine streams rendezvous data: the buffer stays unchanged until
+                // the end, so a path may keep a reference instead of a copy.
+                // SAFETY: `data` lives and is unchanged until this function returns.
+                match unsafe { a.send_held(1, &hdr, &data[..n]) }.unwrap() {
                     SendStatus::Done => break,
                     SendStatus::Full => {
                         b.poll(&mut cb).unwrap();

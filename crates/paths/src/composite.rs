@@ -47,6 +47,18 @@ impl Path for CompositePath {
         self.part(peer)?.send(peer, hdr, payload)
     }
 
+    unsafe fn send_held(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        // SAFETY: the caller's promise is passed on unchanged.
+        unsafe { self.part(peer)?.send_held(peer, hdr, payload) }
+    }
+
+    fn holds_references(&self, peer: u32) -> bool {
+        match self.via.get(peer as usize).copied().flatten() {
+            Some(i) => self.parts[i].1.holds_references(peer),
+            None => false,
+        }
+    }
+
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
         let mut n = 0;
         for (_, p) in self.parts.iter_mut() {

@@ -15,10 +15,11 @@
 //! | `seed` | seed of the generator (default 1); each rank mixes in its rank, so runs are deterministic per rank |
 //! | `after` | number of frames each rank sends before faults start (default 0) |
 //!
-//! Every frame of a path goes through the injector: data and acknowledgments alike.
-//! `drop`, `dup` and `reorder` need a path that retransmits (udp); on shm and tcp, which
-//! detect damage but cannot resend, only `corrupt` and `bus` apply (others are refused
-//! with a warning), and detected damage ends the job with an error naming the peer.
+//! On udp every frame goes through the injector: data and acknowledgments alike.
+//! `drop`, `dup` and `reorder` need a path that can lose frames (udp); on shm and tcp,
+//! whose transport neither loses nor reorders, only `corrupt` and `bus` apply (others are
+//! refused with a warning), to data records and frames and to their resent copies; the
+//! receiver detects the damage and the sender resends from the copy it keeps.
 
 use std::collections::VecDeque;
 use std::io;
@@ -96,7 +97,7 @@ impl FaultSpec {
         self.path.as_deref().is_none_or(|p| p == path)
     }
 
-    /// The spec restricted to what a path without retransmission can survive
+    /// The spec restricted to what a path that neither loses nor reorders can see
     /// (`corrupt`, `bus`); warns once about what was left out.
     pub fn damage_only(&self, path: &str) -> FaultSpec {
         if self.drop > 0.0 || self.dup > 0.0 || self.reorder > 0.0 {

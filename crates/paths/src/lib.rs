@@ -50,8 +50,9 @@ pub enum PathError {
     Udp(String),
     #[error("peer {0} is unreachable: {1}")]
     PeerLost(u32, String),
-    /// Damaged data from `peer` was detected by the end-to-end checksum on a path that
-    /// cannot retransmit (shm, tcp). Nothing of it was delivered.
+    /// Damaged data from `peer` was detected by the end-to-end checksum on shm or tcp and
+    /// could not be repaired (see docs/security.md, "Damaged data"). Nothing of it was
+    /// delivered.
     #[error("corrupt data from rank {peer} detected on the {path} path ({what}); it was not delivered")]
     Corrupt { peer: u32, path: &'static str, what: String },
     #[error("configuration: {0}")]
@@ -196,6 +197,22 @@ pub trait PacketSink {
 pub trait Path: Send {
     /// Hand one packet to the path for `peer`.
     fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError>;
+    /// As [`Path::send`], for a caller that keeps `payload` valid and unchanged after
+    /// `Done`, until the peer's message layer confirmed the whole message (rendezvous data,
+    /// completed by a FIN). A path that keeps data for resending may then keep a reference
+    /// instead of a copy; [`Path::holds_references`] says whether it does for `peer`.
+    ///
+    /// # Safety
+    /// `payload` must stay valid for reads and unchanged until the peer confirmed the
+    /// message, whenever `holds_references(peer)` is true.
+    unsafe fn send_held(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        self.send(peer, hdr, payload)
+    }
+    /// Whether [`Path::send_held`] to `peer` keeps a reference to the caller's data (the
+    /// caller must then wait for the peer's confirmation before releasing it).
+    fn holds_references(&self, _peer: u32) -> bool {
+        false
+    }
     /// Deliver every complete packet that has arrived; returns how many were delivered.
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError>;
     /// Largest payload a single packet may carry on this path.
@@ -212,8 +229,8 @@ pub trait Path: Send {
         Vec::new()
     }
     /// True when the path must keep answering its peers after this rank's own traffic is
-    /// acknowledged (a reliable path: a peer may still wait for an ACK that was lost).
-    /// The engine then keeps it polled on a helper thread while it blocks in the final
+    /// acknowledged (a reliable path: a peer may still wait for an ACK that was lost, or
+    /// ask again for data it found damaged). The engine then keeps it polled on a helper thread while it blocks in the final
     /// fence ([`linger::Linger`]).
     fn needs_linger(&self) -> bool {
         false

@@ -15,9 +15,24 @@
 //! checks the header by `hcrc` and hands the payload over unverified
 //! ([`PacketSink::packet_unverified`]) so the engine checks it in the copy it makes anyway.
 //! Bit 31 of the payload-length word marks a record sent without checksum
-//! (`STEADFAST_CHECKSUM=shm=none`). Damage is reported as [`PathError::Corrupt`]; nothing
-//! damaged is delivered. The consumer owns `head` (a
-//! monotonically increasing byte counter); the producer keeps its own tail.
+//! (`STEADFAST_CHECKSUM=shm=none`). Nothing damaged is delivered. The consumer owns `head`
+//! (a monotonically increasing byte counter); the producer keeps its own tail.
+//!
+//! **Damage is repaired.** The producer keeps a private copy of every checksummed record at
+//! its ring offset (the "shadow", as large as the ring). The consumer moves `head` past a
+//! record only after it passed its check, so the copy at that offset is the record's until
+//! then. A consumer that finds a record damaged leaves it at the head, stores its position
+//! in the ring's repair word, sets the repair flag in the producer's control page and rings
+//! its doorbell; it reads nothing more from that ring until the producer answered. The
+//! producer looks at its flag on every poll (one load of a line nobody writes unless there
+//! is damage), rewrites the record (all but its length word) from the copy and clears the
+//! repair word. After [`REPAIR_LIMIT`] rewrites of one record, or when the producer holds
+//! no copy of it (it was restarted since), the damage is reported as
+//! [`PathError::Corrupt`]. The copy costs one more `memcpy` of each record on the send
+//! side, into memory only this process touches, made after the record is published (off
+//! the receiver's critical path). Rendezvous data sent with [`Path::send_held`] is not
+//! copied: the shadow keeps its header and the address of the caller's buffer, which the
+//! engine keeps until the receiver's FIN.
 //!
 //! **The record-length word is the publication flag.** The consumer polls the word at `head`
 //! and a record is there once it is non-zero, so a small message costs the receiver one cache
@@ -58,6 +73,10 @@ const RING_META: usize = 192;
 const OFF_HEAD: usize = 0;
 const OFF_TAIL: usize = 64;
 const OFF_BLOCKED: usize = 128;
+/// Repair request (u64, in the blocked line, which only changes when a side sleeps):
+/// 0, or 1 + the ring position of a record the consumer found damaged and wants
+/// rewritten. Written by the consumer, cleared by the producer when it rewrote the record.
+const OFF_REPAIR: usize = 136;
 const REC_PREFIX: usize = 16;
 /// Payload-length word flag: the record carries no checksum.
 const REC_NO_CRC: u32 = 1 << 31;
@@ -74,6 +93,20 @@ const CTRL_DOORBELL: usize = 64;
 const CTRL_WAITING: usize = 128;
 /// 1 when the segment's owner registered for `membarrier` global expedited barriers.
 const CTRL_ASYM: usize = 192;
+/// Non-zero when a consumer asked the segment's owner (as a producer) to rewrite a
+/// damaged record in one of its outbound rings; the owner looks at it on every poll
+/// (one load of a line nobody writes unless there is damage).
+const CTRL_REPAIR: usize = 256;
+/// Rewrites of one record a consumer asks for before it gives up and reports the damage
+/// (damage that survives this many fresh copies is not transient).
+const REPAIR_LIMIT: u32 = 16;
+/// First word of a record's private copy: the payload is in the copy, or only its address
+/// (the caller of [`Path::send_held`] keeps the payload until the message is confirmed).
+const SHADOW_COPY: u32 = 0;
+const SHADOW_REF: u32 = 1;
+/// Value of a ring's repair word when the producer cannot rewrite the record (it holds no
+/// copy of it: a restarted producer, or a position it never wrote).
+const REPAIR_REFUSED: u64 = u64::MAX;
 
 const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
 const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_int = 1 << 1;
@@ -178,6 +211,9 @@ impl Segment {
     fn pid(&self) -> u32 {
         self.atomic_u32(CTRL_PID).load(Ordering::Relaxed)
     }
+    fn repair_flag(&self) -> &AtomicU32 {
+        self.atomic_u32(CTRL_REPAIR)
+    }
     fn ring(&self, sender: u32) -> Ring {
         let off = CTRL_LEN + sender as usize * (RING_META + self.ring_size);
         // SAFETY: `sender < nranks` is checked by callers; the segment was sized for nranks rings.
@@ -230,6 +266,10 @@ impl Ring {
         // SAFETY: as above.
         unsafe { &*(self.base.add(OFF_BLOCKED) as *const AtomicU32) }
     }
+    fn repair(&self) -> &AtomicU64 {
+        // SAFETY: as above (8-byte aligned).
+        unsafe { &*(self.base.add(OFF_REPAIR) as *const AtomicU64) }
+    }
     fn data(&self) -> *mut u8 {
         // SAFETY: data follows the metadata block.
         unsafe { self.base.add(RING_META) }
@@ -244,6 +284,10 @@ struct Outbound {
     fence_free: bool,
     tail: u64,
     cached_head: u64,
+    /// Private copy of every record at its ring offset, kept until the consumer moved
+    /// `head` past it (it does only after the record passed its check), so a damaged
+    /// record can be rewritten. Empty while checksums are off (nothing is verified).
+    shadow: Vec<u8>,
 }
 
 /// Shared-memory path for the ranks of one host.
@@ -266,6 +310,12 @@ pub struct ShmPath {
     asym: bool,
     /// Per sender: 0 not known yet, 1 its producer side fences, 2 asymmetric fences.
     producer_asym: Vec<u8>,
+    /// Per sender: rewrites asked for the record at `repair_at` (the position of the last
+    /// damaged record; kept this way so that good records cost nothing here).
+    repairs: Vec<u32>,
+    repair_at: Vec<u64>,
+    /// Per sender: a rewrite of the record at its ring's head was asked for and not done yet.
+    awaiting: Vec<bool>,
     max_payload: usize,
     counters: PathCounters,
     checksum: Checksum,
@@ -327,6 +377,9 @@ impl ShmPath {
             first_ring: 0,
             asym,
             producer_asym: vec![0; nranks as usize],
+            repairs: vec![0; nranks as usize],
+            repair_at: vec![u64::MAX; nranks as usize],
+            awaiting: vec![false; nranks as usize],
             max_payload,
             counters: PathCounters::default(),
             checksum: Checksum::Crc32c,
@@ -364,7 +417,7 @@ impl ShmPath {
             let tail = ring.tail().load(Ordering::Acquire);
             let cached_head = ring.head().load(Ordering::Acquire);
             let fence_free = self.asym && seg.asym();
-            *slot = Some(Outbound { seg, ring, fence_free, tail, cached_head });
+            *slot = Some(Outbound { seg, ring, fence_free, tail, cached_head, shadow: Vec::new() });
         }
         slot.as_mut().ok_or_else(|| PathError::Shm("unreachable".into()))
     }
@@ -414,12 +467,130 @@ impl ShmPath {
         if let Some(a) = self.producer_asym.get_mut(peer as usize) {
             *a = 0;
         }
+        if let Some(r) = self.repairs.get_mut(peer as usize) {
+            *r = 0;
+        }
+        if let Some(r) = self.repair_at.get_mut(peer as usize) {
+            *r = u64::MAX;
+        }
+        if let Some(a) = self.awaiting.get_mut(peer as usize) {
+            *a = false;
+        }
         self.blocked_on.retain(|p| *p != peer);
     }
 
+    /// Rewrites, from the private copies, the records consumers found damaged in our
+    /// outbound rings (a consumer moves `head` past a record only once it passed its check,
+    /// so the copy at that offset is still the record's).
+    #[cold]
+    #[inline(never)]
+    fn serve_repairs(&mut self) {
+        // Taken before the rings are looked at: a request made meanwhile sets it again.
+        self.me.repair_flag().swap(0, Ordering::SeqCst);
+        for o in self.out.iter_mut().flatten() {
+            let want = o.ring.repair().load(Ordering::Acquire);
+            if want == 0 || want == REPAIR_REFUSED {
+                continue;
+            }
+            let pos = want - 1;
+            let size = o.ring.size;
+            let head = o.ring.head().load(Ordering::Acquire);
+            let at = (pos & (size as u64 - 1)) as usize;
+            let held = o.shadow.len() == size && pos >= head && pos < o.tail && at.is_multiple_of(LINE);
+            // SAFETY (reads of the copy): `at` is line-aligned inside the shadow, which has
+            // the ring's size; the record's extent is checked against it before the copy.
+            let plen = if held {
+                let word = unsafe { (o.shadow.as_ptr().add(at + 4) as *const u32).read() };
+                word & !REC_NO_CRC
+            } else {
+                0
+            };
+            let n = REC_PREFIX + HDR_LEN + plen as usize;
+            if !held || at + n > size {
+                o.ring.repair().store(REPAIR_REFUSED, Ordering::Release);
+            } else {
+                // SAFETY: the record at `at` is not released (head has not passed it) and the
+                // consumer does not read it while its repair word names it; the length word
+                // stays as published, the rest is rewritten.
+                unsafe {
+                    let sh = o.shadow.as_ptr().add(at);
+                    if (sh as *const u32).read() == SHADOW_REF {
+                        // The payload is the caller's, valid until the peer confirms the
+                        // message, which it has not: this record never passed its check.
+                        let head = REC_PREFIX + HDR_LEN;
+                        std::ptr::copy_nonoverlapping(sh.add(4), o.ring.data().add(at + 4), head - 4);
+                        let src = (sh.add(head) as *const u64).read_unaligned() as usize as *const u8;
+                        std::ptr::copy_nonoverlapping(src, o.ring.data().add(at + head), n - head);
+                    } else {
+                        std::ptr::copy_nonoverlapping(sh.add(4), o.ring.data().add(at + 4), n - 4);
+                    }
+                    // The copy crosses the same "wire" as the first one did.
+                    if let Some(inj) = self.faults.as_mut() {
+                        inj.corrupt_outgoing(std::slice::from_raw_parts_mut(o.ring.data().add(at + REC_PREFIX), n - REC_PREFIX));
+                    }
+                }
+                o.ring.repair().store(0, Ordering::Release);
+                self.counters.retransmits += 1;
+            }
+            ring_doorbell(&o.seg, true);
+        }
+    }
+
+    /// Asks the producer of ring `s` to rewrite the damaged record at `head` from its copy.
+    #[cold]
+    #[inline(never)]
+    fn request_repair(&mut self, s: u32, head: u64) {
+        if self.repair_at[s as usize] != head {
+            self.repair_at[s as usize] = head;
+            self.repairs[s as usize] = 0;
+        }
+        self.repairs[s as usize] += 1;
+        self.awaiting[s as usize] = true;
+        self.me.ring(s).repair().store(head + 1, Ordering::Release);
+        if let Some(seg) = self.peer_segment(s) {
+            seg.repair_flag().store(1, Ordering::SeqCst);
+            ring_doorbell(seg, true);
+        }
+    }
+
+    /// Whether the producer of ring `s` answered our repair request: Ok(true) once it
+    /// rewrote the record (read it again), an error if it holds no copy of it.
+    #[cold]
+    #[inline(never)]
+    fn repair_done(&mut self, s: u32) -> Result<bool, PathError> {
+        let ring = self.me.ring(s);
+        let head = self.heads[s as usize];
+        match ring.repair().load(Ordering::Acquire) {
+            w if w == head + 1 => Ok(false),
+            REPAIR_REFUSED => {
+                // The producer holds no copy: report the damage as before repair existed.
+                self.awaiting[s as usize] = false;
+                ring.repair().store(0, Ordering::Relaxed);
+                let at = (head & (ring.size as u64 - 1)) as usize;
+                // SAFETY: head is a line-aligned record start that was checked when read.
+                let len = unsafe { len_word(ring.data(), at) }.load(Ordering::Acquire) as u64;
+                self.counters.frames_dropped += 1;
+                let head = head + len.max(LINE as u64);
+                ring.head().store(head, Ordering::Release);
+                self.heads[s as usize] = head;
+                Err(PathError::Corrupt { peer: s, path: "shm", what: "damaged record, and the sender holds no copy to resend".into() })
+            }
+            _ => {
+                self.awaiting[s as usize] = false;
+                Ok(true)
+            }
+        }
+    }
+
     fn inbound_pending(&self) -> bool {
+        if self.me.repair_flag().load(Ordering::SeqCst) != 0 {
+            return true; // a consumer waits for us to rewrite a record
+        }
         (0..self.nranks).any(|s| {
             let r = self.me.ring(s);
+            if self.awaiting[s as usize] {
+                return r.repair().load(Ordering::SeqCst) != self.heads[s as usize] + 1;
+            }
             let at = (self.heads[s as usize] & (r.size as u64 - 1)) as usize;
             // SAFETY: head is always a line-aligned record start inside the ring.
             unsafe { len_word(r.data(), at) }.load(Ordering::SeqCst) != 0
@@ -473,7 +644,16 @@ fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
 }
 
 impl ShmPath {
-    fn send_with(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], faults: &mut Option<Box<Injector>>) -> Result<SendStatus, PathError> {
+    /// With `held`, the caller keeps `payload` valid and unchanged until the peer confirmed
+    /// the message ([`Path::send_held`]): a large payload is then kept by reference.
+    fn send_with(
+        &mut self,
+        peer: u32,
+        hdr: &RawHeader,
+        payload: &[u8],
+        faults: &mut Option<Box<Injector>>,
+        held: bool,
+    ) -> Result<SendStatus, PathError> {
         if payload.len() > self.max_payload {
             return Err(PathError::Shm(format!("payload {} exceeds packet limit {}", payload.len(), self.max_payload)));
         }
@@ -508,10 +688,12 @@ impl ShmPath {
             let plen = payload.len() as u32;
             (p.add(4) as *mut u32).write(if checksum { plen } else { plen | REC_NO_CRC });
             let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
+            let mut sums = (0, 0);
             if checksum {
                 let (hcrc, crc) = steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload);
                 (p.add(8) as *mut u32).write(crc);
                 (p.add(12) as *mut u32).write(hcrc);
+                sums = (crc, hcrc);
             } else {
                 body[..HDR_LEN].copy_from_slice(hdr);
                 body[HDR_LEN..].copy_from_slice(payload);
@@ -529,6 +711,29 @@ impl ShmPath {
                 (q.add(4) as *mut u32).write(SKIP);
                 len_word(data, pos as usize).store(to_end as u32, Ordering::Release);
             }
+            if checksum {
+                // After publishing: off the consumer's critical path. Only this thread reads
+                // the copy, when it serves a repair request in a later poll.
+                let (crc, hcrc) = sums;
+                // What a damaged record is rewritten from (see `serve_repairs`): a copy, or
+                // for a large payload the caller keeps, its address. Built from the sources:
+                // the ring may already be the consumer's, and may be damaged.
+                if o.shadow.len() != size as usize {
+                    o.shadow = vec![0; size as usize];
+                }
+                let sh = o.shadow.as_mut_ptr().add(at);
+                let by_ref = held && payload.len() >= FUSED_CHECK_MIN;
+                (sh as *mut u32).write(if by_ref { SHADOW_REF } else { SHADOW_COPY });
+                (sh.add(4) as *mut u32).write(plen);
+                (sh.add(8) as *mut u32).write(crc);
+                (sh.add(12) as *mut u32).write(hcrc);
+                std::ptr::copy_nonoverlapping(hdr.as_ptr(), sh.add(REC_PREFIX), HDR_LEN);
+                if by_ref {
+                    (sh.add(REC_PREFIX + HDR_LEN) as *mut u64).write_unaligned(payload.as_ptr() as u64);
+                } else {
+                    std::ptr::copy_nonoverlapping(payload.as_ptr(), sh.add(REC_PREFIX + HDR_LEN), payload.len());
+                }
+            }
         }
         o.tail += used;
         o.ring.tail().store(o.tail, Ordering::Release);
@@ -543,12 +748,26 @@ impl ShmPath {
 impl Path for ShmPath {
     fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
         let mut faults = self.faults.take();
-        let r = self.send_with(peer, hdr, payload, &mut faults);
+        let r = self.send_with(peer, hdr, payload, &mut faults, false);
         self.faults = faults;
         r
     }
 
+    unsafe fn send_held(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        let mut faults = self.faults.take();
+        let r = self.send_with(peer, hdr, payload, &mut faults, true);
+        self.faults = faults;
+        r
+    }
+
+    fn holds_references(&self, _peer: u32) -> bool {
+        self.checksum.enabled()
+    }
+
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
+        if self.me.repair_flag().load(Ordering::Relaxed) != 0 {
+            self.serve_repairs(); // cold
+        }
         let mut n = 0;
         let mut stop = false;
         // Start after the ring that ended the last poll early, so no sender is starved.
@@ -579,6 +798,9 @@ impl Path for ShmPath {
                 if len == 0 {
                     break;
                 }
+                if self.awaiting[s as usize] && !self.repair_done(s)? {
+                    break; // not rewritten yet: nothing after the damaged record is read
+                }
                 // SAFETY: the producer published the record (release store of its length).
                 let kind = unsafe { (data.add(at + 4) as *const u32).read() };
                 if len < LINE || !len.is_multiple_of(LINE) || at + len > ring.size {
@@ -590,6 +812,13 @@ impl Path for ShmPath {
                     let unchecked = kind & REC_NO_CRC != 0;
                     let plen = (kind & !REC_NO_CRC) as usize;
                     if REC_PREFIX + HDR_LEN + plen > len {
+                        // A damaged payload-length word, or a broken peer: the first is
+                        // repaired like any damage, the second ends in the error below.
+                        if self.checksum.enabled() && (self.repair_at[s as usize] != head || self.repairs[s as usize] < REPAIR_LIMIT) {
+                            self.counters.corrupt_detected += 1;
+                            self.request_repair(s, head);
+                            break;
+                        }
                         self.counters.frames_dropped += 1;
                         return Err(PathError::PeerLost(s, "short ring record".into()));
                     }
@@ -627,6 +856,12 @@ impl Path for ShmPath {
                     }
                     if let Some(what) = what {
                         self.counters.corrupt_detected += 1;
+                        if !unchecked && (self.repair_at[s as usize] != head || self.repairs[s as usize] < REPAIR_LIMIT) {
+                            // The ring stays at the record: nothing after it is read before
+                            // it is good.
+                            self.request_repair(s, head);
+                            break;
+                        }
                         self.counters.frames_dropped += 1;
                         head += len as u64;
                         ring.head().store(head, Ordering::Release);
@@ -705,6 +940,12 @@ impl Path for ShmPath {
 
     fn counters_by_path(&self) -> Vec<(&'static str, PathCounters)> {
         vec![("shm", self.counters())]
+    }
+
+    /// A peer may still find damage in a record we wrote and ask us to rewrite it while we
+    /// block in the final fence: keep serving such requests.
+    fn needs_linger(&self) -> bool {
+        self.checksum.enabled()
     }
 
     fn counters(&self) -> PathCounters {
@@ -912,8 +1153,11 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Damage after the checksum (sender: `corrupt`, receiver: `bus`) is detected, never
+    /// delivered, and repaired: the producer rewrites the record from its copy and the
+    /// consumer delivers it, then what followed it, in order.
     #[test]
-    fn damaged_records_are_detected_not_delivered() {
+    fn damaged_records_are_rewritten_and_delivered_in_order() {
         use crate::fault::{FaultSpec, Injector};
         let dir = std::env::temp_dir().join(format!("sf-shm-crc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -930,21 +1174,102 @@ mod tests {
                 b.set_faults(inj);
             }
             a.send(1, &[3; HDR_LEN], &vec![7u8; size]).unwrap();
-            let mut got = Collect(Vec::new());
-            let err = b.poll(&mut got).unwrap_err();
-            assert!(matches!(err, PathError::Corrupt { peer: 0, path: "shm", .. }), "{who} {size}: {err}");
-            assert!(got.0.is_empty(), "{who} {size}: damaged record delivered");
-            assert_eq!(b.counters().corrupt_detected, 1);
-            // Without damage the next record is fine (the check is not a false alarm).
             a.faults = None;
-            b.faults = None;
             a.send(1, &[4; HDR_LEN], &vec![8u8; size]).unwrap();
-            b.poll(&mut got).unwrap();
-            assert_eq!(got.0.len(), 1);
-            assert_eq!(got.0[0].2, vec![8u8; size]);
+            let mut got = Collect(Vec::new());
+            assert_eq!(b.poll(&mut got).unwrap(), 0, "{who} {size}");
+            assert!(got.0.is_empty(), "{who} {size}: damaged record (or one after it) delivered");
+            assert_eq!(b.counters().corrupt_detected, 1);
+            b.faults = None;
+            // Nothing moves until the producer rewrote the record.
+            assert_eq!(b.poll(&mut got).unwrap(), 0);
+            assert!(b.inbound_pending() == false, "{who} {size}: the consumer could not sleep");
+            assert!(a.inbound_pending(), "{who} {size}: the producer would sleep through the request");
+            assert_eq!(a.poll(&mut Collect(Vec::new())).unwrap(), 0);
+            assert_eq!(a.counters().retransmits, 1);
+            assert!(b.inbound_pending());
+            assert_eq!(b.poll(&mut got).unwrap(), 2, "{who} {size}");
+            assert_eq!((got.0[0].1, &got.0[0].2), ([3; HDR_LEN], &vec![7u8; size]));
+            assert_eq!((got.0[1].1, &got.0[1].2), ([4; HDR_LEN], &vec![8u8; size]));
             drop(a);
             drop(b);
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Rendezvous data kept by reference (`send_held`): a damaged record is rewritten from
+    /// the caller's buffer, which the caller keeps until the message is confirmed.
+    #[test]
+    fn damaged_record_kept_by_reference_is_rewritten_from_the_callers_buffer() {
+        use crate::fault::{FaultSpec, Injector};
+        let dir = std::env::temp_dir().join(format!("sf-shm-ref-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = ShmPath::create(&dir, 0, 2, 1 << 16).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, 1 << 16).unwrap();
+        assert!(a.holds_references(1));
+        let data: Vec<u8> = (0..12000u32).map(|i| (i * 31) as u8).collect();
+        a.set_faults(Injector::new(FaultSpec::parse("corrupt=1").unwrap(), 0));
+        // SAFETY: `data` outlives the exchange and is not changed.
+        assert_eq!(unsafe { a.send_held(1, &[5; HDR_LEN], &data) }.unwrap(), SendStatus::Done);
+        a.faults = None;
+        let mut got = Collect(Vec::new());
+        assert_eq!(b.poll(&mut got).unwrap(), 0);
+        assert_eq!(b.counters().corrupt_detected, 1);
+        a.poll(&mut Collect(Vec::new())).unwrap();
+        assert_eq!(a.counters().retransmits, 1);
+        assert_eq!(b.poll(&mut got).unwrap(), 1);
+        assert_eq!(got.0[0].2, data);
+        drop(a);
+        drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A damaged payload-length word (which the record's CRC covers) makes the record look
+    /// longer than its slot: it is rewritten like any other damage.
+    #[test]
+    fn damaged_length_word_is_rewritten() {
+        let dir = std::env::temp_dir().join(format!("sf-shm-plen-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = ShmPath::create(&dir, 0, 2, 1 << 16).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, 1 << 16).unwrap();
+        a.send(1, &[3; HDR_LEN], &[7u8; 100]).unwrap();
+        // SAFETY: the record starts the ring; the consumer has not looked at it yet.
+        unsafe { *b.me.ring(0).data().add(5) ^= 0x40 };
+        let mut got = Collect(Vec::new());
+        assert_eq!(b.poll(&mut got).unwrap(), 0);
+        assert_eq!(b.counters().corrupt_detected, 1);
+        a.poll(&mut Collect(Vec::new())).unwrap();
+        assert_eq!(b.poll(&mut got).unwrap(), 1);
+        assert_eq!(got.0[0].2, vec![7u8; 100]);
+        drop(a);
+        drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Damage that every fresh copy meets again is not transient: after `REPAIR_LIMIT`
+    /// rewrites the consumer reports it, and nothing damaged is delivered.
+    #[test]
+    fn persistent_damage_is_reported_after_the_repair_limit() {
+        use crate::fault::{FaultSpec, Injector};
+        let dir = std::env::temp_dir().join(format!("sf-shm-limit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut a = ShmPath::create(&dir, 0, 2, 1 << 16).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, 1 << 16).unwrap();
+        b.set_faults(Injector::new(FaultSpec::parse("bus=1").unwrap(), 1));
+        a.send(1, &[3; HDR_LEN], &[7u8; 100]).unwrap();
+        let mut got = Collect(Vec::new());
+        let err = loop {
+            match b.poll(&mut got) {
+                Ok(_) => assert_eq!(a.poll(&mut Collect(Vec::new())).unwrap(), 0),
+                Err(e) => break e,
+            }
+            assert!(a.counters().retransmits <= u64::from(REPAIR_LIMIT));
+        };
+        assert!(matches!(err, PathError::Corrupt { peer: 0, path: "shm", .. }), "{err}");
+        assert_eq!(a.counters().retransmits, u64::from(REPAIR_LIMIT));
+        assert!(got.0.is_empty());
+        drop(a);
+        drop(b);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
@@ -994,8 +1319,14 @@ pub fn fuzz_ring(data: &[u8]) {
         ring.head().store(0, Ordering::Relaxed);
         ring.tail().store(n as u64, Ordering::Relaxed);
         ring.blocked().store(0, Ordering::Relaxed);
+        ring.repair().store(0, Ordering::Relaxed);
         b.heads[0] = 0;
         b.first_ring = 0;
+        // A record that failed its check in the last case asked for a rewrite that never
+        // comes (no producer): start each case afresh.
+        b.awaiting[0] = false;
+        b.repairs[0] = 0;
+        b.repair_at[0] = u64::MAX;
         let mut sink = Budget(64);
         for _ in 0..4 {
             match b.poll(&mut sink) {

@@ -164,19 +164,31 @@ fn tcp_stream() {
     s.extend_from_slice(&1u32.to_le_bytes());
     s.extend_from_slice(&0u32.to_le_bytes());
     s.extend_from_slice(&[0u8; 48]);
-    // [cut, bit 0 set: past the handshake][two checksummed frames]
+    // [cut, bit 0 set: past the handshake][two checksummed frames, numbered 0 and 1, then
+    // an acknowledgment and a repair request (control frames)]
     let mut frames = vec![7u8];
-    for len in [0usize, 100] {
+    let prefix = |word: u32, seq: u32, ack: u32| {
+        let mut p = Vec::new();
+        p.extend_from_slice(&word.to_le_bytes());
+        p.extend_from_slice(&seq.to_le_bytes());
+        p.extend_from_slice(&ack.to_le_bytes());
+        let pcrc = crc32c(&p);
+        p.extend_from_slice(&pcrc.to_le_bytes());
+        (p, pcrc)
+    };
+    for (seq, len) in [(0u32, 0usize), (1, 100)] {
         let hdr = [len as u8; steadfast_paths::HDR_LEN];
         let payload = vec![0x5a; len];
-        let word = (hdr.len() + len) as u32;
-        let hcrc = crc32c_append(crc32c(&word.to_le_bytes()), &hdr);
-        frames.extend_from_slice(&word.to_le_bytes());
+        let (p, pcrc) = prefix((hdr.len() + len) as u32, seq, 0);
+        let hcrc = crc32c_append(pcrc, &hdr);
+        frames.extend_from_slice(&p);
         frames.extend_from_slice(&hcrc.to_le_bytes());
         frames.extend_from_slice(&hdr);
         frames.extend_from_slice(&payload);
         frames.extend_from_slice(&crc32c_append(hcrc, &payload).to_le_bytes());
     }
+    frames.extend_from_slice(&prefix(1 << 30 | 1, 0, 2).0);
+    frames.extend_from_slice(&prefix(1 << 30 | 2, 1, 2).0);
     run("tcp_stream", &[s, frames], steadfast_paths::tcp::fuzz_stream);
 }
 
