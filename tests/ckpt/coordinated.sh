@@ -36,7 +36,7 @@ paths=${CKPT_PATHS:-shm tcp}
 full=${CKPT_FULL:-0}
 seed=${CKPT_SEED:-$RANDOM}
 work=$(mktemp -d /tmp/steadfast-coordinated.XXXXXX)
-trap 'pkill -9 -f "ckpt-dir $work/ckpt" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'pkill -9 -f "ckpt-dir $work/ckpt" 2>/dev/null; pkill -9 -f "ckpt-server --dir $work/store" 2>/dev/null; rm -rf "$work"' EXIT
 
 if [ "$(uname -m)" != x86_64 ] || ! setarch -R true 2>/dev/null; then
     echo "coordinated checkpoints: SKIP (needs x86-64 Linux and personality(ADDR_NO_RANDOMIZE))"
@@ -161,7 +161,8 @@ case_() {
     rm -f "$work/out" "$work/err"
     for f in "${files[@]}"; do rm -f "$work/run.$f"; done
     rm -rf "$work/ckpt"
-    timeout 180 "$run" run -v --path "$path" --ft coordinated --ckpt-interval 500ms --ckpt-dir "$work/ckpt" \
+    # shellcheck disable=SC2086 # $server: options, split on purpose
+    timeout 180 "$run" run -v --path "$path" --ft coordinated --ckpt-interval 500ms --ckpt-dir "$work/ckpt" ${server:-} \
         --max-restarts 10 -n 3 "${prog[@]}" > "$work/out" 2> "$work/err" &
     local job=$!
     local ok=1
@@ -173,10 +174,20 @@ case_() {
             after) wait_for "$2" "$3" || ok=0; shift 3 ;;
             sleep) sleep "$2"; shift 2 ;;
             damage)
-                # Flip bytes in the region data of rank $2's image of the committed wave.
+                # Flip bytes in the region data of rank $2's image of the committed wave,
+                # in the local copy and in the checkpoint server's.
+                local w img
+                w=$(awk '$1 == "wave" { print $2 }' "$work/ckpt/COMMITTED")
+                for img in "$work/ckpt/wave-$w/rank-$2.img" "$work"/ckpt/server/*/"wave-$w/rank-$2.img"; do
+                    printf '\xff\xff\xff\xff' | dd of="$img" bs=1 seek=12288 conv=notrunc status=none || ok=0
+                done
+                shift 2
+                ;;
+            lose)
+                # Rank $2's local copy of the committed wave is gone (its node's disk).
                 local w
                 w=$(awk '$1 == "wave" { print $2 }' "$work/ckpt/COMMITTED")
-                printf '\xff\xff\xff\xff' | dd of="$work/ckpt/wave-$w/rank-$2.img" bs=1 seek=12288 conv=notrunc status=none || ok=0
+                rm -f "$work/ckpt/wave-$w/rank-$2.img" "$work/ckpt/wave-$w/rank-$2.rec" || ok=0
                 shift 2
                 ;;
             kill)
@@ -304,8 +315,10 @@ for p in $paths; do
     case_ "a rank killed before the first checkpoint" "$p" sleep 0.3 kill 2
     case_ "killed again after a rollback" "$p" after "checkpoint 1 committed" 1 sleep 0.2 kill 2 \
         after "the job goes on" 1 sleep 0.5 kill 0
-    expect="cannot be used" case_ "a damaged image: the previous checkpoint is used" "$p" \
+    expect="cannot be used" case_ "a damaged image, on the checkpoint server too: the previous checkpoint is used" "$p" \
         after "checkpoint 2 committed" 1 damage 1 kill 0
+    expect="fetched" case_ "a rank's local copy lost with it: the checkpoint server's copy is used" "$p" \
+        after "checkpoint 2 committed" 1 lose 1 kill 1
     case_ "a rank killed during a checkpoint" "$p" after "checkpoint 1 committed" 1 during-wave 1
     expect="during the rollback" case_ "a rank killed during a rollback" "$p" \
         after "checkpoint 1 committed" 1 during-rollback 1 2
@@ -326,6 +339,16 @@ for p in $paths; do
             after "checkpoint 1 committed" 1 during-rollback 2 1
     fi
 done
+# A standalone checkpoint server, as a job spanning hosts uses it.
+"$run" ckpt-server --dir "$work/store" --key-file "$work/store.key" > "$work/store.out" 2>&1 &
+store=$!
+for _ in $(seq 1 100); do grep -qs listening "$work/store.out" && break; sleep 0.1; done
+addr=$(sed -n 's/.*listening on \([^,]*\),.*/\1/p' "$work/store.out")
+use_ring
+server="--ckpt-server $addr --ckpt-server-key-file $work/store.key" expect="fetched" \
+    case_ "a standalone steadfast ckpt-server: a lost local copy comes from it" "${paths##* }" \
+    after "checkpoint 2 committed" 1 lose 2 kill 2
+kill "$store" 2>/dev/null
 threads_case init fail "MPI_Init failed: --ft coordinated cannot checkpoint this process: it runs 1 thread(s) of its own.*(MPI_ERR_UNSUPPORTED_OPERATION)"
 threads_case fatal fail "MPI_Allreduce: --ft coordinated cannot checkpoint this process: it runs 1 thread(s) of its own.*(MPI_ERR_UNSUPPORTED_OPERATION)"
 threads_case return 42 "MPI_Abort with code 42"

@@ -12,6 +12,21 @@ use crate::mpix_api;
 /// by `STEADFAST_RESTORE_IMAGE`, or re-executes the program with randomization off when
 /// `STEADFAST_NORANDMAPS=1` (see `docs/checkpoint.md`); otherwise does nothing.
 extern "C" fn restore_before_main(_argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
+    // A rank restored by `--ft coordinated` whose copy on this host is gone or damaged gets
+    // the checkpoint server's first. Only a restored process takes this path; it runs
+    // before any thread exists, and the restore replaces whatever memory it used.
+    if steadfast_ckpt::personality::no_randomize_active() {
+        if let Some(img) = std::env::var_os(steadfast_ckpt::ENV_RESTORE).filter(|v| !v.is_empty()) {
+            match steadfast_runtime::ckpt_store::ensure_local_copy(Path::new(&img)) {
+                Ok(Some(msg)) => eprintln!("steadfast: {msg}"),
+                Ok(None) => {}
+                Err(why) => {
+                    eprintln!("steadfast: cannot restore process image: {why}");
+                    std::process::exit(steadfast_ckpt::EXIT_RESTORE_REFUSED);
+                }
+            }
+        }
+    }
     // SAFETY: called by the loader as a constructor, with its argv/envp.
     unsafe { steadfast_ckpt::on_load(argv, envp) }
 }

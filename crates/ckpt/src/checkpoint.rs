@@ -529,7 +529,12 @@ fn write_image(job: &Job) -> Result<ImageStats, ChildError> {
     let fd = Fd(fd);
 
     // The bytes. The stack is copied first: this code's own frames are in it and change
-    // while it runs, so checksum and file must both come from one frozen copy.
+    // while it runs, so checksum and file must both come from one frozen copy. So is the
+    // region holding the thread's descriptor and static TLS: once a process has ever had a
+    // second thread, the C library's system-call wrappers mark and unmark the calling
+    // thread as cancellable around every call (a field of the descriptor), and errno lives
+    // there too, so this code changes that region while it writes it.
+    let tls = job.ctx.fsbase;
     for i in 0..nregions {
         let at = HEADER_LEN + i * ENTRY_LEN;
         let mut e = format::entry_at(meta, at);
@@ -539,7 +544,7 @@ fn write_image(job: &Job) -> Result<ImageStats, ChildError> {
         // SAFETY: the region is mapped and readable (it was listed so, and this process
         // unmaps nothing it listed).
         let mem = unsafe { std::slice::from_raw_parts(e.start as *const u8, e.len() as usize) };
-        if e.kind() == Kind::Stack {
+        if e.kind() == Kind::Stack || (e.start..e.start + e.len()).contains(&tls) {
             let mut copy = Scratch::new(e.len() as usize)?;
             copy.bytes().copy_from_slice(mem);
             let frozen = copy.bytes();

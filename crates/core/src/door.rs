@@ -92,6 +92,10 @@ pub trait Interpose: Send {
     fn completed(&mut self, _c: &Completion) {}
     /// World rank `world` came back as `incarnation`.
     fn rejoined(&mut self, _world: u32, _incarnation: u16) {}
+    /// The hook itself, for its owner to reach its state through [`Door::hook_mut`].
+    fn as_any(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
 }
 
 /// What [`Door::admit`] made of an incoming packet.
@@ -209,6 +213,11 @@ impl Door {
 
     /// Whether a recovery protocol is plugged in.
     #[inline]
+    /// The hook, if it is a `T` (and offers itself, see [`Interpose::as_any`]).
+    pub fn hook_mut<T: 'static>(&mut self) -> Option<&mut T> {
+        self.hook.as_mut()?.as_any()?.downcast_mut::<T>()
+    }
+
     pub fn has_hook(&self) -> bool {
         self.hook.is_some()
     }

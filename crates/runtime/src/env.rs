@@ -40,6 +40,13 @@ pub const INCARNATION: &str = "STEADFAST_INCARNATION";
 
 /// Directory of the job's process images and channel records (`--ft coordinated`).
 pub const CKPT_DIR: &str = "STEADFAST_CKPT_DIR";
+/// Address (`host:port`) of the job's checkpoint server (`--ft coordinated`).
+pub const CKPT_SERVER: &str = "STEADFAST_CKPT_SERVER";
+/// File holding a standalone checkpoint server's key (unset: the launcher's own server,
+/// whose key is derived from the job key).
+pub const CKPT_SERVER_KEY_FILE: &str = "STEADFAST_CKPT_SERVER_KEY_FILE";
+/// The job's name on the checkpoint server.
+pub const CKPT_JOB: &str = "STEADFAST_CKPT_JOB";
 
 /// Transport the ranks should use between themselves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -82,3 +82,22 @@ pub fn membership_wire(data: &[u8]) {
         assert_eq!(Message::decode(&m.encode()).expect("re-encoded message decodes"), m);
     }
 }
+
+/// Checkpoint server protocol: both message decoders (every decoded message survives
+/// encode → decode).
+pub fn ckpt_store_wire(data: &[u8]) {
+    use crate::ckpt_store::{Reply, Request};
+    for body in [data, data.get(4..).unwrap_or(&[])] {
+        if let Ok(m) = Request::decode(body) {
+            let again = m.encode();
+            assert_eq!(Request::decode(&again[4..]).expect("re-encoded request decodes"), m);
+            if let Request::Put { file, .. } | Request::Get { file } | Request::Verify { file } = &m {
+                assert!(crate::ckpt_store::valid_job_name(&file.job), "a decoded job name stays in its directory");
+            }
+        }
+        if let Ok(m) = Reply::decode(body) {
+            let again = m.encode();
+            assert_eq!(Reply::decode(&again[4..]).expect("re-encoded reply decodes"), m);
+        }
+    }
+}

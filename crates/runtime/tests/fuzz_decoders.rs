@@ -1,6 +1,6 @@
 //! Stable-toolchain fallback of the fuzz targets in fuzz/ for decoders of outside data
 //! (launcher control protocol, fault-tolerance frames, membership messages, tcp data
-//! stream, shared-memory ring records, PMI-1 replies, ULFM and rollback messages): random
+//! stream, shared-memory ring records, PMI-1 replies, ULFM and rollback messages, checkpoint server messages): random
 //! inputs and random mutations of valid messages, same oracles as the libFuzzer targets,
 //! no coverage guidance. `STEADFAST_FUZZ_CASES` sets the number of
 //! cases per target (default 20000). `STEADFAST_FUZZ_SEEDS=DIR` also writes the valid
@@ -269,4 +269,26 @@ fn rollback_wire() {
     run("rollback_wire", &seeds, |d| {
         steadfast_rollback::wire::fuzz_decode(d);
     });
+}
+
+#[test]
+fn ckpt_store_wire() {
+    use steadfast_runtime::ckpt_store::{FileId, FileKind, Reply, Request};
+    let file = FileId { job: "job-0123".into(), wave: 3, rank: 1, kind: FileKind::Image };
+    let seeds: Vec<Vec<u8>> = [
+        Request::Hello { version: 1, nonce: [3; 16] }.encode(),
+        Request::Proof { mac: [4; 32] }.encode(),
+        Request::Put { file: file.clone(), len: 1 << 20 }.encode(),
+        Request::Get { file: FileId { kind: FileKind::Record, ..file.clone() } }.encode(),
+        Request::Prune { job: "job-0123".into(), keep_from: 2 }.encode(),
+        Request::Verify { file: FileId { wave: 9, ..file.clone() } }.encode(),
+        Reply::Challenge { nonce: [5; 16], mac: [6; 32] }.encode(),
+        Reply::Done.encode(),
+        Reply::Data { len: 77 }.encode(),
+        Reply::Failed { msg: "no such file".into() }.encode(),
+    ]
+    .into_iter()
+    .flat_map(|f| [f[4..].to_vec(), f])
+    .collect();
+    run("ckpt_store_wire", &seeds, fuzzing::ckpt_store_wire);
 }

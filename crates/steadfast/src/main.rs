@@ -53,6 +53,22 @@ enum Command {
         /// The job's checkpoint directory.
         dir: std::path::PathBuf,
     },
+    /// Run a standalone checkpoint server for `--ft coordinated` jobs on several hosts
+    /// (`steadfast run --ckpt-server HOST:PORT --ckpt-server-key-file FILE`): it keeps a
+    /// second copy of every rank's image under DIR, from which a rank whose own copy was
+    /// lost with its host is restored.
+    CkptServer {
+        /// Where the copies go (created, owner-only).
+        #[arg(long)]
+        dir: std::path::PathBuf,
+        /// Address to listen on (HOST:PORT; port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// The server's key: read from FILE, or written there (owner-only) if FILE does not
+        /// exist. Default: DIR/key.
+        #[arg(long = "key-file", value_name = "FILE")]
+        key_file: Option<std::path::PathBuf>,
+    },
     /// Every STEADFAST_* environment variable: default, meaning and the value set now
     /// (`--markdown`: the list as docs/configuration.md has it).
     Config {
@@ -89,6 +105,7 @@ fn main() {
             }
         },
         Command::Checkpoint { dir } => checkpoint(&dir),
+        Command::CkptServer { dir, listen, key_file } => ckpt_server(&dir, listen, key_file),
         Command::Config { markdown } => {
             print!("{}", if markdown { steadfast_config::markdown() } else { steadfast_config::text() });
             0
@@ -123,6 +140,29 @@ fn checkpoint(dir: &std::path::Path) -> i32 {
         return 1;
     }
     0
+}
+
+/// `steadfast ckpt-server`: serve until killed.
+fn ckpt_server(dir: &std::path::Path, listen: std::net::SocketAddr, key_file: Option<std::path::PathBuf>) -> i32 {
+    use steadfast_runtime::ckpt_store::{read_or_create_key_file, StoreServer};
+    let key_file = key_file.unwrap_or_else(|| dir.join("key"));
+    let started = std::fs::create_dir_all(dir)
+        .and_then(|()| read_or_create_key_file(&key_file))
+        .and_then(|key| StoreServer::bind(dir, listen, key));
+    match started {
+        Ok(server) => {
+            match server.local_addr() {
+                Ok(a) => println!("steadfast ckpt-server: listening on {a}, copies in {}, key in {}", dir.display(), key_file.display()),
+                Err(e) => eprintln!("steadfast ckpt-server: {e}"),
+            }
+            server.serve();
+            0
+        }
+        Err(e) => {
+            eprintln!("steadfast ckpt-server: {e}");
+            1
+        }
+    }
 }
 
 /// `STEADFAST_LOG` (e.g. `debug`, `steadfast_runtime=trace`) enables logs on stderr;

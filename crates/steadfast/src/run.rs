@@ -4,7 +4,7 @@ use clap::{ArgMatches, Args, ValueEnum};
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
-use steadfast_runtime::launcher::{self, LaunchConfig, OnFailure};
+use steadfast_runtime::launcher::{self, CkptServer, LaunchConfig, OnFailure};
 use steadfast_runtime::{FtMode, PathKind};
 
 /// Options of `steadfast run` (documented on `Command::Run`).
@@ -79,6 +79,18 @@ pub struct RunArgs {
     /// under $TMPDIR, removed when the job ends well).
     #[arg(long = "ckpt-dir", value_name = "DIR")]
     pub ckpt_dir: Option<PathBuf>,
+
+    /// With --ft coordinated: where the second copy of every image goes: `builtin` (a
+    /// checkpoint server run by the launcher, copies under DIR/server; the default),
+    /// `none`, or HOST:PORT of a standalone `steadfast ckpt-server` (then give
+    /// --ckpt-server-key-file too).
+    #[arg(long = "ckpt-server", value_name = "builtin|none|HOST:PORT", default_value = "builtin")]
+    pub ckpt_server: String,
+
+    /// With --ckpt-server HOST:PORT: the file holding that server's key (owner-only
+    /// permissions; the same path must hold it on every host of the job).
+    #[arg(long = "ckpt-server-key-file", value_name = "FILE")]
+    pub ckpt_server_key_file: Option<PathBuf>,
 
     /// With --on-failure relaunch: how often one rank may be started again; with
     /// --ft coordinated: how often the job may roll back.
@@ -207,6 +219,8 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--max-restarts", 1),
     ("--ckpt-interval", 1),
     ("--ckpt-dir", 1),
+    ("--ckpt-server", 1),
+    ("--ckpt-server-key-file", 1),
     ("--timeout", 1),
     ("--kill-grace", 1),
 ];
@@ -309,6 +323,19 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
     };
     cfg.ckpt_interval = args.ckpt_interval;
     cfg.ckpt_dir = args.ckpt_dir;
+    cfg.ckpt_server = match (args.ckpt_server.as_str(), args.ckpt_server_key_file) {
+        ("builtin", None) => CkptServer::Builtin,
+        ("none", None) => CkptServer::Off,
+        ("builtin" | "none", Some(_)) => {
+            eprintln!("steadfast run: --ckpt-server-key-file goes with --ckpt-server HOST:PORT");
+            return 2;
+        }
+        (addr, Some(key_file)) => CkptServer::At { addr: addr.to_owned(), key_file },
+        (addr, None) => {
+            eprintln!("steadfast run: --ckpt-server {addr} needs --ckpt-server-key-file (the server's key)");
+            return 2;
+        }
+    };
     cfg.verbose = args.verbose;
     cfg.on_failure = args.on_failure.map(|o| match o {
         OnFailureArg::Abort => OnFailure::Abort,

@@ -17,16 +17,17 @@
 use std::collections::VecDeque;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use steadfast_paths::{RawHeader, HDR_LEN};
+use steadfast_runtime::ckpt_store::{self, FileId, FileKind, StoreAddr, StoreClient};
 use steadfast_rollback::rank::Event;
 use steadfast_rollback::wire::ChannelRecord;
 use steadfast_rollback::{Peer, RankMachine, Transmit, Verdict, Wave, UNNUMBERED};
 
 use super::{Engine, OutOp, Sink};
-use crate::door::{Ident, Interpose};
+use crate::door::{Door, Ident, Interpose};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::wire::{Header, Kind};
 
@@ -64,17 +65,24 @@ impl Shared {
     }
 }
 
-fn lock(s: &Arc<Mutex<Shared>>) -> MutexGuard<'_, Shared> {
-    s.lock().unwrap_or_else(|p| p.into_inner())
+/// The rank machine's state, kept in the door's hook (set in coordinated mode): the engine
+/// reaches it through the door, so the hook needs no lock on the message path (the engine
+/// is used by one thread at a time).
+fn shared(door: &mut Door) -> Option<&mut Shared> {
+    door.hook_mut::<Hook>().map(|h| &mut h.0)
 }
 
 /// The door's hook: feeds the rank machine what is sent and what arrives.
-struct Hook(Arc<Mutex<Shared>>);
+struct Hook(Shared);
 
 impl Interpose for Hook {
+    fn as_any(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
     fn sent(&mut self, to: u32, ident: &Ident, hdr: &Header, _payload: &[u8]) {
         tracing::trace!(to, kind = ?hdr.kind, tag = hdr.tag, len = hdr.len, seq = ident.seq, b = hdr.b, "sent");
-        let mut s = lock(&self.0);
+        let s = &mut self.0;
         if to != s.rank {
             s.machine.sent(to, rb_ident(ident));
         }
@@ -82,7 +90,7 @@ impl Interpose for Hook {
 
     fn arrived(&mut self, from: u32, hdr: &Header, payload: &[u8]) -> bool {
         tracing::trace!(from, kind = ?hdr.kind, inc = hdr.incarnation, tag = hdr.tag, len = hdr.len, a = hdr.a, b = hdr.b, "arrived");
-        let mut s = lock(&self.0);
+        let s = &mut self.0;
         if from == s.rank {
             // This process's own packets: part of its image, never of a channel.
             return true;
@@ -135,7 +143,6 @@ pub type Reconnect = Box<dyn FnMut() -> MpiResult<(super::JobInfo, Box<dyn super
 
 /// The engine's side of coordinated checkpointing.
 pub struct Coordinator {
-    shared: Arc<Mutex<Shared>>,
     /// Where this job's images and channel records go (`wave-N/rank-R.{img,rec}`).
     dir: PathBuf,
     /// Directories whose shared mappings (the paths' rings) are left out of images.
@@ -149,6 +156,11 @@ pub struct Coordinator {
     reconnect: Reconnect,
     /// See [`Shared::attention`].
     attention: Arc<AtomicBool>,
+    /// The job's checkpoint server: every image and record goes there too before the rank
+    /// reports its part of a wave done.
+    store: Option<StoreAddr>,
+    /// Copies to the checkpoint server under way.
+    uploads: Vec<Upload>,
     /// Checkpoints taken / restored, for the extension calls and tests.
     pub images: u64,
     pub restores: u64,
@@ -164,6 +176,45 @@ impl Coordinator {
     fn record_path(&self, wave: Wave, rank: u32) -> PathBuf {
         self.wave_dir(wave).join(format!("rank-{rank}.rec"))
     }
+
+    /// With a checkpoint server: start copying `path` there and return `Some(true)` (the
+    /// machine is told once the copy ended, see `coord_poll_uploads`), `Some(false)` if no
+    /// copy can be started. Without a server: `None`.
+    fn start_upload(&mut self, wave: Wave, rank: u32, kind: FileKind, path: PathBuf) -> Option<bool> {
+        let store = self.store.clone()?;
+        let id = FileId { job: store.job.clone(), wave, rank, kind };
+        let thread = std::thread::Builder::new()
+            .name("steadfast-ckpt-copy".into())
+            .spawn(move || StoreClient::to(&store).and_then(|mut c| c.put(&id, &path)));
+        match thread {
+            Ok(thread) => {
+                self.uploads.push(Upload { wave, kind, thread });
+                Some(true)
+            }
+            Err(e) => {
+                eprintln!("steadfast: rank {rank}: checkpoint {wave}: cannot start copying to the checkpoint server: {e}");
+                Some(false)
+            }
+        }
+    }
+}
+
+/// A copy of one file of a wave to the checkpoint server, on a thread of its own (the rank
+/// goes on computing). It ends before the wave can commit, so no such thread exists when
+/// the next image is taken.
+struct Upload {
+    wave: Wave,
+    kind: FileKind,
+    thread: std::thread::JoinHandle<std::io::Result<u64>>,
+}
+
+/// The checkpoint server named by the environment, if any (a misconfigured one is reported
+/// and images stay local).
+fn store_from_env() -> Option<StoreAddr> {
+    ckpt_store::store_from_env().unwrap_or_else(|why| {
+        eprintln!("steadfast: {why}; images stay local only");
+        None
+    })
 }
 
 fn other(msg: impl std::fmt::Display) -> MpiError {
@@ -282,17 +333,16 @@ impl Engine {
             RankMachine::relaunched(self.rank, self.size)
         };
         let attention = Arc::new(AtomicBool::new(false));
-        let shared = Arc::new(Mutex::new(Shared {
+        let shared = Shared {
             machine,
             rank: self.rank,
             events: VecDeque::new(),
             cut_due: false,
             held: Vec::new(),
             attention: attention.clone(),
-        }));
-        self.st.door.set_hook(Some(Box::new(Hook(shared.clone()))));
+        };
+        self.st.door.set_hook(Some(Box::new(Hook(shared))));
         self.coord = Some(Box::new(Coordinator {
-            shared,
             dir,
             jobdir,
             pending: None,
@@ -301,6 +351,8 @@ impl Engine {
             polls: 0,
             reconnect,
             attention,
+            store: store_from_env(),
+            uploads: Vec::new(),
             images: 0,
             restores: 0,
         }));
@@ -325,13 +377,16 @@ impl Engine {
             c.polls = 0;
             self.coord_poll_launcher();
             self.coord_poll_image();
+            self.coord_poll_uploads();
         }
-        let due = self.coord.as_ref().is_some_and(|c| c.attention.swap(false, Ordering::Acquire));
+        // A plain load first: the flag is almost always clear, and a swap would cost an
+        // atomic read-modify-write in every progress round.
+        let due = self.coord.as_ref().is_some_and(|c| c.attention.load(Ordering::Relaxed) && c.attention.swap(false, Ordering::Acquire));
         if due {
             self.coord_act()?;
             // Whatever acting on it left pending is looked at again next round.
             if let Some(c) = self.coord.as_ref() {
-                if lock(&c.shared).pending() {
+                if shared(&mut self.st.door).is_some_and(|s| s.pending()) {
                     c.attention.store(true, Ordering::Release);
                 }
             }
@@ -343,8 +398,7 @@ impl Engine {
     fn coord_poll_launcher(&mut self) {
         let Some(boot) = self.boot.as_mut() else { return };
         let evs = boot.poll_events();
-        let Some(c) = self.coord.as_ref() else { return };
-        let mut s = lock(&c.shared);
+        let Some(s) = shared(&mut self.st.door) else { return };
         for ev in evs {
             if let steadfast_runtime::LauncherEvent::Recovery { bytes } = ev {
                 if let Err(e) = s.machine.handle_bytes(Peer::Scheduler, &bytes) {
@@ -364,7 +418,15 @@ impl Engine {
             Ok(None) => return,
             Ok(Some(stats)) => {
                 tracing::debug!(wave, bytes = stats.bytes, elapsed = ?started.elapsed(), "image stored");
-                true
+                let path = c.image_path(wave, self.rank);
+                match c.start_upload(wave, self.rank, FileKind::Image, path) {
+                    Some(true) => {
+                        c.pending = None;
+                        return;
+                    }
+                    Some(false) => false,
+                    None => true,
+                }
             }
             Err(e) => {
                 eprintln!("steadfast: rank {}: checkpoint {wave}: {e}", self.rank);
@@ -372,17 +434,46 @@ impl Engine {
             }
         };
         c.pending = None;
-        let mut s = lock(&c.shared);
+        let Some(s) = shared(&mut self.st.door) else { return };
         s.machine.image_stored(wave, done);
         s.pull_events();
+    }
+
+    /// Copies to the checkpoint server that ended: the file is stored once both copies are.
+    fn coord_poll_uploads(&mut self) {
+        let Some(c) = self.coord.as_mut() else { return };
+        if c.uploads.is_empty() {
+            return;
+        }
+        let (done, running): (Vec<Upload>, Vec<Upload>) = std::mem::take(&mut c.uploads).into_iter().partition(|u| u.thread.is_finished());
+        c.uploads = running;
+        for u in done {
+            let result = u.thread.join().unwrap_or_else(|_| Err(std::io::Error::other("the copying thread panicked")));
+            let ok = match result {
+                Ok(bytes) => {
+                    tracing::debug!(wave = u.wave, kind = ?u.kind, bytes, "copied to the checkpoint server");
+                    true
+                }
+                Err(e) => {
+                    let addr = c.store.as_ref().map_or("", |s| s.addr.as_str());
+                    eprintln!("steadfast: rank {}: checkpoint {}: cannot store a copy on the checkpoint server {addr}: {e}", self.rank, u.wave);
+                    false
+                }
+            };
+            let Some(s) = shared(&mut self.st.door) else { return };
+            match u.kind {
+                FileKind::Image => s.machine.image_stored(u.wave, ok),
+                FileKind::Record => s.machine.record_stored(u.wave, ok),
+            }
+            s.pull_events();
+        }
     }
 
     /// Act on the machine's events and send what it queued.
     fn coord_act(&mut self) -> MpiResult<()> {
         loop {
             let (ev, cut) = {
-                let Some(c) = self.coord.as_ref() else { return Ok(()) };
-                let mut s = lock(&c.shared);
+                let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
                 s.pull_events();
                 (s.events.pop_front(), s.cut_due)
             };
@@ -397,8 +488,8 @@ impl Engine {
                 }
                 None if cut => {
                     // The TakeImage was acted on already; a cut cannot stay due without one.
-                    if let Some(c) = self.coord.as_ref() {
-                        lock(&c.shared).cut_due = false;
+                    if let Some(s) = shared(&mut self.st.door) {
+                        s.cut_due = false;
                     }
                 }
                 None => {}
@@ -419,8 +510,16 @@ impl Engine {
                 if let Err(e) = &ok {
                     eprintln!("steadfast: rank {rank}: cannot store the channel record {}: {e}", path.display());
                 }
-                let mut s = lock(&c.shared);
-                s.machine.record_stored(wave, ok.is_ok());
+                let mut stored = ok.is_ok();
+                if stored {
+                    match self.coord.as_mut().and_then(|c| c.start_upload(wave, rank, FileKind::Record, path)) {
+                        Some(true) => return,
+                        Some(false) => stored = false,
+                        None => {}
+                    }
+                }
+                let Some(s) = shared(&mut self.st.door) else { return };
+                s.machine.record_stored(wave, stored);
                 s.pull_events();
             }
             Event::Discard { wave } => {
@@ -456,8 +555,8 @@ impl Engine {
     fn coord_send(&mut self) -> MpiResult<()> {
         loop {
             let t = {
-                let Some(c) = self.coord.as_ref() else { return Ok(()) };
-                lock(&c.shared).machine.poll_transmit()
+                let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
+                s.machine.poll_transmit()
             };
             let Some(t) = t else { return Ok(()) };
             self.coord_transmit(t)?;
@@ -486,8 +585,7 @@ impl Engine {
         let rank = self.rank;
         tracing::debug!(rank, wave, outq = ?self.st.outq.iter().map(|q| q.len()).collect::<Vec<_>>(), "cut");
         let markers: Vec<Transmit> = {
-            let Some(c) = self.coord.as_ref() else { return Ok(()) };
-            let mut s = lock(&c.shared);
+            let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
             std::iter::from_fn(|| s.machine.poll_transmit()).collect()
         };
         if let Some(b) = self.boot.as_mut() {
@@ -525,11 +623,13 @@ impl Engine {
                 } else {
                     eprintln!("steadfast: rank {rank}: checkpoint {wave}: {e}");
                 }
-                lock(&c.shared).machine.image_stored(wave, false);
+                if let Some(s) = shared(&mut self.st.door) {
+                    s.machine.image_stored(wave, false);
+                }
             }
         }
         let held = {
-            let mut s = lock(&c.shared);
+            let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
             s.cut_due = false;
             std::mem::take(&mut s.held)
         };
@@ -554,11 +654,13 @@ impl Engine {
         if let Some(p) = c.pending.take() {
             std::mem::forget(p);
         }
+        // The image's copying threads do not exist in this process.
+        std::mem::forget(std::mem::take(&mut c.uploads));
+        c.store = store_from_env();
         c.restores += 1;
         let files = std::mem::take(&mut c.files);
         reopen_files(&files);
-        {
-            let mut s = lock(&c.shared);
+        if let Some(s) = shared(&mut self.st.door) {
             s.held.clear();
             s.cut_due = false;
             s.events.clear();
@@ -605,8 +707,7 @@ impl Engine {
             ChannelRecord::decode(&bytes).map_err(|e| other(format!("{}: {e}", path.display())))?
         };
         let replay = {
-            let Some(c) = self.coord.as_ref() else { return Ok(()) };
-            let mut s = lock(&c.shared);
+            let Some(s) = shared(&mut self.st.door) else { return Ok(()) };
             let r = s.machine.restored(wave, record).map_err(other)?;
             s.pull_events();
             r
@@ -653,8 +754,8 @@ impl Engine {
     fn coord_wait(&mut self, want: impl Fn(&Event) -> bool) -> MpiResult<Event> {
         loop {
             let ev = {
-                let Some(c) = self.coord.as_ref() else { return Err(other("not enabled")) };
-                lock(&c.shared).events.pop_front()
+                let Some(s) = shared(&mut self.st.door) else { return Err(other("not enabled")) };
+                s.events.pop_front()
             };
             match ev {
                 Some(ev) if want(&ev) => return Ok(ev),
@@ -666,8 +767,7 @@ impl Engine {
                         std::thread::sleep(Duration::from_millis(1));
                         continue;
                     }
-                    let Some(c) = self.coord.as_ref() else { return Err(other("not enabled")) };
-                    let mut s = lock(&c.shared);
+                    let Some(s) = shared(&mut self.st.door) else { return Err(other("not enabled")) };
                     for ev in evs {
                         match ev {
                             steadfast_runtime::LauncherEvent::Recovery { bytes } => {

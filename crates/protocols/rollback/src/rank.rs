@@ -19,11 +19,16 @@ pub enum Event {
     StoreRecord { record: ChannelRecord },
     /// Wave `wave` was aborted: delete its image and record (stored or still being written).
     Discard { wave: Wave },
-    /// Global checkpoint `wave` is committed: delete images and records of older waves.
+    /// Global checkpoint `wave` is committed: images and records of older waves may be
+    /// deleted. A host that falls back to the previous committed wave when an image of
+    /// `wave` turns out damaged ([`crate::Scheduler::fall_back`]) keeps that one until the
+    /// next commit.
     Committed { wave: Wave },
-    /// Roll back: stop the application, delete every image and record except those of
-    /// `wave` (and abandon writes in progress), restore the image of `wave` (wave 0: start from the beginning), load its
-    /// record ([`ChannelRecord::initial`] for wave 0), and call [`RankMachine::restored`].
+    /// Roll back: stop the application, abandon writes in progress, delete the images and
+    /// records of waves after `wave` (none of them will commit; older committed ones may stay
+    /// as the fallback until the next commit), restore the image of `wave` (wave 0: start
+    /// from the beginning), load its record ([`ChannelRecord::initial`] for wave 0), and
+    /// call [`RankMachine::restored`].
     Restore { wave: Wave, incarnation: u16 },
     /// Every rank restored: let the application go on.
     Resume { incarnation: u16 },

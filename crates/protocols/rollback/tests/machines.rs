@@ -415,6 +415,23 @@ fn a_whole_job_restart_resumes_numbering_and_incarnations() {
 }
 
 #[test]
+fn out_of_incarnations_the_scheduler_gives_up_and_stays_stopped() {
+    // A restart from a record whose incarnation is the last one: no rollback is possible.
+    let mut s = Scheduler::restart(2, config(), ms(0), 4, 6, u16::MAX);
+    let (t, e) = sched_out(&mut s);
+    assert_eq!(e, vec![SEv::GaveUp]);
+    assert!(t.is_empty(), "no ROLLBACK with a wrapped incarnation: {t:?}");
+    assert_eq!(s.incarnation(), u16::MAX);
+    assert_eq!(s.poll_timeout(), None);
+    // Nothing starts it again: failures, waves on demand, timeouts, late reports.
+    s.rank_failed(ms(1), 0);
+    assert_eq!(s.checkpoint_now(ms(2)), None);
+    s.handle_timeout(ms(10_000));
+    s.handle(ms(3), 1, Message::new(u16::MAX, Body::RolledBack { wave: 4 }));
+    assert_eq!(sched_out(&mut s), (vec![], vec![]));
+}
+
+#[test]
 fn periodic_waves_follow_the_interval() {
     let mut c = config();
     c.interval = Some(ms(30));

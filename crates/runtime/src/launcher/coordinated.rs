@@ -13,6 +13,7 @@ use steadfast_rollback::wire::Body;
 use steadfast_rollback::{Config as SchedConfig, Peer, Scheduler, Wave};
 
 use super::output::{LineBuffer, StreamKind};
+use crate::ckpt_store::{self, FileId, FileKind, StoreAddr, StoreClient, StoreServer};
 use super::Launcher;
 use crate::event::{ExitStatus, LauncherEvent};
 use crate::wire::ServerMsg;
@@ -37,7 +38,26 @@ pub struct Restart {
     pub last_wave: Wave,
     /// Per rank: stdout and stderr bytes before the cut.
     pub marks: Vec<[u64; 2]>,
+    /// The job's name on its checkpoint server.
+    pub store_job: Option<String>,
 }
+
+/// Where the second copy of every image and channel record goes (MPICH-V/CL's checkpoint
+/// server).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CkptServer {
+    /// A server run by the launcher as a thread, keeping its copies under `DIR/server`.
+    Builtin,
+    /// No second copy.
+    Off,
+    /// A standalone `steadfast ckpt-server` at `addr`, whose key is in `key_file` (the same
+    /// path on every host of the job).
+    At { addr: String, key_file: PathBuf },
+}
+
+/// How long the launcher waits for the checkpoint server to answer before it goes on
+/// without it.
+const SERVER_TIMEOUT: Duration = Duration::from_secs(3);
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -52,7 +72,7 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
 
 /// The job description `steadfast restart` needs, one `key value` per line (byte strings
 /// in hex).
-fn manifest(cfg: &super::LaunchConfig, exe: &std::path::Path, cwd: &std::path::Path) -> String {
+fn manifest(cfg: &super::LaunchConfig, exe: &std::path::Path, cwd: &std::path::Path, store_job: &str) -> String {
     use std::os::unix::ffi::OsStrExt;
     let mut m = format!("version 1\nnp {}\npath {}\n", cfg.np, cfg.path);
     m += &format!("exe {}\ncwd {}\n", hex(exe.as_os_str().as_bytes()), hex(cwd.as_os_str().as_bytes()));
@@ -62,6 +82,12 @@ fn manifest(cfg: &super::LaunchConfig, exe: &std::path::Path, cwd: &std::path::P
     for (k, v) in &cfg.env {
         m += &format!("env {} {}\n", hex(k.as_bytes()), hex(v.as_bytes()));
     }
+    match &cfg.ckpt_server {
+        CkptServer::Builtin => m += "server builtin\n",
+        CkptServer::Off => m += "server off\n",
+        CkptServer::At { addr, key_file } => m += &format!("server at {} {}\n", hex(addr.as_bytes()), hex(key_file.as_os_str().as_bytes())),
+    }
+    m += &format!("store_job {store_job}\n");
     m
 }
 
@@ -75,6 +101,7 @@ pub fn read_manifest(dir: &std::path::Path) -> Result<super::LaunchConfig, Strin
         .map_err(|e| bad(&format!("no committed checkpoint ({COMMITTED_FILE}: {e})")))?;
     let (mut np, mut path, mut exe, mut cwd) = (None, None, None, None);
     let (mut args, mut env) = (Vec::new(), Vec::new());
+    let (mut server, mut store_job) = (CkptServer::Builtin, None);
     for line in job.lines() {
         let mut w = line.split(' ');
         let bytes = |x: Option<&str>| x.and_then(unhex).map(OsString::from_vec).ok_or_else(|| bad(&format!("bad line {line:?}")));
@@ -89,6 +116,18 @@ pub fn read_manifest(dir: &std::path::Path) -> Result<super::LaunchConfig, Strin
                 let k = bytes(w.next())?;
                 env.push((k, bytes(w.next())?));
             }
+            Some("server") => {
+                server = match w.next() {
+                    Some("builtin") => CkptServer::Builtin,
+                    Some("off") => CkptServer::Off,
+                    Some("at") => {
+                        let addr = bytes(w.next())?.into_string().map_err(|_| bad(&format!("bad line {line:?}")))?;
+                        CkptServer::At { addr, key_file: PathBuf::from(bytes(w.next())?) }
+                    }
+                    _ => return Err(bad(&format!("bad line {line:?} in {JOB_FILE}"))),
+                }
+            }
+            Some("store_job") => store_job = w.next().filter(|j| ckpt_store::valid_job_name(j)).map(str::to_owned),
             _ => return Err(bad(&format!("unknown line {line:?} in {JOB_FILE}"))),
         }
     }
@@ -123,7 +162,8 @@ pub fn read_manifest(dir: &std::path::Path) -> Result<super::LaunchConfig, Strin
     cfg.wdir = cwd.map(PathBuf::from);
     cfg.ft = crate::env::FtMode::Coordinated;
     cfg.ckpt_dir = Some(dir.to_path_buf());
-    cfg.restart = Some(Restart { wave, incarnation, last_wave, marks });
+    cfg.ckpt_server = server;
+    cfg.restart = Some(Restart { wave, incarnation, last_wave, marks, store_job });
     Ok(cfg)
 }
 
@@ -134,6 +174,12 @@ pub struct CoordConfig {
     pub interval: Option<Duration>,
     /// Where images and channel records go; `None`: a fresh directory under `$TMPDIR`.
     pub dir: Option<PathBuf>,
+    /// Where their second copy goes.
+    pub server: CkptServer,
+    /// The address the launcher's own server listens on (its control address).
+    pub bind_ip: std::net::IpAddr,
+    /// The job key (the launcher's own server's key is derived from it).
+    pub job_key: u64,
 }
 
 /// Per rank and stream: where the rank's output stands, in bytes of the output of an
@@ -180,6 +226,10 @@ pub(super) struct Coord {
     rollback_started: Option<Instant>,
     /// A checkpoint was asked for while a wave or a rollback was under way.
     requested: bool,
+    /// The checkpoint server, if the images have a second copy.
+    store: Option<StoreAddr>,
+    /// A standalone server's key file (the ranks read it themselves).
+    store_key_file: Option<PathBuf>,
 }
 
 /// Replace `path` with `bytes` whole (see `steadfast_ckpt::write_atomically`); a failure is
@@ -220,6 +270,23 @@ impl Coord {
         };
         let mut out = vec![[OutPos::default(); 2]; np as usize];
         let mut committed_marks = vec![[0; 2]; np as usize];
+        let store_job = cfg.restart.as_ref().and_then(|r| r.store_job.clone()).unwrap_or_else(|| format!("job-{jobid}"));
+        let (store, store_key_file) = match &cc.server {
+            CkptServer::Off => (None, None),
+            CkptServer::Builtin => {
+                let key = ckpt_store::key_of_job(cc.job_key);
+                let server = StoreServer::bind(&dir.join("server"), std::net::SocketAddr::new(cc.bind_ip, 0), key)?;
+                let addr = server.local_addr()?.to_string();
+                server.spawn()?;
+                (Some(StoreAddr { addr, key, job: store_job.clone() }), None)
+            }
+            CkptServer::At { addr, key_file } => {
+                let key = ckpt_store::read_key_file(key_file)?;
+                // Refuse at once a server that cannot be reached or does not know the key.
+                StoreClient::connect(addr, &key, SERVER_TIMEOUT).map_err(|e| std::io::Error::new(e.kind(), format!("checkpoint server {addr}: {e}")))?;
+                (Some(StoreAddr { addr: addr.clone(), key, job: store_job.clone() }), Some(std::path::absolute(key_file)?))
+            }
+        };
         let sched = match &cfg.restart {
             Some(r) => {
                 // The output up to the checkpoint was forwarded by the earlier run.
@@ -232,7 +299,7 @@ impl Coord {
                 Scheduler::restart(np, config, Duration::ZERO, r.wave, r.last_wave, r.incarnation)
             }
             None => {
-                write_atomically(&dir.join(JOB_FILE), manifest(cfg, exe, cwd).as_bytes());
+                write_atomically(&dir.join(JOB_FILE), manifest(cfg, exe, cwd, &store_job).as_bytes());
                 Scheduler::new(np, config, Duration::ZERO)
             }
         };
@@ -254,6 +321,8 @@ impl Coord {
             wave_started: None,
             rollback_started: None,
             requested: false,
+            store,
+            store_key_file,
         })
     }
 
@@ -261,9 +330,32 @@ impl Coord {
         self.start.elapsed()
     }
 
+    /// What `steadfast restart` starts from: the committed wave, the output positions at
+    /// its cut, and the highest incarnation used so far (rewritten at every commit, every
+    /// rollback and every fallback, so a restart never reuses an incarnation or names an
+    /// abandoned wave).
+    fn write_committed(&self) {
+        if self.committed == 0 && !self.dir.join(COMMITTED_FILE).exists() {
+            // Nothing committed yet: `steadfast restart` has nothing to start from.
+            return;
+        }
+        let mut text = format!("wave {}\nincarnation {}\nlast_wave {}\n", self.committed, self.sched.incarnation(), self.sched.last_wave());
+        for (r, m) in self.committed_marks.iter().enumerate() {
+            text += &format!("mark {r} {} {}\n", m[0], m[1]);
+        }
+        write_atomically(&self.dir.join(COMMITTED_FILE), text.as_bytes());
+    }
+
     /// The environment a rank's process gets in this mode.
     pub(super) fn rank_env(&self, rank: u32) -> Vec<(OsString, OsString)> {
         let mut v = vec![(crate::env::CKPT_DIR.into(), self.dir.clone().into_os_string())];
+        if let Some(s) = &self.store {
+            v.push((crate::env::CKPT_SERVER.into(), s.addr.clone().into()));
+            v.push((crate::env::CKPT_JOB.into(), s.job.clone().into()));
+        }
+        if let Some(f) = &self.store_key_file {
+            v.push((crate::env::CKPT_SERVER_KEY_FILE.into(), f.clone().into_os_string()));
+        }
         if let Some((wave, _, _)) = &self.rolling {
             if *wave > 0 {
                 let img = self.dir.join(format!("wave-{wave}")).join(format!("rank-{rank}.img"));
@@ -421,11 +513,7 @@ impl Launcher {
                     .map(|rd| rd.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
                     .unwrap_or(0);
                 let secs = c.wave_started.filter(|(w, _)| *w == wave).map_or(0.0, |(_, t)| t.elapsed().as_secs_f64());
-                let mut text = format!("wave {wave}\nincarnation {}\nlast_wave {}\n", c.sched.incarnation(), c.sched.last_wave());
-                for (r, m) in c.committed_marks.iter().enumerate() {
-                    text += &format!("mark {r} {} {}\n", m[0], m[1]);
-                }
-                write_atomically(&c.dir.join(COMMITTED_FILE), text.as_bytes());
+                c.write_committed();
                 // Waves before the previous committed one are no longer needed (the ranks
                 // delete their own files too).
                 let keep = c.previous.as_ref().map_or(wave, |p| p.0);
@@ -437,8 +525,15 @@ impl Launcher {
                         }
                     }
                 }
+                if let Some(store) = &c.store {
+                    let pruned = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).and_then(|mut s| s.prune(&store.job, keep));
+                    if let Err(e) = pruned {
+                        tracing::warn!(server = %store.addr, error = %e, "cannot remove old checkpoints from the checkpoint server");
+                    }
+                }
+                let copies = if c.store.is_some() { ", with a copy on the checkpoint server" } else { "" };
                 let msg = format!(
-                    "steadfast run: checkpoint {wave} committed: {:.1} MiB in {secs:.2} s, {in_transit} message(s) in transit",
+                    "steadfast run: checkpoint {wave} committed: {:.1} MiB in {secs:.2} s, {in_transit} message(s) in transit{copies}",
                     bytes as f64 / (1 << 20) as f64
                 );
                 self.stderr_sink.message(&msg);
@@ -458,6 +553,7 @@ impl Launcher {
                     c.respawned = false;
                 }
                 c.rollbacks += 1;
+                c.write_committed();
                 c.rollback_started.get_or_insert_with(Instant::now);
                 let from = if wave == 0 { "the start".to_owned() } else { format!("checkpoint {wave}") };
                 self.stderr_sink.message(&format!(
@@ -552,28 +648,79 @@ impl Launcher {
         self.spawn_rank(&exe, &env, host.as_deref(), map.as_deref(), &cwd, Some(idx))
     }
 
+    /// Whether rank `r`'s image and channel record of `wave` in the local directory are
+    /// whole (checksums): `Err` says what is wrong.
+    fn coord_local_files_ok(dir: &std::path::Path, wave: Wave, r: u32) -> Result<(), String> {
+        ckpt_store::local_copy_ok(&dir.join(format!("wave-{wave}")).join(format!("rank-{r}.img")))
+    }
+
+    /// Whether rank `idx` runs on another host (its copy is on that host's disk).
+    fn coord_rank_is_remote(&self, idx: usize) -> bool {
+        self.respawn.hosts.get(idx).cloned().flatten().is_some_and(|h| !super::is_this_host(&h))
+    }
+
+    /// Whether rank `r`'s files of `wave` can be restored from: on this host, its local copy
+    /// (checksums); on another host, the checkpoint server's copy, checked by the server
+    /// (the rank fetches it if its own host's copy is unusable). Without a server a remote
+    /// rank's copy cannot be checked from here and is trusted.
+    fn coord_files_ok(&self, wave: Wave, r: u32) -> Result<(), String> {
+        let Some(c) = self.coord.as_ref() else { return Ok(()) };
+        if !self.coord_rank_is_remote(r as usize) {
+            return Self::coord_local_files_ok(&c.dir, wave, r);
+        }
+        let Some(store) = &c.store else { return Ok(()) };
+        let mut s = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).map_err(|e| format!("checkpoint server {}: {e}", store.addr))?;
+        for kind in [FileKind::Image, FileKind::Record] {
+            let id = FileId { job: store.job.clone(), wave, rank: r, kind };
+            s.verify(&id).map_err(|e| format!("the checkpoint server's copy of rank {r}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Ranks on this host whose local image or record of `wave` is missing or damaged get
+    /// the checkpoint server's copy (the others restart from their local copy, as MPICH-V/CL
+    /// does; a rank on another host fetches its own, see `ckpt_store::ensure_local_copy`).
+    fn coord_fetch(&mut self, wave: Wave) {
+        if wave == 0 {
+            return;
+        }
+        let Some(c) = self.coord.as_ref() else { return };
+        let Some(store) = c.store.clone() else { return };
+        let dir = c.dir.clone();
+        for r in 0..self.cfg.np {
+            if self.coord_rank_is_remote(r as usize) {
+                continue;
+            }
+            let Err(why) = Self::coord_local_files_ok(&dir, wave, r) else { continue };
+            let fetched = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).and_then(|mut s| {
+                let mut bytes = 0;
+                for kind in [FileKind::Image, FileKind::Record] {
+                    let id = FileId { job: store.job.clone(), wave, rank: r, kind };
+                    let dest = dir.join(id.relative());
+                    if let Some(p) = dest.parent() {
+                        std::fs::create_dir_all(p)?;
+                    }
+                    bytes += s.get(&id, &dest)?;
+                }
+                Ok(bytes)
+            });
+            let msg = match fetched {
+                Ok(bytes) => format!(
+                    "steadfast run: rank {r}'s copy of checkpoint {wave} is unusable ({why}); fetched {:.1} MiB from the checkpoint server",
+                    bytes as f64 / (1 << 20) as f64
+                ),
+                Err(e) => format!("steadfast run: rank {r}'s copy of checkpoint {wave} is unusable ({why}), and the checkpoint server's cannot be fetched: {e}"),
+            };
+            self.stderr_sink.message(&msg);
+        }
+    }
+
     /// Whether every rank's image and channel record of `wave` is whole (checksums).
     fn coord_damage(&self, wave: Wave) -> Option<String> {
-        let c = self.coord.as_ref()?;
-        if wave == 0 {
+        if self.coord.is_none() || wave == 0 {
             return None;
         }
-        let wdir = c.dir.join(format!("wave-{wave}"));
-        for r in 0..self.cfg.np {
-            if let Err(e) = steadfast_ckpt::verify(&wdir.join(format!("rank-{r}.img"))) {
-                return Some(e.to_string());
-            }
-            let rec = wdir.join(format!("rank-{r}.rec"));
-            match std::fs::read(&rec) {
-                Ok(b) => {
-                    if let Err(e) = steadfast_rollback::wire::ChannelRecord::decode(&b) {
-                        return Some(format!("{}: {e}", rec.display()));
-                    }
-                }
-                Err(e) => return Some(format!("{}: {e}", rec.display())),
-            }
-        }
-        None
+        (0..self.cfg.np).find_map(|r| self.coord_files_ok(wave, r).err())
     }
 
     /// Once every process of the job is gone, start them all from the images.
@@ -581,9 +728,11 @@ impl Launcher {
         if self.ranks.iter().any(|r| r.status.is_none()) {
             return;
         }
-        // A damaged or missing image: the committed wave before it, or the start.
+        // A damaged or missing image: the checkpoint server's copy, else the committed wave
+        // before it, or the start.
         loop {
             let Some((wave, _, _)) = self.coord.as_ref().and_then(|c| c.rolling.clone()) else { return };
+            self.coord_fetch(wave);
             let Some(why) = self.coord_damage(wave) else { break };
             let Some(c) = self.coord.as_mut() else { return };
             let (to, marks) = match c.previous.take() {
@@ -594,6 +743,7 @@ impl Launcher {
             c.committed_marks = marks;
             let now = c.now();
             c.sched.fall_back(now, to);
+            c.write_committed();
             self.stderr_sink.message(&format!("steadfast run: checkpoint {wave} cannot be used ({why}); falling back"));
             self.coord_pump();
         }
@@ -650,6 +800,10 @@ impl Launcher {
             self.sink(kind).write_from(Some(r as u32), &out);
         }
         if ok && temporary {
+            // Nobody can restart the job from this directory: the server's copies go too.
+            if let Some(store) = self.coord.as_ref().and_then(|c| c.store.clone()) {
+                let _ = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).and_then(|mut s| s.prune(&store.job, u64::MAX));
+            }
             let _ = std::fs::remove_dir_all(&dir);
         }
     }

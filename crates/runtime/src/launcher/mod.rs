@@ -28,7 +28,7 @@ use crate::env::{FtMode, JobEnv, PathKind};
 use crate::event::{signal_name, ExitStatus};
 use crate::server::{ConnId, ControlCore, ControlEvent};
 use crate::wire::FrameBuf;
-pub use coordinated::{read_manifest, Restart, COMMITTED_FILE, JOB_FILE};
+pub use coordinated::{read_manifest, CkptServer, Restart, COMMITTED_FILE, JOB_FILE};
 use jobdir::JobDir;
 use refusals::Refusals;
 use output::{LineBuffer, Sink, StreamKind};
@@ -127,6 +127,8 @@ pub struct LaunchConfig {
     pub ckpt_dir: Option<PathBuf>,
     /// `steadfast restart`: start every rank from the last committed checkpoint in `ckpt_dir`.
     pub restart: Option<Restart>,
+    /// Coordinated checkpointing: where the second copy of every image goes.
+    pub ckpt_server: CkptServer,
 }
 
 impl LaunchConfig {
@@ -152,6 +154,7 @@ impl LaunchConfig {
             ckpt_interval: None,
             ckpt_dir: None,
             restart: None,
+            ckpt_server: CkptServer::Builtin,
         }
     }
 
@@ -603,7 +606,13 @@ impl Launcher {
         };
         let mut incarnation = 0;
         if l.cfg.ft == FtMode::Coordinated {
-            let cc = coordinated::CoordConfig { interval: l.cfg.ckpt_interval, dir: l.cfg.ckpt_dir.clone() };
+            let cc = coordinated::CoordConfig {
+                interval: l.cfg.ckpt_interval,
+                dir: l.cfg.ckpt_dir.clone(),
+                server: l.cfg.ckpt_server.clone(),
+                bind_ip: control.ip(),
+                job_key,
+            };
             let c = coordinated::Coord::new(&l.cfg, &cc, &jobid, &exe, &cwd)
                 .map_err(|e| (EXIT_SETUP, format!("checkpoint directory: {e}")))?;
             if l.cfg.restart.is_none() {
