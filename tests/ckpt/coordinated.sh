@@ -23,7 +23,7 @@
 #   CKPT_PATHS="shm tcp"  paths to run on
 #   CKPT_FULL=1           the longer form: 4 random-kill cases per program and path instead
 #                         of 1, the mid-checkpoint and mid-rollback kills on the stencil
-#                         too, and the mpi4py program on tcp as well (47 cases, ~1.6x as long)
+#                         too, and the mpi4py program on tcp as well (~1.6x as long)
 #   CKPT_SEED=N           seed of the random kills (default: $RANDOM, printed)
 #   CKPT_ONLY=REGEX       only the cases whose "PATH: NAME" matches (grep -E)
 set -u
