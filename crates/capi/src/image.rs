@@ -15,7 +15,9 @@ extern "C" fn restore_before_main(_argc: c_int, argv: *const *const c_char, envp
     // A rank restored by `--ft coordinated` whose copy on this host is gone or damaged gets
     // the checkpoint server's first. Only a restored process takes this path; it runs
     // before any thread exists, and the restore replaces whatever memory it used.
-    if steadfast_ckpt::personality::no_randomize_active() {
+    // Other restores (MPIX_Steadfast_image_checkpoint's images) have no record or server.
+    let coordinated = std::env::var_os(steadfast_runtime::env::CKPT_DIR).is_some();
+    if coordinated && steadfast_ckpt::personality::no_randomize_active() {
         if let Some(img) = std::env::var_os(steadfast_ckpt::ENV_RESTORE).filter(|v| !v.is_empty()) {
             match steadfast_runtime::ckpt_store::ensure_local_copy(Path::new(&img)) {
                 Ok(Some(msg)) => eprintln!("steadfast: {msg}"),

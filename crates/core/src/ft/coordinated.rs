@@ -605,6 +605,9 @@ impl Engine {
                 let opts = steadfast_ckpt::Options { ignore_threads: Vec::new(), skip_ranges: skipped_mappings(&jobdir) };
                 steadfast_ckpt::checkpoint(&image, &opts)
             });
+        // Copies of an abandoned wave to the checkpoint server may still run: threads of the
+        // library, which make this image fail but are no reason to refuse the program.
+        let copying = c.uploads.len();
         let mut refusal = None;
         match outcome {
             Ok(steadfast_ckpt::Outcome::Restored) => {
@@ -616,7 +619,8 @@ impl Engine {
                 c.pending = Some((wave, p, std::time::Instant::now()));
             }
             Err(e) => {
-                if matches!(e, steadfast_ckpt::Error::Threads { .. } | steadfast_ckpt::Error::Randomized) {
+                let ours = matches!(&e, steadfast_ckpt::Error::Threads { tids } if tids.len() <= copying);
+                if !ours && matches!(e, steadfast_ckpt::Error::Threads { .. } | steadfast_ckpt::Error::Randomized) {
                     // No later wave can succeed either: the application is told (after
                     // the cut is completed below, so the channels stay consistent).
                     refusal = Some(refused(e));
