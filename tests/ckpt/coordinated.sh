@@ -45,6 +45,7 @@ fi
 "$prefix/bin/mpicc" -O2 -o "$work/ring" "$here/ring.c" || exit 1
 "$prefix/bin/mpicc" -O2 -o "$work/stencil" "$here/stencil.c" || exit 1
 "$prefix/bin/mpicc" -O2 -o "$work/threads" "$here/threads.c" -lpthread || exit 1
+"$prefix/bin/mpicxx" -O2 -o "$work/ringxx" "$here/ring.cpp" || exit 1
 ring_args=(200 10000 100000)
 stencil_args=(2000 16 20000 100 0)
 
@@ -55,6 +56,11 @@ use_ring() {
     ref_out=$work/ref-ring.out
     files=(log)
 }
+use_cxx() {
+    prog=("$work/ringxx" "${ring_args[@]}" "$work/run.cxx")
+    ref_out=$work/ref-cxx.out
+    files=(cxx)
+}
 use_stencil() {
     prog=("$work/stencil" "${stencil_args[@]}" "$work/run.st")
     ref_out=$work/ref-stencil.out
@@ -62,6 +68,7 @@ use_stencil() {
 }
 "$run" run -n 3 "$work/ring" "${ring_args[@]}" "$work/ref.log" > "$work/ref-ring.out" || { echo "reference run failed"; exit 1; }
 "$run" run -n 3 "$work/stencil" "${stencil_args[@]}" "$work/ref.st" > "$work/ref-stencil.out" || { echo "reference run failed"; exit 1; }
+"$run" run -n 3 "$work/ringxx" "${ring_args[@]}" "$work/ref.cxx" > "$work/ref-cxx.out" || { echo "reference run failed"; exit 1; }
 echo "random kills: seed $seed (CKPT_SEED=$seed replays the same schedule)"
 RANDOM=$seed
 
@@ -333,6 +340,8 @@ for p in $paths; do
     restart_case "$p" committed
     restart_case "$p" mid-wave
     restart_case "$p" then-kill
+    use_cxx
+    case_ "a C++ program: one rank killed after a checkpoint" "$p" after "checkpoint 1 committed" 1 sleep 0.4 kill 1
     use_stencil
     case_ "stencil: one rank killed after a checkpoint" "$p" after "checkpoint 1 committed" 1 sleep 0.3 kill 1
     for ((i = 0; i < randoms; i++)); do
