@@ -99,6 +99,14 @@ def run_job(prefix, exe, ranks, mib, secs, extra, kill_after_commit=False):
     return out, err_lines, wall, (restored_at - killed_at) if restored_at and killed_at else None
 
 
+def write_csv(path, header, rows):
+    """One line per row; floats with 4 decimals."""
+    with open(path, "w") as f:
+        f.write(header + "\n")
+        for r in rows:
+            f.write(",".join(f"{x:.4f}" if isinstance(x, float) else str(x) for x in r) + "\n")
+
+
 NETPIPE_SRC = f"{ROOT}/third_party/NetPIPE-3.7.2"
 
 
@@ -149,10 +157,7 @@ def netpipe(prefix, work, rounds, csv_dir):
     large = [r[3] for r in rows if r[0] >= 1 << 20]
     if small and large:
         print(f"median time ratio: messages <= 64 B {statistics.median(small):.3f}, >= 1 MiB {statistics.median(large):.3f}")
-    with open(f"{csv_dir}/ckpt-netpipe.csv", "w") as f:
-        f.write("bytes,usec_without,usec_with,ratio\n")
-        for n, tb, tc, ratio in rows:
-            f.write(f"{n},{tb:.4f},{tc:.4f},{ratio:.4f}\n")
+    write_csv(f"{csv_dir}/ckpt-netpipe.csv", "bytes,usec_without,usec_with,ratio", rows)
     return rows
 
 
@@ -199,10 +204,7 @@ def sizes(prefix, work, ranks, mibs, rounds, csv_dir):
         img, wt = (statistics.median(size) if size else 0), (statistics.median(waves) if waves else 0)
         rows.append((mib, img, wt, mp, mc, mc / mp))
         print(f"| {mib} MiB | {img:.1f} MiB | {wt:.2f} s | {mp:.2f} s | {mc:.2f} s | {mc / mp:.3f} |")
-    with open(f"{csv_dir}/ckpt-sizes.csv", "w") as f:
-        f.write("mib_per_rank,image_mib_per_wave,wave_seconds,run_without,run_with,slowdown\n")
-        for r in rows:
-            f.write(",".join(f"{x:.4f}" if isinstance(x, float) else str(x) for x in r) + "\n")
+    write_csv(f"{csv_dir}/ckpt-sizes.csv", "mib_per_rank,image_mib_per_wave,wave_seconds,run_without,run_with,slowdown", rows)
     return rows
 
 
@@ -226,10 +228,7 @@ def intervals(prefix, work, ranks, secs_list, rounds, csv_dir, mib=64):
         mp, mc = statistics.median(plain), statistics.median(ck)
         rows.append((iv, statistics.median(n), mp, mc, mc / mp))
         print(f"| {iv} s | {statistics.median(n):.0f} | {mp:.2f} s | {mc:.2f} s | {mc / mp:.3f} |")
-    with open(f"{csv_dir}/ckpt-intervals.csv", "w") as f:
-        f.write("interval_s,checkpoints,run_without,run_with,slowdown\n")
-        for r in rows:
-            f.write(",".join(f"{x:.4f}" if isinstance(x, float) else str(x) for x in r) + "\n")
+    write_csv(f"{csv_dir}/ckpt-intervals.csv", "interval_s,checkpoints,run_without,run_with,slowdown", rows)
     return rows
 
 
@@ -279,10 +278,7 @@ def rollbacks(prefix, work, ranks, mibs, csv_dir):
         rows.append((mib, t or 0.0, tw or 0.0))
         fmt = lambda x: f"{x:.2f} s" if x else "not measured"
         print(f"| {mib} MiB | {fmt(t)} | {'yes' if same else 'NO'} | {fmt(tw)} | {'yes' if same2 else 'NO'} |")
-    with open(f"{csv_dir}/ckpt-restart.csv", "w") as f:
-        f.write("mib_per_rank,rollback_s,whole_job_restart_s\n")
-        for r in rows:
-            f.write(f"{r[0]},{r[1]:.4f},{r[2]:.4f}\n")
+    write_csv(f"{csv_dir}/ckpt-restart.csv", "mib_per_rank,rollback_s,whole_job_restart_s", rows)
     return rows
 
 

@@ -667,8 +667,21 @@ impl StoreClient {
     }
 
     /// Connects to a job's server.
-    pub fn to(store: &StoreAddr) -> io::Result<StoreClient> {
-        StoreClient::connect(&store.addr, &store.key, Duration::from_secs(10))
+    pub fn to(store: &StoreAddr, timeout: Duration) -> io::Result<StoreClient> {
+        StoreClient::connect(&store.addr, &store.key, timeout)
+    }
+
+    /// Fetches rank `rank`'s image of `wave` to `image` and its channel record next to it
+    /// (`rank-R.rec`), each a transaction; returns their size.
+    pub fn get_checkpoint(&mut self, job: &str, wave: u64, rank: u32, image: &Path) -> io::Result<u64> {
+        if let Some(p) = image.parent() {
+            std::fs::create_dir_all(p)?;
+        }
+        let mut bytes = 0;
+        for (kind, dest) in [(FileKind::Image, image.to_path_buf()), (FileKind::Record, image.with_extension("rec"))] {
+            bytes += self.get(&FileId { job: job.to_owned(), wave, rank, kind }, &dest)?;
+        }
+        Ok(bytes)
     }
 
     fn expect_done(&mut self) -> io::Result<()> {
@@ -767,15 +780,9 @@ pub fn ensure_local_copy(image: &Path) -> Result<Option<String>, String> {
         return Err(format!("{why}; {} does not name a checkpoint file", image.display()));
     };
     let rank = u32::try_from(rank).map_err(|_| format!("{}: rank out of range", image.display()))?;
-    let mut c = StoreClient::to(&store).map_err(|e| format!("{why}; checkpoint server {}: {e}", store.addr))?;
-    if let Some(p) = image.parent() {
-        std::fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    }
-    let mut bytes = 0;
-    for (kind, dest) in [(FileKind::Image, image.to_path_buf()), (FileKind::Record, image.with_extension("rec"))] {
-        let id = FileId { job: store.job.clone(), wave, rank, kind };
-        bytes += c.get(&id, &dest).map_err(|e| format!("{why}; checkpoint server {}: {e}", store.addr))?;
-    }
+    let bytes = StoreClient::to(&store, Duration::from_secs(10))
+        .and_then(|mut c| c.get_checkpoint(&store.job, wave, rank, image))
+        .map_err(|e| format!("{why}; checkpoint server {}: {e}", store.addr))?;
     local_copy_ok(image).map_err(|e| format!("{why}; the checkpoint server's copy is unusable too: {e}"))?;
     Ok(Some(format!(
         "rank {rank}: the local copy of checkpoint {wave} was unusable ({why}); fetched {:.1} MiB from the checkpoint server {}",

@@ -185,7 +185,7 @@ impl Coordinator {
         let id = FileId { job: store.job.clone(), wave, rank, kind };
         let thread = std::thread::Builder::new()
             .name("steadfast-ckpt-copy".into())
-            .spawn(move || StoreClient::to(&store).and_then(|mut c| c.put(&id, &path)));
+            .spawn(move || StoreClient::to(&store, Duration::from_secs(10)).and_then(|mut c| c.put(&id, &path)));
         match thread {
             Ok(thread) => {
                 self.uploads.push(Upload { wave, kind, thread });

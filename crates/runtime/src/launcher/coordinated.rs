@@ -534,7 +534,7 @@ impl Launcher {
                     }
                 }
                 if let Some(store) = &c.store {
-                    let pruned = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).and_then(|mut s| s.prune(&store.job, keep));
+                    let pruned = StoreClient::to(&store, SERVER_TIMEOUT).and_then(|mut s| s.prune(&store.job, keep));
                     if let Err(e) = pruned {
                         tracing::warn!(server = %store.addr, error = %e, "cannot remove old checkpoints from the checkpoint server");
                     }
@@ -741,7 +741,7 @@ impl Launcher {
             return Self::coord_local_files_ok(&c.dir, wave, r);
         }
         let Some(store) = &c.store else { return Ok(()) };
-        let mut s = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).map_err(|e| format!("checkpoint server {}: {e}", store.addr))?;
+        let mut s = StoreClient::to(&store, SERVER_TIMEOUT).map_err(|e| format!("checkpoint server {}: {e}", store.addr))?;
         for kind in [FileKind::Image, FileKind::Record] {
             let id = FileId { job: store.job.clone(), wave, rank: r, kind };
             s.verify(&id).map_err(|e| format!("the checkpoint server's copy of rank {r}: {e}"))?;
@@ -764,18 +764,8 @@ impl Launcher {
                 continue;
             }
             let Err(why) = Self::coord_local_files_ok(&dir, wave, r) else { continue };
-            let fetched = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).and_then(|mut s| {
-                let mut bytes = 0;
-                for kind in [FileKind::Image, FileKind::Record] {
-                    let id = FileId { job: store.job.clone(), wave, rank: r, kind };
-                    let dest = dir.join(id.relative());
-                    if let Some(p) = dest.parent() {
-                        std::fs::create_dir_all(p)?;
-                    }
-                    bytes += s.get(&id, &dest)?;
-                }
-                Ok(bytes)
-            });
+            let image = dir.join(format!("wave-{wave}")).join(format!("rank-{r}.img"));
+            let fetched = StoreClient::to(&store, SERVER_TIMEOUT).and_then(|mut s| s.get_checkpoint(&store.job, wave, r, &image));
             let msg = match fetched {
                 Ok(bytes) => format!(
                     "steadfast run: rank {r}'s copy of checkpoint {wave} is unusable ({why}); fetched {:.1} MiB from the checkpoint server",
@@ -874,7 +864,7 @@ impl Launcher {
         if ok && temporary {
             // Nobody can restart the job from this directory: the server's copies go too.
             if let Some(store) = self.coord.as_ref().and_then(|c| c.store.clone()) {
-                let _ = StoreClient::connect(&store.addr, &store.key, SERVER_TIMEOUT).and_then(|mut s| s.prune(&store.job, u64::MAX));
+                let _ = StoreClient::to(&store, SERVER_TIMEOUT).and_then(|mut s| s.prune(&store.job, u64::MAX));
             }
             let _ = std::fs::remove_dir_all(&dir);
         }
