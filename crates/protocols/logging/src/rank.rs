@@ -304,6 +304,13 @@ impl RankLog {
         }
     }
 
+    /// Rank `rank` was started again: its new process holds no determinants of anyone.
+    pub fn peer_restarted(&mut self, rank: u32) {
+        if let Some(k) = self.known.get_mut(rank as usize) {
+            k.iter_mut().for_each(|x| *x = 0);
+        }
+    }
+
     /// Causal: what this rank holds of rank `rank`'s determinants (for its recovery).
     pub fn held_of(&self, rank: u32) -> Vec<(u64, Event)> {
         self.held.get(rank as usize).map_or_else(Vec::new, |h| h.iter().map(|(k, e)| (*k, e.clone())).collect())
