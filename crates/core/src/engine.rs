@@ -1379,6 +1379,10 @@ impl Engine {
                 std::thread::yield_now();
             } else if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() && self.net.is_none() {
                 continue;
+            } else if self.st.logging && self.mlog_awaits_launcher() {
+                // The event logger's answer comes on the launcher link, which does not
+                // wake a sleep on the path.
+                std::thread::yield_now();
             } else if let Some(net) = self.net.as_mut() {
                 // Failure notices do not ring the doorbell: sleep shorter in run-through mode.
                 let sleep = if self.st.ft.run_through { self.cfg.sleep.min(std::time::Duration::from_millis(5)) } else { self.cfg.sleep };
@@ -2082,6 +2086,7 @@ impl State {
             if let Some(d) = self.ft.dead.get_mut(w as usize) {
                 *d = false;
             }
+            self.mlog_forget_process(w);
             self.rejoined.push(w);
             self.events += 1;
             return;

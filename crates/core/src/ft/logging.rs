@@ -88,7 +88,9 @@ impl Interpose for Hook {
                 }
                 false
             }
-            Kind::Eager | Kind::Rts if !self.passing && (self.fetching || self.gathering > 0 || self.log.replaying()) => {
+            // Held while the replay runs, and after it until what was held is released (so
+            // that no later packet overtakes them).
+            Kind::Eager | Kind::Rts if !self.passing && (self.fetching || self.gathering > 0 || self.log.replaying() || !self.held.is_empty()) => {
                 self.held.push((from, hdr.encode(), payload.to_vec()));
                 false
             }
@@ -218,6 +220,12 @@ impl Engine {
         hook(&mut self.st.door).is_some_and(|h| !h.log.may_send())
     }
 
+    /// An answer of the event logger is awaited (an acknowledgement, or a restarted
+    /// process's events).
+    pub(super) fn mlog_awaits_launcher(&mut self) -> bool {
+        hook(&mut self.st.door).is_some_and(|h| h.fetching || !h.log.may_send())
+    }
+
     /// Keep a copy of message `hdr` (with all of its data) for resending it to a rank that
     /// restarts; causal: send the determinants its destination lacks in front of it.
     pub(super) fn mlog_keep(&mut self, peer: u32, hdr: &Header, data: &[u8]) -> MpiResult<()> {
@@ -263,6 +271,13 @@ impl Engine {
             }
         }
         for from in gather {
+            if self.st.rejoined.contains(&from) {
+                // Our path still leads to its earlier process: answer once it is reconnected.
+                if let Some(h) = hook(&mut self.st.door) {
+                    h.gather_from.push(from);
+                }
+                continue;
+            }
             let dets = hook(&mut self.st.door).map(|h| h.log.held_of(from)).unwrap_or_default();
             let bytes = PeerMsg::Held { dets }.encode();
             let hdr = self.st.door.control(Kind::Recovery, 0, 0, 0, bytes.len() as u64, 0, 0);
@@ -296,8 +311,12 @@ impl Engine {
                     h.passing = true;
                     h.held.remove(i)
                 } else {
+                    // After the log: in each sender's order (a message sent again from a
+                    // sender's log may have arrived after a newer one of that sender).
+                    let seq = |raw: &RawHeader| Header::decode(raw).map_or(0, |x| x.a);
+                    let i = (0..h.held.len()).min_by_key(|&i| (h.held[i].0, seq(&h.held[i].1))).unwrap_or(0);
                     h.passing = true;
-                    h.held.remove(0)
+                    h.held.remove(i)
                 }
             };
             let (from, raw, payload) = next;
@@ -333,33 +352,6 @@ impl Engine {
             return Ok(());
         }
         let wu = w as usize;
-        let mut sends = Vec::new();
-        let mut receives = Vec::new();
-        for h in self.st.reqs.handles() {
-            let Some(r) = self.st.reqs.get(h) else { continue };
-            if r.complete {
-                continue;
-            }
-            match &r.op {
-                Op::Send(_) if r.send.sent.is_some_and(|s| s.peer == w) => sends.push(h),
-                Op::Recv(_) if r.recv.peer == Some(w) && r.recv.expected > 0 => receives.push((h, r.recv.seq)),
-                _ => {}
-            }
-        }
-        if let Some(q) = self.st.outq.get_mut(wu) {
-            q.clear();
-        }
-        self.st.busy_peers.retain(|p| *p != w);
-        for h in sends {
-            // Its data is in the log and goes again below.
-            self.st.complete_send(h);
-        }
-        for (h, seq) in receives {
-            if let Some(r) = self.st.reqs.get_mut(h) {
-                r.recv.received = 0;
-            }
-            self.st.awaiting.insert((w, seq), h);
-        }
         let inc = self.st.door.incarnation;
         let byte = self.byte_type();
         let world = self.world;
@@ -409,6 +401,41 @@ impl Engine {
 }
 
 impl super::State {
+    /// World rank `w` is a new process now (the launcher's notice, or its first packet):
+    /// what was under way with the earlier one ends here, before any packet of the new
+    /// one is looked at. Our sends to it complete (their data is in the log and goes to
+    /// the new process once the path leads there), output queued for the earlier process
+    /// goes, and a receive whose rendezvous data was coming from it waits for the new
+    /// process to announce the message again.
+    pub(super) fn mlog_forget_process(&mut self, w: u32) {
+        let mut sends = Vec::new();
+        let mut receives = Vec::new();
+        for h in self.reqs.handles() {
+            let Some(r) = self.reqs.get(h) else { continue };
+            if r.complete {
+                continue;
+            }
+            match &r.op {
+                Op::Send(_) if r.send.sent.is_some_and(|s| s.peer == w) => sends.push(h),
+                Op::Recv(_) if r.recv.peer == Some(w) && r.recv.expected > 0 => receives.push((h, r.recv.seq)),
+                _ => {}
+            }
+        }
+        if let Some(q) = self.outq.get_mut(w as usize) {
+            q.clear();
+        }
+        self.busy_peers.retain(|p| *p != w);
+        for h in sends {
+            self.complete_send(h);
+        }
+        for (h, seq) in receives {
+            if let Some(r) = self.reqs.get_mut(h) {
+                r.recv.received = 0;
+            }
+            self.awaiting.insert((w, seq), h);
+        }
+    }
+
     /// Logging modes: a message head from `peer` that was taken in before (a restarted
     /// rank re-executing) is handled here; true if it was.
     pub(super) fn mlog_duplicate(&mut self, peer: u32, h: &Header, payload: &[u8]) -> bool {

@@ -828,9 +828,13 @@ impl Launcher {
 
     /// Note which process is which rank (for operators, and tests that kill a rank).
     pub(super) fn coord_write_pids(&self) {
-        let Some(c) = self.coord.as_ref() else { return };
+        let dir = match (self.coord.as_ref(), self.mlog.as_ref()) {
+            (Some(c), _) => &c.dir,
+            (None, Some(l)) => &l.dir,
+            (None, None) => return,
+        };
         let text: String = self.ranks.iter().enumerate().map(|(r, p)| format!("{r} {}\n", p.pid)).collect();
-        write_atomically(&c.dir.join(RANKS_FILE), text.as_bytes());
+        write_atomically(&dir.join(RANKS_FILE), text.as_bytes());
     }
 
     /// The job ended: flush carried partial lines, remove a temporary checkpoint directory.

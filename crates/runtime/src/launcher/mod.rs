@@ -997,6 +997,7 @@ impl Launcher {
                 self.mlog_restarting(idx);
             }
             if self.relaunch(idx, incarnation).is_ok() {
+                self.coord_write_pids();
                 return;
             }
         }
