@@ -73,6 +73,9 @@ pub struct RankLog {
     acked: u64,
     /// Events not yet handed to the logger.
     unsent: VecDeque<Event>,
+    /// Events handed to the logger and not acknowledged (`acked+1..=sent`), to hand over
+    /// again if the logger restarted and lost them.
+    inflight: VecDeque<Event>,
     replay: Option<Replay>,
     /// Causal: determinants not known stable, per rank (own and others').
     held: Vec<BTreeMap<u64, Event>>,
@@ -82,6 +85,10 @@ pub struct RankLog {
     known: Vec<Vec<u64>>,
     /// Determinants piggybacked so far (for the cost measurements).
     pub piggybacked: u64,
+    /// Causal recovery: determinants of ours gathered from the others, not yet merged.
+    gathered: BTreeMap<u64, Event>,
+    /// Causal recovery: gathered determinants to hand to the logger.
+    regather: Option<ToLogger>,
 }
 
 impl RankLog {
@@ -96,11 +103,14 @@ impl RankLog {
             sent: 0,
             acked: 0,
             unsent: VecDeque::new(),
+            inflight: VecDeque::new(),
             replay: None,
             held: if mode == Mode::Causal { vec![BTreeMap::new(); n] } else { Vec::new() },
             stable: vec![0; n],
             known: if mode == Mode::Causal { vec![vec![0; n]; n] } else { Vec::new() },
             piggybacked: 0,
+            gathered: BTreeMap::new(),
+            regather: None,
         }
     }
 
@@ -126,6 +136,9 @@ impl RankLog {
         self.sent = clock;
         self.acked = clock;
         self.unsent.clear();
+        self.inflight.clear();
+        self.gathered.clear();
+        self.regather = None;
         self.replay = None;
         ToLogger::Fetch { incarnation, from: clock + 1 }
     }
@@ -223,13 +236,22 @@ impl RankLog {
 
     /// Events to hand to the logger, if any.
     pub fn take_batch(&mut self) -> Option<ToLogger> {
+        if let Some(b) = self.regather.take() {
+            return Some(b);
+        }
         if self.unsent.is_empty() {
             return None;
         }
         let first = self.sent + 1;
         let events: Vec<Event> = self.unsent.drain(..).collect();
         self.sent += events.len() as u64;
+        self.inflight.extend(events.iter().cloned());
         Some(ToLogger::Log { incarnation: self.incarnation, first, events })
+    }
+
+    /// The logger was started again: what it has not acknowledged, to hand over again.
+    pub fn resend(&self) -> Option<ToLogger> {
+        (!self.inflight.is_empty()).then(|| ToLogger::Log { incarnation: self.incarnation, first: self.acked + 1, events: self.inflight.iter().cloned().collect() })
     }
 
     /// Pessimistic: whether a message may leave now (every event so far is stable).
@@ -243,7 +265,11 @@ impl RankLog {
     pub fn from_logger(&mut self, msg: FromLogger) {
         match msg {
             FromLogger::Ack { upto, stable } => {
+                let before = self.acked;
                 self.acked = self.acked.max(upto.min(self.sent));
+                for _ in before..self.acked {
+                    self.inflight.pop_front();
+                }
                 for (r, s) in stable.into_iter().enumerate() {
                     if let Some(x) = self.stable.get_mut(r) {
                         *x = (*x).max(s);
@@ -260,7 +286,10 @@ impl RankLog {
                     }
                 }
             }
-            FromLogger::Events { first, events } => self.replay_from(first, events),
+            FromLogger::Events { first, events } => {
+                self.replay_from(first, events);
+                self.merge_gathered();
+            }
         }
     }
 
@@ -316,33 +345,42 @@ impl RankLog {
         self.held.get(rank as usize).map_or_else(Vec::new, |h| h.iter().map(|(k, e)| (*k, e.clone())).collect())
     }
 
-    /// Causal: determinants of this rank held by another, for the replay: merged with what
-    /// the logger gave (they extend it where the logger has not stored them yet).
+    /// Causal: determinants of this rank held by another, for the replay. They extend what
+    /// the logger gave, where it has not stored them yet; kept until the logger's answer is
+    /// in if they arrive first.
     pub fn held_by_others(&mut self, dets: Vec<(u64, Event)>) {
-        let next = self.clock + 1 + self.replay_left() as u64;
-        let mut run = Vec::new();
-        let mut want = next;
-        for (k, e) in dets.into_iter().filter(|(k, _)| *k >= next) {
-            if k != want {
-                break;
+        for (k, e) in dets {
+            if k > self.clock {
+                self.gathered.entry(k).or_insert(e);
             }
+        }
+        self.merge_gathered();
+    }
+
+    /// Extend the replay with the gathered determinants that follow it without a gap; they
+    /// are not stable, so they are logged again.
+    fn merge_gathered(&mut self) {
+        let mut want = self.clock + 1 + self.replay_left() as u64;
+        let mut run = Vec::new();
+        while let Some(e) = self.gathered.remove(&want) {
             run.push(e);
             want += 1;
         }
         if run.is_empty() {
             return;
         }
+        let next = self.clock + 1;
         match &mut self.replay {
-            Some(r) => r.events.extend(run),
-            None => self.replay = Some(Replay { events: run.into(), next, released: HashSet::new() }),
+            Some(r) => r.events.extend(run.iter().cloned()),
+            None => self.replay = Some(Replay { events: run.iter().cloned().collect(), next, released: HashSet::new() }),
         }
-        let last = want - 1;
-        self.sent = self.sent.max(last);
-        // Not stable at the logger: logged again from here so that they become so.
-        let events: Vec<Event> = self.replay.as_ref().map_or_else(Vec::new, |r| r.events.iter().cloned().collect());
-        let skip = events.len().saturating_sub((last - self.acked) as usize);
-        self.unsent.extend(events.into_iter().skip(skip));
-        self.sent = self.acked;
+        // Handed to the logger again from the first one it lacks.
+        self.inflight.clear();
+        self.sent = self.acked + run.len() as u64;
+        self.unsent.clear();
+        self.inflight.extend(run.iter().cloned());
+        let first = self.acked + 1;
+        self.regather = Some(ToLogger::Log { incarnation: self.incarnation, first, events: run });
     }
 }
 
