@@ -60,7 +60,8 @@ pub struct RunArgs {
     /// Fault-tolerance mode: `abort` tears the job down when a rank dies;
     /// `run-through` keeps survivors running and tells them which rank died;
     /// `coordinated` takes consistent global checkpoints of unmodified programs and rolls
-    /// every rank back to the last one when a rank dies.
+    /// every rank back to the last one when a rank dies; `pessimistic` and `causal` log
+    /// messages so that only a dead rank starts again and re-executes (docs/recovery.md).
     #[arg(long = "ft", value_enum, default_value_t = FtArg::Abort)]
     pub ft: FtArg,
 
@@ -75,8 +76,9 @@ pub struct RunArgs {
     #[arg(long = "ckpt-interval", value_name = "TIME", value_parser = parse_duration)]
     pub ckpt_interval: Option<Duration>,
 
-    /// With --ft coordinated: directory for the process images (default: a new directory
-    /// under $TMPDIR, removed when the job ends well).
+    /// With --ft coordinated: directory for the process images; with --ft pessimistic or
+    /// causal: for the event logger's journals (default: a new directory under $TMPDIR,
+    /// removed when the job ends well).
     #[arg(long = "ckpt-dir", value_name = "DIR")]
     pub ckpt_dir: Option<PathBuf>,
 

@@ -63,6 +63,9 @@ pub(crate) struct Hook {
     /// Causal: ranks that asked for the determinants held here.
     gather_from: Vec<u32>,
     diverged: Option<Divergence>,
+    /// A restarted process: when its replay began and how many events it had, reported
+    /// when it ends.
+    replay_started: Option<(std::time::Instant, usize)>,
 }
 
 impl Interpose for Hook {
@@ -179,6 +182,7 @@ impl Engine {
             gathering,
             gather_from: Vec::new(),
             diverged: None,
+            replay_started: None,
         })));
         self.st.logging = true;
         self.st.admitted = vec![Admitted::default(); self.size as usize];
@@ -203,6 +207,7 @@ impl Engine {
             })?;
             if let Some(h) = hook(&mut self.st.door) {
                 h.gathering = 0;
+                h.replay_started = Some((std::time::Instant::now(), h.log.replay_left()));
                 tracing::info!(rank = self.rank, incarnation, events = h.log.replay_left(), held = h.held.len(), "restarted: replaying");
             }
         }
@@ -258,6 +263,17 @@ impl Engine {
             let Some(h) = hook(&mut self.st.door) else { return Ok(()) };
             (h.log.take_batch(), !h.log.may_send() || h.fetching, std::mem::take(&mut h.gather_from), h.diverged.take())
         };
+        if let Some(h) = hook(&mut self.st.door) {
+            if !h.log.replaying() {
+                if let Some((t, n)) = h.replay_started.take() {
+                    let rank = self.rank;
+                    tracing::info!(rank, events = n, secs = t.elapsed().as_secs_f64(), "replay done");
+                    if steadfast_config::flag("STEADFAST_STATS") == Some(true) {
+                        eprintln!("steadfast stats rank {rank}: replayed {n} events in {:.3} s", t.elapsed().as_secs_f64());
+                    }
+                }
+            }
+        }
         if let Some(d) = diverged {
             let rank = self.rank;
             self.abort(
