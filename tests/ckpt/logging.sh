@@ -163,6 +163,8 @@ for mode in $modes; do
     use_ring
     case_ "$mode" shm "token ring, two ranks killed at once" "1,2@?"
     case_ "$mode" shm "token ring, one rank killed twice" "1@0.2" "1@0.6"
+    # The senders' logs past 1 MiB go to their files: the restarted rank is sent them from there.
+    STEADFAST_MLOG_MEMORY_MB=1 case_ "$mode" tcp "token ring, logs spilled to files past 1 MiB, a rank killed" "r@?"
     if [ "$full" = 1 ]; then
         case_ "$mode" shm "token ring, two ranks killed one after the other" "0@0.3" "2@0.5"
         case_ "$mode" tcp "token ring, two ranks killed at once" "0,2@?"

@@ -108,6 +108,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_JOBDIR", Launcher, "", "private (0700) per-job directory"),
     v("STEADFAST_CONTROL", Launcher, "", "IP:PORT of the launcher's control server"),
     v("STEADFAST_FT", Launcher, "abort", "fault-tolerance mode told to the ranks: `abort`, `run-through`, `relaunch`, `coordinated`, `pessimistic` or `causal` (set by `mpiexec --ft` / `--on-failure`)"),
+    v("STEADFAST_MLOG_MEMORY_MB", Tunable, "1024", "`--ft pessimistic`/`causal`: megabytes of the sender-based message log a rank keeps in memory; the oldest messages past it go to an unlinked file in `$TMPDIR`"),
     v("STEADFAST_INCARNATION", Launcher, "0", "which start of this world rank the process is: k after `--on-failure relaunch` started it again k times"),
     v("STEADFAST_CKPT_SERVER", Launcher, "", "`--ft coordinated`: `host:port` of the job's checkpoint server (set by the launcher from `--ckpt-server`)"),
     v("STEADFAST_CKPT_SERVER_KEY_FILE", Launcher, "unset: the launcher's own server", "`--ft coordinated`: file (mode 0600, on every host) holding the key of a standalone checkpoint server"),

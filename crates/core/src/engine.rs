@@ -572,8 +572,8 @@ impl Engine {
             self.net = l.stop().0;
         }
         if steadfast_config::flag("STEADFAST_STATS") == Some(true) {
-            if let Some((bytes, resent, dups)) = self.mlog_counts() {
-                eprintln!("steadfast stats rank {}: message log {bytes} bytes, {resent} messages sent again to restarted ranks, {dups} duplicates dropped", self.rank);
+            if let Some((bytes, spilled, resent, dups)) = self.mlog_counts() {
+                eprintln!("steadfast stats rank {}: message log {bytes} bytes ({spilled} in its file), {resent} messages sent again to restarted ranks, {dups} duplicates dropped", self.rank);
             }
             if let Some(n) = &self.net {
                 let mut c = n.counters();

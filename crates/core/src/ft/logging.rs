@@ -45,7 +45,46 @@ struct Logged {
     /// Sent as a rendezvous (`Rts`): sent again the same way, so that a synchronous send
     /// is matched before the receiver lets it complete.
     rts: bool,
-    data: Vec<u8>,
+    data: Payload,
+}
+
+/// Where a logged message's bytes are.
+enum Payload {
+    Memory(Vec<u8>),
+    /// In the spill file: offset and length.
+    Spilled(u64, usize),
+}
+
+/// The part of the sender-based log past the memory bound: an unlinked file of this
+/// process (it goes when the process does), appended to in sending order.
+struct Spill {
+    file: std::fs::File,
+    len: u64,
+}
+
+impl Spill {
+    fn open() -> std::io::Result<Spill> {
+        let dir = std::env::temp_dir();
+        let path = dir.join(format!("steadfast-mlog-{}-{:x}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
+        let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
+        let _ = std::fs::remove_file(&path);
+        Ok(Spill { file, len: 0 })
+    }
+
+    fn put(&mut self, data: &[u8]) -> std::io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let at = self.len;
+        self.file.write_all_at(data, at)?;
+        self.len += data.len() as u64;
+        Ok(at)
+    }
+
+    fn get(&self, at: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut v = vec![0u8; len];
+        self.file.read_exact_at(&mut v, at)?;
+        Ok(v)
+    }
 }
 
 /// The door's hook in logging modes: the rank log and the replay gate.
@@ -154,11 +193,54 @@ pub struct MsgLog {
     mode: Mode,
     /// The sender-based log: per destination, sequence number → message.
     sent: Vec<BTreeMap<u64, Logged>>,
-    /// Bytes of payload in [`MsgLog::sent`].
+    /// Bytes of payload in [`MsgLog::sent`] (in memory and spilled).
     pub bytes: usize,
+    /// Of those, in memory; past `memory_bound` the oldest go to the spill file.
+    in_memory: usize,
+    memory_bound: usize,
+    spill: Option<Spill>,
+    /// Messages whose bytes went to the spill file, oldest first: (destination, sequence).
+    spill_order: std::collections::VecDeque<(u32, u64)>,
+    pub spilled: usize,
     polls: u32,
     /// Messages sent again to restarted ranks.
     pub resent: u64,
+}
+
+impl MsgLog {
+    /// Log message `hdr` with `data`; past the memory bound the oldest logged bytes go to
+    /// the spill file.
+    fn keep(&mut self, peer: u32, hdr: &Header, data: &[u8]) -> MpiResult<()> {
+        self.bytes += data.len();
+        self.in_memory += data.len();
+        if let Some(q) = self.sent.get_mut(peer as usize) {
+            q.insert(hdr.a, Logged { ctx: hdr.ctx, src: hdr.src, tag: hdr.tag, rts: hdr.kind == Kind::Rts, data: Payload::Memory(data.to_vec()) });
+            self.spill_order.push_back((peer, hdr.a));
+        }
+        while self.in_memory > self.memory_bound {
+            let Some((to, seq)) = self.spill_order.pop_front() else { break };
+            let Some(l) = self.sent.get_mut(to as usize).and_then(|q| q.get_mut(&seq)) else { continue };
+            let Payload::Memory(v) = &l.data else { continue };
+            if self.spill.is_none() {
+                self.spill = Some(Spill::open().map_err(|e| other(format!("cannot open a file for the log past STEADFAST_MLOG_MEMORY_MB: {e}")))?);
+            }
+            let Some(s) = self.spill.as_mut() else { break };
+            let at = s.put(v).map_err(|e| other(format!("cannot write the log past STEADFAST_MLOG_MEMORY_MB: {e}")))?;
+            let n = v.len();
+            l.data = Payload::Spilled(at, n);
+            self.in_memory -= n;
+            self.spilled += n;
+        }
+        Ok(())
+    }
+
+    /// A logged message's bytes, wherever they are.
+    fn bytes_of(&self, p: &Payload) -> std::io::Result<Vec<u8>> {
+        match p {
+            Payload::Memory(v) => Ok(v.clone()),
+            Payload::Spilled(at, len) => self.spill.as_ref().ok_or_else(|| std::io::Error::other("no spill file"))?.get(*at, *len),
+        }
+    }
 }
 
 fn other(msg: impl std::fmt::Display) -> MpiError {
@@ -186,7 +268,19 @@ impl Engine {
         })));
         self.st.logging = true;
         self.st.admitted = vec![Admitted::default(); self.size as usize];
-        self.mlog = Some(Box::new(MsgLog { mode, sent: (0..self.size).map(|_| BTreeMap::new()).collect(), bytes: 0, polls: 0, resent: 0 }));
+        let memory_bound = steadfast_config::parse_or("STEADFAST_MLOG_MEMORY_MB", 1024usize, "megabytes") << 20;
+        self.mlog = Some(Box::new(MsgLog {
+            mode,
+            sent: (0..self.size).map(|_| BTreeMap::new()).collect(),
+            bytes: 0,
+            in_memory: 0,
+            memory_bound,
+            spill: None,
+            spill_order: std::collections::VecDeque::new(),
+            spilled: 0,
+            polls: 0,
+            resent: 0,
+        }));
         if let Some(f) = fetch {
             let boot = self.boot.as_mut().ok_or_else(|| other("no launcher link"))?;
             boot.send_recovery(&f.encode()).map_err(other)?;
@@ -239,10 +333,7 @@ impl Engine {
             return Ok(());
         }
         let Some(m) = self.mlog.as_mut() else { return Ok(()) };
-        m.bytes += data.len();
-        if let Some(q) = m.sent.get_mut(peer as usize) {
-            q.insert(hdr.a, Logged { ctx: hdr.ctx, src: hdr.src, tag: hdr.tag, rts: hdr.kind == Kind::Rts, data: data.to_vec() });
-        }
+        m.keep(peer, hdr, data)?;
         if m.mode == Mode::Causal {
             let dets = hook(&mut self.st.door).map(|h| h.log.piggyback_for(peer)).unwrap_or_default();
             if !dets.is_empty() {
@@ -371,29 +462,30 @@ impl Engine {
         let inc = self.st.door.incarnation;
         let byte = self.byte_type();
         let world = self.world;
-        let logged: Vec<(u64, Logged)> = match self.mlog.as_mut().and_then(|m| m.sent.get_mut(wu)) {
-            Some(q) => q.iter().map(|(s, l)| (*s, Logged { data: l.data.clone(), ..*l })).collect(),
-            None => Vec::new(),
-        };
-        let n = logged.len() as u64;
-        for (seq, l) in logged {
-            let len = l.data.len() as u64;
-            if !l.rts {
-                let hdr = Header { kind: Kind::Eager, flags: 0, incarnation: inc, ctx: l.ctx, src: l.src, tag: l.tag, len, a: seq, b: 0 };
-                self.emit(w, hdr.encode(), &l.data)?;
+        let seqs: Vec<u64> = self.mlog.as_ref().and_then(|m| m.sent.get(wu)).map_or_else(Vec::new, |q| q.keys().copied().collect());
+        let n = seqs.len() as u64;
+        for seq in seqs {
+            let Some(m) = self.mlog.as_ref() else { break };
+            let Some(l) = m.sent.get(wu).and_then(|q| q.get(&seq)) else { continue };
+            let (ctx, src, tag, rts) = (l.ctx, l.src, l.tag, l.rts);
+            let data = m.bytes_of(&l.data).map_err(|e| other(format!("reading the spilled log: {e}")))?;
+            let len = data.len() as u64;
+            if !rts {
+                let hdr = Header { kind: Kind::Eager, flags: 0, incarnation: inc, ctx, src, tag, len, a: seq, b: 0 };
+                self.emit(w, hdr.encode(), &data)?;
                 continue;
             }
             // A request of our own holds the copy until the receiver took it.
-            let spec = SendSpec { buf: l.data.as_ptr(), count: l.data.len(), dtype: byte.clone(), comm: world, dest: 0, tag: l.tag, mode: SendMode::Standard };
+            let spec = SendSpec { buf: data.as_ptr(), count: data.len(), dtype: byte.clone(), comm: world, dest: 0, tag, mode: SendMode::Standard };
             let mut r = Request::new(Op::Send(spec), false);
             r.active = true;
             r.freed = true;
-            r.send.owned = Some(l.data);
+            r.send.owned = Some(data);
             let h = self.st.reqs.insert(r);
             if let Some(r) = self.st.reqs.get_mut(h) {
-                r.send.sent = Some(Sent { peer: w, ctx: l.ctx, src: l.src, seq, id: h.0, rendezvous: true, buffered: false });
+                r.send.sent = Some(Sent { peer: w, ctx, src, seq, id: h.0, rendezvous: true, buffered: false });
             }
-            let hdr = Header { kind: Kind::Rts, flags: 0, incarnation: inc, ctx: l.ctx, src: l.src, tag: l.tag, len, a: seq, b: h.0 };
+            let hdr = Header { kind: Kind::Rts, flags: 0, incarnation: inc, ctx, src, tag, len, a: seq, b: h.0 };
             self.emit(w, hdr.encode(), &0u64.to_le_bytes())?;
         }
         if let Some(m) = self.mlog.as_mut() {
@@ -409,10 +501,10 @@ impl Engine {
         self.st.door.hook_ref::<Hook>()?.log.forced(call.code(), failed)
     }
 
-    /// Bytes in the sender-based log, messages sent again to restarted ranks, and
-    /// duplicates dropped (for `MPIX` queries and tests).
-    pub fn mlog_counts(&self) -> Option<(usize, u64, u64)> {
-        self.mlog.as_ref().map(|m| (m.bytes, m.resent, self.st.dup_messages))
+    /// Bytes in the sender-based log (all, and spilled to its file), messages sent again
+    /// to restarted ranks, and duplicates dropped (for statistics and tests).
+    pub fn mlog_counts(&self) -> Option<(usize, usize, u64, u64)> {
+        self.mlog.as_ref().map(|m| (m.bytes, m.spilled, m.resent, self.st.dup_messages))
     }
 }
 
