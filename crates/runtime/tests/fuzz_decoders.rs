@@ -284,6 +284,25 @@ fn rollback_wire() {
 }
 
 #[test]
+fn logging_wire() {
+    use steadfast_logging::{Event, FromLogger, Peer, ToLogger};
+    let m = Event::Match { from: 2, seq: 9 };
+    let c = Event::Choice { call: 6, indices: vec![0], failed_before: 3, probed: Some((1, 4)) };
+    let seeds: Vec<Vec<u8>> = vec![
+        ToLogger::Log { incarnation: 1, first: 7, events: vec![m.clone(), c.clone()] }.encode(),
+        ToLogger::Fetch { incarnation: 2, from: 1 }.encode(),
+        FromLogger::Ack { upto: 9, stable: vec![9, 3, 0] }.encode(),
+        FromLogger::Events { first: 1, events: vec![c.clone()] }.encode(),
+        Peer::Piggyback { dets: vec![(1, 2, m.clone())] }.encode(),
+        Peer::Held { dets: vec![(5, c)] }.encode(),
+        steadfast_logging::logger::journal::record(1, &[m]),
+    ];
+    run("logging_wire", &seeds, |d| {
+        steadfast_logging::wire::fuzz_decode(d);
+    });
+}
+
+#[test]
 fn ckpt_store_wire() {
     use steadfast_runtime::ckpt_store::{FileId, FileKind, Reply, Request};
     let file = FileId { job: "job-0123".into(), wave: 3, rank: 1, kind: FileKind::Image };
