@@ -10,16 +10,21 @@
 //! | `drop` | probability that a frame is not sent |
 //! | `dup` | probability that a frame is sent twice |
 //! | `reorder` | probability that a frame is held back and sent after 1–3 later ones |
-//! | `corrupt` | probability that 1–3 bits of a frame (header or payload) are flipped on the wire, after the sender computed its checksum |
-//! | `bus` | probability that one bit of a received frame is flipped in the receiver's memory, after the wire and the kernel's checks and before the end-to-end check (an I/O bus or NIC DMA error) |
+//! | `corrupt` | probability that 1–3 bits of a frame are flipped on the wire, after the sender computed its checksum (on tcp anywhere in the frame, length word included; on shm header and payload of a record) |
+//! | `bus` | probability that one bit of a received frame is flipped in the receiver's memory, after the wire and the kernel's checks and before the end-to-end check (an I/O bus or NIC DMA error; on tcp anywhere in the frame) |
 //! | `seed` | seed of the generator (default 1); each rank mixes in its rank, so runs are deterministic per rank |
 //! | `after` | number of frames each rank sends before faults start (default 0) |
 //!
 //! On udp every frame goes through the injector: data and acknowledgments alike.
 //! `drop`, `dup` and `reorder` need a path that can lose frames (udp); on shm and tcp,
 //! whose transport neither loses nor reorders, only `corrupt` and `bus` apply (others are
-//! refused with a warning), to data records and frames and to their resent copies; the
-//! receiver detects the damage and the sender resends from the copy it keeps.
+//! refused with a warning); the receiver detects the damage and the sender resends from
+//! the copy it keeps. On tcp they hit every frame (data frames, their resent copies,
+//! acknowledgments and the sync frames that carry repair requests and answers) anywhere
+//! in it, the length word included, with checksums on (with `STEADFAST_CHECKSUM=tcp=none`
+//! only header and payload, since nothing would find the frame boundaries again). On shm
+//! they hit the records and their rewritten copies; the repair request there is a word in
+//! shared memory, not a message that crosses a wire.
 
 use std::collections::VecDeque;
 use std::io;
@@ -209,6 +214,22 @@ impl Injector {
             self.flip(buf, 0);
         }
         self.counts.injected_corrupt += 1;
+    }
+
+    /// Receive side of a stream (tcp), once per frame of `len` bytes: maybe pick the byte
+    /// of it (anywhere: length word, checksums, header, payload) whose bit a bus error
+    /// flips; flip it with [`Injector::flip_bit`]. Counts one bus error when it does.
+    pub fn bus_roll(&mut self, len: usize) -> Option<usize> {
+        if len == 0 || self.sent < self.spec.after || !self.roll(self.spec.bus) {
+            return None;
+        }
+        self.counts.injected_bus += 1;
+        Some(self.rng.below(len))
+    }
+
+    /// Flips one bit of `b`, chosen by the generator.
+    pub fn flip_bit(&mut self, b: &mut u8) {
+        *b ^= 1 << self.rng.below(8);
     }
 
     /// Receive side: maybe flip one bit of a received frame in memory, preferring bytes

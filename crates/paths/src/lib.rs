@@ -82,6 +82,11 @@ pub struct PathCounters {
     pub stale_dropped: u64,
     /// Fragments sent again (timeout, NACK, gap hint or route failover).
     pub retransmits: u64,
+    /// tcp: times the byte stream from a peer was found again after a damaged frame prefix
+    /// (length word) made the receiver lose the frame boundaries.
+    pub resyncs: u64,
+    /// tcp: repair requests sent again because no answer came in time.
+    pub requests_repeated: u64,
     /// Fragments moved to another route when theirs failed.
     pub rebound: u64,
     /// Routes declared failed (retransmissions exhausted or socket errors).
@@ -114,6 +119,8 @@ impl PathCounters {
         self.dup_dropped += o.dup_dropped;
         self.stale_dropped += o.stale_dropped;
         self.retransmits += o.retransmits;
+        self.resyncs += o.resyncs;
+        self.requests_repeated += o.requests_repeated;
         self.rebound += o.rebound;
         self.route_failures += o.route_failures;
         self.route_restores += o.route_restores;
@@ -145,6 +152,8 @@ impl fmt::Display for PathCounters {
             ("dup_dropped", self.dup_dropped),
             ("stale_dropped", self.stale_dropped),
             ("retransmitted", self.retransmits),
+            ("resynced", self.resyncs),
+            ("requests_repeated", self.requests_repeated),
             ("rebound", self.rebound),
             ("route_failures", self.route_failures),
             ("route_restores", self.route_restores),

@@ -188,8 +188,28 @@ fn tcp_stream() {
         frames.extend_from_slice(&crc32c_append(hcrc, &payload).to_le_bytes());
     }
     frames.extend_from_slice(&prefix(1 << 30 | 1, 0, 2).0);
-    frames.extend_from_slice(&prefix(1 << 30 | 2, 1, 2).0);
-    run("tcp_stream", &[s, frames], steadfast_paths::tcp::fuzz_stream);
+    // A sync frame: a repair request from frame 1 on that also answers request 5.
+    let sync = |from: u32| {
+        let mut f = prefix(1 << 30 | 3, from, 2).0;
+        f.extend_from_slice(&0x434e_5953_4644_5453u64.to_le_bytes());
+        for w in [1u32 | 4, 6, 5, 2] {
+            f.extend_from_slice(&w.to_le_bytes());
+        }
+        let crc = crc32c(&f);
+        f.extend_from_slice(&crc.to_le_bytes());
+        f
+    };
+    frames.extend_from_slice(&sync(1));
+    // A damaged length word (the receiver hunts for the next sync frame), garbage, then
+    // a sync frame and a frame again.
+    let mut hunt = frames.clone();
+    let bad = hunt.len();
+    hunt.extend_from_slice(&frames[1..1 + 20 + 40 + 4]);
+    hunt[bad] ^= 0x40;
+    hunt.extend_from_slice(&[0x03, 0, 0, 0x40, 9, 9, 9]);
+    hunt.extend_from_slice(&sync(2));
+    hunt.extend_from_slice(&frames[1..1 + 20 + 40 + 4]);
+    run("tcp_stream", &[s, frames, hunt], steadfast_paths::tcp::fuzz_stream);
 }
 
 /// A ring record as a peer writes it: `[len][payload len][crc][hcrc][header][payload]`,

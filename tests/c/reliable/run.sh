@@ -8,7 +8,11 @@
 #   3. bus errors and wire corruption on shm and tcp: the receiver detects the
 #      damage and the sender resends from the copy it keeps until the receiver
 #      verified it; the programs must end with correct results and the counters
-#      must show the damage injected, detected and repaired.
+#      must show the damage injected, detected and repaired;
+#   4. heavy damage on tcp anywhere in any frame (length words, acknowledgments
+#      and repair requests included): the receiver loses the frame boundaries,
+#      finds them again at the sync frame that starts the sender's answer, and
+#      the counters must show that (resynced) besides the repair.
 #
 #   tests/c/reliable/run.sh [PREFIX]      (PREFIX defaults to ./install)
 set -u
@@ -72,8 +76,8 @@ fi
 # it. The job must end with correct results, and the counters must show the damage
 # injected, detected and repaired (single copy off: everything goes through the checked
 # path).
-repaired() {   # repaired PATH FAULTS PROGRAM ARGS...
-    local path=$1 f=$2 prog=$3
+repaired() {   # [RESYNC=1] repaired PATH FAULTS PROGRAM ARGS...  (RESYNC=1: resyncs required)
+    local path=$1 f=$2 prog=$3 need_resync=${RESYNC:-0}
     shift 3
     local log="$build/logs/repair-$path-${f#path=*,}-$prog.log"
     log=${log//[=,]/_}
@@ -81,7 +85,8 @@ repaired() {   # repaired PATH FAULTS PROGRAM ARGS...
     STEADFAST_STATS=1 STEADFAST_CMA=0 STEADFAST_FAULTS="$f" timeout -k 5 90 \
         "$mpiexec" --path "$path" -n 2 "$build/$prog" "$@" >"$log" 2>&1 </dev/null
     local rc=$?
-    local inj det re
+    local inj det re rs
+    rs=$(counter resynced "$log")
     inj=$(grep -oE 'injected drop=[0-9]+ dup=[0-9]+ reorder=[0-9]+ corrupt=[0-9]+ bus=[0-9]+' "$log" |
         grep -oE '(corrupt|bus)=[0-9]+' | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }')
     det=$(counter corrupt_detected "$log")
@@ -94,8 +99,11 @@ repaired() {   # repaired PATH FAULTS PROGRAM ARGS...
     elif [ "$inj" -eq 0 ] || [ "$det" -eq 0 ] || [ "$re" -eq 0 ]; then
         fail "$prog over $path with $f: counters do not show the repair (injected $inj, detected $det, resent $re)"
         tail -n 10 "$log" | sed 's/^/    | /'
+    elif [ "$need_resync" = 1 ] && [ "$rs" -eq 0 ]; then
+        fail "$prog over $path with $f: no damaged length word was found again (resynced $rs)"
+        tail -n 10 "$log" | sed 's/^/    | /'
     else
-        pass "$prog over $path with $f: correct run (injected $inj, detected $det, resent $re)"
+        pass "$prog over $path with $f: correct run (injected $inj, detected $det, resent $re, resynced $rs)"
     fi
 }
 # Small and large messages both ways (eager, rendezvous data), then a one-way bulk
@@ -107,10 +115,18 @@ for path in shm tcp; do
     repaired $path "path=$path,corrupt=0.05,bus=0.05,seed=6" bigxfer -m 16 -s 512
 done
 
+# Heavy damage on tcp anywhere in a frame, length words and control frames included:
+# small messages (a length word is a large part of their frames) and a bulk transfer
+# whose receiver's acknowledgments are damaged too.
+RESYNC=1 repaired tcp "path=tcp,corrupt=0.1,bus=0.1,seed=8" pingpong_sizes
+RESYNC=1 repaired tcp "path=tcp,corrupt=0.1,bus=0.1,seed=9" bigxfer -m 16 -s 64
+
 # More ranks and patterns (any-source, ordering, synchronous sends, probes): every
 # pair's ring or connection repairs its own damage.
 for path in shm tcp; do
     f="path=$path,corrupt=0.01,bus=0.01,seed=5"
+    # tcp: heavier, so that length words and control frames are hit too.
+    [ $path = tcp ] && f="path=tcp,corrupt=0.05,bus=0.05,seed=5"
     echo "== byte-verifying tests over $path, STEADFAST_FAULTS=$f"
     if STEADFAST_CMA=0 STEADFAST_FAULTS="$f" \
         "$root/tests/c/run-tests.sh" --mpicc "$mpicc" --mpiexec "$mpiexec" --paths $path \
