@@ -176,6 +176,7 @@ case_ pessimistic shm "C++ token ring, a rank killed" "r@?"
 # An mpi4py program, if the mpi4py suite built mpi4py against this library.
 py=$(ls -d "${TMPDIR:-/tmp}"/steadfast-mpi4py/venv-*/bin/python 2>/dev/null | tail -1)
 if [ -n "$py" ] && LD_LIBRARY_PATH=$prefix/lib "$py" -c 'import mpi4py.MPI' 2>/dev/null; then
+    export LD_LIBRARY_PATH=$prefix/lib
     "$run" run -n 3 "$py" "$here/ring.py" 150 > "$work/pyref.out" || { echo "mpi4py reference run failed"; exit 1; }
     prog=("$py" "$here/ring.py" 150)
     ref_out=$work/pyref.out

@@ -253,6 +253,8 @@ pub struct Engine {
     coord: Option<Box<coordinated::Coordinator>>,
     /// Message logging (`--ft pessimistic` / `--ft causal`), when on.
     mlog: Option<Box<logging::MsgLog>>,
+    /// Rounds of progress under way (a call made from inside one must not block).
+    progress_depth: u32,
 }
 
 /// Which context and group a send goes to.
@@ -526,6 +528,7 @@ impl Engine {
             launcher_polls: 0,
             coord: None,
             mlog: None,
+            progress_depth: 0,
             launcher_incarnation: vec![0; size as usize],
         }
     }
@@ -754,7 +757,13 @@ impl Engine {
             }
             Op::Send(s) => {
                 let s = s.clone();
-                self.start_send(h, &s, Route::P2p)
+                self.start_send(h, &s, Route::P2p)?;
+                if self.st.logging {
+                    // Pessimistic logging: the message leaves before the call returns (the
+                    // program may compute for long before its next MPI call).
+                    self.mlog_send_now()?;
+                }
+                Ok(())
             }
             Op::Recv(s) => {
                 let s = s.clone();
@@ -1186,6 +1195,13 @@ impl Engine {
     /// One round of progress: take in packets, answer them, push queued output.
     /// Returns whether anything happened.
     pub fn progress(&mut self) -> MpiResult<bool> {
+        self.progress_depth += 1;
+        let r = self.progress_round();
+        self.progress_depth -= 1;
+        r
+    }
+
+    fn progress_round(&mut self) -> MpiResult<bool> {
         let before = self.st.events;
         // Failures reach programs that only poll (MPI_Test, MPIX_Comm_get_failed) too; one
         // atomic load when nothing changed.
@@ -1357,7 +1373,9 @@ impl Engine {
     pub fn block_until(&mut self, mut done: impl FnMut(&Engine) -> bool) -> MpiResult<()> {
         let mut idle = 0u32;
         loop {
-            if done(self) {
+            // Pessimistic logging: what the call queued behind the closed gate leaves before
+            // it returns (the program may block outside MPI next, e.g. in a socket).
+            if done(self) && !(self.st.logging && self.progress_depth == 0 && !self.st.busy_peers.is_empty() && self.mlog_gate_closed()) {
                 // Control packets queued while the operation completed (a rendezvous FIN)
                 // leave now: the program may exit right after this call.
                 if !self.st.busy_peers.is_empty() {

@@ -315,8 +315,19 @@ impl Engine {
 
     /// Pessimistic: some event is not stable yet, so nothing may leave.
     #[inline]
-    pub(super) fn mlog_gate_closed(&mut self) -> bool {
-        hook(&mut self.st.door).is_some_and(|h| !h.log.may_send())
+    pub(super) fn mlog_gate_closed(&self) -> bool {
+        self.st.door.hook_ref::<Hook>().is_some_and(|h| !h.log.may_send())
+    }
+
+    /// A send call of the application: wait until what it queued behind the closed gate has
+    /// left (MPICH-V2's send waiting for the event logger), unless called from inside a
+    /// round of progress.
+    pub(super) fn mlog_send_now(&mut self) -> MpiResult<()> {
+        if self.progress_depth > 0 || !self.mlog_gate_closed() {
+            return Ok(());
+        }
+        self.block_until(|e| !e.mlog_gate_closed())?;
+        self.flush()
     }
 
     /// An answer of the event logger is awaited (an acknowledgement, or a restarted

@@ -988,7 +988,12 @@ impl Launcher {
         }
         let Some((what, code)) = failure_of(status, ever_connected, finalized) else { return };
         let restarts = self.ranks[idx].restarts;
-        if self.policy == OnFailure::Relaunch && restarts < self.cfg.max_restarts {
+        // Message logging re-executes a rank to the state it had: a rank that ended itself
+        // (an exit status, not a signal) would only do so again; the job ends as in abort
+        // mode. A killed or crashed one is started again.
+        let logging = self.cfg.ft.logs_messages();
+        let recoverable = !logging || matches!(status, ExitStatus::Signaled(_));
+        if self.policy == OnFailure::Relaunch && recoverable && restarts < self.cfg.max_restarts {
             let incarnation = (restarts + 1).min(u32::from(u16::MAX)) as u16;
             self.stderr_sink.message(&format!(
                 "steadfast run: rank {rank} (pid {pid}) {what}; starting it again as incarnation {incarnation}"
@@ -1006,7 +1011,11 @@ impl Launcher {
                 .message(&format!("steadfast run: rank {rank} (pid {pid}) {what}"));
         }
         self.exit_code.get_or_insert(code);
-        if self.policy == OnFailure::Abort {
+        if self.policy == OnFailure::Abort || logging {
+            // With message logging the others would wait for it forever.
+            if logging && recoverable {
+                self.stderr_sink.message(&format!("steadfast run: rank {rank} cannot be started again (--max-restarts {} reached); ending the job", self.cfg.max_restarts));
+            }
             self.begin_teardown(libc::SIGTERM, now);
         }
     }
