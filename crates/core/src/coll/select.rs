@@ -37,8 +37,11 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_BARRIER_TREE` (ranks, default 8): barriers on 3 up to this many ranks
     /// fan in to rank 0 and out again; larger (and 2-rank) ones use dissemination.
     pub barrier_tree: usize,
-    /// `STEADFAST_COLL_CHANNEL_MAX` (bytes, default 16384): broadcasts up to this many bytes
-    /// on a communicator whose ranks are all on one host use the shared-memory channels.
+    /// `STEADFAST_COLL_CHANNEL_MIN` and `STEADFAST_COLL_CHANNEL_MAX` (bytes, default 12288
+    /// and 65536): broadcasts of this many bytes on a communicator whose ranks are all on
+    /// one host use the shared-memory channels (where they beat the tree, see
+    /// docs/collectives.md).
+    pub channel_min: usize,
     pub channel_max: usize,
     /// `STEADFAST_COLL_CHANNELS` (default 16): channels per communicator segment.
     pub channels: u32,
@@ -65,7 +68,8 @@ impl Default for CollConfig {
             alltoall_long: 32768,
             reduce_scatter_long: 65536,
             barrier_tree: 8,
-            channel_max: 16384,
+            channel_min: 12288,
+            channel_max: 65536,
             channels: 16,
             channel_slot: 65536,
             channel_crc: true,
@@ -100,6 +104,7 @@ impl CollConfig {
             alltoall_long: env_usize("STEADFAST_COLL_ALLTOALL_LONG", d.alltoall_long),
             reduce_scatter_long: env_usize("STEADFAST_COLL_REDUCE_SCATTER_LONG", d.reduce_scatter_long),
             barrier_tree: steadfast_config::parse_or("STEADFAST_COLL_BARRIER_TREE", d.barrier_tree, "a number of ranks"),
+            channel_min: env_usize("STEADFAST_COLL_CHANNEL_MIN", d.channel_min),
             channel_max: env_usize("STEADFAST_COLL_CHANNEL_MAX", d.channel_max),
             channels: steadfast_config::parse_or("STEADFAST_COLL_CHANNELS", d.channels, "a number of channels").clamp(1, 1024),
             channel_slot: env_usize("STEADFAST_COLL_CHANNEL_SLOT", d.channel_slot).clamp(64, 1 << 30),
@@ -180,7 +185,7 @@ pub fn bcast_channels(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
     match cfg.forced("bcast") {
         Some("channels") => true,
         Some(_) => false,
-        None => bytes <= cfg.channel_max,
+        None => (cfg.channel_min..=cfg.channel_max).contains(&bytes),
     }
 }
 
@@ -328,9 +333,11 @@ mod tests {
         assert_eq!(alltoall(&c, 4, Some(8)), Alltoall::Linear);
         assert_eq!(alltoall(&c, 4, Some(1 << 20)), Alltoall::Pairwise);
         assert_eq!(reduce_scatter(&c, 4, 1 << 20, false), ReduceScatter::ReduceThenScatter);
-        assert!(bcast_channels(&c, 4, 8));
-        assert!(bcast_channels(&c, 8, 16384));
-        assert!(!bcast_channels(&c, 8, 16385));
+        assert!(!bcast_channels(&c, 4, 8));
+        assert!(!bcast_channels(&c, 4, 12287));
+        assert!(bcast_channels(&c, 4, 12288));
+        assert!(bcast_channels(&c, 8, 65536));
+        assert!(!bcast_channels(&c, 8, 65537));
         assert!(!bcast_channels(&c, 1, 8));
         assert!(!bcast_channels(&c, 4, 0));
     }
