@@ -83,13 +83,17 @@ def main():
     ap.add_argument("--ranks", default="4,8")
     ap.add_argument("--quick", action="store_true", help="3 rounds, fewer channel counts")
     ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--plot-only", action="store_true", help="draw the PNG files from the CSV files")
     a = ap.parse_args()
+    if a.plot_only:
+        plot(Path(a.out), [int(x) for x in a.ranks.split(",")])
+        return
     rounds = 3 if a.quick else a.rounds
     ranks = [int(x) for x in a.ranks.split(",")]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    bins = out / "bin"
-    bins.mkdir(exist_ok=True)
+    bins = ROOT / "build" / "chbcast"
+    bins.mkdir(parents=True, exist_ok=True)
     prefix = Path(a.prefix).resolve()
     sf_exec = [str(prefix / "bin" / "mpiexec")]
     have = {"sf": build(str(prefix / "bin" / "mpicc"), bins / "osu-sf", []),
@@ -136,27 +140,44 @@ def main():
             for (_, label, np, size), v in rows:
                 w.writerow([label, np, size, f"{statistics.median(v):.3f}", f"{min(v):.3f}",
                             f"{max(v):.3f}", len(v)])
-    plot(out, samples, ranks)
+    plot(out, ranks)
     for k, v in sorted(samples.items()):
         print(f"{k[0]:8} {k[1]:20} np={k[2]} {k[3]:>6} B  median {statistics.median(v):9.3f} us  "
               f"(min {min(v):.3f}, max {max(v):.3f}, {len(v)} rounds)")
     print("\n".join(loads))
 
 
-def plot(out, samples, ranks):
+def read_csv(path):
+    """{(config, ranks, bytes): median µs} from one of the CSV files."""
+    rows = {}
+    if path.exists():
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                rows[(r["config"], int(r["ranks"]), int(r["bytes"]))] = float(r["median_us"])
+    return rows
+
+
+def plot(out, ranks):
+    """PNG files from the CSV files (Debian's python3-matplotlib; when the running Python
+    lacks it, /usr/bin/python3 is asked to draw them with --plot-only)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        log("matplotlib missing (python3-matplotlib): no PNG")
+        system = "/usr/bin/python3"
+        if Path(system).exists() and Path(sys.executable).resolve() != Path(system).resolve():
+            subprocess.run([system, __file__, "--plot-only", "--out", str(out),
+                            "--ranks", ",".join(map(str, ranks))])
+        else:
+            log("matplotlib missing (python3-matplotlib): no PNG")
         return
+    chans = read_csv(out / "channels.csv")
     fig, axes = plt.subplots(1, len(ranks), figsize=(5 * len(ranks), 4), squeeze=False)
     for ax, np in zip(axes[0], ranks):
-        pts = sorted((int(k[1]), statistics.median(v)) for k, v in samples.items()
-                     if k[0] == "channels" and k[2] == np)
+        pts = sorted((int(k[0]), v) for k, v in chans.items() if k[1] == np)
         if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label="steadfast channels")
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label="steadfast channels (CRC on)")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("channels")
         ax.set_ylabel("8-byte MPI_Bcast latency (µs, median)")
@@ -166,12 +187,12 @@ def plot(out, samples, ranks):
     fig.tight_layout()
     fig.savefig(out / "channels.png", dpi=100)
     plt.close(fig)
+    sizes = read_csv(out / "sizes.csv")
     fig, axes = plt.subplots(1, len(ranks), figsize=(5 * len(ranks), 4), squeeze=False)
-    labels = sorted({k[1] for k in samples if k[0] == "sizes"})
+    labels = sorted({k[0] for k in sizes})
     for ax, np in zip(axes[0], ranks):
         for label in labels:
-            pts = sorted((k[3], statistics.median(v)) for k, v in samples.items()
-                         if k[0] == "sizes" and k[1] == label and k[2] == np)
+            pts = sorted((k[2], v) for k, v in sizes.items() if k[0] == label and k[1] == np)
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
         ax.set_xscale("log", base=2)
