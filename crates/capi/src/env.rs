@@ -103,7 +103,7 @@ fn job_and_boot(
                 job_key: b.job_key(),
                 path: core_path(b.path()),
                 run_through: b.ft().runs_through(),
-                relaunch: b.ft() == steadfast_runtime::FtMode::Relaunch,
+                relaunch: b.ft().relaunches(),
                 coordinated: b.ft() == steadfast_runtime::FtMode::Coordinated,
                 incarnation: b.job_env().incarnation,
                 path_overrides: None,
@@ -198,6 +198,17 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
         }
     };
     let coordinated = job.as_ref().filter(|j| j.coordinated).map(|j| j.jobdir.clone());
+    // Message logging needs the launcher to start a failed rank again.
+    let logging = job
+        .as_ref()
+        .filter(|j| j.relaunch)
+        .and_then(|_| steadfast_config::lookup(steadfast_runtime::env::FT))
+        .and_then(|v| v.parse::<steadfast_runtime::FtMode>().ok())
+        .and_then(|m| match m {
+            steadfast_runtime::FtMode::Pessimistic => Some(steadfast_logging::Mode::Pessimistic),
+            steadfast_runtime::FtMode::Causal => Some(steadfast_logging::Mode::Causal),
+            _ => None,
+        });
     let mut eng = match Engine::init(job, boot) {
         Ok(e) => e,
         Err(e) => {
@@ -209,6 +220,12 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
         if let Err(e) = enable_coordinated(&mut eng, jobdir) {
             // An abort, so that the launcher ends the job: a rank started again would be
             // refused the same way.
+            let (rank, class) = (eng.rank, global::abi_class(e.class));
+            eng.abort(class, &format!("rank {rank}: MPI_Init failed: {e} ({})", global::class_name(class)));
+        }
+    }
+    if let Some(mode) = logging.filter(|_| eng.size > 1) {
+        if let Err(e) = eng.enable_logging(mode) {
             let (rank, class) = (eng.rank, global::abi_class(e.class));
             eng.abort(class, &format!("rank {rank}: MPI_Init failed: {e} ({})", global::class_name(class)));
         }

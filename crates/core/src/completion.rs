@@ -6,6 +6,8 @@
 //! lowest index first), and every decision goes through the door
 //! ([`crate::door::Door::completed`]), with the count of unsuccessful tests before it.
 
+use steadfast_logging::Forced;
+
 use crate::door::CompletionCall;
 use crate::engine::Engine;
 use crate::error::MpiResult;
@@ -28,8 +30,58 @@ impl Engine {
         }
     }
 
+    /// In a replay (message logging): the indices the logged run reported at this call,
+    /// once those requests are complete, or an empty list where it reported nothing.
+    fn replayed(&mut self, call: CompletionCall, hs: &[Option<Handle>]) -> MpiResult<Option<Vec<usize>>> {
+        match self.mlog_forced(call) {
+            None => Ok(None),
+            Some(Forced::Fail) => {
+                self.progress()?;
+                self.report(call, &[]);
+                Ok(Some(Vec::new()))
+            }
+            Some(Forced::Report { indices, .. }) => {
+                let idx: Vec<usize> = indices.iter().map(|&i| i as usize).collect();
+                self.block_until(|e| idx.iter().all(|&i| hs.get(i).copied().flatten().is_none_or(|h| e.done(h))))?;
+                self.report(call, &idx);
+                Ok(Some(idx))
+            }
+        }
+    }
+
+    /// A blocking call in a replay: wait until the logged choice is due and complete.
+    fn replayed_wait(&mut self, call: CompletionCall, hs: &[Option<Handle>], any: impl Fn(&Engine) -> bool) -> MpiResult<Option<Vec<usize>>> {
+        if self.mlog_forced(call).is_none() {
+            return Ok(None);
+        }
+        let mut chosen = None;
+        self.block_until(|e| match e.mlog_forced(call) {
+            Some(Forced::Report { indices, .. }) => {
+                let ok = indices.iter().all(|&i| hs.get(i as usize).copied().flatten().is_none_or(|h| e.done(h)));
+                if ok {
+                    chosen = Some(indices.iter().map(|&i| i as usize).collect::<Vec<_>>());
+                }
+                ok
+            }
+            Some(Forced::Fail) => false,
+            // The replay ended while waiting: decide freely.
+            None => any(e),
+        })?;
+        let idx = match chosen {
+            Some(i) => i,
+            None => return Ok(None),
+        };
+        self.report(call, &idx);
+        Ok(Some(idx))
+    }
+
     /// MPI_Test: whether `h` completed (progress is made if it had not).
     pub fn test(&mut self, h: Handle) -> MpiResult<bool> {
+        if self.logging() {
+            if let Some(idx) = self.replayed(CompletionCall::Test, &[Some(h)])? {
+                return Ok(!idx.is_empty());
+            }
+        }
         if !self.is_complete(h)? {
             self.progress()?;
         }
@@ -41,6 +93,11 @@ impl Engine {
     /// MPI_Testany: the lowest index of a completed request among `hs` (None: inactive or
     /// null entries), after one round of progress.
     pub fn test_any(&mut self, hs: &[Option<Handle>]) -> MpiResult<Option<usize>> {
+        if self.logging() {
+            if let Some(idx) = self.replayed(CompletionCall::Testany, hs)? {
+                return Ok(idx.first().copied());
+            }
+        }
         self.progress()?;
         let first = hs.iter().position(|h| h.is_some_and(|h| self.done(h)));
         self.report(CompletionCall::Testany, first.as_slice());
@@ -52,6 +109,11 @@ impl Engine {
     pub fn wait_any(&mut self, hs: &[Option<Handle>]) -> MpiResult<Option<usize>> {
         if hs.iter().all(Option::is_none) {
             return Ok(None);
+        }
+        if self.logging() {
+            if let Some(idx) = self.replayed_wait(CompletionCall::Waitany, hs, |e| hs.iter().flatten().any(|h| e.done(*h)))? {
+                return Ok(idx.first().copied());
+            }
         }
         let mut found = None;
         self.block_until(|e| {
@@ -65,6 +127,11 @@ impl Engine {
     /// MPI_Testsome: indices of every completed request among `hs`, after one round of
     /// progress.
     pub fn test_some(&mut self, hs: &[Option<Handle>]) -> MpiResult<Vec<usize>> {
+        if self.logging() {
+            if let Some(idx) = self.replayed(CompletionCall::Testsome, hs)? {
+                return Ok(idx);
+            }
+        }
         self.progress()?;
         let done = self.completed_indices(hs);
         self.report(CompletionCall::Testsome, &done);
@@ -74,6 +141,11 @@ impl Engine {
     /// MPI_Waitsome: block until at least one request among `hs` completes; every
     /// completed index.
     pub fn wait_some(&mut self, hs: &[Option<Handle>]) -> MpiResult<Vec<usize>> {
+        if self.logging() {
+            if let Some(idx) = self.replayed_wait(CompletionCall::Waitsome, hs, |e| hs.iter().flatten().any(|h| e.done(*h)))? {
+                return Ok(idx);
+            }
+        }
         self.block_until(|e| hs.iter().flatten().any(|h| e.done(*h)))?;
         let done = self.completed_indices(hs);
         self.report(CompletionCall::Waitsome, &done);
@@ -83,6 +155,11 @@ impl Engine {
     /// MPI_Testall: whether every request among `hs` completed, after one round of
     /// progress.
     pub fn test_all(&mut self, hs: &[Option<Handle>]) -> MpiResult<bool> {
+        if self.logging() && hs.iter().any(Option::is_some) {
+            if let Some(idx) = self.replayed(CompletionCall::Testall, hs)? {
+                return Ok(!idx.is_empty());
+            }
+        }
         self.progress()?;
         let all = hs.iter().flatten().all(|h| self.done(*h));
         let indices: Vec<usize> = if all { hs.iter().enumerate().filter(|(_, h)| h.is_some()).map(|(i, _)| i).collect() } else { Vec::new() };

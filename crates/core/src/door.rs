@@ -59,6 +59,14 @@ pub enum CompletionCall {
     Waitany,
     Waitsome,
     Iprobe,
+    Improbe,
+}
+
+impl CompletionCall {
+    /// The call's number in a logged determinant.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
 }
 
 /// A completion decision: `call` reported `indices` (empty: nothing yet) after
@@ -71,6 +79,8 @@ pub struct Completion {
     pub failed_before: u64,
     /// The reception clock at the decision.
     pub clock: u64,
+    /// A successful probe: the message it saw.
+    pub probed: Option<Ident>,
 }
 
 /// The interposition hook: a recovery protocol sees every message sent and every
@@ -94,6 +104,10 @@ pub trait Interpose: Send {
     fn rejoined(&mut self, _world: u32, _incarnation: u16) {}
     /// The hook itself, for its owner to reach its state through [`Door::hook_mut`].
     fn as_any(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
+    }
+    /// As [`Interpose::as_any`], read-only ([`Door::hook_ref`]).
+    fn as_any_ref(&self) -> Option<&dyn std::any::Any> {
         None
     }
 }
@@ -218,6 +232,11 @@ impl Door {
         self.hook.as_mut()?.as_any()?.downcast_mut::<T>()
     }
 
+    /// The hook, if it is a `T` (and offers itself, see [`Interpose::as_any_ref`]).
+    pub fn hook_ref<T: 'static>(&self) -> Option<&T> {
+        self.hook.as_ref()?.as_any_ref()?.downcast_ref::<T>()
+    }
+
     pub fn has_hook(&self) -> bool {
         self.hook.is_some()
     }
@@ -285,10 +304,21 @@ impl Door {
     /// successful test or probe).
     #[inline]
     pub fn completed(&mut self, call: CompletionCall, indices: &[usize]) {
+        self.completed_probe(call, indices, None);
+    }
+
+    /// As [`Door::completed`], for a probe that saw message `probed`.
+    #[inline]
+    pub fn completed_probe(&mut self, call: CompletionCall, indices: &[usize], probed: Option<Ident>) {
         let failed_before = std::mem::take(&mut self.failed_tests);
         if let Some(hook) = self.hook.as_mut() {
-            hook.completed(&Completion { call, indices: indices.to_vec(), failed_before, clock: self.clock });
+            hook.completed(&Completion { call, indices: indices.to_vec(), failed_before, clock: self.clock, probed });
         }
+    }
+
+    /// Unsuccessful test/probe calls since the last successful one.
+    pub fn failed_tests(&self) -> u64 {
+        self.failed_tests
     }
 }
 

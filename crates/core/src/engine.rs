@@ -34,6 +34,8 @@ pub use crate::ft::Ft;
 mod ulfm;
 #[path = "ft/coordinated.rs"]
 mod coordinated;
+#[path = "ft/logging.rs"]
+mod logging;
 pub use coordinated::Reconnect;
 #[path = "engine_fast.rs"]
 mod fast;
@@ -207,6 +209,15 @@ struct State {
     ulfm: ulfm::UlfmState,
     /// A blocking receive waiting without a request (see `engine_fast.rs`).
     waiting: Option<fast::Waiting>,
+    /// Message logging is on (`ft/logging.rs`): duplicates are dropped, fast paths are off.
+    logging: bool,
+    /// Logging modes: per sender, the messages taken in.
+    admitted: Vec<logging::Admitted>,
+    /// Logging modes: receives matched to a rendezvous whose data must come again, from a
+    /// restarted sender: (sender, sequence number) → receive request.
+    awaiting: std::collections::HashMap<(u32, u64), Handle>,
+    /// Logging modes: messages dropped as taken in before.
+    dup_messages: u64,
 }
 
 /// The MPI engine of one process.
@@ -246,6 +257,8 @@ pub struct Engine {
     launcher_incarnation: Vec<u16>,
     /// Coordinated checkpointing (`--ft coordinated`), when on.
     coord: Option<Box<coordinated::Coordinator>>,
+    /// Message logging (`--ft pessimistic` / `--ft causal`), when on.
+    mlog: Option<Box<logging::MsgLog>>,
 }
 
 /// Which context and group a send goes to.
@@ -473,6 +486,10 @@ impl Engine {
             ft: FtState::new(size, run_through),
             ulfm: Default::default(),
             waiting: None,
+            logging: false,
+            admitted: Vec::new(),
+            awaiting: std::collections::HashMap::new(),
+            dup_messages: 0,
             door: Door::new(rank, incarnation, size),
             rejoined: Vec::new(),
         };
@@ -519,6 +536,7 @@ impl Engine {
             relaunch,
             launcher_polls: 0,
             coord: None,
+            mlog: None,
             launcher_incarnation: vec![0; size as usize],
         }
     }
@@ -533,7 +551,7 @@ impl Engine {
         // rank started its collectives over, so the ranks' collective sequence numbers need
         // not line up (and not every rank may know of a restart yet): only the fence
         // remains, after this rank's own output has left.
-        if self.size > 1 && self.boot.is_some() && !self.relaunch {
+        if self.size > 1 && self.boot.is_some() && (!self.relaunch || self.st.logging) {
             let world = self.world;
             if let Ok(req) = self.icoll(world, crate::coll::Coll::Barrier) {
                 // A failed rank never arrives: stop waiting once the membership view has one.
@@ -816,6 +834,9 @@ impl Engine {
             }
             // SAFETY: data_ptr is valid for len bytes (user buffer or our packed copy).
             let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { data_ptr }, len) };
+            if self.st.logging {
+                self.mlog_keep(peer, &hdr, payload)?;
+            }
             self.emit_message(peer, &hdr, payload)?;
             self.st.complete(h, Status { source: PROC_NULL, tag: s.tag, error: None, bytes: 0, cancelled: false });
         } else {
@@ -825,6 +846,11 @@ impl Engine {
             self.st.last_sent = Some(sent);
             if let Some(r) = self.st.reqs.get_mut(h) {
                 r.send.sent = Some(sent);
+            }
+            if self.st.logging {
+                // SAFETY: as above.
+                let data = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { data_ptr }, len) };
+                self.mlog_keep(peer, &hdr, data)?;
             }
             self.emit_message(peer, &hdr, &(data_ptr as u64).to_le_bytes())?;
         }
@@ -844,7 +870,8 @@ impl Engine {
             self.st.loopback.push_back((hdr, payload.to_vec()));
             return Ok(());
         }
-        if self.st.outq[peer as usize].is_empty() {
+        // Pessimistic logging: nothing leaves before every event so far is stable.
+        if self.st.outq[peer as usize].is_empty() && !(self.st.logging && self.mlog_gate_closed()) {
             let net = self.net.as_mut().ok_or_else(|| MpiError::new(ErrorClass::Intern, "no path to peers"))?;
             match door::transmit(net.as_mut(), peer, &hdr, payload) {
                 Ok(SendStatus::Done) => return Ok(()),
@@ -857,6 +884,11 @@ impl Engine {
                 Err(e) if self.coord.is_some() => {
                     // Rolled back soon (see `progress`): the packet is not needed.
                     tracing::info!("rank {peer} unreachable ({e}); waiting for the rollback");
+                    return Ok(());
+                }
+                Err(e) if self.st.logging => {
+                    // Started again soon; it is sent everything again from the log then.
+                    tracing::info!("rank {peer} unreachable ({e}); waiting for it to restart");
                     return Ok(());
                 }
                 Err(e) => return mpi_err!(Other, "sending to rank {peer}: {e}"),
@@ -1055,14 +1087,32 @@ impl Engine {
                 cancelled: false,
             })
         };
+        let seen = |e: &Engine| e.st.matcher.peek(ctx, src, tag).map(|u| u.msg.from());
+        if self.logging() {
+            // A replay reports what the logged run saw: nothing, or one message, once it
+            // is here.
+            match self.mlog_forced(crate::door::CompletionCall::Iprobe) {
+                Some(steadfast_logging::Forced::Fail) => {
+                    self.progress()?;
+                    self.st.door.test_failed();
+                    return Ok(None);
+                }
+                Some(steadfast_logging::Forced::Report { .. }) => self.block_until(|e| found(e).is_some())?,
+                None => {}
+            }
+        }
         if let Some(s) = found(self) {
-            self.st.door.completed(crate::door::CompletionCall::Iprobe, &[0]);
+            let probed = seen(self);
+            self.st.door.completed_probe(crate::door::CompletionCall::Iprobe, &[0], probed);
             return Ok(Some(s));
         }
         self.progress()?;
         let s = found(self);
         match s {
-            Some(_) => self.st.door.completed(crate::door::CompletionCall::Iprobe, &[0]),
+            Some(_) => {
+                let probed = seen(self);
+                self.st.door.completed_probe(crate::door::CompletionCall::Iprobe, &[0], probed)
+            }
             None => self.st.door.test_failed(),
         }
         Ok(s)
@@ -1100,8 +1150,23 @@ impl Engine {
             return Ok(Some((None, status_null())));
         }
         let ctx = c.ctx;
+        if self.logging() {
+            match self.mlog_forced(crate::door::CompletionCall::Improbe) {
+                Some(steadfast_logging::Forced::Fail) => {
+                    self.progress()?;
+                    self.st.door.test_failed();
+                    return Ok(None);
+                }
+                Some(steadfast_logging::Forced::Report { .. }) => self.block_until(|e| e.st.matcher.peek(ctx, src, tag).is_some())?,
+                None => {}
+            }
+        }
         if self.st.matcher.peek(ctx, src, tag).is_none() {
             self.progress()?;
+        }
+        match self.st.matcher.peek(ctx, src, tag).map(|u| u.msg.from()) {
+            Some(probed) => self.st.door.completed_probe(crate::door::CompletionCall::Improbe, &[0], Some(probed)),
+            None => self.st.door.test_failed(),
         }
         Ok(self.st.take(ctx, src, tag).map(|u| {
             let status = Status { source: u.src, tag: u.tag, error: None, bytes: u.msg.len(), cancelled: false };
@@ -1149,6 +1214,9 @@ impl Engine {
                     tracing::info!("rank {p} lost ({why}); treating it as failed");
                     self.st.peer_failed(p);
                 }
+                Err(steadfast_paths::PathError::PeerLost(p, why)) if self.st.logging => {
+                    tracing::info!("rank {p} lost ({why}); waiting for it to restart");
+                }
                 Err(steadfast_paths::PathError::PeerLost(p, why)) if self.coord.is_some() => {
                     // The launcher rolls the whole job back; this process is about to be
                     // replaced by one restored from its last image. Nothing to tell the
@@ -1161,6 +1229,9 @@ impl Engine {
         }
         if self.coord.is_some() {
             self.coord_step()?;
+        }
+        if self.mlog.is_some() {
+            self.mlog_step()?;
         }
         if !self.st.rejoined.is_empty() {
             self.reconnect_rejoined();
@@ -1202,11 +1273,15 @@ impl Engine {
     }
 
     fn flush(&mut self) -> MpiResult<()> {
+        if self.st.logging && self.mlog_gate_closed() {
+            return Ok(());
+        }
         let Some(net) = self.net.as_mut() else { return Ok(()) };
         let chunk = self.chunk;
         let run_through = self.st.ft.run_through;
-        // Coordinated mode: a lost peer means a rollback is coming; keep the packets.
-        let coordinated = self.coord.is_some();
+        // Coordinated mode: a lost peer means a rollback is coming; logging modes: it is
+        // started again and sent everything again. Keep the packets.
+        let coordinated = self.coord.is_some() || self.st.logging;
         let mut lost = Vec::new();
         let mut finished = Vec::new();
         let mut i = 0;
@@ -1319,6 +1394,10 @@ impl Engine {
                 std::thread::yield_now();
             } else if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() && self.net.is_none() {
                 continue;
+            } else if self.st.logging && self.mlog_awaits_launcher() {
+                // The event logger's answer comes on the launcher link, which does not
+                // wake a sleep on the path.
+                std::thread::yield_now();
             } else if let Some(net) = self.net.as_mut() {
                 // Failure notices do not ring the doorbell: sleep shorter in run-through mode.
                 let sleep = if self.st.ft.run_through { self.cfg.sleep.min(std::time::Duration::from_millis(5)) } else { self.cfg.sleep };
@@ -1365,6 +1444,14 @@ impl Engine {
     }
 
     // ---- failed processes -------------------------------------------------------------------
+
+    /// The request-free fast paths (`engine_fast.rs`, `coll/small.rs`) are off: in
+    /// run-through mode (failures complete requests) and with message logging (every
+    /// message is logged, and a pessimistic send may have to wait).
+    #[inline]
+    pub(crate) fn fast_paths_off(&self) -> bool {
+        self.st.ft.run_through || self.st.logging
+    }
 
     /// Whether the job runs in run-through mode (failures reported, not fatal).
     pub fn run_through(&self) -> bool {
@@ -1638,8 +1725,11 @@ impl Engine {
                     if let Some(net) = self.net.as_mut() {
                         net.peer_failed(rank);
                     }
-                    self.st.peer_failed(rank);
+                    if !self.st.logging {
+                        self.st.peer_failed(rank);
+                    }
                 }
+                steadfast_runtime::LauncherEvent::Recovery { bytes } => self.mlog_from_logger(&bytes),
                 steadfast_runtime::LauncherEvent::RankRejoined { rank, incarnation } => {
                     if let Some(n) = self.launcher_incarnation.get_mut(rank as usize) {
                         *n = incarnation;
@@ -1675,6 +1765,10 @@ impl Engine {
             if let Err(e) = net.peer_rejoined(w, &mut BootExchange(boot.as_mut())) {
                 tracing::warn!("cannot reconnect to rank {w}: {e}");
                 self.st.peer_failed(w);
+                continue;
+            }
+            if let Err(e) = self.mlog_peer_rejoined(w) {
+                tracing::warn!("cannot send rank {w} its messages again: {e}");
             }
         }
         if self.relaunch {
@@ -1800,6 +1894,9 @@ impl Engine {
         let hdr = self.st.door.message(peer, Kind::Eager, 0, comm.coll_ctx(), comm.rank, tag, len as u64, 0);
         // SAFETY: the collective's buffer is valid for `len` bytes (contiguous type).
         let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { buf }, len) };
+        if self.st.logging {
+            self.mlog_keep(peer, &hdr, payload)?;
+        }
         self.emit_message(peer, &hdr, payload)?;
         self.st.events += 1;
         Ok(true)
@@ -2027,6 +2124,17 @@ impl State {
             return;
         }
         tracing::info!("rank {w} rejoined as incarnation {inc}");
+        if self.logging {
+            // Nothing is lost: what it sent stays, what it was sent goes again (the engine
+            // does that once the path leads to the new process, `mlog_peer_rejoined`).
+            if let Some(d) = self.ft.dead.get_mut(w as usize) {
+                *d = false;
+            }
+            self.mlog_forget_process(w);
+            self.rejoined.push(w);
+            self.events += 1;
+            return;
+        }
         if !self.ft.is_dead(w) {
             // The new incarnation spoke before the notice of the old one's death: what was
             // under way with the old one (a receive from it, a rendezvous it had answered)
@@ -2133,6 +2241,9 @@ impl State {
                     self.dropped += 1;
                     return;
                 }
+                if self.logging && self.mlog_duplicate(peer, h, payload) {
+                    return;
+                }
                 let from = self.door.ident(peer, h.a);
                 if self.waiting.is_some() && self.eager_to_waiting(h, payload) {
                     self.door.matched(from, h.ctx, h.src, h.tag);
@@ -2144,6 +2255,9 @@ impl State {
                 }
             }
             Kind::Rts => {
+                if self.logging && self.mlog_duplicate(peer, h, payload) {
+                    return;
+                }
                 if self.waiting.is_some() {
                     self.promote_waiting(h.ctx, h.src, h.tag);
                 }
@@ -2255,7 +2369,7 @@ impl State {
                 let len = data.len() as u64;
                 self.deliver_bytes(h, src, tag, &data, len)
             }
-            Body::Rts { from, len, addr, sreq, flags } => self.start_rndv(h, src, tag, from.world, len, addr, sreq, flags),
+            Body::Rts { from, len, addr, sreq, flags } => self.start_rndv(h, src, tag, from, len, addr, sreq, flags),
         }
     }
 
@@ -2275,7 +2389,8 @@ impl State {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn start_rndv(&mut self, h: Handle, src: i32, tag: i32, peer: u32, len: u64, addr: u64, sreq: u64, flags: u8) {
+    fn start_rndv(&mut self, h: Handle, src: i32, tag: i32, from: Ident, len: u64, addr: u64, sreq: u64, flags: u8) {
+        let peer = from.world;
         let Some((buf, count, dtype)) = self.recv_target(h) else { return };
         let cap = dtype.packed_size(count);
         let n = (len as usize).min(cap);
@@ -2294,7 +2409,10 @@ impl State {
             self.deliver_bytes(h, src, tag, &tmp, len);
             return;
         }
-        if len == 0 || (flags & FLAG_CMA != 0 && self.cma_ok[peer as usize]) {
+        // Logging modes: announced by a process that failed since. Its restarted process
+        // announces the message again, and the data is asked of it then.
+        let stale = self.logging && from.incarnation < self.door.incarnation_of(peer);
+        if !stale && (len == 0 || (flags & FLAG_CMA != 0 && self.cma_ok[peer as usize])) {
             let ok = if n == 0 {
                 true
             } else if dtype.is_contiguous() {
@@ -2331,12 +2449,17 @@ impl State {
         // Pipelined: ask the sender to stream the data.
         if let Some(r) = self.reqs.get_mut(h) {
             r.recv.peer = Some(peer);
+            r.recv.seq = from.seq;
             r.recv.expected = len;
             r.recv.received = 0;
             r.status = Status { source: src, tag, error, bytes: n as u64, cancelled: false };
             if !dtype.is_contiguous() {
                 r.recv.temp = Some(vec![0u8; n]);
             }
+        }
+        if stale {
+            self.awaiting.insert((peer, from.seq), h);
+            return;
         }
         let cts = self.door.control(Kind::Cts, 0, 0, 0, len, h.0, sreq);
         self.queue(peer, OutOp::Packet { hdr: cts, payload: Vec::new() });

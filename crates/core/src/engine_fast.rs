@@ -91,7 +91,7 @@ impl Engine {
     /// Standard-mode send of `len` contiguous bytes at `buf` straight to the path, if it is
     /// small and the path takes it now; false (nothing sent) if the general path must run.
     pub fn send_contig(&mut self, comm: Handle, buf: *const u8, len: usize, dest: i32, tag: i32) -> MpiResult<bool> {
-        if dest == PROC_NULL || self.st.ft.run_through || len > self.eager_limit {
+        if dest == PROC_NULL || self.fast_paths_off() || len > self.eager_limit {
             return Ok(false);
         }
         let Ok(c) = self.comm(comm) else { return Ok(false) };
@@ -150,7 +150,7 @@ impl Engine {
     /// mode, a receive already posted on `ctx`, or a matching rendezvous message waiting.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn recv_slot(&mut self, ctx: u32, comm: Handle, buf: *mut u8, cap: usize, src: i32, tag: i32) -> MpiResult<Option<Status>> {
-        if self.st.ft.run_through || src == PROC_NULL || self.st.waiting.is_some() || self.st.matcher.has_posted(ctx) {
+        if self.fast_paths_off() || src == PROC_NULL || self.st.waiting.is_some() || self.st.matcher.has_posted(ctx) {
             return Ok(None);
         }
         match self.st.matcher.peek(ctx, src, tag) {

@@ -115,6 +115,11 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
         n
     }
 
+    /// The first unexpected message of context `ctx` that `pred` selects, to change in place.
+    pub fn find_unexpected_mut(&mut self, ctx: u32, pred: impl Fn(&Unexpected<U>) -> bool) -> Option<&mut Unexpected<U>> {
+        self.ctxs.get_mut(&ctx)?.unexpected.iter_mut().find(|u| pred(u))
+    }
+
     /// Look, without removing, at the first unexpected message `(src, tag)` would match.
     pub fn peek(&self, ctx: u32, src: i32, tag: i32) -> Option<&Unexpected<U>> {
         self.ctxs.get(&ctx)?.unexpected.iter().find(|u| accepts(src, tag, u.src, u.tag))

@@ -102,6 +102,8 @@ pub struct RecvState {
     pub temp: Option<Vec<u8>>,
     /// World rank streaming rendezvous data to us, once the receive matched.
     pub peer: Option<u32>,
+    /// The sender's sequence number of that rendezvous message.
+    pub seq: u64,
 }
 
 /// A request.

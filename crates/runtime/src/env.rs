@@ -75,12 +75,29 @@ pub enum FtMode {
     /// rank is started again from the last committed global checkpoint; the application is
     /// not told.
     Coordinated,
+    /// Pessimistic message logging (MPICH-V2): a dead rank alone is started again and
+    /// re-executes, receiving the logged messages in the logged order; the application is
+    /// not told.
+    Pessimistic,
+    /// Causal message logging (MPICH-Vcausal): as pessimistic, with determinants
+    /// piggybacked on messages instead of waited for.
+    Causal,
 }
 
 impl FtMode {
     /// Failures are reported to the application instead of ending the job.
     pub fn runs_through(self) -> bool {
-        !matches!(self, FtMode::Abort | FtMode::Coordinated)
+        matches!(self, FtMode::RunThrough | FtMode::Relaunch)
+    }
+
+    /// A message-logging mode (only the failed rank is started again).
+    pub fn logs_messages(self) -> bool {
+        matches!(self, FtMode::Pessimistic | FtMode::Causal)
+    }
+
+    /// The launcher starts a dead rank again while the others run.
+    pub fn relaunches(self) -> bool {
+        self == FtMode::Relaunch || self.logs_messages()
     }
 }
 
@@ -119,6 +136,8 @@ impl FromStr for FtMode {
             "run-through" => Ok(FtMode::RunThrough),
             "relaunch" => Ok(FtMode::Relaunch),
             "coordinated" => Ok(FtMode::Coordinated),
+            "pessimistic" => Ok(FtMode::Pessimistic),
+            "causal" => Ok(FtMode::Causal),
             _ => Err(UnknownValue(s.to_owned())),
         }
     }
@@ -131,6 +150,8 @@ impl fmt::Display for FtMode {
             FtMode::RunThrough => "run-through",
             FtMode::Relaunch => "relaunch",
             FtMode::Coordinated => "coordinated",
+            FtMode::Pessimistic => "pessimistic",
+            FtMode::Causal => "causal",
         })
     }
 }

@@ -63,6 +63,8 @@ struct RankSlot {
     in_fence: bool,
     /// Incarnation of the rank's current process (0: the first start).
     incarnation: u16,
+    /// That process rejoined (its endpoints are published).
+    rejoined: bool,
 }
 
 /// Control server state: authentication, key-value space, fences and notices.
@@ -409,6 +411,19 @@ impl ControlCore {
                     return self.protocol_error(conn, rank, "rejoin from a rank that was never restarted".into());
                 }
                 self.out.push_back((conn, ServerMsg::RejoinAck { fence_epoch: self.fence_epoch }));
+                self.ranks[rank as usize].rejoined = true;
+                // The new process learns of the other ranks started again before it (when
+                // several failed), as the others learn of it.
+                let earlier: Vec<LauncherEvent> = self
+                    .ranks
+                    .iter()
+                    .enumerate()
+                    .filter(|(r, s)| *r != rank as usize && !s.exited && s.rejoined)
+                    .map(|(r, s)| LauncherEvent::RankRejoined { rank: r as u32, incarnation: s.incarnation })
+                    .collect();
+                for e in earlier {
+                    self.out.push_back((conn, ServerMsg::Event(e)));
+                }
                 let ev = LauncherEvent::RankRejoined { rank, incarnation: inc };
                 let targets: Vec<ConnId> = self
                     .ranks
@@ -572,6 +587,33 @@ mod tests {
         let out = drain(&mut core);
         assert!(out.contains(&(8, ServerMsg::FenceDone { epoch: 1 })));
         assert!(out.contains(&(2, ServerMsg::FenceDone { epoch: 1 })));
+    }
+
+    #[test]
+    fn a_rank_that_rejoins_learns_of_others_started_again_before_it() {
+        let mut core = ControlCore::new(3, KEY);
+        for r in 0..3 {
+            hello(&mut core, r as u64, r);
+        }
+        drain(&mut core);
+        for r in [1, 2] {
+            core.rank_exited(r, ExitStatus::Signaled(9));
+            core.rank_relaunched(r, 1);
+        }
+        drain(&mut core);
+        while core.poll_event().is_some() {}
+        hello(&mut core, 11, 1);
+        hello(&mut core, 12, 2);
+        drain(&mut core);
+        core.handle_frame(11, &frame(ClientMsg::Rejoin));
+        let first = drain(&mut core);
+        // Rank 2's process has not rejoined yet (its endpoints may not be published).
+        assert!(!first.iter().any(|(c, m)| *c == 11 && matches!(m, ServerMsg::Event(LauncherEvent::RankRejoined { .. }))));
+        core.handle_frame(12, &frame(ClientMsg::Rejoin));
+        let out = drain(&mut core);
+        assert!(out.contains(&(12, ServerMsg::Event(LauncherEvent::RankRejoined { rank: 1, incarnation: 1 }))));
+        assert!(out.contains(&(11, ServerMsg::Event(LauncherEvent::RankRejoined { rank: 2, incarnation: 1 }))));
+        assert!(out.contains(&(0, ServerMsg::Event(LauncherEvent::RankRejoined { rank: 2, incarnation: 1 }))));
     }
 
     #[test]

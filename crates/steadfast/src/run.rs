@@ -155,6 +155,12 @@ pub enum FtArg {
     Relaunch,
     /// Coordinated checkpoints; every rank rolls back to the last one when a rank dies.
     Coordinated,
+    /// Pessimistic message logging (MPICH-V2): only a failed rank is started again; it
+    /// re-executes and receives its logged messages again, in the logged order.
+    Pessimistic,
+    /// Causal message logging (MPICH-Vcausal): as pessimistic, determinants travel with
+    /// the messages instead of being waited for.
+    Causal,
 }
 
 /// `--on-failure` values.
@@ -320,6 +326,8 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         FtArg::RunThrough => FtMode::RunThrough,
         FtArg::Relaunch => FtMode::Relaunch,
         FtArg::Coordinated => FtMode::Coordinated,
+        FtArg::Pessimistic => FtMode::Pessimistic,
+        FtArg::Causal => FtMode::Causal,
     };
     cfg.ckpt_interval = args.ckpt_interval;
     cfg.ckpt_dir = args.ckpt_dir;

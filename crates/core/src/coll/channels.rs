@@ -296,10 +296,12 @@ fn call_error(e: CallError) -> MpiError {
 impl Engine {
     /// Where the channel path may apply: an intracommunicator of at least 2 ranks, all on
     /// this host, outside the fault-tolerant modes (run-through: a failed rank would stall
-    /// every synchronization; coordinated checkpointing: the segment is not in the image).
+    /// every synchronization; message logging: a restarted rank replays what it received
+    /// from the log, and a broadcast written into a slot is in no log; coordinated
+    /// checkpointing: the segment is not in the image).
     fn channel_target(&self, comm: Handle) -> Option<(i32, i32, u32)> {
         let host = self.coll.channels.host.as_ref()?;
-        if self.run_through() || self.coordinated() {
+        if self.fast_paths_off() || self.coordinated() {
             return None;
         }
         let c = self.comm(comm).ok()?;

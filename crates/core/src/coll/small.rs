@@ -27,7 +27,7 @@ impl Engine {
     /// Where the small path applies: the communicator's rank and size, its point-to-point
     /// context (which numbers its collectives) and its collective context.
     fn small_coll_target(&mut self, comm: Handle, dtype: &TypeRef, count: usize) -> Option<(i32, i32, u32, u32)> {
-        if self.run_through() || !dtype.is_contiguous() || dtype.packed_size(count) > self.eager_limit() {
+        if self.fast_paths_off() || !dtype.is_contiguous() || dtype.packed_size(count) > self.eager_limit() {
             return None;
         }
         let c = self.comm(comm).ok()?;

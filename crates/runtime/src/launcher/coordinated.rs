@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use steadfast_rollback::scheduler::{AbortReason, Event as SchedEvent};
+
+use super::output::OutPos;
 use steadfast_rollback::wire::Body;
 use steadfast_rollback::{Config as SchedConfig, Peer, Scheduler, Wave};
 
@@ -186,17 +188,6 @@ pub struct CoordConfig {
     pub job_key: u64,
 }
 
-/// Per rank and stream: where the rank's output stands, in bytes of the output of an
-/// uninterrupted run.
-#[derive(Debug, Default, Clone, Copy)]
-struct OutPos {
-    /// Offset at which the current process's output starts (the cut it was restored from).
-    base: u64,
-    /// Bytes read from the current process.
-    read: u64,
-    /// Highest offset forwarded so far, by any process of the rank.
-    forwarded: u64,
-}
 
 pub(super) struct Coord {
     sched: Scheduler,
@@ -375,13 +366,10 @@ impl Coord {
 
     /// Of `data` just read from rank `rank`'s `kind` stream, the part not forwarded before.
     pub(super) fn fresh<'a>(&mut self, rank: usize, kind: StreamKind, data: &'a [u8]) -> &'a [u8] {
-        let Some(p) = self.out.get_mut(rank).map(|o| &mut o[idx(kind)]) else { return data };
-        let at = p.base + p.read;
-        p.read += data.len() as u64;
-        let end = at + data.len() as u64;
-        let skip = p.forwarded.saturating_sub(at).min(data.len() as u64) as usize;
-        p.forwarded = p.forwarded.max(end);
-        &data[skip..]
+        match self.out.get_mut(rank) {
+            Some(o) => o[idx(kind)].fresh(data),
+            None => data,
+        }
     }
 }
 
@@ -840,9 +828,13 @@ impl Launcher {
 
     /// Note which process is which rank (for operators, and tests that kill a rank).
     pub(super) fn coord_write_pids(&self) {
-        let Some(c) = self.coord.as_ref() else { return };
+        let dir = match (self.coord.as_ref(), self.mlog.as_ref()) {
+            (Some(c), _) => &c.dir,
+            (None, Some(l)) => &l.dir,
+            (None, None) => return,
+        };
         let text: String = self.ranks.iter().enumerate().map(|(r, p)| format!("{r} {}\n", p.pid)).collect();
-        write_atomically(&c.dir.join(RANKS_FILE), text.as_bytes());
+        write_atomically(&dir.join(RANKS_FILE), text.as_bytes());
     }
 
     /// The job ended: flush carried partial lines, remove a temporary checkpoint directory.

@@ -18,6 +18,7 @@
 
 mod coordinated;
 mod jobdir;
+mod logging;
 pub mod output;
 mod refusals;
 pub mod program;
@@ -163,14 +164,14 @@ impl LaunchConfig {
         self.on_failure.unwrap_or(match self.ft {
             FtMode::Abort => OnFailure::Abort,
             FtMode::RunThrough => OnFailure::Continue,
-            FtMode::Relaunch => OnFailure::Relaunch,
+            FtMode::Relaunch | FtMode::Pessimistic | FtMode::Causal => OnFailure::Relaunch,
             FtMode::Coordinated => OnFailure::Rollback,
         })
     }
 
     /// The mode told to the ranks: the relaunch policy needs ranks in relaunch mode.
     pub fn rank_mode(&self) -> FtMode {
-        if self.failure_policy() == OnFailure::Relaunch {
+        if self.failure_policy() == OnFailure::Relaunch && !self.ft.logs_messages() {
             FtMode::Relaunch
         } else {
             self.ft
@@ -513,6 +514,8 @@ struct Launcher {
     respawn: Respawn,
     /// Coordinated checkpointing: the checkpoint scheduler and the output bookkeeping.
     coord: Option<coordinated::Coord>,
+    /// Message logging: the event logger and the output bookkeeping.
+    mlog: Option<logging::Logging>,
     // Dropped last: removes the directory after every rank is gone.
     _jobdir: JobDir,
 }
@@ -602,6 +605,7 @@ impl Launcher {
             exit_code: None,
             respawn: Respawn::default(),
             coord: None,
+            mlog: None,
             _jobdir: jobdir,
         };
         let mut incarnation = 0;
@@ -620,6 +624,12 @@ impl Launcher {
             }
             l.coord = Some(c);
             incarnation = l.coord_start();
+        }
+        if l.cfg.ft.logs_messages() {
+            let m = logging::Logging::new(l.cfg.np, l.cfg.ckpt_dir.clone(), &jobid)
+                .map_err(|e| (EXIT_SETUP, format!("event log directory: {e}")))?;
+            tracing::debug!(dir = %m.dir.display(), "event log");
+            l.mlog = Some(m);
         }
         let template = JobEnv {
             rank: 0,
@@ -849,16 +859,14 @@ impl Launcher {
                 lines: LineBuffer::new(env.rank, kind, tag),
             }))
         };
-        let carried = |c: &mut Option<coordinated::Coord>, kind: StreamKind| {
-            c.as_mut().and_then(|c| c.carry.get_mut(env.rank as usize)).and_then(|k| k[kind as usize].take())
-        };
         let mut out = pipe(child.stdout.take().map(OwnedFd::from), StreamKind::Stdout)?;
         let mut err = pipe(child.stderr.take().map(OwnedFd::from), StreamKind::Stderr)?;
-        // A rank started again after a rollback continues the line its earlier process left.
-        if let (Some(p), Some(l)) = (out.as_mut(), carried(&mut self.coord, StreamKind::Stdout)) {
+        // A rank started again after a rollback, or re-executing, continues the line its
+        // earlier process left.
+        if let (Some(p), Some(l)) = (out.as_mut(), self.carried(env.rank as usize, StreamKind::Stdout).and_then(Option::take)) {
             p.lines = l;
         }
-        if let (Some(p), Some(l)) = (err.as_mut(), carried(&mut self.coord, StreamKind::Stderr)) {
+        if let (Some(p), Some(l)) = (err.as_mut(), self.carried(env.rank as usize, StreamKind::Stderr).and_then(Option::take)) {
             p.lines = l;
         }
         if let Some(sin) = child.stdin.take() {
@@ -908,6 +916,7 @@ impl Launcher {
         }
         let code = self.exit_code.unwrap_or(0);
         self.coord_finish(code == 0);
+        self.mlog_finish(code == 0);
         code
     }
 
@@ -984,7 +993,11 @@ impl Launcher {
             self.stderr_sink.message(&format!(
                 "steadfast run: rank {rank} (pid {pid}) {what}; starting it again as incarnation {incarnation}"
             ));
+            if self.mlog.is_some() {
+                self.mlog_restarting(idx);
+            }
             if self.relaunch(idx, incarnation).is_ok() {
+                self.coord_write_pids();
                 return;
             }
         }
@@ -1440,6 +1453,7 @@ impl Launcher {
             ControlEvent::ProtocolError { rank, error } => {
                 tracing::warn!(rank, %error, "protocol error on control connection");
             }
+            ControlEvent::Recovery { rank, bytes } if self.mlog.is_some() => self.mlog_recovery(rank, &bytes),
             ControlEvent::Recovery { rank, bytes } => self.coord_recovery(rank, &bytes),
             ControlEvent::OutputMark { rank, wave } => self.coord_output_mark(rank, wave),
             ControlEvent::CheckpointNow { rank } => {
@@ -1519,9 +1533,10 @@ impl Launcher {
                 let n =
                     unsafe { libc::read(p.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
                 if n > 0 {
-                    let data = match self.coord.as_mut() {
-                        Some(c) => c.fresh(idx, kind, &chunk[..n as usize]),
-                        None => &chunk[..n as usize],
+                    let data = match (self.coord.as_mut(), self.mlog.as_mut()) {
+                        (Some(c), _) => c.fresh(idx, kind, &chunk[..n as usize]),
+                        (None, Some(l)) => l.fresh(idx, kind, &chunk[..n as usize]),
+                        (None, None) => &chunk[..n as usize],
                     };
                     p.lines.push(data, &mut out);
                     continue;
@@ -1552,16 +1567,27 @@ impl Launcher {
             StreamKind::Stderr => r.err.take(),
         };
         if let Some(mut p) = pipe {
-            if let Some(slot) = self.coord.as_mut().and_then(|c| c.carry.get_mut(idx)) {
-                // The rank's output may go on in a process restored after a rollback: keep
-                // its unfinished line (flushed when the job ends).
-                slot[kind as usize] = Some(p.lines);
+            if let Some(slot) = self.carried(idx, kind) {
+                // The rank's output may go on in a process restored after a rollback or
+                // started again: keep its unfinished line (flushed when the job ends).
+                *slot = Some(p.lines);
                 return;
             }
             let mut out = Vec::new();
             p.lines.finish(&mut out);
             self.sink(kind).write_from(Some(idx as u32), &out);
         }
+    }
+
+    /// Where the unfinished last line of rank `idx`'s `kind` stream waits for the rank's
+    /// next process (modes that start processes of a rank again).
+    fn carried(&mut self, idx: usize, kind: StreamKind) -> Option<&mut Option<LineBuffer>> {
+        let carry = match (self.coord.as_mut(), self.mlog.as_mut()) {
+            (Some(c), _) => &mut c.carry,
+            (None, Some(l)) => &mut l.carry,
+            (None, None) => return None,
+        };
+        carry.get_mut(idx).map(|k| &mut k[kind as usize])
     }
 
     fn sink(&mut self, kind: StreamKind) -> &mut Sink {

@@ -84,6 +84,39 @@ impl LineBuffer {
     }
 }
 
+/// Per rank and stream: where the rank's output stands, in bytes of the output of an
+/// uninterrupted run, when a rank's output may come from several processes in turn (one
+/// restored after a rollback, one started again that re-executes): each byte is forwarded
+/// once, by whichever process wrote it first.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OutPos {
+    /// Offset at which the current process's output starts (the cut it was restored from,
+    /// 0 for a process that starts from the beginning).
+    pub base: u64,
+    /// Bytes read from the current process.
+    pub read: u64,
+    /// Highest offset forwarded so far, by any process of the rank.
+    pub forwarded: u64,
+}
+
+impl OutPos {
+    /// Of `data` just read from the current process, the part not forwarded before.
+    pub fn fresh<'a>(&mut self, data: &'a [u8]) -> &'a [u8] {
+        let at = self.base + self.read;
+        self.read += data.len() as u64;
+        let end = at + data.len() as u64;
+        let skip = self.forwarded.saturating_sub(at).min(data.len() as u64) as usize;
+        self.forwarded = self.forwarded.max(end);
+        &data[skip..]
+    }
+
+    /// A new process of the rank starts writing at `base`.
+    pub fn restart(&mut self, base: u64) {
+        self.base = base;
+        self.read = 0;
+    }
+}
+
 /// The launcher's own stdout or stderr, remembering whether the last write ended in the
 /// middle of a line (a rank's unterminated last line), so the next rank's output starts
 /// on a fresh line instead of continuing it.

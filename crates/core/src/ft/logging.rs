@@ -1,0 +1,471 @@
+//! Message logging in the engine (`--ft pessimistic`, `--ft causal`; MPICH-V2 and
+//! MPICH-Vcausal): when a rank dies only that rank is started again; it re-executes from
+//! the beginning and receives, in the logged order, the messages it had received, while
+//! the others go on. Design and limits: `docs/recovery.md`.
+//!
+//! The parts, and where they live:
+//!
+//! - **Determinants** are made by the door (`Door::matched`, `Door::completed*`) and go to
+//!   the `steadfast-logging` rank log in the door's hook ([`Hook`]), which numbers them
+//!   and ships them to the event logger (a part of the launcher) over the control link.
+//! - **Pessimistic**: while an event is not acknowledged by the event logger nothing
+//!   leaves this process (every packet waits in its peer's output queue), so no other
+//!   process ever depends on an event that could be lost.
+//! - **Causal**: packets leave at once; the determinants not known stable travel in a
+//!   `Recovery` packet in front of each message, minus what its destination is known to
+//!   hold.
+//! - **Sender-based payload log** ([`MsgLog::sent`]): a copy of every message this process
+//!   sent, by destination and sequence number. When a rank comes back, every message it
+//!   was ever sent is sent to it again from here (a send of ours that was still under way
+//!   completes: its data is in the log).
+//! - **Duplicates**: a rank that re-executes sends its messages again with the same
+//!   sequence numbers; a receiver that already has one drops it (an `Rts` is answered with
+//!   FIN, so the re-executing sender's request completes). A rendezvous whose data was
+//!   still coming from the failed process waits for the new process's `Rts` and asks it for
+//!   the data again.
+//! - **Replay**: a restarted rank fetches its events from the event logger and holds back
+//!   every arriving message until its rank log says which one may be matched next.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use steadfast_logging::{Divergence, Event, Forced, FromLogger, Mode, Peer as PeerMsg, RankLog};
+use steadfast_paths::RawHeader;
+
+use super::{Engine, OutOp, Sink};
+use crate::door::{Completion, CompletionCall, Determinant, Door, Interpose};
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::request::{Mode as SendMode, Op, Request, SendSpec, Sent};
+use crate::wire::{Header, Kind};
+
+/// One message in the sender-based log.
+struct Logged {
+    ctx: u32,
+    src: i32,
+    tag: i32,
+    /// Sent as a rendezvous (`Rts`): sent again the same way, so that a synchronous send
+    /// is matched before the receiver lets it complete.
+    rts: bool,
+    data: Vec<u8>,
+}
+
+/// The door's hook in logging modes: the rank log and the replay gate.
+pub(crate) struct Hook {
+    log: RankLog,
+    /// Message heads held back while this process's events are fetched or replayed:
+    /// (sender, header, payload), in arrival order.
+    held: Vec<(u32, RawHeader, Vec<u8>)>,
+    /// The engine is releasing a held packet: let it through.
+    passing: bool,
+    /// A restarted process waits for its events before anything may be matched.
+    fetching: bool,
+    /// Causal: `Held` answers still expected before the replay may start.
+    gathering: u32,
+    /// Causal: ranks that asked for the determinants held here.
+    gather_from: Vec<u32>,
+    diverged: Option<Divergence>,
+}
+
+impl Interpose for Hook {
+    fn as_any(&mut self) -> Option<&mut dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn as_any_ref(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
+
+    fn arrived(&mut self, from: u32, hdr: &Header, payload: &[u8]) -> bool {
+        match hdr.kind {
+            Kind::Recovery => {
+                match PeerMsg::decode(payload) {
+                    Ok(PeerMsg::Piggyback { dets }) => self.log.piggybacked_from(from, dets),
+                    Ok(PeerMsg::Gather) => self.gather_from.push(from),
+                    Ok(PeerMsg::Held { dets }) => {
+                        self.log.held_by_others(dets);
+                        self.gathering = self.gathering.saturating_sub(1);
+                    }
+                    Err(e) => tracing::warn!(from, error = %e, "malformed message-logging packet dropped"),
+                }
+                false
+            }
+            // Held while the replay runs, and after it until what was held is released (so
+            // that no later packet overtakes them).
+            Kind::Eager | Kind::Rts if !self.passing && (self.fetching || self.gathering > 0 || self.log.replaying() || !self.held.is_empty()) => {
+                self.held.push((from, hdr.encode(), payload.to_vec()));
+                false
+            }
+            _ => true,
+        }
+    }
+
+    fn matched(&mut self, det: &Determinant) {
+        self.record(Event::Match { from: det.from.world, seq: det.from.seq });
+    }
+
+    fn completed(&mut self, c: &Completion) {
+        let indices = c.indices.iter().map(|&i| i as u32).collect();
+        let probed = c.probed.map(|i| (i.world, i.seq));
+        self.record(Event::Choice { call: c.call.code(), indices, failed_before: c.failed_before, probed });
+    }
+
+    fn rejoined(&mut self, world: u32, _incarnation: u16) {
+        self.log.peer_restarted(world);
+    }
+}
+
+impl Hook {
+    fn record(&mut self, e: Event) {
+        if let Err(d) = self.log.record(e) {
+            self.diverged.get_or_insert(d);
+        }
+    }
+}
+
+fn hook(door: &mut Door) -> Option<&mut Hook> {
+    door.hook_mut::<Hook>()
+}
+
+/// Per sender: which of its messages were taken in (sequence numbers `1..=upto`, and
+/// `above` past a gap: a replay releases messages out of their senders' order).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Admitted {
+    upto: u64,
+    above: BTreeSet<u64>,
+}
+
+impl Admitted {
+    /// Note message `seq`; false if it was taken in already (a duplicate).
+    pub(crate) fn admit(&mut self, seq: u64) -> bool {
+        if seq <= self.upto || !self.above.insert(seq) {
+            return false;
+        }
+        while self.above.remove(&(self.upto + 1)) {
+            self.upto += 1;
+        }
+        true
+    }
+}
+
+/// The engine's side of message logging.
+pub struct MsgLog {
+    mode: Mode,
+    /// The sender-based log: per destination, sequence number → message.
+    sent: Vec<BTreeMap<u64, Logged>>,
+    /// Bytes of payload in [`MsgLog::sent`].
+    pub bytes: usize,
+    polls: u32,
+    /// Messages sent again to restarted ranks.
+    pub resent: u64,
+}
+
+fn other(msg: impl std::fmt::Display) -> MpiError {
+    MpiError::new(ErrorClass::Other, format!("message logging: {msg}"))
+}
+
+impl Engine {
+    /// Turn message logging on (`--ft pessimistic` / `--ft causal`). A process that is a
+    /// restarted rank (incarnation > 0) fetches its events and starts replaying them.
+    pub fn enable_logging(&mut self, mode: Mode) -> MpiResult<()> {
+        let incarnation = self.st.door.incarnation;
+        let mut log = RankLog::new(mode, self.rank, self.size);
+        let fetch = (incarnation > 0).then(|| log.restarted(incarnation, 0));
+        let others = self.size.saturating_sub(1);
+        let gathering = if fetch.is_some() && mode == Mode::Causal { others } else { 0 };
+        self.st.door.set_hook(Some(Box::new(Hook {
+            log,
+            held: Vec::new(),
+            passing: false,
+            fetching: fetch.is_some(),
+            gathering,
+            gather_from: Vec::new(),
+            diverged: None,
+        })));
+        self.st.logging = true;
+        self.st.admitted = vec![Admitted::default(); self.size as usize];
+        self.mlog = Some(Box::new(MsgLog { mode, sent: (0..self.size).map(|_| BTreeMap::new()).collect(), bytes: 0, polls: 0, resent: 0 }));
+        if let Some(f) = fetch {
+            let boot = self.boot.as_mut().ok_or_else(|| other("no launcher link"))?;
+            boot.send_recovery(&f.encode()).map_err(other)?;
+            if gathering > 0 {
+                let bytes = PeerMsg::Gather.encode();
+                let me = self.rank;
+                for w in (0..self.size).filter(|&w| w != me) {
+                    let hdr = self.st.door.control(Kind::Recovery, 0, 0, 0, bytes.len() as u64, 0, 0);
+                    self.emit(w, hdr, &bytes)?;
+                }
+            }
+            // Other ranks may be dead as well and never answer: their determinants of ours
+            // are lost with them, and what the logger has must do.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            self.block_until(|e| {
+                let Some(h) = e.st.door.hook_ref::<Hook>() else { return true };
+                !h.fetching && (h.gathering == 0 || std::time::Instant::now() >= deadline)
+            })?;
+            if let Some(h) = hook(&mut self.st.door) {
+                h.gathering = 0;
+                tracing::info!(rank = self.rank, incarnation, events = h.log.replay_left(), held = h.held.len(), "restarted: replaying");
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether message logging is on.
+    pub fn logging(&self) -> bool {
+        self.mlog.is_some()
+    }
+
+    /// Pessimistic: some event is not stable yet, so nothing may leave.
+    #[inline]
+    pub(super) fn mlog_gate_closed(&mut self) -> bool {
+        hook(&mut self.st.door).is_some_and(|h| !h.log.may_send())
+    }
+
+    /// An answer of the event logger is awaited (an acknowledgement, or a restarted
+    /// process's events).
+    pub(super) fn mlog_awaits_launcher(&mut self) -> bool {
+        hook(&mut self.st.door).is_some_and(|h| h.fetching || !h.log.may_send())
+    }
+
+    /// Keep a copy of message `hdr` (with all of its data) for resending it to a rank that
+    /// restarts; causal: send the determinants its destination lacks in front of it.
+    pub(super) fn mlog_keep(&mut self, peer: u32, hdr: &Header, data: &[u8]) -> MpiResult<()> {
+        if peer == self.rank {
+            // A restarted process sends these to itself again.
+            return Ok(());
+        }
+        let Some(m) = self.mlog.as_mut() else { return Ok(()) };
+        m.bytes += data.len();
+        if let Some(q) = m.sent.get_mut(peer as usize) {
+            q.insert(hdr.a, Logged { ctx: hdr.ctx, src: hdr.src, tag: hdr.tag, rts: hdr.kind == Kind::Rts, data: data.to_vec() });
+        }
+        if m.mode == Mode::Causal {
+            let dets = hook(&mut self.st.door).map(|h| h.log.piggyback_for(peer)).unwrap_or_default();
+            if !dets.is_empty() {
+                let bytes = PeerMsg::Piggyback { dets }.encode();
+                let h = self.st.door.control(Kind::Recovery, 0, 0, 0, bytes.len() as u64, 0, 0);
+                self.emit(peer, h, &bytes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A progress round's share of message logging.
+    pub(super) fn mlog_step(&mut self) -> MpiResult<()> {
+        let Some(m) = self.mlog.as_mut() else { return Ok(()) };
+        m.polls += 1;
+        let poll_now = m.polls >= 256;
+        let (batch, waiting, gather, diverged) = {
+            let Some(h) = hook(&mut self.st.door) else { return Ok(()) };
+            (h.log.take_batch(), !h.log.may_send() || h.fetching, std::mem::take(&mut h.gather_from), h.diverged.take())
+        };
+        if let Some(d) = diverged {
+            let rank = self.rank;
+            self.abort(
+                1,
+                &format!("rank {rank}: the re-executed program did not do what it did before the failure ({d}); it is not piecewise deterministic, so message logging cannot recover it (docs/recovery.md)"),
+            );
+        }
+        if let Some(b) = batch {
+            if let Some(boot) = self.boot.as_mut() {
+                boot.send_recovery(&b.encode()).map_err(other)?;
+            }
+        }
+        for from in gather {
+            if self.st.rejoined.contains(&from) {
+                // Our path still leads to its earlier process: answer once it is reconnected.
+                if let Some(h) = hook(&mut self.st.door) {
+                    h.gather_from.push(from);
+                }
+                continue;
+            }
+            let dets = hook(&mut self.st.door).map(|h| h.log.held_of(from)).unwrap_or_default();
+            let bytes = PeerMsg::Held { dets }.encode();
+            let hdr = self.st.door.control(Kind::Recovery, 0, 0, 0, bytes.len() as u64, 0, 0);
+            self.emit(from, hdr, &bytes)?;
+        }
+        // The event logger's answers arrive on the launcher link: read it at once while
+        // they are awaited, else now and then (exits and restarts of other ranks).
+        if waiting || poll_now {
+            if let Some(m) = self.mlog.as_mut() {
+                m.polls = 0;
+            }
+            self.poll_launcher();
+        }
+        self.mlog_release();
+        Ok(())
+    }
+
+    /// Replay: let the next logged message into matching once it arrived; after the log,
+    /// everything held, in arrival order.
+    fn mlog_release(&mut self) {
+        loop {
+            let next = {
+                let Some(h) = hook(&mut self.st.door) else { return };
+                if h.held.is_empty() || h.fetching || h.gathering > 0 {
+                    return;
+                }
+                if h.log.replaying() {
+                    let Some(want) = h.log.to_release() else { return };
+                    let Some(i) = h.held.iter().position(|(from, raw, _)| *from == want.0 && Header::decode(raw).is_some_and(|x| x.a == want.1)) else { return };
+                    h.log.released(want);
+                    h.passing = true;
+                    h.held.remove(i)
+                } else {
+                    // After the log: in each sender's order (a message sent again from a
+                    // sender's log may have arrived after a newer one of that sender).
+                    let seq = |raw: &RawHeader| Header::decode(raw).map_or(0, |x| x.a);
+                    let i = (0..h.held.len()).min_by_key(|&i| (h.held[i].0, seq(&h.held[i].1))).unwrap_or(0);
+                    h.passing = true;
+                    h.held.remove(i)
+                }
+            };
+            let (from, raw, payload) = next;
+            steadfast_paths::PacketSink::packet(&mut Sink(&mut self.st), from, &raw, &payload);
+            if let Some(h) = hook(&mut self.st.door) {
+                h.passing = false;
+            }
+        }
+    }
+
+    /// A message from the event logger.
+    pub(super) fn mlog_from_logger(&mut self, bytes: &[u8]) {
+        let msg = match FromLogger::decode(bytes) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "malformed message from the event logger dropped");
+                return;
+            }
+        };
+        if let Some(h) = hook(&mut self.st.door) {
+            if matches!(msg, FromLogger::Events { .. }) {
+                h.fetching = false;
+            }
+            h.log.from_logger(msg);
+        }
+    }
+
+    /// World rank `w` came back (its path leads to the new process now): send it every
+    /// message it was ever sent from here, complete our sends to it that were under way,
+    /// and wait for the new process's `Rts` of what was still being streamed from it.
+    pub(super) fn mlog_peer_rejoined(&mut self, w: u32) -> MpiResult<()> {
+        if w == self.rank || self.mlog.is_none() {
+            return Ok(());
+        }
+        let wu = w as usize;
+        let inc = self.st.door.incarnation;
+        let byte = self.byte_type();
+        let world = self.world;
+        let logged: Vec<(u64, Logged)> = match self.mlog.as_mut().and_then(|m| m.sent.get_mut(wu)) {
+            Some(q) => q.iter().map(|(s, l)| (*s, Logged { data: l.data.clone(), ..*l })).collect(),
+            None => Vec::new(),
+        };
+        let n = logged.len() as u64;
+        for (seq, l) in logged {
+            let len = l.data.len() as u64;
+            if !l.rts {
+                let hdr = Header { kind: Kind::Eager, flags: 0, incarnation: inc, ctx: l.ctx, src: l.src, tag: l.tag, len, a: seq, b: 0 };
+                self.emit(w, hdr.encode(), &l.data)?;
+                continue;
+            }
+            // A request of our own holds the copy until the receiver took it.
+            let spec = SendSpec { buf: l.data.as_ptr(), count: l.data.len(), dtype: byte.clone(), comm: world, dest: 0, tag: l.tag, mode: SendMode::Standard };
+            let mut r = Request::new(Op::Send(spec), false);
+            r.active = true;
+            r.freed = true;
+            r.send.owned = Some(l.data);
+            let h = self.st.reqs.insert(r);
+            if let Some(r) = self.st.reqs.get_mut(h) {
+                r.send.sent = Some(Sent { peer: w, ctx: l.ctx, src: l.src, seq, id: h.0, rendezvous: true, buffered: false });
+            }
+            let hdr = Header { kind: Kind::Rts, flags: 0, incarnation: inc, ctx: l.ctx, src: l.src, tag: l.tag, len, a: seq, b: h.0 };
+            self.emit(w, hdr.encode(), &0u64.to_le_bytes())?;
+        }
+        if let Some(m) = self.mlog.as_mut() {
+            m.resent += n;
+        }
+        tracing::info!(rank = self.rank, peer = w, resent = n, "sent the restarted rank its messages again");
+        Ok(())
+    }
+
+    /// The outcome a test/probe call must report in a replay (None: decide freely).
+    pub(crate) fn mlog_forced(&self, call: CompletionCall) -> Option<Forced> {
+        let failed = self.st.door.failed_tests();
+        self.st.door.hook_ref::<Hook>()?.log.forced(call.code(), failed)
+    }
+
+    /// Bytes in the sender-based log, messages sent again to restarted ranks, and
+    /// duplicates dropped (for `MPIX` queries and tests).
+    pub fn mlog_counts(&self) -> Option<(usize, u64, u64)> {
+        self.mlog.as_ref().map(|m| (m.bytes, m.resent, self.st.dup_messages))
+    }
+}
+
+impl super::State {
+    /// World rank `w` is a new process now (the launcher's notice, or its first packet):
+    /// what was under way with the earlier one ends here, before any packet of the new
+    /// one is looked at. Our sends to it complete (their data is in the log and goes to
+    /// the new process once the path leads there), output queued for the earlier process
+    /// goes, and a receive whose rendezvous data was coming from it waits for the new
+    /// process to announce the message again.
+    pub(super) fn mlog_forget_process(&mut self, w: u32) {
+        let mut sends = Vec::new();
+        let mut receives = Vec::new();
+        for h in self.reqs.handles() {
+            let Some(r) = self.reqs.get(h) else { continue };
+            if r.complete {
+                continue;
+            }
+            match &r.op {
+                Op::Send(_) if r.send.sent.is_some_and(|s| s.peer == w) => sends.push(h),
+                Op::Recv(_) if r.recv.peer == Some(w) && r.recv.expected > 0 => receives.push((h, r.recv.seq)),
+                _ => {}
+            }
+        }
+        if let Some(q) = self.outq.get_mut(w as usize) {
+            q.clear();
+        }
+        self.busy_peers.retain(|p| *p != w);
+        for h in sends {
+            self.complete_send(h);
+        }
+        for (h, seq) in receives {
+            if let Some(r) = self.reqs.get_mut(h) {
+                r.recv.received = 0;
+            }
+            self.awaiting.insert((w, seq), h);
+        }
+    }
+
+    /// Logging modes: a message head from `peer` that was taken in before (a restarted
+    /// rank re-executing) is handled here; true if it was.
+    pub(super) fn mlog_duplicate(&mut self, peer: u32, h: &Header, payload: &[u8]) -> bool {
+        if peer == self.rank {
+            return false;
+        }
+        let Some(a) = self.admitted.get_mut(peer as usize) else { return false };
+        if a.admit(h.a) {
+            return false;
+        }
+        self.dup_messages += 1;
+        if h.kind != Kind::Rts {
+            return true;
+        }
+        let Ok(addr) = <[u8; 8]>::try_from(payload).map(u64::from_le_bytes) else { return true };
+        let from = self.door.ident(peer, h.a);
+        if let Some(rreq) = self.awaiting.remove(&(peer, h.a)) {
+            // Matched already; its data was coming from the failed process: ask again.
+            self.start_rndv(rreq, h.src, h.tag, from, h.len, addr, h.b, h.flags);
+            return true;
+        }
+        let seq = h.a;
+        if let Some(u) = self.matcher.find_unexpected_mut(h.ctx, |u| matches!(&u.msg, super::Body::Rts { from, .. } if from.world == peer && from.seq == seq)) {
+            // Not matched yet: the data will come from the new process.
+            u.msg = super::Body::Rts { from, len: h.len, addr, sreq: h.b, flags: h.flags };
+            return true;
+        }
+        // Received completely before: the re-executed send is done.
+        let fin = self.door.control(Kind::Fin, 0, 0, 0, 0, 0, h.b);
+        self.queue(peer, OutOp::Packet { hdr: fin, payload: Vec::new() });
+        true
+    }
+}

@@ -1,0 +1,496 @@
+//! Deterministic simulation of message logging: ranks run a program whose results depend
+//! on the order messages arrive in (ANY_SOURCE receives and probes that fail or succeed),
+//! over FIFO links delivered in a seeded random order, with the event logger as one more
+//! node. Ranks crash (one, several at once, again while replaying) and are started again
+//! from the beginning; the event logger crashes too and comes back from its journals.
+//! The survivors go on; they keep a sender-based log and send a restarted rank every
+//! message it was sent, and drop the messages it sends again (by sequence number).
+//!
+//! Checked after every step: no rank takes a message in twice. Checked at the end: every
+//! rank finished; no orphan (every message any rank received carries what its sender's
+//! last process sent under that sequence number); nothing lost (every message of a
+//! sender's last process was received); a restarted rank received the logged messages in
+//! the logged order. `STEADFAST_SEED=n` replays one seed; `STEADFAST_SIM_SEEDS=n` widens
+//! the sweep.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use steadfast_logging::logger::journal;
+use steadfast_logging::{Event, EventLogger, Forced, FromLogger, Mode, RankLog, ToLogger};
+use steadfast_proto::{sweep, Rng};
+
+const N: usize = 4;
+const ROUNDS: u64 = 5;
+const PROBE: u8 = 6;
+
+#[derive(Clone, Debug)]
+struct Msg {
+    from: u32,
+    inc: u16,
+    seq: u64,
+    val: u64,
+    dets: Vec<(u32, u64, Event)>,
+}
+
+fn mix(h: u64, v: u64) -> u64 {
+    (h ^ v).wrapping_mul(1099511628211)
+}
+
+/// The program: ROUNDS rounds of "send one message to every other rank, then receive N-1
+/// with ANY_SOURCE, probing before each receive"; a message's value depends on everything
+/// received before, so any change of order or content shows.
+#[derive(Clone, Debug, PartialEq)]
+enum Pc {
+    Send { round: u64, k: usize },
+    Probe { round: u64, j: usize },
+    Recv { round: u64, j: usize },
+    Done,
+}
+
+struct Admitted {
+    upto: u64,
+    above: BTreeSet<u64>,
+}
+
+impl Admitted {
+    fn admit(&mut self, seq: u64) -> bool {
+        if seq <= self.upto || !self.above.insert(seq) {
+            return false;
+        }
+        while self.above.remove(&(self.upto + 1)) {
+            self.upto += 1;
+        }
+        true
+    }
+}
+
+struct Proc {
+    inc: u16,
+    log: RankLog,
+    pc: Pc,
+    state: u64,
+    next_seq: Vec<u64>,
+    sender_log: Vec<BTreeMap<u64, u64>>,
+    admitted: Vec<Admitted>,
+    known_inc: Vec<u16>,
+    unexpected: VecDeque<(u32, u64, u64)>,
+    held: Vec<(u32, u64, u64)>,
+    fetching: bool,
+    gathering: BTreeSet<u32>,
+    failed_tests: u64,
+    history: Vec<(u32, u64, u64)>,
+    sends: BTreeMap<(u32, u64), u64>,
+    /// Matches replayed from the log (for the fidelity check).
+    replayed: usize,
+}
+
+impl Proc {
+    fn new(mode: Mode, rank: u32, inc: u16) -> Proc {
+        Proc {
+            inc,
+            log: RankLog::new(mode, rank, N as u32),
+            pc: Pc::Send { round: 0, k: 0 },
+            state: 0xcbf29ce484222325 ^ u64::from(rank),
+            next_seq: vec![0; N],
+            sender_log: vec![BTreeMap::new(); N],
+            admitted: (0..N).map(|_| Admitted { upto: 0, above: BTreeSet::new() }).collect(),
+            known_inc: vec![0; N],
+            unexpected: VecDeque::new(),
+            held: Vec::new(),
+            fetching: false,
+            gathering: BTreeSet::new(),
+            failed_tests: 0,
+            history: Vec::new(),
+            sends: BTreeMap::new(),
+            replayed: 0,
+        }
+    }
+}
+
+struct World {
+    mode: Mode,
+    rng: Rng,
+    procs: Vec<Option<Proc>>,
+    links: Vec<Vec<VecDeque<Msg>>>,
+    /// Gather / Held traffic of the causal recovery: (from, to, Some(dets) = Held, None = Gather).
+    peer: VecDeque<(u32, u32, Option<Vec<(u64, Event)>>)>,
+    to_logger: VecDeque<(u32, ToLogger)>,
+    from_logger: VecDeque<(u32, FromLogger)>,
+    logger: Option<EventLogger>,
+    journals: Vec<Vec<u8>>,
+    /// Per rank: the histories of its dead processes and how many events the logger had.
+    dead: Vec<Vec<(Vec<(u32, u64, u64)>, usize)>>,
+    restart_at: Vec<Option<u64>>,
+    logger_back_at: Option<u64>,
+    trace: bool,
+}
+
+impl World {
+    fn step_proc(&mut self, r: usize) -> Result<bool, String> {
+        let mode = self.mode;
+        let Some(p) = self.procs[r].as_mut() else { return Ok(false) };
+        if p.fetching || !p.gathering.is_empty() {
+            return Ok(false);
+        }
+        if self.trace && p.inc > 0 && p.history.is_empty() && p.pc == (Pc::Send { round: 0, k: 0 }) {
+            eprintln!("rank {r} incarnation {} starts with {} events to replay, {} held", p.inc, p.log.replay_left(), p.held.len());
+        }
+        // The replay gate: the message the next logged event names, once it is here.
+        loop {
+            if p.held.is_empty() {
+                break;
+            }
+            let i = if p.log.replaying() {
+                let Some(want) = p.log.to_release() else { break };
+                let Some(i) = p.held.iter().position(|m| (m.0, m.1) == want) else { break };
+                p.log.released(want);
+                i
+            } else {
+                (0..p.held.len()).min_by_key(|&i| (p.held[i].0, p.held[i].1)).unwrap_or(0)
+            };
+            let m = p.held.remove(i);
+            if p.admitted[m.0 as usize].admit(m.1) {
+                p.unexpected.push_back(m);
+            }
+        }
+        let pc = p.pc.clone();
+        match pc {
+            Pc::Done => return Ok(false),
+            Pc::Send { round, k } => {
+                if !p.log.may_send() {
+                    return Ok(false);
+                }
+                let to = (r + 1 + k) % N;
+                p.next_seq[to] += 1;
+                let seq = p.next_seq[to];
+                let val = mix(mix(p.state, round), to as u64);
+                p.sender_log[to].insert(seq, val);
+                p.sends.insert((to as u32, seq), val);
+                let dets = p.log.piggyback_for(to as u32);
+                let inc = p.inc;
+                p.pc = if k + 2 < N { Pc::Send { round, k: k + 1 } } else { Pc::Probe { round, j: 0 } };
+                let _ = mode;
+                // To a dead rank it is lost; the restarted one gets it from the log.
+                self.links[r][to].push_back(Msg { from: r as u32, inc, seq, val, dets });
+            }
+            Pc::Probe { round, j } => {
+                let forced = p.log.forced(PROBE, p.failed_tests);
+                let found = p.unexpected.front().map(|m| (m.0, m.1));
+                let success = match forced {
+                    Some(Forced::Fail) => false,
+                    Some(Forced::Report { probed, .. }) => {
+                        if found.is_none() {
+                            return Ok(false);
+                        }
+                        if found != probed {
+                            return Err(format!("rank {r} replay: probe sees {found:?}, the log says {probed:?}"));
+                        }
+                        true
+                    }
+                    None => found.is_some(),
+                };
+                if success {
+                    let e = Event::Choice { call: PROBE, indices: vec![0], failed_before: p.failed_tests, probed: found };
+                    p.failed_tests = 0;
+                    p.log.record(e).map_err(|d| format!("rank {r}: {d}"))?;
+                    p.pc = Pc::Recv { round, j };
+                } else {
+                    p.failed_tests += 1;
+                }
+            }
+            Pc::Recv { round, j } => {
+                let Some((from, seq, val)) = p.unexpected.pop_front() else {
+                    return Err(format!("rank {r}: a probed message vanished"));
+                };
+                if p.log.replaying() {
+                    p.replayed += 1;
+                }
+                p.log.record(Event::Match { from, seq }).map_err(|d| format!("rank {r}: {d}"))?;
+                if p.history.iter().any(|h| (h.0, h.1) == (from, seq)) {
+                    return Err(format!("rank {r} took message {seq} of rank {from} twice"));
+                }
+                p.history.push((from, seq, val));
+                p.state = mix(mix(mix(p.state, u64::from(from)), seq), val);
+                p.pc = if j + 2 < N {
+                    Pc::Probe { round, j: j + 1 }
+                } else if round + 1 < ROUNDS {
+                    Pc::Send { round: round + 1, k: 0 }
+                } else {
+                    Pc::Done
+                };
+            }
+        }
+        if let Some(b) = p.log.take_batch() {
+            self.to_logger.push_back((r as u32, b));
+        }
+        Ok(true)
+    }
+
+    fn deliver_link(&mut self, from: usize, to: usize) {
+        let Some(m) = self.links[from][to].pop_front() else { return };
+        let Some(p) = self.procs[to].as_mut() else { return };
+        if m.inc < p.known_inc[from] {
+            return;
+        }
+        p.log.piggybacked_from(m.from, m.dets);
+        if p.fetching || !p.gathering.is_empty() || p.log.replaying() || !p.held.is_empty() {
+            p.held.push((m.from, m.seq, m.val));
+        } else if p.admitted[from].admit(m.seq) {
+            p.unexpected.push_back((m.from, m.seq, m.val));
+        }
+    }
+
+    fn logger_step(&mut self) {
+        let Some(l) = self.logger.as_mut() else { return };
+        let Some((r, msg)) = self.to_logger.pop_front() else { return };
+        l.handle(r, msg);
+        while let Some((rank, first, events)) = l.poll_persist() {
+            let upto = first + events.len() as u64 - 1;
+            self.journals[rank as usize].extend(journal::record(first, events));
+            l.stored(rank, upto);
+        }
+        while let Some(t) = l.poll_transmit() {
+            self.from_logger.push_back((t.to, t.message));
+        }
+    }
+
+    fn from_logger_step(&mut self) {
+        let Some((r, msg)) = self.from_logger.pop_front() else { return };
+        let Some(p) = self.procs[r as usize].as_mut() else { return };
+        if matches!(msg, FromLogger::Events { .. }) {
+            if !p.fetching {
+                return;
+            }
+            p.fetching = false;
+        }
+        p.log.from_logger(msg);
+    }
+
+    fn peer_step(&mut self) {
+        let Some((from, to, held)) = self.peer.pop_front() else { return };
+        match held {
+            None => {
+                // A Gather: answer with what is held of the asker's determinants.
+                let Some(p) = self.procs[to as usize].as_ref() else { return };
+                let dets = p.log.held_of(from);
+                self.peer.push_back((to, from, Some(dets)));
+            }
+            Some(dets) => {
+                let Some(p) = self.procs[to as usize].as_mut() else { return };
+                if p.gathering.remove(&from) {
+                    p.log.held_by_others(dets);
+                }
+            }
+        }
+    }
+
+    fn crash(&mut self, r: usize, now: u64) {
+        let Some(p) = self.procs[r].take() else { return };
+        if self.trace {
+            eprintln!("{now}: rank {r} (incarnation {}) crashes after {} receptions {:?}, clock {} acked {}", p.inc, p.history.len(), p.history, p.log.clock(), p.log.acked());
+            for q in self.procs.iter().flatten() {
+                eprintln!("   held of rank {r} elsewhere: {:?}", q.log.held_of(r as u32).iter().map(|x| x.0).collect::<Vec<_>>());
+            }
+        }
+        let logged = self.logger.as_ref().map_or(0, |l| l.events(r as u32).len());
+        self.dead[r].push((p.history, logged));
+        for q in 0..N {
+            self.links[q][r].clear();
+        }
+        self.from_logger.retain(|(to, _)| *to as usize != r);
+        for q in self.procs.iter_mut().flatten() {
+            // A rank it was gathering from will not answer.
+            q.gathering.remove(&(r as u32));
+        }
+        self.restart_at[r] = Some(now + 1 + self.rng.below(400));
+    }
+
+    fn restart(&mut self, r: usize, now: u64) {
+        let inc = self.dead[r].len() as u16;
+        let mut p = Proc::new(self.mode, r as u32, inc);
+        let fetch = p.log.restarted(inc, 0);
+        p.fetching = true;
+        if self.mode == Mode::Causal {
+            for q in 0..N {
+                if q != r && self.procs[q].is_some() {
+                    p.gathering.insert(q as u32);
+                    self.peer.push_back((r as u32, q as u32, None));
+                }
+            }
+        }
+        // It learns the others' incarnations from the launcher.
+        for q in 0..N {
+            p.known_inc[q] = self.procs[q].as_ref().map_or(0, |x| x.inc);
+        }
+        self.to_logger.push_back((r as u32, fetch));
+        if self.trace {
+            eprintln!("{now}: rank {r} restarts as incarnation {inc}");
+        }
+        // The others hear of it: they send it every message it was ever sent.
+        for q in 0..N {
+            let Some(s) = self.procs[q].as_mut() else { continue };
+            if q == r {
+                continue;
+            }
+            s.known_inc[r] = inc;
+            s.log.peer_restarted(r as u32);
+            self.links[q][r].clear();
+            let sinc = s.inc;
+            for (&seq, &val) in &s.sender_log[r] {
+                self.links[q][r].push_back(Msg { from: q as u32, inc: sinc, seq, val, dets: Vec::new() });
+            }
+        }
+        self.procs[r] = Some(p);
+        self.restart_at[r] = None;
+    }
+
+    fn crash_logger(&mut self, now: u64) {
+        if self.logger.take().is_none() {
+            return;
+        }
+        if self.trace {
+            eprintln!("{now}: the event logger crashes");
+        }
+        self.to_logger.clear();
+        self.from_logger.clear();
+        self.logger_back_at = Some(now + 1 + self.rng.below(200));
+    }
+
+    fn restart_logger(&mut self) {
+        let per_rank = self.journals.iter().map(|j| journal::read(j)).collect();
+        self.logger = Some(EventLogger::recovered(per_rank));
+        self.logger_back_at = None;
+        // The ranks hand over what was not acknowledged, and a restarted one asks again.
+        for (r, p) in self.procs.iter().enumerate() {
+            let Some(p) = p else { continue };
+            if p.fetching {
+                self.to_logger.push_back((r as u32, ToLogger::Fetch { incarnation: p.inc, from: 1 }));
+            } else if let Some(b) = p.log.resend() {
+                self.to_logger.push_back((r as u32, b));
+            }
+        }
+    }
+}
+
+fn run(mode: Mode, seed: u64) -> Result<u64, String> {
+    let mut rng = Rng::new(seed);
+    let trace = sweep::replay().is_some();
+    let mut w = World {
+        mode,
+        rng: Rng::new(rng.next_u64()),
+        procs: (0..N).map(|r| Some(Proc::new(mode, r as u32, 0))).collect(),
+        links: vec![vec![VecDeque::new(); N]; N],
+        peer: VecDeque::new(),
+        to_logger: VecDeque::new(),
+        from_logger: VecDeque::new(),
+        logger: Some(EventLogger::new(N as u32)),
+        journals: vec![Vec::new(); N],
+        dead: vec![Vec::new(); N],
+        restart_at: vec![None; N],
+        logger_back_at: None,
+        trace,
+    };
+    // The failure plan: up to three crashes of one or two ranks, sometimes of the logger.
+    let mut plan: Vec<(u64, Vec<usize>)> = Vec::new();
+    for _ in 0..rng.below(4) {
+        let at = rng.below(3000);
+        let mut who = vec![rng.below(N as u64) as usize];
+        if rng.chance(250) {
+            who.push(rng.below(N as u64) as usize);
+        }
+        plan.push((at, who));
+    }
+    let logger_crash = rng.chance(200).then(|| rng.below(3000));
+    let mut now = 0u64;
+    while now < 400_000 {
+        now += 1;
+        for (at, who) in &plan {
+            if *at == now {
+                for &r in who {
+                    w.crash(r, now);
+                }
+            }
+        }
+        if logger_crash == Some(now) {
+            w.crash_logger(now);
+        }
+        for r in 0..N {
+            if w.restart_at[r] == Some(now) {
+                w.restart(r, now);
+            }
+        }
+        if w.logger_back_at == Some(now) {
+            w.restart_logger();
+        }
+        // One random action.
+        match w.rng.below(10) {
+            0..=3 => {
+                let (a, b) = (w.rng.below(N as u64) as usize, w.rng.below(N as u64) as usize);
+                w.deliver_link(a, b);
+            }
+            4 => w.logger_step(),
+            5 => w.from_logger_step(),
+            6 => w.peer_step(),
+            _ => {
+                let r = w.rng.below(N as u64) as usize;
+                w.step_proc(r)?;
+            }
+        }
+        let finished = w.procs.iter().all(|p| p.as_ref().is_some_and(|p| p.pc == Pc::Done))
+            && w.restart_at.iter().all(Option::is_none);
+        if finished {
+            break;
+        }
+    }
+    let mut unfinished = Vec::new();
+    for (r, p) in w.procs.iter().enumerate() {
+        match p {
+            Some(p) if p.pc == Pc::Done => {}
+            Some(p) => unfinished.push(format!("rank {r} at {:?} (replaying {}, held {}, fetching {})", p.pc, p.log.replay_left(), p.held.len(), p.fetching)),
+            None => unfinished.push(format!("rank {r} dead")),
+        }
+    }
+    if !unfinished.is_empty() {
+        return Err(format!("not finished after {now} steps: {}", unfinished.join("; ")));
+    }
+    let procs: Vec<&Proc> = w.procs.iter().flatten().collect();
+    for (r, p) in procs.iter().enumerate() {
+        for &(from, seq, val) in &p.history {
+            match procs[from as usize].sends.get(&(r as u32, seq)) {
+                Some(&v) if v == val => {}
+                other => return Err(format!("orphan: rank {r} received {val} as message {seq} of rank {from}, whose last process sent {other:?}")),
+            }
+        }
+        for (&(to, seq), _) in &p.sends {
+            if !procs[to as usize].history.iter().any(|h| (h.0, h.1) == (r as u32, seq)) {
+                return Err(format!("lost: message {seq} of rank {r} to rank {to}"));
+            }
+        }
+        // A restarted rank received the logged messages in the logged order.
+        if let Some((old, logged)) = w.dead[r].last() {
+            let n = p.replayed.min(old.len());
+            if p.history[..n] != old[..n] {
+                return Err(format!("rank {r}: the replay did not repeat the logged receptions"));
+            }
+            let _ = logged;
+        }
+    }
+    Ok(now)
+}
+
+fn sweep_mode(mode: Mode, salt: u64) {
+    let seeds = sweep::seeds(400, |i| sweep::spread(i, salt));
+    let label = format!("{mode:?} logging simulation");
+    let steps = sweep::sweep(&label, "cargo test --release -p steadfast-logging --test sim", &seeds, |s| run(mode, s));
+    assert_eq!(steps.len(), seeds.len());
+}
+
+#[test]
+fn pessimistic_recovers_crashed_ranks_without_orphans() {
+    sweep_mode(Mode::Pessimistic, 0x5e55);
+}
+
+#[test]
+fn causal_recovers_crashed_ranks_without_orphans() {
+    sweep_mode(Mode::Causal, 0xca5a1);
+}
