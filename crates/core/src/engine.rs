@@ -162,6 +162,12 @@ impl Body {
     }
 }
 
+/// A message found waiting by [`Engine::next_arrived`].
+pub(crate) enum Arrived {
+    Data { src: i32, data: Vec<u8> },
+    Announced { src: i32, len: u64 },
+}
+
 /// A message removed from matching by a matched probe, waiting for MPI_Mrecv.
 pub struct ProbedMessage {
     pub src: i32,
@@ -451,7 +457,12 @@ impl Engine {
         let cma_ok: Vec<bool> = shm_peer.iter().map(|&s| s && cma_enabled).collect();
         let incarnation = job.as_ref().map_or(0, |j| j.incarnation);
         let relaunch = job.as_ref().is_some_and(|j| j.relaunch);
-        Ok(Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit }))
+        let jobdir = job.as_ref().map(|j| j.jobdir.clone());
+        let mut eng = Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit });
+        if let Some(jobdir) = jobdir {
+            eng.coll.channels.host = Some(crate::coll::channels::Host { jobdir, local: shm_peer });
+        }
+        Ok(eng)
     }
 
     /// Build the engine from its parts: no environment is read, no thread is started and no
@@ -1394,6 +1405,10 @@ impl Engine {
                     self.poll_launcher();
                 }
             }
+            if idle == self.cfg.spin.max(1) {
+                // Idle: answer what other ranks' channel broadcasts wait for from this one.
+                self.channels_service()?;
+            }
             if idle < self.cfg.spin {
                 std::hint::spin_loop();
             } else if idle < self.cfg.spin + self.cfg.yields {
@@ -1416,6 +1431,20 @@ impl Engine {
             } else {
                 // A singleton with nothing in flight can never be woken: the wait is a deadlock.
                 return mpi_err!(Other, "deadlock: waiting for a message that no process can send");
+            }
+        }
+    }
+
+    /// Sleep until a packet may have arrived (the path's doorbell) or `max` passed.
+    pub(crate) fn sleep_on_path(&mut self, max: std::time::Duration) -> MpiResult<()> {
+        if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() {
+            return Ok(());
+        }
+        match self.net.as_mut() {
+            Some(net) => net.wait(max).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string())),
+            None => {
+                std::thread::sleep(max);
+                Ok(())
             }
         }
     }
@@ -1615,6 +1644,21 @@ impl Engine {
                 self.st.dropped += 1;
                 None
             }
+        }
+    }
+
+    /// The oldest message on (`ctx`, any source, `tag`) that arrived: an eager one is taken
+    /// (its source and data); a rendezvous one is left in place and only its source and
+    /// length are returned, for the caller to post a receive that takes it.
+    pub(crate) fn next_arrived(&mut self, ctx: u32, tag: i32) -> Option<Arrived> {
+        let u = self.st.matcher.peek(ctx, ANY_SOURCE, tag)?;
+        if let Body::Rts { len, .. } = u.msg {
+            return Some(Arrived::Announced { src: u.src, len });
+        }
+        let u = self.st.take(ctx, ANY_SOURCE, tag)?;
+        match u.msg {
+            Body::Eager { data, .. } => Some(Arrived::Data { src: u.src, data }),
+            Body::Rts { .. } => None,
         }
     }
 

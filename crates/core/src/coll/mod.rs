@@ -16,6 +16,7 @@
 
 pub mod alltoall;
 pub mod bcast;
+pub mod channels;
 pub mod corrected;
 pub mod gather;
 pub mod inter;
@@ -147,6 +148,8 @@ pub struct CollState {
     cfg: Option<CollConfig>,
     /// Corrected-tree broadcast state (run-through mode).
     corrected: corrected::CorrectedState,
+    /// Shared-memory channel broadcast drivers (one host).
+    pub(crate) channels: channels::ChannelsState,
 }
 
 impl CollState {
@@ -171,6 +174,7 @@ impl CollState {
     pub fn forget_context(&mut self, ctx: u32) {
         self.seqs.remove(&ctx);
         self.nb_seqs.remove(&ctx);
+        self.channels.forget(ctx);
     }
 }
 
@@ -241,7 +245,7 @@ impl Engine {
             }
         }
         let small = match c {
-            Coll::Bcast { buf, root } => self.bcast_small(comm, buf, *root)?,
+            Coll::Bcast { buf, root } => self.bcast_channels(comm, buf, *root)? || self.bcast_small(comm, buf, *root)?,
             Coll::Allreduce { buf, red } => self.allreduce_small(comm, buf, red)?,
             _ => false,
         };

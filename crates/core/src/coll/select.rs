@@ -37,6 +37,21 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_BARRIER_TREE` (ranks, default 8): barriers on 3 up to this many ranks
     /// fan in to rank 0 and out again; larger (and 2-rank) ones use dissemination.
     pub barrier_tree: usize,
+    /// `STEADFAST_COLL_CHANNEL_MIN` and `STEADFAST_COLL_CHANNEL_MAX` (bytes, default 12288
+    /// and 65536): broadcasts of this many bytes on a communicator whose ranks are all on
+    /// one host use the shared-memory channels (where they beat the tree, see
+    /// docs/collectives.md).
+    pub channel_min: usize,
+    pub channel_max: usize,
+    /// `STEADFAST_COLL_CHANNELS` (default 16): channels per communicator segment.
+    pub channels: u32,
+    /// `STEADFAST_COLL_CHANNEL_SLOT` (bytes, default 65536): data capacity of a channel;
+    /// larger broadcasts never use the channels.
+    pub channel_slot: usize,
+    /// `STEADFAST_COLL_CHANNEL_CRC` (default 1): CRC32C on every channel frame.
+    pub channel_crc: bool,
+    /// `STEADFAST_COLL_CHANNEL_FAULTS`: fault hook of the channel writes (tests).
+    pub channel_faults: Option<String>,
     /// `STEADFAST_COLL_FORCE`: comma-separated `collective=algorithm` pairs that override
     /// the rule, e.g. `bcast=binomial,allreduce=rabenseifner` (for tests and tuning).
     pub force: Vec<(String, String)>,
@@ -53,6 +68,12 @@ impl Default for CollConfig {
             alltoall_long: 32768,
             reduce_scatter_long: 65536,
             barrier_tree: 8,
+            channel_min: 12288,
+            channel_max: 65536,
+            channels: 16,
+            channel_slot: 65536,
+            channel_crc: true,
+            channel_faults: None,
             force: Vec::new(),
         }
     }
@@ -83,6 +104,12 @@ impl CollConfig {
             alltoall_long: env_usize("STEADFAST_COLL_ALLTOALL_LONG", d.alltoall_long),
             reduce_scatter_long: env_usize("STEADFAST_COLL_REDUCE_SCATTER_LONG", d.reduce_scatter_long),
             barrier_tree: steadfast_config::parse_or("STEADFAST_COLL_BARRIER_TREE", d.barrier_tree, "a number of ranks"),
+            channel_min: env_usize("STEADFAST_COLL_CHANNEL_MIN", d.channel_min),
+            channel_max: env_usize("STEADFAST_COLL_CHANNEL_MAX", d.channel_max),
+            channels: steadfast_config::parse_or("STEADFAST_COLL_CHANNELS", d.channels, "a number of channels").clamp(1, 1024),
+            channel_slot: env_usize("STEADFAST_COLL_CHANNEL_SLOT", d.channel_slot).clamp(64, 1 << 30),
+            channel_crc: steadfast_config::parse_or::<u32>("STEADFAST_COLL_CHANNEL_CRC", 1, "0 or 1") != 0,
+            channel_faults: steadfast_config::lookup("STEADFAST_COLL_CHANNEL_FAULTS"),
             force,
         }
     }
@@ -144,6 +171,21 @@ pub fn bcast(cfg: &CollConfig, size: i32, bytes: usize) -> Bcast {
         Bcast::ScatterAllgather
     } else {
         Bcast::Binomial
+    }
+}
+
+/// Whether a broadcast of `bytes` bytes on `size` ranks, all on this host, uses the
+/// shared-memory channels (the caller checked the host and the fault-tolerance mode).
+/// `bcast=channels` forces them up to a channel's capacity; forcing any other broadcast
+/// algorithm turns them off.
+pub fn bcast_channels(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
+    if size < 2 || bytes == 0 || bytes > cfg.channel_slot {
+        return false;
+    }
+    match cfg.forced("bcast") {
+        Some("channels") => true,
+        Some(_) => false,
+        None => (cfg.channel_min..=cfg.channel_max).contains(&bytes),
     }
 }
 
@@ -291,6 +333,13 @@ mod tests {
         assert_eq!(alltoall(&c, 4, Some(8)), Alltoall::Linear);
         assert_eq!(alltoall(&c, 4, Some(1 << 20)), Alltoall::Pairwise);
         assert_eq!(reduce_scatter(&c, 4, 1 << 20, false), ReduceScatter::ReduceThenScatter);
+        assert!(!bcast_channels(&c, 4, 8));
+        assert!(!bcast_channels(&c, 4, 12287));
+        assert!(bcast_channels(&c, 4, 12288));
+        assert!(bcast_channels(&c, 8, 65536));
+        assert!(!bcast_channels(&c, 8, 65537));
+        assert!(!bcast_channels(&c, 1, 8));
+        assert!(!bcast_channels(&c, 4, 0));
     }
 
     #[test]
@@ -299,5 +348,10 @@ mod tests {
         assert_eq!(allreduce(&c, 4, 8, 64, true), Allreduce::Rabenseifner);
         // Not commutative: forcing cannot make the split algorithm correct.
         assert_eq!(allreduce(&c, 4, 8, 64, false), Allreduce::RecursiveDoubling);
+        let on = CollConfig { force: vec![("bcast".into(), "channels".into())], ..Default::default() };
+        assert!(bcast_channels(&on, 4, 65536));
+        assert!(!bcast_channels(&on, 4, 65537));
+        let off = CollConfig { force: vec![("bcast".into(), "binomial".into())], ..Default::default() };
+        assert!(!bcast_channels(&off, 4, 8));
     }
 }

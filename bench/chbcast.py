@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Channel broadcast on one host (docs/reproduction/channel-bcast.md): CSV and PNG in one run.
+
+Builds bench/osu/osu.c with each MPI's wrapper and times MPI_Bcast the OSU way (every call
+timed on its own, a barrier between calls, µs per call averaged over the ranks), alternating
+the configurations round by round (--rounds, medians over the rounds):
+
+  channels   8-byte broadcast, channels forced on, 2, 4, 8, 16, 32, 64 channels (paper Fig. 7)
+  sizes      8 B ... 64 KiB: Steadfast channels (forced on), Steadfast tree (forced off),
+             Steadfast default rule, Open MPI (vader), MPICH (paper Fig. 5)
+  crc        channels forced on with and without CRC, 8 B and 64 KiB (paper Fig. 8)
+
+on 4 and 8 ranks (--ranks). Writes docs/reproduction/channel-bcast/{channels,sizes,crc}.csv,
+one PNG per figure (matplotlib) and load.txt (load average before and after).
+
+  python3 bench/chbcast.py [--prefix install] [--rounds 5] [--ranks 4,8] [--quick]
+"""
+
+import argparse
+import csv
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+SRC = BENCH / "osu" / "osu.c"
+OUT = ROOT / "docs" / "reproduction" / "channel-bcast"
+OMPI = ["mpiexec.openmpi", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
+        "--mca", "pml", "ob1", "--mca", "btl", "self,vader"]
+MPICH = ["mpiexec.mpich", "-bind-to", "none"]
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def build(cc, out, extra):
+    if not shutil.which(cc) and not Path(cc).exists():
+        return False
+    r = subprocess.run([cc, "-O2", "-Wall"] + extra + ["-o", str(out), str(SRC)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        log(f"{cc}: osu.c does not build: {r.stderr.strip()[:300]}")
+    return r.returncode == 0
+
+
+def run(launch, env, np, argv, timeout=300):
+    e = dict(os.environ)
+    e.update(env)
+    try:
+        r = subprocess.run(launch + ["-n", str(np)] + argv, capture_output=True, text=True, env=e,
+                           timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        log(f"timed out: {' '.join(launch)} -n {np}")
+        return {}
+    if r.returncode != 0:
+        log(f"failed ({r.returncode}): {' '.join(launch)} -n {np}: {r.stderr.strip()[-300:]}")
+        return {}
+    res = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[0] == "bcast":
+            res[int(f[1])] = float(f[2])
+    return res
+
+
+def loadavg():
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--prefix", default=str(ROOT / "install"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--ranks", default="4,8")
+    ap.add_argument("--quick", action="store_true", help="3 rounds, fewer channel counts")
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--plot-only", action="store_true", help="draw the PNG files from the CSV files")
+    a = ap.parse_args()
+    if a.plot_only:
+        plot(Path(a.out), [int(x) for x in a.ranks.split(",")])
+        return
+    rounds = 3 if a.quick else a.rounds
+    ranks = [int(x) for x in a.ranks.split(",")]
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    bins = ROOT / "build" / "chbcast"
+    bins.mkdir(parents=True, exist_ok=True)
+    prefix = Path(a.prefix).resolve()
+    sf_exec = [str(prefix / "bin" / "mpiexec")]
+    have = {"sf": build(str(prefix / "bin" / "mpicc"), bins / "osu-sf", []),
+            "ompi": build("mpicc.openmpi", bins / "osu-ompi", ["-Wno-stringop-overflow"]),
+            "mpich": build("mpicc.mpich", bins / "osu-mpich", ["-Wno-stringop-overflow"])}
+    if not have["sf"]:
+        sys.exit("cannot build osu.c with Steadfast's mpicc")
+    on = {"STEADFAST_COLL_FORCE": "bcast=channels"}
+    channels = [2, 4, 16, 64] if a.quick else [2, 4, 8, 16, 32, 64]
+    size_args = ["-M", "8", "-m", "65536", "-f", "4", "-k", "3"]
+    small = ["-M", "8", "-m", "8", "-k", "3"]
+    # (figure, label, launch, env, argv)
+    jobs = []
+    for c in channels:
+        jobs.append(("channels", f"{c}", sf_exec, dict(on, STEADFAST_COLL_CHANNELS=str(c)), small))
+    jobs.append(("sizes", "steadfast channels", sf_exec, on, size_args))
+    jobs.append(("sizes", "steadfast tree", sf_exec, {"STEADFAST_COLL_FORCE": "bcast=binomial"}, size_args))
+    jobs.append(("sizes", "steadfast default", sf_exec, {}, size_args))
+    if have["ompi"]:
+        jobs.append(("sizes", "open mpi", OMPI, {}, size_args))
+    if have["mpich"]:
+        jobs.append(("sizes", "mpich", MPICH, {}, size_args))
+    crc_args = ["-M", "8", "-m", "65536", "-f", "8192", "-k", "3"]
+    jobs.append(("crc", "crc on", sf_exec, on, crc_args))
+    jobs.append(("crc", "crc off", sf_exec, dict(on, STEADFAST_COLL_CHANNEL_CRC="0"), crc_args))
+    binary = {"steadfast": bins / "osu-sf", "open mpi": bins / "osu-ompi", "mpich": bins / "osu-mpich"}
+    samples = {}  # (figure, label, np, size) -> [µs]
+    loads = [f"start {time.strftime('%Y-%m-%d %H:%M:%S')} load {loadavg()} cpus {os.cpu_count()}"]
+    for r in range(rounds):
+        log(f"round {r + 1}/{rounds} (load {loadavg()})")
+        for np in ranks:
+            for fig, label, launch, env, argv in jobs:
+                fam = "open mpi" if label == "open mpi" else "mpich" if label == "mpich" else "steadfast"
+                res = run(launch, env, np, [str(binary[fam]), "-b", "bcast"] + argv)
+                for size, us in res.items():
+                    samples.setdefault((fig, label, np, size), []).append(us)
+        loads.append(f"after round {r + 1}: load {loadavg()}")
+    (out / "load.txt").write_text("\n".join(loads) + "\n")
+    for fig in ("channels", "sizes", "crc"):
+        rows = sorted((k, v) for k, v in samples.items() if k[0] == fig)
+        with open(out / f"{fig}.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["config", "ranks", "bytes", "median_us", "min_us", "max_us", "rounds"])
+            for (_, label, np, size), v in rows:
+                w.writerow([label, np, size, f"{statistics.median(v):.3f}", f"{min(v):.3f}",
+                            f"{max(v):.3f}", len(v)])
+    plot(out, ranks)
+    for k, v in sorted(samples.items()):
+        print(f"{k[0]:8} {k[1]:20} np={k[2]} {k[3]:>6} B  median {statistics.median(v):9.3f} us  "
+              f"(min {min(v):.3f}, max {max(v):.3f}, {len(v)} rounds)")
+    print("\n".join(loads))
+
+
+def read_csv(path):
+    """{(config, ranks, bytes): median µs} from one of the CSV files."""
+    rows = {}
+    if path.exists():
+        with open(path) as f:
+            for r in csv.DictReader(f):
+                rows[(r["config"], int(r["ranks"]), int(r["bytes"]))] = float(r["median_us"])
+    return rows
+
+
+def plot(out, ranks):
+    """PNG files from the CSV files (Debian's python3-matplotlib; when the running Python
+    lacks it, /usr/bin/python3 is asked to draw them with --plot-only)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        system = "/usr/bin/python3"
+        if Path(system).exists() and Path(sys.executable).resolve() != Path(system).resolve():
+            subprocess.run([system, __file__, "--plot-only", "--out", str(out),
+                            "--ranks", ",".join(map(str, ranks))])
+        else:
+            log("matplotlib missing (python3-matplotlib): no PNG")
+        return
+    chans = read_csv(out / "channels.csv")
+    fig, axes = plt.subplots(1, len(ranks), figsize=(5 * len(ranks), 4), squeeze=False)
+    for ax, np in zip(axes[0], ranks):
+        pts = sorted((int(k[0]), v) for k, v in chans.items() if k[1] == np)
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label="steadfast channels (CRC on)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("channels")
+        ax.set_ylabel("8-byte MPI_Bcast latency (µs, median)")
+        ax.set_title(f"{np} ranks")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "channels.png", dpi=100)
+    plt.close(fig)
+    sizes = read_csv(out / "sizes.csv")
+    fig, axes = plt.subplots(1, len(ranks), figsize=(5 * len(ranks), 4), squeeze=False)
+    labels = sorted({k[0] for k in sizes})
+    for ax, np in zip(axes[0], ranks):
+        for label in labels:
+            pts = sorted((k[2], v) for k, v in sizes.items() if k[0] == label and k[1] == np)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("bytes")
+        ax.set_ylabel("MPI_Bcast latency (µs, median)")
+        ax.set_title(f"{np} ranks")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "sizes.png", dpi=100)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()

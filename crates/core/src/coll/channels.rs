@@ -1,0 +1,583 @@
+//! MPI_Bcast over shared-memory channels with delayed synchronization: the driver of the
+//! sans-IO machine in `steadfast-chbcast` (docs/chbcast.md) on one host.
+//!
+//! Every communicator whose ranks are all on this host gets, at its first broadcast on this
+//! path, one segment in the job directory split into `N` channels (slots). Broadcast number
+//! `s` of the communicator binds to slot `s mod N`: its root writes the frame (header,
+//! CRC32C, data) there once and returns; every other rank reads it from the slot. A slot is
+//! written again only after the machine's two-phase tree synchronization (up: ACK/NACK,
+//! down: the result), which runs when a call finds no free channel, so once every `N`
+//! broadcasts. Its messages, repair requests and, after a failover, the frames themselves
+//! travel on the communicator's collective context with one reserved tag.
+//!
+//! Slot layout: a 64-byte line whose first word is the published sequence number plus one
+//! (0: nothing yet), then the frame. The root stores 0, writes the frame (above 16 KiB the
+//! data first and the header after it, as the paper does), then stores the sequence
+//! number with release ordering; a reader that loads it with acquire ordering and finds
+//! the number it waits for copies the frame and hands it to the machine, whose CRC check
+//! catches a torn copy. By the protocol a slot is rewritten only once every rank has read
+//! it, so a torn copy comes only from a damaged write (the fault hook below).
+//!
+//! Waiting cooperates with the engine: every round of the wait drives the engine's
+//! progress (the synchronization's messages arrive through it, and a rank's own sends
+//! leave through it), and an idle wait spins, then yields, then sleeps for growing
+//! intervals, like [`Engine::block_until`]. A slot write rings no doorbell, so the sleep is
+//! short (at most 1 ms).
+//!
+//! Repair requests addressed to a root that already returned are answered in its next
+//! channel broadcast or whenever it waits idle in any blocking call ([`Engine::channels_service`]).
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::path::{Path as FsPath, PathBuf};
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use steadfast_chbcast::{frame, CallError, Config as ChbConfig, Event, Machine, Message, Transmit};
+
+use super::{select, Buf};
+use crate::engine::{Arrived, Engine};
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::slab::Handle;
+
+/// Tag of the synchronization's messages on the collective context (outside the range of
+/// the scheduled collectives' tags).
+pub(crate) const TAG: i32 = 0x7ffe_0060;
+const MAGIC: u64 = 0x5354_4446_4348_4231; // "STDFCHB1"
+const LINE: usize = 64;
+/// Frames above this many bytes of data are written as two copies, data then header.
+const SPLIT: usize = 16 << 10;
+const MAX_SLEEP: Duration = Duration::from_millis(1);
+/// Longest sleep on the path's doorbell during a synchronization.
+const SYNC_SLEEP: Duration = Duration::from_millis(10);
+/// Yields while waiting for a frame before sleeping.
+const FRAME_YIELDS: u32 = 2000;
+
+/// What the engine knows of the host: the job directory and which world ranks share it.
+pub(crate) struct Host {
+    pub jobdir: PathBuf,
+    pub local: Vec<bool>,
+}
+
+/// Channel broadcast state of the engine.
+#[derive(Default)]
+pub struct ChannelsState {
+    /// Per communicator context: its driver, or None when the segment could not be made
+    /// (every rank then uses the tree on that communicator).
+    drivers: HashMap<u32, Option<Box<Driver>>>,
+    pub(crate) host: Option<Host>,
+    /// Segments this process created, for unique names.
+    created: u64,
+}
+
+impl ChannelsState {
+    /// Forget the driver of a freed communicator (its segment stays in the job directory,
+    /// which the launcher removes: a member may still be opening it).
+    pub(crate) fn forget(&mut self, ctx: u32) {
+        self.drivers.remove(&ctx);
+    }
+}
+
+/// A per-communicator segment of `channels` slots mapped shared.
+struct Segment {
+    base: *mut u8,
+    len: usize,
+    channels: usize,
+    slot: usize,
+    cap: usize,
+}
+
+// SAFETY: the mapping is only touched through the engine, which one thread drives at a time.
+unsafe impl Send for Segment {}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` came from a successful mmap that nothing uses any more.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+fn slot_len(cap: usize) -> usize {
+    (LINE + frame::HEADER + cap).div_ceil(LINE) * LINE
+}
+
+fn map(f: &std::fs::File, len: usize) -> std::io::Result<*mut u8> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a shared read-write mapping of a file of at least `len` bytes.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(p.cast())
+    }
+}
+
+impl Segment {
+    /// Create the segment under a temporary name, initialise it, publish it as `path`.
+    fn create(path: &FsPath, channels: usize, cap: usize) -> std::io::Result<Segment> {
+        let len = LINE + channels * slot_len(cap);
+        let tmp = path.with_extension("tmp");
+        let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
+        f.set_len(len as u64)?;
+        let base = map(&f, len)?;
+        let seg = Segment { base, len, channels, slot: slot_len(cap), cap };
+        // SAFETY: the header line lies inside the fresh mapping; nobody else sees it yet.
+        unsafe {
+            std::ptr::write(base.add(8).cast::<u32>(), channels as u32);
+            std::ptr::write(base.add(12).cast::<u32>(), cap as u32);
+            std::ptr::write(base.cast::<u64>(), MAGIC);
+        }
+        std::fs::rename(&tmp, path)?;
+        Ok(seg)
+    }
+
+    /// Map the segment another rank created, checking it has the expected shape.
+    fn open(path: &FsPath, channels: usize, cap: usize) -> std::io::Result<Segment> {
+        let len = LINE + channels * slot_len(cap);
+        let f = OpenOptions::new().read(true).write(true).open(path)?;
+        if f.metadata()?.len() < len as u64 {
+            return Err(std::io::Error::other("segment smaller than its channels"));
+        }
+        let base = map(&f, len)?;
+        let seg = Segment { base, len, channels, slot: slot_len(cap), cap };
+        // SAFETY: the header line lies inside the mapping.
+        let (magic, n, c) = unsafe {
+            (std::ptr::read(base.cast::<u64>()), std::ptr::read(base.add(8).cast::<u32>()), std::ptr::read(base.add(12).cast::<u32>()))
+        };
+        if magic != MAGIC || n as usize != channels || c as usize != cap {
+            return Err(std::io::Error::other("segment of another shape (channel settings differ between ranks?)"));
+        }
+        Ok(seg)
+    }
+
+    fn word(&self, ch: usize) -> &AtomicU64 {
+        // SAFETY: slot `ch` < channels lies in the mapping; its first word is 8-byte aligned
+        // (page-aligned base, 64-byte slots) and only ever accessed atomically.
+        unsafe { &*self.base.add(LINE + ch * self.slot).cast::<AtomicU64>() }
+    }
+
+    fn count(&self, ch: usize) -> &AtomicU64 {
+        // SAFETY: as `word`, the next 8-byte word of the slot's line.
+        unsafe { &*self.base.add(LINE + ch * self.slot + 8).cast::<AtomicU64>() }
+    }
+
+    fn body(&self, ch: usize) -> *mut u8 {
+        // SAFETY: inside slot `ch` of the mapping.
+        unsafe { self.base.add(LINE + ch * self.slot + LINE) }
+    }
+
+    /// Write `frame` (broadcast `seq`) into channel `ch` and publish it.
+    fn write(&self, ch: usize, seq: u64, frame: &[u8]) -> bool {
+        if ch >= self.channels || frame.len() > frame::HEADER + self.cap {
+            return false;
+        }
+        let w = self.word(ch);
+        w.store(0, Ordering::Relaxed);
+        fence(Ordering::Release);
+        let body = self.body(ch);
+        // SAFETY: the frame fits the slot (checked above). Readers do not rely on these bytes
+        // until the word below says so, and check the CRC of what they copied.
+        unsafe {
+            if frame.len() > frame::HEADER + SPLIT {
+                std::ptr::copy_nonoverlapping(frame[frame::HEADER..].as_ptr(), body.add(frame::HEADER), frame.len() - frame::HEADER);
+                std::ptr::copy_nonoverlapping(frame.as_ptr(), body, frame::HEADER);
+            } else {
+                std::ptr::copy_nonoverlapping(frame.as_ptr(), body, frame.len());
+            }
+        }
+        let c = self.count(ch);
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
+        w.store(seq + 1, Ordering::Release);
+        true
+    }
+
+    /// Copy the frame of broadcast `seq` out of channel `ch` into `out` if it is there and
+    /// was written again since the copy of the last call (`last`: the slot's write count
+    /// then), so a damaged frame is read once per write, not on every poll.
+    fn read(&self, ch: usize, seq: u64, out: &mut Vec<u8>, last: &mut Option<(u64, u64)>) -> bool {
+        if self.word(ch).load(Ordering::Acquire) != seq + 1 {
+            return false;
+        }
+        let writes = self.count(ch).load(Ordering::Relaxed);
+        if *last == Some((seq, writes)) {
+            return false;
+        }
+        *last = Some((seq, writes));
+        let body = self.body(ch);
+        let mut head = [0u8; frame::HEADER];
+        // SAFETY: the header lies inside the slot.
+        unsafe { std::ptr::copy_nonoverlapping(body, head.as_mut_ptr(), frame::HEADER) };
+        let len = u32::from_le_bytes([head[12], head[13], head[14], head[15]]) as usize;
+        // A length beyond the slot is damage: hand over the header alone, which fails its check.
+        let n = frame::HEADER + if len <= self.cap { len } else { 0 };
+        out.clear();
+        out.reserve(n);
+        // SAFETY: `n` bytes lie inside the slot; `out` has room for them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(body, out.as_mut_ptr(), n);
+            out.set_len(n);
+        }
+        true
+    }
+}
+
+/// The fault hook of the channel writes (`STEADFAST_COLL_CHANNEL_FAULTS`): for tests of the
+/// machine's repairs, retransmissions and failover through a real driver.
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    drop: f64,
+    corrupt: f64,
+    /// Report the primitive failed after this many writes.
+    fail_after: Option<u64>,
+    state: u64,
+    writes: u64,
+}
+
+impl Faults {
+    /// Parse `drop=p,corrupt=p,fail_after=n,seed=s`.
+    pub fn parse(spec: &str) -> Result<Faults, String> {
+        let mut f = Faults { state: 0x9e37_79b9_7f4a_7c15, ..Default::default() };
+        for kv in spec.split(',').filter(|s| !s.trim().is_empty()) {
+            let (k, v) = kv.split_once('=').ok_or_else(|| format!("`{kv}` is not key=value"))?;
+            let bad = |_| format!("`{v}` is not a valid value for `{k}`");
+            match k.trim() {
+                "drop" => f.drop = v.trim().parse().map_err(bad)?,
+                "corrupt" => f.corrupt = v.trim().parse().map_err(bad)?,
+                "fail_after" => f.fail_after = Some(v.trim().parse().map_err(|_| format!("`{v}` is not a count"))?),
+                "seed" => f.state = v.trim().parse::<u64>().map_err(|_| format!("`{v}` is not a seed"))? | 1,
+                _ => return Err(format!("unknown key `{k}` (drop, corrupt, fail_after, seed)")),
+            }
+        }
+        Ok(f)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        // xorshift64*
+        self.state ^= self.state >> 12;
+        self.state ^= self.state << 25;
+        self.state ^= self.state >> 27;
+        let r = self.state.wrapping_mul(0x2545_f491_4f6c_dd1d);
+        let x = (r >> 11) as f64 / (1u64 << 53) as f64;
+        p > 0.0 && x < p
+    }
+}
+
+/// The driver of one communicator.
+struct Driver {
+    comm: Handle,
+    machine: Machine,
+    seg: Segment,
+    epoch: Instant,
+    /// Frame copied out of a slot.
+    scratch: Vec<u8>,
+    /// Rounds of [`Engine::channel_pump`], to look at the timers every few only.
+    rounds: u32,
+    /// Broadcast and write count of the last frame copied out of a slot.
+    last_read: Option<(u64, u64)>,
+    /// Sends too large for one eager packet, kept until complete.
+    sends: Vec<(Handle, Vec<u8>)>,
+    faults: Option<Faults>,
+}
+
+impl Driver {
+    fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+}
+
+fn call_error(e: CallError) -> MpiError {
+    match e {
+        CallError::Root => MpiError::new(ErrorClass::Root, "root is not a rank of the communicator"),
+        CallError::TooLarge => MpiError::new(ErrorClass::Count, "broadcast too large for a channel"),
+        other => MpiError::new(ErrorClass::Intern, format!("channel broadcast: {other:?}")),
+    }
+}
+
+impl Engine {
+    /// Where the channel path may apply: an intracommunicator of at least 2 ranks, all on
+    /// this host, outside the fault-tolerant modes (run-through: a failed rank would stall
+    /// every synchronization; message logging: a restarted rank replays what it received
+    /// from the log, and a broadcast written into a slot is in no log; coordinated
+    /// checkpointing: the segment is not in the image).
+    fn channel_target(&self, comm: Handle) -> Option<(i32, i32, u32)> {
+        let host = self.coll.channels.host.as_ref()?;
+        if self.fast_paths_off() || self.coordinated() {
+            return None;
+        }
+        let c = self.comm(comm).ok()?;
+        if c.remote.is_some() || c.size() < 2 {
+            return None;
+        }
+        let me = self.rank;
+        if !c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
+            return None;
+        }
+        Some((c.rank, c.size(), c.ctx))
+    }
+
+    /// MPI_Bcast over the channels; false if the selection rule picks another path.
+    pub(crate) fn bcast_channels(&mut self, comm: Handle, b: &Buf, root: i32) -> MpiResult<bool> {
+        let Some((rank, size, ctx)) = self.channel_target(comm) else { return Ok(false) };
+        let bytes = b.dtype.packed_size(b.count);
+        if !(0..size).contains(&root) {
+            return Ok(false);
+        }
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        if !select::bcast_channels(cfg, size, bytes) {
+            return Ok(false);
+        }
+        let Some(mut d) = self.channel_driver(comm, ctx, rank, size)? else { return Ok(false) };
+        let r = self.channel_bcast(&mut d, b, rank, root, bytes);
+        self.coll.channels.drivers.insert(ctx, Some(d));
+        r.map(|()| true)
+    }
+
+    /// The communicator's driver; at the first use, rank 0 creates the segment and
+    /// broadcasts its name over the tree (empty: none, every rank uses the tree).
+    fn channel_driver(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32) -> MpiResult<Option<Box<Driver>>> {
+        if let Some(d) = self.coll.channels.drivers.remove(&ctx) {
+            return Ok(d);
+        }
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        let (channels, cap, crc) = (cfg.channels.max(1) as usize, cfg.channel_slot, cfg.channel_crc);
+        let faults = match &cfg.channel_faults {
+            Some(spec) => Some(Faults::parse(spec).map_err(|e| MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_CHANNEL_FAULTS: {e}")))?),
+            None => None,
+        };
+        let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) else { return Ok(None) };
+        let mut name = Vec::new();
+        let mut mine = None;
+        if rank == 0 {
+            let n = format!("chb-{}-{}", self.rank, self.coll.channels.created);
+            self.coll.channels.created += 1;
+            match Segment::create(&jobdir.join(&n), channels, cap) {
+                Ok(s) => {
+                    tracing::info!("channel broadcast: segment {n}, {channels} channels of {cap} bytes, {size} ranks");
+                    mine = Some(s);
+                    name = n.into_bytes();
+                }
+                Err(e) => tracing::warn!("channel broadcast segment {n}: {e}; using the tree on this communicator"),
+            }
+        }
+        self.bcast_bytes(comm, 0, &mut name)?;
+        if name.is_empty() {
+            self.coll.channels.drivers.insert(ctx, None);
+            return Ok(None);
+        }
+        let seg = match mine {
+            Some(s) => s,
+            None => {
+                let n = String::from_utf8_lossy(&name).into_owned();
+                Segment::open(&jobdir.join(&n), channels, cap)
+                    .map_err(|e| MpiError::new(ErrorClass::Other, format!("opening channel broadcast segment {n}: {e}")))?
+            }
+        };
+        let mcfg = ChbConfig { channels: channels as u32, crc, ..ChbConfig::default() };
+        let machine = Machine::new(rank as u32, size as u32, mcfg);
+        Ok(Some(Box::new(Driver { comm, machine, seg, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
+    }
+
+    fn channel_bcast(&mut self, d: &mut Driver, b: &Buf, rank: i32, root: i32, bytes: usize) -> MpiResult<()> {
+        let contiguous = b.dtype.is_contiguous();
+        let packed;
+        let data: Option<&[u8]> = if rank == root {
+            if contiguous {
+                // SAFETY: the root's buffer holds `bytes` bytes of a contiguous type.
+                Some(unsafe { std::slice::from_raw_parts(b.ptr, bytes) })
+            } else {
+                let mut v = vec![0u8; bytes];
+                // SAFETY: the buffer holds `count` elements of its type.
+                unsafe { b.dtype.pack(b.ptr, b.count, &mut v) };
+                packed = v;
+                Some(&packed[..])
+            }
+        } else {
+            None
+        };
+        let now = d.now();
+        let seq = d.machine.bcast(now, root as u32, data).map_err(call_error)?;
+        let ch = d.machine.channel_of(seq) as usize;
+        let mut idle = 0u32;
+        let mut sleep = Duration::from_micros(10);
+        loop {
+            let mut busy = self.channel_pump(d)?;
+            if rank != root && d.seg.read(ch, seq, &mut d.scratch, &mut d.last_read) {
+                let now = d.now();
+                d.machine.frame_arrived(now, &d.scratch);
+            }
+            let mut done = false;
+            while let Some(ev) = d.machine.poll_event() {
+                match ev {
+                    Event::Sent { seq: s } if s == seq => done = true,
+                    Event::Delivered { seq: s, data, .. } if s == seq => {
+                        if data.len() != bytes {
+                            return Err(MpiError::new(ErrorClass::Truncate, format!("broadcast of {} bytes into a buffer of {bytes}", data.len())));
+                        }
+                        // SAFETY: the buffer holds `count` elements of its type, `bytes` packed.
+                        unsafe {
+                            if contiguous {
+                                std::ptr::copy_nonoverlapping(data.as_ptr(), b.ptr, bytes);
+                            } else {
+                                b.dtype.unpack(&data, b.ptr, b.count);
+                            }
+                        }
+                        done = true;
+                    }
+                    Event::FailedOver => tracing::info!("channel broadcast: primitive abandoned, using the point-to-point tree"),
+                    _ => {}
+                }
+            }
+            // What the events caused (a synchronization's result passed down) leaves now.
+            busy |= self.channel_flush(d)?;
+            if done {
+                return Ok(());
+            }
+            if self.progress()? || busy {
+                idle = 0;
+                sleep = Duration::from_micros(10);
+                continue;
+            }
+            idle += 1;
+            if idle >= self.cfg.spin {
+                // The other communicators' channel broadcasts: a rank this one waits for may
+                // be waiting for this one there (a repair, a synchronization).
+                self.channels_service()?;
+            }
+            if idle < self.cfg.spin {
+                std::hint::spin_loop();
+            } else if idle < self.cfg.spin + self.cfg.yields.max(64) {
+                std::thread::yield_now();
+            } else if d.machine.syncing() {
+                // The synchronization's messages ring the path's doorbell.
+                let now = d.now();
+                let until = d.machine.poll_timeout().map_or(SYNC_SLEEP, |t| t.saturating_sub(now).min(SYNC_SLEEP));
+                self.sleep_on_path(until)?;
+            } else if idle < self.cfg.spin + FRAME_YIELDS {
+                // A slot write rings no doorbell: the root is a yield away when ranks
+                // outnumber CPUs.
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(sleep);
+                sleep = (sleep * 2).min(MAX_SLEEP);
+                if idle % 1024 == 0 {
+                    tracing::debug!(
+                        "channel broadcast {seq} (root {root}) still waiting: released {}, syncing {}, {:?}",
+                        d.machine.released(),
+                        d.machine.syncing(),
+                        d.machine.stats()
+                    );
+                }
+            }
+        }
+    }
+
+    /// Messages in, timeouts, messages and writes out; whether anything happened.
+    fn channel_pump(&mut self, d: &mut Driver) -> MpiResult<bool> {
+        let ctx = self.comm(d.comm)?.coll_ctx();
+        let mut busy = false;
+        while let Some(a) = self.next_arrived(ctx, TAG) {
+            busy = true;
+            let (src, bytes) = match a {
+                Arrived::Data { src, data } => (src, data),
+                Arrived::Announced { src, len } => {
+                    let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(frame::HEADER + d.seg.cap + 64)];
+                    let byte = self.byte_type();
+                    let h = self.coll_irecv_typed(d.comm, src, TAG, buf.as_mut_ptr(), buf.len(), byte)?;
+                    let st = self.wait(h);
+                    self.release(h);
+                    let st = st?;
+                    buf.truncate(st.bytes as usize);
+                    (src, buf)
+                }
+            };
+            match Message::decode(&bytes) {
+                Ok(m) => {
+                    let now = d.now();
+                    d.machine.handle(now, src as u32, m);
+                }
+                Err(_) => self.dropped_packet(),
+            }
+        }
+        // The machine's timers are milliseconds long: look at them every few rounds only
+        // (reading the clock and the window's calls costs more than the rest of a round).
+        d.rounds = d.rounds.wrapping_add(1);
+        if d.rounds % 64 == 0 {
+            let now = d.now();
+            if d.machine.poll_timeout().is_some_and(|t| t <= now) {
+                d.machine.handle_timeout(now);
+                busy = true;
+            }
+        }
+        busy |= self.channel_flush(d)?;
+        Ok(busy)
+    }
+
+    fn channel_flush(&mut self, d: &mut Driver) -> MpiResult<bool> {
+        let mut busy = false;
+        if !d.sends.is_empty() {
+            d.sends.retain_mut(|(h, _)| !self.test_done(*h));
+        }
+        while let Some(t) = d.machine.poll_transmit() {
+            busy = true;
+            match t {
+                Transmit::Write { channel, frame } => {
+                    let seq = u64::from_le_bytes(frame[..8].try_into().unwrap_or([0; 8]));
+                    let mut frame = frame;
+                    let mut skip = false;
+                    let mut fail = false;
+                    if let Some(f) = d.faults.as_mut() {
+                        f.writes += 1;
+                        fail = f.fail_after.is_some_and(|n| f.writes > n);
+                        skip = f.chance(f.drop);
+                        if f.chance(f.corrupt) && !frame.is_empty() {
+                            let bit = (f.state as usize) % (frame.len() * 8);
+                            frame[bit / 8] ^= 1 << (bit % 8);
+                        }
+                    }
+                    if fail || !skip && !d.seg.write(channel as usize, seq, &frame) {
+                        d.machine.primitive_failed();
+                    }
+                }
+                Transmit::Send { to, message } => {
+                    let bytes = message.encode();
+                    if bytes.len() <= self.eager_limit() {
+                        self.coll_send_bytes(d.comm, to as i32, TAG, &bytes)?;
+                    } else {
+                        let byte = self.byte_type();
+                        let h = self.coll_isend_typed(d.comm, to as i32, false, TAG, bytes.as_ptr(), bytes.len(), byte)?;
+                        d.sends.push((h, bytes));
+                    }
+                }
+            }
+        }
+        Ok(busy)
+    }
+
+    /// Whether request `h` completed; a completed one is released.
+    fn test_done(&mut self, h: Handle) -> bool {
+        match self.request(h) {
+            Ok(r) if !r.complete => false,
+            _ => {
+                self.release(h);
+                true
+            }
+        }
+    }
+
+    /// Answer what the channel broadcasts of other ranks wait for (repair requests, the
+    /// synchronization's messages) while this rank waits idle elsewhere: a root that
+    /// returned at once would otherwise only answer in its next channel broadcast.
+    pub(crate) fn channels_service(&mut self) -> MpiResult<()> {
+        if self.coll.channels.drivers.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<u32> = self.coll.channels.drivers.iter().filter(|(_, d)| d.is_some()).map(|(k, _)| *k).collect();
+        for k in keys {
+            let Some(Some(mut d)) = self.coll.channels.drivers.remove(&k) else { continue };
+            let r = self.channel_pump(&mut d);
+            self.coll.channels.drivers.insert(k, Some(d));
+            r?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,103 @@
+/* ranks: 4
+ * timeout: 120
+ * Channel broadcast (docs/chbcast.md): many MPI_Bcast calls of varied sizes and roots,
+ * every byte checked on every rank. Run by run.sh with the channels forced on
+ * (STEADFAST_COLL_FORCE=bcast=channels), with few channels, without CRC and with the
+ * fault hook of the channel writes; the broadcasts cross many synchronizations.
+ *   chbcast [ROUNDS]
+ * Also: a non-contiguous type on the root against a contiguous one elsewhere (same type
+ * signature), a duplicated and a split communicator used in turn (each has its own
+ * channels), and other collectives and an MPI_Ibcast between channel broadcasts.
+ */
+#include "../coll/ct.h"
+
+static const int sizes[] = {1, 7, 8, 64, 100, 1000, 4096, 16384, 16385, 20000, 65536};
+#define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
+
+static unsigned char pattern(int round, int root, int j)
+{
+    return (unsigned char)(round * 131 + root * 17 + j * 7 + (j >> 8));
+}
+
+static void one(MPI_Comm comm, unsigned char *buf, int round, const char *what)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int n = sizes[(round * 7 + round / NSIZES) % NSIZES];
+    int root = (round * 5 + round / 3) % size;
+    for (int j = 0; j < n; j++)
+        buf[j] = rank == root ? pattern(round, root, j) : 0xEE;
+    buf[n] = 0x5A;
+    CT_MPI(MPI_Bcast(buf, n, MPI_BYTE, root, comm));
+    for (int j = 0; j < n; j++)
+        if (buf[j] != pattern(round, root, j)) {
+            CT_ERR("%s round %d root %d size %d: byte %d is %d, expected %d", what, round, root, n, j, buf[j],
+                   pattern(round, root, j));
+            break;
+        }
+    CT_CHECK(buf[n] == 0x5A, "%s round %d: byte past the end was written", what, round);
+}
+
+int main(int argc, char **argv)
+{
+    ct_init(&argc, &argv, "chbcast");
+    int rounds = argc > 1 ? atoi(argv[1]) : 400;
+    unsigned char *buf = malloc(65536 + 1);
+    MPI_Comm dup, half;
+    CT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+    CT_MPI(MPI_Comm_split(MPI_COMM_WORLD, ct_rank % 2, ct_size - ct_rank, &half));
+    for (int r = 0; r < rounds; r++) {
+        one(MPI_COMM_WORLD, buf, r, "world");
+        if (r % 3 == 0)
+            one(dup, buf, r + 1, "dup");
+        if (r % 5 == 0) {
+            int hs;
+            MPI_Comm_size(half, &hs);
+            if (hs > 1)
+                one(half, buf, r + 2, "half");
+        }
+        if (r % 37 == 0) {
+            int x = ct_rank, sum = 0;
+            CT_MPI(MPI_Allreduce(&x, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+            CT_CHECK(sum == ct_size * (ct_size - 1) / 2, "allreduce between broadcasts: %d", sum);
+            CT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+            int v = ct_rank == 0 ? 4242 + r : -1;
+            MPI_Request q;
+            CT_MPI(MPI_Ibcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, &q));
+            CT_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
+            CT_CHECK(v == 4242 + r, "ibcast between broadcasts: %d", v);
+        }
+    }
+    /* The root sends a strided vector, the others receive contiguous ints. */
+    int strided[200], flat[100];
+    MPI_Datatype vec;
+    CT_MPI(MPI_Type_vector(100, 1, 2, MPI_INT, &vec));
+    CT_MPI(MPI_Type_commit(&vec));
+    for (int r = 0; r < 40; r++) {
+        int root = r % ct_size;
+        for (int i = 0; i < 200; i++)
+            strided[i] = i % 2 == 0 ? ct_val(root, i / 2 + r) : -7;
+        for (int i = 0; i < 100; i++)
+            flat[i] = -1;
+        if (ct_rank == root) {
+            CT_MPI(MPI_Bcast(strided, 1, vec, root, MPI_COMM_WORLD));
+        } else if (ct_rank % 2) {
+            CT_MPI(MPI_Bcast(flat, 100, MPI_INT, root, MPI_COMM_WORLD));
+            for (int i = 0; i < 100; i++)
+                CT_CHECK(flat[i] == ct_val(root, i + r), "vector round %d: element %d is %d", r, i, flat[i]);
+        } else {
+            for (int i = 0; i < 200; i++)
+                strided[i] = -1;
+            CT_MPI(MPI_Bcast(strided, 1, vec, root, MPI_COMM_WORLD));
+            for (int i = 0; i < 100; i++)
+                CT_CHECK(strided[2 * i] == ct_val(root, i + r) && strided[2 * i + 1] == -1,
+                         "strided round %d: element %d is %d", r, i, strided[2 * i]);
+        }
+    }
+    MPI_Type_free(&vec);
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&half);
+    free(buf);
+    return ct_finish();
+}

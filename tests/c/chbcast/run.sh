@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Channel broadcast on one host (docs/chbcast.md): chbcast.c under the selection rule, forced
+# on and forced off, with 16, 2 and 1 channels, without CRC, with lost and damaged channel
+# writes, and with the channels failing part way (every broadcast then goes over the tree).
+#   tests/c/chbcast/run.sh [PREFIX]      (about 30 s)
+# Each case must print " No Errors"; the log must show the segment was (or was not) made,
+# and the failover case that the primitive was abandoned.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+prefix=${1:-$root/install}
+build=${CT_BUILD:-$root/tests/c/build/chbcast}
+mkdir -p "$build"
+if ! "$prefix/bin/mpicc" -O2 -g -Wall -Wextra -Werror -o "$build/chbcast" "$here/chbcast.c" 2>"$build/cc.log"; then
+    echo "FAIL chbcast: does not compile"; sed 's/^/    /' "$build/cc.log" | head -20; exit 1
+fi
+pass=0; fail=0
+# case NAME NP EXPECT ENV...   (EXPECT: channels, tree, failover)
+case_() {
+    local name=$1 np=$2 expect=$3; shift 3
+    local log="$build/$name.$np.log"
+    local start; start=$(date +%s.%N)
+    env STEADFAST_LOG=steadfast_core::coll::channels=info "$@" \
+        timeout -k 5 120 "$prefix/bin/mpiexec" -n "$np" "$build/chbcast" 300 >"$log" 2>&1
+    local rc=$? ok=1
+    grep -q " No Errors" "$log" || ok=0
+    case $expect in
+    channels) grep -q "channel broadcast: segment" "$log" || ok=0 ;;
+    tree) ! grep -q "channel broadcast: segment" "$log" || ok=0 ;;
+    failover) grep -q "primitive abandoned" "$log" || ok=0 ;;
+    esac
+    local t; t=$(echo "$(date +%s.%N) - $start" | bc)
+    if [ $rc -eq 0 ] && [ $ok -eq 1 ]; then
+        printf "PASS %s np=%s (%.1f s)\n" "$name" "$np" "$t"; pass=$((pass+1))
+    else
+        printf "FAIL %s np=%s (exit %s, expected %s, %.1f s)\n" "$name" "$np" "$rc" "$expect" "$t"
+        tail -15 "$log" | sed 's/^/    /'; fail=$((fail+1))
+    fi
+}
+on=STEADFAST_COLL_FORCE=bcast=channels
+for np in 4 8; do
+    case_ forced "$np" channels $on
+    case_ faults "$np" channels $on STEADFAST_COLL_CHANNEL_FAULTS=drop=0.02,corrupt=0.02,seed=$np
+done
+case_ rule 4 channels
+case_ forced-off 4 tree STEADFAST_COLL_FORCE=bcast=binomial
+case_ two-channels 8 channels $on STEADFAST_COLL_CHANNELS=2
+case_ one-channel-no-crc 4 channels $on STEADFAST_COLL_CHANNELS=1 STEADFAST_COLL_CHANNEL_CRC=0
+case_ failover 4 failover $on STEADFAST_COLL_CHANNEL_FAULTS=fail_after=20,drop=0.01,seed=9
+case_ failover 8 failover $on STEADFAST_COLL_CHANNEL_FAULTS=fail_after=20,seed=11
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
