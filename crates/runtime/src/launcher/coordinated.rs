@@ -840,19 +840,9 @@ impl Launcher {
     /// The job ended: flush carried partial lines, remove a temporary checkpoint directory.
     pub(super) fn coord_finish(&mut self, ok: bool) {
         let Some(c) = self.coord.as_mut() else { return };
-        let carry: Vec<(usize, usize, LineBuffer)> = c
-            .carry
-            .iter_mut()
-            .enumerate()
-            .flat_map(|(r, k)| k.iter_mut().enumerate().filter_map(move |(i, l)| l.take().map(|l| (r, i, l))))
-            .collect();
+        let carry = std::mem::take(&mut c.carry);
         let (dir, temporary) = (c.dir.clone(), c.temporary);
-        for (r, i, mut l) in carry {
-            let mut out = Vec::new();
-            l.finish(&mut out);
-            let kind = if i == 0 { StreamKind::Stdout } else { StreamKind::Stderr };
-            self.sink(kind).write_from(Some(r as u32), &out);
-        }
+        self.flush_carried(carry);
         if ok && temporary {
             // Nobody can restart the job from this directory: the server's copies go too.
             if let Some(store) = self.coord.as_ref().and_then(|c| c.store.clone()) {

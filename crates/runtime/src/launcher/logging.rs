@@ -114,21 +114,11 @@ impl Launcher {
     /// The job ended: flush carried partial lines, remove a temporary log directory.
     pub(super) fn mlog_finish(&mut self, ok: bool) {
         let Some(l) = self.mlog.as_mut() else { return };
-        let carry: Vec<(usize, usize, LineBuffer)> = l
-            .carry
-            .iter_mut()
-            .enumerate()
-            .flat_map(|(r, k)| k.iter_mut().enumerate().filter_map(move |(i, b)| b.take().map(|b| (r, i, b))))
-            .collect();
+        let carry = std::mem::take(&mut l.carry);
         let (dir, temporary) = (l.dir.clone(), l.temporary);
         let stats = l.logger.stats;
         tracing::debug!(?stats, "event logger");
-        for (r, i, mut b) in carry {
-            let mut out = Vec::new();
-            b.finish(&mut out);
-            let kind = if i == 0 { StreamKind::Stdout } else { StreamKind::Stderr };
-            self.sink(kind).write_from(Some(r as u32), &out);
-        }
+        self.flush_carried(carry);
         if ok && temporary {
             let _ = std::fs::remove_dir_all(&dir);
         }

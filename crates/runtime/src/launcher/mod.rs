@@ -1599,6 +1599,19 @@ impl Launcher {
         carry.get_mut(idx).map(|k| &mut k[kind as usize])
     }
 
+    /// The job ended: forward the unfinished last lines kept for processes that never came.
+    fn flush_carried(&mut self, carry: Vec<[Option<LineBuffer>; 2]>) {
+        for (r, k) in carry.into_iter().enumerate() {
+            for (i, l) in k.into_iter().enumerate() {
+                let Some(mut l) = l else { continue };
+                let mut out = Vec::new();
+                l.finish(&mut out);
+                let kind = if i == 0 { StreamKind::Stdout } else { StreamKind::Stderr };
+                self.sink(kind).write_from(Some(r as u32), &out);
+            }
+        }
+    }
+
     fn sink(&mut self, kind: StreamKind) -> &mut Sink {
         match kind {
             StreamKind::Stdout => &mut self.stdout_sink,
