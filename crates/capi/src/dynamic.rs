@@ -15,21 +15,23 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io::Write;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use steadfast_core::{ErrorClass, MpiError};
+use steadfast_runtime::wire::SpawnCmd;
 
 use crate::abi::{self, MPI_Comm, MPI_Info};
 use crate::global::{api, api_blocking, comm_handle, Global};
 use crate::mpi_api;
 
 mpi_api! {
-    fn Comm_spawn(command: *const c_char, _argv: *mut *mut c_char, maxprocs: c_int, _info: MPI_Info, root: c_int, comm: MPI_Comm,
+    fn Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info, root: c_int, comm: MPI_Comm,
                   intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
         api("MPI_Comm_spawn", Some(comm as usize), |g| {
             let at_root = spawn_checks(g, comm, root, intercomm)?;
             *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
+            let mut cmds = None;
             if at_root {
                 if command.is_null() {
                     return Err(MpiError::new(ErrorClass::Arg, "command is NULL"));
@@ -37,22 +39,18 @@ mpi_api! {
                 if maxprocs <= 0 {
                     return Err(MpiError::new(ErrorClass::Arg, format!("maxprocs {maxprocs} is not positive")));
                 }
+                cmds = Some(vec![spawn_cmd(g, command, argv, maxprocs, info)?]);
             }
-            if !array_of_errcodes.is_null() {
-                for i in 0..maxprocs.max(0) as usize {
-                    *array_of_errcodes.add(i) = abi::MPI_ERR_SPAWN;
-                }
-            }
-            Err(MpiError::new(ErrorClass::Spawn, SPAWN_UNSUPPORTED))
+            spawn_world(g, comm, root, cmds, intercomm, array_of_errcodes)
         })
     }
 
-    fn Comm_spawn_multiple(count: c_int, array_of_commands: *mut *mut c_char, _array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int,
-                           _array_of_info: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
+    fn Comm_spawn_multiple(count: c_int, array_of_commands: *mut *mut c_char, array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int,
+                           array_of_info: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
         api("MPI_Comm_spawn_multiple", Some(comm as usize), |g| {
             let at_root = spawn_checks(g, comm, root, intercomm)?;
             *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
-            let mut total: i64 = 0;
+            let mut cmds = None;
             if at_root {
                 if count <= 0 {
                     return Err(MpiError::new(ErrorClass::Arg, format!("count {count} is not positive")));
@@ -60,33 +58,41 @@ mpi_api! {
                 if array_of_commands.is_null() || array_of_maxprocs.is_null() {
                     return Err(MpiError::new(ErrorClass::Arg, "array_of_commands or array_of_maxprocs is NULL"));
                 }
+                let mut v = Vec::with_capacity(count as usize);
                 for i in 0..count as usize {
-                    if (*array_of_commands.add(i)).is_null() {
+                    let cmd = *array_of_commands.add(i);
+                    if cmd.is_null() {
                         return Err(MpiError::new(ErrorClass::Arg, format!("command {i} is NULL")));
                     }
                     let m = *array_of_maxprocs.add(i);
                     if m < 0 {
                         return Err(MpiError::new(ErrorClass::Arg, format!("maxprocs {m} of command {i} is negative")));
                     }
-                    total += m as i64;
+                    let argv = if array_of_argv.is_null() { std::ptr::null_mut() } else { *array_of_argv.add(i) };
+                    let info = if array_of_info.is_null() { abi::MPI_INFO_NULL as MPI_Info } else { *array_of_info.add(i) };
+                    if m > 0 {
+                        v.push(spawn_cmd(g, cmd, argv, m, info)?);
+                    }
                 }
-            }
-            if !array_of_errcodes.is_null() {
-                for i in 0..total as usize {
-                    *array_of_errcodes.add(i) = abi::MPI_ERR_SPAWN;
+                if v.is_empty() {
+                    return Err(MpiError::new(ErrorClass::Arg, "every maxprocs is 0: nothing to start"));
                 }
+                cmds = Some(v);
             }
-            Err(MpiError::new(ErrorClass::Spawn, SPAWN_UNSUPPORTED))
+            spawn_world(g, comm, root, cmds, intercomm, array_of_errcodes)
         })
     }
 
     fn Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_get_parent", None, |_| {
+        api("MPI_Comm_get_parent", None, |g| {
             if parent.is_null() {
                 return Err(MpiError::new(ErrorClass::Arg, "parent pointer is NULL"));
             }
-            // No process of a Steadfast job was spawned by another.
-            *parent = abi::MPI_COMM_NULL as MPI_Comm;
+            // The intercommunicator MPI_Init built, until the application freed or
+            // disconnected it (handles are generation-checked: a freed one is gone).
+            let h = PARENT.load(Ordering::Relaxed);
+            let live = h != 0 && g.eng.comm(steadfast_core::slab::Handle(h)).is_ok();
+            *parent = if live { h as MPI_Comm } else { abi::MPI_COMM_NULL as MPI_Comm };
             Ok(())
         })
     }
@@ -251,9 +257,119 @@ mpi_api! {
 }
 
 const PORT_PREFIX: &str = "steadfast-port:";
-/// Why MPI_Comm_spawn and MPI_Comm_spawn_multiple fail, under every launcher.
-const SPAWN_UNSUPPORTED: &str = "spawning processes is not supported: Steadfast's launcher (and a Slurm or Hydra launch) \
-     cannot add processes to a running job; MPI_UNIVERSE_SIZE equals the world size";
+
+/// The intercommunicator to the parents of a spawned process (0: none).
+static PARENT: AtomicU64 = AtomicU64::new(0);
+
+/// One command of a spawn at the root: program, arguments (NULL-terminated `argv`, or
+/// MPI_ARGV_NULL) and the info keys the launcher honours (`wdir`, `path`, `host`).
+unsafe fn spawn_cmd(g: &Global, command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info) -> Result<SpawnCmd, MpiError> {
+    let program = CStr::from_ptr(command).to_string_lossy().into_owned();
+    if program.trim().is_empty() {
+        return Err(MpiError::new(ErrorClass::Arg, "command is empty"));
+    }
+    let mut args = Vec::new();
+    if !argv.is_null() {
+        let mut i = 0;
+        while !(*argv.add(i)).is_null() {
+            args.push(CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned());
+            i += 1;
+        }
+    }
+    let mut cmd = SpawnCmd { program, args, maxprocs: maxprocs as u32, ..SpawnCmd::default() };
+    if let Some(info) = crate::info::info_arg(g, info)? {
+        cmd.wdir = info.get("wdir")?.map(str::to_owned);
+        cmd.path = info.get("path")?.map(str::to_owned);
+        cmd.host = info.get("host")?.map(str::to_owned);
+    }
+    Ok(cmd)
+}
+
+/// The collective part of the spawn calls: agree on the intercommunicator's context, let
+/// the root ask the launcher, tell every member the outcome, reach the children and build
+/// the intercommunicator. `cmds` is Some at the root only.
+unsafe fn spawn_world(g: &mut Global, comm: MPI_Comm, root: c_int, cmds: Option<Vec<SpawnCmd>>, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> Result<(), MpiError> {
+    let h = comm_handle(g, comm as usize)?;
+    let ctx = g.eng.new_context(h)?;
+    g.eng.claim_contexts(ctx, 4);
+    // Every parent publishes its path to other worlds before the children look for it.
+    let bridge = g.eng.open_bridge().err().map(|e| e.to_string());
+    let group = g.eng.comm(h)?.group.to_vec();
+    let mut msg = Vec::new();
+    let mut why = String::new();
+    if let Some(cmds) = cmds {
+        let parents: Vec<u32> = group.iter().map(|&p| g.eng.proc_index(p)).collect();
+        let res = match &bridge {
+            Some(e) => Err(MpiError::new(ErrorClass::Spawn, e.clone())),
+            None => g.eng.spawn_world(ctx, parents, cmds),
+        };
+        match res {
+            Ok((base, codes, m)) => {
+                let ok = codes.iter().all(|&c| c == 0);
+                msg.push(u8::from(ok));
+                msg.extend_from_slice(&base.to_le_bytes());
+                msg.extend_from_slice(&(codes.len() as u32).to_le_bytes());
+                for c in &codes {
+                    msg.extend_from_slice(&c.to_le_bytes());
+                }
+                why = m;
+            }
+            Err(e) => {
+                msg.extend_from_slice(&[0; 9]);
+                why = e.to_string();
+            }
+        }
+    }
+    g.eng.bcast_bytes(h, root, &mut msg)?;
+    let word = |i: usize| msg.get(i..i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
+    let bad = || MpiError::new(ErrorClass::Intern, "malformed spawn outcome from the root");
+    let ok = msg.first().copied().ok_or_else(bad)? == 1;
+    let base = word(1).ok_or_else(bad)?;
+    let n = word(5).ok_or_else(bad)?;
+    if !errcodes.is_null() {
+        for i in 0..n as usize {
+            let c = word(9 + 4 * i).unwrap_or(1);
+            *errcodes.add(i) = if ok && c == 0 { abi::MPI_SUCCESS } else { abi::MPI_ERR_SPAWN };
+        }
+    }
+    if !ok {
+        if why.is_empty() {
+            why = "the launcher could not start the processes (the root's error says why)".into();
+        }
+        return Err(MpiError::new(ErrorClass::Spawn, why));
+    }
+    if let Some(e) = bridge {
+        return Err(MpiError::new(ErrorClass::Spawn, e));
+    }
+    let children: Vec<u32> = (base..base + n).collect();
+    let remote = g.eng.connect_procs(&children)?;
+    let errh = g.eng.comm(h)?.errhandler;
+    let n = g.eng.worlds_intercomm(ctx, group, remote, errh)?;
+    crate::errhandler::retain(g, errh);
+    *intercomm = n.0 as MPI_Comm;
+    Ok(())
+}
+
+/// In a process started by MPI_Comm_spawn (`STEADFAST_PARENT` set): reach the parents and
+/// build the intercommunicator MPI_Comm_get_parent returns.
+pub fn connect_parent(g: &mut Global) -> Result<(), MpiError> {
+    let Some(spec) = steadfast_config::lookup(steadfast_runtime::env::PARENT).filter(|p| !p.trim().is_empty()) else {
+        return Ok(());
+    };
+    let bad = || MpiError::new(ErrorClass::Intern, format!("{}={spec:?} is malformed", steadfast_runtime::env::PARENT));
+    let (ctx, list) = spec.trim().split_once(':').ok_or_else(bad)?;
+    let ctx: u32 = ctx.parse().map_err(|_| bad())?;
+    let parents = list.split(',').map(|p| p.parse::<u32>().map_err(|_| bad())).collect::<Result<Vec<_>, _>>()?;
+    g.eng.open_bridge()?;
+    let remote = g.eng.connect_procs(&parents)?;
+    let world = g.eng.world;
+    let local = g.eng.comm(world)?.group.to_vec();
+    let errh = g.eng.comm(world)?.errhandler;
+    let n = g.eng.worlds_intercomm(ctx, local, remote, errh)?;
+    crate::errhandler::retain(g, errh);
+    PARENT.store(n.0, Ordering::Relaxed);
+    Ok(())
+}
 
 /// Argument checks common to the spawn calls, in the order MPI lists the errors; whether
 /// this process is the root.

@@ -37,6 +37,8 @@ mod coordinated;
 pub use coordinated::Reconnect;
 #[path = "engine_fast.rs"]
 mod fast;
+#[path = "engine_worlds.rs"]
+mod worlds;
 
 /// Rank value of MPI_PROC_NULL.
 pub const PROC_NULL: i32 = -3;
@@ -72,6 +74,22 @@ pub trait Bootstrap: Send {
     fn checkpoint_now(&mut self) -> Result<(), String> {
         Err("this bootstrap has no checkpoint scheduler".into())
     }
+    /// Publishes `key = value` in the key-value space every world of the job shares.
+    fn put_job(&mut self, _key: &str, _value: &str) -> Result<(), String> {
+        Err("this bootstrap has no job-wide key-value space".into())
+    }
+    /// The value of `key` in the job-wide key-value space (blocks until put).
+    fn get_job(&mut self, _key: &str) -> Result<String, String> {
+        Err("this bootstrap has no job-wide key-value space".into())
+    }
+    /// Why this bootstrap cannot start processes, if it cannot.
+    fn spawn_unsupported(&self) -> Option<String> {
+        Some("the process manager that started this job cannot start processes at run time".into())
+    }
+    /// Asks the launcher to start `cmds` as a new world (see `engine_worlds.rs`).
+    fn spawn(&mut self, _ctx: u32, _parents: Vec<u32>, _cmds: Vec<steadfast_runtime::wire::SpawnCmd>) -> Result<(u32, Vec<i32>, String), String> {
+        Err("this bootstrap cannot start processes".into())
+    }
     /// The launcher's failure notices for the membership control thread (None: none).
     fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
         None
@@ -105,6 +123,8 @@ pub struct JobInfo {
     /// Coordinated checkpointing (`--ft coordinated`): no membership service, the
     /// launcher's checkpoint scheduler drives waves and rollbacks.
     pub coordinated: bool,
+    /// Job-wide process index of world rank 0 (0 but in worlds started by `MPI_Comm_spawn`).
+    pub proc_base: u32,
     /// Path settings the bootstrap derived itself (PMI jobs: host layout, path between
     /// hosts, routes); they replace the `STEADFAST_HOSTMAP/NET_PATH/ROUTES` variables.
     pub path_overrides: Option<PathOverrides>,
@@ -240,6 +260,14 @@ pub struct Engine {
     launcher_incarnation: Vec<u16>,
     /// Coordinated checkpointing (`--ft coordinated`), when on.
     coord: Option<Box<coordinated::Coordinator>>,
+    /// Job-wide process index of this world's rank 0 (`engine_worlds.rs`).
+    proc_base: u32,
+    /// Job-wide process indices of the peers of other worlds, by local index - `size`.
+    others: Vec<u32>,
+    /// Whether the path to other worlds is open.
+    bridged: bool,
+    /// The job's key (authenticates the path to other worlds).
+    job_key: u64,
 }
 
 /// Which context and group a send goes to.
@@ -436,7 +464,12 @@ impl Engine {
         let cma_ok: Vec<bool> = shm_peer.iter().map(|&s| s && cma_enabled).collect();
         let incarnation = job.as_ref().map_or(0, |j| j.incarnation);
         let relaunch = job.as_ref().is_some_and(|j| j.relaunch);
-        Ok(Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit }))
+        let mut eng = Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit });
+        if let Some(j) = &job {
+            eng.proc_base = j.proc_base;
+            eng.job_key = j.job_key;
+        }
+        Ok(eng)
     }
 
     /// Build the engine from its parts: no environment is read, no thread is started and no
@@ -509,6 +542,10 @@ impl Engine {
             launcher_polls: 0,
             coord: None,
             launcher_incarnation: vec![0; size as usize],
+            proc_base: 0,
+            others: Vec::new(),
+            bridged: false,
+            job_key: 0,
         }
     }
 

@@ -387,7 +387,7 @@ impl Engine {
         Ok(self.add_comm(Comm { ctx, rank, group: Arc::new(group), errhandler, ..Default::default() }))
     }
 
-    fn new_inter(&mut self, ctx: u32, local: Vec<u32>, remote: Vec<u32>, errhandler: u64) -> MpiResult<Handle> {
+    pub(crate) fn new_inter(&mut self, ctx: u32, local: Vec<u32>, remote: Vec<u32>, errhandler: u64) -> MpiResult<Handle> {
         let me = self.rank;
         let rank = rank_of(&local, me).ok_or_else(|| MpiError::new(ErrorClass::Intern, "not a member of the new group"))?;
         let local = Arc::new(local);
@@ -647,7 +647,7 @@ impl Engine {
             mine[0] = v.first().copied().unwrap_or(0);
         }
         let my_high = mine[0] != 0;
-        let local_first = if my_high != their_high { !my_high } else { comm.group[0] < remote[0] };
+        let local_first = if my_high != their_high { !my_high } else { self.proc_index(comm.group[0]) < self.proc_index(remote[0]) };
         let group: Vec<u32> = if local_first {
             comm.group.iter().chain(remote.iter()).copied().collect()
         } else {

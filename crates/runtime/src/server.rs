@@ -53,6 +53,9 @@ pub enum ControlEvent {
     OutputMark { rank: u32, wave: u64 },
     /// A rank asked for a checkpoint wave now.
     CheckpointNow { rank: u32 },
+    /// A process asks to start a new world (`MPI_Comm_spawn`); answer with
+    /// [`ControlCore::send_to`] `Spawned`.
+    Spawn { rank: u32, ctx: u32, parents: Vec<u32>, cmds: Vec<crate::wire::SpawnCmd> },
 }
 
 #[derive(Debug, Default, Clone)]
@@ -63,6 +66,27 @@ struct RankSlot {
     in_fence: bool,
     /// Incarnation of the rank's current process (0: the first start).
     incarnation: u16,
+    /// The world the process belongs to (0: the processes started with the job; later
+    /// ones were started by `MPI_Comm_spawn`). Fences are per world.
+    world: usize,
+}
+
+/// A world's barrier state: the job's first processes, or the processes of one spawn.
+#[derive(Debug, Clone, Copy)]
+struct World {
+    /// Job-wide index of the world's rank 0.
+    base: u32,
+    size: u32,
+    fence_epoch: u64,
+    /// Live ranks (not exited, not finalized) that have not yet entered the fence.
+    fence_pending: u32,
+    fence_arrived: u32,
+}
+
+impl World {
+    fn new(base: u32, size: u32) -> World {
+        World { base, size, fence_epoch: 0, fence_pending: size, fence_arrived: 0 }
+    }
 }
 
 /// Control server state: authentication, key-value space, fences and notices.
@@ -75,10 +99,8 @@ pub struct ControlCore {
     kvs: HashMap<String, String>,
     /// Connections blocked in `get` on a key nobody has put yet.
     waiters: HashMap<String, Vec<ConnId>>,
-    fence_epoch: u64,
-    /// Live ranks (not exited, not finalized) that have not yet entered the fence.
-    fence_pending: u32,
-    fence_arrived: u32,
+    /// Slots are indexed by job-wide process index; `worlds[slot.world]` holds its fence.
+    worlds: Vec<World>,
     out: VecDeque<(ConnId, ServerMsg)>,
     close: VecDeque<ConnId>,
     events: VecDeque<ControlEvent>,
@@ -105,9 +127,7 @@ impl ControlCore {
             conns: HashMap::new(),
             kvs: HashMap::new(),
             waiters: HashMap::new(),
-            fence_epoch: 0,
-            fence_pending: size,
-            fence_arrived: 0,
+            worlds: vec![World::new(0, size)],
             out: VecDeque::new(),
             close: VecDeque::new(),
             events: VecDeque::new(),
@@ -116,9 +136,24 @@ impl ControlCore {
         }
     }
 
-    /// World size.
+    /// Size of the job's first world.
     pub fn size(&self) -> u32 {
+        self.worlds[0].size
+    }
+
+    /// Processes of the job so far, every world (the next world's first index).
+    pub fn processes(&self) -> u32 {
         self.ranks.len() as u32
+    }
+
+    /// Adds a world of `size` processes (started by `MPI_Comm_spawn`); returns the
+    /// job-wide index of its rank 0.
+    pub fn add_world(&mut self, size: u32) -> u32 {
+        let base = self.processes();
+        let world = self.worlds.len();
+        self.worlds.push(World::new(base, size));
+        self.ranks.extend((0..size).map(|_| RankSlot { world, ..RankSlot::default() }));
+        base
     }
 
     /// Connections refused so far (bad key, malformed handshake, duplicates, ...).
@@ -209,11 +244,13 @@ impl ControlCore {
         slot.exited = true;
         let finalized = slot.finalized;
         // Finalized ranks already left the fence count at finalize time.
+        let wi = slot.world;
         if !finalized {
+            let w = &mut self.worlds[wi];
             if slot.in_fence {
-                self.fence_arrived = self.fence_arrived.saturating_sub(1);
+                w.fence_arrived = w.fence_arrived.saturating_sub(1);
             } else {
-                self.fence_pending = self.fence_pending.saturating_sub(1);
+                w.fence_pending = w.fence_pending.saturating_sub(1);
             }
         }
         slot.in_fence = false;
@@ -233,7 +270,7 @@ impl ControlCore {
                 self.out.push_back((conn, ServerMsg::Event(ev.clone())));
             }
         }
-        self.try_complete_fence();
+        self.try_complete_fence(wi);
     }
 
     /// `rank` was started again as `incarnation` (relaunch policy): the new process may
@@ -249,8 +286,9 @@ impl ControlCore {
         if let Some(c) = slot.conn.take() {
             self.conns.remove(&c);
         }
-        *slot = RankSlot { incarnation, ..RankSlot::default() };
-        self.fence_pending += 1;
+        let world = slot.world;
+        *slot = RankSlot { incarnation, world, ..RankSlot::default() };
+        self.worlds[world].fence_pending += 1;
     }
 
     /// Queue `msg` for world rank `rank`'s current connection; false if it has none.
@@ -268,6 +306,8 @@ impl ControlCore {
     /// checkpoint (coordinated rollback, or `steadfast restart`): call once every earlier
     /// process has exited. The key-value space and fences start over, as at a first start.
     pub fn restart_job(&mut self, incarnation: u16) {
+        let size = self.size();
+        self.ranks.truncate(size as usize);
         for slot in &mut self.ranks {
             // The earlier processes' connections stay known until they close, so their
             // closing is not counted as a refused stranger.
@@ -275,9 +315,7 @@ impl ControlCore {
         }
         self.kvs.clear();
         self.waiters.clear();
-        self.fence_epoch = 0;
-        self.fence_pending = self.size();
-        self.fence_arrived = 0;
+        self.worlds = vec![World::new(0, size)];
     }
 
     /// Next reply to write: (connection, message).
@@ -343,10 +381,10 @@ impl ControlCore {
             return self.reject(conn, RejectReason::BadKey);
         }
         let rank = c.rank;
-        let size = self.size();
         let Some(slot) = self.ranks.get_mut(rank as usize) else {
             return self.reject(conn, RejectReason::BadRank(rank));
         };
+        let size = self.worlds[slot.world].size;
         if slot.conn.is_some() || slot.exited || slot.finalized {
             return self.reject(conn, RejectReason::DuplicateRank(rank));
         }
@@ -385,8 +423,10 @@ impl ControlCore {
             },
             ClientMsg::Fence { epoch } => {
                 let idx = rank as usize;
-                if epoch != self.fence_epoch {
-                    let msg = format!("fence epoch {epoch}, expected {}", self.fence_epoch);
+                let wi = self.ranks[idx].world;
+                let expected = self.worlds[wi].fence_epoch;
+                if epoch != expected {
+                    let msg = format!("fence epoch {epoch}, expected {expected}");
                     return self.protocol_error(conn, rank, msg);
                 }
                 let slot = &mut self.ranks[idx];
@@ -394,9 +434,10 @@ impl ControlCore {
                     return self.protocol_error(conn, rank, "fence entered twice".into());
                 }
                 slot.in_fence = true;
-                self.fence_pending = self.fence_pending.saturating_sub(1);
-                self.fence_arrived += 1;
-                self.try_complete_fence();
+                let w = &mut self.worlds[wi];
+                w.fence_pending = w.fence_pending.saturating_sub(1);
+                w.fence_arrived += 1;
+                self.try_complete_fence(wi);
             }
             ClientMsg::Abort { code, msg } => {
                 self.out.push_back((conn, ServerMsg::AbortAck));
@@ -408,7 +449,8 @@ impl ControlCore {
                 if inc == 0 {
                     return self.protocol_error(conn, rank, "rejoin from a rank that was never restarted".into());
                 }
-                self.out.push_back((conn, ServerMsg::RejoinAck { fence_epoch: self.fence_epoch }));
+                let fence_epoch = self.worlds[self.ranks[rank as usize].world].fence_epoch;
+                self.out.push_back((conn, ServerMsg::RejoinAck { fence_epoch }));
                 let ev = LauncherEvent::RankRejoined { rank, incarnation: inc };
                 let targets: Vec<ConnId> = self
                     .ranks
@@ -427,6 +469,12 @@ impl ControlCore {
             ClientMsg::CheckpointNow => {
                 self.events.push_back(ControlEvent::CheckpointNow { rank });
             }
+            ClientMsg::Spawn { ctx, parents, cmds } => {
+                if let Some(p) = parents.iter().find(|&&p| p >= self.processes()) {
+                    return self.protocol_error(conn, rank, format!("spawn names process {p}, which does not exist"));
+                }
+                self.events.push_back(ControlEvent::Spawn { rank, ctx, parents, cmds });
+            }
             ClientMsg::OutputMark { wave } => {
                 self.events.push_back(ControlEvent::OutputMark { rank, wave });
             }
@@ -437,21 +485,25 @@ impl ControlCore {
                 }
                 slot.finalized = true;
                 // A finalized rank no longer takes part in fences.
-                self.fence_pending = self.fence_pending.saturating_sub(1);
+                let wi = slot.world;
+                let w = &mut self.worlds[wi];
+                w.fence_pending = w.fence_pending.saturating_sub(1);
                 self.out.push_back((conn, ServerMsg::FinalizeAck));
                 self.events.push_back(ControlEvent::Finalized { rank });
-                self.try_complete_fence();
+                self.try_complete_fence(wi);
             }
         }
     }
 
-    fn try_complete_fence(&mut self) {
-        if self.fence_pending > 0 || self.fence_arrived == 0 {
+    fn try_complete_fence(&mut self, wi: usize) {
+        let w = self.worlds[wi];
+        if w.fence_pending > 0 || w.fence_arrived == 0 {
             return;
         }
-        let epoch = self.fence_epoch;
+        let epoch = w.fence_epoch;
         let mut live = 0;
-        for slot in &mut self.ranks {
+        let members = w.base as usize..(w.base + w.size) as usize;
+        for slot in &mut self.ranks[members] {
             if slot.in_fence {
                 slot.in_fence = false;
                 if let Some(conn) = slot.conn {
@@ -462,10 +514,13 @@ impl ControlCore {
                 live += 1;
             }
         }
-        self.fence_epoch += 1;
-        self.fence_pending = live;
-        self.fence_arrived = 0;
-        self.events.push_back(ControlEvent::FenceDone { epoch });
+        let w = &mut self.worlds[wi];
+        w.fence_epoch += 1;
+        w.fence_pending = live;
+        w.fence_arrived = 0;
+        if wi == 0 {
+            self.events.push_back(ControlEvent::FenceDone { epoch });
+        }
     }
 }
 
