@@ -1,9 +1,12 @@
-//! Dynamic process management. Steadfast's launcher starts a job's processes once and keeps
-//! them for the job's life; it cannot add processes to a running job or connect two jobs.
-//! So MPI_Comm_spawn / spawn_multiple fail with MPI_ERR_SPAWN, each with a message that says
-//! so. Within one job the rest works: ports (MPI_Open_port, MPI_Comm_accept /
-//! MPI_Comm_connect), name publishing (a file per name in the job directory) and
-//! MPI_Comm_join connect disjoint groups of the job's processes into an intercommunicator.
+//! Dynamic process management. Under our launcher MPI_Comm_spawn / spawn_multiple start a
+//! new world of the job: the parents agree on the intercommunicator's context, the root
+//! asks the launcher (the engine's `spawn_world`), broadcasts the outcome, and every parent
+//! reaches the children (`connect_procs`); a spawned process builds the intercommunicator
+//! to its parents in MPI_Init (`connect_parent`). Under a PMI process manager, in a
+//! singleton and in fault-tolerant modes spawning fails with MPI_ERR_SPAWN and a message
+//! that says why. Ports (MPI_Open_port, MPI_Comm_accept / MPI_Comm_connect), name
+//! publishing (a file per name in the job directory) and MPI_Comm_join connect disjoint
+//! groups of the job's first world into an intercommunicator.
 //! A port or a socket peer of another job is refused with MPI_ERR_PORT /
 //! MPI_ERR_UNSUPPORTED_OPERATION. MPI_Comm_get_parent (no parent: MPI_COMM_NULL) and
 //! MPI_Comm_disconnect work.
@@ -366,6 +369,8 @@ pub fn connect_parent(g: &mut Global) -> Result<(), MpiError> {
     let local = g.eng.comm(world)?.group.to_vec();
     let errh = g.eng.comm(world)?.errhandler;
     let n = g.eng.worlds_intercomm(ctx, local, remote, errh)?;
+    // The standard's default name of the parent intercommunicator.
+    g.eng.comm_mut(n)?.name = "MPI_COMM_PARENT".into();
     crate::errhandler::retain(g, errh);
     PARENT.store(n.0, Ordering::Relaxed);
     Ok(())

@@ -1,6 +1,10 @@
 /* MPI_Comm_spawn: the parents start 3 children of this same program, exchange data both
  * ways over the intercommunicator (point-to-point, Bcast, Allreduce, Barrier), merge it
- * into one intracommunicator and disconnect. Prints " No Errors" at the parents' rank 0. */
+ * into one intracommunicator and disconnect. Prints " No Errors" at the parents' rank 0.
+ *
+ * ranks: 1 2 4
+ * timeout: 60
+ */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
