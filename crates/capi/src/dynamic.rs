@@ -126,7 +126,8 @@ mpi_api! {
             }
             let id = NEXT_PORT.fetch_add(1, Ordering::Relaxed) & PORT_MASK;
             open_ports().push(id);
-            let name = format!("{PORT_PREFIX}{}:{}:{id}", job_id(), g.eng.rank);
+            let me = g.eng.proc_index(g.eng.rank);
+            let name = format!("{PORT_PREFIX}{}:{me}:{id}", job_id());
             write_cstr(port_name, &name, abi::MPI_MAX_PORT_NAME as usize);
             Ok(())
         })
@@ -136,7 +137,7 @@ mpi_api! {
             let port = parse_port(port_name)?;
             let mut open = open_ports();
             match open.iter().position(|p| *p == port.id) {
-                Some(i) if port.owner == g.eng.rank as i32 => {
+                Some(i) if port.owner == g.eng.proc_index(g.eng.rank) => {
                     open.swap_remove(i);
                     Ok(())
                 }
@@ -145,51 +146,62 @@ mpi_api! {
         })
     }
     fn Comm_accept(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-        let mut meeting = [0i32; 2];
+        let mut meeting = Meeting::default();
         let rc = api_blocking("MPI_Comm_accept", |_| Some(comm as usize), |c| {
             let Some(me) = root_check(c.g(), comm, root, newcomm)? else { return Ok(()) };
             let port = parse_port(port_name)?;
             if port.owner != me || !open_ports().contains(&port.id) {
                 return Err(MpiError::new(ErrorClass::Port, "the port was not opened by this process, or was closed"));
             }
-            let world = c.g().eng.world;
+            // Any process of the job may connect: the request arrives on a channel "to
+            // ourselves", whose context every port channel shares, from whichever sender.
+            let listen = c.g().eng.port_channel(me)?;
             let mut buf = [0u8; 4];
-            let h = c.g().eng.coll_irecv(world, abi::MPI_ANY_SOURCE, TAG_CONNECT + port.id, &mut buf)?;
-            let st = c.wait(h);
-            c.g().eng.release(h);
-            st?;
-            let peer = i32::from_le_bytes(buf);
-            let s = c.g().eng.coll_isend(world, peer, TAG_ACCEPT + port.id, &me.to_le_bytes())?;
+            let got = (|| {
+                let h = c.g().eng.coll_irecv(listen, abi::MPI_ANY_SOURCE, TAG_CONNECT + port.id, &mut buf)?;
+                let st = c.wait(h);
+                c.g().eng.release(h);
+                st.map(|_| ())
+            })();
+            c.g().eng.drop_port_channel(listen);
+            got?;
+            let peer = u32::from_le_bytes(buf);
+            let ch = c.g().eng.port_channel(peer)?;
+            meeting.channel = Some(ch);
+            let s = c.g().eng.coll_isend(ch, 0, TAG_ACCEPT + port.id, &me.to_le_bytes())?;
             let st = c.wait(s);
             c.g().eng.release(s);
             st?;
-            meeting = [peer, port.id];
+            meeting.peer_tag = [peer, port.id as u32];
             Ok(())
         });
         if rc != abi::MPI_SUCCESS {
+            drop_meeting(&meeting);
             return rc;
         }
         meet("MPI_Comm_accept", comm, root, &mut meeting, newcomm)
     }
     fn Comm_connect(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-        let mut meeting = [0i32; 2];
+        let mut meeting = Meeting::default();
         let rc = api_blocking("MPI_Comm_connect", |_| Some(comm as usize), |c| {
             let Some(me) = root_check(c.g(), comm, root, newcomm)? else { return Ok(()) };
             let port = parse_port(port_name)?;
-            let world = c.g().eng.world;
+            let ch = c.g().eng.port_channel(port.owner)?;
+            meeting.channel = Some(ch);
             let mut buf = [0u8; 4];
-            let h = c.g().eng.coll_irecv(world, port.owner, TAG_ACCEPT + port.id, &mut buf)?;
-            let s = c.g().eng.coll_isend(world, port.owner, TAG_CONNECT + port.id, &me.to_le_bytes())?;
+            let h = c.g().eng.coll_irecv(ch, 0, TAG_ACCEPT + port.id, &mut buf)?;
+            let s = c.g().eng.coll_isend(ch, 0, TAG_CONNECT + port.id, &me.to_le_bytes())?;
             let sent = c.wait(s);
             c.g().eng.release(s);
             let got = c.wait(h);
             c.g().eng.release(h);
             sent?;
             got?;
-            meeting = [i32::from_le_bytes(buf), port.id];
+            meeting.peer_tag = [u32::from_le_bytes(buf), port.id as u32];
             Ok(())
         });
         if rc != abi::MPI_SUCCESS {
+            drop_meeting(&meeting);
             return rc;
         }
         meet("MPI_Comm_connect", comm, root, &mut meeting, newcomm)
@@ -229,20 +241,21 @@ mpi_api! {
         })
     }
     fn Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
-        let mut peer = 0i32;
+        let mut peer = 0u64;
         let rc = api("MPI_Comm_join", None, |g| {
             if intercomm.is_null() {
                 return Err(MpiError::new(ErrorClass::Arg, "intercomm is NULL"));
             }
             *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
-            // Each side writes "job-id world-rank\n" and reads the other's.
-            let mine = format!("{} {}\n", job_id(), g.eng.rank);
+            // Each side writes "job-id job-wide-process-index\n" and reads the other's.
+            let me = g.eng.proc_index(g.eng.rank);
+            let mine = format!("{} {me}\n", job_id());
             let theirs = exchange_line(fd, mine.as_bytes())?;
             let mut it = theirs.split_whitespace();
-            let (job, rank) = (it.next().unwrap_or(""), it.next().and_then(|r| r.parse::<i32>().ok()));
+            let (job, rank) = (it.next().unwrap_or(""), it.next().and_then(|r| r.parse::<u32>().ok()));
             match rank {
-                Some(r) if job == job_id() && (0..g.eng.size as i32).contains(&r) && r != g.eng.rank as i32 => {
-                    peer = r;
+                Some(r) if job == job_id() && r != me => {
+                    peer = g.eng.port_channel(r)?.0;
                     Ok(())
                 }
                 Some(_) if job == job_id() => Err(MpiError::new(ErrorClass::Arg, "the socket leads back to this process")),
@@ -255,7 +268,9 @@ mpi_api! {
         if rc != abi::MPI_SUCCESS {
             return rc;
         }
-        crate::comm::PMPI_Intercomm_create(abi::MPI_COMM_SELF as MPI_Comm, 0, abi::MPI_COMM_WORLD as MPI_Comm, peer, TAG_JOIN, intercomm)
+        let rc = crate::comm::PMPI_Intercomm_create(abi::MPI_COMM_SELF as MPI_Comm, 0, peer as MPI_Comm, 0, TAG_JOIN, intercomm);
+        drop_meeting(&Meeting { channel: Some(steadfast_core::slab::Handle(peer)), peer_tag: [0; 2] });
+        rc
     }
 }
 
@@ -329,23 +344,34 @@ unsafe fn spawn_world(g: &mut Global, comm: MPI_Comm, root: c_int, cmds: Option<
     let ok = msg.first().copied().ok_or_else(bad)? == 1;
     let base = word(1).ok_or_else(bad)?;
     let n = word(5).ok_or_else(bad)?;
-    if !errcodes.is_null() {
-        for i in 0..n as usize {
-            let c = word(9 + 4 * i).unwrap_or(1);
-            *errcodes.add(i) = if ok && c == 0 { abi::MPI_SUCCESS } else { abi::MPI_ERR_SPAWN };
+    let fill = |reached: bool| {
+        if !errcodes.is_null() {
+            for i in 0..n as usize {
+                let c = word(9 + 4 * i).unwrap_or(1);
+                *errcodes.add(i) = if ok && reached && c == 0 { abi::MPI_SUCCESS } else { abi::MPI_ERR_SPAWN };
+            }
         }
-    }
+    };
     if !ok {
+        fill(false);
         if why.is_empty() {
             why = "the launcher could not start the processes (the root's error says why)".into();
         }
         return Err(MpiError::new(ErrorClass::Spawn, why));
     }
     if let Some(e) = bridge {
+        fill(false);
         return Err(MpiError::new(ErrorClass::Spawn, e));
     }
     let children: Vec<u32> = (base..base + n).collect();
-    let remote = g.eng.connect_procs(&children)?;
+    let remote = match g.eng.connect_procs(&children) {
+        Ok(r) => r,
+        Err(e) => {
+            fill(false);
+            return Err(e);
+        }
+    };
+    fill(true);
     let errh = g.eng.comm(h)?.errhandler;
     let n = g.eng.worlds_intercomm(ctx, group, remote, errh)?;
     crate::errhandler::retain(g, errh);
@@ -415,7 +441,8 @@ fn job_id() -> String {
 }
 
 struct Port {
-    owner: i32,
+    /// Job-wide process index of the process that opened it.
+    owner: u32,
     id: i32,
 }
 
@@ -428,19 +455,19 @@ unsafe fn parse_port(p: *const c_char) -> Result<Port, MpiError> {
     let rest = name.strip_prefix(PORT_PREFIX).ok_or_else(bad)?;
     let mut parts = rest.rsplitn(3, ':');
     let id = parts.next().and_then(|x| x.parse::<i32>().ok()).ok_or_else(bad)?;
-    let owner = parts.next().and_then(|x| x.parse::<i32>().ok()).ok_or_else(bad)?;
+    let owner = parts.next().and_then(|x| x.parse::<u32>().ok()).ok_or_else(bad)?;
     let job = parts.next().ok_or_else(bad)?;
     if job != job_id() {
         return Err(MpiError::new(ErrorClass::Port, "the port belongs to another job; Steadfast's launcher cannot connect separate jobs"));
     }
-    if !(0..=PORT_MASK).contains(&id) || owner < 0 {
+    if !(0..=PORT_MASK).contains(&id) {
         return Err(bad());
     }
     Ok(Port { owner, id })
 }
 
-/// Checks of accept/connect; Some(world rank) at the root, None elsewhere.
-unsafe fn root_check(g: &Global, comm: MPI_Comm, root: c_int, newcomm: *mut MPI_Comm) -> Result<Option<i32>, MpiError> {
+/// Checks of accept/connect; Some(job-wide process index) at the root, None elsewhere.
+unsafe fn root_check(g: &Global, comm: MPI_Comm, root: c_int, newcomm: *mut MPI_Comm) -> Result<Option<u32>, MpiError> {
     let h = comm_handle(g, comm as usize)?;
     if newcomm.is_null() {
         return Err(MpiError::new(ErrorClass::Arg, "newcomm is NULL"));
@@ -452,18 +479,40 @@ unsafe fn root_check(g: &Global, comm: MPI_Comm, root: c_int, newcomm: *mut MPI_
     if !(0..c.size()).contains(&root) {
         return Err(MpiError::new(ErrorClass::Root, format!("root {root} is not a rank of the communicator")));
     }
-    Ok((c.rank == root).then_some(g.eng.rank as i32))
+    Ok((c.rank == root).then_some(g.eng.proc_index(g.eng.rank)))
 }
 
-/// The roots met: every member learns the other root's world rank and the port number, and
-/// both groups build the intercommunicator.
-unsafe fn meet(func: &str, comm: MPI_Comm, root: c_int, meeting: &mut [i32; 2], newcomm: *mut MPI_Comm) -> c_int {
-    let rc = crate::coll::PMPI_Bcast(meeting.as_mut_ptr() as *mut c_void, 2, abi::MPI_INT as _, root, comm);
+/// What the root of accept/connect learned: the channel to the other root (root only) and
+/// (the other root's job-wide index, the port number).
+#[derive(Default)]
+struct Meeting {
+    channel: Option<steadfast_core::slab::Handle>,
+    peer_tag: [u32; 2],
+}
+
+fn drop_meeting(m: &Meeting) {
+    if let Some(ch) = m.channel {
+        let _ = api("MPI_Comm_disconnect", None, |g| {
+            g.eng.drop_port_channel(ch);
+            Ok(())
+        });
+    }
+}
+
+/// The roots met: every member learns the port number, and both groups build the
+/// intercommunicator, the roots talking over their channel.
+unsafe fn meet(func: &str, comm: MPI_Comm, root: c_int, meeting: &mut Meeting, newcomm: *mut MPI_Comm) -> c_int {
+    let rc = crate::coll::PMPI_Bcast(meeting.peer_tag.as_mut_ptr() as *mut c_void, 2, abi::MPI_INT as _, root, comm);
     if rc != abi::MPI_SUCCESS {
-        tracing::debug!("{func}: broadcasting the remote leader failed");
+        tracing::debug!("{func}: broadcasting the port number failed");
+        drop_meeting(meeting);
         return rc;
     }
-    crate::comm::PMPI_Intercomm_create(comm, root, abi::MPI_COMM_WORLD as MPI_Comm, meeting[0], TAG_INTERCOMM + meeting[1], newcomm)
+    // Only the root's peer communicator matters; elsewhere MPI_COMM_NULL is ignored.
+    let peer = meeting.channel.map_or(abi::MPI_COMM_NULL as MPI_Comm, |h| h.0 as MPI_Comm);
+    let rc = crate::comm::PMPI_Intercomm_create(comm, root, peer, 0, TAG_INTERCOMM + meeting.peer_tag[1] as i32, newcomm);
+    drop_meeting(meeting);
+    rc
 }
 
 /// File of a published service name in the job directory (the name hex-encoded).

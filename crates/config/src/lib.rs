@@ -111,6 +111,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_INCARNATION", Launcher, "0", "which start of this world rank the process is: k after `--on-failure relaunch` started it again k times"),
     v("STEADFAST_PROC_BASE", Launcher, "0", "job-wide process index of this world's rank 0: 0 for the processes `steadfast run` started, the first index past the others for processes started by `MPI_Comm_spawn`"),
     v("STEADFAST_PARENT", Launcher, "", "set in processes started by `MPI_Comm_spawn`: the parents' intercommunicator context id and their job-wide process indices (`CTX:P0,P1,...`)"),
+    v("STEADFAST_APPNUM", Launcher, "0", "the value of `MPI_APPNUM`: which command of `MPI_Comm_spawn_multiple` started the process (0 for the job's first processes)"),
     v("STEADFAST_UNIVERSE_SIZE", Launcher, "", "the value of `MPI_UNIVERSE_SIZE`: `--universe-size`, else the CPUs of the job's hosts (at least the world size)"),
     v("STEADFAST_CKPT_SERVER", Launcher, "", "`--ft coordinated`: `host:port` of the job's checkpoint server (set by the launcher from `--ckpt-server`)"),
     v("STEADFAST_CKPT_SERVER_KEY_FILE", Launcher, "unset: the launcher's own server", "`--ft coordinated`: file (mode 0600, on every host) holding the key of a standalone checkpoint server"),

@@ -1168,6 +1168,9 @@ impl Engine {
                 }
             }
         }
+        if self.bridged {
+            self.adopt_strangers();
+        }
         if let Some(net) = self.net.as_mut() {
             match net.poll(&mut Sink(&mut self.st)) {
                 Ok(_) => {}

@@ -23,6 +23,11 @@ impl Engine {
         self.others.get((peer - self.size) as usize).copied().unwrap_or(u32::MAX)
     }
 
+    /// Peers known here: the world's ranks and the processes of other worlds reached so far.
+    pub fn known_peers(&self) -> usize {
+        self.size as usize + self.others.len()
+    }
+
     /// Job-wide index of this world's rank 0 (0 in the job's first world).
     pub fn proc_base(&self) -> u32 {
         self.proc_base
@@ -68,7 +73,7 @@ impl Engine {
             .map_err(|e| MpiError::new(ErrorClass::Spawn, format!("opening the path to other worlds: {e}")))?;
         let contact = tcp.contact().map_err(|e| MpiError::new(ErrorClass::Spawn, e.to_string()))?;
         let b = self.boot.as_mut().ok_or_else(|| MpiError::new(ErrorClass::Spawn, "no launcher"))?;
-        b.put_job(&format!("bridge.{me}"), &contact).map_err(|e| MpiError::new(ErrorClass::Spawn, format!("publishing the path to other worlds: {e}")))?;
+        b.put_job(&format!("{}{me}", steadfast_runtime::server::BRIDGE_KEY), &contact).map_err(|e| MpiError::new(ErrorClass::Spawn, format!("publishing the path to other worlds: {e}")))?;
         let inner = self.net.take();
         self.net = Some(Box::new(steadfast_paths::bridge::Bridged::new(inner, self.size, tcp)));
         self.bridged = true;
@@ -91,7 +96,10 @@ impl Engine {
             }
             self.open_bridge()?;
             let b = self.boot.as_mut().ok_or_else(|| MpiError::new(ErrorClass::Spawn, "no launcher"))?;
-            let contact = b.get_job(&format!("bridge.{p}")).map_err(|e| MpiError::new(ErrorClass::Spawn, format!("reaching process {p}: {e}")))?;
+            let contact = b.get_job(&format!("{}{p}", steadfast_runtime::server::BRIDGE_KEY)).map_err(|e| MpiError::new(ErrorClass::Spawn, format!("reaching process {p}: {e}")))?;
+            if contact.is_empty() {
+                return mpi_err!(Spawn, "process {p} ended before it reached MPI_Init (is it an MPI program?)");
+            }
             let local = self.size + self.others.len() as u32;
             let bridge = self.net.as_mut().ok_or_else(|| MpiError::new(ErrorClass::Spawn, "no path"))?;
             let got = bridge_add(bridge.as_mut(), p, &contact)?;
@@ -153,5 +161,51 @@ impl Engine {
     pub fn worlds_intercomm(&mut self, ctx: u32, local: Vec<u32>, remote: Vec<u32>, errhandler: u64) -> MpiResult<Handle> {
         self.claim_contexts(ctx, 4);
         self.new_inter(ctx, local, remote, errhandler)
+    }
+}
+
+/// Context of the two-process communicators ports and `MPI_Comm_join` use to meet a process
+/// that may be in another world, before any communicator joins them (with `+ 1` for their
+/// collective traffic and `+ 2` for the hidden local one). Far above every agreed context.
+pub const PORT_CTX: u32 = u32::MAX - 63;
+
+impl Engine {
+    /// An intercommunicator between this process alone and the process with job-wide index
+    /// `peer` alone, on [`PORT_CTX`]: what two roots that met through a port (or a socket)
+    /// talk over until they built a real intercommunicator. The same context serves every
+    /// such pair, so callers keep their exchanges apart by tag. Release it with
+    /// [`Engine::drop_port_channel`].
+    pub fn port_channel(&mut self, peer: u32) -> MpiResult<Handle> {
+        let l = self.connect_procs(&[peer])?[0];
+        let me = self.rank;
+        self.new_inter(PORT_CTX, vec![me], vec![l], 0)
+    }
+
+    /// Forgets a [`Engine::port_channel`]. Messages on the shared context stay queued for
+    /// the other pairs that use it.
+    pub fn drop_port_channel(&mut self, h: Handle) {
+        if let Ok(c) = self.comm(h) {
+            if let Some(l) = c.local {
+                self.st.comms.remove(l);
+            }
+        }
+        self.st.comms.remove(h);
+    }
+}
+
+impl Engine {
+    /// Adds the processes of other worlds whose packets the bridge holds because nobody
+    /// told this process about them (they reached it through a port or `MPI_Comm_join`).
+    /// They published their address before sending, so looking it up does not wait.
+    pub(crate) fn adopt_strangers(&mut self) {
+        let Some(net) = self.net.as_mut() else { return };
+        let Some(bridge) = net.as_any_mut().and_then(|a| a.downcast_mut::<steadfast_paths::bridge::Bridged>()) else { return };
+        let strangers = bridge.strangers();
+        if strangers.is_empty() {
+            return;
+        }
+        if let Err(e) = self.connect_procs(&strangers) {
+            tracing::warn!("cannot reach processes {strangers:?} of another world: {e}");
+        }
     }
 }

@@ -58,6 +58,15 @@ impl Bridged {
         Ok(l)
     }
 
+    /// Processes that sent packets but are not added yet (a process of another world that
+    /// connects through a port or a socket: nobody told this one about it beforehand).
+    pub fn strangers(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self.held.iter().map(|(p, _, _)| *p).filter(|p| !self.local.contains_key(p)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
     /// Local index of job-wide index `proc_index`, if added.
     pub fn local_of(&self, proc_index: u32) -> Option<u32> {
         self.local.get(&proc_index).copied()

@@ -43,6 +43,9 @@ pub const PROC_BASE: &str = "STEADFAST_PROC_BASE";
 /// Processes started by `MPI_Comm_spawn`: `CTX:P0,P1,...`, the context id of the
 /// intercommunicator to the parents and the parents' job-wide process indices in rank order.
 pub const PARENT: &str = "STEADFAST_PARENT";
+/// `MPI_APPNUM`: which command of `MPI_Comm_spawn_multiple` started the process (set by the
+/// launcher in spawned processes only; 0 when unset).
+pub const APPNUM: &str = "STEADFAST_APPNUM";
 /// `MPI_UNIVERSE_SIZE`.
 pub const UNIVERSE_SIZE: &str = "STEADFAST_UNIVERSE_SIZE";
 

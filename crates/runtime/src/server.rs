@@ -9,6 +9,9 @@ use crate::event::{ExitStatus, LauncherEvent};
 use crate::wire::{handshake_mac, mac_eq, ClientMsg, ServerMsg, WireError, HANDSHAKE_CHALLENGE, HANDSHAKE_PROOF, PROTOCOL_VERSION};
 use std::collections::{HashMap, VecDeque};
 
+/// Key prefix under which a process publishes its path to other worlds (`bridge.<index>`).
+pub const BRIDGE_KEY: &str = "bridge.";
+
 /// Identifies one accepted connection; chosen by the I/O layer, never reused.
 pub type ConnId = u64;
 
@@ -254,6 +257,13 @@ impl ControlCore {
             }
         }
         slot.in_fence = false;
+        // A process that ended before it published its path to other worlds never will:
+        // whoever waits for it (the parents of a spawned process that is no MPI program,
+        // or died first) gets the empty address, which says so, instead of waiting forever.
+        let key = format!("{BRIDGE_KEY}{rank}");
+        if !self.kvs.contains_key(&key) {
+            self.store(key, String::new());
+        }
         if !(finalized && status.success()) {
             let ev = LauncherEvent::RankExited {
                 rank,
@@ -400,20 +410,7 @@ impl ControlCore {
             ClientMsg::Hello { .. } | ClientMsg::Proof { .. } => {
                 self.protocol_error(conn, rank, "second handshake on a connection".into())
             }
-            ClientMsg::Put { key, value } => {
-                if let Some(waiting) = self.waiters.remove(&key) {
-                    for w in waiting {
-                        self.out.push_back((
-                            w,
-                            ServerMsg::Value {
-                                key: key.clone(),
-                                value: value.clone(),
-                            },
-                        ));
-                    }
-                }
-                self.kvs.insert(key, value);
-            }
+            ClientMsg::Put { key, value } => self.store(key, value),
             ClientMsg::Get { key } => match self.kvs.get(&key) {
                 Some(value) => {
                     let value = value.clone();
@@ -493,6 +490,16 @@ impl ControlCore {
                 self.try_complete_fence(wi);
             }
         }
+    }
+
+    /// `key = value` in the key-value space; whoever waits for the key gets it now.
+    fn store(&mut self, key: String, value: String) {
+        if let Some(waiting) = self.waiters.remove(&key) {
+            for w in waiting {
+                self.out.push_back((w, ServerMsg::Value { key: key.clone(), value: value.clone() }));
+            }
+        }
+        self.kvs.insert(key, value);
     }
 
     fn try_complete_fence(&mut self, wi: usize) {

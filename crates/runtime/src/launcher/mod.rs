@@ -525,6 +525,8 @@ struct Launcher {
     exit_code: Option<i32>,
     /// What starting a rank again needs (relaunch policy).
     respawn: Respawn,
+    /// Variables for the process being spawned beyond its `JobEnv` (`MPI_APPNUM`).
+    spawn_extra: Vec<(OsString, OsString)>,
     /// Coordinated checkpointing: the checkpoint scheduler and the output bookkeeping.
     coord: Option<coordinated::Coord>,
     // Dropped last: removes the directory after every rank is gone.
@@ -615,6 +617,7 @@ impl Launcher {
             drain_deadline: None,
             exit_code: None,
             respawn: Respawn::default(),
+            spawn_extra: Vec::new(),
             coord: None,
             _jobdir: jobdir,
         };
@@ -798,6 +801,7 @@ impl Launcher {
             vars.push((crate::env::HOST.into(), h.into()));
         }
         vars.extend(env.to_vars().into_iter().map(|(k, v)| (k.into(), v.into())));
+        vars.extend(self.spawn_extra.iter().cloned());
         if let Some(m) = hostmap {
             vars.push((crate::env::HOSTMAP.into(), m.into()));
         }
@@ -1099,7 +1103,7 @@ impl Launcher {
         let mut codes = Vec::with_capacity(total as usize);
         let mut why = String::new();
         let mut rank = 0u32;
-        for (exe, argv, cwd, host, n) in plan {
+        for (appnum, (exe, argv, cwd, host, n)) in plan.into_iter().enumerate() {
             for _ in 0..n {
                 let env = JobEnv {
                     rank,
@@ -1114,7 +1118,10 @@ impl Launcher {
                 };
                 self.respawn.envs.push(env.clone());
                 self.respawn.hosts.push(host.clone());
-                match self.spawn_process(&exe, &argv, &env, host.as_deref(), None, &cwd, None) {
+                self.spawn_extra = vec![(crate::env::APPNUM.into(), appnum.to_string().into())];
+                let started = self.spawn_process(&exe, &argv, &env, host.as_deref(), None, &cwd, None);
+                self.spawn_extra.clear();
+                match started {
                     Ok(()) => codes.push(0),
                     Err(e) => {
                         why = format!("cannot start {}: {e}", argv.0.to_string_lossy());
