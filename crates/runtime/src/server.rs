@@ -637,6 +637,56 @@ mod tests {
     }
 
     #[test]
+    fn a_spawned_world_has_its_own_fences_and_its_processes_their_own_slots() {
+        let mut core = ControlCore::new(2, KEY);
+        hello(&mut core, 0, 0);
+        hello(&mut core, 1, 1);
+        let cmds = vec![crate::wire::SpawnCmd { program: "p".into(), maxprocs: 2, ..Default::default() }];
+        core.handle_frame(0, &frame(ClientMsg::Spawn { ctx: 6, parents: vec![0, 1], cmds: cmds.clone() }));
+        assert!(matches!(core.poll_event(), Some(ControlEvent::Spawn { rank: 0, ctx: 6, .. })));
+        assert_eq!(core.add_world(2), 2);
+        assert_eq!(core.processes(), 4);
+        // The children are welcomed with their own world's size.
+        attempt(&mut core, 10, 2, KEY);
+        assert_eq!(core.poll_transmit(), Some((10, ServerMsg::Welcome { size: 2 })));
+        attempt(&mut core, 11, 3, KEY);
+        assert_eq!(core.poll_transmit(), Some((11, ServerMsg::Welcome { size: 2 })));
+        while core.poll_event().is_some() {}
+        // The children's start-up fence completes without the parents...
+        core.handle_frame(10, &frame(ClientMsg::Fence { epoch: 0 }));
+        assert_eq!(drain(&mut core), vec![]);
+        core.handle_frame(11, &frame(ClientMsg::Fence { epoch: 0 }));
+        let out = drain(&mut core);
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|(c, m)| (*c == 10 || *c == 11) && *m == ServerMsg::FenceDone { epoch: 0 }));
+        // ... and the parents' without the children.
+        core.handle_frame(0, &frame(ClientMsg::Fence { epoch: 0 }));
+        core.handle_frame(1, &frame(ClientMsg::Fence { epoch: 0 }));
+        assert_eq!(drain(&mut core).len(), 2);
+        assert_eq!(core.poll_event(), Some(ControlEvent::FenceDone { epoch: 0 }));
+        // A spawn naming a process that does not exist is a protocol error.
+        core.handle_frame(0, &frame(ClientMsg::Spawn { ctx: 8, parents: vec![9], cmds }));
+        assert!(matches!(core.poll_event(), Some(ControlEvent::ProtocolError { rank: 0, .. })));
+    }
+
+    #[test]
+    fn whoever_waits_for_the_path_of_a_process_that_ended_first_is_told() {
+        let mut core = ControlCore::new(2, KEY);
+        hello(&mut core, 0, 0);
+        hello(&mut core, 1, 1);
+        core.handle_frame(0, &frame(ClientMsg::Get { key: "bridge.1".into() }));
+        assert_eq!(drain(&mut core), vec![]);
+        core.rank_exited(1, ExitStatus::Exited(0));
+        let out = drain(&mut core);
+        assert!(out.contains(&(0, ServerMsg::Value { key: "bridge.1".into(), value: String::new() })));
+        // A published path stays as it was.
+        core.handle_frame(0, &frame(ClientMsg::Put { key: "bridge.0".into(), value: "a".into() }));
+        core.rank_exited(0, ExitStatus::Exited(0));
+        core.handle_frame(1, &frame(ClientMsg::Get { key: "bridge.0".into() }));
+        assert!(drain(&mut core).iter().all(|(_, m)| !matches!(m, ServerMsg::Value { value, .. } if value.is_empty())));
+    }
+
+    #[test]
     fn a_rank_that_was_never_restarted_cannot_rejoin() {
         let mut core = ControlCore::new(2, KEY);
         hello(&mut core, 0, 0);

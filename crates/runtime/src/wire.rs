@@ -598,6 +598,20 @@ mod tests {
             msg: "bye".into(),
         });
         client_roundtrip(ClientMsg::Finalize);
+        client_roundtrip(ClientMsg::Spawn {
+            ctx: 12,
+            parents: vec![0, 3, 5],
+            cmds: vec![
+                SpawnCmd { program: "./child".into(), args: vec!["a".into(), String::new()], maxprocs: 3, wdir: Some("/tmp".into()), path: None, host: Some("h".into()) },
+                SpawnCmd { program: "x".into(), maxprocs: 1, ..SpawnCmd::default() },
+            ],
+        });
+        server_roundtrip(ServerMsg::Spawned { base: 4, codes: vec![0, 2, 0], msg: "why".into() });
+        // A list count the frame cannot hold is refused before anything is allocated.
+        let mut body = vec![tag::SPAWN];
+        body.extend_from_slice(&1u32.to_be_bytes());
+        body.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert!(ClientMsg::decode(&body).is_err());
         client_roundtrip(ClientMsg::Rejoin);
         server_roundtrip(ServerMsg::RejoinAck { fence_epoch: 4 });
         server_roundtrip(ServerMsg::Event(LauncherEvent::RankRejoined { rank: 3, incarnation: 2 }));
