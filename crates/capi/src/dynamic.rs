@@ -316,6 +316,7 @@ unsafe fn spawn_world(g: &mut Global, comm: MPI_Comm, root: c_int, cmds: Option<
     let mut msg = Vec::new();
     let mut why = String::new();
     if let Some(cmds) = cmds {
+        let total: u32 = cmds.iter().map(|c| c.maxprocs).fold(0, u32::saturating_add);
         let parents: Vec<u32> = group.iter().map(|&p| g.eng.proc_index(p)).collect();
         let res = match &bridge {
             Some(e) => Err(MpiError::new(ErrorClass::Spawn, e.clone())),
@@ -333,7 +334,10 @@ unsafe fn spawn_world(g: &mut Global, comm: MPI_Comm, root: c_int, cmds: Option<
                 why = m;
             }
             Err(e) => {
-                msg.extend_from_slice(&[0; 9]);
+                // Nothing started: the count of processes asked for and no codes (a missing
+                // code reads as a failure).
+                msg.extend_from_slice(&[0; 5]);
+                msg.extend_from_slice(&total.to_le_bytes());
                 why = e.to_string();
             }
         }
