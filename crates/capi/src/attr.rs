@@ -80,10 +80,15 @@ fn predefined(keyval: c_int, world_size: u32) -> Option<*mut c_void> {
         abi::MPI_IO => &IO,
         abi::MPI_WTIME_IS_GLOBAL => &WTIME_IS_GLOBAL,
         abi::MPI_UNIVERSE_SIZE => {
-            UNIVERSE_SIZE.store(world_size as i32, Ordering::Relaxed);
+            let universe = steadfast_config::lookup(steadfast_runtime::env::UNIVERSE_SIZE).and_then(|u| u.trim().parse::<u32>().ok());
+            UNIVERSE_SIZE.store(universe.unwrap_or(world_size).max(world_size).min(i32::MAX as u32) as i32, Ordering::Relaxed);
             &UNIVERSE_SIZE
         }
-        abi::MPI_APPNUM => &APPNUM,
+        abi::MPI_APPNUM => {
+            let appnum = steadfast_config::lookup(steadfast_runtime::env::APPNUM).and_then(|a| a.trim().parse::<i32>().ok());
+            APPNUM.store(appnum.unwrap_or(0).max(0), Ordering::Relaxed);
+            &APPNUM
+        }
         abi::MPI_LASTUSEDCODE => &crate::errhandler::LAST_USED_CODE,
         _ => return None,
     };

@@ -1,9 +1,12 @@
-//! Dynamic process management. Steadfast's launcher starts a job's processes once and keeps
-//! them for the job's life; it cannot add processes to a running job or connect two jobs.
-//! So MPI_Comm_spawn / spawn_multiple fail with MPI_ERR_SPAWN, each with a message that says
-//! so. Within one job the rest works: ports (MPI_Open_port, MPI_Comm_accept /
-//! MPI_Comm_connect), name publishing (a file per name in the job directory) and
-//! MPI_Comm_join connect disjoint groups of the job's processes into an intercommunicator.
+//! Dynamic process management. Under our launcher MPI_Comm_spawn / spawn_multiple start a
+//! new world of the job: the parents agree on the intercommunicator's context, the root
+//! asks the launcher (the engine's `spawn_world`), broadcasts the outcome, and every parent
+//! reaches the children (`connect_procs`); a spawned process builds the intercommunicator
+//! to its parents in MPI_Init (`connect_parent`). Under a PMI process manager, in a
+//! singleton and in fault-tolerant modes spawning fails with MPI_ERR_SPAWN and a message
+//! that says why. Ports (MPI_Open_port, MPI_Comm_accept / MPI_Comm_connect), name
+//! publishing (a file per name in the job directory) and MPI_Comm_join connect disjoint
+//! groups of the job's first world into an intercommunicator.
 //! A port or a socket peer of another job is refused with MPI_ERR_PORT /
 //! MPI_ERR_UNSUPPORTED_OPERATION. MPI_Comm_get_parent (no parent: MPI_COMM_NULL) and
 //! MPI_Comm_disconnect work.
@@ -15,21 +18,23 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io::Write;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use steadfast_core::{ErrorClass, MpiError};
+use steadfast_runtime::wire::SpawnCmd;
 
 use crate::abi::{self, MPI_Comm, MPI_Info};
 use crate::global::{api, api_blocking, comm_handle, Global};
 use crate::mpi_api;
 
 mpi_api! {
-    fn Comm_spawn(command: *const c_char, _argv: *mut *mut c_char, maxprocs: c_int, _info: MPI_Info, root: c_int, comm: MPI_Comm,
+    fn Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info, root: c_int, comm: MPI_Comm,
                   intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
         api("MPI_Comm_spawn", Some(comm as usize), |g| {
             let at_root = spawn_checks(g, comm, root, intercomm)?;
             *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
+            let mut cmds = None;
             if at_root {
                 if command.is_null() {
                     return Err(MpiError::new(ErrorClass::Arg, "command is NULL"));
@@ -37,22 +42,18 @@ mpi_api! {
                 if maxprocs <= 0 {
                     return Err(MpiError::new(ErrorClass::Arg, format!("maxprocs {maxprocs} is not positive")));
                 }
+                cmds = Some(vec![spawn_cmd(g, command, argv, maxprocs, info)?]);
             }
-            if !array_of_errcodes.is_null() {
-                for i in 0..maxprocs.max(0) as usize {
-                    *array_of_errcodes.add(i) = abi::MPI_ERR_SPAWN;
-                }
-            }
-            Err(MpiError::new(ErrorClass::Spawn, SPAWN_UNSUPPORTED))
+            spawn_world(g, comm, root, cmds, intercomm, array_of_errcodes)
         })
     }
 
-    fn Comm_spawn_multiple(count: c_int, array_of_commands: *mut *mut c_char, _array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int,
-                           _array_of_info: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
+    fn Comm_spawn_multiple(count: c_int, array_of_commands: *mut *mut c_char, array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int,
+                           array_of_info: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
         api("MPI_Comm_spawn_multiple", Some(comm as usize), |g| {
             let at_root = spawn_checks(g, comm, root, intercomm)?;
             *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
-            let mut total: i64 = 0;
+            let mut cmds = None;
             if at_root {
                 if count <= 0 {
                     return Err(MpiError::new(ErrorClass::Arg, format!("count {count} is not positive")));
@@ -60,33 +61,41 @@ mpi_api! {
                 if array_of_commands.is_null() || array_of_maxprocs.is_null() {
                     return Err(MpiError::new(ErrorClass::Arg, "array_of_commands or array_of_maxprocs is NULL"));
                 }
+                let mut v = Vec::with_capacity(count as usize);
                 for i in 0..count as usize {
-                    if (*array_of_commands.add(i)).is_null() {
+                    let cmd = *array_of_commands.add(i);
+                    if cmd.is_null() {
                         return Err(MpiError::new(ErrorClass::Arg, format!("command {i} is NULL")));
                     }
                     let m = *array_of_maxprocs.add(i);
                     if m < 0 {
                         return Err(MpiError::new(ErrorClass::Arg, format!("maxprocs {m} of command {i} is negative")));
                     }
-                    total += m as i64;
+                    let argv = if array_of_argv.is_null() { std::ptr::null_mut() } else { *array_of_argv.add(i) };
+                    let info = if array_of_info.is_null() { abi::MPI_INFO_NULL as MPI_Info } else { *array_of_info.add(i) };
+                    if m > 0 {
+                        v.push(spawn_cmd(g, cmd, argv, m, info)?);
+                    }
                 }
-            }
-            if !array_of_errcodes.is_null() {
-                for i in 0..total as usize {
-                    *array_of_errcodes.add(i) = abi::MPI_ERR_SPAWN;
+                if v.is_empty() {
+                    return Err(MpiError::new(ErrorClass::Arg, "every maxprocs is 0: nothing to start"));
                 }
+                cmds = Some(v);
             }
-            Err(MpiError::new(ErrorClass::Spawn, SPAWN_UNSUPPORTED))
+            spawn_world(g, comm, root, cmds, intercomm, array_of_errcodes)
         })
     }
 
     fn Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_get_parent", None, |_| {
+        api("MPI_Comm_get_parent", None, |g| {
             if parent.is_null() {
                 return Err(MpiError::new(ErrorClass::Arg, "parent pointer is NULL"));
             }
-            // No process of a Steadfast job was spawned by another.
-            *parent = abi::MPI_COMM_NULL as MPI_Comm;
+            // The intercommunicator MPI_Init built, until the application freed or
+            // disconnected it (handles are generation-checked: a freed one is gone).
+            let h = PARENT.load(Ordering::Relaxed);
+            let live = h != 0 && g.eng.comm(steadfast_core::slab::Handle(h)).is_ok();
+            *parent = if live { h as MPI_Comm } else { abi::MPI_COMM_NULL as MPI_Comm };
             Ok(())
         })
     }
@@ -117,7 +126,8 @@ mpi_api! {
             }
             let id = NEXT_PORT.fetch_add(1, Ordering::Relaxed) & PORT_MASK;
             open_ports().push(id);
-            let name = format!("{PORT_PREFIX}{}:{}:{id}", job_id(), g.eng.rank);
+            let me = g.eng.proc_index(g.eng.rank);
+            let name = format!("{PORT_PREFIX}{}:{me}:{id}", job_id());
             write_cstr(port_name, &name, abi::MPI_MAX_PORT_NAME as usize);
             Ok(())
         })
@@ -127,7 +137,7 @@ mpi_api! {
             let port = parse_port(port_name)?;
             let mut open = open_ports();
             match open.iter().position(|p| *p == port.id) {
-                Some(i) if port.owner == g.eng.rank as i32 => {
+                Some(i) if port.owner == g.eng.proc_index(g.eng.rank) => {
                     open.swap_remove(i);
                     Ok(())
                 }
@@ -136,51 +146,62 @@ mpi_api! {
         })
     }
     fn Comm_accept(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-        let mut meeting = [0i32; 2];
+        let mut meeting = Meeting::default();
         let rc = api_blocking("MPI_Comm_accept", |_| Some(comm as usize), |c| {
             let Some(me) = root_check(c.g(), comm, root, newcomm)? else { return Ok(()) };
             let port = parse_port(port_name)?;
             if port.owner != me || !open_ports().contains(&port.id) {
                 return Err(MpiError::new(ErrorClass::Port, "the port was not opened by this process, or was closed"));
             }
-            let world = c.g().eng.world;
+            // Any process of the job may connect: the request arrives on a channel "to
+            // ourselves", whose context every port channel shares, from whichever sender.
+            let listen = c.g().eng.port_channel(me)?;
             let mut buf = [0u8; 4];
-            let h = c.g().eng.coll_irecv(world, abi::MPI_ANY_SOURCE, TAG_CONNECT + port.id, &mut buf)?;
-            let st = c.wait(h);
-            c.g().eng.release(h);
-            st?;
-            let peer = i32::from_le_bytes(buf);
-            let s = c.g().eng.coll_isend(world, peer, TAG_ACCEPT + port.id, &me.to_le_bytes())?;
+            let got = (|| {
+                let h = c.g().eng.coll_irecv(listen, abi::MPI_ANY_SOURCE, TAG_CONNECT + port.id, &mut buf)?;
+                let st = c.wait(h);
+                c.g().eng.release(h);
+                st.map(|_| ())
+            })();
+            c.g().eng.drop_port_channel(listen);
+            got?;
+            let peer = u32::from_le_bytes(buf);
+            let ch = c.g().eng.port_channel(peer)?;
+            meeting.channel = Some(ch);
+            let s = c.g().eng.coll_isend(ch, 0, TAG_ACCEPT + port.id, &me.to_le_bytes())?;
             let st = c.wait(s);
             c.g().eng.release(s);
             st?;
-            meeting = [peer, port.id];
+            meeting.peer_tag = [peer, port.id as u32];
             Ok(())
         });
         if rc != abi::MPI_SUCCESS {
+            drop_meeting(&meeting);
             return rc;
         }
         meet("MPI_Comm_accept", comm, root, &mut meeting, newcomm)
     }
     fn Comm_connect(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
-        let mut meeting = [0i32; 2];
+        let mut meeting = Meeting::default();
         let rc = api_blocking("MPI_Comm_connect", |_| Some(comm as usize), |c| {
             let Some(me) = root_check(c.g(), comm, root, newcomm)? else { return Ok(()) };
             let port = parse_port(port_name)?;
-            let world = c.g().eng.world;
+            let ch = c.g().eng.port_channel(port.owner)?;
+            meeting.channel = Some(ch);
             let mut buf = [0u8; 4];
-            let h = c.g().eng.coll_irecv(world, port.owner, TAG_ACCEPT + port.id, &mut buf)?;
-            let s = c.g().eng.coll_isend(world, port.owner, TAG_CONNECT + port.id, &me.to_le_bytes())?;
+            let h = c.g().eng.coll_irecv(ch, 0, TAG_ACCEPT + port.id, &mut buf)?;
+            let s = c.g().eng.coll_isend(ch, 0, TAG_CONNECT + port.id, &me.to_le_bytes())?;
             let sent = c.wait(s);
             c.g().eng.release(s);
             let got = c.wait(h);
             c.g().eng.release(h);
             sent?;
             got?;
-            meeting = [i32::from_le_bytes(buf), port.id];
+            meeting.peer_tag = [u32::from_le_bytes(buf), port.id as u32];
             Ok(())
         });
         if rc != abi::MPI_SUCCESS {
+            drop_meeting(&meeting);
             return rc;
         }
         meet("MPI_Comm_connect", comm, root, &mut meeting, newcomm)
@@ -220,20 +241,21 @@ mpi_api! {
         })
     }
     fn Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c_int {
-        let mut peer = 0i32;
+        let mut peer = 0u64;
         let rc = api("MPI_Comm_join", None, |g| {
             if intercomm.is_null() {
                 return Err(MpiError::new(ErrorClass::Arg, "intercomm is NULL"));
             }
             *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
-            // Each side writes "job-id world-rank\n" and reads the other's.
-            let mine = format!("{} {}\n", job_id(), g.eng.rank);
+            // Each side writes "job-id job-wide-process-index\n" and reads the other's.
+            let me = g.eng.proc_index(g.eng.rank);
+            let mine = format!("{} {me}\n", job_id());
             let theirs = exchange_line(fd, mine.as_bytes())?;
             let mut it = theirs.split_whitespace();
-            let (job, rank) = (it.next().unwrap_or(""), it.next().and_then(|r| r.parse::<i32>().ok()));
+            let (job, rank) = (it.next().unwrap_or(""), it.next().and_then(|r| r.parse::<u32>().ok()));
             match rank {
-                Some(r) if job == job_id() && (0..g.eng.size as i32).contains(&r) && r != g.eng.rank as i32 => {
-                    peer = r;
+                Some(r) if job == job_id() && r != me => {
+                    peer = g.eng.port_channel(r)?.0;
                     Ok(())
                 }
                 Some(_) if job == job_id() => Err(MpiError::new(ErrorClass::Arg, "the socket leads back to this process")),
@@ -246,14 +268,143 @@ mpi_api! {
         if rc != abi::MPI_SUCCESS {
             return rc;
         }
-        crate::comm::PMPI_Intercomm_create(abi::MPI_COMM_SELF as MPI_Comm, 0, abi::MPI_COMM_WORLD as MPI_Comm, peer, TAG_JOIN, intercomm)
+        let rc = crate::comm::PMPI_Intercomm_create(abi::MPI_COMM_SELF as MPI_Comm, 0, peer as MPI_Comm, 0, TAG_JOIN, intercomm);
+        drop_meeting(&Meeting { channel: Some(steadfast_core::slab::Handle(peer)), peer_tag: [0; 2] });
+        rc
     }
 }
 
 const PORT_PREFIX: &str = "steadfast-port:";
-/// Why MPI_Comm_spawn and MPI_Comm_spawn_multiple fail, under every launcher.
-const SPAWN_UNSUPPORTED: &str = "spawning processes is not supported: Steadfast's launcher (and a Slurm or Hydra launch) \
-     cannot add processes to a running job; MPI_UNIVERSE_SIZE equals the world size";
+
+/// The intercommunicator to the parents of a spawned process (0: none).
+static PARENT: AtomicU64 = AtomicU64::new(0);
+
+/// One command of a spawn at the root: program, arguments (NULL-terminated `argv`, or
+/// MPI_ARGV_NULL) and the info keys the launcher honours (`wdir`, `path`, `host`).
+unsafe fn spawn_cmd(g: &Global, command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info) -> Result<SpawnCmd, MpiError> {
+    let program = CStr::from_ptr(command).to_string_lossy().into_owned();
+    if program.trim().is_empty() {
+        return Err(MpiError::new(ErrorClass::Arg, "command is empty"));
+    }
+    let mut args = Vec::new();
+    if !argv.is_null() {
+        let mut i = 0;
+        while !(*argv.add(i)).is_null() {
+            args.push(CStr::from_ptr(*argv.add(i)).to_string_lossy().into_owned());
+            i += 1;
+        }
+    }
+    let mut cmd = SpawnCmd { program, args, maxprocs: maxprocs as u32, ..SpawnCmd::default() };
+    if let Some(info) = crate::info::info_arg(g, info)? {
+        cmd.wdir = info.get("wdir")?.map(str::to_owned);
+        cmd.path = info.get("path")?.map(str::to_owned);
+        cmd.host = info.get("host")?.map(str::to_owned);
+    }
+    Ok(cmd)
+}
+
+/// The collective part of the spawn calls: agree on the intercommunicator's context, let
+/// the root ask the launcher, tell every member the outcome, reach the children and build
+/// the intercommunicator. `cmds` is Some at the root only.
+unsafe fn spawn_world(g: &mut Global, comm: MPI_Comm, root: c_int, cmds: Option<Vec<SpawnCmd>>, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> Result<(), MpiError> {
+    let h = comm_handle(g, comm as usize)?;
+    let ctx = g.eng.new_context(h)?;
+    g.eng.claim_contexts(ctx, 4);
+    // Every parent publishes its path to other worlds before the children look for it.
+    let bridge = g.eng.open_bridge().err().map(|e| e.to_string());
+    let group = g.eng.comm(h)?.group.to_vec();
+    let mut msg = Vec::new();
+    let mut why = String::new();
+    if let Some(cmds) = cmds {
+        let total: u32 = cmds.iter().map(|c| c.maxprocs).fold(0, u32::saturating_add);
+        let parents: Vec<u32> = group.iter().map(|&p| g.eng.proc_index(p)).collect();
+        let res = match &bridge {
+            Some(e) => Err(MpiError::new(ErrorClass::Spawn, e.clone())),
+            None => g.eng.spawn_world(ctx, parents, cmds),
+        };
+        match res {
+            Ok((base, codes, m)) => {
+                let ok = codes.iter().all(|&c| c == 0);
+                msg.push(u8::from(ok));
+                msg.extend_from_slice(&base.to_le_bytes());
+                msg.extend_from_slice(&(codes.len() as u32).to_le_bytes());
+                for c in &codes {
+                    msg.extend_from_slice(&c.to_le_bytes());
+                }
+                why = m;
+            }
+            Err(e) => {
+                // Nothing started: the count of processes asked for and no codes (a missing
+                // code reads as a failure).
+                msg.extend_from_slice(&[0; 5]);
+                msg.extend_from_slice(&total.to_le_bytes());
+                why = e.to_string();
+            }
+        }
+    }
+    g.eng.bcast_bytes(h, root, &mut msg)?;
+    let word = |i: usize| msg.get(i..i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
+    let bad = || MpiError::new(ErrorClass::Intern, "malformed spawn outcome from the root");
+    let ok = msg.first().copied().ok_or_else(bad)? == 1;
+    let base = word(1).ok_or_else(bad)?;
+    let n = word(5).ok_or_else(bad)?;
+    let fill = |reached: bool| {
+        if !errcodes.is_null() {
+            for i in 0..n as usize {
+                let c = word(9 + 4 * i).unwrap_or(1);
+                *errcodes.add(i) = if ok && reached && c == 0 { abi::MPI_SUCCESS } else { abi::MPI_ERR_SPAWN };
+            }
+        }
+    };
+    if !ok {
+        fill(false);
+        if why.is_empty() {
+            why = "the launcher could not start the processes (the root's error says why)".into();
+        }
+        return Err(MpiError::new(ErrorClass::Spawn, why));
+    }
+    if let Some(e) = bridge {
+        fill(false);
+        return Err(MpiError::new(ErrorClass::Spawn, e));
+    }
+    let children: Vec<u32> = (base..base + n).collect();
+    let remote = match g.eng.connect_procs(&children) {
+        Ok(r) => r,
+        Err(e) => {
+            fill(false);
+            return Err(e);
+        }
+    };
+    fill(true);
+    let errh = g.eng.comm(h)?.errhandler;
+    let n = g.eng.worlds_intercomm(ctx, group, remote, errh)?;
+    crate::errhandler::retain(g, errh);
+    *intercomm = n.0 as MPI_Comm;
+    Ok(())
+}
+
+/// In a process started by MPI_Comm_spawn (`STEADFAST_PARENT` set): reach the parents and
+/// build the intercommunicator MPI_Comm_get_parent returns.
+pub fn connect_parent(g: &mut Global) -> Result<(), MpiError> {
+    let Some(spec) = steadfast_config::lookup(steadfast_runtime::env::PARENT).filter(|p| !p.trim().is_empty()) else {
+        return Ok(());
+    };
+    let bad = || MpiError::new(ErrorClass::Intern, format!("{}={spec:?} is malformed", steadfast_runtime::env::PARENT));
+    let (ctx, list) = spec.trim().split_once(':').ok_or_else(bad)?;
+    let ctx: u32 = ctx.parse().map_err(|_| bad())?;
+    let parents = list.split(',').map(|p| p.parse::<u32>().map_err(|_| bad())).collect::<Result<Vec<_>, _>>()?;
+    g.eng.open_bridge()?;
+    let remote = g.eng.connect_procs(&parents)?;
+    let world = g.eng.world;
+    let local = g.eng.comm(world)?.group.to_vec();
+    let errh = g.eng.comm(world)?.errhandler;
+    let n = g.eng.worlds_intercomm(ctx, local, remote, errh)?;
+    // The standard's default name of the parent intercommunicator.
+    g.eng.comm_mut(n)?.name = "MPI_COMM_PARENT".into();
+    crate::errhandler::retain(g, errh);
+    PARENT.store(n.0, Ordering::Relaxed);
+    Ok(())
+}
 
 /// Argument checks common to the spawn calls, in the order MPI lists the errors; whether
 /// this process is the root.
@@ -294,7 +445,8 @@ fn job_id() -> String {
 }
 
 struct Port {
-    owner: i32,
+    /// Job-wide process index of the process that opened it.
+    owner: u32,
     id: i32,
 }
 
@@ -307,19 +459,19 @@ unsafe fn parse_port(p: *const c_char) -> Result<Port, MpiError> {
     let rest = name.strip_prefix(PORT_PREFIX).ok_or_else(bad)?;
     let mut parts = rest.rsplitn(3, ':');
     let id = parts.next().and_then(|x| x.parse::<i32>().ok()).ok_or_else(bad)?;
-    let owner = parts.next().and_then(|x| x.parse::<i32>().ok()).ok_or_else(bad)?;
+    let owner = parts.next().and_then(|x| x.parse::<u32>().ok()).ok_or_else(bad)?;
     let job = parts.next().ok_or_else(bad)?;
     if job != job_id() {
         return Err(MpiError::new(ErrorClass::Port, "the port belongs to another job; Steadfast's launcher cannot connect separate jobs"));
     }
-    if !(0..=PORT_MASK).contains(&id) || owner < 0 {
+    if !(0..=PORT_MASK).contains(&id) {
         return Err(bad());
     }
     Ok(Port { owner, id })
 }
 
-/// Checks of accept/connect; Some(world rank) at the root, None elsewhere.
-unsafe fn root_check(g: &Global, comm: MPI_Comm, root: c_int, newcomm: *mut MPI_Comm) -> Result<Option<i32>, MpiError> {
+/// Checks of accept/connect; Some(job-wide process index) at the root, None elsewhere.
+unsafe fn root_check(g: &Global, comm: MPI_Comm, root: c_int, newcomm: *mut MPI_Comm) -> Result<Option<u32>, MpiError> {
     let h = comm_handle(g, comm as usize)?;
     if newcomm.is_null() {
         return Err(MpiError::new(ErrorClass::Arg, "newcomm is NULL"));
@@ -331,18 +483,40 @@ unsafe fn root_check(g: &Global, comm: MPI_Comm, root: c_int, newcomm: *mut MPI_
     if !(0..c.size()).contains(&root) {
         return Err(MpiError::new(ErrorClass::Root, format!("root {root} is not a rank of the communicator")));
     }
-    Ok((c.rank == root).then_some(g.eng.rank as i32))
+    Ok((c.rank == root).then_some(g.eng.proc_index(g.eng.rank)))
 }
 
-/// The roots met: every member learns the other root's world rank and the port number, and
-/// both groups build the intercommunicator.
-unsafe fn meet(func: &str, comm: MPI_Comm, root: c_int, meeting: &mut [i32; 2], newcomm: *mut MPI_Comm) -> c_int {
-    let rc = crate::coll::PMPI_Bcast(meeting.as_mut_ptr() as *mut c_void, 2, abi::MPI_INT as _, root, comm);
+/// What the root of accept/connect learned: the channel to the other root (root only) and
+/// (the other root's job-wide index, the port number).
+#[derive(Default)]
+struct Meeting {
+    channel: Option<steadfast_core::slab::Handle>,
+    peer_tag: [u32; 2],
+}
+
+fn drop_meeting(m: &Meeting) {
+    if let Some(ch) = m.channel {
+        let _ = api("MPI_Comm_disconnect", None, |g| {
+            g.eng.drop_port_channel(ch);
+            Ok(())
+        });
+    }
+}
+
+/// The roots met: every member learns the port number, and both groups build the
+/// intercommunicator, the roots talking over their channel.
+unsafe fn meet(func: &str, comm: MPI_Comm, root: c_int, meeting: &mut Meeting, newcomm: *mut MPI_Comm) -> c_int {
+    let rc = crate::coll::PMPI_Bcast(meeting.peer_tag.as_mut_ptr() as *mut c_void, 2, abi::MPI_INT as _, root, comm);
     if rc != abi::MPI_SUCCESS {
-        tracing::debug!("{func}: broadcasting the remote leader failed");
+        tracing::debug!("{func}: broadcasting the port number failed");
+        drop_meeting(meeting);
         return rc;
     }
-    crate::comm::PMPI_Intercomm_create(comm, root, abi::MPI_COMM_WORLD as MPI_Comm, meeting[0], TAG_INTERCOMM + meeting[1], newcomm)
+    // Only the root's peer communicator matters; elsewhere MPI_COMM_NULL is ignored.
+    let peer = meeting.channel.map_or(abi::MPI_COMM_NULL as MPI_Comm, |h| h.0 as MPI_Comm);
+    let rc = crate::comm::PMPI_Intercomm_create(comm, root, peer, 0, TAG_INTERCOMM + meeting.peer_tag[1] as i32, newcomm);
+    drop_meeting(meeting);
+    rc
 }
 
 /// File of a published service name in the job directory (the name hex-encoded).

@@ -54,12 +54,27 @@ impl steadfast_core::Bootstrap for Boot {
     fn checkpoint_now(&mut self) -> Result<(), String> {
         self.0.lock().checkpoint_now().map_err(|e| e.to_string())
     }
+    fn put_job(&mut self, key: &str, value: &str) -> Result<(), String> {
+        self.0.lock().put_job(key, value).map_err(|e| e.to_string())
+    }
+    fn get_job(&mut self, key: &str) -> Result<String, String> {
+        self.0.lock().get_job(key).map_err(|e| e.to_string())
+    }
+    fn spawn_unsupported(&self) -> Option<String> {
+        None
+    }
+    fn spawn(&mut self, ctx: u32, parents: Vec<u32>, cmds: Vec<steadfast_runtime::wire::SpawnCmd>) -> Result<(u32, Vec<i32>, String), String> {
+        self.0.lock().spawn(ctx, parents, cmds).map_err(|e| e.to_string())
+    }
 }
 
 /// The bootstrap of a job started by a PMI process manager (Slurm, Hydra, PRRTE).
 struct PmiBoot(steadfast_runtime::pmi::PmiBootstrap);
 
 impl steadfast_core::Bootstrap for PmiBoot {
+    fn spawn_unsupported(&self) -> Option<String> {
+        Some("this job was started by a PMI process manager (Slurm, Hydra, PRRTE), which Steadfast cannot ask to start processes; start the job with steadfast run / mpiexec to spawn".into())
+    }
     fn put(&mut self, key: &str, value: &str) -> Result<(), String> {
         self.0.put(key, value).map_err(|e| e.to_string())
     }
@@ -106,6 +121,7 @@ fn job_and_boot(
                 relaunch: b.ft().relaunches(),
                 coordinated: b.ft() == steadfast_runtime::FtMode::Coordinated,
                 incarnation: b.job_env().incarnation,
+                proc_base: b.job_env().proc_base,
                 path_overrides: None,
             };
             (Some(job), Some(Box::new(Boot(steadfast_runtime::ft::SharedBootstrap::new(b)))))
@@ -123,6 +139,7 @@ fn job_and_boot(
                 relaunch: false,
                 coordinated: false,
                 incarnation: 0,
+                proc_base: 0,
                 path_overrides: Some(steadfast_core::PathOverrides {
                     hostmap: j.hostmap.clone(),
                     net_path: Some(j.net_path.to_string()),
@@ -251,6 +268,13 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
         bsend_buf: None,
         tables: Default::default(),
     });
+    if let Some(g) = guard.as_mut() {
+        // A spawned process reaches its parents inside MPI_Init, as they wait for it.
+        if let Err(e) = crate::dynamic::connect_parent(g) {
+            let (rank, class) = (g.eng.rank, global::abi_class(e.class));
+            g.eng.abort(class, &format!("rank {rank}: MPI_Init failed: reaching the parents: {e}"));
+        }
+    }
     PHASE.store(PHASE_LIVE, Ordering::Release);
     Ok(provided)
 }

@@ -163,6 +163,14 @@ impl Door {
         }
     }
 
+    /// Room for `n` peers: processes of other worlds get indices past the world's.
+    pub fn grow(&mut self, n: usize) {
+        if self.sent.len() < n {
+            self.sent.resize(n, 0);
+            self.peer_incarnation.resize(n, 0);
+        }
+    }
+
     /// Plug a recovery protocol in (replaces any earlier one).
     pub fn set_hook(&mut self, hook: Option<Box<dyn Interpose>>) {
         self.hook = hook;

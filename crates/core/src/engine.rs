@@ -39,6 +39,8 @@ mod logging;
 pub use coordinated::Reconnect;
 #[path = "engine_fast.rs"]
 mod fast;
+#[path = "engine_worlds.rs"]
+mod worlds;
 
 /// Rank value of MPI_PROC_NULL.
 pub const PROC_NULL: i32 = -3;
@@ -74,6 +76,22 @@ pub trait Bootstrap: Send {
     fn checkpoint_now(&mut self) -> Result<(), String> {
         Err("this bootstrap has no checkpoint scheduler".into())
     }
+    /// Publishes `key = value` in the key-value space every world of the job shares.
+    fn put_job(&mut self, _key: &str, _value: &str) -> Result<(), String> {
+        Err("this bootstrap has no job-wide key-value space".into())
+    }
+    /// The value of `key` in the job-wide key-value space (blocks until put).
+    fn get_job(&mut self, _key: &str) -> Result<String, String> {
+        Err("this bootstrap has no job-wide key-value space".into())
+    }
+    /// Why this bootstrap cannot start processes, if it cannot.
+    fn spawn_unsupported(&self) -> Option<String> {
+        Some("the process manager that started this job cannot start processes at run time".into())
+    }
+    /// Asks the launcher to start `cmds` as a new world (see `engine_worlds.rs`).
+    fn spawn(&mut self, _ctx: u32, _parents: Vec<u32>, _cmds: Vec<steadfast_runtime::wire::SpawnCmd>) -> Result<(u32, Vec<i32>, String), String> {
+        Err("this bootstrap cannot start processes".into())
+    }
     /// The launcher's failure notices for the membership control thread (None: none).
     fn launcher_link(&self) -> Option<Box<dyn steadfast_runtime::ft::LauncherLink>> {
         None
@@ -107,6 +125,8 @@ pub struct JobInfo {
     /// Coordinated checkpointing (`--ft coordinated`): no membership service, the
     /// launcher's checkpoint scheduler drives waves and rollbacks.
     pub coordinated: bool,
+    /// Job-wide process index of world rank 0 (0 but in worlds started by `MPI_Comm_spawn`).
+    pub proc_base: u32,
     /// Path settings the bootstrap derived itself (PMI jobs: host layout, path between
     /// hosts, routes); they replace the `STEADFAST_HOSTMAP/NET_PATH/ROUTES` variables.
     pub path_overrides: Option<PathOverrides>,
@@ -261,6 +281,14 @@ pub struct Engine {
     mlog: Option<Box<logging::MsgLog>>,
     /// Rounds of progress under way (a call made from inside one must not block).
     progress_depth: u32,
+    /// Job-wide process index of this world's rank 0 (`engine_worlds.rs`).
+    proc_base: u32,
+    /// Job-wide process indices of the peers of other worlds, by local index - `size`.
+    others: Vec<u32>,
+    /// Whether the path to other worlds is open.
+    bridged: bool,
+    /// The job's key (authenticates the path to other worlds).
+    job_key: u64,
 }
 
 /// Which context and group a send goes to.
@@ -462,6 +490,10 @@ impl Engine {
         if let Some(jobdir) = jobdir {
             eng.coll.channels.host = Some(crate::coll::channels::Host { jobdir, local: shm_peer });
         }
+        if let Some(j) = &job {
+            eng.proc_base = j.proc_base;
+            eng.job_key = j.job_key;
+        }
         Ok(eng)
     }
 
@@ -541,6 +573,10 @@ impl Engine {
             mlog: None,
             progress_depth: 0,
             launcher_incarnation: vec![0; size as usize],
+            proc_base: 0,
+            others: Vec::new(),
+            bridged: false,
+            job_key: 0,
         }
     }
 
@@ -1225,6 +1261,9 @@ impl Engine {
                     self.poll_launcher();
                 }
             }
+        }
+        if self.bridged {
+            self.adopt_strangers();
         }
         if let Some(net) = self.net.as_mut() {
             match net.poll(&mut Sink(&mut self.st)) {

@@ -387,7 +387,7 @@ impl Engine {
         Ok(self.add_comm(Comm { ctx, rank, group: Arc::new(group), errhandler, ..Default::default() }))
     }
 
-    fn new_inter(&mut self, ctx: u32, local: Vec<u32>, remote: Vec<u32>, errhandler: u64) -> MpiResult<Handle> {
+    pub(crate) fn new_inter(&mut self, ctx: u32, local: Vec<u32>, remote: Vec<u32>, errhandler: u64) -> MpiResult<Handle> {
         let me = self.rank;
         let rank = rank_of(&local, me).ok_or_else(|| MpiError::new(ErrorClass::Intern, "not a member of the new group"))?;
         let local = Arc::new(local);
@@ -598,19 +598,20 @@ impl Engine {
         let mut msg = Vec::new();
         if lc.rank == local_leader {
             let peer = peer.ok_or_else(|| MpiError::new(ErrorClass::Comm, "the local leader needs a valid peer communicator"))?;
+            // An intercommunicator may serve as the peer communicator (the remote leader is
+            // then a rank of its remote group), as between parents and spawned children.
             let pc = self.comm(peer)?;
-            if pc.remote.is_some() {
-                return mpi_err!(Comm, "the peer communicator must be an intracommunicator");
+            if !(0..pc.peer_size()).contains(&remote_leader) {
+                return mpi_err!(Rank, "remote leader {remote_leader} is not a rank of the peer communicator (size {})", pc.peer_size());
             }
-            if !(0..pc.size()).contains(&remote_leader) {
-                return mpi_err!(Rank, "remote leader {remote_leader} is not a rank of the peer communicator (size {})", pc.size());
-            }
+            // Members travel as job-wide process indices: the two groups may be in
+            // different worlds, where local peer indices mean different processes.
             let mut out = m.to_le_bytes().to_vec();
-            encode_ranks(&mut out, &lc.group);
+            let procs: Vec<u32> = lc.group.iter().map(|&p| self.proc_index(p)).collect();
+            encode_ranks(&mut out, &procs);
             let t = intercomm_tag(tag);
             let s = self.coll_isend(peer, remote_leader, t, &out)?;
-            // The remote group is at most the whole world.
-            let mut theirs = vec![0u8; 16 + 4 * self.size as usize];
+            let mut theirs = vec![0u8; 16 + 4 * self.known_peers().max(1 << 16)];
             let st = self.coll_recv(peer, remote_leader, t, &mut theirs)?;
             theirs.truncate(st.bytes as usize);
             self.wait(s)?;
@@ -622,6 +623,7 @@ impl Engine {
         self.bcast_bytes(local, local_leader, &mut msg)?;
         let ctx = u64_at(&msg, 0)? as u32;
         let (remote, _) = decode_ranks(&msg, 8)?;
+        let remote = self.connect_procs(&remote)?;
         self.claim_contexts(ctx, 4);
         if remote.iter().any(|w| lc.group.contains(w)) {
             return mpi_err!(Comm, "the local and remote groups of an intercommunicator must be disjoint");
@@ -647,7 +649,7 @@ impl Engine {
             mine[0] = v.first().copied().unwrap_or(0);
         }
         let my_high = mine[0] != 0;
-        let local_first = if my_high != their_high { !my_high } else { comm.group[0] < remote[0] };
+        let local_first = if my_high != their_high { !my_high } else { self.proc_index(comm.group[0]) < self.proc_index(remote[0]) };
         let group: Vec<u32> = if local_first {
             comm.group.iter().chain(remote.iter()).copied().collect()
         } else {

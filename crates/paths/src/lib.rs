@@ -8,6 +8,7 @@
 //! [`SendStatus::Full`], and `poll` hands over whatever complete packets arrived. Blocking
 //! (spin, then sleep on a futex or in `poll(2)`) is done by the caller through [`Path::wait`].
 
+pub mod bridge;
 pub mod checksum;
 pub mod cma;
 pub mod composite;
@@ -257,5 +258,10 @@ pub trait Path: Send {
     /// Extra lines for the statistics report (per-route detail), if any.
     fn stats_detail(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// The path as `Any`, for the one kind the engine reconfigures at run time
+    /// ([`bridge::Bridged`]); `None` for the others.
+    fn as_any_mut(&mut self) -> Option<&mut dyn std::any::Any> {
+        None
     }
 }

@@ -573,6 +573,9 @@ pub struct TcpPath {
     repairs: Vec<Repair>,
     /// Some peer may have a repair request out (see [`TcpPath::repeat_requests`]).
     timers: bool,
+    /// Hellos from ranks below this are accepted even past the peer table, which then
+    /// grows (a path between worlds of one job, whose processes come and go at run time).
+    accept_below: usize,
 }
 
 /// Asks the kernel to hand over connections only once they sent data (a peer's hello
@@ -640,7 +643,22 @@ impl TcpPath {
             free: Vec::new(),
             repairs: Vec::new(),
             timers: false,
+            accept_below: 0,
         })
+    }
+
+    /// Accept connections from any rank below `n`, growing the peer table as they come
+    /// (processes that join the job at run time).
+    pub fn accept_ranks_below(&mut self, n: u32) {
+        self.accept_below = n as usize;
+    }
+
+    /// Makes room for peers up to `peer`.
+    fn ensure_peer(&mut self, peer: u32) {
+        let n = peer as usize + 1;
+        if self.peers.len() < n {
+            self.peers.resize_with(n, || Peer::new(None, [0; 16]));
+        }
     }
 
     /// End-to-end checksum of frames (default CRC32C).
@@ -675,6 +693,9 @@ impl TcpPath {
         let mut nonce = [0u8; 16];
         for (i, b) in nonce.iter_mut().enumerate() {
             *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        if (peer as usize) < self.accept_below {
+            self.ensure_peer(peer);
         }
         let p = self.peers.get_mut(peer as usize).ok_or_else(bad)?;
         p.addr = Some(addr);
@@ -891,6 +912,12 @@ impl TcpPath {
     /// Returns why the connection must be dropped, if it must.
     fn greeted(&mut self, i: usize, from: u32, kind: u32) -> Option<&'static str> {
         let idx = from as usize;
+        if idx >= self.peers.len() {
+            if idx >= self.accept_below {
+                return Some("hello from an unknown rank");
+            }
+            self.ensure_peer(from);
+        }
         if self.peers[idx].link == Link::Lost {
             if self.conns[i].opened {
                 return Some("peer was lost before");
@@ -1452,7 +1479,7 @@ impl TcpPath {
     /// Deliver the complete frames buffered on connection `i`; returns why the connection
     /// must be dropped, if it must.
     fn parse_conn(&mut self, i: usize, sink: &mut dyn PacketSink) -> Option<&'static str> {
-        let nranks = self.peers.len();
+        let nranks = self.peers.len().max(self.accept_below);
         let stop = loop {
             let c = &mut self.conns[i];
             let parsed = c.parse(

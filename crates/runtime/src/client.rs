@@ -64,7 +64,9 @@ impl Bootstrap {
         let mut nonce = [0u8; 16];
         getrandom::getrandom(&mut nonce)
             .map_err(|e| BootstrapError::Protocol(format!("no random nonce: {e}")))?;
-        let (version, rank, key) = (PROTOCOL_VERSION, bs.env.rank, bs.env.job_key);
+        // The launcher knows a process by its job-wide index (its world rank in the job's
+        // first world).
+        let (version, rank, key) = (PROTOCOL_VERSION, bs.env.proc_index(), bs.env.job_key);
         bs.send(&ClientMsg::Hello { version, rank, nonce })?;
         match bs.recv_reply() {
             Ok(ServerMsg::Challenge { nonce: theirs, mac }) => {
@@ -161,7 +163,30 @@ impl Bootstrap {
     /// Publishes `key = value` for every rank. A later put of the same key replaces the
     /// value for later gets. Does not wait for the launcher: ordering on the connection
     /// guarantees a put is visible to any rank that passes a later fence with us.
+    /// Keys are the world's own: a world started by `MPI_Comm_spawn` has its own keys
+    /// (the launcher's space is shared by every world of the job; see [`Bootstrap::put_job`]).
     pub fn put(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
+        let key = self.world_key(key);
+        self.put_job(&key, value)
+    }
+
+    /// Returns the value of `key` in this world's keys, blocking until some rank has put it.
+    pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
+        let key = self.world_key(key);
+        self.get_job(&key)
+    }
+
+    /// `key` in this world's part of the key-value space: as is in the job's first world,
+    /// `w<base>/key` in a world started by `MPI_Comm_spawn`.
+    fn world_key(&self, key: &str) -> String {
+        match self.env.proc_base {
+            0 => key.to_owned(),
+            b => format!("w{b}/{key}"),
+        }
+    }
+
+    /// Publishes `key = value` in the key-value space every world of the job shares.
+    pub fn put_job(&mut self, key: &str, value: &str) -> Result<(), BootstrapError> {
         self.check_usable()?;
         self.send(&ClientMsg::Put {
             key: key.to_owned(),
@@ -169,14 +194,27 @@ impl Bootstrap {
         })
     }
 
-    /// Returns the value of `key`, blocking until some rank has put it.
-    pub fn get(&mut self, key: &str) -> Result<String, BootstrapError> {
+    /// Returns the value of `key` in the job-wide key-value space, blocking until put.
+    pub fn get_job(&mut self, key: &str) -> Result<String, BootstrapError> {
         self.check_usable()?;
         self.send(&ClientMsg::Get {
             key: key.to_owned(),
         })?;
         match self.recv_reply()? {
             ServerMsg::Value { key: k, value } if k == key => Ok(value),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// `MPI_Comm_spawn` at the root: asks the launcher to start `cmds` as a new world whose
+    /// parents are `parents` (job-wide indices) over intercommunicator context `ctx`.
+    /// Returns the new world's first job-wide index, one code per process (0: started) and
+    /// the launcher's explanation when some did not start.
+    pub fn spawn(&mut self, ctx: u32, parents: Vec<u32>, cmds: Vec<crate::wire::SpawnCmd>) -> Result<(u32, Vec<i32>, String), BootstrapError> {
+        self.check_usable()?;
+        self.send(&ClientMsg::Spawn { ctx, parents, cmds })?;
+        match self.recv_reply()? {
+            ServerMsg::Spawned { base, codes, msg } => Ok((base, codes, msg)),
             other => Err(unexpected(&other)),
         }
     }

@@ -37,6 +37,17 @@ pub const FT: &str = "STEADFAST_FT";
 /// Which start of this world rank the process is: 0 (or unset) for the first, k+1 when
 /// the launcher's relaunch policy started the rank again after incarnation k died.
 pub const INCARNATION: &str = "STEADFAST_INCARNATION";
+/// Job-wide process index of this world's rank 0 (0 for the processes started with the
+/// job; processes started by `MPI_Comm_spawn` come after every earlier one).
+pub const PROC_BASE: &str = "STEADFAST_PROC_BASE";
+/// Processes started by `MPI_Comm_spawn`: `CTX:P0,P1,...`, the context id of the
+/// intercommunicator to the parents and the parents' job-wide process indices in rank order.
+pub const PARENT: &str = "STEADFAST_PARENT";
+/// `MPI_APPNUM`: which command of `MPI_Comm_spawn_multiple` started the process (set by the
+/// launcher in spawned processes only; 0 when unset).
+pub const APPNUM: &str = "STEADFAST_APPNUM";
+/// `MPI_UNIVERSE_SIZE`.
+pub const UNIVERSE_SIZE: &str = "STEADFAST_UNIVERSE_SIZE";
 
 /// Directory of the job's process images and channel records (`--ft coordinated`).
 pub const CKPT_DIR: &str = "STEADFAST_CKPT_DIR";
@@ -181,6 +192,12 @@ pub struct JobEnv {
     pub ft: FtMode,
     /// Incarnation of this world rank (0: first start).
     pub incarnation: u16,
+    /// Job-wide process index of world rank 0 ([`PROC_BASE`]).
+    pub proc_base: u32,
+    /// [`PARENT`], for processes started by `MPI_Comm_spawn`.
+    pub parent: Option<String>,
+    /// [`UNIVERSE_SIZE`].
+    pub universe_size: Option<u32>,
 }
 
 impl JobEnv {
@@ -228,6 +245,15 @@ impl JobEnv {
                 Some(v) => parse(INCARNATION, v)?,
                 None => 0,
             },
+            proc_base: match get(PROC_BASE) {
+                Some(v) => parse(PROC_BASE, v)?,
+                None => 0,
+            },
+            parent: get(PARENT).filter(|p| !p.is_empty()),
+            universe_size: match get(UNIVERSE_SIZE) {
+                Some(v) if !v.is_empty() => Some(parse(UNIVERSE_SIZE, v)?),
+                _ => None,
+            },
         };
         let bad = |name, reason: &str| BootstrapError::BadVar {
             name,
@@ -265,7 +291,15 @@ impl JobEnv {
             (PATH, self.path.to_string()),
             (FT, self.ft.to_string()),
             (INCARNATION, self.incarnation.to_string()),
+            (PROC_BASE, self.proc_base.to_string()),
+            (PARENT, self.parent.clone().unwrap_or_default()),
+            (UNIVERSE_SIZE, self.universe_size.map(|u| u.to_string()).unwrap_or_default()),
         ]
+    }
+
+    /// This process's job-wide index (the rank it names itself by to the launcher).
+    pub fn proc_index(&self) -> u32 {
+        self.proc_base + self.rank
     }
 }
 
@@ -287,6 +321,9 @@ mod tests {
             path: PathKind::Tcp,
             ft: FtMode::RunThrough,
             incarnation: 0,
+            proc_base: 0,
+            parent: None,
+            universe_size: Some(16),
         }
     }
 

@@ -9,6 +9,9 @@ use crate::event::{ExitStatus, LauncherEvent};
 use crate::wire::{handshake_mac, mac_eq, ClientMsg, ServerMsg, WireError, HANDSHAKE_CHALLENGE, HANDSHAKE_PROOF, PROTOCOL_VERSION};
 use std::collections::{HashMap, VecDeque};
 
+/// Key prefix under which a process publishes its path to other worlds (`bridge.<index>`).
+pub const BRIDGE_KEY: &str = "bridge.";
+
 /// Identifies one accepted connection; chosen by the I/O layer, never reused.
 pub type ConnId = u64;
 
@@ -53,6 +56,9 @@ pub enum ControlEvent {
     OutputMark { rank: u32, wave: u64 },
     /// A rank asked for a checkpoint wave now.
     CheckpointNow { rank: u32 },
+    /// A process asks to start a new world (`MPI_Comm_spawn`); answer with
+    /// [`ControlCore::send_to`] `Spawned`.
+    Spawn { rank: u32, ctx: u32, parents: Vec<u32>, cmds: Vec<crate::wire::SpawnCmd> },
 }
 
 #[derive(Debug, Default, Clone)]
@@ -65,6 +71,27 @@ struct RankSlot {
     incarnation: u16,
     /// That process rejoined (its endpoints are published).
     rejoined: bool,
+    /// The world the process belongs to (0: the processes started with the job; later
+    /// ones were started by `MPI_Comm_spawn`). Fences are per world.
+    world: usize,
+}
+
+/// A world's barrier state: the job's first processes, or the processes of one spawn.
+#[derive(Debug, Clone, Copy)]
+struct World {
+    /// Job-wide index of the world's rank 0.
+    base: u32,
+    size: u32,
+    fence_epoch: u64,
+    /// Live ranks (not exited, not finalized) that have not yet entered the fence.
+    fence_pending: u32,
+    fence_arrived: u32,
+}
+
+impl World {
+    fn new(base: u32, size: u32) -> World {
+        World { base, size, fence_epoch: 0, fence_pending: size, fence_arrived: 0 }
+    }
 }
 
 /// Control server state: authentication, key-value space, fences and notices.
@@ -77,10 +104,8 @@ pub struct ControlCore {
     kvs: HashMap<String, String>,
     /// Connections blocked in `get` on a key nobody has put yet.
     waiters: HashMap<String, Vec<ConnId>>,
-    fence_epoch: u64,
-    /// Live ranks (not exited, not finalized) that have not yet entered the fence.
-    fence_pending: u32,
-    fence_arrived: u32,
+    /// Slots are indexed by job-wide process index; `worlds[slot.world]` holds its fence.
+    worlds: Vec<World>,
     out: VecDeque<(ConnId, ServerMsg)>,
     close: VecDeque<ConnId>,
     events: VecDeque<ControlEvent>,
@@ -107,9 +132,7 @@ impl ControlCore {
             conns: HashMap::new(),
             kvs: HashMap::new(),
             waiters: HashMap::new(),
-            fence_epoch: 0,
-            fence_pending: size,
-            fence_arrived: 0,
+            worlds: vec![World::new(0, size)],
             out: VecDeque::new(),
             close: VecDeque::new(),
             events: VecDeque::new(),
@@ -118,9 +141,24 @@ impl ControlCore {
         }
     }
 
-    /// World size.
+    /// Size of the job's first world.
     pub fn size(&self) -> u32 {
+        self.worlds[0].size
+    }
+
+    /// Processes of the job so far, every world (the next world's first index).
+    pub fn processes(&self) -> u32 {
         self.ranks.len() as u32
+    }
+
+    /// Adds a world of `size` processes (started by `MPI_Comm_spawn`); returns the
+    /// job-wide index of its rank 0.
+    pub fn add_world(&mut self, size: u32) -> u32 {
+        let base = self.processes();
+        let world = self.worlds.len();
+        self.worlds.push(World::new(base, size));
+        self.ranks.extend((0..size).map(|_| RankSlot { world, ..RankSlot::default() }));
+        base
     }
 
     /// Connections refused so far (bad key, malformed handshake, duplicates, ...).
@@ -211,14 +249,23 @@ impl ControlCore {
         slot.exited = true;
         let finalized = slot.finalized;
         // Finalized ranks already left the fence count at finalize time.
+        let wi = slot.world;
         if !finalized {
+            let w = &mut self.worlds[wi];
             if slot.in_fence {
-                self.fence_arrived = self.fence_arrived.saturating_sub(1);
+                w.fence_arrived = w.fence_arrived.saturating_sub(1);
             } else {
-                self.fence_pending = self.fence_pending.saturating_sub(1);
+                w.fence_pending = w.fence_pending.saturating_sub(1);
             }
         }
         slot.in_fence = false;
+        // A process that ended before it published its path to other worlds never will:
+        // whoever waits for it (the parents of a spawned process that is no MPI program,
+        // or died first) gets the empty address, which says so, instead of waiting forever.
+        let key = format!("{BRIDGE_KEY}{rank}");
+        if !self.kvs.contains_key(&key) {
+            self.store(key, String::new());
+        }
         if !(finalized && status.success()) {
             let ev = LauncherEvent::RankExited {
                 rank,
@@ -235,7 +282,7 @@ impl ControlCore {
                 self.out.push_back((conn, ServerMsg::Event(ev.clone())));
             }
         }
-        self.try_complete_fence();
+        self.try_complete_fence(wi);
     }
 
     /// `rank` was started again as `incarnation` (relaunch policy): the new process may
@@ -251,8 +298,9 @@ impl ControlCore {
         if let Some(c) = slot.conn.take() {
             self.conns.remove(&c);
         }
-        *slot = RankSlot { incarnation, ..RankSlot::default() };
-        self.fence_pending += 1;
+        let world = slot.world;
+        *slot = RankSlot { incarnation, world, ..RankSlot::default() };
+        self.worlds[world].fence_pending += 1;
     }
 
     /// Queue `msg` for world rank `rank`'s current connection; false if it has none.
@@ -270,6 +318,8 @@ impl ControlCore {
     /// checkpoint (coordinated rollback, or `steadfast restart`): call once every earlier
     /// process has exited. The key-value space and fences start over, as at a first start.
     pub fn restart_job(&mut self, incarnation: u16) {
+        let size = self.size();
+        self.ranks.truncate(size as usize);
         for slot in &mut self.ranks {
             // The earlier processes' connections stay known until they close, so their
             // closing is not counted as a refused stranger.
@@ -277,9 +327,7 @@ impl ControlCore {
         }
         self.kvs.clear();
         self.waiters.clear();
-        self.fence_epoch = 0;
-        self.fence_pending = self.size();
-        self.fence_arrived = 0;
+        self.worlds = vec![World::new(0, size)];
     }
 
     /// Next reply to write: (connection, message).
@@ -345,10 +393,10 @@ impl ControlCore {
             return self.reject(conn, RejectReason::BadKey);
         }
         let rank = c.rank;
-        let size = self.size();
         let Some(slot) = self.ranks.get_mut(rank as usize) else {
             return self.reject(conn, RejectReason::BadRank(rank));
         };
+        let size = self.worlds[slot.world].size;
         if slot.conn.is_some() || slot.exited || slot.finalized {
             return self.reject(conn, RejectReason::DuplicateRank(rank));
         }
@@ -364,20 +412,7 @@ impl ControlCore {
             ClientMsg::Hello { .. } | ClientMsg::Proof { .. } => {
                 self.protocol_error(conn, rank, "second handshake on a connection".into())
             }
-            ClientMsg::Put { key, value } => {
-                if let Some(waiting) = self.waiters.remove(&key) {
-                    for w in waiting {
-                        self.out.push_back((
-                            w,
-                            ServerMsg::Value {
-                                key: key.clone(),
-                                value: value.clone(),
-                            },
-                        ));
-                    }
-                }
-                self.kvs.insert(key, value);
-            }
+            ClientMsg::Put { key, value } => self.store(key, value),
             ClientMsg::Get { key } => match self.kvs.get(&key) {
                 Some(value) => {
                     let value = value.clone();
@@ -387,8 +422,10 @@ impl ControlCore {
             },
             ClientMsg::Fence { epoch } => {
                 let idx = rank as usize;
-                if epoch != self.fence_epoch {
-                    let msg = format!("fence epoch {epoch}, expected {}", self.fence_epoch);
+                let wi = self.ranks[idx].world;
+                let expected = self.worlds[wi].fence_epoch;
+                if epoch != expected {
+                    let msg = format!("fence epoch {epoch}, expected {expected}");
                     return self.protocol_error(conn, rank, msg);
                 }
                 let slot = &mut self.ranks[idx];
@@ -396,9 +433,10 @@ impl ControlCore {
                     return self.protocol_error(conn, rank, "fence entered twice".into());
                 }
                 slot.in_fence = true;
-                self.fence_pending = self.fence_pending.saturating_sub(1);
-                self.fence_arrived += 1;
-                self.try_complete_fence();
+                let w = &mut self.worlds[wi];
+                w.fence_pending = w.fence_pending.saturating_sub(1);
+                w.fence_arrived += 1;
+                self.try_complete_fence(wi);
             }
             ClientMsg::Abort { code, msg } => {
                 self.out.push_back((conn, ServerMsg::AbortAck));
@@ -410,7 +448,8 @@ impl ControlCore {
                 if inc == 0 {
                     return self.protocol_error(conn, rank, "rejoin from a rank that was never restarted".into());
                 }
-                self.out.push_back((conn, ServerMsg::RejoinAck { fence_epoch: self.fence_epoch }));
+                let fence_epoch = self.worlds[self.ranks[rank as usize].world].fence_epoch;
+                self.out.push_back((conn, ServerMsg::RejoinAck { fence_epoch }));
                 self.ranks[rank as usize].rejoined = true;
                 // The new process learns of the other ranks started again before it (when
                 // several failed), as the others learn of it.
@@ -442,6 +481,12 @@ impl ControlCore {
             ClientMsg::CheckpointNow => {
                 self.events.push_back(ControlEvent::CheckpointNow { rank });
             }
+            ClientMsg::Spawn { ctx, parents, cmds } => {
+                if let Some(p) = parents.iter().find(|&&p| p >= self.processes()) {
+                    return self.protocol_error(conn, rank, format!("spawn names process {p}, which does not exist"));
+                }
+                self.events.push_back(ControlEvent::Spawn { rank, ctx, parents, cmds });
+            }
             ClientMsg::OutputMark { wave } => {
                 self.events.push_back(ControlEvent::OutputMark { rank, wave });
             }
@@ -452,21 +497,35 @@ impl ControlCore {
                 }
                 slot.finalized = true;
                 // A finalized rank no longer takes part in fences.
-                self.fence_pending = self.fence_pending.saturating_sub(1);
+                let wi = slot.world;
+                let w = &mut self.worlds[wi];
+                w.fence_pending = w.fence_pending.saturating_sub(1);
                 self.out.push_back((conn, ServerMsg::FinalizeAck));
                 self.events.push_back(ControlEvent::Finalized { rank });
-                self.try_complete_fence();
+                self.try_complete_fence(wi);
             }
         }
     }
 
-    fn try_complete_fence(&mut self) {
-        if self.fence_pending > 0 || self.fence_arrived == 0 {
+    /// `key = value` in the key-value space; whoever waits for the key gets it now.
+    fn store(&mut self, key: String, value: String) {
+        if let Some(waiting) = self.waiters.remove(&key) {
+            for w in waiting {
+                self.out.push_back((w, ServerMsg::Value { key: key.clone(), value: value.clone() }));
+            }
+        }
+        self.kvs.insert(key, value);
+    }
+
+    fn try_complete_fence(&mut self, wi: usize) {
+        let w = self.worlds[wi];
+        if w.fence_pending > 0 || w.fence_arrived == 0 {
             return;
         }
-        let epoch = self.fence_epoch;
+        let epoch = w.fence_epoch;
         let mut live = 0;
-        for slot in &mut self.ranks {
+        let members = w.base as usize..(w.base + w.size) as usize;
+        for slot in &mut self.ranks[members] {
             if slot.in_fence {
                 slot.in_fence = false;
                 if let Some(conn) = slot.conn {
@@ -477,10 +536,13 @@ impl ControlCore {
                 live += 1;
             }
         }
-        self.fence_epoch += 1;
-        self.fence_pending = live;
-        self.fence_arrived = 0;
-        self.events.push_back(ControlEvent::FenceDone { epoch });
+        let w = &mut self.worlds[wi];
+        w.fence_epoch += 1;
+        w.fence_pending = live;
+        w.fence_arrived = 0;
+        if wi == 0 {
+            self.events.push_back(ControlEvent::FenceDone { epoch });
+        }
     }
 }
 
@@ -614,6 +676,56 @@ mod tests {
         assert!(out.contains(&(12, ServerMsg::Event(LauncherEvent::RankRejoined { rank: 1, incarnation: 1 }))));
         assert!(out.contains(&(11, ServerMsg::Event(LauncherEvent::RankRejoined { rank: 2, incarnation: 1 }))));
         assert!(out.contains(&(0, ServerMsg::Event(LauncherEvent::RankRejoined { rank: 2, incarnation: 1 }))));
+    }
+
+    #[test]
+    fn a_spawned_world_has_its_own_fences_and_its_processes_their_own_slots() {
+        let mut core = ControlCore::new(2, KEY);
+        hello(&mut core, 0, 0);
+        hello(&mut core, 1, 1);
+        let cmds = vec![crate::wire::SpawnCmd { program: "p".into(), maxprocs: 2, ..Default::default() }];
+        core.handle_frame(0, &frame(ClientMsg::Spawn { ctx: 6, parents: vec![0, 1], cmds: cmds.clone() }));
+        assert!(matches!(core.poll_event(), Some(ControlEvent::Spawn { rank: 0, ctx: 6, .. })));
+        assert_eq!(core.add_world(2), 2);
+        assert_eq!(core.processes(), 4);
+        // The children are welcomed with their own world's size.
+        attempt(&mut core, 10, 2, KEY);
+        assert_eq!(core.poll_transmit(), Some((10, ServerMsg::Welcome { size: 2 })));
+        attempt(&mut core, 11, 3, KEY);
+        assert_eq!(core.poll_transmit(), Some((11, ServerMsg::Welcome { size: 2 })));
+        while core.poll_event().is_some() {}
+        // The children's start-up fence completes without the parents...
+        core.handle_frame(10, &frame(ClientMsg::Fence { epoch: 0 }));
+        assert_eq!(drain(&mut core), vec![]);
+        core.handle_frame(11, &frame(ClientMsg::Fence { epoch: 0 }));
+        let out = drain(&mut core);
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|(c, m)| (*c == 10 || *c == 11) && *m == ServerMsg::FenceDone { epoch: 0 }));
+        // ... and the parents' without the children.
+        core.handle_frame(0, &frame(ClientMsg::Fence { epoch: 0 }));
+        core.handle_frame(1, &frame(ClientMsg::Fence { epoch: 0 }));
+        assert_eq!(drain(&mut core).len(), 2);
+        assert_eq!(core.poll_event(), Some(ControlEvent::FenceDone { epoch: 0 }));
+        // A spawn naming a process that does not exist is a protocol error.
+        core.handle_frame(0, &frame(ClientMsg::Spawn { ctx: 8, parents: vec![9], cmds }));
+        assert!(matches!(core.poll_event(), Some(ControlEvent::ProtocolError { rank: 0, .. })));
+    }
+
+    #[test]
+    fn whoever_waits_for_the_path_of_a_process_that_ended_first_is_told() {
+        let mut core = ControlCore::new(2, KEY);
+        hello(&mut core, 0, 0);
+        hello(&mut core, 1, 1);
+        core.handle_frame(0, &frame(ClientMsg::Get { key: "bridge.1".into() }));
+        assert_eq!(drain(&mut core), vec![]);
+        core.rank_exited(1, ExitStatus::Exited(0));
+        let out = drain(&mut core);
+        assert!(out.contains(&(0, ServerMsg::Value { key: "bridge.1".into(), value: String::new() })));
+        // A published path stays as it was.
+        core.handle_frame(0, &frame(ClientMsg::Put { key: "bridge.0".into(), value: "a".into() }));
+        core.rank_exited(0, ExitStatus::Exited(0));
+        core.handle_frame(1, &frame(ClientMsg::Get { key: "bridge.0".into() }));
+        assert!(drain(&mut core).iter().all(|(_, m)| !matches!(m, ServerMsg::Value { value, .. } if value.is_empty())));
     }
 
     #[test]

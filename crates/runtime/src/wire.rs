@@ -73,6 +73,24 @@ pub enum ClientMsg {
     OutputMark { wave: u64 },
     /// `MPIX_Checkpoint`: the rank asks for a checkpoint wave now.
     CheckpointNow,
+    /// `MPI_Comm_spawn(_multiple)` at the root: start the commands as one new world whose
+    /// parents are `parents` (job-wide process indices) over intercommunicator context
+    /// `ctx`. Answered with `Spawned`.
+    Spawn { ctx: u32, parents: Vec<u32>, cmds: Vec<SpawnCmd> },
+}
+
+/// One command of a spawn request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SpawnCmd {
+    pub program: String,
+    pub args: Vec<String>,
+    pub maxprocs: u32,
+    /// `wdir` info key: the working directory.
+    pub wdir: Option<String>,
+    /// `path` info key: directories searched for the program (before `PATH`).
+    pub path: Option<String>,
+    /// `host` info key: the host to start the processes on.
+    pub host: Option<String>,
 }
 
 /// Messages the launcher sends to a rank.
@@ -99,6 +117,9 @@ pub enum ServerMsg {
     RejoinAck { fence_epoch: u64 },
     /// Answer to `OutputMark`.
     OutputMarked { wave: u64 },
+    /// Answer to `Spawn`: the job-wide index of the new world's rank 0 and one error code
+    /// per process asked for (0: started; otherwise an `errno` value).
+    Spawned { base: u32, codes: Vec<i32>, msg: String },
 }
 
 /// What the launcher's challenge MACs (see [`handshake_mac`]).
@@ -138,6 +159,8 @@ mod tag {
     pub const RECOVERY: u8 = 0x09;
     pub const OUTPUT_MARK: u8 = 0x0a;
     pub const CHECKPOINT_NOW: u8 = 0x0b;
+    pub const SPAWN: u8 = 0x0c;
+    pub const SPAWNED: u8 = 0x8a;
 
     pub const WELCOME: u8 = 0x81;
     pub const VALUE: u8 = 0x82;
@@ -156,6 +179,11 @@ mod tag {
 /// A byte field's length (a longer one cannot fit a frame; `finish` rejects it).
 fn len32(b: &[u8]) -> u32 {
     u32::try_from(b.len()).unwrap_or(u32::MAX)
+}
+
+/// A list's length (a longer one cannot fit a frame; `finish` rejects it).
+fn len32_items(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// Builds one frame (length prefix included).
@@ -261,6 +289,15 @@ impl<'a> Reader<'a> {
             _ => Err(WireError::BadField("boolean")),
         }
     }
+    /// A list length whose items take at least `min_item` bytes each: a count the rest of
+    /// the frame cannot hold is refused before anything is allocated.
+    fn count(&mut self, min_item: usize) -> Result<usize, WireError> {
+        let n = self.u32()? as usize;
+        if n.saturating_mul(min_item) > self.buf.len() {
+            return Err(WireError::Truncated);
+        }
+        Ok(n)
+    }
     fn end(&self) -> Result<(), WireError> {
         if self.buf.is_empty() {
             Ok(())
@@ -289,6 +326,26 @@ impl ClientMsg {
             ClientMsg::Recovery { bytes } => Writer::new(tag::RECOVERY).u32(len32(bytes)).bytes(bytes),
             ClientMsg::OutputMark { wave } => Writer::new(tag::OUTPUT_MARK).u64(*wave),
             ClientMsg::CheckpointNow => Writer::new(tag::CHECKPOINT_NOW),
+            ClientMsg::Spawn { ctx, parents, cmds } => {
+                let mut w = Writer::new(tag::SPAWN).u32(*ctx).u32(len32_items(parents.len()));
+                for p in parents {
+                    w = w.u32(*p);
+                }
+                w = w.u32(len32_items(cmds.len()));
+                for c in cmds {
+                    w = w.str(&c.program).u32(c.maxprocs).u32(len32_items(c.args.len()));
+                    for a in &c.args {
+                        w = w.str(a);
+                    }
+                    for o in [&c.wdir, &c.path, &c.host] {
+                        w = match o {
+                            Some(v) => w.u8(1).str(v),
+                            None => w.u8(0),
+                        };
+                    }
+                }
+                w
+            }
         }
         .finish()
     }
@@ -323,6 +380,23 @@ impl ClientMsg {
             tag::RECOVERY => ClientMsg::Recovery { bytes: r.blob()? },
             tag::OUTPUT_MARK => ClientMsg::OutputMark { wave: r.u64()? },
             tag::CHECKPOINT_NOW => ClientMsg::CheckpointNow,
+            tag::SPAWN => {
+                let ctx = r.u32()?;
+                let n = r.count(4)?;
+                let parents = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
+                let n = r.count(9)?;
+                let mut cmds = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let program = r.string()?;
+                    let maxprocs = r.u32()?;
+                    let na = r.count(4)?;
+                    let args = (0..na).map(|_| r.string()).collect::<Result<Vec<_>, _>>()?;
+                    let mut opt = || -> Result<Option<String>, WireError> { if r.bool()? { Ok(Some(r.string()?)) } else { Ok(None) } };
+                    let (wdir, path, host) = (opt()?, opt()?, opt()?);
+                    cmds.push(SpawnCmd { program, args, maxprocs, wdir, path, host });
+                }
+                ClientMsg::Spawn { ctx, parents, cmds }
+            }
             other => return Err(WireError::UnknownTag(other)),
         };
         r.end()?;
@@ -343,6 +417,13 @@ impl ServerMsg {
             ServerMsg::Error { msg } => Writer::new(tag::ERROR).str(msg),
             ServerMsg::RejoinAck { fence_epoch } => Writer::new(tag::REJOIN_ACK).u64(*fence_epoch),
             ServerMsg::OutputMarked { wave } => Writer::new(tag::OUTPUT_MARKED).u64(*wave),
+            ServerMsg::Spawned { base, codes, msg } => {
+                let mut w = Writer::new(tag::SPAWNED).u32(*base).u32(len32_items(codes.len()));
+                for c in codes {
+                    w = w.i32(*c);
+                }
+                w.str(msg)
+            }
             ServerMsg::Event(LauncherEvent::Recovery { bytes }) => {
                 Writer::new(tag::EV_RECOVERY).u32(len32(bytes)).bytes(bytes)
             }
@@ -388,6 +469,12 @@ impl ServerMsg {
             tag::ERROR => ServerMsg::Error { msg: r.string()? },
             tag::REJOIN_ACK => ServerMsg::RejoinAck { fence_epoch: r.u64()? },
             tag::OUTPUT_MARKED => ServerMsg::OutputMarked { wave: r.u64()? },
+            tag::SPAWNED => {
+                let base = r.u32()?;
+                let n = r.count(4)?;
+                let codes = (0..n).map(|_| r.i32()).collect::<Result<Vec<_>, _>>()?;
+                ServerMsg::Spawned { base, codes, msg: r.string()? }
+            }
             tag::EV_RECOVERY => ServerMsg::Event(LauncherEvent::Recovery { bytes: r.blob()? }),
             tag::EV_RANK_REJOINED => ServerMsg::Event(LauncherEvent::RankRejoined {
                 rank: r.u32()?,
@@ -511,6 +598,20 @@ mod tests {
             msg: "bye".into(),
         });
         client_roundtrip(ClientMsg::Finalize);
+        client_roundtrip(ClientMsg::Spawn {
+            ctx: 12,
+            parents: vec![0, 3, 5],
+            cmds: vec![
+                SpawnCmd { program: "./child".into(), args: vec!["a".into(), String::new()], maxprocs: 3, wdir: Some("/tmp".into()), path: None, host: Some("h".into()) },
+                SpawnCmd { program: "x".into(), maxprocs: 1, ..SpawnCmd::default() },
+            ],
+        });
+        server_roundtrip(ServerMsg::Spawned { base: 4, codes: vec![0, 2, 0], msg: "why".into() });
+        // A list count the frame cannot hold is refused before anything is allocated.
+        let mut body = vec![tag::SPAWN];
+        body.extend_from_slice(&1u32.to_be_bytes());
+        body.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert!(ClientMsg::decode(&body).is_err());
         client_roundtrip(ClientMsg::Rejoin);
         server_roundtrip(ServerMsg::RejoinAck { fence_epoch: 4 });
         server_roundtrip(ServerMsg::Event(LauncherEvent::RankRejoined { rank: 3, incarnation: 2 }));

@@ -99,6 +99,12 @@ pub struct RunArgs {
     #[arg(long = "max-restarts", value_name = "N", default_value_t = 3)]
     pub max_restarts: u32,
 
+    /// The value of `MPI_UNIVERSE_SIZE`: how many processes the job may run at once,
+    /// counting those `MPI_Comm_spawn` starts (default: the CPUs of the job's hosts, at
+    /// least the number of ranks).
+    #[arg(long = "universe-size", value_name = "N")]
+    pub universe_size: Option<u32>,
+
     /// Kill the job after SECS seconds and exit with status 124.
     #[arg(long = "timeout", value_name = "SECS", value_parser = parse_secs)]
     pub timeout: Option<Duration>,
@@ -206,6 +212,7 @@ const SINGLE_DASH_LONG: &[(&str, &str)] = &[
     ("-env", "--genv"),
     ("-tag-output", "--tag-output"),
     ("-timeout", "--timeout"),
+    ("-usize", "--universe-size"),
     ("-oversubscribe", "--oversubscribe"),
 ];
 
@@ -231,6 +238,7 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--ckpt-server-key-file", 1),
     ("--timeout", 1),
     ("--kill-grace", 1),
+    ("--universe-size", 1),
 ];
 
 /// Rewrites argv so clap can parse it: inserts `run` when called as mpiexec/mpirun, and
@@ -353,6 +361,7 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         OnFailureArg::Relaunch => OnFailure::Relaunch,
     });
     cfg.max_restarts = args.max_restarts;
+    cfg.universe_size = args.universe_size;
     cfg.timeout = args.timeout.or_else(env_timeout);
     cfg.tag_output = args.tag_output;
     cfg.kill_grace = args.kill_grace;

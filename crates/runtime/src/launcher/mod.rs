@@ -34,7 +34,8 @@ use jobdir::JobDir;
 use refusals::Refusals;
 use output::{LineBuffer, Sink, StreamKind};
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::DirBuilderExt;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -130,6 +131,8 @@ pub struct LaunchConfig {
     pub restart: Option<Restart>,
     /// Coordinated checkpointing: where the second copy of every image goes.
     pub ckpt_server: CkptServer,
+    /// `MPI_UNIVERSE_SIZE` (`None`: the CPUs of the job's hosts, at least `np`).
+    pub universe_size: Option<u32>,
 }
 
 impl LaunchConfig {
@@ -156,6 +159,7 @@ impl LaunchConfig {
             ckpt_dir: None,
             restart: None,
             ckpt_server: CkptServer::Builtin,
+            universe_size: None,
         }
     }
 
@@ -354,6 +358,16 @@ fn control_bind(cfg: &LaunchConfig) -> Result<SocketAddr, String> {
 /// from a process that has no other children of its own, such as the `steadfast` binary.
 /// Whether a rank's exit is a failure, and then how to say it and the job's exit code: a
 /// rank that exits with 0 without `MPI_Finalize` (after it connected) failed too.
+/// `MPI_UNIVERSE_SIZE`: as given, else the CPUs of the job's hosts (this host's count for
+/// each), at least the number of ranks.
+fn universe_size(cfg: &LaunchConfig) -> u32 {
+    cfg.universe_size.unwrap_or_else(|| {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let hosts = cfg.hosts.len().max(1) as u32;
+        cpus.saturating_mul(hosts).max(cfg.np)
+    })
+}
+
 fn failure_of(status: ExitStatus, ever_connected: bool, finalized: bool) -> Option<(String, i32)> {
     let missing_finalize = status.success() && ever_connected && !finalized;
     if status.success() && !missing_finalize {
@@ -512,6 +526,8 @@ struct Launcher {
     exit_code: Option<i32>,
     /// What starting a rank again needs (relaunch policy).
     respawn: Respawn,
+    /// Variables for the process being spawned beyond its `JobEnv` (`MPI_APPNUM`).
+    spawn_extra: Vec<(OsString, OsString)>,
     /// Coordinated checkpointing: the checkpoint scheduler and the output bookkeeping.
     coord: Option<coordinated::Coord>,
     /// Message logging: the event logger and the output bookkeeping.
@@ -604,6 +620,7 @@ impl Launcher {
             drain_deadline: None,
             exit_code: None,
             respawn: Respawn::default(),
+            spawn_extra: Vec::new(),
             coord: None,
             mlog: None,
             _jobdir: jobdir,
@@ -643,6 +660,9 @@ impl Launcher {
             path: l.cfg.path,
             ft: l.cfg.rank_mode(),
             incarnation,
+            proc_base: 0,
+            parent: None,
+            universe_size: Some(universe_size(&l.cfg)),
         };
         l.respawn = Respawn { exe: exe.clone(), cwd: cwd.clone(), envs: Vec::new(), hosts: Vec::new(), map: None };
         tracing::debug!(np = l.cfg.np, exe = %exe.display(), %control, jobdir = %template.jobdir.display(), "starting job");
@@ -703,6 +723,7 @@ impl Launcher {
         &self,
         host: &str,
         exe: &Path,
+        args: &[OsString],
         vars: &[(OsString, OsString)],
         cwd: &Path,
     ) -> std::io::Result<Command> {
@@ -742,7 +763,7 @@ impl Launcher {
             )));
         }
         rest.push(q(&exe.to_string_lossy()));
-        for a in &self.cfg.args {
+        for a in args {
             rest.push(q(&a.to_string_lossy()));
         }
         let mut cmd = Command::new(prog);
@@ -755,6 +776,22 @@ impl Launcher {
     fn spawn_rank(
         &mut self,
         exe: &Path,
+        env: &JobEnv,
+        host: Option<&str>,
+        hostmap: Option<&str>,
+        cwd: &Path,
+        replace: Option<usize>,
+    ) -> std::io::Result<()> {
+        let argv = (self.cfg.program.clone(), self.cfg.args.clone());
+        self.spawn_process(exe, &argv, env, host, hostmap, cwd, replace)
+    }
+
+    /// Starts one process of the job running `argv` (program as given, arguments).
+    #[allow(clippy::too_many_arguments)]
+    fn spawn_process(
+        &mut self,
+        exe: &Path,
+        argv: &(OsString, Vec<OsString>),
         env: &JobEnv,
         host: Option<&str>,
         hostmap: Option<&str>,
@@ -774,6 +811,7 @@ impl Launcher {
             vars.push((crate::env::HOST.into(), h.into()));
         }
         vars.extend(env.to_vars().into_iter().map(|(k, v)| (k.into(), v.into())));
+        vars.extend(self.spawn_extra.iter().cloned());
         if let Some(m) = hostmap {
             vars.push((crate::env::HOSTMAP.into(), m.into()));
         }
@@ -782,10 +820,10 @@ impl Launcher {
         }
         let remote = host.is_some_and(|h| !is_this_host(h));
         let mut cmd = match host {
-            Some(h) if remote => self.agent_command(h, exe, &vars, cwd)?,
+            Some(h) if remote => self.agent_command(h, exe, &argv.1, &vars, cwd)?,
             _ => {
                 let mut c = Command::new(exe);
-                c.arg0(&self.cfg.program).args(&self.cfg.args);
+                c.arg0(&argv.0).args(&argv.1);
                 c
             }
         };
@@ -794,9 +832,7 @@ impl Launcher {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0);
-        if let Some(w) = &self.cfg.wdir {
-            cmd.current_dir(w);
-        }
+        cmd.current_dir(cwd);
         let launcher_pid = std::process::id() as i32;
         // SAFETY: the closure runs between fork and exec and only makes
         // async-signal-safe system calls (prctl, getppid).
@@ -827,7 +863,7 @@ impl Launcher {
                 });
             }
         }
-        let give_stdin = env.rank == 0 && stdin_usable();
+        let give_stdin = env.proc_index() == 0 && stdin_usable();
         cmd.stdin(if give_stdin || remote {
             Stdio::piped()
         } else {
@@ -1018,6 +1054,116 @@ impl Launcher {
             }
             self.begin_teardown(libc::SIGTERM, now);
         }
+    }
+
+    /// `MPI_Comm_spawn`: starts `cmds` as one new world of the job, children of `parents`
+    /// over intercommunicator context `ctx`. Returns the world's first job-wide index,
+    /// one code per process asked for (0 or an `errno` value) and why some did not start.
+    /// A command whose program cannot be found starts nothing at all, so a world is never
+    /// left waiting for members that do not exist.
+    fn spawn_world(&mut self, ctx: u32, parents: &[u32], cmds: &[crate::wire::SpawnCmd]) -> (u32, Vec<i32>, String) {
+        let total: u32 = cmds.iter().map(|c| c.maxprocs).fold(0u32, u32::saturating_add);
+        let fail = |code: i32, msg: String| (0, vec![code; total as usize], msg);
+        if self.teardown.is_some() {
+            return fail(libc::ECANCELED, "the job is ending".into());
+        }
+        if self.coord.is_some() || self.policy == OnFailure::Relaunch {
+            return fail(libc::ENOTSUP, format!("processes cannot be spawned under --ft {}", self.cfg.ft));
+        }
+        let Some(template) = self.respawn.envs.first().cloned() else {
+            return fail(libc::ECANCELED, "the job has no processes".into());
+        };
+        if total == 0 || self.ranks.len() as u64 + u64::from(total) > u64::from(u32::MAX / 2) {
+            return fail(libc::EINVAL, format!("cannot start {total} processes"));
+        }
+        let path_var = self.cfg.env.iter().rev().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).or_else(|| std::env::var_os("PATH"));
+        let mut plan = Vec::new();
+        for c in cmds {
+            let cwd = match &c.wdir {
+                Some(w) => {
+                    let w = self.respawn.cwd.join(w);
+                    if !w.is_dir() {
+                        return fail(libc::ENOENT, format!("working directory {} does not exist", w.display()));
+                    }
+                    w
+                }
+                None => self.respawn.cwd.clone(),
+            };
+            let search: Option<OsString> = match (&c.path, &path_var) {
+                (Some(p), Some(v)) => {
+                    let mut s = OsString::from(p);
+                    s.push(":");
+                    s.push(v);
+                    Some(s)
+                }
+                (Some(p), None) => Some(p.into()),
+                (None, v) => v.clone(),
+            };
+            let exe = match program::resolve(OsStr::new(&c.program), &cwd, search.as_deref()) {
+                Ok(e) => e,
+                Err(e) => return fail(if e.exit_code() == 127 { libc::ENOENT } else { libc::EACCES }, e.to_string()),
+            };
+            let host = match c.host.as_deref() {
+                None => None,
+                Some(h) if is_this_host(h) => None,
+                Some(h) if self.cfg.hosts.iter().any(|x| host_name(x) == h) => Some(h.to_owned()),
+                Some(h) => return fail(libc::EHOSTUNREACH, format!("host {h:?} is not one of the job's hosts")),
+            };
+            let argv = (OsString::from(&c.program), c.args.iter().map(OsString::from).collect::<Vec<_>>());
+            plan.push((exe, argv, cwd, host, c.maxprocs));
+        }
+        let base = self.core.add_world(total);
+        debug_assert_eq!(self.ranks.len() as u32, base);
+        let jobdir = template.jobdir.join(format!("w{base}"));
+        if let Err(e) = std::fs::DirBuilder::new().mode(0o700).create(&jobdir) {
+            for r in 0..total {
+                self.push_unstarted(base + r, libc::EIO);
+            }
+            return fail(e.raw_os_error().unwrap_or(libc::EIO), format!("cannot create {}: {e}", jobdir.display()));
+        }
+        let parent = format!("{ctx}:{}", parents.iter().map(u32::to_string).collect::<Vec<_>>().join(","));
+        let mut codes = Vec::with_capacity(total as usize);
+        let mut why = String::new();
+        let mut rank = 0u32;
+        for (appnum, (exe, argv, cwd, host, n)) in plan.into_iter().enumerate() {
+            for _ in 0..n {
+                let env = JobEnv {
+                    rank,
+                    size: total,
+                    local_rank: rank,
+                    local_size: total,
+                    jobdir: jobdir.clone(),
+                    incarnation: 0,
+                    proc_base: base,
+                    parent: Some(parent.clone()),
+                    ..template.clone()
+                };
+                self.respawn.envs.push(env.clone());
+                self.respawn.hosts.push(host.clone());
+                self.spawn_extra = vec![(crate::env::APPNUM.into(), appnum.to_string().into())];
+                let started = self.spawn_process(&exe, &argv, &env, host.as_deref(), None, &cwd, None);
+                self.spawn_extra.clear();
+                match started {
+                    Ok(()) => codes.push(0),
+                    Err(e) => {
+                        why = format!("cannot start {}: {e}", argv.0.to_string_lossy());
+                        codes.push(e.raw_os_error().unwrap_or(libc::EIO));
+                        self.push_unstarted(base + rank, 127);
+                    }
+                }
+                rank += 1;
+            }
+        }
+        tracing::debug!(base, total, "spawned a world");
+        (base, codes, why)
+    }
+
+    /// Process `idx` of a spawned world could not be started: it counts as exited.
+    fn push_unstarted(&mut self, idx: u32, code: i32) {
+        if self.ranks.len() as u32 == idx {
+            self.ranks.push(RankProc { restarts: 0, pid: 0, status: Some(ExitStatus::Exited(code)), ever_connected: false, out: None, err: None });
+        }
+        self.core.rank_exited(idx, ExitStatus::Exited(code));
     }
 
     /// Start rank `idx` again as `incarnation` (relaunch policy).
@@ -1465,6 +1611,10 @@ impl Launcher {
             ControlEvent::Recovery { rank, bytes } if self.mlog.is_some() => self.mlog_recovery(rank, &bytes),
             ControlEvent::Recovery { rank, bytes } => self.coord_recovery(rank, &bytes),
             ControlEvent::OutputMark { rank, wave } => self.coord_output_mark(rank, wave),
+            ControlEvent::Spawn { rank, ctx, parents, cmds } => {
+                let (base, codes, msg) = self.spawn_world(ctx, &parents, &cmds);
+                self.core.send_to(rank, crate::wire::ServerMsg::Spawned { base, codes, msg });
+            }
             ControlEvent::CheckpointNow { rank } => {
                 tracing::debug!(rank, "checkpoint asked for");
                 self.coord_checkpoint_now();
