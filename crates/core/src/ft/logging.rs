@@ -361,9 +361,14 @@ impl Engine {
         let Some(m) = self.mlog.as_mut() else { return Ok(()) };
         m.polls += 1;
         let poll_now = m.polls >= 256;
+        let causal = m.mode == Mode::Causal;
         let (batch, waiting, gather, diverged) = {
             let Some(h) = hook(&mut self.st.door) else { return Ok(()) };
-            (h.log.take_batch(), !h.log.may_send() || h.fetching, std::mem::take(&mut h.gather_from), h.diverged.take())
+            // Causal: nothing waits for the logger (the determinants travel with the
+            // messages), so events go to it in batches, not one write per event.
+            let ship = !causal || poll_now || h.log.unsent() >= 64 || h.log.replaying();
+            let batch = if ship { h.log.take_batch() } else { None };
+            (batch, !h.log.may_send() || h.fetching, std::mem::take(&mut h.gather_from), h.diverged.take())
         };
         if let Some(h) = hook(&mut self.st.door) {
             if !h.log.replaying() {

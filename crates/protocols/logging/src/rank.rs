@@ -254,6 +254,11 @@ impl RankLog {
         (!self.inflight.is_empty()).then(|| ToLogger::Log { incarnation: self.incarnation, first: self.acked + 1, events: self.inflight.iter().cloned().collect() })
     }
 
+    /// Events recorded and not yet handed to the logger.
+    pub fn unsent(&self) -> usize {
+        self.unsent.len()
+    }
+
     /// Pessimistic: whether a message may leave now (every event so far is stable).
     /// Always true in causal mode.
     pub fn may_send(&self) -> bool {

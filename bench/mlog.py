@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Costs of message logging (`mpiexec --ft pessimistic` / `--ft causal`), measured side by side.
 
-    python3 bench/logging.py [--prefix install] [--rounds 3] [--only netpipe,recovery,memory]
-                             [--plots DIR]
+    python3 bench/mlog.py [--prefix install] [--rounds 3] [--only netpipe,recovery,memory]
+                          [--upto BYTES] [--paths shm,tcp] [--plots DIR]
 
 1. Failure-free overhead: NetPIPE's NPmpi (2 ranks, 1 B ... 8 MiB; fetched by
    scripts/fetch-netpipe.sh) with no fault tolerance, pessimistic and causal logging, on shm
@@ -33,11 +33,10 @@ MODES = [("none", []), ("pessimistic", ["--ft", "pessimistic"]), ("causal", ["--
 SHOWN = (1, 8, 64, 512, 4096, 32768, 262144, 1048576, 8388608)
 
 
-def netpipe(prefix, work, rounds, csv_dir):
+def netpipe(prefix, work, rounds, csv_dir, upto, paths):
     exe = npmpi(prefix, work)
-    upto = 8 << 20
     out = {}
-    for path in ("shm", "tcp"):
+    for path in paths:
         runs = {m: [] for m, _ in MODES}
         for _ in range(rounds):
             for m, extra in MODES:
@@ -176,6 +175,8 @@ def main():
     ap.add_argument("--prefix", default=f"{ROOT}/install")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--only", default="netpipe,recovery,memory")
+    ap.add_argument("--upto", type=int, default=8 << 20, help="largest NetPIPE message (bytes)")
+    ap.add_argument("--paths", default="shm,tcp")
     ap.add_argument("--plots", default=f"{ROOT}/docs/performance")
     a = ap.parse_args()
     prefix = os.path.abspath(a.prefix)
@@ -183,7 +184,7 @@ def main():
     os.makedirs(a.plots, exist_ok=True)
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as work:
-        np_rows = netpipe(prefix, work, a.rounds, a.plots) if "netpipe" in only else {}
+        np_rows = netpipe(prefix, work, a.rounds, a.plots, a.upto, a.paths.split(",")) if "netpipe" in only else {}
         rec = recovery(prefix, work, a.plots) if "recovery" in only else []
         mem = memory(prefix, work, a.plots) if "memory" in only else []
     plot(a.plots, np_rows, rec, mem)
