@@ -20,6 +20,10 @@
 #   LOG_ONLY=REGEX       only the cases whose "MODE PATH: NAME" matches
 #   LOG_FULL=1           the longer form: the stencil on tcp too, two ranks killed one after
 #                        the other, and two at once on tcp
+#
+# Cases run with IMG=TIME use process images of single ranks (`--ckpt-interval TIME`): the
+# killed rank must then come back from its image ("from its process image" on stderr), not
+# from the start, and the others' logs must have been freed of what the images hold.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -97,7 +101,11 @@ case_() {
     [ -z "${LOG_ONLY:-}" ] || grep -qE -- "$LOG_ONLY" <<< "$mode $path: $name" || return 0
     rm -rf "$work/out" "$work/err" "$work/log"
     for f in "${files[@]}"; do rm -f "$work/run.$f"; done
-    timeout 180 "$run" run --path "$path" --ft "$mode" --ckpt-dir "$work/log" --max-restarts 10 -n 3 "${prog[@]}" \
+    local extra=()
+    [ -n "${IMG:-}" ] && extra=(--ckpt-interval "$IMG")
+    local stats=()
+    [ -n "${IMG:-}" ] && stats=(STEADFAST_STATS=1)
+    env "${stats[@]}" timeout 180 "$run" run --path "$path" --ft "$mode" --ckpt-dir "$work/log" --max-restarts 10 "${extra[@]}" -n 3 "${prog[@]}" \
         > "$work/out" 2> "$work/err" &
     local job=$! ok=1 note= killed=() restarts=0
     local until=$((SECONDS + 30))
@@ -135,13 +143,19 @@ case_() {
         [[ " ${killed[*]} " == *" $r "* ]] && continue
         [ "$(awk -v r="$r" '$1 == r { print $2 }' <<< "$before")" = "$(rank_pid "$r")" ] || kept=0
     done
-    local again
+    local again images=1
     again=$(grep -c 'starting it again' "$work/err")
-    if [ $ok = 1 ] && [ $status = 0 ] && [ $same = 1 ] && [ $kept = 1 ] && [ "$again" = "$restarts" ]; then
+    if [ -n "${IMG:-}" ]; then
+        # Every restart came from an image, and some log was freed by the images.
+        [ "$(grep -c 'starting it again as incarnation [0-9]* from its process image' "$work/err")" = "$restarts" ] || images=0
+        grep -qE 'steadfast stats rank [0-9]+: .*bytes \([0-9]+ in its file\), [1-9][0-9]* messages freed' "$work/err" || images=0
+        note+="; $(grep -oE 'again as incarnation [0-9]+ from its process image [0-9]+' "$work/err" | sed 's/again as //' | paste -sd, -)"
+    fi
+    if [ $ok = 1 ] && [ $status = 0 ] && [ $same = 1 ] && [ $kept = 1 ] && [ "$again" = "$restarts" ] && [ $images = 1 ]; then
         echo "PASS $mode $path: $name ($note; the other ranks' processes kept)"
         pass=$((pass + 1))
     else
-        echo "FAIL $mode $path: $name (exit $status; $note; same output $same; others kept $kept; restarts $again of $restarts)"
+        echo "FAIL $mode $path: $name (exit $status; $note; same output $same; others kept $kept; restarts $again of $restarts; images $images)"
         sed 's/^/    /' "$work/err" | tail -15
         [ -n "$ref_out" ] && cmp "$ref_out" "$work/out" | sed 's/^/    /'
         fail=$((fail + 1))
@@ -165,6 +179,9 @@ for mode in $modes; do
     case_ "$mode" shm "token ring, one rank killed twice" "1@0.2" "1@0.6"
     # The senders' logs past 1 MiB go to their files: the restarted rank is sent them from there.
     STEADFAST_MLOG_MEMORY_MB=1 case_ "$mode" tcp "token ring, logs spilled to files past 1 MiB, a rank killed" "r@?"
+    # Process images of single ranks: the killed rank comes back from its newest image.
+    IMG=100ms case_ "$mode" shm "token ring with images, a random rank killed late" "r@0.$((50 + RANDOM % 40))"
+    IMG=200ms case_ "$mode" tcp "token ring with images, a rank killed twice" "1@0.5" "1@0.8"
     if [ "$full" = 1 ]; then
         case_ "$mode" shm "token ring, two ranks killed one after the other" "0@0.3" "2@0.5"
         case_ "$mode" tcp "token ring, two ranks killed at once" "0,2@?"

@@ -156,7 +156,13 @@ fn job_and_boot(
 fn enable_coordinated(eng: &mut Engine, jobdir: std::path::PathBuf) -> Result<(), MpiError> {
     let dir = steadfast_config::lookup(steadfast_runtime::env::CKPT_DIR)
         .ok_or_else(|| MpiError::new(ErrorClass::Other, "--ft coordinated without a checkpoint directory"))?;
-    let reconnect: steadfast_core::engine::Reconnect = Box::new(|| {
+    eng.enable_coordinated(dir.into(), jobdir, reconnect_from_env())
+}
+
+/// How a process restored from an image reconnects: through the environment it was
+/// started with.
+fn reconnect_from_env() -> steadfast_core::engine::Reconnect {
+    Box::new(|| {
         let b = steadfast_runtime::Bootstrap::from_env()
             .map_err(|e| MpiError::new(ErrorClass::Other, format!("reconnecting to the launcher: {e}")))?
             .ok_or_else(|| MpiError::new(ErrorClass::Other, "restored without a launcher"))?;
@@ -164,8 +170,7 @@ fn enable_coordinated(eng: &mut Engine, jobdir: std::path::PathBuf) -> Result<()
             (Some(job), Some(boot)) => Ok((job, boot)),
             _ => Err(MpiError::new(ErrorClass::Other, "restored without a job")),
         }
-    });
-    eng.enable_coordinated(dir.into(), jobdir, reconnect)
+    })
 }
 
 fn init_logging() {
@@ -215,6 +220,7 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
         }
     };
     let coordinated = job.as_ref().filter(|j| j.coordinated).map(|j| j.jobdir.clone());
+    let jobdir_of_logging = job.as_ref().map(|j| j.jobdir.clone());
     // Message logging needs the launcher to start a failed rank again.
     let logging = job
         .as_ref()
@@ -242,7 +248,11 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
         }
     }
     if let Some(mode) = logging.filter(|_| eng.size > 1) {
-        if let Err(e) = eng.enable_logging(mode) {
+        let images = steadfast_config::lookup(steadfast_runtime::env::MLOG_IMAGES)
+            .filter(|d| !d.is_empty())
+            .zip(jobdir_of_logging.clone())
+            .map(|(dir, jobdir)| steadfast_core::engine::LogImages::new(dir.into(), jobdir, reconnect_from_env()));
+        if let Err(e) = eng.enable_logging(mode, images) {
             let (rank, class) = (eng.rank, global::abi_class(e.class));
             eng.abort(class, &format!("rank {rank}: MPI_Init failed: {e} ({})", global::class_name(class)));
         }

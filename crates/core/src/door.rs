@@ -274,6 +274,15 @@ impl Door {
         true
     }
 
+    /// This process was restored from its own image (message logging) as incarnation `inc`;
+    /// the others keep theirs.
+    pub fn restored_as(&mut self, inc: u16) {
+        self.incarnation = inc;
+        if let Some(me) = self.peer_incarnation.get_mut(self.rank as usize) {
+            *me = inc;
+        }
+    }
+
     /// After a coordinated rollback every rank of the job is incarnation `inc`.
     pub fn restart_all(&mut self, inc: u16) {
         self.incarnation = inc;

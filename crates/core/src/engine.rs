@@ -36,7 +36,10 @@ mod ulfm;
 mod coordinated;
 #[path = "ft/logging.rs"]
 mod logging;
+#[path = "ft/logging_images.rs"]
+mod logging_images;
 pub use coordinated::Reconnect;
+pub use logging_images::Images as LogImages;
 #[path = "engine_fast.rs"]
 mod fast;
 #[path = "engine_worlds.rs"]
@@ -622,8 +625,8 @@ impl Engine {
             self.net = l.stop().0;
         }
         if steadfast_config::flag("STEADFAST_STATS") == Some(true) {
-            if let Some((bytes, spilled, resent, dups)) = self.mlog_counts() {
-                eprintln!("steadfast stats rank {}: message log {bytes} bytes ({spilled} in its file), {resent} messages sent again to restarted ranks, {dups} duplicates dropped", self.rank);
+            if let Some(line) = self.mlog_stats() {
+                eprintln!("steadfast stats rank {}: {line}", self.rank);
             }
             if let Some(n) = &self.net {
                 let mut c = n.counters();

@@ -73,8 +73,15 @@ pub struct RunArgs {
     pub on_failure: Option<OnFailureArg>,
 
     /// With --ft coordinated: time between checkpoints (`30s`, `500ms`, `2m`, or seconds).
+    /// With --ft pessimistic or causal: every TIME one rank takes a process image of
+    /// itself (see --ckpt-policy); a failed rank is restored from its newest image instead
+    /// of re-executing from the start, and the others free their logs of what it holds.
     #[arg(long = "ckpt-interval", value_name = "TIME", value_parser = parse_duration)]
     pub ckpt_interval: Option<Duration>,
+
+    /// With --ft pessimistic or causal and --ckpt-interval: which rank takes the next image.
+    #[arg(long = "ckpt-policy", value_enum, default_value_t = PolicyArg::RoundRobin)]
+    pub ckpt_policy: PolicyArg,
 
     /// With --ft coordinated: directory for the process images; with --ft pessimistic or
     /// causal: for the event logger's journals (default: a new directory under $TMPDIR,
@@ -149,6 +156,15 @@ pub enum PathArg {
     Tcp,
     /// UDP datagrams under the reliable channel (checksums, retransmission, routes).
     Udp,
+}
+
+/// `--ckpt-policy` values.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PolicyArg {
+    /// Ranks 0, 1, 2, ... in turn.
+    RoundRobin,
+    /// A rank drawn at random each time.
+    Random,
 }
 
 /// `--ft` values.
@@ -233,6 +249,7 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--on-failure", 1),
     ("--max-restarts", 1),
     ("--ckpt-interval", 1),
+    ("--ckpt-policy", 1),
     ("--ckpt-dir", 1),
     ("--ckpt-server", 1),
     ("--ckpt-server-key-file", 1),
@@ -340,6 +357,10 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         FtArg::Causal => FtMode::Causal,
     };
     cfg.ckpt_interval = args.ckpt_interval;
+    cfg.ckpt_policy = match args.ckpt_policy {
+        PolicyArg::RoundRobin => launcher::ImagePolicy::RoundRobin,
+        PolicyArg::Random => launcher::ImagePolicy::Random,
+    };
     cfg.ckpt_dir = args.ckpt_dir;
     cfg.ckpt_server = match (args.ckpt_server.as_str(), args.ckpt_server_key_file) {
         ("builtin", None) => CkptServer::Builtin,

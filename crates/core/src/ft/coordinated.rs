@@ -129,7 +129,7 @@ fn rb_ident(i: &Ident) -> steadfast_rollback::Ident {
 
 /// A regular file the application had open at a cut, to open again after a restore.
 #[derive(Debug, Clone)]
-struct SavedFile {
+pub(super) struct SavedFile {
     fd: i32,
     path: PathBuf,
     flags: i32,
@@ -234,7 +234,7 @@ fn refused(e: steadfast_ckpt::Error) -> MpiError {
 }
 
 /// The application's open regular files (not the library's own: nothing under `skip`).
-fn saved_files(skip: &[&FsPath]) -> Vec<SavedFile> {
+pub(super) fn saved_files(skip: &[&FsPath]) -> Vec<SavedFile> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return out };
     for e in dir.flatten() {
@@ -262,7 +262,7 @@ fn saved_files(skip: &[&FsPath]) -> Vec<SavedFile> {
 }
 
 /// Open the application's files again at their descriptor numbers, offsets and sizes.
-fn reopen_files(files: &[SavedFile]) {
+pub(super) fn reopen_files(files: &[SavedFile]) {
     use std::os::unix::ffi::OsStrExt;
     for f in files {
         let Ok(c) = std::ffi::CString::new(f.path.as_os_str().as_bytes()) else { continue };
@@ -290,7 +290,7 @@ fn reopen_files(files: &[SavedFile]) {
 
 /// Shared mappings under the job directory (the paths' rings): left out of images, and
 /// made again by the restored process's new path.
-fn skipped_mappings(jobdir: &FsPath) -> Vec<std::ops::Range<u64>> {
+pub(super) fn skipped_mappings(jobdir: &FsPath) -> Vec<std::ops::Range<u64>> {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return Vec::new() };
     let jobdir = jobdir.to_string_lossy();
     steadfast_ckpt::maps::lines(&maps)
@@ -302,7 +302,7 @@ fn skipped_mappings(jobdir: &FsPath) -> Vec<std::ops::Range<u64>> {
 /// The `STEADFAST_*` environment the process was started with (kept across the restore by
 /// `steadfast_ckpt`), which a restored process must use instead of the one in its image
 /// (another launcher, key and directory after `steadfast restart`).
-fn refresh_environment() {
+pub(super) fn refresh_environment() {
     let Some(vars) = steadfast_ckpt::restart_environment() else {
         eprintln!("steadfast: restored without the environment of the restart; using the image's");
         return;
@@ -792,8 +792,11 @@ impl Engine {
     /// `MPIX_Checkpoint`: ask the scheduler for a wave now and return once this rank took
     /// its cut of it (or, in a process restored from that cut, once restored).
     pub fn request_checkpoint(&mut self) -> MpiResult<()> {
+        if self.coord.is_none() && self.mlog.is_some() {
+            return self.mlog_request_image();
+        }
         let Some(c) = self.coord.as_ref() else {
-            return Err(MpiError::new(ErrorClass::Unsupported, "MPIX_Checkpoint needs mpiexec --ft coordinated"));
+            return Err(MpiError::new(ErrorClass::Unsupported, "MPIX_Checkpoint needs mpiexec --ft coordinated, pessimistic or causal"));
         };
         let (images, restores) = (c.images, c.restores);
         self.boot.as_mut().ok_or_else(|| other("no launcher link"))?.checkpoint_now().map_err(other)?;

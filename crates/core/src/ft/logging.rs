@@ -27,6 +27,7 @@
 //!   every arriving message until its rank log says which one may be matched next.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 
 use steadfast_logging::{Divergence, Event, Forced, FromLogger, Mode, Peer as PeerMsg, RankLog};
 use steadfast_paths::RawHeader;
@@ -60,15 +61,23 @@ enum Payload {
 struct Spill {
     file: std::fs::File,
     len: u64,
+    /// With process images the file is named (`rank-R.spill` next to the images): a process
+    /// restored from an image opens it again and finds the bytes its log points to.
+    path: Option<PathBuf>,
 }
 
 impl Spill {
-    fn open() -> std::io::Result<Spill> {
+    fn open(named: Option<PathBuf>) -> std::io::Result<Spill> {
+        if let Some(path) = named {
+            // What a dead process of this rank left there past the image is overwritten.
+            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path)?;
+            return Ok(Spill { file, len: 0, path: Some(path) });
+        }
         let dir = std::env::temp_dir();
         let path = dir.join(format!("steadfast-mlog-{}-{:x}", std::process::id(), std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos())));
         let file = std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path)?;
         let _ = std::fs::remove_file(&path);
-        Ok(Spill { file, len: 0 })
+        Ok(Spill { file, len: 0, path: None })
     }
 
     fn put(&mut self, data: &[u8]) -> std::io::Result<u64> {
@@ -88,7 +97,7 @@ impl Spill {
 }
 
 /// The door's hook in logging modes: the rank log and the replay gate.
-pub(crate) struct Hook {
+pub(super) struct Hook {
     log: RankLog,
     /// Message heads held back while this process's events are fetched or replayed:
     /// (sender, header, payload), in arrival order.
@@ -105,6 +114,8 @@ pub(crate) struct Hook {
     /// A restarted process: when its replay began and how many events it had, reported
     /// when it ends.
     replay_started: Option<(std::time::Instant, usize)>,
+    /// Receivers whose image holds our messages to them up to a sequence number.
+    freed: Vec<(u32, u64)>,
 }
 
 impl Interpose for Hook {
@@ -126,6 +137,7 @@ impl Interpose for Hook {
                         self.log.held_by_others(dets);
                         self.gathering = self.gathering.saturating_sub(1);
                     }
+                    Ok(PeerMsg::Checkpointed { upto }) => self.freed.push((from, upto)),
                     Err(e) => tracing::warn!(from, error = %e, "malformed message-logging packet dropped"),
                 }
                 false
@@ -161,9 +173,24 @@ impl Hook {
             self.diverged.get_or_insert(d);
         }
     }
+
+    /// No fetch, gathering or replay under way and nothing held back.
+    pub(super) fn quiet(&self) -> bool {
+        !self.fetching && self.gathering == 0 && !self.log.replaying() && self.held.is_empty() && !self.passing
+    }
+
+    /// Every event of this process is stored by the event logger.
+    pub(super) fn all_stored(&self) -> bool {
+        self.log.acked() >= self.log.clock()
+    }
+
+    /// Events of this process so far.
+    pub(super) fn clock(&self) -> u64 {
+        self.log.clock()
+    }
 }
 
-fn hook(door: &mut Door) -> Option<&mut Hook> {
+pub(super) fn hook(door: &mut Door) -> Option<&mut Hook> {
     door.hook_mut::<Hook>()
 }
 
@@ -176,6 +203,16 @@ pub(crate) struct Admitted {
 }
 
 impl Admitted {
+    /// Every message up to this sequence number was taken in.
+    pub(crate) fn upto(&self) -> u64 {
+        self.upto
+    }
+
+    /// Whether message `seq` was taken in.
+    pub(crate) fn contains(&self, seq: u64) -> bool {
+        seq <= self.upto || self.above.contains(&seq)
+    }
+
     /// Note message `seq`; false if it was taken in already (a duplicate).
     pub(crate) fn admit(&mut self, seq: u64) -> bool {
         if seq <= self.upto || !self.above.insert(seq) {
@@ -191,6 +228,7 @@ impl Admitted {
 /// The engine's side of message logging.
 pub struct MsgLog {
     mode: Mode,
+    rank: u32,
     /// The sender-based log: per destination, sequence number → message.
     sent: Vec<BTreeMap<u64, Logged>>,
     /// Bytes of payload in [`MsgLog::sent`] (in memory and spilled).
@@ -205,6 +243,10 @@ pub struct MsgLog {
     polls: u32,
     /// Messages sent again to restarted ranks.
     pub resent: u64,
+    /// Messages freed because their receiver's image holds them.
+    pub freed: u64,
+    /// Process images of this rank (`--ckpt-interval` in these modes).
+    pub(super) images: Option<super::logging_images::Images>,
 }
 
 impl MsgLog {
@@ -222,7 +264,8 @@ impl MsgLog {
             let Some(l) = self.sent.get_mut(to as usize).and_then(|q| q.get_mut(&seq)) else { continue };
             let Payload::Memory(v) = &l.data else { continue };
             if self.spill.is_none() {
-                self.spill = Some(Spill::open().map_err(|e| other(format!("cannot open a file for the log past STEADFAST_MLOG_MEMORY_MB: {e}")))?);
+                let named = self.images.as_ref().map(|im| im.dir().join(format!("rank-{}.spill", self.rank)));
+                self.spill = Some(Spill::open(named).map_err(|e| other(format!("cannot open a file for the log past STEADFAST_MLOG_MEMORY_MB: {e}")))?);
             }
             let Some(s) = self.spill.as_mut() else { break };
             let at = s.put(v).map_err(|e| other(format!("cannot write the log past STEADFAST_MLOG_MEMORY_MB: {e}")))?;
@@ -231,6 +274,37 @@ impl MsgLog {
             self.in_memory -= n;
             self.spilled += n;
         }
+        Ok(())
+    }
+
+    /// Receiver `to`'s image holds our messages to it up to `upto`: they are never needed
+    /// again.
+    fn free(&mut self, to: u32, upto: u64) {
+        let Some(q) = self.sent.get_mut(to as usize) else { return };
+        while let Some(e) = q.first_entry() {
+            if *e.key() > upto {
+                break;
+            }
+            let l = e.remove();
+            match l.data {
+                Payload::Memory(v) => {
+                    self.bytes -= v.len();
+                    self.in_memory -= v.len();
+                }
+                Payload::Spilled(_, n) => self.bytes -= n,
+            }
+            self.freed += 1;
+        }
+        // `spill_order` keeps the freed messages' places; they are skipped when reached.
+    }
+
+    /// In a process restored from an image: the spill file's descriptor is gone; open the
+    /// file again by its name.
+    pub(super) fn reopen_spill(&mut self) -> std::io::Result<()> {
+        let Some(s) = self.spill.as_mut() else { return Ok(()) };
+        let Some(path) = s.path.clone() else { return Err(std::io::Error::other("the spill file has no name")) };
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&path)?;
+        std::mem::forget(std::mem::replace(&mut s.file, file));
         Ok(())
     }
 
@@ -250,27 +324,26 @@ fn other(msg: impl std::fmt::Display) -> MpiError {
 impl Engine {
     /// Turn message logging on (`--ft pessimistic` / `--ft causal`). A process that is a
     /// restarted rank (incarnation > 0) fetches its events and starts replaying them.
-    pub fn enable_logging(&mut self, mode: Mode) -> MpiResult<()> {
+    /// `images`: single-rank process images are taken when asked (`--ckpt-interval`).
+    pub fn enable_logging(&mut self, mode: Mode, images: Option<super::logging_images::Images>) -> MpiResult<()> {
         let incarnation = self.st.door.incarnation;
-        let mut log = RankLog::new(mode, self.rank, self.size);
-        let fetch = (incarnation > 0).then(|| log.restarted(incarnation, 0));
-        let others = self.size.saturating_sub(1);
-        let gathering = if fetch.is_some() && mode == Mode::Causal { others } else { 0 };
         self.st.door.set_hook(Some(Box::new(Hook {
-            log,
+            log: RankLog::new(mode, self.rank, self.size),
             held: Vec::new(),
             passing: false,
-            fetching: fetch.is_some(),
-            gathering,
+            fetching: false,
+            gathering: 0,
             gather_from: Vec::new(),
             diverged: None,
             replay_started: None,
+            freed: Vec::new(),
         })));
         self.st.logging = true;
         self.st.admitted = vec![Admitted::default(); self.size as usize];
         let memory_bound = steadfast_config::parse_or("STEADFAST_MLOG_MEMORY_MB", 1024usize, "megabytes") << 20;
         self.mlog = Some(Box::new(MsgLog {
             mode,
+            rank: self.rank,
             sent: (0..self.size).map(|_| BTreeMap::new()).collect(),
             bytes: 0,
             in_memory: 0,
@@ -280,30 +353,52 @@ impl Engine {
             spilled: 0,
             polls: 0,
             resent: 0,
+            freed: 0,
+            images,
         }));
-        if let Some(f) = fetch {
-            let boot = self.boot.as_mut().ok_or_else(|| other("no launcher link"))?;
-            boot.send_recovery(&f.encode()).map_err(other)?;
-            if gathering > 0 {
-                let bytes = PeerMsg::Gather.encode();
-                let me = self.rank;
-                for w in (0..self.size).filter(|&w| w != me) {
-                    let hdr = self.st.door.control(Kind::Recovery, 0, 0, 0, bytes.len() as u64, 0, 0);
-                    self.emit(w, hdr, &bytes)?;
-                }
+        if incarnation > 0 {
+            self.mlog_begin_recovery(incarnation, 0)?;
+        }
+        Ok(())
+    }
+
+    /// This process is rank's incarnation `incarnation`, with its events `1..=clock` (0:
+    /// started from the beginning; else restored from an image): fetch the later ones from
+    /// the event logger (causal: and from the other ranks) and start replaying them.
+    pub(super) fn mlog_begin_recovery(&mut self, incarnation: u16, clock: u64) -> MpiResult<()> {
+        let others = self.size.saturating_sub(1);
+        let (fetch, gathering) = {
+            let Some(h) = hook(&mut self.st.door) else { return Ok(()) };
+            let fetch = h.log.restarted(incarnation, clock);
+            h.fetching = true;
+            h.gathering = if h.log.mode() == Mode::Causal { others } else { 0 };
+            h.held.clear();
+            h.passing = false;
+            h.gather_from.clear();
+            h.diverged = None;
+            (fetch, h.gathering)
+        };
+        let boot = self.boot.as_mut().ok_or_else(|| other("no launcher link"))?;
+        boot.send_recovery(&fetch.encode()).map_err(other)?;
+        if gathering > 0 {
+            let bytes = PeerMsg::Gather.encode();
+            let me = self.rank;
+            for w in (0..self.size).filter(|&w| w != me) {
+                let hdr = self.st.door.control(Kind::Recovery, 0, 0, 0, bytes.len() as u64, 0, 0);
+                self.emit(w, hdr, &bytes)?;
             }
-            // Other ranks may be dead as well and never answer: their determinants of ours
-            // are lost with them, and what the logger has must do.
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-            self.block_until(|e| {
-                let Some(h) = e.st.door.hook_ref::<Hook>() else { return true };
-                !h.fetching && (h.gathering == 0 || std::time::Instant::now() >= deadline)
-            })?;
-            if let Some(h) = hook(&mut self.st.door) {
-                h.gathering = 0;
-                h.replay_started = Some((std::time::Instant::now(), h.log.replay_left()));
-                tracing::info!(rank = self.rank, incarnation, events = h.log.replay_left(), held = h.held.len(), "restarted: replaying");
-            }
+        }
+        // Other ranks may be dead as well and never answer: their determinants of ours
+        // are lost with them, and what the logger has must do.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        self.block_until(|e| {
+            let Some(h) = e.st.door.hook_ref::<Hook>() else { return true };
+            !h.fetching && (h.gathering == 0 || std::time::Instant::now() >= deadline)
+        })?;
+        if let Some(h) = hook(&mut self.st.door) {
+            h.gathering = 0;
+            h.replay_started = Some((std::time::Instant::now(), h.log.replay_left()));
+            tracing::info!(rank = self.rank, incarnation, events = h.log.replay_left(), held = h.held.len(), "restarted: replaying");
         }
         Ok(())
     }
@@ -362,14 +457,21 @@ impl Engine {
         m.polls += 1;
         let poll_now = m.polls >= 256;
         let causal = m.mode == Mode::Causal;
-        let (batch, waiting, gather, diverged) = {
+        let image_due = m.images.as_ref().is_some_and(|im| im.due_now());
+        let (batch, waiting, gather, diverged, freed) = {
             let Some(h) = hook(&mut self.st.door) else { return Ok(()) };
             // Causal: nothing waits for the logger (the determinants travel with the
-            // messages), so events go to it in batches, not one write per event.
-            let ship = !causal || poll_now || h.log.unsent() >= 64 || h.log.replaying();
+            // messages), so events go to it in batches, not one write per event. An image
+            // waits for all of them to be stored.
+            let ship = !causal || poll_now || h.log.unsent() >= 64 || h.log.replaying() || image_due;
             let batch = if ship { h.log.take_batch() } else { None };
-            (batch, !h.log.may_send() || h.fetching, std::mem::take(&mut h.gather_from), h.diverged.take())
+            (batch, !h.log.may_send() || h.fetching, std::mem::take(&mut h.gather_from), h.diverged.take(), std::mem::take(&mut h.freed))
         };
+        if let Some(m) = self.mlog.as_mut() {
+            for (to, upto) in freed {
+                m.free(to, upto);
+            }
+        }
         if let Some(h) = hook(&mut self.st.door) {
             if !h.log.replaying() {
                 if let Some((t, n)) = h.replay_started.take() {
@@ -406,9 +508,10 @@ impl Engine {
             let hdr = self.st.door.control(Kind::Recovery, 0, 0, 0, bytes.len() as u64, 0, 0);
             self.emit(from, hdr, &bytes)?;
         }
+        let image_waits = if image_due || self.mlog.as_ref().is_some_and(|m| m.images.is_some()) && poll_now { self.mlog_images_step()? } else { false };
         // The event logger's answers arrive on the launcher link: read it at once while
         // they are awaited, else now and then (exits and restarts of other ranks).
-        if waiting || poll_now {
+        if waiting || poll_now || image_waits {
             if let Some(m) = self.mlog.as_mut() {
                 m.polls = 0;
             }
@@ -429,7 +532,15 @@ impl Engine {
                 }
                 if h.log.replaying() {
                     let Some(want) = h.log.to_release() else { return };
-                    let Some(i) = h.held.iter().position(|(from, raw, _)| *from == want.0 && Header::decode(raw).is_some_and(|x| x.a == want.1)) else { return };
+                    let Some(i) = h.held.iter().position(|(from, raw, _)| *from == want.0 && Header::decode(raw).is_some_and(|x| x.a == want.1)) else {
+                        // A process restored from an image: the message arrived before the
+                        // image was taken and waits in matching already.
+                        if self.st.admitted.get(want.0 as usize).is_some_and(|a| a.contains(want.1)) {
+                            h.log.released(want);
+                            continue;
+                        }
+                        return;
+                    };
                     h.log.released(want);
                     h.passing = true;
                     h.held.remove(i)
@@ -459,6 +570,16 @@ impl Engine {
                 return;
             }
         };
+        match msg {
+            FromLogger::Checkpoint => return self.mlog_image_wanted(),
+            FromLogger::ImageKept { number } => {
+                if let Err(e) = self.mlog_image_kept(number) {
+                    tracing::warn!(error = %e, "telling the senders to free their logs");
+                }
+                return;
+            }
+            _ => {}
+        }
         if let Some(h) = hook(&mut self.st.door) {
             if matches!(msg, FromLogger::Events { .. }) {
                 h.fetching = false;
@@ -517,10 +638,19 @@ impl Engine {
         self.st.door.hook_ref::<Hook>()?.log.forced(call.code(), failed)
     }
 
-    /// Bytes in the sender-based log (all, and spilled to its file), messages sent again
-    /// to restarted ranks, and duplicates dropped (for statistics and tests).
-    pub fn mlog_counts(&self) -> Option<(usize, usize, u64, u64)> {
-        self.mlog.as_ref().map(|m| (m.bytes, m.spilled, m.resent, self.st.dup_messages))
+    /// What `STEADFAST_STATS=1` prints about message logging: the sender-based log's size
+    /// (and how much of it is in its file), messages freed by their receivers' images,
+    /// messages sent again to restarted ranks, duplicates dropped, and this rank's images.
+    pub fn mlog_stats(&self) -> Option<String> {
+        let m = self.mlog.as_ref()?;
+        let mut line = format!(
+            "message log {} bytes ({} in its file), {} messages freed, {} messages sent again to restarted ranks, {} duplicates dropped",
+            m.bytes, m.spilled, m.freed, m.resent, self.st.dup_messages
+        );
+        if let Some(im) = &m.images {
+            line += &format!(", {} process images taken, {} restores", im.taken, im.restores);
+        }
+        Some(line)
     }
 }
 

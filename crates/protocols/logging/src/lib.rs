@@ -21,6 +21,6 @@ pub mod logger;
 pub mod rank;
 pub mod wire;
 
-pub use logger::EventLogger;
+pub use logger::{EventLogger, Image};
 pub use rank::{Divergence, Forced, Mode, RankLog};
 pub use wire::{Event, FromLogger, Peer, ToLogger};

@@ -24,6 +24,17 @@ struct Stored {
     incarnation: u16,
     /// Events `1..=durable` are on disk.
     durable: u64,
+    /// The rank's newest complete process image.
+    image: Option<Image>,
+}
+
+/// A rank's process image as its process reported it (`ToLogger::Checkpointed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Image {
+    pub number: u64,
+    /// The events the image holds (`1..=clock`): a process restored from it fetches from
+    /// `clock + 1`.
+    pub clock: u64,
 }
 
 /// Counters, for tests and the launcher's report.
@@ -36,6 +47,9 @@ pub struct LoggerStats {
     /// Batches that start past the end of what is stored (a gap), dropped.
     pub gaps: u64,
     pub fetches: u64,
+    /// Process images reported, and reports refused (stale or naming unstored events).
+    pub images: u64,
+    pub images_refused: u64,
 }
 
 /// The event logger of one job.
@@ -63,6 +77,11 @@ impl EventLogger {
             s.events = events;
         }
         l
+    }
+
+    /// Rank `rank`'s newest complete process image, if any.
+    pub fn image(&self, rank: u32) -> Option<Image> {
+        self.ranks.get(rank as usize).and_then(|s| s.image)
     }
 
     /// Events of rank `rank` stored so far (durable or not).
@@ -119,6 +138,20 @@ impl EventLogger {
                 let start = (from - 1).min(s.events.len() as u64) as usize;
                 let events = s.events[start..].to_vec();
                 self.out.push_back(Transmit { to: rank, message: FromLogger::Events { first: start as u64 + 1, events } });
+            }
+            ToLogger::Checkpointed { incarnation, number, clock } => {
+                // An image is usable only if every event it holds is stored (a restored
+                // process fetches the ones after it) and it is newer than the one known; a
+                // report of a process that was replaced meanwhile is not trusted.
+                let newer = s.image.is_none_or(|i| number > i.number);
+                if incarnation < s.incarnation || clock > s.durable || !newer {
+                    self.stats.images_refused += 1;
+                    return;
+                }
+                s.incarnation = incarnation;
+                s.image = Some(Image { number, clock });
+                self.stats.images += 1;
+                self.out.push_back(Transmit { to: rank, message: FromLogger::ImageKept { number } });
             }
         }
     }
@@ -193,6 +226,30 @@ mod tests {
             l.stored(rank, upto);
         }
         std::iter::from_fn(|| l.poll_transmit()).collect()
+    }
+
+    #[test]
+    fn keeps_the_newest_image_whose_events_are_stored() {
+        let mut l = EventLogger::new(2);
+        l.handle(1, ToLogger::Log { incarnation: 0, first: 1, events: vec![m(1), m(2)] });
+        // Event 2 is not on disk yet: an image holding it cannot be restored from.
+        l.handle(1, ToLogger::Checkpointed { incarnation: 0, number: 1, clock: 2 });
+        assert_eq!(l.image(1), None);
+        drain(&mut l);
+        l.handle(1, ToLogger::Checkpointed { incarnation: 0, number: 1, clock: 2 });
+        assert_eq!(l.image(1), Some(Image { number: 1, clock: 2 }));
+        // An older number, or a report of a process that was replaced, changes nothing.
+        l.handle(1, ToLogger::Checkpointed { incarnation: 0, number: 1, clock: 1 });
+        l.handle(1, ToLogger::Fetch { incarnation: 1, from: 3 });
+        l.handle(1, ToLogger::Checkpointed { incarnation: 0, number: 2, clock: 2 });
+        assert_eq!(l.image(1).map(|i| i.number), Some(1));
+        assert_eq!(l.stats.images_refused, 3);
+        l.handle(1, ToLogger::Checkpointed { incarnation: 1, number: 2, clock: 2 });
+        assert_eq!(l.image(1), Some(Image { number: 2, clock: 2 }));
+        assert_eq!(l.image(0), None);
+        // Each accepted image, and only those, is confirmed to its rank.
+        let kept: Vec<_> = std::iter::from_fn(|| l.poll_transmit()).filter(|t| matches!(t.message, FromLogger::ImageKept { .. })).collect();
+        assert_eq!(kept, vec![Transmit { to: 1, message: FromLogger::ImageKept { number: 1 } }, Transmit { to: 1, message: FromLogger::ImageKept { number: 2 } }]);
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub struct Divergence {
     pub now: Event,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Replay {
     /// Logged events not replayed yet; the front is event number `next`.
     events: VecDeque<Event>,
@@ -60,8 +60,8 @@ struct Replay {
     released: HashSet<(u32, u64)>,
 }
 
-/// A rank's message-logging state.
-#[derive(Debug)]
+/// A rank's message-logging state (cloned whole into a process image, in the simulation).
+#[derive(Debug, Clone)]
 pub struct RankLog {
     mode: Mode,
     rank: u32,
@@ -295,6 +295,8 @@ impl RankLog {
                 self.replay_from(first, events);
                 self.merge_gathered();
             }
+            // For the engine (it takes an image); nothing of the log changes.
+            FromLogger::Checkpoint | FromLogger::ImageKept { .. } => {}
         }
     }
 

@@ -39,6 +39,9 @@ pub enum ToLogger {
     Log { incarnation: u16, first: u64, events: Vec<Event> },
     /// A rank started again as `incarnation` asks for its stored events from `from` on.
     Fetch { incarnation: u16, from: u64 },
+    /// The sending rank's process image, taken when its events `1..=clock` were stored, is
+    /// complete: a later failure restores it instead of re-executing from the start.
+    Checkpointed { incarnation: u16, number: u64, clock: u64 },
 }
 
 /// The event logger to a rank.
@@ -49,6 +52,11 @@ pub enum FromLogger {
     Ack { upto: u64, stable: Vec<u64> },
     /// Answer to `Fetch`: the receiver's stored events, numbered from `first`.
     Events { first: u64, events: Vec<Event> },
+    /// The checkpoint scheduler: take a process image now.
+    Checkpoint,
+    /// The launcher will restore image `number` if the rank fails: the senders may now be
+    /// told to free their logs of what it holds.
+    ImageKept { number: u64 },
 }
 
 /// Between ranks (causal protocol): determinants piggybacked on the next message, and the
@@ -61,6 +69,9 @@ pub enum Peer {
     Gather,
     /// Answer to `Gather`: the recovering rank's determinants held here.
     Held { dets: Vec<(u64, Event)> },
+    /// The sender's image holds every message of the receiver up to sequence number `upto`
+    /// (the receiver frees its log of them: they are never sent again).
+    Checkpointed { upto: u64 },
 }
 
 /// Why bytes did not decode.
@@ -97,6 +108,10 @@ mod tag {
     pub const PIGGYBACK: u8 = 5;
     pub const GATHER: u8 = 6;
     pub const HELD: u8 = 7;
+    pub const CHECKPOINTED: u8 = 8;
+    pub const CHECKPOINT: u8 = 9;
+    pub const PEER_CHECKPOINTED: u8 = 10;
+    pub const IMAGE_KEPT: u8 = 11;
     pub const MATCH: u8 = 0;
     pub const CHOICE: u8 = 1;
     pub const CHOICE_PROBED: u8 = 2;
@@ -227,6 +242,13 @@ impl ToLogger {
                 w.var(*from);
                 w.into_inner()
             }
+            ToLogger::Checkpointed { incarnation, number, clock } => {
+                let mut w = start(tag::CHECKPOINTED);
+                w.var(u64::from(*incarnation));
+                w.var(*number);
+                w.var(*clock);
+                w.into_inner()
+            }
         }
     }
 
@@ -247,6 +269,15 @@ impl ToLogger {
                     return Err(DecodeError::Range);
                 }
                 Ok(ToLogger::Fetch { incarnation, from })
+            }
+            tag::CHECKPOINTED => {
+                let incarnation = r.u16()?;
+                let number = r.var()?;
+                if number == 0 {
+                    return Err(DecodeError::Range);
+                }
+                let clock = r.var()?;
+                Ok(ToLogger::Checkpointed { incarnation, number, clock })
             }
             t => Err(DecodeError::Tag(t)),
         })
@@ -271,6 +302,12 @@ impl FromLogger {
                 put_events(&mut w, events);
                 w.into_inner()
             }
+            FromLogger::Checkpoint => start(tag::CHECKPOINT).into_inner(),
+            FromLogger::ImageKept { number } => {
+                let mut w = start(tag::IMAGE_KEPT);
+                w.var(*number);
+                w.into_inner()
+            }
         }
     }
 
@@ -292,6 +329,8 @@ impl FromLogger {
                 }
                 Ok(FromLogger::Events { first, events: r.events()? })
             }
+            tag::CHECKPOINT => Ok(FromLogger::Checkpoint),
+            tag::IMAGE_KEPT => Ok(FromLogger::ImageKept { number: r.var()? }),
             t => Err(DecodeError::Tag(t)),
         })
     }
@@ -318,6 +357,11 @@ impl Peer {
                     w.var(*n);
                     put_event(&mut w, e);
                 }
+                w.into_inner()
+            }
+            Peer::Checkpointed { upto } => {
+                let mut w = start(tag::PEER_CHECKPOINTED);
+                w.var(*upto);
                 w.into_inner()
             }
         }
@@ -351,6 +395,7 @@ impl Peer {
                 }
                 Ok(Peer::Held { dets })
             }
+            tag::PEER_CHECKPOINTED => Ok(Peer::Checkpointed { upto: r.var()? }),
             t => Err(DecodeError::Tag(t)),
         })
     }
@@ -393,6 +438,10 @@ mod tests {
             Peer::Piggyback { dets: vec![(0, 4, m.clone()), (2, 1, c.clone())] }.encode(),
             Peer::Gather.encode(),
             Peer::Held { dets: vec![(3, p)] }.encode(),
+            ToLogger::Checkpointed { incarnation: 1, number: 3, clock: 77 }.encode(),
+            FromLogger::Checkpoint.encode(),
+            FromLogger::ImageKept { number: 3 }.encode(),
+            Peer::Checkpointed { upto: 41 }.encode(),
         ]
     }
 

@@ -6,6 +6,13 @@
 //! The survivors go on; they keep a sender-based log and send a restarted rank every
 //! message it was sent, and drop the messages it sends again (by sequence number).
 //!
+//! In half of the seeds ranks also take process images of themselves (a snapshot of the
+//! whole simulated process) when their events are all stored: the image is reported to the
+//! event logger, the launcher keeps it once the logger accepts it, and on the logger's
+//! `ImageKept` the rank tells its senders to free their logs up to what the image holds. A
+//! crashed rank with an image is restored from it, sends its own log again (a message may
+//! have been in transit when it died) and replays only the events after the image.
+//!
 //! Checked after every step: no rank takes a message in twice. Checked at the end: every
 //! rank finished; no orphan (every message any rank received carries what its sender's
 //! last process sent under that sequence number); nothing lost (every message of a
@@ -16,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use steadfast_logging::logger::journal;
-use steadfast_logging::{Event, EventLogger, Forced, FromLogger, Mode, RankLog, ToLogger};
+use steadfast_logging::{Event, EventLogger, Forced, FromLogger, Mode, Peer, RankLog, ToLogger};
 use steadfast_proto::{sweep, Rng};
 
 const N: usize = 4;
@@ -47,12 +54,17 @@ enum Pc {
     Done,
 }
 
+#[derive(Clone)]
 struct Admitted {
     upto: u64,
     above: BTreeSet<u64>,
 }
 
 impl Admitted {
+    fn contains(&self, seq: u64) -> bool {
+        seq <= self.upto || self.above.contains(&seq)
+    }
+
     fn admit(&mut self, seq: u64) -> bool {
         if seq <= self.upto || !self.above.insert(seq) {
             return false;
@@ -64,8 +76,11 @@ impl Admitted {
     }
 }
 
+#[derive(Clone)]
 struct Proc {
     inc: u16,
+    /// Number of the newest image this process (or the one it was restored from) took.
+    image: u64,
     log: RankLog,
     pc: Pc,
     state: u64,
@@ -88,6 +103,7 @@ impl Proc {
     fn new(mode: Mode, rank: u32, inc: u16) -> Proc {
         Proc {
             inc,
+            image: 0,
             log: RankLog::new(mode, rank, N as u32),
             pc: Pc::Send { round: 0, k: 0 },
             state: 0xcbf29ce484222325 ^ u64::from(rank),
@@ -123,6 +139,16 @@ struct World {
     restart_at: Vec<Option<u64>>,
     logger_back_at: Option<u64>,
     trace: bool,
+    /// Ranks take images in this run.
+    images_on: bool,
+    /// Images reported to the logger, not yet accepted: per rank, number → (snapshot, upto).
+    reported: Vec<BTreeMap<u64, (Proc, Vec<u64>)>>,
+    /// The launcher's newest accepted image of each rank.
+    kept: Vec<Option<Proc>>,
+    /// `Peer::Checkpointed` on its way: (from, to, encoded).
+    frees: VecDeque<(usize, usize, Vec<u8>)>,
+    images_taken: u64,
+    restores: u64,
 }
 
 impl World {
@@ -137,6 +163,14 @@ impl World {
         }
         // The replay gate: the message the next logged event names, once it is here.
         loop {
+            if p.log.replaying() {
+                // Restored from an image: the message arrived before the image and waits
+                // among the unexpected ones already.
+                if let Some(want) = p.log.to_release().filter(|w| p.admitted[w.0 as usize].contains(w.1)) {
+                    p.log.released(want);
+                    continue;
+                }
+            }
             if p.held.is_empty() {
                 break;
             }
@@ -243,7 +277,14 @@ impl World {
     fn logger_step(&mut self) {
         let Some(l) = self.logger.as_mut() else { return };
         let Some((r, msg)) = self.to_logger.pop_front() else { return };
+        let before = l.image(r);
         l.handle(r, msg);
+        if let Some(img) = l.image(r).filter(|i| Some(*i) != before) {
+            // The launcher keeps the image the logger accepted.
+            if let Some((snap, _)) = self.reported[r as usize].get(&img.number) {
+                self.kept[r as usize] = Some(snap.clone());
+            }
+        }
         while let Some((rank, first, events)) = l.poll_persist() {
             let upto = first + events.len() as u64 - 1;
             self.journals[rank as usize].extend(journal::record(first, events));
@@ -263,7 +304,43 @@ impl World {
             }
             p.fetching = false;
         }
+        if let FromLogger::ImageKept { number } = msg {
+            // Only the process that took the image tells its senders.
+            if p.image == number {
+                if let Some((_, upto)) = self.reported[r as usize].get(&number) {
+                    for (q, &u) in upto.iter().enumerate() {
+                        if q != r as usize && u > 0 {
+                            self.frees.push_back((r as usize, q, Peer::Checkpointed { upto: u }.encode()));
+                        }
+                    }
+                }
+            }
+            return;
+        }
         p.log.from_logger(msg);
+    }
+
+    /// A rank takes an image of itself, if it may now.
+    fn take_image(&mut self, r: usize) {
+        let Some(p) = self.procs[r].as_mut() else { return };
+        let quiet = !p.fetching && p.gathering.is_empty() && !p.log.replaying() && p.held.is_empty();
+        if !quiet || p.log.acked() < p.log.clock() {
+            return;
+        }
+        p.image += 1;
+        let upto = p.admitted.iter().map(|a| a.upto).collect();
+        let msg = ToLogger::Checkpointed { incarnation: p.inc, number: p.image, clock: p.log.clock() };
+        self.reported[r].insert(p.image, (p.clone(), upto));
+        self.to_logger.push_back((r as u32, msg));
+        self.images_taken += 1;
+    }
+
+    /// A sender learns that a receiver's image holds its messages up to a number.
+    fn free_step(&mut self) {
+        let Some((from, to, bytes)) = self.frees.pop_front() else { return };
+        let Ok(Peer::Checkpointed { upto }) = Peer::decode(&bytes) else { panic!("a Checkpointed message does not decode") };
+        let Some(q) = self.procs[to].as_mut() else { return };
+        q.sender_log[from].retain(|&seq, _| seq > upto);
     }
 
     fn peer_step(&mut self) {
@@ -298,6 +375,7 @@ impl World {
             self.links[q][r].clear();
         }
         self.from_logger.retain(|(to, _)| *to as usize != r);
+        self.frees.retain(|(from, _, _)| *from != r);
         for q in self.procs.iter_mut().flatten() {
             // A rank it was gathering from will not answer.
             q.gathering.remove(&(r as u32));
@@ -307,8 +385,21 @@ impl World {
 
     fn restart(&mut self, r: usize, now: u64) {
         let inc = self.dead[r].len() as u16;
-        let mut p = Proc::new(self.mode, r as u32, inc);
-        let fetch = p.log.restarted(inc, 0);
+        let image = self.kept[r].clone();
+        let restored = image.is_some();
+        let mut p = match image {
+            Some(mut snap) => {
+                snap.inc = inc;
+                snap.held.clear();
+                // The image's receptions are the old process's first ones.
+                snap.replayed = snap.history.len();
+                self.restores += 1;
+                snap
+            }
+            None => Proc::new(self.mode, r as u32, inc),
+        };
+        let clock = p.log.clock();
+        let fetch = p.log.restarted(inc, clock);
         p.fetching = true;
         if self.mode == Mode::Causal {
             for q in 0..N {
@@ -324,7 +415,15 @@ impl World {
         }
         self.to_logger.push_back((r as u32, fetch));
         if self.trace {
-            eprintln!("{now}: rank {r} restarts as incarnation {inc}");
+            eprintln!("{now}: rank {r} restarts as incarnation {inc}{}", if restored { format!(" from its image {} (clock {clock})", p.image) } else { String::new() });
+        }
+        if restored {
+            // Its own log goes again: a message may have been on its way when it died.
+            for q in (0..N).filter(|&q| q != r) {
+                for (&seq, &val) in &p.sender_log[q] {
+                    self.links[r][q].push_back(Msg { from: r as u32, inc, seq, val, dets: Vec::new() });
+                }
+            }
         }
         // The others hear of it: they send it every message it was ever sent.
         for q in 0..N {
@@ -373,6 +472,11 @@ impl World {
 }
 
 fn run(mode: Mode, seed: u64) -> Result<u64, String> {
+    run_world(mode, seed).map(|(steps, _)| steps)
+}
+
+/// One run; returns its steps and how many restores came from an image.
+fn run_world(mode: Mode, seed: u64) -> Result<(u64, u64), String> {
     let mut rng = Rng::new(seed);
     let trace = sweep::replay().is_some();
     let mut w = World {
@@ -389,6 +493,12 @@ fn run(mode: Mode, seed: u64) -> Result<u64, String> {
         restart_at: vec![None; N],
         logger_back_at: None,
         trace,
+        images_on: rng.chance(500),
+        reported: vec![BTreeMap::new(); N],
+        kept: vec![None; N],
+        frees: VecDeque::new(),
+        images_taken: 0,
+        restores: 0,
     };
     // The failure plan: up to three crashes of one or two ranks, sometimes of the logger.
     let mut plan: Vec<(u64, Vec<usize>)> = Vec::new();
@@ -431,6 +541,11 @@ fn run(mode: Mode, seed: u64) -> Result<u64, String> {
             4 => w.logger_step(),
             5 => w.from_logger_step(),
             6 => w.peer_step(),
+            7 if w.images_on && w.rng.chance(100) => {
+                let r = w.rng.below(N as u64) as usize;
+                w.take_image(r);
+            }
+            7 => w.free_step(),
             _ => {
                 let r = w.rng.below(N as u64) as usize;
                 w.step_proc(r)?;
@@ -475,7 +590,10 @@ fn run(mode: Mode, seed: u64) -> Result<u64, String> {
             let _ = logged;
         }
     }
-    Ok(now)
+    if w.trace {
+        eprintln!("{} images taken, {} restores from an image", w.images_taken, w.restores);
+    }
+    Ok((now, w.restores))
 }
 
 fn sweep_mode(mode: Mode, salt: u64) {
@@ -493,4 +611,13 @@ fn pessimistic_recovers_crashed_ranks_without_orphans() {
 #[test]
 fn causal_recovers_crashed_ranks_without_orphans() {
     sweep_mode(Mode::Causal, 0xca5a1);
+}
+
+/// The sweeps above must include restores from images, or they would not test them.
+#[test]
+fn the_sweeps_restore_ranks_from_images() {
+    for (mode, salt) in [(Mode::Pessimistic, 0x5e55), (Mode::Causal, 0xca5a1)] {
+        let restores: u64 = (0..200).filter_map(|i| run_world(mode, sweep::spread(i, salt)).ok()).map(|(_, n)| n).sum();
+        assert!(restores >= 10, "{mode:?}: only {restores} restores from an image in 200 seeds");
+    }
 }

@@ -374,19 +374,33 @@ impl Coord {
 }
 
 impl Launcher {
-    /// Answer a rank at its cut: everything it wrote before is read (it writes nothing
-    /// until answered), so its output position at the cut is known exactly.
-    pub(super) fn coord_output_mark(&mut self, rank: u32, wave: u64) {
+    /// Read everything rank `rank` wrote so far (it is waiting for the launcher's answer and
+    /// writes nothing meanwhile).
+    pub(super) fn drain_output(&mut self, rank: u32) {
+        let read = |l: &Launcher, kind: StreamKind| match (l.coord.as_ref(), l.mlog.as_ref()) {
+            (Some(c), _) => c.out.get(rank as usize).map(|o| o[idx(kind)].read),
+            (None, Some(m)) => m.read_of(rank as usize, kind),
+            (None, None) => None,
+        };
         for kind in [StreamKind::Stdout, StreamKind::Stderr] {
             // A pipe holds at most a few hundred KiB; each call reads up to 256 KiB.
             for _ in 0..64 {
-                let before = self.coord.as_ref().map(|c| c.out[rank as usize][idx(kind)].read);
+                let before = read(self, kind);
                 self.pipe_readable(rank as usize, kind);
-                if self.coord.as_ref().map(|c| c.out[rank as usize][idx(kind)].read) == before {
+                if read(self, kind) == before {
                     break;
                 }
             }
         }
+    }
+
+    /// Answer a rank at its cut: everything it wrote before is read (it writes nothing
+    /// until answered), so its output position at the cut is known exactly.
+    pub(super) fn coord_output_mark(&mut self, rank: u32, wave: u64) {
+        if self.mlog.is_some() {
+            return self.mlog_output_mark(rank, wave);
+        }
+        self.drain_output(rank);
         if let Some(c) = self.coord.as_mut() {
             let o = &c.out[rank as usize];
             c.marks.insert((wave, rank), [o[0].base + o[0].read, o[1].base + o[1].read]);

@@ -4,10 +4,18 @@
 //! failed rank again (the relaunch policy) while the others run, and forwards the new
 //! process's output only past what the earlier processes of that rank forwarded (a
 //! re-execution writes the same bytes again).
+//!
+//! With `--ckpt-interval` it is also the checkpoint scheduler of these modes: every
+//! interval it asks one rank (round robin, or at random with `--ckpt-policy random`) for a
+//! process image of itself; a rank that fails later is restored from its newest image
+//! the event logger accepted, and its output is forwarded from the image's position on.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use steadfast_logging::{EventLogger, ToLogger};
 
@@ -28,10 +36,32 @@ pub(super) struct Logging {
     out: Vec<[OutPos; 2]>,
     /// Partial last lines of processes that ended, continued by the rank's next process.
     pub(super) carry: Vec<[Option<LineBuffer>; 2]>,
+    /// Process images of single ranks (`--ckpt-interval`), else None.
+    images: Option<ImageSchedule>,
+}
+
+/// Which rank the checkpoint scheduler asks next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImagePolicy {
+    RoundRobin,
+    Random,
+}
+
+/// The checkpoint scheduler of the logging modes.
+struct ImageSchedule {
+    interval: Duration,
+    policy: ImagePolicy,
+    next_at: Instant,
+    /// Round robin: the rank asked last.
+    last: u32,
+    /// Random: the generator's state.
+    rng: u64,
+    /// [rank] → image number → stdout/stderr positions when it was taken.
+    marks: Vec<HashMap<u64, [u64; 2]>>,
 }
 
 impl Logging {
-    pub(super) fn new(np: u32, dir: Option<PathBuf>, jobid: &str) -> std::io::Result<Logging> {
+    pub(super) fn new(np: u32, dir: Option<PathBuf>, jobid: &str, images: Option<(Duration, ImagePolicy)>) -> std::io::Result<Logging> {
         let (dir, temporary) = match dir {
             Some(d) => (d, false),
             None => (std::env::temp_dir().join(format!("steadfast-log-{jobid}")), true),
@@ -44,7 +74,39 @@ impl Logging {
             journals: (0..np).map(|_| None).collect(),
             out: vec![[OutPos::default(); 2]; np as usize],
             carry: (0..np).map(|_| [None, None]).collect(),
+            images: images.map(|(interval, policy)| ImageSchedule {
+                interval,
+                policy,
+                next_at: Instant::now() + interval,
+                last: np.saturating_sub(1),
+                // Seeded by the clock: which rank is asked is no part of the result.
+                rng: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1,
+                marks: vec![HashMap::new(); np as usize],
+            }),
         })
+    }
+
+    /// Whether ranks take process images of themselves (then they start without address
+    /// space randomization, which images need).
+    pub(super) fn images_on(&self) -> bool {
+        self.images.is_some()
+    }
+
+    fn image_path(&self, rank: u32, number: u64) -> PathBuf {
+        self.dir.join(format!("rank-{rank}.img-{number}"))
+    }
+
+    /// The environment of rank `rank`'s process: where images go, and for a process that
+    /// replaces a failed one, the image to restore.
+    pub(super) fn rank_env(&self, rank: u32) -> Vec<(OsString, OsString)> {
+        let mut v = Vec::new();
+        if self.images.is_some() {
+            v.push((crate::env::MLOG_IMAGES.into(), self.dir.clone().into_os_string()));
+            if let Some(img) = self.logger.image(rank) {
+                v.push(("STEADFAST_RESTORE_IMAGE".into(), self.image_path(rank, img.number).into_os_string()));
+            }
+        }
+        v
     }
 
     /// Of `data` just read from rank `rank`'s `kind` stream, the part not forwarded before.
@@ -53,6 +115,11 @@ impl Logging {
             Some(o) => o[kind as usize].fresh(data),
             None => data,
         }
+    }
+
+    /// Bytes read so far from rank `rank`'s current process on stream `kind`.
+    pub(super) fn read_of(&self, rank: usize, kind: StreamKind) -> Option<u64> {
+        self.out.get(rank).map(|o| o[kind as usize].read)
     }
 
     /// Append a batch to rank `rank`'s journal. The page cache is enough to survive the
@@ -80,7 +147,22 @@ impl Launcher {
                 return;
             }
         };
+        let image_before = l.logger.image(rank);
         l.logger.handle(rank, msg);
+        let image_now = l.logger.image(rank);
+        if let Some(img) = image_now.filter(|i| Some(*i) != image_before) {
+            // The older images of the rank are never restored now.
+            if let Some(old) = image_before {
+                let _ = std::fs::remove_file(l.image_path(rank, old.number));
+            }
+            if let Some(m) = l.images.as_mut().and_then(|s| s.marks.get_mut(rank as usize)) {
+                m.retain(|n, _| *n >= img.number);
+            }
+            if self.cfg.verbose {
+                self.stderr_sink.message(&format!("steadfast run: rank {rank} stored process image {} ({} events)", img.number, img.clock));
+            }
+        }
+        let Some(l) = self.mlog.as_mut() else { return };
         let mut stored = Vec::new();
         while let Some((r, first, events)) = l.logger.poll_persist() {
             let upto = first + events.len() as u64 - 1;
@@ -101,14 +183,64 @@ impl Launcher {
     }
 
     /// Rank `idx` is about to be started again: its new process writes its output again
-    /// from the beginning.
-    pub(super) fn mlog_restarting(&mut self, idx: usize) {
+    /// from the beginning, or from its image's position. Returns the image's number.
+    pub(super) fn mlog_restarting(&mut self, idx: usize) -> Option<u64> {
         // What the ended process's pipes still hold is its output, not the new one's.
         self.pipe_readable(idx, StreamKind::Stdout);
         self.pipe_readable(idx, StreamKind::Stderr);
-        if let Some(o) = self.mlog.as_mut().and_then(|l| l.out.get_mut(idx)) {
-            o.iter_mut().for_each(|p| p.restart(0));
+        let l = self.mlog.as_mut()?;
+        let image = l.logger.image(idx as u32).filter(|_| l.images.is_some());
+        let base = image.and_then(|i| l.images.as_ref().and_then(|s| s.marks.get(idx)).and_then(|m| m.get(&i.number)).copied()).unwrap_or([0, 0]);
+        if let Some(o) = l.out.get_mut(idx) {
+            o[0].restart(base[0]);
+            o[1].restart(base[1]);
         }
+        image.map(|i| i.number)
+    }
+
+    /// A rank is about to take image `number`: take in everything it wrote before (it
+    /// writes nothing until answered), so the restored process's output starts right.
+    pub(super) fn mlog_output_mark(&mut self, rank: u32, number: u64) {
+        self.drain_output(rank);
+        if let Some(l) = self.mlog.as_mut() {
+            let Some(o) = l.out.get(rank as usize) else { return };
+            let at = [o[0].base + o[0].read, o[1].base + o[1].read];
+            if let Some(m) = l.images.as_mut().and_then(|s| s.marks.get_mut(rank as usize)) {
+                m.insert(number, at);
+            }
+        }
+        self.core.send_to(rank, ServerMsg::OutputMarked { wave: number });
+    }
+
+    /// The checkpoint scheduler's timer: ask the next rank for an image.
+    pub(super) fn mlog_timer(&mut self, now: Instant) {
+        let np = self.cfg.np;
+        let Some(s) = self.mlog.as_mut().and_then(|l| l.images.as_mut()) else { return };
+        if now < s.next_at || np == 0 {
+            return;
+        }
+        s.next_at = now + s.interval;
+        let rank = match s.policy {
+            ImagePolicy::RoundRobin => (s.last + 1) % np,
+            ImagePolicy::Random => {
+                // xorshift64
+                s.rng ^= s.rng << 13;
+                s.rng ^= s.rng >> 7;
+                s.rng ^= s.rng << 17;
+                (s.rng % u64::from(np)) as u32
+            }
+        };
+        s.last = rank;
+        if self.ranks.get(rank as usize).is_some_and(|r| r.status.is_none()) {
+            tracing::debug!(rank, "asking for a process image");
+            let bytes = steadfast_logging::FromLogger::Checkpoint.encode();
+            self.core.send_to(rank, ServerMsg::Event(LauncherEvent::Recovery { bytes }));
+            self.pump_core();
+        }
+    }
+
+    pub(super) fn mlog_next_timeout(&self) -> Option<Instant> {
+        self.mlog.as_ref()?.images.as_ref().map(|s| s.next_at)
     }
 
     /// The job ended: flush carried partial lines, remove a temporary log directory.

@@ -19,6 +19,7 @@
 mod coordinated;
 mod jobdir;
 mod logging;
+pub use logging::ImagePolicy;
 pub mod output;
 mod refusals;
 pub mod program;
@@ -125,6 +126,8 @@ pub struct LaunchConfig {
     pub max_restarts: u32,
     /// Coordinated checkpointing: time between checkpoint waves (`None`: none periodic).
     pub ckpt_interval: Option<Duration>,
+    /// Message-logging modes with `ckpt_interval`: which rank is asked for an image next.
+    pub ckpt_policy: logging::ImagePolicy,
     /// Coordinated checkpointing: directory of images (default: a fresh one under `$TMPDIR`).
     pub ckpt_dir: Option<PathBuf>,
     /// `steadfast restart`: start every rank from the last committed checkpoint in `ckpt_dir`.
@@ -156,6 +159,7 @@ impl LaunchConfig {
             control_addr: None,
             max_restarts: 3,
             ckpt_interval: None,
+            ckpt_policy: logging::ImagePolicy::RoundRobin,
             ckpt_dir: None,
             restart: None,
             ckpt_server: CkptServer::Builtin,
@@ -643,7 +647,8 @@ impl Launcher {
             incarnation = l.coord_start();
         }
         if l.cfg.ft.logs_messages() {
-            let m = logging::Logging::new(l.cfg.np, l.cfg.ckpt_dir.clone(), &jobid)
+            let images = l.cfg.ckpt_interval.map(|i| (i, l.cfg.ckpt_policy));
+            let m = logging::Logging::new(l.cfg.np, l.cfg.ckpt_dir.clone(), &jobid, images)
                 .map_err(|e| (EXIT_SETUP, format!("event log directory: {e}")))?;
             tracing::debug!(dir = %m.dir.display(), "event log");
             l.mlog = Some(m);
@@ -818,6 +823,9 @@ impl Launcher {
         if let Some(c) = &self.coord {
             vars.extend(c.rank_env(env.rank));
         }
+        if let Some(l) = &self.mlog {
+            vars.extend(l.rank_env(env.rank));
+        }
         let remote = host.is_some_and(|h| !is_this_host(h));
         let mut cmd = match host {
             Some(h) if remote => self.agent_command(h, exe, &argv.1, &vars, cwd)?,
@@ -850,7 +858,7 @@ impl Launcher {
                 Ok(())
             });
         }
-        if self.coord.is_some() {
+        if self.coord.is_some() || self.mlog.as_ref().is_some_and(|l| l.images_on()) {
             // SAFETY: personality only changes how the exec'd program's address space is
             // laid out: the same layout every run, which process images need.
             unsafe {
@@ -1031,12 +1039,11 @@ impl Launcher {
         let recoverable = !logging || matches!(status, ExitStatus::Signaled(_));
         if self.policy == OnFailure::Relaunch && recoverable && restarts < self.cfg.max_restarts {
             let incarnation = (restarts + 1).min(u32::from(u16::MAX)) as u16;
+            let image = if self.mlog.is_some() { self.mlog_restarting(idx) } else { None };
+            let from = image.map_or(String::new(), |n| format!(" from its process image {n}"));
             self.stderr_sink.message(&format!(
-                "steadfast run: rank {rank} (pid {pid}) {what}; starting it again as incarnation {incarnation}"
+                "steadfast run: rank {rank} (pid {pid}) {what}; starting it again as incarnation {incarnation}{from}"
             ));
-            if self.mlog.is_some() {
-                self.mlog_restarting(idx);
-            }
             if self.relaunch(idx, incarnation).is_ok() {
                 self.coord_write_pids();
                 return;
@@ -1186,6 +1193,7 @@ impl Launcher {
 
     fn check_timers(&mut self, now: Instant) {
         self.coord_timer();
+        self.mlog_timer(now);
         if let Some(d) = self.deadline {
             if now >= d && !self.timed_out && self.ranks.iter().any(|r| r.status.is_none()) {
                 self.timed_out = true;
@@ -1338,6 +1346,9 @@ impl Launcher {
             consider(d);
         }
         if let Some(t) = self.coord_next_timeout() {
+            consider(t);
+        }
+        if let Some(t) = self.mlog_next_timeout() {
             consider(t);
         }
         for c in self.conns.values() {
