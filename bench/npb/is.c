@@ -105,7 +105,6 @@ static void rank_pass(struct state *s, int pass) {
         running += s->bucket_global[b];
         if (owner < s->size - 1 && running >= (owner + 1) * (s->total / s->size)) owner++;
     }
-    s->key_lo = -1;
     s->keys_below = 0;
     int first_bucket = s->nbuckets, last_bucket = -1;
     for (int b = 0; b < s->nbuckets; b++) {
