@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run every test suite: Rust unit/simulation/integration tests, then the C programs compiled
-# with our mpicc and run with our launcher over shm and tcp, the fast subset of MPICH's test
-# suite, Slurm and Hydra launches (short form), then NetPIPE.
+# with our mpicc and run with our launcher over shm and tcp, the NPB kernels at class S, the
+# fast subset of MPICH's test suite, Slurm and Hydra launches (short form), then NetPIPE.
 # Usage: scripts/test-all.sh [PREFIX]   (PREFIX defaults to ./install; `make test` passes it)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +20,10 @@ suite "every function mpi.h declares is exported" scripts/check-abi-symbols.sh "
 if [ -x tests/c/run-tests.sh ]; then
     suite "C integration tests" tests/c/run-tests.sh --mpicc "$prefix/bin/mpicc" \
         --mpiexec "$prefix/bin/mpiexec" --paths "shm tcp"
+fi
+if [ -x bench/npb/test.sh ]; then
+    # Our own CG, IS, MG and FT (bench/npb/README.md), checked against the published values.
+    suite "NPB kernels (class S)" bench/npb/test.sh "$prefix"
 fi
 if [ -x tests/c/chbcast/run.sh ]; then
     suite "channel broadcast on shared memory (forced on and off, few channels, faults, failover)" \
