@@ -115,6 +115,11 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
         n
     }
 
+    /// Every unexpected message, of every context.
+    pub fn unexpected_all(&self) -> impl Iterator<Item = &Unexpected<U>> {
+        self.ctxs.values().flat_map(|q| q.unexpected.iter())
+    }
+
     /// The first unexpected message of context `ctx` that `pred` selects, to change in place.
     pub fn find_unexpected_mut(&mut self, ctx: u32, pred: impl Fn(&Unexpected<U>) -> bool) -> Option<&mut Unexpected<U>> {
         self.ctxs.get_mut(&ctx)?.unexpected.iter_mut().find(|u| pred(u))

@@ -156,7 +156,7 @@ impl Engine {
     fn mlog_take_image(&mut self) -> MpiResult<()> {
         let rank = self.rank;
         let clock = self.st.door.hook_ref::<Hook>().map_or(0, |h| h.clock());
-        let upto: Vec<u64> = self.st.admitted.iter().map(|a| a.upto()).collect();
+        let upto = self.mlog_image_holds();
         let Some(im) = self.images_mut() else { return Ok(()) };
         im.due = false;
         let number = im.number + 1;
@@ -196,6 +196,38 @@ impl Engine {
                 Ok(())
             }
         }
+    }
+
+    /// Per sender: the highest sequence number up to which an image taken now holds every
+    /// message of it. A message whose head arrived is held only if its data did too: a
+    /// rendezvous still announced (unexpected, or probed with `MPI_Mprobe`) or still
+    /// streaming is not, and nor is anything after it.
+    fn mlog_image_holds(&self) -> Vec<u64> {
+        let mut upto: Vec<u64> = self.st.admitted.iter().map(|a| a.upto()).collect();
+        let mut incomplete = |w: u32, seq: u64| {
+            if let Some(u) = upto.get_mut(w as usize) {
+                *u = (*u).min(seq.saturating_sub(1));
+            }
+        };
+        for u in self.st.matcher.unexpected_all() {
+            if let super::Body::Rts { from, .. } = &u.msg {
+                incomplete(from.world, from.seq);
+            }
+        }
+        for h in self.messages.handles() {
+            if let Some(super::ProbedMessage { body: super::Body::Rts { from, .. }, .. }) = self.messages.get(h) {
+                incomplete(from.world, from.seq);
+            }
+        }
+        for h in self.st.reqs.handles() {
+            let Some(r) = self.st.reqs.get(h) else { continue };
+            if let (false, Some(w)) = (r.complete, r.recv.peer) {
+                if r.recv.expected > 0 {
+                    incomplete(w, r.recv.seq);
+                }
+            }
+        }
+        upto
     }
 
     /// The launcher will restore image `number`: tell the senders to free their logs of
