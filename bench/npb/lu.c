@@ -1,0 +1,598 @@
+/*
+ * LU: the NAS Parallel Benchmarks' lower-upper symmetric Gauss-Seidel pseudo-application,
+ * written from the published specification (NAS RNR-94-007 and NAS-95-020).
+ *
+ * It solves the steady 3-D compressible Navier-Stokes equations on the unit cube, in the five
+ * conserved variables (density, three momenta, energy), with a manufactured exact solution:
+ * the forcing term is the discrete operator applied to that solution, so the discrete steady
+ * state is known. The spatial operator uses central differences for the Euler and viscous
+ * fluxes plus second- and fourth-difference artificial dissipation; the pseudo-time march is
+ * SSOR (omega = 1.2) with a block lower sweep and a block upper sweep over 5x5 blocks.
+ *
+ * Parallel layout: the x-y plane is split over a px x py process grid; z stays whole. The
+ * lower sweep is a pipelined wavefront: for each k-plane a rank waits for one column from
+ * its west neighbour and one row from its north neighbour, sweeps its part of the plane, and
+ * passes its last column east and last row south; the upper sweep runs the same way in
+ * reverse. The right-hand side needs two layers of halo in x and y, exchanged each iteration.
+ *
+ * Usage: lu [S|W|A|B|C]     exits 0 when the result verifies, 1 when not, 2 on bad usage.
+ */
+#include "lu_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- problem constants */
+
+static const double C1 = 1.4, C2 = 0.4, C3 = 0.1, C4 = 1.0, C5 = 1.4;
+static const double OMEGA = 1.2;
+static const double R43 = 4.0 / 3.0;
+static const double DSSP = 0.25; /* max of the second-difference coefficients, over four */
+
+/* Coefficients of the exact solution: u_m = sum_n CE[m][n] * monomial_n(xi, eta, zeta). */
+static const double CE[NVAR][13] = {
+    {2.0, 0.0, 0.0, 4.0, 5.0, 3.0, 0.5, 0.02, 0.01, 0.03, 0.5, 0.4, 0.3},
+    {1.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.01, 0.03, 0.02, 0.4, 0.3, 0.5},
+    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.04, 0.03, 0.05, 0.3, 0.5, 0.4},
+    {2.0, 2.0, 0.0, 0.0, 0.0, 2.0, 3.0, 0.03, 0.05, 0.04, 0.2, 0.1, 0.3},
+    {5.0, 4.0, 3.0, 2.0, 0.1, 0.4, 0.3, 0.05, 0.04, 0.03, 0.1, 0.3, 0.2},
+};
+
+/* Per-direction constants: 1/h^2, 1/(2h), 1/h, and the second-difference dissipation. */
+typedef struct {
+    double t1, t2, t3;
+    double diss[NVAR];
+} direction_t;
+
+static direction_t dir[3];
+static double c34, c1345, c1c5;
+
+/* ---------------------------------------------------------------- the run's state */
+
+static lu_class_t cls;
+static lu_grid_t g;
+static double *u, *rsd, *frct;
+
+static void exact_solution(int gi, int gj, int k, double out[NVAR])
+{
+    const double h = 1.0 / (double)(cls.n - 1);
+    const double xi = gi * h, eta = gj * h, zeta = k * h;
+    for (int m = 0; m < NVAR; m++) {
+        const double *c = CE[m];
+        out[m] = c[0] + c[1] * xi + c[2] * eta + c[3] * zeta
+               + c[4] * xi * xi + c[5] * eta * eta + c[6] * zeta * zeta
+               + c[7] * xi * xi * xi + c[8] * eta * eta * eta + c[9] * zeta * zeta * zeta
+               + c[10] * xi * xi * xi * xi + c[11] * eta * eta * eta * eta
+               + c[12] * zeta * zeta * zeta * zeta;
+    }
+}
+
+static void set_constants(void)
+{
+    const double h = 1.0 / (double)(cls.n - 1);
+    const double diss[3] = {0.75, 0.75, 1.0};
+    for (int d = 0; d < 3; d++) {
+        dir[d].t1 = 1.0 / (h * h);
+        dir[d].t2 = 1.0 / (2.0 * h);
+        dir[d].t3 = 1.0 / h;
+        for (int m = 0; m < NVAR; m++)
+            dir[d].diss[m] = diss[d];
+    }
+    c34 = C3 * C4;
+    c1c5 = C1 * C5;
+    c1345 = c34 * c1c5;
+}
+
+/*
+ * Initial state: the exact solution on the six faces; inside, the transfinite interpolation
+ * of the face values along the three coordinate lines through the point.
+ */
+static void initial_state(void)
+{
+    const int n = cls.n;
+    const double h = 1.0 / (double)(n - 1);
+    for (int k = 0; k < n; k++)
+        for (int gj = g.j0; gj < g.j0 + g.nj; gj++)
+            for (int gi = g.i0; gi < g.i0 + g.ni; gi++) {
+                double *p = u + lu_at(&g, gi, gj, k);
+                int on_face = gi == 0 || gi == n - 1 || gj == 0 || gj == n - 1 || k == 0 || k == n - 1;
+                if (on_face) {
+                    exact_solution(gi, gj, k, p);
+                    continue;
+                }
+                double xw[NVAR], xe[NVAR], ys[NVAR], yn[NVAR], zb[NVAR], zt[NVAR];
+                exact_solution(0, gj, k, xw);
+                exact_solution(n - 1, gj, k, xe);
+                exact_solution(gi, 0, k, ys);
+                exact_solution(gi, n - 1, k, yn);
+                exact_solution(gi, gj, 0, zb);
+                exact_solution(gi, gj, n - 1, zt);
+                const double xi = gi * h, eta = gj * h, zeta = k * h;
+                for (int m = 0; m < NVAR; m++) {
+                    double px = (1.0 - xi) * xw[m] + xi * xe[m];
+                    double py = (1.0 - eta) * ys[m] + eta * yn[m];
+                    double pz = (1.0 - zeta) * zb[m] + zeta * zt[m];
+                    p[m] = px + py + pz - px * py - py * pz - pz * px + px * py * pz;
+                }
+            }
+}
+
+/* ---------------------------------------------------------------- spatial operator */
+
+/* Euler flux along the direction whose momentum component is c (1, 2 or 3). */
+static void euler_flux(const double *w, int c, double f[NVAR])
+{
+    const double vn = w[c] / w[0];
+    const double q = 0.5 * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]) / w[0];
+    f[0] = w[c];
+    for (int m = 1; m <= 3; m++)
+        f[m] = w[m] * vn;
+    f[c] += C2 * (w[4] - q);
+    f[4] = (C1 * w[4] - C2 * q) * vn;
+}
+
+/*
+ * Viscous flux across the face between points a and b = a - stride, along the direction whose
+ * momentum component is c, without the common factor c3*c4 (components 1..4; density has none).
+ */
+static void viscous_face_flux(const double *a, const double *b, int c, double t3, double f[NVAR])
+{
+    const double ra = 1.0 / a[0], rb = 1.0 / b[0];
+    double va[4], vb[4];
+    for (int m = 1; m <= 3; m++) {
+        va[m] = a[m] * ra;
+        vb[m] = b[m] * rb;
+    }
+    f[0] = 0.0;
+    for (int m = 1; m <= 3; m++)
+        f[m] = t3 * (va[m] - vb[m]) * (m == c ? R43 : 1.0);
+    const double ka = va[1] * va[1] + va[2] * va[2] + va[3] * va[3];
+    const double kb = vb[1] * vb[1] + vb[2] * vb[2] + vb[3] * vb[3];
+    f[4] = 0.5 * (1.0 - c1c5) * t3 * (ka - kb)
+         + (1.0 / 6.0) * t3 * (va[c] * va[c] - vb[c] * vb[c])
+         + c1c5 * t3 * (a[4] * ra - b[4] * rb);
+}
+
+/*
+ * Fourth difference of w along a line at position pos (0 < pos < n-1), one-sided near the
+ * ends so that it never reaches past the boundary point.
+ */
+static double fourth_difference(const double *w, ptrdiff_t s, int pos, int n)
+{
+    if (pos == 1)
+        return 5.0 * w[0] - 4.0 * w[s] + w[2 * s];
+    if (pos == 2)
+        return -4.0 * w[-s] + 6.0 * w[0] - 4.0 * w[s] + w[2 * s];
+    if (pos == n - 3)
+        return w[-2 * s] - 4.0 * w[-s] + 6.0 * w[0] - 4.0 * w[s];
+    if (pos == n - 2)
+        return w[-2 * s] - 4.0 * w[-s] + 5.0 * w[0];
+    return w[-2 * s] - 4.0 * w[-s] + 6.0 * w[0] - 4.0 * w[s] + w[2 * s];
+}
+
+/*
+ * out += L(w) at every interior point this rank owns, where L is the discrete spatial
+ * operator (minus the flux divergence, plus viscous terms and dissipation). w must hold
+ * valid values two points deep around the owned block (or up to the boundary).
+ */
+static void add_operator(const double *w, double *out)
+{
+    const int n = cls.n;
+    const ptrdiff_t stride[3] = {g.sx, g.sy, g.sz};
+    for (int k = 1; k < n - 1; k++)
+        for (int gj = lu_max(g.j0, 1); gj < lu_min(g.j0 + g.nj, n - 1); gj++)
+            for (int gi = lu_max(g.i0, 1); gi < lu_min(g.i0 + g.ni, n - 1); gi++) {
+                const ptrdiff_t p = lu_at(&g, gi, gj, k);
+                const int pos[3] = {gi, gj, k};
+                double *o = out + p;
+                for (int d = 0; d < 3; d++) {
+                    const direction_t *D = &dir[d];
+                    const ptrdiff_t s = stride[d];
+                    const int c = d + 1;
+                    double fp[NVAR], fm[NVAR], gp[NVAR], gm[NVAR];
+                    euler_flux(w + p + s, c, fp);
+                    euler_flux(w + p - s, c, fm);
+                    viscous_face_flux(w + p + s, w + p, c, D->t3, gp);
+                    viscous_face_flux(w + p, w + p - s, c, D->t3, gm);
+                    for (int m = 0; m < NVAR; m++) {
+                        const double *wm = w + p + m;
+                        o[m] += -D->t2 * (fp[m] - fm[m])
+                              + D->t3 * c34 * (gp[m] - gm[m])
+                              + D->diss[m] * D->t1 * (wm[-s] - 2.0 * wm[0] + wm[s])
+                              - DSSP * fourth_difference(wm, s, pos[d], n);
+                    }
+                }
+            }
+}
+
+/* The forcing term: the operator applied to the exact solution (rsd serves as scratch). */
+static void compute_forcing(void)
+{
+    const int n = cls.n;
+    for (int k = 0; k < n; k++)
+        for (int gj = lu_max(g.j0 - 2, 0); gj < lu_min(g.j0 + g.nj + 2, n); gj++)
+            for (int gi = lu_max(g.i0 - 2, 0); gi < lu_min(g.i0 + g.ni + 2, n); gi++)
+                exact_solution(gi, gj, k, rsd + lu_at(&g, gi, gj, k));
+    memset(frct, 0, g.len * sizeof(double));
+    add_operator(rsd, frct);
+}
+
+/* rsd = L(u) - L(u_exact), zero on the boundary; exchanges u's halo first. */
+static void compute_residual(void)
+{
+    lu_exchange_halo(&g, u, cls.n);
+    for (size_t x = 0; x < g.len; x++)
+        rsd[x] = -frct[x];
+    add_operator(u, rsd);
+}
+
+/* ---------------------------------------------------------------- SSOR blocks */
+
+typedef double block_t[NVAR][NVAR];
+
+/* b += scale * dF/dw, the Jacobian of the Euler flux along momentum component c. */
+static void add_euler_jacobian(const double *w, int c, double scale, block_t b)
+{
+    const double r = 1.0 / w[0];
+    const double v[4] = {0.0, w[1] * r, w[2] * r, w[3] * r};
+    const double vn = v[c], e = w[4] * r;
+    const double v2 = v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
+    double a[NVAR][NVAR] = {{0}};
+    a[0][c] = 1.0;
+    for (int m = 1; m <= 3; m++) {
+        if (m == c)
+            continue;
+        a[m][0] = -v[m] * vn;
+        a[m][m] = vn;
+        a[m][c] = v[m];
+    }
+    a[c][0] = -vn * vn + 0.5 * C2 * v2;
+    for (int m = 1; m <= 3; m++)
+        a[c][m] = -C2 * v[m];
+    a[c][c] = (2.0 - C2) * vn;
+    a[c][4] = C2;
+    a[4][0] = (C2 * v2 - C1 * e) * vn;
+    for (int m = 1; m <= 3; m++)
+        a[4][m] = -C2 * v[m] * vn;
+    a[4][c] = C1 * e - 0.5 * C2 * (v2 + 2.0 * vn * vn);
+    a[4][4] = C1 * vn;
+    for (int m = 0; m < NVAR; m++)
+        for (int l = 0; l < NVAR; l++)
+            b[m][l] += scale * a[m][l];
+}
+
+/*
+ * b += scale * dV/dw, where V is what the viscous flux differences (velocities, and the
+ * energy's kinetic and internal parts) times c3*c4, along momentum component c.
+ */
+static void add_viscous_jacobian(const double *w, int c, double scale, block_t b)
+{
+    const double r = 1.0 / w[0], r2 = r * r, r3 = r2 * r;
+    double energy0 = -c1345 * r2 * w[4];
+    for (int m = 1; m <= 3; m++) {
+        const double mom = c34 * (m == c ? R43 : 1.0);
+        const double kin = c34 * (m == c ? R43 : 1.0) - c1345;
+        b[m][0] += scale * -mom * r2 * w[m];
+        b[m][m] += scale * mom * r;
+        b[4][m] += scale * kin * r2 * w[m];
+        energy0 -= kin * r3 * w[m] * w[m];
+    }
+    b[4][0] += scale * energy0;
+    b[4][4] += scale * c1345 * r;
+}
+
+/* The block coupling a point to its neighbour w along direction d: side -1 below, +1 above. */
+static void neighbour_block(const double *w, int d, int side, block_t b)
+{
+    const direction_t *D = &dir[d];
+    const double dt = cls.dt;
+    memset(b, 0, sizeof(block_t));
+    add_euler_jacobian(w, d + 1, side * dt * D->t2, b);
+    add_viscous_jacobian(w, d + 1, -dt * D->t1, b);
+    for (int m = 0; m < NVAR; m++)
+        b[m][m] -= dt * D->t1 * D->diss[m];
+}
+
+static void diagonal_block(const double *w, block_t b)
+{
+    const double dt = cls.dt;
+    memset(b, 0, sizeof(block_t));
+    for (int m = 0; m < NVAR; m++)
+        b[m][m] = 1.0;
+    for (int d = 0; d < 3; d++) {
+        const direction_t *D = &dir[d];
+        add_viscous_jacobian(w, d + 1, 2.0 * dt * D->t1, b);
+        for (int m = 0; m < NVAR; m++)
+            b[m][m] += 2.0 * dt * D->t1 * D->diss[m];
+    }
+}
+
+/* Solves b x = r in place (Gaussian elimination without pivoting; b is destroyed). */
+static void solve_block(block_t b, double r[NVAR])
+{
+    for (int p = 0; p < NVAR; p++) {
+        const double inv = 1.0 / b[p][p];
+        for (int m = p + 1; m < NVAR; m++) {
+            const double f = b[m][p] * inv;
+            for (int l = p + 1; l < NVAR; l++)
+                b[m][l] -= f * b[p][l];
+            r[m] -= f * r[p];
+        }
+    }
+    for (int p = NVAR - 1; p >= 0; p--) {
+        double s = r[p];
+        for (int l = p + 1; l < NVAR; l++)
+            s -= b[p][l] * r[l];
+        r[p] = s / b[p][p];
+    }
+}
+
+/* acc += scale * b v */
+static void add_block_times(const block_t b, const double *v, double scale, double acc[NVAR])
+{
+    for (int m = 0; m < NVAR; m++) {
+        double s = 0.0;
+        for (int l = 0; l < NVAR; l++)
+            s += b[m][l] * v[l];
+        acc[m] += scale * s;
+    }
+}
+
+/*
+ * Lower sweep over plane k: v <- D^-1 (v - omega * (L v)) in increasing i and j, where L
+ * couples each point to its i-1, j-1 and k-1 neighbours (already swept). The boundary
+ * values of v are zero, so boundary neighbours contribute nothing.
+ */
+static void lower_plane(int k, const lu_range_t *r)
+{
+    const ptrdiff_t stride[3] = {g.sx, g.sy, g.sz};
+    for (int gj = r->jlo; gj < r->jhi; gj++)
+        for (int gi = r->ilo; gi < r->ihi; gi++) {
+            const ptrdiff_t p = lu_at(&g, gi, gj, k);
+            double acc[NVAR];
+            block_t b;
+            memcpy(acc, rsd + p, sizeof acc);
+            for (int d = 0; d < 3; d++) {
+                neighbour_block(u + p - stride[d], d, -1, b);
+                add_block_times(b, rsd + p - stride[d], -OMEGA, acc);
+            }
+            diagonal_block(u + p, b);
+            solve_block(b, acc);
+            memcpy(rsd + p, acc, sizeof acc);
+        }
+}
+
+/* Upper sweep over plane k: v <- v - D^-1 (omega * U v) in decreasing i and j. */
+static void upper_plane(int k, const lu_range_t *r)
+{
+    const ptrdiff_t stride[3] = {g.sx, g.sy, g.sz};
+    for (int gj = r->jhi - 1; gj >= r->jlo; gj--)
+        for (int gi = r->ihi - 1; gi >= r->ilo; gi--) {
+            const ptrdiff_t p = lu_at(&g, gi, gj, k);
+            double acc[NVAR] = {0};
+            block_t b;
+            for (int d = 0; d < 3; d++) {
+                neighbour_block(u + p + stride[d], d, +1, b);
+                add_block_times(b, rsd + p + stride[d], OMEGA, acc);
+            }
+            diagonal_block(u + p, b);
+            solve_block(b, acc);
+            for (int m = 0; m < NVAR; m++)
+                rsd[p + m] -= acc[m];
+        }
+}
+
+/* ---------------------------------------------------------------- norms and checks */
+
+/* Root-mean-square over the interior points of the whole grid, per component. */
+static void rms_norm(const double *v, double out[NVAR])
+{
+    const int n = cls.n;
+    const lu_range_t r = lu_interior(&g, n);
+    double local[NVAR] = {0};
+    for (int k = 1; k < n - 1; k++)
+        for (int gj = r.jlo; gj < r.jhi; gj++)
+            for (int gi = r.ilo; gi < r.ihi; gi++) {
+                const double *p = v + lu_at(&g, gi, gj, k);
+                for (int m = 0; m < NVAR; m++)
+                    local[m] += p[m] * p[m];
+            }
+    MPI_Allreduce(local, out, NVAR, MPI_DOUBLE, MPI_SUM, g.comm);
+    const double points = (double)(n - 2) * (n - 2) * (n - 2);
+    for (int m = 0; m < NVAR; m++)
+        out[m] = sqrt(out[m] / points);
+}
+
+static void solution_error(double out[NVAR])
+{
+    const int n = cls.n;
+    const lu_range_t r = lu_interior(&g, n);
+    double local[NVAR] = {0};
+    for (int k = 1; k < n - 1; k++)
+        for (int gj = r.jlo; gj < r.jhi; gj++)
+            for (int gi = r.ilo; gi < r.ihi; gi++) {
+                double e[NVAR];
+                exact_solution(gi, gj, k, e);
+                const double *p = u + lu_at(&g, gi, gj, k);
+                for (int m = 0; m < NVAR; m++)
+                    local[m] += (e[m] - p[m]) * (e[m] - p[m]);
+            }
+    MPI_Allreduce(local, out, NVAR, MPI_DOUBLE, MPI_SUM, g.comm);
+    const double points = (double)(n - 2) * (n - 2) * (n - 2);
+    for (int m = 0; m < NVAR; m++)
+        out[m] = sqrt(out[m] / points);
+}
+
+static double pressure(const double *w)
+{
+    return C2 * (w[4] - 0.5 * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]) / w[0]);
+}
+
+/*
+ * Trapezoidal weight of grid point x in the cells [lo, hi] along one axis: the number of
+ * cells [c, c+1] with lo <= c < hi that have x as a corner (0, 1 or 2).
+ */
+static int cell_weight(int x, int lo, int hi)
+{
+    if (x < lo || x > hi)
+        return 0;
+    return (x > lo) + (x < hi);
+}
+
+/*
+ * The surface integral of the pressure over the faces of the box
+ * [1, n-2] x [1, n-3] x [2, n-2] (in grid indices), by the trapezoidal rule on each face
+ * pair: each cell adds the sum of its four corner values, scaled at the end by 1/4 and by
+ * the cell area. Each rank adds the corners it owns, weighted by how many cells share them.
+ */
+static double surface_integral(void)
+{
+    const int n = cls.n;
+    const int ilo = 1, ihi = n - 2, jlo = 1, jhi = n - 3, klo = 2, khi = n - 2;
+    const double h = 1.0 / (double)(n - 1);
+    double part[3] = {0, 0, 0};
+    for (int k = 0; k < n; k++)
+        for (int gj = g.j0; gj < g.j0 + g.nj; gj++)
+            for (int gi = g.i0; gi < g.i0 + g.ni; gi++) {
+                const double p = pressure(u + lu_at(&g, gi, gj, k));
+                if (k == klo || k == khi)
+                    part[0] += cell_weight(gi, ilo, ihi) * cell_weight(gj, jlo, jhi) * p;
+                if (gj == jlo || gj == jhi)
+                    part[1] += cell_weight(gi, ilo, ihi) * cell_weight(k, klo, khi) * p;
+                if (gi == ilo || gi == ihi)
+                    part[2] += cell_weight(gj, jlo, jhi) * cell_weight(k, klo, khi) * p;
+            }
+    double sum[3];
+    MPI_Allreduce(part, sum, 3, MPI_DOUBLE, MPI_SUM, g.comm);
+    return 0.25 * (sum[0] + sum[1] + sum[2]) * h * h;
+}
+
+/* ---------------------------------------------------------------- the iteration */
+
+/* One SSOR step: scale, lower sweep, upper sweep, update u, recompute the residual. */
+static void ssor_step(void)
+{
+    const int n = cls.n;
+    const lu_range_t r = lu_interior(&g, n);
+    for (int k = 1; k < n - 1; k++)
+        for (int gj = r.jlo; gj < r.jhi; gj++)
+            for (int gi = r.ilo; gi < r.ihi; gi++) {
+                double *p = rsd + lu_at(&g, gi, gj, k);
+                for (int m = 0; m < NVAR; m++)
+                    p[m] *= cls.dt;
+            }
+    for (int k = 1; k < n - 1; k++) {
+        lu_wavefront_receive(&g, rsd, k, &r, LU_LOWER);
+        lower_plane(k, &r);
+        lu_wavefront_send(&g, rsd, k, &r, LU_LOWER);
+    }
+    lu_wavefront_finish(&g);
+    for (int k = n - 2; k >= 1; k--) {
+        lu_wavefront_receive(&g, rsd, k, &r, LU_UPPER);
+        upper_plane(k, &r);
+        lu_wavefront_send(&g, rsd, k, &r, LU_UPPER);
+    }
+    lu_wavefront_finish(&g);
+    const double scale = 1.0 / (OMEGA * (2.0 - OMEGA));
+    for (int k = 1; k < n - 1; k++)
+        for (int gj = r.jlo; gj < r.jhi; gj++)
+            for (int gi = r.ilo; gi < r.ihi; gi++) {
+                const ptrdiff_t p = lu_at(&g, gi, gj, k);
+                for (int m = 0; m < NVAR; m++)
+                    u[p + m] += scale * rsd[p + m];
+            }
+    compute_residual();
+}
+
+static void start_from_scratch(void)
+{
+    memset(u, 0, g.len * sizeof(double));
+    memset(rsd, 0, g.len * sizeof(double));
+    initial_state();
+    compute_forcing();
+    memset(rsd, 0, g.len * sizeof(double));
+    compute_residual();
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    if (argc != 2 || lu_class_lookup(argv[1][0], &cls) != 0 || argv[1][1] != '\0') {
+        if (rank == 0)
+            fprintf(stderr, "usage: %s CLASS   (CLASS: S, W, A, B or C)\n", argv[0]);
+        MPI_Finalize();
+        return 2;
+    }
+    if (lu_grid_setup(&g, MPI_COMM_WORLD, cls.n) != 0) {
+        if (rank == 0)
+            fprintf(stderr, "lu: %d ranks is too many for a %d^3 grid (each rank needs at least "
+                            "3 points in x and in y)\n", size, cls.n);
+        MPI_Finalize();
+        return 2;
+    }
+    set_constants();
+    u = calloc(g.len, sizeof(double));
+    rsd = calloc(g.len, sizeof(double));
+    frct = calloc(g.len, sizeof(double));
+    if (!u || !rsd || !frct) {
+        fprintf(stderr, "lu: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (rank == 0) {
+        printf("\n NAS Parallel Benchmarks LU (written from the specification)\n\n");
+        printf(" Size: %d x %d x %d   Iterations: %d   dt: %g\n", cls.n, cls.n, cls.n, cls.itmax,
+               cls.dt);
+        printf(" Ranks: %d (process grid %d x %d)\n\n", size, g.px, g.py);
+    }
+
+    /* One untimed step first so that page faults and connection setup are not timed. */
+    start_from_scratch();
+    ssor_step();
+    start_from_scratch();
+
+    MPI_Barrier(g.comm);
+    const double t0 = MPI_Wtime();
+    for (int it = 1; it <= cls.itmax; it++) {
+        ssor_step();
+        if (rank == 0 && (it == 1 || it % 50 == 0 || it == cls.itmax))
+            printf(" step %4d\n", it), fflush(stdout);
+    }
+    double elapsed = MPI_Wtime() - t0, slowest;
+    MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, g.comm);
+
+    double rsdnm[NVAR], errnm[NVAR];
+    rms_norm(rsd, rsdnm);
+    solution_error(errnm);
+    const double frc = surface_integral();
+
+    int ok = 1;
+    if (rank == 0) {
+        ok = lu_verify(&cls, rsdnm, errnm, frc);
+        const double nn = cls.n;
+        const double mops = cls.itmax
+                          * (1984.77 * nn * nn * nn - 10923.3 * nn * nn + 27770.9 * nn - 144010.0)
+                          / (slowest * 1.0e6);
+        printf("\n LU Benchmark Completed.\n");
+        printf(" Class           = %c\n", cls.name);
+        printf(" Size            = %d x %d x %d\n", cls.n, cls.n, cls.n);
+        printf(" Iterations      = %d\n", cls.itmax);
+        printf(" Ranks           = %d\n", size);
+        printf(" Time in seconds = %.3f\n", slowest);
+        printf(" Mop/s total     = %.2f\n", mops);
+        printf(" Mop/s/rank      = %.2f\n", mops / size);
+        printf(" Verification    = %s\n", ok ? "SUCCESSFUL" : "UNSUCCESSFUL");
+    }
+    MPI_Bcast(&ok, 1, MPI_INT, 0, g.comm);
+    lu_grid_free(&g);
+    free(u);
+    free(rsd);
+    free(frct);
+    MPI_Finalize();
+    return ok ? 0 : 1;
+}
