@@ -230,114 +230,114 @@ static void compute_residual(void)
 
 /* ---------------------------------------------------------------- SSOR blocks */
 
-typedef double block_t[NVAR][NVAR];
+/*
+ * The implicit operator couples each interior point to its six neighbours through 5x5
+ * blocks. The block towards neighbour w along a direction is
+ *     side * dt * t2 * A(w)  -  dt * t1 * (V(w) + diss * I),
+ * where A is the Jacobian of the Euler flux, V that of the viscous terms (both evaluated
+ * at the neighbour), side -1 for the lower and +1 for the upper neighbour. The blocks are
+ * only ever multiplied by a vector, so the products are formed directly.
+ */
 
-/* b += scale * dF/dw, the Jacobian of the Euler flux along momentum component c. */
-static void add_euler_jacobian(const double *w, int c, double scale, block_t b)
+/* acc += scale * A(w) v, A the Jacobian of the Euler flux along momentum component c. */
+static void add_euler_product(const double *w, int c, const double *v, double scale,
+                              double acc[NVAR])
 {
     const double r = 1.0 / w[0];
-    const double v[4] = {0.0, w[1] * r, w[2] * r, w[3] * r};
-    const double vn = v[c], e = w[4] * r;
-    const double v2 = v[1] * v[1] + v[2] * v[2] + v[3] * v[3];
-    double a[NVAR][NVAR] = {{0}};
-    a[0][c] = 1.0;
-    for (int m = 1; m <= 3; m++) {
-        if (m == c)
-            continue;
-        a[m][0] = -v[m] * vn;
-        a[m][m] = vn;
-        a[m][c] = v[m];
-    }
-    a[c][0] = -vn * vn + 0.5 * C2 * v2;
+    const double vel[4] = {0.0, w[1] * r, w[2] * r, w[3] * r};
+    const double vn = vel[c], e = w[4] * r;
+    const double v2 = vel[1] * vel[1] + vel[2] * vel[2] + vel[3] * vel[3];
+    const double vdot = vel[1] * v[1] + vel[2] * v[2] + vel[3] * v[3];
+    double out[NVAR];
+    out[0] = v[c];
     for (int m = 1; m <= 3; m++)
-        a[c][m] = -C2 * v[m];
-    a[c][c] = (2.0 - C2) * vn;
-    a[c][4] = C2;
-    a[4][0] = (C2 * v2 - C1 * e) * vn;
-    for (int m = 1; m <= 3; m++)
-        a[4][m] = -C2 * v[m] * vn;
-    a[4][c] = C1 * e - 0.5 * C2 * (v2 + 2.0 * vn * vn);
-    a[4][4] = C1 * vn;
+        out[m] = vn * v[m] + vel[m] * v[c] - vel[m] * vn * v[0];
+    out[c] = (0.5 * C2 * v2 - vn * vn) * v[0] - C2 * vdot + 2.0 * vn * v[c] + C2 * v[4];
+    out[4] = (C2 * v2 - C1 * e) * vn * v[0] - C2 * vn * vdot + (C1 * e - 0.5 * C2 * v2) * v[c]
+           + C1 * vn * v[4];
     for (int m = 0; m < NVAR; m++)
-        for (int l = 0; l < NVAR; l++)
-            b[m][l] += scale * a[m][l];
+        acc[m] += scale * out[m];
 }
 
 /*
- * b += scale * dV/dw, where V is what the viscous flux differences (velocities, and the
- * energy's kinetic and internal parts) times c3*c4, along momentum component c.
+ * acc += scale * V(w) v, V the Jacobian (times c3*c4) of what the viscous terms difference:
+ * the velocities (4/3 for the one along the direction) and, for energy, the kinetic part
+ * with coefficients kin_m and the internal energy with c1*c5.
  */
-static void add_viscous_jacobian(const double *w, int c, double scale, block_t b)
+static void add_viscous_product(const double *w, int c, const double *v, double scale,
+                                double acc[NVAR])
 {
-    const double r = 1.0 / w[0], r2 = r * r, r3 = r2 * r;
-    double energy0 = -c1345 * r2 * w[4];
+    const double r = 1.0 / w[0];
+    double energy = c1345 * (v[4] - w[4] * r * v[0]);
     for (int m = 1; m <= 3; m++) {
+        const double vel = w[m] * r;
+        const double dv = v[m] - vel * v[0]; /* (d velocity) * density */
         const double mom = c34 * (m == c ? R43 : 1.0);
-        const double kin = c34 * (m == c ? R43 : 1.0) - c1345;
-        b[m][0] += scale * -mom * r2 * w[m];
-        b[m][m] += scale * mom * r;
-        b[4][m] += scale * kin * r2 * w[m];
-        energy0 -= kin * r3 * w[m] * w[m];
+        acc[m] += scale * mom * r * dv;
+        energy += (mom - c1345) * vel * dv;
     }
-    b[4][0] += scale * energy0;
-    b[4][4] += scale * c1345 * r;
+    acc[4] += scale * r * energy;
 }
 
-/* The block coupling a point to its neighbour w along direction d: side -1 below, +1 above. */
-static void neighbour_block(const double *w, int d, int side, block_t b)
+/* acc += scale * B v for the block B towards neighbour w along direction d. */
+static void add_neighbour_product(const double *w, int d, int side, const double *v,
+                                  double scale, double acc[NVAR])
 {
     const direction_t *D = &dir[d];
     const double dt = cls.dt;
-    memset(b, 0, sizeof(block_t));
-    add_euler_jacobian(w, d + 1, side * dt * D->t2, b);
-    add_viscous_jacobian(w, d + 1, -dt * D->t1, b);
+    add_euler_product(w, d + 1, v, scale * side * dt * D->t2, acc);
+    add_viscous_product(w, d + 1, v, -scale * dt * D->t1, acc);
     for (int m = 0; m < NVAR; m++)
-        b[m][m] -= dt * D->t1 * D->diss[m];
+        acc[m] -= scale * dt * D->t1 * D->diss[m] * v[m];
 }
 
-static void diagonal_block(const double *w, block_t b)
+/*
+ * The diagonal block I + 2 dt sum_d t1_d (V_d(w) + diss_d I). Its nonzeros are the diagonal,
+ * column 0 and the last row, so it is kept in that shape and solved by substitution.
+ */
+typedef struct {
+    double diag[NVAR];
+    double col0[NVAR]; /* rows 1..4 */
+    double last[4];    /* row 4, columns 1..3 */
+} diagonal_t;
+
+static void diagonal_block(const double *w, diagonal_t *b)
 {
     const double dt = cls.dt;
-    memset(b, 0, sizeof(block_t));
-    for (int m = 0; m < NVAR; m++)
-        b[m][m] = 1.0;
+    const double r = 1.0 / w[0], e = w[4] * r;
+    const double vel[4] = {0.0, w[1] * r, w[2] * r, w[3] * r};
+    for (int m = 0; m < NVAR; m++) {
+        b->diag[m] = 1.0;
+        b->col0[m] = 0.0;
+    }
+    for (int m = 0; m < 4; m++)
+        b->last[m] = 0.0;
     for (int d = 0; d < 3; d++) {
         const direction_t *D = &dir[d];
-        add_viscous_jacobian(w, d + 1, 2.0 * dt * D->t1, b);
-        for (int m = 0; m < NVAR; m++)
-            b[m][m] += 2.0 * dt * D->t1 * D->diss[m];
-    }
-}
-
-/* Solves b x = r in place (Gaussian elimination without pivoting; b is destroyed). */
-static void solve_block(block_t b, double r[NVAR])
-{
-    for (int p = 0; p < NVAR; p++) {
-        const double inv = 1.0 / b[p][p];
-        for (int m = p + 1; m < NVAR; m++) {
-            const double f = b[m][p] * inv;
-            for (int l = p + 1; l < NVAR; l++)
-                b[m][l] -= f * b[p][l];
-            r[m] -= f * r[p];
+        const double s = 2.0 * dt * D->t1;
+        double energy0 = -c1345 * r * e;
+        for (int m = 1; m <= 3; m++) {
+            const double mom = c34 * (d + 1 == m ? R43 : 1.0);
+            b->diag[m] += s * mom * r;
+            b->col0[m] -= s * mom * r * vel[m];
+            b->last[m] += s * (mom - c1345) * r * vel[m];
+            energy0 -= (mom - c1345) * r * vel[m] * vel[m];
         }
-    }
-    for (int p = NVAR - 1; p >= 0; p--) {
-        double s = r[p];
-        for (int l = p + 1; l < NVAR; l++)
-            s -= b[p][l] * r[l];
-        r[p] = s / b[p][p];
+        b->col0[4] += s * energy0;
+        b->diag[4] += s * c1345 * r;
+        for (int m = 0; m < NVAR; m++)
+            b->diag[m] += s * D->diss[m];
     }
 }
 
-/* acc += scale * b v */
-static void add_block_times(const block_t b, const double *v, double scale, double acc[NVAR])
+/* Solves b x = v in place. */
+static void solve_diagonal(const diagonal_t *b, double v[NVAR])
 {
-    for (int m = 0; m < NVAR; m++) {
-        double s = 0.0;
-        for (int l = 0; l < NVAR; l++)
-            s += b[m][l] * v[l];
-        acc[m] += scale * s;
-    }
+    v[0] /= b->diag[0];
+    for (int m = 1; m <= 3; m++)
+        v[m] = (v[m] - b->col0[m] * v[0]) / b->diag[m];
+    v[4] = (v[4] - b->col0[4] * v[0] - b->last[1] * v[1] - b->last[2] * v[2] - b->last[3] * v[3])
+         / b->diag[4];
 }
 
 /*
@@ -352,14 +352,12 @@ static void lower_plane(int k, const lu_range_t *r)
         for (int gi = r->ilo; gi < r->ihi; gi++) {
             const ptrdiff_t p = lu_at(&g, gi, gj, k);
             double acc[NVAR];
-            block_t b;
+            diagonal_t b;
             memcpy(acc, rsd + p, sizeof acc);
-            for (int d = 0; d < 3; d++) {
-                neighbour_block(u + p - stride[d], d, -1, b);
-                add_block_times(b, rsd + p - stride[d], -OMEGA, acc);
-            }
-            diagonal_block(u + p, b);
-            solve_block(b, acc);
+            for (int d = 0; d < 3; d++)
+                add_neighbour_product(u + p - stride[d], d, -1, rsd + p - stride[d], -OMEGA, acc);
+            diagonal_block(u + p, &b);
+            solve_diagonal(&b, acc);
             memcpy(rsd + p, acc, sizeof acc);
         }
 }
@@ -372,13 +370,11 @@ static void upper_plane(int k, const lu_range_t *r)
         for (int gi = r->ihi - 1; gi >= r->ilo; gi--) {
             const ptrdiff_t p = lu_at(&g, gi, gj, k);
             double acc[NVAR] = {0};
-            block_t b;
-            for (int d = 0; d < 3; d++) {
-                neighbour_block(u + p + stride[d], d, +1, b);
-                add_block_times(b, rsd + p + stride[d], OMEGA, acc);
-            }
-            diagonal_block(u + p, b);
-            solve_block(b, acc);
+            diagonal_t b;
+            for (int d = 0; d < 3; d++)
+                add_neighbour_product(u + p + stride[d], d, +1, rsd + p + stride[d], OMEGA, acc);
+            diagonal_block(u + p, &b);
+            solve_diagonal(&b, acc);
             for (int m = 0; m < NVAR; m++)
                 rsd[p + m] -= acc[m];
         }
