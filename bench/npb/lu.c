@@ -180,31 +180,44 @@ static double fourth_difference(const double *w, ptrdiff_t s, int pos, int n)
 static void add_operator(const double *w, double *out)
 {
     const int n = cls.n;
+    const lu_range_t r = lu_interior(&g, n);
     const ptrdiff_t stride[3] = {g.sx, g.sy, g.sz};
-    for (int k = 1; k < n - 1; k++)
-        for (int gj = lu_max(g.j0, 1); gj < lu_min(g.j0 + g.nj, n - 1); gj++)
-            for (int gi = lu_max(g.i0, 1); gi < lu_min(g.i0 + g.ni, n - 1); gi++) {
-                const ptrdiff_t p = lu_at(&g, gi, gj, k);
-                const int pos[3] = {gi, gj, k};
-                double *o = out + p;
-                for (int d = 0; d < 3; d++) {
-                    const direction_t *D = &dir[d];
-                    const ptrdiff_t s = stride[d];
-                    const int c = d + 1;
-                    double fp[NVAR], fm[NVAR], gp[NVAR], gm[NVAR];
-                    euler_flux(w + p + s, c, fp);
-                    euler_flux(w + p - s, c, fm);
-                    viscous_face_flux(w + p + s, w + p, c, D->t3, gp);
-                    viscous_face_flux(w + p, w + p - s, c, D->t3, gm);
-                    for (int m = 0; m < NVAR; m++) {
-                        const double *wm = w + p + m;
-                        o[m] += -D->t2 * (fp[m] - fm[m])
-                              + D->t3 * c34 * (gp[m] - gm[m])
-                              + D->diss[m] * D->t1 * (wm[-s] - 2.0 * wm[0] + wm[s])
-                              - DSSP * fourth_difference(wm, s, pos[d], n);
+    /* Fluxes along one line, computed once per point (Euler) or face (viscous). */
+    double (*flux)[NVAR] = malloc((size_t)(n + 2) * sizeof *flux);
+    double (*face)[NVAR] = malloc((size_t)(n + 2) * sizeof *face);
+    for (int d = 0; d < 3; d++) {
+        const direction_t *D = &dir[d];
+        const ptrdiff_t s = stride[d];
+        const int c = d + 1;
+        const int lo[3] = {r.ilo, r.jlo, 1}, hi[3] = {r.ihi, r.jhi, n - 1};
+        /* One start per line: the other two coordinates range over the interior. */
+        int end[3] = {hi[0], hi[1], hi[2]};
+        end[d] = lo[d] + 1;
+        const int len = hi[d] - lo[d];
+        for (int k = lo[2]; k < end[2]; k++)
+            for (int gj = lo[1]; gj < end[1]; gj++)
+                for (int gi = lo[0]; gi < end[0]; gi++) {
+                    const double *w0 = w + lu_at(&g, gi, gj, k);
+                    double *o0 = out + lu_at(&g, gi, gj, k);
+                    /* flux[t + 1] at point t, t = -1 .. len; face[t] between t - 1 and t. */
+                    for (int t = -1; t <= len; t++)
+                        euler_flux(w0 + t * s, c, flux[t + 1]);
+                    for (int t = 0; t <= len; t++)
+                        viscous_face_flux(w0 + t * s, w0 + (t - 1) * s, c, D->t3, face[t]);
+                    for (int t = 0; t < len; t++) {
+                        const int pos = lo[d] + t;
+                        for (int m = 0; m < NVAR; m++) {
+                            const double *wm = w0 + t * s + m;
+                            o0[t * s + m] += -D->t2 * (flux[t + 2][m] - flux[t][m])
+                                           + D->t3 * c34 * (face[t + 1][m] - face[t][m])
+                                           + D->diss[m] * D->t1 * (wm[-s] - 2.0 * wm[0] + wm[s])
+                                           - DSSP * fourth_difference(wm, s, pos, n);
+                        }
                     }
                 }
-            }
+    }
+    free(flux);
+    free(face);
 }
 
 /* The forcing term: the operator applied to the exact solution (rsd serves as scratch). */
