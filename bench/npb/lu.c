@@ -565,6 +565,7 @@ int main(int argc, char **argv)
     ssor_step();
     start_from_scratch();
 
+    g.sent[0] = g.sent[1] = g.sent_bytes[0] = g.sent_bytes[1] = 0.0;
     MPI_Barrier(g.comm);
     const double t0 = MPI_Wtime();
     for (int it = 1; it <= cls.itmax; it++) {
@@ -574,6 +575,9 @@ int main(int argc, char **argv)
     }
     double elapsed = MPI_Wtime() - t0, slowest;
     MPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, g.comm);
+
+    double sent[4], local_sent[4] = {g.sent[0], g.sent_bytes[0], g.sent[1], g.sent_bytes[1]};
+    MPI_Reduce(local_sent, sent, 4, MPI_DOUBLE, MPI_SUM, 0, g.comm);
 
     double rsdnm[NVAR], errnm[NVAR];
     rms_norm(rsd, rsdnm);
@@ -595,6 +599,11 @@ int main(int argc, char **argv)
         printf(" Time in seconds = %.3f\n", slowest);
         printf(" Mop/s total     = %.2f\n", mops);
         printf(" Mop/s/rank      = %.2f\n", mops / size);
+        for (int kind = 0; kind < 2; kind++)
+            if (sent[2 * kind] > 0)
+                printf(" %s = %.0f per iteration, %.0f bytes each on average\n",
+                       kind == 0 ? "Sweep messages " : "Halo messages  ", sent[2 * kind] / cls.itmax,
+                       sent[2 * kind + 1] / sent[2 * kind]);
         printf(" Verification    = %s\n", ok ? "SUCCESSFUL" : "UNSUCCESSFUL");
     }
     MPI_Bcast(&ok, 1, MPI_INT, 0, g.comm);

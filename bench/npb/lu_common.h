@@ -114,6 +114,8 @@ typedef struct {
     size_t halo_len;
     double *sweep_send[2], *sweep_recv[2]; /* one column and one row for the sweeps */
     MPI_Request sweep_pending[2];
+    /* Messages this rank sent: [0] sweeps, [1] halo exchange; counts and bytes. */
+    double sent[2], sent_bytes[2];
 } lu_grid_t;
 
 /* Sub-box of owned points that are interior points of the whole grid, all in [lo, hi). */
@@ -170,6 +172,7 @@ static inline int lu_grid_setup(lu_grid_t *g, MPI_Comm comm, int n)
     g->sy = (ptrdiff_t)NVAR * g->lx;
     g->sz = (ptrdiff_t)NVAR * g->lx * g->ly;
     g->len = (size_t)g->sz * n;
+    g->sent[0] = g->sent[1] = g->sent_bytes[0] = g->sent_bytes[1] = 0.0;
     g->halo_len = (size_t)2 * lu_max(g->ni, g->nj) * n * NVAR;
     for (int s = 0; s < 4; s++) {
         g->send[s] = malloc(g->halo_len * sizeof(double));
@@ -244,6 +247,8 @@ static inline void lu_exchange_halo(lu_grid_t *g, double *f, int n)
             continue;
         size_t count = lu_halo_copy(g, f, g->send[s], s, mine[s], n, 1);
         MPI_Isend(g->send[s], (int)count, MPI_DOUBLE, peer[s], 200 + s, g->comm, &req[nreq++]);
+        g->sent[1] += 1;
+        g->sent_bytes[1] += (double)count * sizeof(double);
     }
     MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
     for (int s = 0; s < 4; s++)
@@ -313,6 +318,8 @@ static inline void lu_wavefront_send(lu_grid_t *g, double *f, int k, const lu_ra
         int count = lu_line_copy(g, f, g->sweep_send[s], k, s == 0, s == 0 ? col : row, r, 1);
         MPI_Isend(g->sweep_send[s], count, MPI_DOUBLE, dest[s], tag + s, g->comm,
                   &g->sweep_pending[s]);
+        g->sent[0] += 1;
+        g->sent_bytes[0] += (double)count * sizeof(double);
     }
 }
 
