@@ -5,6 +5,8 @@
 #   bench/npb/lu-table.sh [--prefix PREFIX] [--classes "S W"] [--ranks "1 4"]
 #                         [--mpis "steadfast openmpi mpich"] [--reps N]
 #
+# "steadfast:MODE" in --mpis runs our mpiexec with --ft MODE (abort, coordinated,
+# pessimistic, causal): the fault-tolerance protocols side by side, without faults.
 # Each MPI gets its own build of lu.c (build/npb/<mpi>/lu). With --reps N each case runs N
 # times and the row shows the fastest time (and its Mop/s) followed by all times, since a
 # shared machine only ever slows a run down. A case verifies only if every run verified.
@@ -30,6 +32,7 @@ done
 launcher() {   # launcher MPI NP: the command line that starts NP ranks
     case $1 in
         steadfast) echo "$prefix/bin/mpiexec -n $2" ;;
+        steadfast:*) echo "$prefix/bin/mpiexec --ft ${1#steadfast:} -n $2" ;;
         # Two cores: Open MPI refuses more ranks than cores without --oversubscribe.
         openmpi) echo "mpirun.openmpi --oversubscribe --allow-run-as-root -n $2" ;;
         mpich) echo "mpiexec.mpich -n $2" ;;
@@ -37,7 +40,7 @@ launcher() {   # launcher MPI NP: the command line that starts NP ranks
 }
 compiler() {
     case $1 in
-        steadfast) echo "$prefix/bin/mpicc" ;;
+        steadfast*) echo "$prefix/bin/mpicc" ;;
         openmpi) echo "mpicc.openmpi" ;;
         mpich) echo "mpicc.mpich" ;;
     esac
@@ -51,13 +54,13 @@ for mpi in $mpis; do
         echo "lu-table.sh: $cc not found, skipping $mpi" >&2
         continue
     fi
-    "$here/build-lu.sh" "$cc" "$root/build/npb/$mpi" >/dev/null || { echo "lu-table.sh: build with $cc failed" >&2; continue; }
+    "$here/build-lu.sh" "$cc" "$root/build/npb/${mpi%%:*}" >/dev/null || { echo "lu-table.sh: build with $cc failed" >&2; continue; }
     for class in $classes; do
         for np in $ranks; do
             best="" bestmops="" all="" verdict=SUCCESSFUL
             for rep in $(seq 1 "$reps"); do
-                out="$root/build/npb/$mpi/lu.$class.$np.$rep.out"
-                $(launcher "$mpi" "$np") "$root/build/npb/$mpi/lu" "$class" >"$out" 2>&1 </dev/null
+                out="$root/build/npb/${mpi%%:*}/lu.$class.$np.${mpi#*:}.$rep.out"
+                $(launcher "$mpi" "$np") "$root/build/npb/${mpi%%:*}/lu" "$class" >"$out" 2>&1 </dev/null
                 t=$(sed -n 's/^ Time in seconds = *//p' "$out")
                 mops=$(sed -n 's/^ Mop\/s total *= *//p' "$out")
                 v=$(sed -n 's/^ Verification *= *//p' "$out")
