@@ -156,8 +156,8 @@ static void viscous_face_flux(const double *a, const double *b, int c, double t3
 }
 
 /*
- * Fourth difference of w along a line at position pos (0 < pos < n-1), one-sided near the
- * ends so that it never reaches past the boundary point.
+ * Fourth difference of w along a line at position pos (0 < pos < n-1). Within two points of
+ * either end the stencil is cut short so that it never uses the boundary point itself.
  */
 static double fourth_difference(const double *w, ptrdiff_t s, int pos, int n)
 {
@@ -274,8 +274,9 @@ static void add_euler_product(const double *w, int c, const double *v, double sc
 
 /*
  * acc += scale * V(w) v, V the Jacobian (times c3*c4) of what the viscous terms difference:
- * the velocities (4/3 for the one along the direction) and, for energy, the kinetic part
- * with coefficients kin_m and the internal energy with c1*c5.
+ * the velocities (4/3 for the one along the direction) and, for energy, the squared
+ * velocities, each weighted by half of (its momentum's coefficient - c1*c3*c4*c5), plus the
+ * internal energy weighted by c1*c3*c4*c5.
  */
 static void add_viscous_product(const double *w, int c, const double *v, double scale,
                                 double acc[NVAR])
