@@ -185,6 +185,10 @@ static void add_operator(const double *w, double *out)
     /* Fluxes along one line, computed once per point (Euler) or face (viscous). */
     double (*flux)[NVAR] = malloc((size_t)(n + 2) * sizeof *flux);
     double (*face)[NVAR] = malloc((size_t)(n + 2) * sizeof *face);
+    if (!flux || !face) {
+        fprintf(stderr, "lu: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     for (int d = 0; d < 3; d++) {
         const direction_t *D = &dir[d];
         const ptrdiff_t s = stride[d];

@@ -8,6 +8,7 @@
 
 #include <mpi.h>
 
+#include <ctype.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -69,7 +70,7 @@ static const double LU_EPSILON = 1.0e-8;
 static inline int lu_class_lookup(char name, lu_class_t *out)
 {
     for (size_t c = 0; c < sizeof LU_CLASSES / sizeof LU_CLASSES[0]; c++)
-        if (LU_CLASSES[c].name == name || LU_CLASSES[c].name == name - 'a' + 'A') {
+        if (LU_CLASSES[c].name == toupper((unsigned char)name)) {
             *out = LU_CLASSES[c];
             return 0;
         }
