@@ -35,6 +35,8 @@ work=$(mktemp -d /tmp/lu-recover.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
 field() { sed -n "s/^ $1 *= *//p" "$2"; }
+# The largest relative difference to the published values that the run printed.
+max_diff() { awk '/^   (residual|error|surface)/ { if ($5 + 0 > m) m = $5 + 0 } END { printf "%.1e", m }' "$1"; }
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -77,8 +79,10 @@ for mode in $modes; do
     again=$(grep -cE "starting it again|every rank restored checkpoint" "$work/$mode.err")
     [ "$killed" = yes ] || v="not killed (the run ended before step $at_step)"
     [ "$rc" = 0 ] || v="${v:-no result} (exit $rc)"
+    [ "$v" = SUCCESSFUL ] && v="$v (max diff $(max_diff "$work/$mode.out"))"
+    [ "$clean_v" = SUCCESSFUL ] && clean_v="$clean_v (max diff $(max_diff "$work/$mode.clean"))"
     echo "| $mode | ${clean_t:-?} / $clean_wall | ${clean_v:-?} | ${t:-?} / $wall | $again | ${v:-?} |"
-    if [ "$v" != SUCCESSFUL ] || [ "$clean_v" != SUCCESSFUL ]; then
+    if [[ "$v" != SUCCESSFUL* ]] || [[ "$clean_v" != SUCCESSFUL* ]]; then
         status=1
         sed 's/^/    /' "$work/$mode.err" | tail -20 >&2
     fi
