@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test suite: Rust unit/simulation/integration tests, then the C programs compiled
-# with our mpicc and run with our launcher over shm and tcp, the NPB kernels at class S, the
-# fast subset of MPICH's test suite, Slurm and Hydra launches (short form), then NetPIPE.
+# with our mpicc and run with our launcher over shm and tcp, the NPB kernels and the LU
+# pseudo-application at class S, the fast subset of MPICH's test suite, Slurm and Hydra
+# launches (short form), then NetPIPE.
 # Usage: scripts/test-all.sh [PREFIX]   (PREFIX defaults to ./install; `make test` passes it)
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -94,6 +95,11 @@ if [ -x scripts/hdf5-tests.sh ]; then
     else
         echo "=== parallel HDF5 testpar: skipped (not built; run scripts/hdf5-tests.sh once)"
     fi
+fi
+if [ -x bench/npb/test-lu.sh ]; then
+    # NAS LU class S on 4 ranks: many small messages (pipelined sweeps), checked against the
+    # published residual, error and surface-integral values (bench/npb/LU.md).
+    suite "NPB LU (class S)" bench/npb/test-lu.sh "$prefix"
 fi
 if [ -f bench/osu.py ]; then
     # Ratios to Open MPI against bench/osu/baseline.json (full suite: `make bench-osu`).
