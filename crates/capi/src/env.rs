@@ -175,8 +175,22 @@ fn reconnect_from_env() -> steadfast_core::engine::Reconnect {
 
 fn init_logging() {
     if let Some(filter) = steadfast_config::lookup("STEADFAST_LOG") {
+        let fmt = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::new(filter));
+        if let Some(prefix) = steadfast_config::lookup("STEADFAST_LOG_FILE").filter(|p| !p.is_empty()) {
+            let rank = steadfast_config::lookup(steadfast_runtime::env::RANK).unwrap_or_else(|| "x".into());
+            let path = format!("{prefix}.{rank}.{}", std::process::id());
+            match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+                Ok(f) => {
+                    let _ = fmt.with_ansi(false).with_writer(std::sync::Mutex::new(f)).try_init();
+                }
+                Err(e) => eprintln!("steadfast: STEADFAST_LOG_FILE: cannot open {path}: {e}; logging to stderr"),
+            }
+            if tracing::dispatcher::has_been_set() {
+                return;
+            }
+        }
         let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_env_filter(tracing_subscriber::EnvFilter::new(steadfast_config::lookup("STEADFAST_LOG").unwrap_or_default()))
             .with_writer(std::io::stderr)
             .try_init();
     }

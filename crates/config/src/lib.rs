@@ -69,6 +69,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_CXX", Tunable, "make's `$(CXX)`", "C++ compiler behind `mpicxx`"),
     v("STEADFAST_FC", Tunable, "gfortran", "Fortran compiler behind `mpifort`"),
     v("STEADFAST_LOG", Tunable, "unset", "tracing filter for logs on stderr, e.g. `debug` or `steadfast_core=info`"),
+    v("STEADFAST_LOG_FILE", Tunable, "unset", "with `STEADFAST_LOG`: write each process's log to `PREFIX.RANK.PID` instead of stderr (the launcher forwards a restarted rank's stderr only past what its earlier process wrote, which hides a recovering process's log)"),
     // Checkpoints.
     v("STEADFAST_RESTORE_IMAGE", Tunable, "unset", "process image to restore before `main` (`docs/checkpoint.md`)"),
     v("STEADFAST_NORANDMAPS", Tunable, "unset", "`1`: re-execute the program with address-space randomization off so it can be checkpointed"),

@@ -116,6 +116,8 @@ pub(super) struct Hook {
     replay_started: Option<(std::time::Instant, usize)>,
     /// Receivers whose image holds our messages to them up to a sequence number.
     freed: Vec<(u32, u64)>,
+    /// The message the replay waits for (traced once).
+    waiting_for: Option<(u32, u64)>,
 }
 
 impl Interpose for Hook {
@@ -337,6 +339,7 @@ impl Engine {
             diverged: None,
             replay_started: None,
             freed: Vec::new(),
+            waiting_for: None,
         })));
         self.st.logging = true;
         self.st.admitted = vec![Admitted::default(); self.size as usize];
@@ -538,6 +541,12 @@ impl Engine {
                         if self.st.admitted.get(want.0 as usize).is_some_and(|a| a.contains(want.1)) {
                             h.log.released(want);
                             continue;
+                        }
+                        if h.waiting_for != Some(want) {
+                            h.waiting_for = Some(want);
+                            let held: Vec<(u32, u64)> = h.held.iter().take(16).map(|(f, raw, _)| (*f, Header::decode(raw).map_or(0, |x| x.a))).collect();
+                            let upto = self.st.admitted.get(want.0 as usize).map(|a| a.upto());
+                            tracing::debug!(?want, ?held, ?upto, left = h.log.replay_left(), "replay waits for a message");
                         }
                         return;
                     };
