@@ -288,7 +288,7 @@ pub struct Engine {
     /// Whether the path to other worlds is open.
     bridged: bool,
     /// The job's key (authenticates the path to other worlds).
-    job_key: u64,
+    pub(crate) job_key: u64,
 }
 
 /// Which context and group a send goes to.
@@ -395,6 +395,17 @@ struct BuiltNet {
 }
 
 /// Connect to the job's peers: publish this rank's addresses, fence, open the path.
+/// This rank's address towards the other hosts of a job spanning several (the path
+/// settings as `build_net` uses them), for the multicast channel broadcast.
+fn network_ip(job: &JobInfo, cfg: &Config) -> Option<std::net::IpAddr> {
+    let mut st = cfg.paths.clone();
+    if let Some(o) = &job.path_overrides {
+        st.hostmap = o.hostmap.clone();
+        st.routes = o.routes.clone().or(st.routes);
+    }
+    steadfast_paths::setup::remote_ip(&st, job.size)
+}
+
 fn build_net(job: &JobInfo, b: &mut dyn Bootstrap, cfg: &Config) -> MpiResult<BuiltNet> {
     if job.path == PathKind::Shm {
         cma::allow_peer_reads();
@@ -488,7 +499,11 @@ impl Engine {
         let jobdir = job.as_ref().map(|j| j.jobdir.clone());
         let mut eng = Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit });
         if let Some(jobdir) = jobdir {
-            eng.coll.channels.host = Some(crate::coll::channels::Host { jobdir, local: shm_peer });
+            let net_ip = job.as_ref().and_then(|j| match network_ip(j, &eng.cfg) {
+                Some(std::net::IpAddr::V4(ip)) => Some(ip),
+                _ => None,
+            });
+            eng.coll.channels.host = Some(crate::coll::channels::Host { jobdir, local: shm_peer, net_ip });
         }
         if let Some(j) = &job {
             eng.proc_base = j.proc_base;

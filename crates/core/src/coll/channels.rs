@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use steadfast_chbcast::{frame, CallError, Config as ChbConfig, Event, Machine, Message, Transmit};
 
+use super::multicast::{Mcast, Stream};
 use super::{select, Buf};
 use crate::engine::{Arrived, Engine};
 use crate::error::{ErrorClass, MpiError, MpiResult};
@@ -52,11 +53,16 @@ const MAX_SLEEP: Duration = Duration::from_millis(1);
 const SYNC_SLEEP: Duration = Duration::from_millis(10);
 /// Yields while waiting for a frame before sleeping.
 const FRAME_YIELDS: u32 = 2000;
+/// How long a member waits for a probe of a new multicast stream.
+const PROBE_WAIT: Duration = Duration::from_millis(300);
 
 /// What the engine knows of the host: the job directory and which world ranks share it.
 pub(crate) struct Host {
     pub jobdir: PathBuf,
     pub local: Vec<bool>,
+    /// This rank's address towards the other hosts (a job spanning hosts): the interface
+    /// multicast streams join on.
+    pub net_ip: Option<std::net::Ipv4Addr>,
 }
 
 /// Channel broadcast state of the engine.
@@ -68,6 +74,10 @@ pub struct ChannelsState {
     pub(crate) host: Option<Host>,
     /// Segments this process created, for unique names.
     created: u64,
+    /// A multicast stream's probe never reached this rank (or it could not join one):
+    /// it declines every later stream at once rather than make each communicator wait
+    /// for the probes again.
+    mcast_deaf: bool,
 }
 
 impl ChannelsState {
@@ -229,12 +239,15 @@ pub struct Faults {
     corrupt: f64,
     /// Report the primitive failed after this many writes.
     fail_after: Option<u64>,
+    /// Lose every write after this many, silently (a network that stops carrying the
+    /// primitive: only the repairs' timeouts notice).
+    cut_after: Option<u64>,
     state: u64,
     writes: u64,
 }
 
 impl Faults {
-    /// Parse `drop=p,corrupt=p,fail_after=n,seed=s`.
+    /// Parse `drop=p,corrupt=p,fail_after=n,cut_after=n,seed=s`.
     pub fn parse(spec: &str) -> Result<Faults, String> {
         let mut f = Faults { state: 0x9e37_79b9_7f4a_7c15, ..Default::default() };
         for kv in spec.split(',').filter(|s| !s.trim().is_empty()) {
@@ -244,8 +257,9 @@ impl Faults {
                 "drop" => f.drop = v.trim().parse().map_err(bad)?,
                 "corrupt" => f.corrupt = v.trim().parse().map_err(bad)?,
                 "fail_after" => f.fail_after = Some(v.trim().parse().map_err(|_| format!("`{v}` is not a count"))?),
+                "cut_after" => f.cut_after = Some(v.trim().parse().map_err(|_| format!("`{v}` is not a count"))?),
                 "seed" => f.state = v.trim().parse::<u64>().map_err(|_| format!("`{v}` is not a seed"))? | 1,
-                _ => return Err(format!("unknown key `{k}` (drop, corrupt, fail_after, seed)")),
+                _ => return Err(format!("unknown key `{k}` (drop, corrupt, fail_after, cut_after, seed)")),
             }
         }
         Ok(f)
@@ -262,11 +276,21 @@ impl Faults {
     }
 }
 
+/// The one-to-many primitive under a communicator's channels.
+enum Prim {
+    /// All ranks on this host: a shared segment.
+    Shm(Segment),
+    /// Ranks on several hosts: a multicast stream.
+    Mcast(Mcast),
+}
+
 /// The driver of one communicator.
 struct Driver {
     comm: Handle,
     machine: Machine,
-    seg: Segment,
+    prim: Prim,
+    /// Data bytes a channel holds.
+    cap: usize,
     epoch: Instant,
     /// Frame copied out of a slot.
     scratch: Vec<u8>,
@@ -299,7 +323,9 @@ impl Engine {
     /// every synchronization; message logging: a restarted rank replays what it received
     /// from the log, and a broadcast written into a slot is in no log; coordinated
     /// checkpointing: the segment is not in the image).
-    fn channel_target(&self, comm: Handle) -> Option<(i32, i32, u32)> {
+    /// `spans` says whether the ranks are on several hosts (then the primitive is a
+    /// multicast stream, which needs this rank's address towards the other hosts).
+    fn channel_target(&self, comm: Handle) -> Option<(i32, i32, u32, bool)> {
         let host = self.coll.channels.host.as_ref()?;
         if self.fast_paths_off() || self.coordinated() {
             return None;
@@ -309,24 +335,26 @@ impl Engine {
             return None;
         }
         let me = self.rank;
-        if !c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
+        let spans = !c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false));
+        if spans && host.net_ip.is_none() {
             return None;
         }
-        Some((c.rank, c.size(), c.ctx))
+        Some((c.rank, c.size(), c.ctx, spans))
     }
 
     /// MPI_Bcast over the channels; false if the selection rule picks another path.
     pub(crate) fn bcast_channels(&mut self, comm: Handle, b: &Buf, root: i32) -> MpiResult<bool> {
-        let Some((rank, size, ctx)) = self.channel_target(comm) else { return Ok(false) };
+        let Some((rank, size, ctx, spans)) = self.channel_target(comm) else { return Ok(false) };
         let bytes = b.dtype.packed_size(b.count);
         if !(0..size).contains(&root) {
             return Ok(false);
         }
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        if !select::bcast_channels(cfg, size, bytes) {
+        let picked = if spans { select::bcast_multicast(cfg, size, bytes) } else { select::bcast_channels(cfg, size, bytes) };
+        if !picked {
             return Ok(false);
         }
-        let Some(mut d) = self.channel_driver(comm, ctx, rank, size)? else { return Ok(false) };
+        let Some(mut d) = self.channel_driver(comm, ctx, rank, size, spans)? else { return Ok(false) };
         let r = self.channel_bcast(&mut d, b, rank, root, bytes);
         self.coll.channels.drivers.insert(ctx, Some(d));
         r.map(|()| true)
@@ -334,8 +362,21 @@ impl Engine {
 
     /// The communicator's driver; at the first use, rank 0 creates the segment and
     /// broadcasts its name over the tree (empty: none, every rank uses the tree).
-    fn channel_driver(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32) -> MpiResult<Option<Box<Driver>>> {
-        if let Some(d) = self.coll.channels.drivers.remove(&ctx) {
+    fn channel_driver(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32, spans: bool) -> MpiResult<Option<Box<Driver>>> {
+        match self.coll.channels.drivers.remove(&ctx) {
+            Some(Some(d)) => return Ok(Some(d)),
+            Some(None) => {
+                // The tree for good on this communicator: keep saying so.
+                self.coll.channels.drivers.insert(ctx, None);
+                return Ok(None);
+            }
+            None => {}
+        }
+        if spans {
+            let d = self.mcast_driver(comm, rank, size)?;
+            if d.is_none() {
+                self.coll.channels.drivers.insert(ctx, None);
+            }
             return Ok(d);
         }
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
@@ -364,7 +405,7 @@ impl Engine {
             self.coll.channels.drivers.insert(ctx, None);
             return Ok(None);
         }
-        let seg = match mine {
+        let seg: Segment = match mine {
             Some(s) => s,
             None => {
                 let n = String::from_utf8_lossy(&name).into_owned();
@@ -374,7 +415,103 @@ impl Engine {
         };
         let mcfg = ChbConfig { channels: channels as u32, crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
-        Ok(Some(Box::new(Driver { comm, machine, seg, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
+        Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
+    }
+
+    /// The driver of a communicator spread over hosts: rank 0 draws the stream (group,
+    /// port, id) and sends it over the tree; every rank joins; rank 0 probes the stream
+    /// and every rank says whether a probe reached it. Any rank that could not join or
+    /// heard no probe makes every rank use the tree on that communicator for good.
+    fn mcast_driver(&mut self, comm: Handle, rank: i32, size: i32) -> MpiResult<Option<Box<Driver>>> {
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).clone();
+        let faults = match &cfg.channel_faults {
+            Some(spec) => Some(Faults::parse(spec).map_err(|e| MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_CHANNEL_FAULTS: {e}")))?),
+            None => None,
+        };
+        let Some(iface) = self.coll.channels.host.as_ref().and_then(|h| h.net_ip) else { return Ok(None) };
+        let channels = cfg.channels.max(1) as usize;
+        let partial = 2 * channels + 2;
+        let job_key = self.job_key;
+        let open = |s: Stream| Mcast::open(s, iface, cfg.mcast_ttl, rank as u32, job_key, cfg.mcast_fragment, partial);
+        let mut name = Vec::new();
+        let mut mine = None;
+        if rank == 0 {
+            match Stream::draw(&cfg.mcast_groups) {
+                Ok(s) => match open(s) {
+                    Ok(m) => {
+                        name = s.encode();
+                        mine = Some(m);
+                    }
+                    Err(e) => tracing::warn!("multicast stream {}: {e}; using the tree on this communicator", s.group),
+                },
+                Err(e) => tracing::warn!("STEADFAST_COLL_MCAST_GROUPS: {e}; using the tree"),
+            }
+        }
+        self.bcast_bytes(comm, 0, &mut name)?;
+        if name.is_empty() {
+            return Ok(None);
+        }
+        let Some(stream) = Stream::decode(&name) else { return Err(MpiError::new(ErrorClass::Intern, "multicast stream name garbled on the tree")) };
+        let deaf = self.coll.channels.mcast_deaf;
+        let m = match mine {
+            Some(m) if !deaf => Some(m),
+            Some(_) => None,
+            None if deaf => None,
+            None => match open(stream) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    tracing::warn!("joining multicast stream {} on {iface}: {e}; using the tree on this communicator", stream.group);
+                    None
+                }
+            },
+        };
+        // Everyone joined (or says it could not) before the probes go out.
+        if self.allreduce_max_u64(comm, u64::from(m.is_none()))? != 0 {
+            return Ok(None);
+        }
+        let Some(mut m) = m else { return Ok(None) };
+        let mut heard = rank == 0;
+        if rank == 0 {
+            // Probes at 0, 1, 2, 4, ... 64 ms: a group the network takes a moment to
+            // forward (a switch learning the membership) is still found.
+            let mut gap = Duration::from_millis(1);
+            for i in 0..8 {
+                if let Err(e) = m.probe() {
+                    tracing::warn!("probing multicast stream {}: {e}", stream.group);
+                    heard = false;
+                    break;
+                }
+                if i < 7 {
+                    std::thread::sleep(gap);
+                    gap *= 2;
+                }
+            }
+        } else {
+            let until = Instant::now() + PROBE_WAIT;
+            while !heard {
+                let d = m.drain(|_| {});
+                for _ in 0..d.refused {
+                    self.dropped_packet();
+                }
+                heard = d.probes > 0;
+                let now = Instant::now();
+                if heard || now >= until {
+                    break;
+                }
+                m.wait(until - now);
+            }
+            if !heard {
+                self.coll.channels.mcast_deaf = true;
+                tracing::warn!("no probe of multicast stream {} reached this rank in {PROBE_WAIT:?}; using the tree on this communicator", stream.group);
+            }
+        }
+        if self.allreduce_max_u64(comm, u64::from(!heard))? != 0 {
+            return Ok(None);
+        }
+        tracing::info!("channel broadcast: multicast stream {} on {iface}, {channels} channels of {} bytes, {size} ranks", stream.group, cfg.channel_slot);
+        let mcfg = ChbConfig { channels: channels as u32, crc: cfg.channel_crc, ..ChbConfig::default() };
+        let machine = Machine::new(rank as u32, size as u32, mcfg);
+        Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Mcast(m), cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
     }
 
     fn channel_bcast(&mut self, d: &mut Driver, b: &Buf, rank: i32, root: i32, bytes: usize) -> MpiResult<()> {
@@ -401,9 +538,11 @@ impl Engine {
         let mut sleep = Duration::from_micros(10);
         loop {
             let mut busy = self.channel_pump(d)?;
-            if rank != root && d.seg.read(ch, seq, &mut d.scratch, &mut d.last_read) {
-                let now = d.now();
-                d.machine.frame_arrived(now, &d.scratch);
+            if let Prim::Shm(seg) = &d.prim {
+                if rank != root && seg.read(ch, seq, &mut d.scratch, &mut d.last_read) {
+                    let now = d.now();
+                    d.machine.frame_arrived(now, &d.scratch);
+                }
             }
             let mut done = false;
             while let Some(ev) = d.machine.poll_event() {
@@ -452,6 +591,11 @@ impl Engine {
                 let now = d.now();
                 let until = d.machine.poll_timeout().map_or(SYNC_SLEEP, |t| t.saturating_sub(now).min(SYNC_SLEEP));
                 self.sleep_on_path(until)?;
+            } else if let Prim::Mcast(m) = &d.prim {
+                // A datagram wakes the poll; the synchronization's and the repairs'
+                // messages come through the path, looked at once per sleep.
+                m.wait(sleep);
+                sleep = (sleep * 2).min(MAX_SLEEP);
             } else if idle < self.cfg.spin + FRAME_YIELDS {
                 // A slot write rings no doorbell: the root is a yield away when ranks
                 // outnumber CPUs.
@@ -475,12 +619,28 @@ impl Engine {
     fn channel_pump(&mut self, d: &mut Driver) -> MpiResult<bool> {
         let ctx = self.comm(d.comm)?.coll_ctx();
         let mut busy = false;
+        if let Prim::Mcast(m) = &mut d.prim {
+            let machine = &mut d.machine;
+            let epoch = d.epoch;
+            let mut frames = 0u32;
+            let got = m.drain(|f| {
+                frames += 1;
+                machine.frame_arrived(epoch.elapsed(), f);
+            });
+            busy |= frames > 0;
+            for _ in 0..got.refused {
+                self.dropped_packet();
+            }
+            if frames > 0 {
+                m.forget_below(d.machine.released());
+            }
+        }
         while let Some(a) = self.next_arrived(ctx, TAG) {
             busy = true;
             let (src, bytes) = match a {
                 Arrived::Data { src, data } => (src, data),
                 Arrived::Announced { src, len } => {
-                    let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(frame::HEADER + d.seg.cap + 64)];
+                    let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(frame::HEADER + d.cap + 64)];
                     let byte = self.byte_type();
                     let h = self.coll_irecv_typed(d.comm, src, TAG, buf.as_mut_ptr(), buf.len(), byte)?;
                     let st = self.wait(h);
@@ -528,13 +688,24 @@ impl Engine {
                     if let Some(f) = d.faults.as_mut() {
                         f.writes += 1;
                         fail = f.fail_after.is_some_and(|n| f.writes > n);
-                        skip = f.chance(f.drop);
+                        skip = f.chance(f.drop) || f.cut_after.is_some_and(|n| f.writes > n);
                         if f.chance(f.corrupt) && !frame.is_empty() {
                             let bit = (f.state as usize) % (frame.len() * 8);
                             frame[bit / 8] ^= 1 << (bit % 8);
                         }
                     }
-                    if fail || !skip && !d.seg.write(channel as usize, seq, &frame) {
+                    let written = skip
+                        || match &mut d.prim {
+                            Prim::Shm(seg) => seg.write(channel as usize, seq, &frame),
+                            Prim::Mcast(m) => match m.write(seq, &frame) {
+                                Ok(()) => true,
+                                Err(e) => {
+                                    tracing::warn!("multicast write of broadcast {seq}: {e}");
+                                    false
+                                }
+                            },
+                        };
+                    if fail || !written {
                         d.machine.primitive_failed();
                     }
                 }
