@@ -84,7 +84,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_COLL_CHANNEL_SLOT", Tunable, "65536", "data bytes one channel holds; larger broadcasts use the tree"),
     v("STEADFAST_COLL_CHANNEL_CRC", Tunable, "1", "0 to write channel broadcast frames without their CRC32C (reliability off; for measuring its cost)"),
     v("STEADFAST_COLL_CHANNEL_FAULTS", Developer, "unset", "fault hook of the channel broadcast's writes (shared memory and multicast): `drop=p,corrupt=p,fail_after=n,cut_after=n,seed=s` (tests)"),
-    v("STEADFAST_COLL_MCAST", Tunable, "auto", "MPI_Bcast on communicators that span hosts over the channels on IP multicast: `auto` (by the size range below), `on` (every size up to a channel), `off` (never)"),
+    v("STEADFAST_COLL_MCAST", Tunable, "auto", "MPI_Bcast on communicators that span hosts over the channels on IP multicast: `auto` (from 4 ranks, by the size range below), `on` (every size up to a channel), `off` (never)"),
     v("STEADFAST_COLL_MCAST_MIN", Tunable, "12288", "bytes from which MPI_Bcast on a communicator spanning hosts uses the multicast channels (`docs/chbcast.md`)"),
     v("STEADFAST_COLL_MCAST_MAX", Tunable, "65536", "bytes up to which MPI_Bcast on a communicator spanning hosts uses the multicast channels"),
     v("STEADFAST_COLL_MCAST_GROUPS", Tunable, "239.192.0.0/16", "multicast range each communicator's group address is drawn from"),

@@ -10,7 +10,8 @@
 #      to its port): the probes find it, the communicators that include it use the tree
 #      (that host's rank waits for a probe once, then declines every later stream);
 #   6. the same cut in the middle of the run: failover, no broadcast lost;
-#   7. forced off (STEADFAST_COLL_MCAST=off): no stream.
+#   7. the default rule (4 ranks, 12 KiB to 64 KiB): streams made;
+#   8. forced off (STEADFAST_COLL_MCAST=off): no stream.
 # Each case must print " No Errors". Skips (exit 0) where namespaces cannot be made.
 #   tests/c/chbcast/hosts.sh [PREFIX]      (about 60 s)
 set -u
@@ -43,6 +44,12 @@ H1=$(ns h1) H2=$(ns h2) H3=$(ns h3) SW=$(ns sw)
 for r in 1 2; do ip -n "$SW" link set "br$r" type bridge mcast_snooping 0; done
 cut() { ip netns exec "$SW" bridge link set dev "$1r2" mcast_flood "$2"; }
 
+# Multicast packets host 2's IP layer received (IpExt InMcastPkts of its namespace).
+mcast_rx() {
+    ip netns exec "$H2" awk '/^IpExt:/ { if (!h) { for (i = 1; i <= NF; i++) n[i] = $i; h = 1 }
+        else for (i = 1; i <= NF; i++) if (n[i] == "InMcastPkts") print $i }' /proc/net/netstat
+}
+
 pass=0; fail=0
 # case NAME HOSTS EXPECT ENV...   (EXPECT: mcast, failover, tree, unavailable, cut-midway)
 case_() {
@@ -51,6 +58,7 @@ case_() {
     local start; start=$(date +%s.%N)
     local rounds=300
     [ "$expect" = cut-midway ] && rounds=3000
+    local rx0; rx0=$(mcast_rx)
     ip netns exec "$H1" env STEADFAST_LOG=steadfast_core::coll::channels=info "$@" \
         timeout -k 5 180 "$prefix/bin/steadfast" run --hosts "$hosts" --agent "ip netns exec {host}" \
         --control-addr 10.77.2.1 --path tcp -n 4 "$build/chbcast" "$rounds" >"$log" 2>&1 &
@@ -68,16 +76,23 @@ case_() {
     job=""
     cut h2 on
     grep -q " No Errors" "$log" || ok=0
+    # The broadcasts went over multicast, not all over repairs: host 2 received at least
+    # one multicast datagram per round.
+    local rx=$(($(mcast_rx) - rx0))
     case $expect in
-    mcast) grep -q "multicast stream" "$log" || ok=0 ;;
+    mcast) grep -q "multicast stream" "$log" || ok=0
+        [ "$rx" -ge "$rounds" ] || { echo "    host 2 received only $rx multicast packets"; ok=0; } ;;
     failover | cut-midway) grep -q "primitive abandoned" "$log" || ok=0 ;;
-    tree) ! grep -q "multicast stream" "$log" || ok=0 ;;
+    tree) ! grep -q "multicast stream" "$log" || ok=0
+        [ "$rx" -eq 0 ] || { echo "    host 2 received $rx multicast packets"; ok=0; } ;;
     # The probes of every stream that includes host 2 fail, each only once per rank.
-    unavailable) [ "$(grep -c "no probe of multicast stream" "$log")" = 1 ] || ok=0 ;;
+    # The communicator of ranks 1 and 3 (hosts 1 and 3) keeps its stream.
+    unavailable) [ "$(grep -c "no probe of multicast stream" "$log")" = 1 ] || ok=0
+        [ "$(grep -c "channel broadcast: multicast stream" "$log")" = 2 ] || ok=0 ;;
     esac
     local t; t=$(echo "$(date +%s.%N) - $start" | bc)
     if [ $rc -eq 0 ] && [ $ok -eq 1 ]; then
-        printf "PASS %s on %s (%.1f s)\n" "$name" "$hosts" "$t"; pass=$((pass+1))
+        printf "PASS %s on %s (%.1f s, %s multicast packets into host 2)\n" "$name" "$hosts" "$t" "$rx"; pass=$((pass+1))
     else
         printf "FAIL %s on %s (exit %s, expected %s, %.1f s)\n" "$name" "$hosts" "$rc" "$expect" "$t"
         tail -15 "$log" | sed 's/^/    /'; fail=$((fail+1))
@@ -93,6 +108,7 @@ case_ silent-cut "$three" failover $on STEADFAST_COLL_CHANNEL_FAULTS=cut_after=3
 cut h2 off
 case_ unavailable "$three" unavailable $on
 case_ cut-midway "$three" cut-midway $on
+case_ rule "$three" mcast
 case_ forced-off "$two" tree STEADFAST_COLL_MCAST=off
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -336,9 +336,6 @@ impl Engine {
         }
         let me = self.rank;
         let spans = !c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false));
-        if spans && host.net_ip.is_none() {
-            return None;
-        }
         Some((c.rank, c.size(), c.ctx, spans))
     }
 
@@ -428,11 +425,16 @@ impl Engine {
             Some(spec) => Some(Faults::parse(spec).map_err(|e| MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_CHANNEL_FAULTS: {e}")))?),
             None => None,
         };
-        let Some(iface) = self.coll.channels.host.as_ref().and_then(|h| h.net_ip) else { return Ok(None) };
+        // A rank without an address towards the other hosts still takes part in the set-up
+        // (every rank must make the same calls) and declines the stream there.
+        let iface = self.coll.channels.host.as_ref().and_then(|h| h.net_ip);
         let channels = cfg.channels.max(1) as usize;
         let partial = 2 * channels + 2;
         let job_key = self.job_key;
-        let open = |s: Stream| Mcast::open(s, iface, cfg.mcast_ttl, rank as u32, job_key, cfg.mcast_fragment, partial);
+        let open = |s: Stream| match iface {
+            Some(ip) => Mcast::open(s, ip, cfg.mcast_ttl, rank as u32, job_key, cfg.mcast_fragment, partial),
+            None => Err(std::io::Error::other("no address of this rank reaches the other hosts")),
+        };
         let mut name = Vec::new();
         let mut mine = None;
         if rank == 0 {
@@ -460,7 +462,7 @@ impl Engine {
             None => match open(stream) {
                 Ok(m) => Some(m),
                 Err(e) => {
-                    tracing::warn!("joining multicast stream {} on {iface}: {e}; using the tree on this communicator", stream.group);
+                    tracing::warn!("joining multicast stream {} on {iface:?}: {e}; using the tree on this communicator", stream.group);
                     None
                 }
             },
@@ -508,7 +510,7 @@ impl Engine {
         if self.allreduce_max_u64(comm, u64::from(!heard))? != 0 {
             return Ok(None);
         }
-        tracing::info!("channel broadcast: multicast stream {} on {iface}, {channels} channels of {} bytes, {size} ranks", stream.group, cfg.channel_slot);
+        tracing::info!("channel broadcast: multicast stream {} on {}, {channels} channels of {} bytes, {size} ranks", stream.group, iface.map_or_else(String::new, |i| i.to_string()), cfg.channel_slot);
         let mcfg = ChbConfig { channels: channels as u32, crc: cfg.channel_crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Mcast(m), cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))

@@ -232,7 +232,7 @@ pub enum Mcast {
 }
 
 /// Whether a broadcast of `bytes` bytes on `size` ranks spread over several hosts uses the
-/// channels over IP multicast (the caller checked the fault-tolerance mode and that the
+/// channels over IP multicast (by default: at least 4 ranks, 12 KiB to 64 KiB) (the caller checked the fault-tolerance mode and that the
 /// job has a network address). `STEADFAST_COLL_MCAST=on` or `bcast=channels` forces them
 /// up to a channel's capacity; `STEADFAST_COLL_MCAST=off` or forcing another broadcast
 /// algorithm turns them off.
@@ -243,7 +243,9 @@ pub fn bcast_multicast(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
     match cfg.forced("bcast") {
         Some("channels") => true,
         Some(_) => false,
-        None => cfg.mcast == Mcast::On || (cfg.mcast_min..=cfg.mcast_max).contains(&bytes),
+        // Below 4 ranks the tree is one eager message per receiver, which measured faster
+        // (docs/reproduction/channel-bcast.md, "Across hosts").
+        None => cfg.mcast == Mcast::On || size >= 4 && (cfg.mcast_min..=cfg.mcast_max).contains(&bytes),
     }
 }
 
@@ -408,6 +410,7 @@ mod tests {
         assert_eq!(allreduce(&c, 4, 8, 64, false), Allreduce::RecursiveDoubling);
         assert!(bcast_multicast(&c, 4, 65536));
         assert!(!bcast_multicast(&c, 4, 8));
+        assert!(!bcast_multicast(&c, 3, 65536));
         assert!(bcast_multicast(&CollConfig { mcast: Mcast::On, ..Default::default() }, 2, 8));
         assert!(!bcast_multicast(&CollConfig { mcast: Mcast::Off, ..Default::default() }, 4, 65536));
         assert!(!bcast_multicast(&CollConfig { mcast: Mcast::On, ..Default::default() }, 4, 65537));
