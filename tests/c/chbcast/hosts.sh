@@ -11,9 +11,10 @@
 #      (that host's rank waits for a probe once, then declines every later stream);
 #   6. the same cut in the middle of the run: failover, no broadcast lost;
 #   7. the default rule (4 ranks, 12 KiB to 64 KiB): streams made;
-#   8. forced off (STEADFAST_COLL_MCAST=off): no stream.
+#   8. forced off (STEADFAST_COLL_MCAST=off): no stream;
+#   9. every program of tests/c/coll (1 to 8 ranks over the 3 hosts) with multicast forced on.
 # Each case must print " No Errors". Skips (exit 0) where namespaces cannot be made.
-#   tests/c/chbcast/hosts.sh [PREFIX]      (about 60 s)
+#   tests/c/chbcast/hosts.sh [PREFIX]      (about 50 s)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -57,8 +58,8 @@ case_() {
     local log="$build/hosts-$name.log"
     local start; start=$(date +%s.%N)
     local rounds=300
-    [ "$expect" = cut-midway ] && rounds=3000
-    local rx0; rx0=$(mcast_rx)
+    [ "$expect" = cut-midway ] && rounds=20000
+    local rx0 early=0; rx0=$(mcast_rx)
     ip netns exec "$H1" env STEADFAST_LOG=steadfast_core::coll::channels=info "$@" \
         timeout -k 5 180 "$prefix/bin/steadfast" run --hosts "$hosts" --agent "ip netns exec {host}" \
         --control-addr 10.77.2.1 --path tcp -n 4 "$build/chbcast" "$rounds" >"$log" 2>&1 &
@@ -67,8 +68,8 @@ case_() {
         # Cut once the streams carry broadcasts.
         local t=0
         while ! grep -q "multicast stream" "$log" && [ $t -lt 300 ]; do sleep 0.1; t=$((t + 1)); done
-        sleep 1
-        kill -0 "$job" 2>/dev/null || echo "    (the job ended before the cut)"
+        sleep 0.3
+        kill -0 "$job" 2>/dev/null || { echo "    the job ended before the cut"; early=1; }
         cut h2 off
     fi
     wait "$job"
@@ -76,6 +77,7 @@ case_() {
     job=""
     cut h2 on
     grep -q " No Errors" "$log" || ok=0
+    [ $early -eq 0 ] || ok=0
     # The broadcasts went over multicast, not all over repairs: host 2 received at least
     # one multicast datagram per round.
     local rx=$(($(mcast_rx) - rx0))
@@ -110,5 +112,21 @@ case_ unavailable "$three" unavailable $on
 case_ cut-midway "$three" cut-midway $on
 case_ rule "$three" mcast
 case_ forced-off "$two" tree STEADFAST_COLL_MCAST=off
+
+# Every collective test of tests/c/coll on 1 to 8 ranks spread over the 3 hosts in blocks,
+# with the multicast channels forced on.
+printf '#!/bin/sh\nexec ip netns exec %s "%s" run --hosts "%s,%s,%s" --agent "ip netns exec {host}" --control-addr 10.77.2.1 --path tcp "$@"\n' \
+    "$H1" "$prefix/bin/steadfast" "$H1" "$H2" "$H3" > "$build/hosts-mpiexec"
+chmod +x "$build/hosts-mpiexec"
+start=$(date +%s.%N)
+if STEADFAST_COLL_MCAST=on CT_BUILD="$build/coll" "$root/tests/c/coll/run.sh" --mpicc "$prefix/bin/mpicc" \
+    --mpiexec "$build/hosts-mpiexec" >"$build/hosts-coll.log" 2>&1; then
+    printf "PASS tests/c/coll on 3 hosts, multicast forced on (%s; %.1f s)\n" "$(tail -1 "$build/hosts-coll.log")" \
+        "$(echo "$(date +%s.%N) - $start" | bc)"
+    pass=$((pass+1))
+else
+    echo "FAIL tests/c/coll on 3 hosts, multicast forced on"; grep FAIL "$build/hosts-coll.log" | sed 's/^/    /'
+    fail=$((fail+1))
+fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
