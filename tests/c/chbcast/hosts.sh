@@ -83,6 +83,8 @@ case_() {
     local rx=$(($(mcast_rx) - rx0))
     case $expect in
     mcast) grep -q "multicast stream" "$log" || ok=0
+        # One rank per host in the group, its host-mates on the host's channels.
+        [ "$hosts" = "$two" ] && { grep -q "reads the host's channels" "$log" || ok=0; }
         [ "$rx" -ge "$rounds" ] || { echo "    host 2 received only $rx multicast packets"; ok=0; } ;;
     failover | cut-midway) grep -q "primitive abandoned" "$log" || ok=0 ;;
     tree) ! grep -q "multicast stream" "$log" || ok=0

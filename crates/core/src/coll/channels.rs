@@ -1,5 +1,7 @@
-//! MPI_Bcast over shared-memory channels with delayed synchronization: the driver of the
-//! sans-IO machine in `steadfast-chbcast` (docs/chbcast.md) on one host.
+//! MPI_Bcast over channels with delayed synchronization: the driver of the sans-IO machine
+//! in `steadfast-chbcast` (docs/chbcast.md), over shared memory on one host and over an IP
+//! multicast stream between hosts (`multicast.rs`, [`McastPrim`]: one rank per host in the
+//! group, passing frames on through its host's shared-memory channels).
 //!
 //! Every communicator whose ranks are all on this host gets, at its first broadcast on this
 //! path, one segment in the job directory split into `N` channels (slots). Broadcast number
@@ -63,6 +65,9 @@ pub(crate) struct Host {
     /// This rank's address towards the other hosts (a job spanning hosts): the interface
     /// multicast streams join on.
     pub net_ip: Option<std::net::Ipv4Addr>,
+    /// The host of every world rank (from the host map; empty without one). Not the same
+    /// as `local`: with `--path tcp` ranks of one host reach each other over tcp.
+    pub hosts: Vec<u32>,
 }
 
 /// Channel broadcast state of the engine.
@@ -280,8 +285,24 @@ impl Faults {
 enum Prim {
     /// All ranks on this host: a shared segment.
     Shm(Segment),
-    /// Ranks on several hosts: a multicast stream.
-    Mcast(Mcast),
+    /// Ranks on several hosts: a multicast stream between hosts, shared channels inside one.
+    Mcast(McastPrim),
+}
+
+/// The primitive across hosts, after the paper's SMP scheme: one member per host (its
+/// lowest rank of the communicator, the *leader*) is in the multicast group and passes every
+/// frame it receives on into the host's shared channels, which its host-mates read; a root
+/// writes its frame into its host's channels and sends it to the group (with loopback off:
+/// its host-mates read it from the channels).
+struct McastPrim {
+    m: Mcast,
+    /// Whether this rank is its host's member in the group.
+    leader: bool,
+    /// The host's channels, when the communicator has other members on this host.
+    host: Option<Segment>,
+    /// Broadcasts the leader already passed on (at most once each: a second write of a
+    /// slot could tear a host-mate's copy of the first).
+    relayed: std::collections::BTreeSet<u64>,
 }
 
 /// The driver of one communicator.
@@ -416,9 +437,10 @@ impl Engine {
     }
 
     /// The driver of a communicator spread over hosts: rank 0 draws the stream (group,
-    /// port, id) and sends it over the tree; every rank joins; rank 0 probes the stream
-    /// and every rank says whether a probe reached it. Any rank that could not join or
-    /// heard no probe makes every rank use the tree on that communicator for good.
+    /// port, id) and sends it over the tree; each host's leader joins the group and makes
+    /// the host's channels, its host-mates open them; rank 0 probes the stream and every
+    /// leader says whether a probe reached it. Any rank that could not take its part makes
+    /// every rank use the tree on that communicator for good.
     fn mcast_driver(&mut self, comm: Handle, rank: i32, size: i32) -> MpiResult<Option<Box<Driver>>> {
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).clone();
         let faults = match &cfg.channel_faults {
@@ -431,8 +453,21 @@ impl Engine {
         let channels = cfg.channels.max(1) as usize;
         let partial = 2 * channels + 2;
         let job_key = self.job_key;
+        // This host's members of the communicator; the lowest is the one in the group.
+        let (mates, leader_world) = {
+            let c = self.comm(comm)?;
+            let me = self.rank;
+            let (local, hosts) = self.coll.channels.host.as_ref().map(|h| (h.local.clone(), h.hosts.clone())).unwrap_or_default();
+            let mine = hosts.get(me as usize).copied();
+            let same = |w: u32| w == me || mine.is_some() && hosts.get(w as usize).copied() == mine || local.get(w as usize).copied().unwrap_or(false);
+            let mates: Vec<i32> = (0..size).filter(|&i| same(c.group[i as usize])).collect();
+            let lw = mates.first().map_or(me, |&l| c.group[l as usize]);
+            (mates, lw)
+        };
+        let leader = mates.first() == Some(&rank);
+        let jobdir = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone());
         let open = |s: Stream| match iface {
-            Some(ip) => Mcast::open(s, ip, cfg.mcast_ttl, rank as u32, job_key, cfg.mcast_fragment, partial),
+            Some(ip) => Mcast::open(s, ip, leader, cfg.mcast_ttl, rank as u32, job_key, cfg.mcast_fragment, partial),
             None => Err(std::io::Error::other("no address of this rank reaches the other hosts")),
         };
         let mut name = Vec::new();
@@ -454,7 +489,7 @@ impl Engine {
             return Ok(None);
         }
         let Some(stream) = Stream::decode(&name) else { return Err(MpiError::new(ErrorClass::Intern, "multicast stream name garbled on the tree")) };
-        let deaf = self.coll.channels.mcast_deaf;
+        let deaf = self.coll.channels.mcast_deaf && leader;
         let m = match mine {
             Some(m) if !deaf => Some(m),
             Some(_) => None,
@@ -467,12 +502,35 @@ impl Engine {
                 }
             },
         };
+        // The host's channels: the leader makes them, named after the stream and itself, so
+        // its host-mates find them without another exchange.
+        let seg_path = jobdir.map(|j| j.join(format!("chb-m{:016x}-{leader_world}", stream.id)));
+        let mut host = None;
+        let mut m = m;
+        if leader && mates.len() > 1 && m.is_some() {
+            match seg_path.as_ref().map(|p| Segment::create(p, channels, cfg.channel_slot)) {
+                Some(Ok(seg)) => host = Some(seg),
+                Some(Err(e)) => {
+                    tracing::warn!("host channels of multicast stream {}: {e}; using the tree on this communicator", stream.group);
+                    m = None;
+                }
+                None => m = None,
+            }
+        }
         // Everyone joined (or says it could not) before the probes go out.
         if self.allreduce_max_u64(comm, u64::from(m.is_none()))? != 0 {
             return Ok(None);
         }
         let Some(mut m) = m else { return Ok(None) };
-        let mut heard = rank == 0;
+        if !leader {
+            match seg_path.as_ref().map(|p| Segment::open(p, channels, cfg.channel_slot)) {
+                Some(Ok(seg)) => host = Some(seg),
+                Some(Err(e)) => tracing::warn!("opening the host channels of multicast stream {}: {e}", stream.group),
+                None => {}
+            }
+        }
+        // Only the leaders other than rank 0 listen for the probes.
+        let mut heard = rank == 0 || !leader && host.is_some();
         if rank == 0 {
             // Probes at 0, 1, 2, 4, ... 64 ms: a group the network takes a moment to
             // forward (a switch learning the membership) is still found.
@@ -488,7 +546,7 @@ impl Engine {
                     gap *= 2;
                 }
             }
-        } else {
+        } else if leader {
             let until = Instant::now() + PROBE_WAIT;
             while !heard {
                 let d = m.drain(|_| {});
@@ -510,10 +568,18 @@ impl Engine {
         if self.allreduce_max_u64(comm, u64::from(!heard))? != 0 {
             return Ok(None);
         }
-        tracing::info!("channel broadcast: multicast stream {} on {}, {channels} channels of {} bytes, {size} ranks", stream.group, iface.map_or_else(String::new, |i| i.to_string()), cfg.channel_slot);
+        tracing::info!(
+            "channel broadcast: multicast stream {} on {}, {channels} channels of {} bytes, {size} ranks, {} on this host; this rank {}",
+            stream.group,
+            iface.map_or_else(String::new, |i| i.to_string()),
+            cfg.channel_slot,
+            mates.len(),
+            if leader { "is in the group" } else { "reads the host's channels" }
+        );
         let mcfg = ChbConfig { channels: channels as u32, crc: cfg.channel_crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
-        Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Mcast(m), cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
+        let prim = Prim::Mcast(McastPrim { m, leader, host, relayed: Default::default() });
+        Ok(Some(Box::new(Driver { comm, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
     }
 
     fn channel_bcast(&mut self, d: &mut Driver, b: &Buf, rank: i32, root: i32, bytes: usize) -> MpiResult<()> {
@@ -540,7 +606,11 @@ impl Engine {
         let mut sleep = Duration::from_micros(10);
         loop {
             let mut busy = self.channel_pump(d)?;
-            if let Prim::Shm(seg) = &d.prim {
+            let seg = match &d.prim {
+                Prim::Shm(seg) => Some(seg),
+                Prim::Mcast(p) => p.host.as_ref(),
+            };
+            if let Some(seg) = seg {
                 if rank != root && seg.read(ch, seq, &mut d.scratch, &mut d.last_read) {
                     let now = d.now();
                     d.machine.frame_arrived(now, &d.scratch);
@@ -593,7 +663,7 @@ impl Engine {
                 let now = d.now();
                 let until = d.machine.poll_timeout().map_or(SYNC_SLEEP, |t| t.saturating_sub(now).min(SYNC_SLEEP));
                 self.sleep_on_path(until)?;
-            } else if let Prim::Mcast(m) = &d.prim {
+            } else if let Prim::Mcast(McastPrim { m, leader: true, .. }) = &d.prim {
                 // A datagram wakes the poll; the synchronization's and the repairs'
                 // messages come through the path, looked at once per sleep.
                 m.wait(sleep);
@@ -621,12 +691,21 @@ impl Engine {
     fn channel_pump(&mut self, d: &mut Driver) -> MpiResult<bool> {
         let ctx = self.comm(d.comm)?.coll_ctx();
         let mut busy = false;
-        if let Prim::Mcast(m) = &mut d.prim {
+        if let Prim::Mcast(p) = &mut d.prim {
             let machine = &mut d.machine;
             let epoch = d.epoch;
             let mut frames = 0u32;
-            let got = m.drain(|f| {
+            let (host, relayed) = (&p.host, &mut p.relayed);
+            let got = p.m.drain(|f| {
                 frames += 1;
+                // Passed on before the machine sees it: the host-mates wait for it too.
+                // Only intact frames of broadcasts not yet released (an older one's slot
+                // may hold a newer broadcast by now).
+                if let (Some(seg), Ok(h)) = (host, frame::decode(f)) {
+                    if h.seq >= machine.released() && relayed.insert(h.seq) {
+                        seg.write(machine.channel_of(h.seq) as usize, h.seq, f);
+                    }
+                }
                 machine.frame_arrived(epoch.elapsed(), f);
             });
             busy |= frames > 0;
@@ -634,7 +713,9 @@ impl Engine {
                 self.dropped_packet();
             }
             if frames > 0 {
-                m.forget_below(d.machine.released());
+                let released = d.machine.released();
+                p.m.forget_below(released);
+                p.relayed = p.relayed.split_off(&released);
             }
         }
         while let Some(a) = self.next_arrived(ctx, TAG) {
@@ -699,8 +780,8 @@ impl Engine {
                     let written = skip
                         || match &mut d.prim {
                             Prim::Shm(seg) => seg.write(channel as usize, seq, &frame),
-                            Prim::Mcast(m) => match m.write(seq, &frame) {
-                                Ok(()) => true,
+                            Prim::Mcast(p) => match p.m.write(seq, &frame) {
+                                Ok(()) => p.host.as_ref().is_none_or(|seg| seg.write(channel as usize, seq, &frame)),
                                 Err(e) => {
                                     tracing::warn!("multicast write of broadcast {seq}: {e}");
                                     false

@@ -1,10 +1,13 @@
 //! The channel broadcast's primitive across hosts: one UDP multicast stream per
 //! communicator (docs/chbcast.md, "The multicast driver").
 //!
-//! Every member binds a socket to the communicator's group address and port (so it sees
-//! that group's datagrams only), joins the group on the interface this host uses towards
-//! the other hosts, and sends with loopback on, so the members on the sender's own host get
-//! the datagrams too. A frame goes out as the fragments of
+//! One member per host (the paper's SMP scheme: the host's lowest rank of the
+//! communicator) binds a socket to the communicator's group address and port (so it sees
+//! that group's datagrams only) and joins the group on the interface this host uses towards
+//! the other hosts; the others only send, from an unbound socket. Every member sends with
+//! loopback off: the members on the sender's own host get its frames through the host's
+//! shared-memory channels, which the host's member in the group also fills with the frames
+//! it receives (`channels.rs`). A frame goes out as the fragments of
 //! [`steadfast_chbcast::datagram`], each tagged with a MAC keyed from the job key; whatever
 //! does not check (another job, another stream, damage, truncation) is counted and dropped
 //! by the caller.
@@ -104,8 +107,10 @@ pub(crate) struct Drained {
 }
 
 impl Mcast {
-    /// Open, bind and join: the socket of `stream` on the interface with address `iface`.
-    pub fn open(stream: Stream, iface: Ipv4Addr, ttl: u32, me: u32, job_key: u64, fragment: usize, partial: usize) -> io::Result<Mcast> {
+    /// The socket of `stream` on the interface with address `iface`: bound to the group
+    /// and joined when `join` (the host's member in the group), else for sending only.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open(stream: Stream, iface: Ipv4Addr, join: bool, ttl: u32, me: u32, job_key: u64, fragment: usize, partial: usize) -> io::Result<Mcast> {
         // SAFETY: plain socket creation; the descriptor is owned by the UdpSocket below.
         let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
         if fd < 0 {
@@ -115,20 +120,23 @@ impl Mcast {
         let sock = unsafe { UdpSocket::from_raw_fd(fd) };
         // Every member on a host binds the same group and port.
         setsockopt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, &1i32)?;
+        let (ip, port) = if join { (*stream.group.ip(), stream.group.port()) } else { (iface, 0) };
         let addr = libc::sockaddr_in {
             sin_family: libc::AF_INET as libc::sa_family_t,
-            sin_port: stream.group.port().to_be(),
-            sin_addr: libc::in_addr { s_addr: u32::from(*stream.group.ip()).to_be() },
+            sin_port: port.to_be(),
+            sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
             sin_zero: [0; 8],
         };
         // SAFETY: `addr` is a valid sockaddr_in of the size passed.
         if unsafe { libc::bind(fd, (&addr as *const libc::sockaddr_in).cast(), std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        sock.join_multicast_v4(stream.group.ip(), &iface)?;
+        if join {
+            sock.join_multicast_v4(stream.group.ip(), &iface)?;
+        }
         let ifaddr = libc::in_addr { s_addr: u32::from(iface).to_be() };
         setsockopt(fd, libc::IPPROTO_IP, libc::IP_MULTICAST_IF, &ifaddr)?;
-        sock.set_multicast_loop_v4(true)?;
+        sock.set_multicast_loop_v4(false)?;
         sock.set_multicast_ttl_v4(ttl)?;
         // Best effort: a small buffer only means more repairs.
         let _ = setsockopt(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, &SOCKET_BUFFER);
@@ -223,10 +231,15 @@ mod tests {
     fn a_frame_crosses_the_loopback_group() {
         let s = Stream::draw("239.255.77.0/24").unwrap();
         let lo = Ipv4Addr::LOCALHOST;
-        let (Ok(mut a), Ok(mut b)) = (Mcast::open(s, lo, 0, 0, 7, 1000, 4), Mcast::open(s, lo, 0, 1, 7, 1000, 4)) else {
+        let (Ok(mut a), Ok(mut b)) = (Mcast::open(s, lo, false, 0, 0, 7, 1000, 4), Mcast::open(s, lo, true, 0, 1, 7, 1000, 4)) else {
             eprintln!("no multicast on the loopback interface here; skipped");
             return;
         };
+        // Loopback is how one host's sockets see each other's datagrams here; the driver
+        // turns it off (host-mates get frames through shared memory).
+        for m in [&a, &b] {
+            m.sock.set_multicast_loop_v4(true).unwrap();
+        }
         let frame: Vec<u8> = (0..5000u32).map(|i| i as u8).collect();
         if a.write(3, &frame).is_err() {
             eprintln!("multicast send refused here; skipped");
@@ -249,7 +262,8 @@ mod tests {
         let mut own = 0;
         a.drain(|_| own += 1);
         assert_eq!(own, 0);
-        let mut other = Mcast::open(s, lo, 0, 2, 8, 1000, 4).unwrap();
+        let mut other = Mcast::open(s, lo, false, 0, 2, 8, 1000, 4).unwrap();
+        other.sock.set_multicast_loop_v4(true).unwrap();
         other.write(4, b"forged").unwrap();
         std::thread::sleep(Duration::from_millis(20));
         let mut n = 0;
