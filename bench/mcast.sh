@@ -4,17 +4,20 @@
 # between hosts), 8 B to 64 KiB, OSU timing (bench/osu/osu.c, -k 3). Every configuration
 # runs once per round, alternating; the CSV holds the median over the rounds with min and
 # max (docs/reproduction/channel-bcast.md, "Across hosts").
-#   bench/mcast.sh [--prefix DIR] [--rounds N] [--hosts "2 3 4"] [--out FILE]
+#   bench/mcast.sh [--prefix DIR] [--rounds N] [--hosts "2 3 4"] [--per-host K] [--out FILE]
+# (--per-host K: K ranks per host, which the SMP scheme serves through each host's
+# shared-memory channels; the CSV's `hosts` column stays the number of hosts.)
 # Root only (namespaces); prints SKIP otherwise.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-prefix=$root/install rounds=3 hostcounts="2 3 4" out=$root/docs/reproduction/channel-bcast/mcast.csv
+prefix=$root/install rounds=3 hostcounts="2 3 4" per=1 out=$root/docs/reproduction/channel-bcast/mcast.csv
 while [ $# -gt 0 ]; do
     case $1 in
     --prefix) prefix=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --hosts) hostcounts=$2; shift 2 ;;
+    --per-host) per=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
@@ -41,13 +44,13 @@ raw=$work/raw.txt
 echo "# load average before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for round in $(seq 1 "$rounds"); do
     for h in $hostcounts; do
-        hosts=$(for i in $(seq 1 "$h"); do printf '%s:1,' "$(ns "h$i")"; done)
+        hosts=$(for i in $(seq 1 "$h"); do printf '%s:%s,' "$(ns "h$i")" "$per"; done)
         hosts=${hosts%,}
         for mode in multicast tree; do
             m=on
             [ $mode = tree ] && m=off
             ip netns exec "$(ns h1)" env STEADFAST_COLL_MCAST=$m timeout 300 "$prefix/bin/steadfast" run \
-                --hosts "$hosts" --agent "ip netns exec {host}" --control-addr 10.77.2.1 --path tcp -n "$h" \
+                --hosts "$hosts" --agent "ip netns exec {host}" --control-addr 10.77.2.1 --path tcp -n $((h * per)) \
                 "$work/osu" -b bcast -M 8 -m 65536 -f 8 -k 3 2>"$work/err" |
                 awk -v h="$h" -v m="$mode" -v r="$round" '$1 == "bcast" { print h, m, r, $2, $3 }' >> "$raw"
             echo "round $round, $h hosts, $mode: $(grep -c "^$h $mode $round " "$raw") sizes" >&2
