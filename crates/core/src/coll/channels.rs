@@ -356,8 +356,17 @@ impl Engine {
             return None;
         }
         let me = self.rank;
-        let spans = !c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false));
-        Some((c.rank, c.size(), c.ctx, spans))
+        if c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
+            return Some((c.rank, c.size(), c.ctx, false));
+        }
+        // Multicast only where the host map (the same for every rank) puts the members on
+        // several hosts: ranks of one host that do not share memory (`--path tcp`) use the tree.
+        let host_of = |w: u32| host.hosts.get(w as usize).copied();
+        let first = host_of(c.group[0])?;
+        if c.group.iter().all(|&w| host_of(w) == Some(first)) {
+            return None;
+        }
+        Some((c.rank, c.size(), c.ctx, true))
     }
 
     /// MPI_Bcast over the channels; false if the selection rule picks another path.
