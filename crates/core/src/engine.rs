@@ -291,7 +291,7 @@ pub struct Engine {
     /// Whether the path to other worlds is open.
     bridged: bool,
     /// The job's key (authenticates the path to other worlds).
-    job_key: u64,
+    pub(crate) job_key: u64,
 }
 
 /// Which context and group a send goes to.
@@ -398,6 +398,23 @@ struct BuiltNet {
 }
 
 /// Connect to the job's peers: publish this rank's addresses, fence, open the path.
+/// This rank's address towards the other hosts of a job spanning several, and the host of
+/// every rank from the host map (empty when there is none), as `build_net` reads the path
+/// settings: for the multicast channel broadcast.
+fn network_ip(job: &JobInfo, cfg: &Config) -> (Option<std::net::IpAddr>, Vec<u32>) {
+    let mut st = cfg.paths.clone();
+    if let Some(o) = &job.path_overrides {
+        st.hostmap = o.hostmap.clone();
+        st.routes = o.routes.clone().or(st.routes);
+    }
+    let hosts = st
+        .hostmap
+        .as_deref()
+        .and_then(|m| steadfast_paths::setup::parse_hostmap(m, job.size).ok())
+        .unwrap_or_default();
+    (steadfast_paths::setup::remote_ip(&st, job.size), hosts)
+}
+
 fn build_net(job: &JobInfo, b: &mut dyn Bootstrap, cfg: &Config) -> MpiResult<BuiltNet> {
     if job.path == PathKind::Shm {
         cma::allow_peer_reads();
@@ -491,7 +508,12 @@ impl Engine {
         let jobdir = job.as_ref().map(|j| j.jobdir.clone());
         let mut eng = Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit });
         if let Some(jobdir) = jobdir {
-            eng.coll.channels.host = Some(crate::coll::channels::Host { jobdir, local: shm_peer });
+            let (net_ip, hosts) = job.as_ref().map_or((None, Vec::new()), |j| network_ip(j, &eng.cfg));
+            let net_ip = match net_ip {
+                Some(std::net::IpAddr::V4(ip)) => Some(ip),
+                _ => None,
+            };
+            eng.coll.channels.host = Some(crate::coll::channels::Host { jobdir, local: shm_peer, net_ip, hosts });
         }
         if let Some(j) = &job {
             eng.proc_base = j.proc_base;

@@ -1,5 +1,7 @@
-//! MPI_Bcast over shared-memory channels with delayed synchronization: the driver of the
-//! sans-IO machine in `steadfast-chbcast` (docs/chbcast.md) on one host.
+//! MPI_Bcast over channels with delayed synchronization: the driver of the sans-IO machine
+//! in `steadfast-chbcast` (docs/chbcast.md), over shared memory on one host and over an IP
+//! multicast stream between hosts (`multicast.rs`, [`McastPrim`]: one rank per host in the
+//! group, passing frames on through its host's shared-memory channels).
 //!
 //! Every communicator whose ranks are all on this host gets, at its first broadcast on this
 //! path, one segment in the job directory split into `N` channels (slots). Broadcast number
@@ -35,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use steadfast_chbcast::{frame, CallError, Config as ChbConfig, Event, Machine, Message, Transmit};
 
+use super::multicast::{Mcast, Stream};
 use super::{select, Buf};
 use crate::engine::{Arrived, Engine};
 use crate::error::{ErrorClass, MpiError, MpiResult};
@@ -52,11 +55,19 @@ const MAX_SLEEP: Duration = Duration::from_millis(1);
 const SYNC_SLEEP: Duration = Duration::from_millis(10);
 /// Yields while waiting for a frame before sleeping.
 const FRAME_YIELDS: u32 = 2000;
+/// How long a member waits for a probe of a new multicast stream.
+const PROBE_WAIT: Duration = Duration::from_millis(300);
 
 /// What the engine knows of the host: the job directory and which world ranks share it.
 pub(crate) struct Host {
     pub jobdir: PathBuf,
     pub local: Vec<bool>,
+    /// This rank's address towards the other hosts (a job spanning hosts): the interface
+    /// multicast streams join on.
+    pub net_ip: Option<std::net::Ipv4Addr>,
+    /// The host of every world rank (from the host map; empty without one). Not the same
+    /// as `local`: with `--path tcp` ranks of one host reach each other over tcp.
+    pub hosts: Vec<u32>,
 }
 
 /// Channel broadcast state of the engine.
@@ -68,6 +79,10 @@ pub struct ChannelsState {
     pub(crate) host: Option<Host>,
     /// Segments this process created, for unique names.
     created: u64,
+    /// A multicast stream's probe never reached this rank (or it could not join one):
+    /// it declines every later stream at once rather than make each communicator wait
+    /// for the probes again.
+    mcast_deaf: bool,
 }
 
 impl ChannelsState {
@@ -229,12 +244,15 @@ pub struct Faults {
     corrupt: f64,
     /// Report the primitive failed after this many writes.
     fail_after: Option<u64>,
+    /// Lose every write after this many, silently (a network that stops carrying the
+    /// primitive: only the repairs' timeouts notice).
+    cut_after: Option<u64>,
     state: u64,
     writes: u64,
 }
 
 impl Faults {
-    /// Parse `drop=p,corrupt=p,fail_after=n,seed=s`.
+    /// Parse `drop=p,corrupt=p,fail_after=n,cut_after=n,seed=s`.
     pub fn parse(spec: &str) -> Result<Faults, String> {
         let mut f = Faults { state: 0x9e37_79b9_7f4a_7c15, ..Default::default() };
         for kv in spec.split(',').filter(|s| !s.trim().is_empty()) {
@@ -244,8 +262,9 @@ impl Faults {
                 "drop" => f.drop = v.trim().parse().map_err(bad)?,
                 "corrupt" => f.corrupt = v.trim().parse().map_err(bad)?,
                 "fail_after" => f.fail_after = Some(v.trim().parse().map_err(|_| format!("`{v}` is not a count"))?),
+                "cut_after" => f.cut_after = Some(v.trim().parse().map_err(|_| format!("`{v}` is not a count"))?),
                 "seed" => f.state = v.trim().parse::<u64>().map_err(|_| format!("`{v}` is not a seed"))? | 1,
-                _ => return Err(format!("unknown key `{k}` (drop, corrupt, fail_after, seed)")),
+                _ => return Err(format!("unknown key `{k}` (drop, corrupt, fail_after, cut_after, seed)")),
             }
         }
         Ok(f)
@@ -262,11 +281,37 @@ impl Faults {
     }
 }
 
+/// The one-to-many primitive under a communicator's channels.
+enum Prim {
+    /// All ranks on this host: a shared segment.
+    Shm(Segment),
+    /// Ranks on several hosts: a multicast stream between hosts, shared channels inside one.
+    Mcast(McastPrim),
+}
+
+/// The primitive across hosts, after the paper's SMP scheme: one member per host (its
+/// lowest rank of the communicator, the *leader*) is in the multicast group and passes every
+/// frame it receives on into the host's shared channels, which its host-mates read; a root
+/// writes its frame into its host's channels and sends it to the group (with loopback off:
+/// its host-mates read it from the channels).
+struct McastPrim {
+    m: Mcast,
+    /// Whether this rank is its host's member in the group.
+    leader: bool,
+    /// The host's channels, when the communicator has other members on this host.
+    host: Option<Segment>,
+    /// Broadcasts the leader already passed on (at most once each: a second write of a
+    /// slot could tear a host-mate's copy of the first).
+    relayed: std::collections::BTreeSet<u64>,
+}
+
 /// The driver of one communicator.
 struct Driver {
     comm: Handle,
     machine: Machine,
-    seg: Segment,
+    prim: Prim,
+    /// Data bytes a channel holds.
+    cap: usize,
     epoch: Instant,
     /// Frame copied out of a slot.
     scratch: Vec<u8>,
@@ -299,7 +344,9 @@ impl Engine {
     /// every synchronization; message logging: a restarted rank replays what it received
     /// from the log, and a broadcast written into a slot is in no log; coordinated
     /// checkpointing: the segment is not in the image).
-    fn channel_target(&self, comm: Handle) -> Option<(i32, i32, u32)> {
+    /// `spans` says whether the ranks are on several hosts (then the primitive is a
+    /// multicast stream, which needs this rank's address towards the other hosts).
+    fn channel_target(&self, comm: Handle) -> Option<(i32, i32, u32, bool)> {
         let host = self.coll.channels.host.as_ref()?;
         if self.fast_paths_off() || self.coordinated() {
             return None;
@@ -309,24 +356,32 @@ impl Engine {
             return None;
         }
         let me = self.rank;
-        if !c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
+        if c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
+            return Some((c.rank, c.size(), c.ctx, false));
+        }
+        // Multicast only where the host map (the same for every rank) puts the members on
+        // several hosts: ranks of one host that do not share memory (`--path tcp`) use the tree.
+        let host_of = |w: u32| host.hosts.get(w as usize).copied();
+        let first = host_of(c.group[0])?;
+        if c.group.iter().all(|&w| host_of(w) == Some(first)) {
             return None;
         }
-        Some((c.rank, c.size(), c.ctx))
+        Some((c.rank, c.size(), c.ctx, true))
     }
 
     /// MPI_Bcast over the channels; false if the selection rule picks another path.
     pub(crate) fn bcast_channels(&mut self, comm: Handle, b: &Buf, root: i32) -> MpiResult<bool> {
-        let Some((rank, size, ctx)) = self.channel_target(comm) else { return Ok(false) };
+        let Some((rank, size, ctx, spans)) = self.channel_target(comm) else { return Ok(false) };
         let bytes = b.dtype.packed_size(b.count);
         if !(0..size).contains(&root) {
             return Ok(false);
         }
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        if !select::bcast_channels(cfg, size, bytes) {
+        let picked = if spans { select::bcast_multicast(cfg, size, bytes) } else { select::bcast_channels(cfg, size, bytes) };
+        if !picked {
             return Ok(false);
         }
-        let Some(mut d) = self.channel_driver(comm, ctx, rank, size)? else { return Ok(false) };
+        let Some(mut d) = self.channel_driver(comm, ctx, rank, size, spans)? else { return Ok(false) };
         let r = self.channel_bcast(&mut d, b, rank, root, bytes);
         self.coll.channels.drivers.insert(ctx, Some(d));
         r.map(|()| true)
@@ -334,8 +389,21 @@ impl Engine {
 
     /// The communicator's driver; at the first use, rank 0 creates the segment and
     /// broadcasts its name over the tree (empty: none, every rank uses the tree).
-    fn channel_driver(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32) -> MpiResult<Option<Box<Driver>>> {
-        if let Some(d) = self.coll.channels.drivers.remove(&ctx) {
+    fn channel_driver(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32, spans: bool) -> MpiResult<Option<Box<Driver>>> {
+        match self.coll.channels.drivers.remove(&ctx) {
+            Some(Some(d)) => return Ok(Some(d)),
+            Some(None) => {
+                // The tree for good on this communicator: keep saying so.
+                self.coll.channels.drivers.insert(ctx, None);
+                return Ok(None);
+            }
+            None => {}
+        }
+        if spans {
+            let d = self.mcast_driver(comm, rank, size)?;
+            if d.is_none() {
+                self.coll.channels.drivers.insert(ctx, None);
+            }
             return Ok(d);
         }
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
@@ -364,7 +432,7 @@ impl Engine {
             self.coll.channels.drivers.insert(ctx, None);
             return Ok(None);
         }
-        let seg = match mine {
+        let seg: Segment = match mine {
             Some(s) => s,
             None => {
                 let n = String::from_utf8_lossy(&name).into_owned();
@@ -374,7 +442,153 @@ impl Engine {
         };
         let mcfg = ChbConfig { channels: channels as u32, crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
-        Ok(Some(Box::new(Driver { comm, machine, seg, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
+        Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
+    }
+
+    /// The driver of a communicator spread over hosts: rank 0 draws the stream (group,
+    /// port, id) and sends it over the tree; each host's leader joins the group and makes
+    /// the host's channels, its host-mates open them; rank 0 probes the stream and every
+    /// leader says whether a probe reached it. Any rank that could not take its part makes
+    /// every rank use the tree on that communicator for good.
+    fn mcast_driver(&mut self, comm: Handle, rank: i32, size: i32) -> MpiResult<Option<Box<Driver>>> {
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).clone();
+        let faults = match &cfg.channel_faults {
+            Some(spec) => Some(Faults::parse(spec).map_err(|e| MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_CHANNEL_FAULTS: {e}")))?),
+            None => None,
+        };
+        // A rank without an address towards the other hosts still takes part in the set-up
+        // (every rank must make the same calls) and declines the stream there.
+        let iface = self.coll.channels.host.as_ref().and_then(|h| h.net_ip);
+        let channels = cfg.channels.max(1) as usize;
+        let partial = 2 * channels + 2;
+        let job_key = self.job_key;
+        // This host's members of the communicator; the lowest is the one in the group.
+        let (mates, leader_world) = {
+            let c = self.comm(comm)?;
+            let me = self.rank;
+            let (local, hosts) = self.coll.channels.host.as_ref().map(|h| (h.local.clone(), h.hosts.clone())).unwrap_or_default();
+            let mine = hosts.get(me as usize).copied();
+            let same = |w: u32| w == me || mine.is_some() && hosts.get(w as usize).copied() == mine || local.get(w as usize).copied().unwrap_or(false);
+            let mates: Vec<i32> = (0..size).filter(|&i| same(c.group[i as usize])).collect();
+            let lw = mates.first().map_or(me, |&l| c.group[l as usize]);
+            (mates, lw)
+        };
+        let leader = mates.first() == Some(&rank);
+        let jobdir = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone());
+        let open = |s: Stream| match iface {
+            Some(ip) => Mcast::open(s, ip, leader, cfg.mcast_ttl, rank as u32, job_key, cfg.mcast_fragment, partial),
+            None => Err(std::io::Error::other("no address of this rank reaches the other hosts")),
+        };
+        let mut name = Vec::new();
+        let mut mine = None;
+        if rank == 0 {
+            match Stream::draw(&cfg.mcast_groups) {
+                Ok(s) => match open(s) {
+                    Ok(m) => {
+                        name = s.encode();
+                        mine = Some(m);
+                    }
+                    Err(e) => tracing::warn!("multicast stream {}: {e}; using the tree on this communicator", s.group),
+                },
+                Err(e) => tracing::warn!("STEADFAST_COLL_MCAST_GROUPS: {e}; using the tree"),
+            }
+        }
+        self.bcast_bytes(comm, 0, &mut name)?;
+        if name.is_empty() {
+            return Ok(None);
+        }
+        let Some(stream) = Stream::decode(&name) else { return Err(MpiError::new(ErrorClass::Intern, "multicast stream name garbled on the tree")) };
+        let deaf = self.coll.channels.mcast_deaf && leader;
+        let m = match mine {
+            Some(m) if !deaf => Some(m),
+            Some(_) => None,
+            None if deaf => None,
+            None => match open(stream) {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    tracing::warn!("joining multicast stream {} on {iface:?}: {e}; using the tree on this communicator", stream.group);
+                    None
+                }
+            },
+        };
+        // The host's channels: the leader makes them, named after the stream and itself, so
+        // its host-mates find them without another exchange.
+        let seg_path = jobdir.map(|j| j.join(format!("chb-m{:016x}-{leader_world}", stream.id)));
+        let mut host = None;
+        let mut m = m;
+        if leader && mates.len() > 1 && m.is_some() {
+            match seg_path.as_ref().map(|p| Segment::create(p, channels, cfg.channel_slot)) {
+                Some(Ok(seg)) => host = Some(seg),
+                Some(Err(e)) => {
+                    tracing::warn!("host channels of multicast stream {}: {e}; using the tree on this communicator", stream.group);
+                    m = None;
+                }
+                None => m = None,
+            }
+        }
+        // Everyone joined (or says it could not) before the probes go out.
+        if self.allreduce_max_u64(comm, u64::from(m.is_none()))? != 0 {
+            return Ok(None);
+        }
+        let Some(mut m) = m else { return Ok(None) };
+        if !leader {
+            match seg_path.as_ref().map(|p| Segment::open(p, channels, cfg.channel_slot)) {
+                Some(Ok(seg)) => host = Some(seg),
+                Some(Err(e)) => tracing::warn!("opening the host channels of multicast stream {}: {e}", stream.group),
+                None => {}
+            }
+        }
+        // Only the leaders other than rank 0 listen for the probes.
+        let mut heard = rank == 0 || !leader && host.is_some();
+        if rank == 0 {
+            // Probes at 0, 1, 2, 4, ... 64 ms: a group the network takes a moment to
+            // forward (a switch learning the membership) is still found.
+            let mut gap = Duration::from_millis(1);
+            for i in 0..8 {
+                if let Err(e) = m.probe() {
+                    tracing::warn!("probing multicast stream {}: {e}", stream.group);
+                    heard = false;
+                    break;
+                }
+                if i < 7 {
+                    std::thread::sleep(gap);
+                    gap *= 2;
+                }
+            }
+        } else if leader {
+            let until = Instant::now() + PROBE_WAIT;
+            while !heard {
+                let d = m.drain(|_| {});
+                for _ in 0..d.refused {
+                    self.dropped_packet();
+                }
+                heard = d.probes > 0;
+                let now = Instant::now();
+                if heard || now >= until {
+                    break;
+                }
+                m.wait(until - now);
+            }
+            if !heard {
+                self.coll.channels.mcast_deaf = true;
+                tracing::warn!("no probe of multicast stream {} reached this rank in {PROBE_WAIT:?}; using the tree on this communicator", stream.group);
+            }
+        }
+        if self.allreduce_max_u64(comm, u64::from(!heard))? != 0 {
+            return Ok(None);
+        }
+        tracing::info!(
+            "channel broadcast: multicast stream {} on {}, {channels} channels of {} bytes, {size} ranks, {} on this host; this rank {}",
+            stream.group,
+            iface.map_or_else(String::new, |i| i.to_string()),
+            cfg.channel_slot,
+            mates.len(),
+            if leader { "is in the group" } else { "reads the host's channels" }
+        );
+        let mcfg = ChbConfig { channels: channels as u32, crc: cfg.channel_crc, ..ChbConfig::default() };
+        let machine = Machine::new(rank as u32, size as u32, mcfg);
+        let prim = Prim::Mcast(McastPrim { m, leader, host, relayed: Default::default() });
+        Ok(Some(Box::new(Driver { comm, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
     }
 
     fn channel_bcast(&mut self, d: &mut Driver, b: &Buf, rank: i32, root: i32, bytes: usize) -> MpiResult<()> {
@@ -401,9 +615,15 @@ impl Engine {
         let mut sleep = Duration::from_micros(10);
         loop {
             let mut busy = self.channel_pump(d)?;
-            if rank != root && d.seg.read(ch, seq, &mut d.scratch, &mut d.last_read) {
-                let now = d.now();
-                d.machine.frame_arrived(now, &d.scratch);
+            let seg = match &d.prim {
+                Prim::Shm(seg) => Some(seg),
+                Prim::Mcast(p) => p.host.as_ref(),
+            };
+            if let Some(seg) = seg {
+                if rank != root && seg.read(ch, seq, &mut d.scratch, &mut d.last_read) {
+                    let now = d.now();
+                    d.machine.frame_arrived(now, &d.scratch);
+                }
             }
             let mut done = false;
             while let Some(ev) = d.machine.poll_event() {
@@ -452,6 +672,11 @@ impl Engine {
                 let now = d.now();
                 let until = d.machine.poll_timeout().map_or(SYNC_SLEEP, |t| t.saturating_sub(now).min(SYNC_SLEEP));
                 self.sleep_on_path(until)?;
+            } else if let Prim::Mcast(McastPrim { m, leader: true, .. }) = &d.prim {
+                // A datagram wakes the poll; the synchronization's and the repairs'
+                // messages come through the path, looked at once per sleep.
+                m.wait(sleep);
+                sleep = (sleep * 2).min(MAX_SLEEP);
             } else if idle < self.cfg.spin + FRAME_YIELDS {
                 // A slot write rings no doorbell: the root is a yield away when ranks
                 // outnumber CPUs.
@@ -475,12 +700,39 @@ impl Engine {
     fn channel_pump(&mut self, d: &mut Driver) -> MpiResult<bool> {
         let ctx = self.comm(d.comm)?.coll_ctx();
         let mut busy = false;
+        if let Prim::Mcast(p) = &mut d.prim {
+            let machine = &mut d.machine;
+            let epoch = d.epoch;
+            let mut frames = 0u32;
+            let (host, relayed) = (&p.host, &mut p.relayed);
+            let got = p.m.drain(|f| {
+                frames += 1;
+                // Passed on before the machine sees it: the host-mates wait for it too.
+                // Only intact frames of broadcasts not yet released (an older one's slot
+                // may hold a newer broadcast by now).
+                if let (Some(seg), Ok(h)) = (host, frame::decode(f)) {
+                    if h.seq >= machine.released() && relayed.insert(h.seq) {
+                        seg.write(machine.channel_of(h.seq) as usize, h.seq, f);
+                    }
+                }
+                machine.frame_arrived(epoch.elapsed(), f);
+            });
+            busy |= frames > 0;
+            for _ in 0..got.refused {
+                self.dropped_packet();
+            }
+            if frames > 0 {
+                let released = d.machine.released();
+                p.m.forget_below(released);
+                p.relayed = p.relayed.split_off(&released);
+            }
+        }
         while let Some(a) = self.next_arrived(ctx, TAG) {
             busy = true;
             let (src, bytes) = match a {
                 Arrived::Data { src, data } => (src, data),
                 Arrived::Announced { src, len } => {
-                    let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(frame::HEADER + d.seg.cap + 64)];
+                    let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(frame::HEADER + d.cap + 64)];
                     let byte = self.byte_type();
                     let h = self.coll_irecv_typed(d.comm, src, TAG, buf.as_mut_ptr(), buf.len(), byte)?;
                     let st = self.wait(h);
@@ -528,13 +780,24 @@ impl Engine {
                     if let Some(f) = d.faults.as_mut() {
                         f.writes += 1;
                         fail = f.fail_after.is_some_and(|n| f.writes > n);
-                        skip = f.chance(f.drop);
+                        skip = f.chance(f.drop) || f.cut_after.is_some_and(|n| f.writes > n);
                         if f.chance(f.corrupt) && !frame.is_empty() {
                             let bit = (f.state as usize) % (frame.len() * 8);
                             frame[bit / 8] ^= 1 << (bit % 8);
                         }
                     }
-                    if fail || !skip && !d.seg.write(channel as usize, seq, &frame) {
+                    let written = skip
+                        || match &mut d.prim {
+                            Prim::Shm(seg) => seg.write(channel as usize, seq, &frame),
+                            Prim::Mcast(p) => match p.m.write(seq, &frame) {
+                                Ok(()) => p.host.as_ref().is_none_or(|seg| seg.write(channel as usize, seq, &frame)),
+                                Err(e) => {
+                                    tracing::warn!("multicast write of broadcast {seq}: {e}");
+                                    false
+                                }
+                            },
+                        };
+                    if fail || !written {
                         d.machine.primitive_failed();
                     }
                 }

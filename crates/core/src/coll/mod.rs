@@ -17,6 +17,7 @@
 pub mod alltoall;
 pub mod bcast;
 pub mod channels;
+pub(crate) mod multicast;
 pub mod corrected;
 pub mod gather;
 pub mod inter;

@@ -52,6 +52,20 @@ pub struct CollConfig {
     pub channel_crc: bool,
     /// `STEADFAST_COLL_CHANNEL_FAULTS`: fault hook of the channel writes (tests).
     pub channel_faults: Option<String>,
+    /// `STEADFAST_COLL_MCAST` (default `auto`): whether broadcasts on communicators that
+    /// span hosts may use the channels over IP multicast: `auto` by the rule
+    /// (`mcast_min..=mcast_max`), `on` for every size up to a channel's capacity, `off` never.
+    pub mcast: Mcast,
+    /// `STEADFAST_COLL_MCAST_MIN`, `STEADFAST_COLL_MCAST_MAX` (bytes): the rule's range.
+    pub mcast_min: usize,
+    pub mcast_max: usize,
+    /// `STEADFAST_COLL_MCAST_GROUPS` (default `239.192.0.0/16`): the range a communicator's
+    /// group address is drawn from.
+    pub mcast_groups: String,
+    /// `STEADFAST_COLL_MCAST_TTL` (default 1: the local network only).
+    pub mcast_ttl: u32,
+    /// `STEADFAST_COLL_MCAST_FRAGMENT` (bytes, default 8192): payload of one datagram.
+    pub mcast_fragment: usize,
     /// `STEADFAST_COLL_FORCE`: comma-separated `collective=algorithm` pairs that override
     /// the rule, e.g. `bcast=binomial,allreduce=rabenseifner` (for tests and tuning).
     pub force: Vec<(String, String)>,
@@ -74,6 +88,12 @@ impl Default for CollConfig {
             channel_slot: 65536,
             channel_crc: true,
             channel_faults: None,
+            mcast: Mcast::Auto,
+            mcast_min: 12288,
+            mcast_max: 65536,
+            mcast_groups: "239.192.0.0/16".into(),
+            mcast_ttl: 1,
+            mcast_fragment: 8192,
             force: Vec::new(),
         }
     }
@@ -110,6 +130,20 @@ impl CollConfig {
             channel_slot: env_usize("STEADFAST_COLL_CHANNEL_SLOT", d.channel_slot).clamp(64, 1 << 30),
             channel_crc: steadfast_config::parse_or::<u32>("STEADFAST_COLL_CHANNEL_CRC", 1, "0 or 1") != 0,
             channel_faults: steadfast_config::lookup("STEADFAST_COLL_CHANNEL_FAULTS"),
+            mcast: match steadfast_config::lookup("STEADFAST_COLL_MCAST").as_deref().map(str::trim) {
+                Some("on" | "1") => Mcast::On,
+                Some("off" | "0") => Mcast::Off,
+                Some("auto" | "") | None => Mcast::Auto,
+                Some(other) => {
+                    tracing::warn!("STEADFAST_COLL_MCAST={other:?} is not auto, on or off; using auto");
+                    Mcast::Auto
+                }
+            },
+            mcast_min: env_usize("STEADFAST_COLL_MCAST_MIN", d.mcast_min),
+            mcast_max: env_usize("STEADFAST_COLL_MCAST_MAX", d.mcast_max),
+            mcast_groups: steadfast_config::lookup("STEADFAST_COLL_MCAST_GROUPS").unwrap_or(d.mcast_groups),
+            mcast_ttl: steadfast_config::parse_or("STEADFAST_COLL_MCAST_TTL", d.mcast_ttl, "a hop count").clamp(0, 255),
+            mcast_fragment: env_usize("STEADFAST_COLL_MCAST_FRAGMENT", d.mcast_fragment).clamp(512, 65000),
             force,
         }
     }
@@ -186,6 +220,32 @@ pub fn bcast_channels(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
         Some("channels") => true,
         Some(_) => false,
         None => (cfg.channel_min..=cfg.channel_max).contains(&bytes),
+    }
+}
+
+/// `STEADFAST_COLL_MCAST`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mcast {
+    Auto,
+    On,
+    Off,
+}
+
+/// Whether a broadcast of `bytes` bytes on `size` ranks spread over several hosts uses the
+/// channels over IP multicast (by default: at least 4 ranks, 12 KiB to 64 KiB) (the caller checked the fault-tolerance mode and that the
+/// job has a network address). `STEADFAST_COLL_MCAST=on` or `bcast=channels` forces them
+/// up to a channel's capacity; `STEADFAST_COLL_MCAST=off` or forcing another broadcast
+/// algorithm turns them off.
+pub fn bcast_multicast(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
+    if size < 2 || bytes == 0 || bytes > cfg.channel_slot || cfg.mcast == Mcast::Off {
+        return false;
+    }
+    match cfg.forced("bcast") {
+        Some("channels") => true,
+        Some(_) => false,
+        // Below 4 ranks the tree is one eager message per receiver, which measured faster
+        // (docs/reproduction/channel-bcast.md, "Across hosts").
+        None => cfg.mcast == Mcast::On || size >= 4 && (cfg.mcast_min..=cfg.mcast_max).contains(&bytes),
     }
 }
 
@@ -348,7 +408,16 @@ mod tests {
         assert_eq!(allreduce(&c, 4, 8, 64, true), Allreduce::Rabenseifner);
         // Not commutative: forcing cannot make the split algorithm correct.
         assert_eq!(allreduce(&c, 4, 8, 64, false), Allreduce::RecursiveDoubling);
+        assert!(bcast_multicast(&c, 4, 65536));
+        assert!(!bcast_multicast(&c, 4, 8));
+        assert!(!bcast_multicast(&c, 3, 65536));
+        assert!(bcast_multicast(&CollConfig { mcast: Mcast::On, ..Default::default() }, 2, 8));
+        assert!(!bcast_multicast(&CollConfig { mcast: Mcast::Off, ..Default::default() }, 4, 65536));
+        assert!(!bcast_multicast(&CollConfig { mcast: Mcast::On, ..Default::default() }, 4, 65537));
+        let tree = CollConfig { force: vec![("bcast".into(), "binomial".into())], mcast: Mcast::On, ..Default::default() };
+        assert!(!bcast_multicast(&tree, 4, 8));
         let on = CollConfig { force: vec![("bcast".into(), "channels".into())], ..Default::default() };
+        assert!(bcast_multicast(&on, 4, 8));
         assert!(bcast_channels(&on, 4, 65536));
         assert!(!bcast_channels(&on, 4, 65537));
         let off = CollConfig { force: vec![("bcast".into(), "binomial".into())], ..Default::default() };

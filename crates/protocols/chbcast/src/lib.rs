@@ -41,6 +41,7 @@
 //! Every receiver delivers every broadcast exactly once, intact, in order; no root writes
 //! a channel before every receiver completed the broadcast it held before.
 
+pub mod datagram;
 pub mod frame;
 pub mod machine;
 #[cfg(any(test, feature = "sim"))]

@@ -45,6 +45,10 @@ pub struct Params {
     pub slow_by: Duration,
     /// Largest broadcast, in bytes.
     pub max_len: u32,
+    /// The primitive is a multicast stream: each frame goes as datagrams of at most this
+    /// many bytes ([`crate::datagram`]), each lost, damaged, duplicated and delayed on its
+    /// own, and every receiver reassembles them (as the multicast driver does).
+    pub fragment: Option<u32>,
 }
 
 fn us(n: u64) -> Duration {
@@ -85,6 +89,7 @@ impl Params {
             slow: r.chance(300).then(|| r.below(u64::from(ranks)) as u32),
             slow_by: us(r.range(10, 500)),
             max_len: *[8u32, 64, 4096].get(r.below(3) as usize).unwrap_or(&8),
+            fragment: r.chance(500).then(|| r.range(16, 1500) as u32),
         }
     }
 }
@@ -106,6 +111,11 @@ pub struct Outcome {
     pub failovers_detected: u64,
     pub tree_sends: u64,
     pub lost_after_cut: u64,
+    /// Datagrams sent (multicast runs), and of them the refused ones (damaged).
+    pub datagrams: u64,
+    pub bad_datagrams: u64,
+    /// Frames of several datagrams put back together.
+    pub reassembled: u64,
 }
 
 /// A run that broke an invariant or did not finish.
@@ -124,6 +134,7 @@ impl fmt::Display for Failure {
 #[derive(Debug)]
 enum Input {
     Frame(Vec<u8>),
+    Datagram(Vec<u8>),
     Msg(Rank, Message),
     Call,
     Timer,
@@ -157,6 +168,9 @@ pub struct Sim {
     timer_at: Vec<Option<Time>>,
     trace: VecDeque<String>,
     out: Outcome,
+    /// Multicast runs: the datagrams' key and each rank's reassembly.
+    key: crate::datagram::Key,
+    reasm: Vec<crate::datagram::Reassembly>,
 }
 
 const TRACE: usize = 60;
@@ -193,6 +207,8 @@ impl Sim {
             timer_at: vec![None; n as usize],
             trace: VecDeque::new(),
             out: Outcome::default(),
+            key: crate::datagram::Key::from_job_key(seed),
+            reasm: (0..n).map(|_| crate::datagram::Reassembly::new(2 * p.config.channels as usize + 2)).collect(),
             p,
         };
         for i in 0..n {
@@ -310,6 +326,21 @@ impl Sim {
                 self.note(format!("{now:?} r{rank} frame {:?}", frame::decode(&f)));
                 self.machines[r].frame_arrived(now, &f);
             }
+            Input::Datagram(d) => match crate::datagram::parse(&self.key, &d) {
+                Err(e) => {
+                    self.out.bad_datagrams += 1;
+                    self.note(format!("{now:?} r{rank} datagram refused: {e:?}"));
+                }
+                Ok((h, payload)) => {
+                    if let Some(f) = self.reasm[r].add(&h, payload) {
+                        if h.count > 1 {
+                            self.out.reassembled += 1;
+                        }
+                        self.note(format!("{now:?} r{rank} frame {:?} from datagrams", frame::decode(&f)));
+                        self.machines[r].frame_arrived(now, &f);
+                    }
+                }
+            },
             Input::Msg(from, m) => {
                 self.note(format!("{now:?} r{rank} <- r{from} {}", short(&m)));
                 self.machines[r].handle(now, from, m);
@@ -399,6 +430,32 @@ impl Sim {
                         if self.p.cut_reported && !self.machines[r].failed() {
                             self.out.failovers_reported += 1;
                             self.machines[r].primitive_failed();
+                        }
+                        continue;
+                    }
+                    if let Some(frag) = self.p.fragment {
+                        let Some(ds) = crate::datagram::fragments(&self.key, 1, rank, h.seq, &f, frag as usize) else {
+                            return Err(self.fail(format!("broadcast {} does not fit the datagrams", h.seq)));
+                        };
+                        // Losses and damage per datagram: a frame of k datagrams is lost
+                        // more often than one of a single datagram.
+                        for j in (0..n).filter(|&j| j != rank) {
+                            for d in &ds {
+                                self.out.datagrams += 1;
+                                if self.rng.chance(self.p.loss / 2) {
+                                    continue;
+                                }
+                                let copies = if self.rng.chance(self.p.dup) { 2 } else { 1 };
+                                for _ in 0..copies {
+                                    let mut g = d.clone();
+                                    if self.rng.chance(self.p.corrupt / 2) {
+                                        let bit = self.rng.below(g.len() as u64 * 8) as usize;
+                                        g[bit / 8] ^= 1 << (bit % 8);
+                                    }
+                                    let at = self.now + self.rng.duration(us(1), us(40));
+                                    self.push(at, j, Input::Datagram(g));
+                                }
+                            }
                         }
                         continue;
                     }

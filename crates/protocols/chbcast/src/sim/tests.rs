@@ -35,6 +35,9 @@ fn total(outs: &[Outcome]) -> Outcome {
         t.failovers_detected += o.failovers_detected;
         t.tree_sends += o.tree_sends;
         t.lost_after_cut += o.lost_after_cut;
+        t.datagrams += o.datagrams;
+        t.bad_datagrams += o.bad_datagrams;
+        t.reassembled += o.reassembled;
     }
     t
 }
@@ -65,6 +68,9 @@ fn sweep() {
         ("reported primitive failures", t.failovers_reported),
         ("silently detected primitive failures", t.failovers_detected),
         ("frames over the tree", t.tree_sends),
+        ("multicast datagrams", t.datagrams),
+        ("damaged datagrams refused", t.bad_datagrams),
+        ("frames reassembled from datagrams", t.reassembled),
     ] {
         assert!(n > 0, "no seed exercised {what}: {t:#?}");
     }
@@ -142,6 +148,34 @@ fn primitive_failing_mid_stream_rebinds_to_the_tree() {
     }
 }
 
+/// Over a multicast stream (frames cut into datagrams that are lost, damaged, repeated
+/// and reordered one by one) that stops mid-stream: every receiver still gets every
+/// broadcast once, intact and in order, the outstanding ones over the tree.
+#[test]
+fn multicast_stream_with_lossy_datagrams_failing_mid_stream() {
+    for reported in [true, false] {
+        let seeds = harness::seeds(150, |i| harness::spread(i, 41 + u64::from(reported)));
+        let replay = "cargo test --release -p steadfast-chbcast --lib sim::tests::multicast_stream_with_lossy_datagrams_failing_mid_stream";
+        let outs = harness::sweep("chbcast multicast", replay, &seeds, |seed| {
+            run_one(seed, |p| {
+                p.ranks = p.ranks.max(2);
+                p.bcasts = p.bcasts.max(30);
+                p.max_len = 4096;
+                p.fragment = Some(p.fragment.unwrap_or(200).min(600));
+                p.loss = p.loss.max(40);
+                p.corrupt = p.corrupt.max(40);
+                p.dup = p.dup.max(40);
+                p.cut_at = Some(Duration::from_micros(500));
+                p.cut_reported = reported;
+            })
+        });
+        if harness::replay().is_none() {
+            let t = total(&outs);
+            assert!(t.reassembled > 0 && t.bad_datagrams > 0 && t.tree_sends > 0 && t.lost_after_cut > 0, "{t:?}");
+        }
+    }
+}
+
 /// The checker can fail: without the CRC, damaged frames are delivered and the simulation
 /// catches a wrong delivery.
 #[test]
@@ -153,6 +187,8 @@ fn without_crc_damage_is_caught_by_the_checker() {
             p.ranks, p.bcasts, p.max_len, p.corrupt, p.loss, p.dup, p.cut_at,
         ) = (4, 60, 64, 300, 0, 0, None);
         p.config.crc = false;
+        // Datagrams carry their own CRC: damage must reach the frame layer here.
+        p.fragment = None;
         if let Err(f) = Sim::new(p, seed).run() {
             assert!(
                 f.reason.contains("delivered")
