@@ -210,6 +210,19 @@ impl Admitted {
         self.upto
     }
 
+    /// Forget that message `seq` was taken in (it is taken in again when it comes again).
+    pub(crate) fn forget(&mut self, seq: u64) {
+        if seq == 0 {
+            return;
+        }
+        if seq <= self.upto {
+            self.above.extend(seq + 1..=self.upto);
+            self.upto = seq - 1;
+        } else {
+            self.above.remove(&seq);
+        }
+    }
+
     /// Whether message `seq` was taken in.
     pub(crate) fn contains(&self, seq: u64) -> bool {
         seq <= self.upto || self.above.contains(&seq)
@@ -730,5 +743,28 @@ impl super::State {
         let fin = self.door.control(Kind::Fin, 0, 0, 0, 0, 0, h.b);
         self.queue(peer, OutOp::Packet { hdr: fin, payload: Vec::new() });
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Admitted;
+
+    #[test]
+    fn a_forgotten_message_is_taken_in_again_and_the_rest_stay() {
+        let mut a = Admitted::default();
+        for s in [1, 2, 4, 3, 5] {
+            assert!(a.admit(s));
+        }
+        assert_eq!(a.upto(), 5);
+        a.forget(3);
+        assert!(!a.contains(3));
+        assert!([1, 2, 4, 5].iter().all(|&s| a.contains(s)));
+        assert!(!a.admit(4), "still a duplicate");
+        assert!(a.admit(3));
+        assert_eq!(a.upto(), 5);
+        a.forget(9);
+        a.forget(0);
+        assert_eq!(a.upto(), 5);
     }
 }

@@ -301,6 +301,27 @@ impl Engine {
         for w in (0..self.size).filter(|&w| w != rank) {
             self.st.mlog_forget_process(w);
         }
+        // A rendezvous announced before the image and not matched yet names a send request
+        // of the sender's earlier state: the sender announces it again from its log (the
+        // image never let it free that message). Taken out of matching and forgotten, the
+        // new announcement comes in through the replay gate at its logged turn.
+        let mut stale = Vec::new();
+        for u in self.st.matcher.unexpected_all() {
+            if let super::Body::Rts { from, .. } = &u.msg {
+                if from.world != rank {
+                    stale.push((from.world, from.seq));
+                }
+            }
+        }
+        if !stale.is_empty() {
+            self.st.matcher.remove_unexpected_all(|u| matches!(&u.msg, super::Body::Rts { from, .. } if from.world != rank));
+            for (w, seq) in &stale {
+                if let Some(a) = self.st.admitted.get_mut(*w as usize) {
+                    a.forget(*seq);
+                }
+            }
+            tracing::debug!(rank, ?stale, "announcements of the image dropped; their senders announce them again");
+        }
         tracing::info!(rank, number, clock, incarnation, "restored from a process image");
         eprintln!("steadfast: rank {rank}: restored from its process image {number} (incarnation {incarnation}); replaying the receptions after it");
         // A message of ours may have been on its way when the earlier process died: every
