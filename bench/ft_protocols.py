@@ -455,6 +455,7 @@ def plots(cfg, modes, mic, npb_rows, flt):
         ax.set_xlabel(f"faults injected during the run (LU class {cfg.fault_class}, {cfg.fault_ranks} ranks)")
         ax.set_ylabel("slowdown vs fault-free coordinated (%)")
         ax.set_title("Fault frequency", fontsize=10)
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(f"{cfg.out}/faults.png", dpi=100)
@@ -561,7 +562,8 @@ def results_md(cfg, modes, mic, npb_rows, flt, made, started, elapsed):
         L.append("")
         L.append("Geometric mean of the relative times over all kernels, classes and rank counts: "
                  + ", ".join(f"{m} {fmt(geomean([r[-1] for r in npb_rows if r[3] == m]), '.2f', '×')}" for m in names if m in cfg.built)
-                 + ". Plot: `npb.png`; data: `npb.csv`.")
+                 + ". Ratios under 1 (a mode faster than no fault tolerance) show this machine's noise at this scale."
+                 + " Plot: `npb.png`; data: `npb.csv`.")
         L.append("")
     # 3
     if flt:
@@ -648,7 +650,9 @@ def crosspoint(cfg, rows):
             _, lg, c = wins[k]
             return (f"from {k} fault(s) per run on (one fault every {cfg.base_wall / (k + 1):.1f} s of the fault-free run), "
                     f"the best logging protocol ({lg:.2f}×) is faster than the best coordinated configuration "
-                    f"({'every run failed' if c is None else f'{c:.2f}×'}), and stays ahead at every larger count measured. "
+                    f"({'every run failed' if c is None else f'{c:.2f}×'})"
+                    + (", and stays ahead at every larger count measured. " if k != ks[-1] else " (the largest count measured). ")
+                    + 
                     "These are single runs on a loaded machine: a crossing at one count can be noise.")
     some = [k for k in ks if wins[k][0]]
     return (f"not reached with up to {max(cfg.faults)} faults per run"
@@ -659,18 +663,23 @@ def crosspoint(cfg, rows):
 
 def claims(cfg, modes, mic, npb_rows, flt):
     L = []
-    # V2's latency penalty.
+    # V2's latency penalty: the median over the sizes up to 64 B, as one size alone can land
+    # in a slow phase of the loaded machine.
     for path, res in (mic or {}).items():
-        small = min(r[0] for r in res["rows"]) if res["rows"] else None
-        if small is None or not {"abort", "pessimistic", "causal"} <= set(res["have"]):
+        if not res["rows"] or not {"abort", "pessimistic", "causal"} <= set(res["have"]):
             continue
-        a, p, c = (at_size(res, modes, m, small, 0) for m in ("abort", "pessimistic", "causal"))
+        small = [r[0] for r in res["rows"] if r[0] <= 64]
+        a, p, c = (statistics.median(at_size(res, modes, m, n, 0) for n in small) for m in ("abort", "pessimistic", "causal"))
         verdict = "agrees" if p > c > 0 and p > 1.5 * a else "disagrees"
-        L.append(f"- **V2's small-message latency penalty** ({path}, {small} B): pessimistic {p:.1f} µs = {p / a:.1f}× abort "
+        why = ("the ratios are far larger than the paper's (about 2× for V2 on Fast Ethernet) because our baseline is a "
+               "sub-microsecond memory copy, while the event logger's round trip through the launcher costs tens of microseconds"
+               if path == "shm" else
+               "over tcp the baseline is a few microseconds, so the logger's round trip weighs less than on shm but still "
+               "more than on the paper's 100 Mbit/s wire")
+        L.append(f"- **V2's small-message latency penalty** ({path}, median of 1–64 B): pessimistic {p:.1f} µs = {p / a:.1f}× abort "
                  f"({a:.2f} µs), causal {c:.1f} µs = {c / a:.1f}×. The paper: V2 has clearly the highest small-message latency "
-                 f"(event-logger acknowledgment) and causal removes most of it. Our result **{verdict}** in order; the ratio is far larger "
-                 "than the paper's on shm because our baseline is a sub-microsecond memory copy, not a 100 Mbit/s wire, while the "
-                 "event logger's round trip through the launcher costs tens of microseconds.")
+                 f"(event-logger acknowledgment) and causal removes most of it. Ours **{verdict}** in order (causal removes "
+                 f"{100 * (p - c) / (p - a):.0f} % of pessimistic's added latency); {why}.")
     # Causal's bandwidth.
     for path, res in (mic or {}).items():
         if not res["rows"] or not {"abort", "causal", "coordinated"} <= set(res["have"]):
@@ -678,12 +687,19 @@ def claims(cfg, modes, mic, npb_rows, flt):
         big = max(r[0] for r in res["rows"])
         a, c, co = (at_size(res, modes, m, big, 1) for m in ("abort", "causal", "coordinated"))
         p = at_size(res, modes, "pessimistic", big, 1) if "pessimistic" in res["have"] else ""
-        verdict = ("agrees (causal loses bandwidth)" if c < 0.95 * a else "does not show it (causal within 5 % of abort)")
+        if c >= 0.95 * a:
+            verdict = "does not show it: causal is within 5 % of abort"
+        elif isinstance(p, float) and abs(c - p) <= 0.15 * p:
+            verdict = (f"agrees only in direction: causal loses far more than slightly, but pessimistic, which piggybacks "
+                       f"nothing, loses as much ({p / a:.2f}× abort), so the loss is not the piggyback's")
+        else:
+            verdict = "agrees (causal loses bandwidth beyond pessimistic's)"
         L.append(f"- **Causal's bandwidth cost of piggybacking** ({path}, {big} B): abort {a:.0f} Mbit/s, coordinated {co:.0f}, "
                  f"pessimistic {fmt(p, '.0f')}, causal {c:.0f} ({c / a:.2f}× abort). The paper: causal's piggybacked determinants "
-                 f"lower bandwidth slightly. Ours **{verdict}**; here the larger cost for big messages is the sender-based copy "
-                 "into the log (both logging modes pay it, and past `STEADFAST_MLOG_MEMORY_MB` a write to the spill file), "
-                 "not the determinants, which are a few bytes per message.")
+                 f"lower bandwidth slightly. Ours **{verdict}**. Both logging modes copy every message into the sender-based "
+                 "log (and past `STEADFAST_MLOG_MEMORY_MB` write it to the spill file); the determinants are a few bytes per "
+                 "message. Coordinated's figure (no checkpoint runs during NetPIPE) is one size of one run; the plot shows "
+                 "whether it is a trend.")
     # Coordinated's failure-free cost.
     if npb_rows:
         gc = geomean([r[-1] for r in npb_rows if r[3] == "coordinated"])
@@ -704,13 +720,16 @@ def claims(cfg, modes, mic, npb_rows, flt):
         pairs = [(x, y) for x, y in pairs if x and y]
         if pairs:
             d = statistics.mean(x - y for x, y in pairs)
+            d0 = (slow(rows, a, 0) or 0) - (slow(rows, b, 0) or 0)
             L.append(f"- **The checkpoint server as the bottleneck without local copies**: the paper compared local + server "
                      "copies with server-only images. Steadfast always keeps a local image (there is no server-only setting), "
                      "so what we can measure is the cost of the server copy: `--ckpt-server builtin` against `none` differ by "
-                     f"{100 * d:+.0f} points of slowdown on average over {len(pairs)} fault counts. "
-                     + ("That is within this machine's noise: the builtin server runs in the launcher on the same host and disk, "
-                        "so it is no separate bottleneck here; the paper's effect needs many ranks sending to one remote server "
-                        "over a shared wire." if abs(d) < 0.1 else
+                     f"{100 * d:+.0f} points of slowdown on average over {len(pairs)} fault counts ({100 * d0:+.0f} without "
+                     "faults, where only the copies differ; the waves' start-to-commit times in section 3 show the copy's cost "
+                     "directly). "
+                     + ("That is within this machine's noise for single runs: the builtin server runs in the launcher on the "
+                        "same host and disk, so it is no separate bottleneck here; the paper's effect needs many ranks sending "
+                        "to one remote server over a shared wire." if abs(d) < 0.2 else
                         "The copies to the server cost measurably here even on one host (same disk, same cores)."))
         cross = crosspoint(cfg, rows)
         L.append(f"- **Message logging wins at high fault frequency**: the paper's crosspoint was one fault every 3 minutes "
