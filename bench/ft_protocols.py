@@ -824,8 +824,8 @@ def main():
     ap.add_argument("--class", dest="cls", default=None, help="A: class A applications and a class A fault run")
     ap.add_argument("--parts", default="micro,npb,faults")
     ap.add_argument("--tcp", choices=("netns", "loopback"), default=None,
-                    help="tcp between two network namespaces (default of the full run; needs root) or over loopback "
-                         "(default of --quick and --smoke: between namespaces NetPIPE runs far longer here)")
+                    help="tcp between two network namespaces (the default; needs root, else loopback) or over loopback "
+                         "(the default of --smoke)")
     ap.add_argument("--ckpt-interval", default=None)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--report", action="store_true", help="only rewrite results.md and the plots from --out's run-state.json")
@@ -859,7 +859,7 @@ def main():
     if a.cls:
         cfg.classes = [a.cls.upper()]
         cfg.fault_class = a.cls.upper()
-    cfg.tcp = a.tcp or ("netns" if cfg.kind == "full" else "loopback")
+    cfg.tcp = a.tcp or ("loopback" if cfg.kind == "smoke" else "netns")
     parts = a.parts.split(",")
     if a.smoke:
         modes = [m for m in ALL_MODES if m[0] in ("abort", "causal", "channel-memory")]
