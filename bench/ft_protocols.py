@@ -3,7 +3,7 @@
 
     python3 bench/ft_protocols.py [--quick | --smoke] [--class A] [--parts micro,npb,faults]
                                   [--prefix install] [--out docs/reproduction/mpich-v]
-                                  [--tcp netns|loopback] [--seed N]
+                                  [--tcp netns|loopback] [--seed N] [--report]
 
 Every mode `steadfast run --help` lists is measured: abort (no fault tolerance, the paper's
 Vdummy), run-through, coordinated (MPICH-V/CL), pessimistic (MPICH-V2), causal
