@@ -103,7 +103,8 @@ class Netns:
         self.ok = False
 
     def _lib(self, body):
-        return subprocess.run(["bash", "-c", f"NS_PREFIX={self.prefix}; NS_HOSTS=2; source {ROOT}/scripts/netns-lib.sh; {body}"],
+        # The library resets NS_HOSTS when sourced; netns_down needs it to find the hosts.
+        return subprocess.run(["bash", "-c", f"NS_PREFIX={self.prefix}; source {ROOT}/scripts/netns-lib.sh; NS_HOSTS=2; {body}"],
                               capture_output=True, text=True)
 
     def up(self):
