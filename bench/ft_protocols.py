@@ -110,7 +110,7 @@ class Netns:
     def up(self):
         if os.geteuid() != 0:
             return "not root"
-        r = self._lib("netns_can && netns_up 2")
+        r = self._lib("netns_can && netns_up 2 || { netns_down; exit 1; }")
         self.ok = r.returncode == 0
         return None if self.ok else (r.stdout + r.stderr).strip() or "netns_up failed"
 
