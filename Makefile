@@ -9,7 +9,7 @@ FORTRAN ?= gfortran
 RELEASE := target/release
 BUILD := build
 
-.PHONY: all build install demo test test-rust test-c test-net test-cluster test-apps bench bench-osu clean
+.PHONY: all build install demo test test-rust test-c test-net test-cluster test-apps bench bench-osu bench-ft clean
 
 all: install
 
@@ -63,6 +63,11 @@ test-apps: install
 
 bench: install
 	scripts/bench-pingpong.sh --prefix $(PREFIX)
+
+# MPICH-V's comparison of the fault-tolerance modes (bench/ft_protocols.py; FT_ARGS=--quick for
+# the short form): docs/reproduction/mpich-v/results.md.
+bench-ft: install
+	python3 bench/ft_protocols.py --prefix $(PREFIX) $(FT_ARGS)
 
 # OSU-style suite against Open MPI and MPICH (bench/osu.py; OSU_ARGS=--quick for the short form).
 bench-osu: install

@@ -105,6 +105,14 @@ if [ -x bench/npb/test-lu.sh ]; then
     # published residual, error and surface-integral values (bench/npb/LU.md).
     suite "NPB LU (class S)" bench/npb/test-lu.sh "$prefix"
 fi
+if [ -f bench/ft_protocols.py ]; then
+    # The protocol comparison's harness (bench/ft_protocols.py): one tiny NPB run per mode it
+    # smokes and one LU run with a kill per fault configuration, into a scratch directory.
+    ft_out=$(mktemp -d)
+    suite "protocol comparison harness (--smoke, NPB and faults)" \
+        python3 bench/ft_protocols.py --smoke --parts npb,faults --prefix "$prefix" --out "$ft_out"
+    rm -rf "$ft_out"
+fi
 if [ -f bench/osu.py ]; then
     # Ratios to Open MPI against bench/osu/baseline.json (full suite: `make bench-osu`).
     suite "OSU-style ratios to Open MPI against the stored baseline" \
