@@ -1447,6 +1447,7 @@ impl Engine {
     /// Make progress until `done` holds: spin, then yield, then sleep on the path.
     pub fn block_until(&mut self, mut done: impl FnMut(&Engine) -> bool) -> MpiResult<()> {
         let mut idle = 0u32;
+        let mut sleeps = 0u32;
         loop {
             // Pessimistic logging: what the call queued behind the closed gate leaves before
             // it returns (the program may block outside MPI next, e.g. in a socket).
@@ -1460,6 +1461,7 @@ impl Engine {
             }
             if self.progress()? {
                 idle = 0;
+                sleeps = 0;
                 continue;
             }
             idle += 1;
@@ -1487,6 +1489,10 @@ impl Engine {
                 // Failure notices do not ring the doorbell: sleep shorter in run-through mode.
                 let sleep = if self.st.ft.run_through { self.cfg.sleep.min(std::time::Duration::from_millis(5)) } else { self.cfg.sleep };
                 net.wait(sleep).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                sleeps += 1;
+                if sleeps == 64 && self.st.logging {
+                    self.mlog_trace_stall();
+                }
                 self.poll_failures();
                 if self.relaunch {
                     self.poll_launcher();

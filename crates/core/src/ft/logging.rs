@@ -419,6 +419,37 @@ impl Engine {
         Ok(())
     }
 
+    /// What this process waits for (traced at debug level when a blocking call makes no
+    /// progress for seconds): the replay's next event, the messages held back, the
+    /// unfinished requests and the output queues.
+    pub(super) fn mlog_trace_stall(&self) {
+        let rank = self.rank;
+        let (next, held, fetching, gathering) = match self.st.door.hook_ref::<Hook>() {
+            Some(h) => (
+                h.log.next_to_replay().map(|(e, released)| format!("{e:?} released {released}")),
+                h.held.iter().take(16).map(|(f, raw, _)| Header::decode(raw).map_or((*f, 0, 0), |x| (*f, x.a, x.kind as u8))).collect::<Vec<_>>(),
+                h.fetching,
+                h.gathering,
+            ),
+            None => return,
+        };
+        let mut reqs = Vec::new();
+        for h in self.st.reqs.handles() {
+            let Some(r) = self.st.reqs.get(h) else { continue };
+            if r.complete || !r.active {
+                continue;
+            }
+            reqs.push(match &r.op {
+                Op::Send(sp) => format!("send to {} tag {} sent {:?}", sp.dest, sp.tag, r.send.sent.map(|s| (s.peer, s.seq, s.rendezvous))),
+                Op::Recv(rp) => format!("recv from {} tag {} posted {} peer {:?} seq {} {}/{}", rp.src, rp.tag, r.recv.posted, r.recv.peer, r.recv.seq, r.recv.received, r.recv.expected),
+                Op::Null => "null".into(),
+            });
+        }
+        let outq: Vec<usize> = self.st.outq.iter().map(|q| q.len()).collect();
+        let awaiting: Vec<(u32, u64)> = self.st.awaiting.keys().copied().collect();
+        tracing::debug!(rank, ?next, ?held, fetching, gathering, ?reqs, ?outq, ?awaiting, "blocked without progress");
+    }
+
     /// Whether message logging is on.
     pub fn logging(&self) -> bool {
         self.mlog.is_some()

@@ -174,6 +174,13 @@ impl RankLog {
         self.replay.is_some()
     }
 
+    /// The next event to replay, and whether the message it names was let into matching.
+    pub fn next_to_replay(&self) -> Option<(&Event, bool)> {
+        let r = self.replay.as_ref()?;
+        let e = r.events.front()?;
+        Some((e, e.message().is_some_and(|m| r.released.contains(&m))))
+    }
+
     /// Events still to replay.
     pub fn replay_left(&self) -> usize {
         self.replay.as_ref().map_or(0, |r| r.events.len())
