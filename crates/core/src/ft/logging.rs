@@ -577,7 +577,15 @@ impl Engine {
                 if h.held.is_empty() || h.fetching || h.gathering > 0 {
                     return;
                 }
-                if h.log.replaying() {
+                // A message taken in before (sent again from a sender's log) does not take
+                // part in matching: it goes through at once, so that a rendezvous whose data
+                // was still coming when this process's image was taken is asked for again.
+                let admitted = &self.st.admitted;
+                let dup = h.held.iter().position(|(from, raw, _)| Header::decode(raw).is_some_and(|x| admitted.get(*from as usize).is_some_and(|a| a.contains(x.a))));
+                if let Some(i) = dup {
+                    h.passing = true;
+                    h.held.remove(i)
+                } else if h.log.replaying() {
                     let Some(want) = h.log.to_release() else { return };
                     let Some(i) = h.held.iter().position(|(from, raw, _)| *from == want.0 && Header::decode(raw).is_some_and(|x| x.a == want.1)) else {
                         // A process restored from an image: the message arrived before the
