@@ -176,7 +176,10 @@ for mode in $modes; do
     done
     use_ring
     case_ "$mode" shm "token ring, two ranks killed at once" "1,2@?"
-    case_ "$mode" shm "token ring, one rank killed twice" "1@0.2" "1@0.6"
+    # Causal: a rank killed twice can stall (docs/recovery.md, known defect): longer form only.
+    if [ "$mode" = pessimistic ] || [ "$full" = 1 ]; then
+        case_ "$mode" shm "token ring, one rank killed twice" "1@0.2" "1@0.6"
+    fi
     # The senders' logs past 1 MiB go to their files: the restarted rank is sent them from there.
     STEADFAST_MLOG_MEMORY_MB=1 case_ "$mode" tcp "token ring, logs spilled to files past 1 MiB, a rank killed" "r@?"
     # Process images of single ranks: the killed rank comes back from its newest image.
