@@ -26,7 +26,8 @@ the launcher lists that mode; until then their rows say "not built".
    restart costs come from the launcher's stderr (-v, STEADFAST_STATS=1).
 
 --quick: few NetPIPE sizes, one round, class S applications, LU class W with 0-2 faults.
---smoke: seconds; one tiny run per part (checks the harness, not the protocols).
+--smoke: under a minute; one tiny run per part, LU class W with one fault (checks the harness,
+         not the protocols).
 CSV files, PNG plots (matplotlib) and results.md go to --out.
 """
 import argparse
@@ -845,7 +846,7 @@ def main():
         cfg.upto, cfg.rounds, cfg.quick, cfg.repeats = 64, 1, True, 20
         cfg.paths = ["shm"]
         cfg.classes, cfg.ranks, cfg.kernels, cfg.npb_reps, cfg.npb_timeout = ["S"], [4], ("cg",), 1, 60
-        cfg.fault_class, cfg.faults, cfg.fault_timeout = "S", [1], 60
+        cfg.fault_class, cfg.faults, cfg.fault_timeout = "W", [1], 60
         cfg.ckpt_interval = a.ckpt_interval or "100ms"
     elif a.quick:
         cfg.upto, cfg.rounds, cfg.repeats = 1 << 20, 1, 50
@@ -911,6 +912,12 @@ def main():
     print(f"{cfg.out}/results.md")
     bad = [r for r in npb_rows if r[6] == 0] + [r for r in (flt or {"rows": []})["rows"] if not r[5]]
     if cfg.kind == "smoke" and bad:
+        # What the launcher said of each failed run, so that a CI log shows why.
+        try:
+            with open(f"{cfg.out}/faults-failures.log") as f:
+                print(f.read(), file=sys.stderr)
+        except OSError:
+            pass
         sys.exit(f"smoke: {len(bad)} run(s) failed: {bad}")
 
 

@@ -176,19 +176,12 @@ for mode in $modes; do
     done
     use_ring
     case_ "$mode" shm "token ring, two ranks killed at once" "1,2@?"
-    # Causal: a rank killed twice can stall (docs/recovery.md, known defect): longer form only.
-    if [ "$mode" = pessimistic ] || [ "$full" = 1 ]; then
-        case_ "$mode" shm "token ring, one rank killed twice" "1@0.2" "1@0.6"
-    fi
+    case_ "$mode" shm "token ring, one rank killed twice" "1@0.2" "1@0.6"
     # The senders' logs past 1 MiB go to their files: the restarted rank is sent them from there.
     STEADFAST_MLOG_MEMORY_MB=1 case_ "$mode" tcp "token ring, logs spilled to files past 1 MiB, a rank killed" "r@?"
     # Process images of single ranks: the killed rank comes back from its newest image.
     IMG=100ms case_ "$mode" shm "token ring with images, a random rank killed late" "r@0.$((50 + RANDOM % 40))"
-    # Causal mode can still stall when a rank is restored twice from the same image (seen
-    # once in a clean-machine run, docs/recovery.md): the longer form only, until fixed.
-    if [ "$mode" = pessimistic ] || [ "$full" = 1 ]; then
-        IMG=200ms case_ "$mode" tcp "token ring with images, a rank killed twice" "1@0.5" "1@0.8"
-    fi
+    IMG=200ms case_ "$mode" tcp "token ring with images, a rank killed twice" "1@0.5" "1@0.8"
     if [ "$full" = 1 ]; then
         case_ "$mode" shm "token ring, two ranks killed one after the other" "0@0.3" "2@0.5"
         case_ "$mode" tcp "token ring, two ranks killed at once" "0,2@?"
@@ -210,6 +203,29 @@ if [ -n "$py" ] && LD_LIBRARY_PATH=$prefix/lib "$py" -c 'import mpi4py.MPI' 2>/d
 else
     echo "SKIP mpi4py: not built here (scripts/mpi4py-tests.sh builds it)"
 fi
+
+# A rank killed after MPI_Finalize is not started again (the others have ended): the job ends
+# at once with the failure's status and says why.
+"$prefix/bin/mpicc" -O2 -o "$work/after_finalize" "$here/after_finalize.c" || exit 1
+"$run" run --ft pessimistic --ckpt-dir "$work/log" -n 2 "$work/after_finalize" > "$work/af.out" 2> "$work/af.err" &
+af=$!
+for _ in $(seq 1 500); do
+    [ "$(grep -c 'past MPI_Finalize' "$work/af.out")" = 2 ] && break
+    sleep 0.02
+done
+kill -9 "$(awk '$1 == 1 { print $2 }' "$work/log/ranks")" 2>/dev/null
+timeout 20 tail --pid=$af -f /dev/null
+wait $af
+af_status=$?
+if [ $af_status = 137 ] && grep -q "after MPI_Finalize; not started again" "$work/af.err" && ! grep -q "starting it again" "$work/af.err"; then
+    echo "PASS pessimistic shm: a rank killed after MPI_Finalize is not started again (exit $af_status)"
+    pass=$((pass + 1))
+else
+    echo "FAIL pessimistic shm: a rank killed after MPI_Finalize (exit $af_status):"
+    sed 's/^/    /' "$work/af.err" | head -5
+    fail=$((fail + 1))
+fi
+rm -rf "$work/log"
 
 echo "message logging: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -413,6 +413,7 @@ impl Engine {
         })?;
         if let Some(h) = hook(&mut self.st.door) {
             h.gathering = 0;
+            h.log.close_gather();
             h.replay_started = Some((std::time::Instant::now(), h.log.replay_left()));
             tracing::info!(rank = self.rank, incarnation, events = h.log.replay_left(), held = h.held.len(), "restarted: replaying");
         }

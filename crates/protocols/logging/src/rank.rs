@@ -87,8 +87,11 @@ pub struct RankLog {
     pub piggybacked: u64,
     /// Causal recovery: determinants of ours gathered from the others, not yet merged.
     gathered: BTreeMap<u64, Event>,
-    /// Causal recovery: gathered determinants to hand to the logger.
-    regather: Option<ToLogger>,
+    /// Causal recovery: runs of gathered determinants to hand to the logger, in order.
+    regather: VecDeque<ToLogger>,
+    /// Causal recovery: determinants from the others are still taken in (until the replay
+    /// starts; a late answer could otherwise extend a run this process already left).
+    gather_open: bool,
 }
 
 impl RankLog {
@@ -110,7 +113,8 @@ impl RankLog {
             known: if mode == Mode::Causal { vec![vec![0; n]; n] } else { Vec::new() },
             piggybacked: 0,
             gathered: BTreeMap::new(),
-            regather: None,
+            regather: VecDeque::new(),
+            gather_open: false,
         }
     }
 
@@ -138,7 +142,8 @@ impl RankLog {
         self.unsent.clear();
         self.inflight.clear();
         self.gathered.clear();
-        self.regather = None;
+        self.regather.clear();
+        self.gather_open = true;
         self.replay = None;
         ToLogger::Fetch { incarnation, from: clock + 1 }
     }
@@ -150,6 +155,8 @@ impl RankLog {
         if first > next {
             return;
         }
+        // What the logger holds is stable by definition (it came from where it is kept).
+        let stored = first - 1 + events.len() as u64;
         let mut events: VecDeque<Event> = events.into_iter().skip((next - first) as usize).collect();
         let have = match &mut self.replay {
             Some(r) => r.events.len() as u64,
@@ -163,10 +170,29 @@ impl RankLog {
         } else if !events.is_empty() {
             self.replay = Some(Replay { events, next, released: HashSet::new() });
         }
-        // Replayed events are stable by definition (they came from where they are kept).
-        let last = next - 1 + self.replay.as_ref().map_or(0, |r| r.events.len() as u64);
-        self.sent = self.sent.max(last);
-        self.acked = self.acked.max(last);
+        self.settle_stable(stored);
+    }
+
+    /// Events `1..=upto` are stable: `acked` and `inflight` follow (and `sent` if behind).
+    fn settle_stable(&mut self, upto: u64) {
+        if upto <= self.acked {
+            return;
+        }
+        if upto >= self.sent {
+            self.inflight.clear();
+            self.sent = upto;
+        } else {
+            for _ in self.acked..upto {
+                self.inflight.pop_front();
+            }
+        }
+        self.acked = upto;
+    }
+
+    /// Causal recovery: the replay starts; answers to the gathering that come later are
+    /// ignored.
+    pub fn close_gather(&mut self) {
+        self.gather_open = false;
     }
 
     /// Whether a replay is under way.
@@ -243,7 +269,7 @@ impl RankLog {
 
     /// Events to hand to the logger, if any.
     pub fn take_batch(&mut self) -> Option<ToLogger> {
-        if let Some(b) = self.regather.take() {
+        if let Some(b) = self.regather.pop_front() {
             return Some(b);
         }
         if self.unsent.is_empty() {
@@ -363,6 +389,9 @@ impl RankLog {
     /// the logger gave, where it has not stored them yet; kept until the logger's answer is
     /// in if they arrive first.
     pub fn held_by_others(&mut self, dets: Vec<(u64, Event)>) {
+        if !self.gather_open {
+            return;
+        }
         for (k, e) in dets {
             if k > self.clock {
                 self.gathered.entry(k).or_insert(e);
@@ -372,9 +401,11 @@ impl RankLog {
     }
 
     /// Extend the replay with the gathered determinants that follow it without a gap; they
-    /// are not stable, so they are logged again.
+    /// are not stable, so they are handed to the logger again, each run at its own event
+    /// numbers (answers come from several ranks, so there may be several runs).
     fn merge_gathered(&mut self) {
-        let mut want = self.clock + 1 + self.replay_left() as u64;
+        let start = self.clock + 1 + self.replay_left() as u64;
+        let mut want = start;
         let mut run = Vec::new();
         while let Some(e) = self.gathered.remove(&want) {
             run.push(e);
@@ -388,13 +419,14 @@ impl RankLog {
             Some(r) => r.events.extend(run.iter().cloned()),
             None => self.replay = Some(Replay { events: run.iter().cloned().collect(), next, released: HashSet::new() }),
         }
-        // Handed to the logger again from the first one it lacks.
-        self.inflight.clear();
-        self.sent = self.acked + run.len() as u64;
-        self.unsent.clear();
-        self.inflight.extend(run.iter().cloned());
-        let first = self.acked + 1;
-        self.regather = Some(ToLogger::Log { incarnation: self.incarnation, first, events: run });
+        // `inflight` keeps `acked+1..=sent`, for a logger that restarts.
+        let last = want - 1;
+        if last > self.sent {
+            let skip = (self.sent + 1).saturating_sub(start) as usize;
+            self.inflight.extend(run.iter().skip(skip).cloned());
+            self.sent = last;
+        }
+        self.regather.push_back(ToLogger::Log { incarnation: self.incarnation, first: start, events: run });
     }
 }
 
@@ -486,5 +518,45 @@ mod tests {
         assert_eq!(r.to_release(), Some((1, 1)));
         // They are logged again, so that they become stable.
         assert!(matches!(r.take_batch(), Some(ToLogger::Log { first: 1, .. })));
+    }
+
+    #[test]
+    fn gathered_runs_from_several_ranks_keep_their_event_numbers() {
+        // Rank 0 was stored up to event 2; rank 1 held its events up to 4, rank 2 up to 6.
+        let e: Vec<Event> = (1..=7).map(|s| m(1, s)).collect();
+        let mut logger = crate::logger::EventLogger::new(3);
+        logger.handle(0, ToLogger::Log { incarnation: 0, first: 1, events: e[..2].to_vec() });
+        while let Some((r, first, ev)) = logger.poll_persist() {
+            let upto = first - 1 + ev.len() as u64;
+            logger.stored(r, upto);
+        }
+        for (held_first, events_first) in [(false, true), (true, false)] {
+            let mut r = RankLog::new(Mode::Causal, 0, 3);
+            let fetch = r.restarted(1, 0);
+            let mut l = crate::logger::EventLogger::recovered(vec![logger.events(0).to_vec(), vec![], vec![]]);
+            l.handle(0, fetch);
+            let answer = std::iter::from_fn(|| l.poll_transmit()).find(|t| matches!(t.message, FromLogger::Events { .. })).unwrap();
+            if events_first && !held_first {
+                r.from_logger(answer.message.clone());
+            }
+            r.held_by_others((3..=4).map(|k| (k, e[k as usize - 1].clone())).collect());
+            r.held_by_others((3..=6).map(|k| (k, e[k as usize - 1].clone())).collect());
+            if held_first {
+                r.from_logger(answer.message);
+            }
+            r.close_gather();
+            r.held_by_others(vec![(7, e[6].clone())]);
+            assert_eq!(r.replay_left(), 6, "the logger's 2 and the gathered 4, not the late one");
+            while let Some(b) = r.take_batch() {
+                l.handle(0, b);
+            }
+            assert_eq!(l.events(0), &e[..6], "every run at its own numbers");
+            for x in &e[..6] {
+                r.record(x.clone()).unwrap();
+            }
+            r.record(e[6].clone()).unwrap();
+            let Some(ToLogger::Log { first, .. }) = r.take_batch() else { panic!("no batch") };
+            assert_eq!(first, 7);
+        }
     }
 }

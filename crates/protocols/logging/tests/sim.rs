@@ -158,6 +158,7 @@ impl World {
         if p.fetching || !p.gathering.is_empty() {
             return Ok(false);
         }
+        p.log.close_gather();
         if self.trace && p.inc > 0 && p.history.is_empty() && p.pc == (Pc::Send { round: 0, k: 0 }) {
             eprintln!("rank {r} incarnation {} starts with {} events to replay, {} held", p.inc, p.log.replay_left(), p.held.len());
         }

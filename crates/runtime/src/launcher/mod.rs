@@ -1031,6 +1031,16 @@ impl Launcher {
             return;
         }
         let Some((what, code)) = failure_of(status, ever_connected, finalized) else { return };
+        if finalized && self.policy == OnFailure::Relaunch {
+            // Every rank had passed MPI_Finalize's fence, so the others may have ended
+            // already: a new incarnation would find no one to replay its receptions from.
+            // Its MPI part is done; only what it did after MPI_Finalize is lost.
+            self.stderr_sink.message(&format!(
+                "steadfast run: rank {rank} (pid {pid}) {what} after MPI_Finalize; not started again (its part of the communication had finished)"
+            ));
+            self.exit_code.get_or_insert(code);
+            return;
+        }
         let restarts = self.ranks[idx].restarts;
         // Message logging re-executes a rank to the state it had: a rank that ended itself
         // (an exit status, not a signal) would only do so again; the job ends as in abort
