@@ -165,6 +165,9 @@ pub enum PolicyArg {
     RoundRobin,
     /// A rank drawn at random each time.
     Random,
+    /// The rank whose image would free the most of the other ranks' sender-based logs
+    /// (MPICH-V2's policy; sizes as the ranks last reported them).
+    BestEffort,
 }
 
 /// `--ft` values.
@@ -360,6 +363,7 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
     cfg.ckpt_policy = match args.ckpt_policy {
         PolicyArg::RoundRobin => launcher::ImagePolicy::RoundRobin,
         PolicyArg::Random => launcher::ImagePolicy::Random,
+        PolicyArg::BestEffort => launcher::ImagePolicy::BestEffort,
     };
     cfg.ckpt_dir = args.ckpt_dir;
     cfg.ckpt_server = match (args.ckpt_server.as_str(), args.ckpt_server_key_file) {

@@ -248,6 +248,8 @@ pub struct MsgLog {
     sent: Vec<BTreeMap<u64, Logged>>,
     /// Bytes of payload in [`MsgLog::sent`] (in memory and spilled).
     pub bytes: usize,
+    /// Of those, per destination (what an image of that rank would free here).
+    bytes_to: Vec<u64>,
     /// Of those, in memory; past `memory_bound` the oldest go to the spill file.
     in_memory: usize,
     memory_bound: usize,
@@ -269,6 +271,9 @@ impl MsgLog {
     /// the spill file.
     fn keep(&mut self, peer: u32, hdr: &Header, data: &[u8]) -> MpiResult<()> {
         self.bytes += data.len();
+        if let Some(b) = self.bytes_to.get_mut(peer as usize) {
+            *b += data.len() as u64;
+        }
         self.in_memory += data.len();
         if let Some(q) = self.sent.get_mut(peer as usize) {
             q.insert(hdr.a, Logged { ctx: hdr.ctx, src: hdr.src, tag: hdr.tag, rts: hdr.kind == Kind::Rts, data: Payload::Memory(data.to_vec()) });
@@ -301,12 +306,16 @@ impl MsgLog {
                 break;
             }
             let l = e.remove();
-            match l.data {
+            let n = match l.data {
                 Payload::Memory(v) => {
-                    self.bytes -= v.len();
                     self.in_memory -= v.len();
+                    v.len()
                 }
-                Payload::Spilled(_, n) => self.bytes -= n,
+                Payload::Spilled(_, n) => n,
+            };
+            self.bytes -= n;
+            if let Some(b) = self.bytes_to.get_mut(to as usize) {
+                *b = b.saturating_sub(n as u64);
             }
             self.freed += 1;
         }
@@ -362,6 +371,7 @@ impl Engine {
             rank: self.rank,
             sent: (0..self.size).map(|_| BTreeMap::new()).collect(),
             bytes: 0,
+            bytes_to: vec![0; self.size as usize],
             in_memory: 0,
             memory_bound,
             spill: None,
@@ -634,6 +644,16 @@ impl Engine {
         };
         match msg {
             FromLogger::Checkpoint => return self.mlog_image_wanted(),
+            FromLogger::ReportLog => {
+                // The best-effort checkpoint policy: which rank's image would free the most.
+                let bytes = self.mlog.as_ref().map_or_else(Vec::new, |m| m.bytes_to.clone());
+                if let Some(boot) = self.boot.as_mut() {
+                    if let Err(e) = boot.send_recovery(&steadfast_logging::ToLogger::LogSizes { bytes }.encode()) {
+                        tracing::warn!(error = %e, "reporting the log's size to the checkpoint scheduler");
+                    }
+                }
+                return;
+            }
             FromLogger::ImageKept { number } => {
                 if let Err(e) = self.mlog_image_kept(number) {
                     tracing::warn!(error = %e, "telling the senders to free their logs");

@@ -153,6 +153,8 @@ impl EventLogger {
                 self.stats.images += 1;
                 self.out.push_back(Transmit { to: rank, message: FromLogger::ImageKept { number } });
             }
+            // For the checkpoint scheduler, not stored.
+            ToLogger::LogSizes { .. } => {}
         }
     }
 

@@ -329,7 +329,7 @@ impl RankLog {
                 self.merge_gathered();
             }
             // For the engine (it takes an image); nothing of the log changes.
-            FromLogger::Checkpoint | FromLogger::ImageKept { .. } => {}
+            FromLogger::Checkpoint | FromLogger::ImageKept { .. } | FromLogger::ReportLog => {}
         }
     }
 

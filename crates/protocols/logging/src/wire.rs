@@ -42,6 +42,9 @@ pub enum ToLogger {
     /// The sending rank's process image, taken when its events `1..=clock` were stored, is
     /// complete: a later failure restores it instead of re-executing from the start.
     Checkpointed { incarnation: u16, number: u64, clock: u64 },
+    /// Answer to `ReportLog`: `bytes[d]` is how many payload bytes of messages to rank `d`
+    /// the sending rank's sender-based log holds (what an image of `d` would free).
+    LogSizes { bytes: Vec<u64> },
 }
 
 /// The event logger to a rank.
@@ -57,6 +60,9 @@ pub enum FromLogger {
     /// The launcher will restore image `number` if the rank fails: the senders may now be
     /// told to free their logs of what it holds.
     ImageKept { number: u64 },
+    /// The checkpoint scheduler (best-effort policy) asks for the sizes of the sender-based
+    /// log by destination.
+    ReportLog,
 }
 
 /// Between ranks (causal protocol): determinants piggybacked on the next message, and the
@@ -112,6 +118,8 @@ mod tag {
     pub const CHECKPOINT: u8 = 9;
     pub const PEER_CHECKPOINTED: u8 = 10;
     pub const IMAGE_KEPT: u8 = 11;
+    pub const REPORT_LOG: u8 = 12;
+    pub const LOG_SIZES: u8 = 13;
     pub const MATCH: u8 = 0;
     pub const CHOICE: u8 = 1;
     pub const CHOICE_PROBED: u8 = 2;
@@ -249,6 +257,14 @@ impl ToLogger {
                 w.var(*clock);
                 w.into_inner()
             }
+            ToLogger::LogSizes { bytes } => {
+                let mut w = start(tag::LOG_SIZES);
+                w.var(bytes.len() as u64);
+                for b in bytes {
+                    w.var(*b);
+                }
+                w.into_inner()
+            }
         }
     }
 
@@ -279,6 +295,14 @@ impl ToLogger {
                 let clock = r.var()?;
                 Ok(ToLogger::Checkpointed { incarnation, number, clock })
             }
+            tag::LOG_SIZES => {
+                let n = r.count(1)?;
+                let mut bytes = Vec::with_capacity(n);
+                for _ in 0..n {
+                    bytes.push(r.var()?);
+                }
+                Ok(ToLogger::LogSizes { bytes })
+            }
             t => Err(DecodeError::Tag(t)),
         })
     }
@@ -308,6 +332,7 @@ impl FromLogger {
                 w.var(*number);
                 w.into_inner()
             }
+            FromLogger::ReportLog => start(tag::REPORT_LOG).into_inner(),
         }
     }
 
@@ -331,6 +356,7 @@ impl FromLogger {
             }
             tag::CHECKPOINT => Ok(FromLogger::Checkpoint),
             tag::IMAGE_KEPT => Ok(FromLogger::ImageKept { number: r.var()? }),
+            tag::REPORT_LOG => Ok(FromLogger::ReportLog),
             t => Err(DecodeError::Tag(t)),
         })
     }
@@ -442,6 +468,8 @@ mod tests {
             FromLogger::Checkpoint.encode(),
             FromLogger::ImageKept { number: 3 }.encode(),
             Peer::Checkpointed { upto: 41 }.encode(),
+            FromLogger::ReportLog.encode(),
+            ToLogger::LogSizes { bytes: vec![0, 1 << 20, 300] }.encode(),
         ]
     }
 

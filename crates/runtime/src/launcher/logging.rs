@@ -6,9 +6,11 @@
 //! re-execution writes the same bytes again).
 //!
 //! With `--ckpt-interval` it is also the checkpoint scheduler of these modes: every
-//! interval it asks one rank (round robin, or at random with `--ckpt-policy random`) for a
-//! process image of itself; a rank that fails later is restored from its newest image
-//! the event logger accepted, and its output is forwarded from the image's position on.
+//! interval it asks one rank (round robin, at random with `--ckpt-policy random`, or with
+//! `--ckpt-policy best-effort` the rank whose image would free the most of the others'
+//! sender-based logs, from the sizes the ranks reported when last asked) for a process
+//! image of itself; a rank that fails later is restored from its newest image the event
+//! logger accepted, and its output is forwarded from the image's position on.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -45,6 +47,8 @@ pub(super) struct Logging {
 pub enum ImagePolicy {
     RoundRobin,
     Random,
+    /// MPICH-V2's best-effort policy: the rank whose image frees the most logged bytes.
+    BestEffort,
 }
 
 /// The checkpoint scheduler of the logging modes.
@@ -58,6 +62,30 @@ struct ImageSchedule {
     rng: u64,
     /// [rank] → image number → stdout/stderr positions when it was taken.
     marks: Vec<HashMap<u64, [u64; 2]>>,
+    /// Best effort: each rank's last report of its log's bytes by destination.
+    sizes: Vec<Vec<u64>>,
+}
+
+impl ImageSchedule {
+    /// Best effort: of the ranks `live` says may be asked, the one whose image would free
+    /// the most bytes of the others' logs (messages sent to it), by the last reports; None
+    /// when no report names any logged byte for them (then the turn goes round robin).
+    fn best_effort(&self, live: &[bool]) -> Option<(u32, u64)> {
+        let np = live.len();
+        let mut best: Option<(u64, u32)> = None;
+        // In turn order from the rank after the one asked last: among equals, turns go round.
+        for i in 0..np {
+            let r = (self.last as usize + 1 + i) % np;
+            if !live[r] {
+                continue;
+            }
+            let freed: u64 = self.sizes.iter().map(|per_dest| per_dest.get(r).copied().unwrap_or(0)).sum();
+            if freed > 0 && best.is_none_or(|(f, _)| freed > f) {
+                best = Some((freed, r as u32));
+            }
+        }
+        best.map(|(f, r)| (r, f))
+    }
 }
 
 impl Logging {
@@ -82,6 +110,7 @@ impl Logging {
                 // Seeded by the clock: which rank is asked is no part of the result.
                 rng: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_nanos() as u64) | 1,
                 marks: vec![HashMap::new(); np as usize],
+                sizes: vec![Vec::new(); np as usize],
             }),
         })
     }
@@ -147,6 +176,12 @@ impl Launcher {
                 return;
             }
         };
+        if let ToLogger::LogSizes { bytes } = msg {
+            if let Some(slot) = l.images.as_mut().and_then(|s| s.sizes.get_mut(rank as usize)) {
+                *slot = bytes;
+            }
+            return;
+        }
         let image_before = l.logger.image(rank);
         l.logger.handle(rank, msg);
         let image_now = l.logger.image(rank);
@@ -220,6 +255,8 @@ impl Launcher {
             return;
         }
         s.next_at = now + s.interval;
+        let mut said = None;
+        let live: Vec<bool> = (0..np as usize).map(|r| self.ranks.get(r).is_some_and(|p| p.status.is_none())).collect();
         let rank = match s.policy {
             ImagePolicy::RoundRobin => (s.last + 1) % np,
             ImagePolicy::Random => {
@@ -229,14 +266,32 @@ impl Launcher {
                 s.rng ^= s.rng << 17;
                 (s.rng % u64::from(np)) as u32
             }
+            ImagePolicy::BestEffort => match s.best_effort(&live) {
+                Some((r, freed)) => {
+                    said = Some(format!("steadfast run: best effort: asking rank {r} for an image, which would free {freed} logged bytes"));
+                    r
+                }
+                None => (s.last + 1) % np,
+            },
         };
         s.last = rank;
-        if self.ranks.get(rank as usize).is_some_and(|r| r.status.is_none()) {
+        let best_effort = s.policy == ImagePolicy::BestEffort;
+        if let Some(m) = said.filter(|_| self.cfg.verbose) {
+            self.stderr_sink.message(&m);
+        }
+        if live.get(rank as usize).copied().unwrap_or(false) {
             tracing::debug!(rank, "asking for a process image");
             let bytes = steadfast_logging::FromLogger::Checkpoint.encode();
             self.core.send_to(rank, ServerMsg::Event(LauncherEvent::Recovery { bytes }));
-            self.pump_core();
         }
+        if best_effort {
+            // Fresh sizes for the next turn (a rank answers when it next enters the library).
+            let bytes = steadfast_logging::FromLogger::ReportLog.encode();
+            for r in (0..np).filter(|&r| live[r as usize]) {
+                self.core.send_to(r, ServerMsg::Event(LauncherEvent::Recovery { bytes: bytes.clone() }));
+            }
+        }
+        self.pump_core();
     }
 
     pub(super) fn mlog_next_timeout(&self) -> Option<Instant> {
@@ -254,5 +309,47 @@ impl Launcher {
         if ok && temporary {
             let _ = std::fs::remove_dir_all(&dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(sizes: Vec<Vec<u64>>, last: u32) -> ImageSchedule {
+        let np = sizes.len();
+        ImageSchedule {
+            interval: Duration::from_secs(1),
+            policy: ImagePolicy::BestEffort,
+            next_at: Instant::now(),
+            last,
+            rng: 1,
+            marks: vec![HashMap::new(); np],
+            sizes,
+        }
+    }
+
+    #[test]
+    fn best_effort_picks_the_rank_whose_image_frees_the_most() {
+        // Rank 0 logged 10 bytes to 1 and 500 to 2; rank 1 logged 100 to 2 and 50 to 0;
+        // rank 2 logged 300 to 1. Images would free: rank 0: 50, rank 1: 310, rank 2: 600.
+        let s = schedule(vec![vec![0, 10, 500], vec![50, 0, 100], vec![0, 300, 0]], 0);
+        assert_eq!(s.best_effort(&[true, true, true]), Some((2, 600)));
+        // A rank that is down is not asked; the next best is.
+        assert_eq!(s.best_effort(&[true, true, false]), Some((1, 310)));
+        // Nothing reported: no choice (the turn goes round robin).
+        let s = schedule(vec![Vec::new(); 3], 0);
+        assert_eq!(s.best_effort(&[true, true, true]), None);
+    }
+
+    #[test]
+    fn best_effort_ties_take_turns() {
+        let s = schedule(vec![vec![0, 7, 7], vec![7, 0, 0], vec![0, 0, 0]], 0);
+        // Ranks 0, 1 and 2 would each free 7 bytes: the one after the last asked.
+        assert_eq!(s.best_effort(&[true, true, true]).map(|x| x.0), Some(1));
+        let s = schedule(vec![vec![0, 7, 7], vec![7, 0, 0], vec![0, 0, 0]], 1);
+        assert_eq!(s.best_effort(&[true, true, true]).map(|x| x.0), Some(2));
+        let s = schedule(vec![vec![0, 7, 7], vec![7, 0, 0], vec![0, 0, 0]], 2);
+        assert_eq!(s.best_effort(&[true, true, true]).map(|x| x.0), Some(0));
     }
 }
