@@ -10,6 +10,7 @@
 
 pub mod bridge;
 pub mod checksum;
+pub mod cm;
 pub mod cma;
 pub mod composite;
 pub mod fault;
