@@ -244,6 +244,7 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
         .and_then(|m| match m {
             steadfast_runtime::FtMode::Pessimistic => Some(steadfast_logging::Mode::Pessimistic),
             steadfast_runtime::FtMode::Causal => Some(steadfast_logging::Mode::Causal),
+            steadfast_runtime::FtMode::ChannelMemory => Some(steadfast_logging::Mode::ChannelMemory),
             _ => None,
         });
     let mut eng = match Engine::init(job, boot) {

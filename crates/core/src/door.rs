@@ -274,6 +274,15 @@ impl Door {
         true
     }
 
+    /// `--ft channel-memory`: this process's stream begins with the packets its earlier
+    /// processes sent to themselves, which it takes in as they did; its own new ones then
+    /// count as a rejoin of itself.
+    pub fn admit_own_history(&mut self) {
+        if let Some(me) = self.peer_incarnation.get_mut(self.rank as usize) {
+            *me = 0;
+        }
+    }
+
     /// This process was restored from its own image (message logging) as incarnation `inc`;
     /// the others keep theirs.
     pub fn restored_as(&mut self, inc: u16) {

@@ -241,6 +241,16 @@ struct State {
     awaiting: std::collections::HashMap<(u32, u64), Handle>,
     /// Logging modes: messages dropped as taken in before.
     dup_messages: u64,
+    /// `--ft channel-memory`: every packet goes through the receiver's channel memory (self
+    /// included), and the order of a rank's stream there fixes its receptions.
+    channel_memory: bool,
+    /// Channel memory: synchronous messages arrived and not matched yet: (sender, seq).
+    sync_from: std::collections::HashSet<(u32, u64)>,
+    /// Channel memory: our synchronous sends waiting for their `SyncAck`: (dest, seq).
+    sync_pending: std::collections::HashMap<(u32, u64), Handle>,
+    /// Channel memory: `SyncAck`s that came before the send they answer (a re-executing
+    /// rank reads its stream ahead of its program).
+    sync_early: std::collections::HashSet<(u32, u64)>,
 }
 
 /// The MPI engine of one process.
@@ -416,6 +426,19 @@ fn network_ip(job: &JobInfo, cfg: &Config) -> (Option<std::net::IpAddr>, Vec<u32
 }
 
 fn build_net(job: &JobInfo, b: &mut dyn Bootstrap, cfg: &Config) -> MpiResult<BuiltNet> {
+    // `--ft channel-memory`: every packet goes through the channel memory servers; ranks
+    // need not reach each other. Every message travels whole (no rendezvous), so that its
+    // receiver's channel memory holds all of it.
+    if let Some(addrs) = steadfast_config::lookup(steadfast_runtime::env::CM_ADDRS).filter(|a| !a.is_empty()) {
+        let addrs: Vec<String> = addrs.split(',').map(str::to_owned).collect();
+        let cm = steadfast_paths::cm::CmPath::connect(job.rank, job.incarnation, job.job_key, addrs, 0).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+        return Ok(BuiltNet {
+            net: Box::new(cm),
+            pids: vec![0; job.size as usize],
+            shm_peer: vec![false; job.size as usize],
+            eager_limit: steadfast_paths::cm::MAX_PAYLOAD,
+        });
+    }
     if job.path == PathKind::Shm {
         cma::allow_peer_reads();
     }
@@ -549,6 +572,10 @@ impl Engine {
             admitted: Vec::new(),
             awaiting: std::collections::HashMap::new(),
             dup_messages: 0,
+            channel_memory: false,
+            sync_from: Default::default(),
+            sync_pending: Default::default(),
+            sync_early: Default::default(),
             door: Door::new(rank, incarnation, size),
             rejoined: Vec::new(),
         };
@@ -897,9 +924,14 @@ impl Engine {
         if let Some(r) = self.st.reqs.get_mut(h) {
             r.send.owned = owned;
         }
-        let eager = s.mode != Mode::Synchronous && len <= self.eager_limit;
+        let sync = self.st.channel_memory && s.mode == Mode::Synchronous;
+        if self.st.channel_memory && len > self.eager_limit {
+            return mpi_err!(Count, "a message of {len} bytes is larger than --ft channel-memory carries ({} bytes)", self.eager_limit);
+        }
+        let eager = (s.mode != Mode::Synchronous || sync) && len <= self.eager_limit;
         if eager {
-            let hdr = self.st.door.message(peer, Kind::Eager, 0, ctx, src, s.tag, len as u64, 0);
+            let flags = if sync { crate::wire::FLAG_SYNC } else { 0 };
+            let hdr = self.st.door.message(peer, Kind::Eager, flags, ctx, src, s.tag, len as u64, 0);
             let sent = Sent { peer, ctx, src, seq: hdr.a, id: 0, rendezvous: false, buffered: false };
             self.st.last_sent = Some(sent);
             if let Some(r) = self.st.reqs.get_mut(h) {
@@ -911,6 +943,14 @@ impl Engine {
                 self.mlog_keep(peer, &hdr, payload)?;
             }
             self.emit_message(peer, &hdr, payload)?;
+            if sync {
+                // Complete once the receiver matched it (its SyncAck may be here already
+                // when this process re-executes).
+                if !self.st.sync_early.remove(&(peer, hdr.a)) {
+                    self.st.sync_pending.insert((peer, hdr.a), h);
+                    return Ok(());
+                }
+            }
             self.st.complete(h, Status { source: PROC_NULL, tag: s.tag, error: None, bytes: 0, cancelled: false });
         } else {
             let flags = if self.st.cma_ok[peer as usize] || peer == self.rank { FLAG_CMA } else { 0 };
@@ -939,7 +979,8 @@ impl Engine {
 
     /// Send one packet to `peer`, queueing behind earlier packets if any are waiting.
     fn emit(&mut self, peer: u32, hdr: RawHeader, payload: &[u8]) -> MpiResult<()> {
-        if peer == self.rank {
+        // Channel memory: messages to oneself take their place in one's stream too.
+        if peer == self.rank && !self.st.channel_memory {
             self.st.loopback.push_back((hdr, payload.to_vec()));
             return Ok(());
         }
@@ -1077,6 +1118,11 @@ impl Engine {
     /// it yet. The request completes again when the answer arrives, cancelled or not (an
     /// eager send that already completed locally is reopened until then).
     fn cancel_send(&mut self, h: Handle) -> MpiResult<()> {
+        if self.st.channel_memory {
+            // The message is in its receiver's channel memory already, placed in its stream:
+            // it is not withdrawn (the send completes as sent; MPI allows a cancel to fail).
+            return Ok(());
+        }
         let Some(r) = self.st.reqs.get_mut(h) else { return mpi_err!(Request, "invalid request handle") };
         if !r.active || r.send.cancelling || r.freed {
             return Ok(());
@@ -1825,7 +1871,11 @@ impl Engine {
                     if let Some(n) = self.launcher_incarnation.get_mut(rank as usize) {
                         *n = incarnation;
                     }
-                    self.st.peer_rejoined(rank, incarnation);
+                    // Channel memory: the new process is known from its first packet in this
+                    // rank's stream, so that a re-execution of this rank sees the same.
+                    if !self.st.channel_memory {
+                        self.st.peer_rejoined(rank, incarnation);
+                    }
                 }
                 _ => {}
             }
@@ -2196,6 +2246,7 @@ impl State {
     fn post(&mut self, ctx: u32, src: i32, tag: i32, h: Handle) -> Option<Unexpected<Body>> {
         let u = self.matcher.post(ctx, src, tag, h)?;
         self.door.matched(u.msg.from(), ctx, u.src, u.tag);
+        self.sync_matched(u.msg.from());
         Some(u)
     }
 
@@ -2205,6 +2256,7 @@ impl State {
     fn take(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected<Body>> {
         let u = self.matcher.take(ctx, src, tag)?;
         self.door.matched(u.msg.from(), ctx, u.src, u.tag);
+        self.sync_matched(u.msg.from());
         Some(u)
     }
 
@@ -2215,6 +2267,12 @@ impl State {
             return;
         }
         tracing::info!("rank {w} rejoined as incarnation {inc}");
+        if self.channel_memory {
+            // Nothing to do: what it sent stays in the streams, its own stream goes to the
+            // new process from the channel memory, and the paths lead to the servers.
+            self.events += 1;
+            return;
+        }
         if self.logging {
             // Nothing is lost: what it sent stays, what it was sent goes again (the engine
             // does that once the path leads to the new process, `mlog_peer_rejoined`).
@@ -2315,6 +2373,18 @@ impl State {
         }
     }
 
+    /// Channel memory: a synchronous message was matched here: its sender's send may
+    /// complete (the answer goes through the sender's channel memory, in its stream).
+    fn sync_matched(&mut self, from: crate::door::Ident) {
+        if !self.channel_memory || self.sync_from.is_empty() {
+            return;
+        }
+        if self.sync_from.remove(&(from.world, from.seq)) {
+            let hdr = self.door.control(Kind::SyncAck, 0, 0, 0, 0, from.seq, 0);
+            self.queue(from.world, OutOp::Packet { hdr, payload: Vec::new() });
+        }
+    }
+
     fn complete_send(&mut self, sreq: Handle) {
         let tag = match self.reqs.get(sreq).map(|r| &r.op) {
             Some(Op::Send(s)) => s.tag,
@@ -2336,12 +2406,17 @@ impl State {
                     return;
                 }
                 let from = self.door.ident(peer, h.a);
+                if self.channel_memory && h.flags & crate::wire::FLAG_SYNC != 0 {
+                    self.sync_from.insert((peer, h.a));
+                }
                 if self.waiting.is_some() && self.eager_to_waiting(h, payload) {
                     self.door.matched(from, h.ctx, h.src, h.tag);
+                    self.sync_matched(from);
                     return;
                 }
                 if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec(), from }) {
                     self.door.matched(from, h.ctx, h.src, h.tag);
+                    self.sync_matched(from);
                     self.deliver_bytes(r, h.src, h.tag, payload, h.len);
                 }
             }
@@ -2395,6 +2470,16 @@ impl State {
                     return;
                 }
                 self.complete_send(sreq);
+            }
+            Kind::SyncAck => {
+                if let Some(sreq) = self.sync_pending.remove(&(peer, h.a)) {
+                    self.complete_send(sreq);
+                } else if h.a >= self.door.next_seq(peer) {
+                    self.sync_early.insert((peer, h.a));
+                } else {
+                    // The answer again, from a receiver that re-executes.
+                    self.dropped += 1;
+                }
             }
             Kind::Ulfm => self.ulfm_packet(peer, h.ctx, h.src, payload),
             // Consumed by the coordinated-checkpoint hook; without one it means nothing.

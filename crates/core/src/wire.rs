@@ -41,6 +41,9 @@ pub enum Kind {
     /// payload = `steadfast-rollback` wire bytes. Travels in line with the messages it
     /// flushes.
     Recovery = 10,
+    /// `--ft channel-memory`: the receiver matched the synchronous message `a` (its
+    /// sequence number) of this rank to it, which completes the send.
+    SyncAck = 11,
 }
 
 impl Kind {
@@ -56,6 +59,7 @@ impl Kind {
             8 => Kind::CancelReq,
             9 => Kind::CancelAck,
             10 => Kind::Recovery,
+            11 => Kind::SyncAck,
             _ => return None,
         })
     }
@@ -78,6 +82,9 @@ pub struct Header {
 
 /// Flag on Rts: the sender may be read with single copy (same host, contiguous buffer).
 pub const FLAG_CMA: u8 = 1;
+/// Flag on Eager (`--ft channel-memory`, where every message travels whole): a synchronous
+/// send; the receiver answers `SyncAck` when it matches it.
+pub const FLAG_SYNC: u8 = 2;
 
 impl Header {
     /// Encode into raw bytes.

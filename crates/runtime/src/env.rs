@@ -61,6 +61,9 @@ pub const CKPT_JOB: &str = "STEADFAST_CKPT_JOB";
 /// `--ft pessimistic`/`causal` with `--ckpt-interval`: directory of the ranks' own process
 /// images (`rank-R.img-N`); unset, no images are taken in these modes.
 pub const MLOG_IMAGES: &str = "STEADFAST_MLOG_IMAGES";
+/// `--ft channel-memory`: the channel memory servers (`host:port,…`; rank r's stream is
+/// kept by the (r mod count)-th).
+pub const CM_ADDRS: &str = "STEADFAST_CM_ADDRS";
 
 /// Transport the ranks should use between themselves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -96,6 +99,9 @@ pub enum FtMode {
     /// Causal message logging (MPICH-Vcausal): as pessimistic, with determinants
     /// piggybacked on messages instead of waited for.
     Causal,
+    /// Channel memories (MPICH-V1): every message goes through its receiver's channel
+    /// memory, which keeps it and fixes the receiver's order.
+    ChannelMemory,
 }
 
 impl FtMode {
@@ -106,7 +112,7 @@ impl FtMode {
 
     /// A message-logging mode (only the failed rank is started again).
     pub fn logs_messages(self) -> bool {
-        matches!(self, FtMode::Pessimistic | FtMode::Causal)
+        matches!(self, FtMode::Pessimistic | FtMode::Causal | FtMode::ChannelMemory)
     }
 
     /// The launcher starts a dead rank again while the others run.
@@ -152,6 +158,7 @@ impl FromStr for FtMode {
             "coordinated" => Ok(FtMode::Coordinated),
             "pessimistic" => Ok(FtMode::Pessimistic),
             "causal" => Ok(FtMode::Causal),
+            "channel-memory" => Ok(FtMode::ChannelMemory),
             _ => Err(UnknownValue(s.to_owned())),
         }
     }
@@ -166,6 +173,7 @@ impl fmt::Display for FtMode {
             FtMode::Coordinated => "coordinated",
             FtMode::Pessimistic => "pessimistic",
             FtMode::Causal => "causal",
+            FtMode::ChannelMemory => "channel-memory",
         })
     }
 }

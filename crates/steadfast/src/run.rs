@@ -83,6 +83,11 @@ pub struct RunArgs {
     #[arg(long = "ckpt-policy", value_enum, default_value_t = PolicyArg::RoundRobin)]
     pub ckpt_policy: PolicyArg,
 
+    /// With --ft channel-memory: how many channel memory servers the launcher runs (rank
+    /// r's messages are kept by server r mod N).
+    #[arg(long = "channel-memories", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub channel_memories: u32,
+
     /// With --ft coordinated: directory for the process images; with --ft pessimistic or
     /// causal: for the event logger's journals (default: a new directory under $TMPDIR,
     /// removed when the job ends well).
@@ -188,6 +193,10 @@ pub enum FtArg {
     /// Causal message logging (MPICH-Vcausal): as pessimistic, determinants travel with
     /// the messages instead of being waited for.
     Causal,
+    /// Channel memories (MPICH-V1): every message goes through its receiver's channel
+    /// memory, which keeps it; a failed rank is started again and gets its messages from
+    /// there, in the same order.
+    ChannelMemory,
 }
 
 /// `--on-failure` values.
@@ -253,6 +262,7 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--max-restarts", 1),
     ("--ckpt-interval", 1),
     ("--ckpt-policy", 1),
+    ("--channel-memories", 1),
     ("--ckpt-dir", 1),
     ("--ckpt-server", 1),
     ("--ckpt-server-key-file", 1),
@@ -358,6 +368,7 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         FtArg::Coordinated => FtMode::Coordinated,
         FtArg::Pessimistic => FtMode::Pessimistic,
         FtArg::Causal => FtMode::Causal,
+        FtArg::ChannelMemory => FtMode::ChannelMemory,
     };
     cfg.ckpt_interval = args.ckpt_interval;
     cfg.ckpt_policy = match args.ckpt_policy {
@@ -365,6 +376,7 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         PolicyArg::Random => launcher::ImagePolicy::Random,
         PolicyArg::BestEffort => launcher::ImagePolicy::BestEffort,
     };
+    cfg.channel_memories = args.channel_memories;
     cfg.ckpt_dir = args.ckpt_dir;
     cfg.ckpt_server = match (args.ckpt_server.as_str(), args.ckpt_server_key_file) {
         ("builtin", None) => CkptServer::Builtin,

@@ -146,7 +146,10 @@ impl Interpose for Hook {
             }
             // Held while the replay runs, and after it until what was held is released (so
             // that no later packet overtakes them).
-            Kind::Eager | Kind::Rts if !self.passing && (self.fetching || self.gathering > 0 || self.log.replaying() || !self.held.is_empty()) => {
+            // Channel memory: nothing is held; the stream's order is the logged order.
+            Kind::Eager | Kind::Rts
+                if self.log.mode() != Mode::ChannelMemory && !self.passing && (self.fetching || self.gathering > 0 || self.log.replaying() || !self.held.is_empty()) =>
+            {
                 self.held.push((from, hdr.encode(), payload.to_vec()));
                 false
             }
@@ -365,6 +368,13 @@ impl Engine {
         })));
         self.st.logging = true;
         self.st.admitted = vec![Admitted::default(); self.size as usize];
+        if mode == Mode::ChannelMemory {
+            if images.is_some() {
+                return Err(other("process images are not taken in --ft channel-memory"));
+            }
+            self.st.channel_memory = true;
+            self.st.door.admit_own_history();
+        }
         let memory_bound = steadfast_config::parse_or("STEADFAST_MLOG_MEMORY_MB", 1024usize, "megabytes") << 20;
         self.mlog = Some(Box::new(MsgLog {
             mode,
@@ -492,7 +502,8 @@ impl Engine {
     /// Keep a copy of message `hdr` (with all of its data) for resending it to a rank that
     /// restarts; causal: send the determinants its destination lacks in front of it.
     pub(super) fn mlog_keep(&mut self, peer: u32, hdr: &Header, data: &[u8]) -> MpiResult<()> {
-        if peer == self.rank {
+        // Channel memory: the receiver's channel memory keeps it.
+        if peer == self.rank || self.st.channel_memory {
             // A restarted process sends these to itself again.
             return Ok(());
         }
@@ -674,7 +685,7 @@ impl Engine {
     /// message it was ever sent from here, complete our sends to it that were under way,
     /// and wait for the new process's `Rts` of what was still being streamed from it.
     pub(super) fn mlog_peer_rejoined(&mut self, w: u32) -> MpiResult<()> {
-        if w == self.rank || self.mlog.is_none() {
+        if w == self.rank || self.mlog.is_none() || self.st.channel_memory {
             return Ok(());
         }
         let wu = w as usize;
@@ -775,7 +786,8 @@ impl super::State {
     /// Logging modes: a message head from `peer` that was taken in before (a restarted
     /// rank re-executing) is handled here; true if it was.
     pub(super) fn mlog_duplicate(&mut self, peer: u32, h: &Header, payload: &[u8]) -> bool {
-        if peer == self.rank {
+        // Channel memory: a re-executing process sends itself its messages again too.
+        if peer == self.rank && !self.channel_memory {
             return false;
         }
         let Some(a) = self.admitted.get_mut(peer as usize) else { return false };

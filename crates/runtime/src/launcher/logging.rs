@@ -40,6 +40,8 @@ pub(super) struct Logging {
     pub(super) carry: Vec<[Option<LineBuffer>; 2]>,
     /// Process images of single ranks (`--ckpt-interval`), else None.
     images: Option<ImageSchedule>,
+    /// `--ft channel-memory`: the servers' addresses, as the ranks get them.
+    cm_addrs: Option<String>,
 }
 
 /// Which rank the checkpoint scheduler asks next.
@@ -112,7 +114,25 @@ impl Logging {
                 marks: vec![HashMap::new(); np as usize],
                 sizes: vec![Vec::new(); np as usize],
             }),
+            cm_addrs: None,
         })
+    }
+
+    /// `--ft channel-memory`: start `count` channel memory servers on threads of the
+    /// launcher, listening on `ip`; server `i` keeps the streams of ranks `r` with
+    /// `r mod count == i`. Their key derives from the job key.
+    pub(super) fn start_channel_memories(&mut self, np: u32, count: u32, ip: std::net::IpAddr, job_key: u64) -> std::io::Result<()> {
+        let count = count.clamp(1, np.max(1));
+        let key = steadfast_paths::cm::key_of_job(job_key);
+        let mut addrs = Vec::new();
+        for i in 0..count {
+            let hosted: Vec<u32> = (0..np).filter(|r| r % count == i).collect();
+            let server = crate::channel_memory::CmServer::bind(std::net::SocketAddr::new(ip, 0), key, np, hosted)?;
+            addrs.push(server.local_addr()?.to_string());
+            server.spawn()?;
+        }
+        self.cm_addrs = Some(addrs.join(","));
+        Ok(())
     }
 
     /// Whether ranks take process images of themselves (then they start without address
@@ -129,6 +149,9 @@ impl Logging {
     /// replaces a failed one, the image to restore.
     pub(super) fn rank_env(&self, rank: u32) -> Vec<(OsString, OsString)> {
         let mut v = Vec::new();
+        if let Some(a) = &self.cm_addrs {
+            v.push((crate::env::CM_ADDRS.into(), a.into()));
+        }
         if self.images.is_some() {
             v.push((crate::env::MLOG_IMAGES.into(), self.dir.clone().into_os_string()));
             if let Some(img) = self.logger.image(rank) {

@@ -128,6 +128,9 @@ pub struct LaunchConfig {
     pub ckpt_interval: Option<Duration>,
     /// Message-logging modes with `ckpt_interval`: which rank is asked for an image next.
     pub ckpt_policy: logging::ImagePolicy,
+    /// `--ft channel-memory`: how many channel memory servers the launcher runs (rank r's
+    /// stream is kept by server r mod count).
+    pub channel_memories: u32,
     /// Coordinated checkpointing: directory of images (default: a fresh one under `$TMPDIR`).
     pub ckpt_dir: Option<PathBuf>,
     /// `steadfast restart`: start every rank from the last committed checkpoint in `ckpt_dir`.
@@ -160,6 +163,7 @@ impl LaunchConfig {
             max_restarts: 3,
             ckpt_interval: None,
             ckpt_policy: logging::ImagePolicy::RoundRobin,
+            channel_memories: 1,
             ckpt_dir: None,
             restart: None,
             ckpt_server: CkptServer::Builtin,
@@ -172,7 +176,7 @@ impl LaunchConfig {
         self.on_failure.unwrap_or(match self.ft {
             FtMode::Abort => OnFailure::Abort,
             FtMode::RunThrough => OnFailure::Continue,
-            FtMode::Relaunch | FtMode::Pessimistic | FtMode::Causal => OnFailure::Relaunch,
+            FtMode::Relaunch | FtMode::Pessimistic | FtMode::Causal | FtMode::ChannelMemory => OnFailure::Relaunch,
             FtMode::Coordinated => OnFailure::Rollback,
         })
     }
@@ -648,8 +652,15 @@ impl Launcher {
         }
         if l.cfg.ft.logs_messages() {
             let images = l.cfg.ckpt_interval.map(|i| (i, l.cfg.ckpt_policy));
-            let m = logging::Logging::new(l.cfg.np, l.cfg.ckpt_dir.clone(), &jobid, images)
+            if l.cfg.ft == FtMode::ChannelMemory && images.is_some() {
+                return Err((EXIT_SETUP, "--ckpt-interval is not supported with --ft channel-memory (a restarted rank re-executes from the start; docs/recovery.md)".into()));
+            }
+            let mut m = logging::Logging::new(l.cfg.np, l.cfg.ckpt_dir.clone(), &jobid, images)
                 .map_err(|e| (EXIT_SETUP, format!("event log directory: {e}")))?;
+            if l.cfg.ft == FtMode::ChannelMemory {
+                m.start_channel_memories(l.cfg.np, l.cfg.channel_memories, control.ip(), job_key)
+                    .map_err(|e| (EXIT_SETUP, format!("channel memory servers: {e}")))?;
+            }
             tracing::debug!(dir = %m.dir.display(), "event log");
             l.mlog = Some(m);
         }
