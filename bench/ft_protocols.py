@@ -7,8 +7,8 @@
 
 Every mode `steadfast run --help` lists is measured: abort (no fault tolerance, the paper's
 Vdummy), run-through, coordinated (MPICH-V/CL), pessimistic (MPICH-V2), causal
-(MPICH-Vcausal). Channel memories (MPICH-V1, `--ft channel-memory`) are measured as soon as
-the launcher lists that mode; until then their rows say "not built".
+(MPICH-Vcausal) and channel memories (MPICH-V1, `--ft channel-memory`); a mode an older
+launcher does not list gets rows that say "not built".
 
 1. Micro-benchmarks (Fig. 7): NetPIPE's NPmpi (2 ranks; fetched by scripts/fetch-netpipe.sh)
    per mode, on shm and on tcp. tcp runs between two network namespaces joined by veth pairs

@@ -107,6 +107,7 @@ case_() {
     [ -n "${IMG:-}" ] && extra=(--ckpt-interval "$IMG")
     [ -n "${POLICY:-}" ] && extra+=(--ckpt-policy "$POLICY" -v)
     [ -n "${CM:-}" ] && extra+=(--channel-memories "$CM")
+    [ -n "${CMSRV:-}" ] && extra+=(--channel-memory-servers "$CMSRV" --channel-memory-key-file "$work/cm.key")
     local stats=()
     [ -n "${IMG:-}" ] && stats=(STEADFAST_STATS=1)
     env "${stats[@]}" timeout 180 "$run" run --path "$path" --ft "$mode" --ckpt-dir "$work/log" --max-restarts 10 "${extra[@]}" -n 3 "${prog[@]}" \
@@ -193,6 +194,16 @@ for mode in $modes; do
         # No sender-based logs and no images in this mode (docs/recovery.md); three servers
         # instead of one keep the streams.
         CM=3 case_ "$mode" shm "token ring through three channel memories, a random rank killed" "r@?"
+        # Two standalone servers (`steadfast channel-memory`), as on hosts of their own.
+        srv=()
+        for i in 0 1; do
+            "$run" channel-memory --np 3 --index $i --count 2 --key-file "$work/cm.key" > "$work/cm$i.out" 2>&1 &
+            srv+=($!)
+            for _ in $(seq 1 200); do grep -q 'listening on' "$work/cm$i.out" && break; sleep 0.02; done
+        done
+        addrs=$(grep -ho 'listening on [^,]*' "$work/cm0.out" "$work/cm1.out" | cut -d' ' -f3 | paste -sd, -)
+        CMSRV=$addrs case_ "$mode" shm "token ring through two standalone channel memory servers, a random rank killed" "r@?"
+        kill "${srv[@]}" 2>/dev/null
     else
         # The senders' logs past 1 MiB go to their files: the restarted rank is sent them from there.
         STEADFAST_MLOG_MEMORY_MB=1 case_ "$mode" tcp "token ring, logs spilled to files past 1 MiB, a rank killed" "r@?"

@@ -431,7 +431,13 @@ fn build_net(job: &JobInfo, b: &mut dyn Bootstrap, cfg: &Config) -> MpiResult<Bu
     // receiver's channel memory holds all of it.
     if let Some(addrs) = steadfast_config::lookup(steadfast_runtime::env::CM_ADDRS).filter(|a| !a.is_empty()) {
         let addrs: Vec<String> = addrs.split(',').map(str::to_owned).collect();
-        let cm = steadfast_paths::cm::CmPath::connect(job.rank, job.incarnation, job.job_key, addrs, 0).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+        // Standalone servers have a key of their own, in a file on every host; the
+        // launcher's own derive theirs from the job key.
+        let key = match steadfast_config::lookup(steadfast_runtime::env::CM_KEY_FILE).filter(|f| !f.is_empty()) {
+            Some(f) => steadfast_runtime::ckpt_store::read_key_file(std::path::Path::new(&f)).map_err(|e| MpiError::new(ErrorClass::Other, format!("channel memory key: {e}")))?,
+            None => steadfast_paths::cm::key_of_job(job.job_key),
+        };
+        let cm = steadfast_paths::cm::CmPath::connect(job.rank, job.incarnation, key, addrs, 0).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
         return Ok(BuiltNet {
             net: Box::new(cm),
             pids: vec![0; job.size as usize],

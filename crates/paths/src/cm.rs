@@ -238,11 +238,11 @@ pub struct CmPath {
 impl CmPath {
     /// Connects to the server that keeps this rank's stream and reads it from frame
     /// `reads_from` (0 for a process that starts from the beginning).
-    pub fn connect(rank: u32, incarnation: u16, job_key: u64, addrs: Vec<String>, reads_from: u64) -> Result<CmPath, PathError> {
+    /// `key`: the servers' key ([`key_of_job`] for the launcher's own servers).
+    pub fn connect(rank: u32, incarnation: u16, key: [u8; 32], addrs: Vec<String>, reads_from: u64) -> Result<CmPath, PathError> {
         if addrs.is_empty() {
             return Err(PathError::Config("no channel memory servers (STEADFAST_CM_ADDRS)".into()));
         }
-        let key = key_of_job(job_key);
         let mut p = CmPath { rank, incarnation, key, conns: addrs.iter().map(|_| None).collect(), addrs, taken: reads_from, counters: PathCounters::default() };
         let home = p.server_of(rank);
         let c = Conn::connect(&p.addrs[home], &p.key, rank, incarnation, Some(reads_from)).map_err(|e| PathError::Config(format!("channel memory {}: {e}", p.addrs[home])))?;
@@ -348,6 +348,15 @@ impl Path for CmPath {
 
     fn wait(&mut self, timeout: Duration) -> Result<(), PathError> {
         let home = self.server_of(self.rank);
+        // A frame read already and not yet handed over does not wake a poll on the socket.
+        if let Some(c) = &self.conns[home] {
+            if c.inb.len() >= 4 {
+                let len = u32::from_le_bytes([c.inb[0], c.inb[1], c.inb[2], c.inb[3]]) as usize;
+                if c.inb.len() >= 4 + len {
+                    return Ok(());
+                }
+            }
+        }
         let mut fds: Vec<libc::pollfd> = Vec::new();
         for (i, c) in self.conns.iter().enumerate() {
             let Some(c) = c else { continue };

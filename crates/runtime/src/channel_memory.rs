@@ -48,7 +48,8 @@ impl CmServer {
         Ok(())
     }
 
-    fn serve(self) {
+    /// Serves on this thread until the process ends: one thread per connection.
+    pub fn serve(self) {
         let open = Arc::new(AtomicUsize::new(0));
         let ids = AtomicU64::new(1);
         for conn in self.listener.incoming() {
@@ -198,8 +199,8 @@ mod tests {
         let server = CmServer::bind("127.0.0.1:0".parse().unwrap(), key, 2, vec![0, 1]).unwrap();
         let addr = server.local_addr().unwrap().to_string();
         server.spawn().unwrap();
-        let mut a = CmPath::connect(0, 0, 7, vec![addr.clone()], 0).unwrap();
-        let mut b = CmPath::connect(1, 0, 7, vec![addr.clone()], 0).unwrap();
+        let mut a = CmPath::connect(0, 0, key, vec![addr.clone()], 0).unwrap();
+        let mut b = CmPath::connect(1, 0, key, vec![addr.clone()], 0).unwrap();
         let h = |k: u8| -> RawHeader {
             let mut x = [0u8; HDR_LEN];
             x[0] = k;
@@ -215,12 +216,12 @@ mod tests {
         assert_eq!(take(&mut a, 1)[0].2, b"self");
         // Rank 1 restarts: the same stream from the start.
         drop(b);
-        let mut b2 = CmPath::connect(1, 1, 7, vec![addr.clone()], 0).unwrap();
+        let mut b2 = CmPath::connect(1, 1, key, vec![addr.clone()], 0).unwrap();
         let again = take(&mut b2, 2);
         assert_eq!(again, got);
         // A stranger without the key gets nowhere.
-        assert!(CmPath::connect(1, 2, 8, vec![addr.clone()], 0).is_err());
+        assert!(CmPath::connect(1, 2, cm::key_of_job(8), vec![addr.clone()], 0).is_err());
         // The old process of rank 1 is refused now.
-        assert!(CmPath::connect(1, 0, 7, vec![addr], 0).is_err());
+        assert!(CmPath::connect(1, 0, key, vec![addr], 0).is_err());
     }
 }

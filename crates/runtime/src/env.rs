@@ -64,6 +64,8 @@ pub const MLOG_IMAGES: &str = "STEADFAST_MLOG_IMAGES";
 /// `--ft channel-memory`: the channel memory servers (`host:port,…`; rank r's stream is
 /// kept by the (r mod count)-th).
 pub const CM_ADDRS: &str = "STEADFAST_CM_ADDRS";
+/// Standalone channel memory servers: the file holding their key (owner-only, on every host).
+pub const CM_KEY_FILE: &str = "STEADFAST_CM_KEY_FILE";
 
 /// Transport the ranks should use between themselves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -69,6 +69,28 @@ enum Command {
         #[arg(long = "key-file", value_name = "FILE")]
         key_file: Option<std::path::PathBuf>,
     },
+    /// Run a standalone channel memory server for `--ft channel-memory` jobs
+    /// (`steadfast run --ft channel-memory --channel-memory-servers HOST:PORT,…
+    /// --channel-memory-key-file FILE`): it keeps, in memory, every message to the ranks
+    /// r of an NP-rank job with r mod COUNT = INDEX, and gives each its stream.
+    ChannelMemory {
+        /// Ranks of the job.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        np: u32,
+        /// This server's place among COUNT servers (0-based).
+        #[arg(long, default_value_t = 0)]
+        index: u32,
+        /// How many servers the job uses.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        count: u32,
+        /// Address to listen on (HOST:PORT; port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// The server's key: read from FILE, or written there (owner-only) if FILE does
+        /// not exist.
+        #[arg(long = "key-file", value_name = "FILE")]
+        key_file: std::path::PathBuf,
+    },
     /// Every STEADFAST_* environment variable: default, meaning and the value set now
     /// (`--markdown`: the list as docs/configuration.md has it).
     Config {
@@ -106,6 +128,7 @@ fn main() {
         },
         Command::Checkpoint { dir } => checkpoint(&dir),
         Command::CkptServer { dir, listen, key_file } => ckpt_server(&dir, listen, key_file),
+        Command::ChannelMemory { np, index, count, listen, key_file } => channel_memory(np, index, count, listen, &key_file),
         Command::Config { markdown } => {
             print!("{}", if markdown { steadfast_config::markdown() } else { steadfast_config::text() });
             0
@@ -160,6 +183,31 @@ fn ckpt_server(dir: &std::path::Path, listen: std::net::SocketAddr, key_file: Op
         }
         Err(e) => {
             eprintln!("steadfast ckpt-server: {e}");
+            1
+        }
+    }
+}
+
+/// `steadfast channel-memory`: serve until killed.
+fn channel_memory(np: u32, index: u32, count: u32, listen: std::net::SocketAddr, key_file: &std::path::Path) -> i32 {
+    if index >= count {
+        eprintln!("steadfast channel-memory: --index {index} is not below --count {count}");
+        return 2;
+    }
+    let hosted: Vec<u32> = (0..np).filter(|r| r % count == index).collect();
+    let started = steadfast_runtime::ckpt_store::read_or_create_key_file(key_file)
+        .and_then(|key| steadfast_runtime::channel_memory::CmServer::bind(listen, key, np, hosted));
+    match started {
+        Ok(server) => {
+            match server.local_addr() {
+                Ok(a) => println!("steadfast channel-memory: listening on {a}, server {index} of {count} for {np} ranks, key in {}", key_file.display()),
+                Err(e) => eprintln!("steadfast channel-memory: {e}"),
+            }
+            server.serve();
+            0
+        }
+        Err(e) => {
+            eprintln!("steadfast channel-memory: {e}");
             1
         }
     }

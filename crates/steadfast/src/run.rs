@@ -88,6 +88,16 @@ pub struct RunArgs {
     #[arg(long = "channel-memories", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub channel_memories: u32,
 
+    /// With --ft channel-memory: use standalone servers (`steadfast channel-memory`) at
+    /// these addresses (HOST:PORT,…; server i keeps the messages of ranks r with r mod count
+    /// = i) instead of the launcher's own; needs --channel-memory-key-file.
+    #[arg(long = "channel-memory-servers", value_name = "ADDRS", value_delimiter = ',')]
+    pub channel_memory_servers: Vec<String>,
+
+    /// The standalone channel memory servers' key file (owner-only, on every host).
+    #[arg(long = "channel-memory-key-file", value_name = "FILE")]
+    pub channel_memory_key_file: Option<PathBuf>,
+
     /// With --ft coordinated: directory for the process images; with --ft pessimistic or
     /// causal: for the event logger's journals (default: a new directory under $TMPDIR,
     /// removed when the job ends well).
@@ -263,6 +273,8 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--ckpt-interval", 1),
     ("--ckpt-policy", 1),
     ("--channel-memories", 1),
+    ("--channel-memory-servers", 1),
+    ("--channel-memory-key-file", 1),
     ("--ckpt-dir", 1),
     ("--ckpt-server", 1),
     ("--ckpt-server-key-file", 1),
@@ -377,6 +389,8 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
         PolicyArg::BestEffort => launcher::ImagePolicy::BestEffort,
     };
     cfg.channel_memories = args.channel_memories;
+    cfg.channel_memory_servers = args.channel_memory_servers;
+    cfg.channel_memory_key_file = args.channel_memory_key_file;
     cfg.ckpt_dir = args.ckpt_dir;
     cfg.ckpt_server = match (args.ckpt_server.as_str(), args.ckpt_server_key_file) {
         ("builtin", None) => CkptServer::Builtin,

@@ -42,6 +42,8 @@ pub(super) struct Logging {
     images: Option<ImageSchedule>,
     /// `--ft channel-memory`: the servers' addresses, as the ranks get them.
     cm_addrs: Option<String>,
+    /// Standalone servers: the file of their key.
+    cm_key_file: Option<PathBuf>,
 }
 
 /// Which rank the checkpoint scheduler asks next.
@@ -115,7 +117,14 @@ impl Logging {
                 sizes: vec![Vec::new(); np as usize],
             }),
             cm_addrs: None,
+            cm_key_file: None,
         })
+    }
+
+    /// `--ft channel-memory` with standalone servers at `addrs` whose key is in `key_file`.
+    pub(super) fn use_channel_memories(&mut self, addrs: String, key_file: PathBuf) {
+        self.cm_addrs = Some(addrs);
+        self.cm_key_file = Some(key_file);
     }
 
     /// `--ft channel-memory`: start `count` channel memory servers on threads of the
@@ -151,6 +160,9 @@ impl Logging {
         let mut v = Vec::new();
         if let Some(a) = &self.cm_addrs {
             v.push((crate::env::CM_ADDRS.into(), a.into()));
+        }
+        if let Some(f) = &self.cm_key_file {
+            v.push((crate::env::CM_KEY_FILE.into(), f.clone().into_os_string()));
         }
         if self.images.is_some() {
             v.push((crate::env::MLOG_IMAGES.into(), self.dir.clone().into_os_string()));

@@ -131,6 +131,11 @@ pub struct LaunchConfig {
     /// `--ft channel-memory`: how many channel memory servers the launcher runs (rank r's
     /// stream is kept by server r mod count).
     pub channel_memories: u32,
+    /// `--ft channel-memory` with standalone servers (`steadfast channel-memory`): their
+    /// addresses (server i keeps the streams of ranks r with r mod count == i) and the file
+    /// of their key; empty: the launcher runs its own.
+    pub channel_memory_servers: Vec<String>,
+    pub channel_memory_key_file: Option<PathBuf>,
     /// Coordinated checkpointing: directory of images (default: a fresh one under `$TMPDIR`).
     pub ckpt_dir: Option<PathBuf>,
     /// `steadfast restart`: start every rank from the last committed checkpoint in `ckpt_dir`.
@@ -164,6 +169,8 @@ impl LaunchConfig {
             ckpt_interval: None,
             ckpt_policy: logging::ImagePolicy::RoundRobin,
             channel_memories: 1,
+            channel_memory_servers: Vec::new(),
+            channel_memory_key_file: None,
             ckpt_dir: None,
             restart: None,
             ckpt_server: CkptServer::Builtin,
@@ -658,8 +665,16 @@ impl Launcher {
             let mut m = logging::Logging::new(l.cfg.np, l.cfg.ckpt_dir.clone(), &jobid, images)
                 .map_err(|e| (EXIT_SETUP, format!("event log directory: {e}")))?;
             if l.cfg.ft == FtMode::ChannelMemory {
-                m.start_channel_memories(l.cfg.np, l.cfg.channel_memories, control.ip(), job_key)
-                    .map_err(|e| (EXIT_SETUP, format!("channel memory servers: {e}")))?;
+                if l.cfg.channel_memory_servers.is_empty() {
+                    m.start_channel_memories(l.cfg.np, l.cfg.channel_memories, control.ip(), job_key)
+                        .map_err(|e| (EXIT_SETUP, format!("channel memory servers: {e}")))?;
+                } else {
+                    let key_file = l.cfg.channel_memory_key_file.clone().ok_or((EXIT_SETUP, "--channel-memory-servers needs --channel-memory-key-file".to_owned()))?;
+                    // Refuse at once a key file the ranks would refuse.
+                    crate::ckpt_store::read_key_file(&key_file).map_err(|e| (EXIT_SETUP, format!("channel memory key: {e}")))?;
+                    let key_file = std::path::absolute(&key_file).map_err(|e| (EXIT_SETUP, format!("channel memory key: {e}")))?;
+                    m.use_channel_memories(l.cfg.channel_memory_servers.join(","), key_file);
+                }
             }
             tracing::debug!(dir = %m.dir.display(), "event log");
             l.mlog = Some(m);
