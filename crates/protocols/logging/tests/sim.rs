@@ -13,6 +13,12 @@
 //! crashed rank with an image is restored from it, sends its own log again (a message may
 //! have been in transit when it died) and replays only the events after the image.
 //!
+//! Channel memories (MPICH-V1): the links are replaced by a channel memory server (the real
+//! `ChannelMemory` machine) that keeps every rank's stream; messages reach a rank only from
+//! its stream, in its order; nobody keeps a sender-based log or resends anything, and a
+//! restarted rank reads its stream from the start (here its whole earlier history must come
+//! back first, in the same order).
+//!
 //! Checked after every step: no rank takes a message in twice. Checked at the end: every
 //! rank finished; no orphan (every message any rank received carries what its sender's
 //! last process sent under that sequence number); nothing lost (every message of a
@@ -22,6 +28,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
+use steadfast_logging::channel::ChannelMemory;
 use steadfast_logging::logger::journal;
 use steadfast_logging::{Event, EventLogger, Forced, FromLogger, Mode, Peer, RankLog, ToLogger};
 use steadfast_proto::{sweep, Rng};
@@ -149,9 +156,42 @@ struct World {
     frees: VecDeque<(usize, usize, Vec<u8>)>,
     images_taken: u64,
     restores: u64,
+    /// Channel memory mode: the server, and each rank's current connection to it.
+    cm: Option<ChannelMemory>,
+    cm_conn: Vec<u64>,
+    next_conn: u64,
+}
+
+fn encode(m: &Msg) -> Vec<u8> {
+    let mut v = Vec::with_capacity(22);
+    v.extend_from_slice(&m.from.to_le_bytes());
+    v.extend_from_slice(&m.inc.to_le_bytes());
+    v.extend_from_slice(&m.seq.to_le_bytes());
+    v.extend_from_slice(&m.val.to_le_bytes());
+    v
+}
+
+fn decode(b: &[u8]) -> Msg {
+    let u64at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap_or([0; 8]));
+    Msg { from: u32::from_le_bytes(b[0..4].try_into().unwrap_or([0; 4])), inc: u16::from_le_bytes([b[4], b[5]]), seq: u64at(6), val: u64at(14), dets: Vec::new() }
 }
 
 impl World {
+    /// Channel memory: the next message of rank `to`'s stream reaches it.
+    fn deliver_cm(&mut self, to: usize) {
+        let Some(cm) = self.cm.as_mut() else { return };
+        let Some(p) = self.procs[to].as_mut() else { return };
+        let conn = self.cm_conn[to];
+        let Some((from, bytes)) = cm.next_for(conn) else { return };
+        let m = decode(bytes);
+        assert_eq!(m.from, from, "the server names the sender it admitted");
+        cm.advance(conn);
+        // Nothing is held: the stream's order is the order.
+        if p.admitted[from as usize].admit(m.seq) {
+            p.unexpected.push_back((m.from, m.seq, m.val));
+        }
+    }
+
     fn step_proc(&mut self, r: usize) -> Result<bool, String> {
         let mode = self.mode;
         let Some(p) = self.procs[r].as_mut() else { return Ok(false) };
@@ -204,9 +244,14 @@ impl World {
                 let dets = p.log.piggyback_for(to as u32);
                 let inc = p.inc;
                 p.pc = if k + 2 < N { Pc::Send { round, k: k + 1 } } else { Pc::Probe { round, j: 0 } };
-                let _ = mode;
-                // To a dead rank it is lost; the restarted one gets it from the log.
-                self.links[r][to].push_back(Msg { from: r as u32, inc, seq, val, dets });
+                if let Some(cm) = self.cm.as_mut() {
+                    // Kept by the receiver's channel memory, whatever state the receiver is in.
+                    assert!(cm.deposit(self.cm_conn[r], to as u32, encode(&Msg { from: r as u32, inc, seq, val, dets })), "a live process's deposit was refused");
+                } else {
+                    let _ = mode;
+                    // To a dead rank it is lost; the restarted one gets it from the log.
+                    self.links[r][to].push_back(Msg { from: r as u32, inc, seq, val, dets });
+                }
             }
             Pc::Probe { round, j } => {
                 let forced = p.log.forced(PROBE, p.failed_tests);
@@ -372,6 +417,9 @@ impl World {
         }
         let logged = self.logger.as_ref().map_or(0, |l| l.events(r as u32).len());
         self.dead[r].push((p.history, logged));
+        if let Some(cm) = self.cm.as_mut() {
+            cm.closed(self.cm_conn[r]);
+        }
         for q in 0..N {
             self.links[q][r].clear();
         }
@@ -415,6 +463,15 @@ impl World {
             p.known_inc[q] = self.procs[q].as_ref().map_or(0, |x| x.inc);
         }
         self.to_logger.push_back((r as u32, fetch));
+        if let Some(cm) = self.cm.as_mut() {
+            // It reads its stream from the start; nobody else does anything.
+            self.next_conn += 1;
+            self.cm_conn[r] = self.next_conn;
+            cm.hello(self.next_conn, r as u32, inc, Some(0)).map_err(|e| e.to_string()).expect("the new process is admitted");
+            self.procs[r] = Some(p);
+            self.restart_at[r] = None;
+            return;
+        }
         if self.trace {
             eprintln!("{now}: rank {r} restarts as incarnation {inc}{}", if restored { format!(" from its image {} (clock {clock})", p.image) } else { String::new() });
         }
@@ -494,13 +551,23 @@ fn run_world(mode: Mode, seed: u64) -> Result<(u64, u64), String> {
         restart_at: vec![None; N],
         logger_back_at: None,
         trace,
-        images_on: rng.chance(500),
+        images_on: mode != Mode::ChannelMemory && rng.chance(500),
         reported: vec![BTreeMap::new(); N],
         kept: vec![None; N],
         frees: VecDeque::new(),
         images_taken: 0,
         restores: 0,
+        cm: None,
+        cm_conn: (1..=N as u64).collect(),
+        next_conn: N as u64,
     };
+    if mode == Mode::ChannelMemory {
+        let mut cm = ChannelMemory::new(N as u32, 0..N as u32);
+        for r in 0..N {
+            cm.hello(w.cm_conn[r], r as u32, 0, Some(0)).map_err(|e| e.to_string())?;
+        }
+        w.cm = Some(cm);
+    }
     // The failure plan: up to three crashes of one or two ranks, sometimes of the logger.
     let mut plan: Vec<(u64, Vec<usize>)> = Vec::new();
     for _ in 0..rng.below(4) {
@@ -537,7 +604,11 @@ fn run_world(mode: Mode, seed: u64) -> Result<(u64, u64), String> {
         match w.rng.below(10) {
             0..=3 => {
                 let (a, b) = (w.rng.below(N as u64) as usize, w.rng.below(N as u64) as usize);
-                w.deliver_link(a, b);
+                if w.cm.is_some() {
+                    w.deliver_cm(b);
+                } else {
+                    w.deliver_link(a, b);
+                }
             }
             4 => w.logger_step(),
             5 => w.from_logger_step(),
@@ -582,6 +653,16 @@ fn run_world(mode: Mode, seed: u64) -> Result<(u64, u64), String> {
                 return Err(format!("lost: message {seq} of rank {r} to rank {to}"));
             }
         }
+        // Channel memory: every process of the rank took in its stream's messages in the same
+        // order, so the earlier processes' receptions come back first, all of them.
+        if w.cm.is_some() {
+            for (old, _) in &w.dead[r] {
+                if p.history.len() < old.len() || p.history[..old.len()] != old[..] {
+                    return Err(format!("rank {r}: the new process did not receive what its stream gave the earlier one, in order"));
+                }
+            }
+            continue;
+        }
         // A restarted rank received the logged messages in the logged order.
         if let Some((old, logged)) = w.dead[r].last() {
             let n = p.replayed.min(old.len());
@@ -612,6 +693,11 @@ fn pessimistic_recovers_crashed_ranks_without_orphans() {
 #[test]
 fn causal_recovers_crashed_ranks_without_orphans() {
     sweep_mode(Mode::Causal, 0xca5a1);
+}
+
+#[test]
+fn channel_memories_recover_crashed_ranks_without_orphans() {
+    sweep_mode(Mode::ChannelMemory, 0xc4a77e1);
 }
 
 /// The sweeps above must include restores from images, or they would not test them.
