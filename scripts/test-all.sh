@@ -60,7 +60,7 @@ fi
 if [ -x tests/ckpt/run.sh ]; then
     suite "process images (checkpoint, kill, restore; skips without ADDR_NO_RANDOMIZE)" tests/ckpt/run.sh "$prefix"
     suite "coordinated checkpoints: unmodified program killed and rolled back, shm and tcp" tests/ckpt/coordinated.sh "$prefix"
-    suite "message logging (pessimistic, causal): unmodified programs, only the killed rank restarts" tests/ckpt/logging.sh "$prefix"
+    suite "message logging (pessimistic, causal, channel memories): unmodified programs, only the killed rank restarts" tests/ckpt/logging.sh "$prefix"
     suite "coordinated checkpoints across two hosts (namespaces): a lost local copy from the checkpoint server" tests/ckpt/hosts.sh "$prefix"
 fi
 if [ -x tests/c/reliable/run.sh ]; then
