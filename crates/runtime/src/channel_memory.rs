@@ -42,6 +42,12 @@ impl CmServer {
         self.listener.local_addr()
     }
 
+    /// Reads the server's counters while it serves.
+    pub fn stats_reader(&self) -> impl Fn() -> Option<steadfast_logging::channel::ChannelStats> + Send + 'static {
+        let shared = self.shared.clone();
+        move || shared.cm.lock().ok().map(|cm| cm.stats)
+    }
+
     /// Serves on threads of this process until it ends.
     pub fn spawn(self) -> io::Result<()> {
         std::thread::Builder::new().name("steadfast-cm".into()).spawn(move || self.serve())?;

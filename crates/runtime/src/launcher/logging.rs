@@ -44,6 +44,8 @@ pub(super) struct Logging {
     cm_addrs: Option<String>,
     /// Standalone servers: the file of their key.
     cm_key_file: Option<PathBuf>,
+    /// The launcher's own servers' counters, for `STEADFAST_STATS=1`.
+    cm_stats: Vec<Box<dyn Fn() -> Option<steadfast_logging::channel::ChannelStats> + Send>>,
 }
 
 /// Which rank the checkpoint scheduler asks next.
@@ -118,6 +120,7 @@ impl Logging {
             }),
             cm_addrs: None,
             cm_key_file: None,
+            cm_stats: Vec::new(),
         })
     }
 
@@ -138,6 +141,7 @@ impl Logging {
             let hosted: Vec<u32> = (0..np).filter(|r| r % count == i).collect();
             let server = crate::channel_memory::CmServer::bind(std::net::SocketAddr::new(ip, 0), key, np, hosted)?;
             addrs.push(server.local_addr()?.to_string());
+            self.cm_stats.push(Box::new(server.stats_reader()));
             server.spawn()?;
         }
         self.cm_addrs = Some(addrs.join(","));
@@ -340,6 +344,16 @@ impl Launcher {
         let (dir, temporary) = (l.dir.clone(), l.temporary);
         let stats = l.logger.stats;
         tracing::debug!(?stats, "event logger");
+        if steadfast_config::flag("STEADFAST_STATS") == Some(true) {
+            for (i, read) in l.cm_stats.iter().enumerate() {
+                if let Some(s) = read() {
+                    eprintln!(
+                        "steadfast stats channel memory {i}: {} messages kept ({} bytes), {} passed on, {} restarted readers, {} stale deposits refused",
+                        s.stored, s.bytes, s.delivered, s.replays, s.stale
+                    );
+                }
+            }
+        }
         self.flush_carried(carry);
         if ok && temporary {
             let _ = std::fs::remove_dir_all(&dir);
