@@ -99,6 +99,19 @@ pub fn read_frame(s: &mut impl Read) -> io::Result<(u8, Vec<u8>)> {
     Ok((tag, body))
 }
 
+/// A connection to the first address `addr` (HOST:PORT) resolves to that answers.
+pub fn connect_any(addr: &str, timeout: Duration) -> io::Result<TcpStream> {
+    use std::net::ToSocketAddrs;
+    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{addr}: no address"));
+    for a in addr.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&a, timeout) {
+            Ok(c) => return Ok(c),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
 /// A client's hello, as the server reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hello {
@@ -155,19 +168,7 @@ struct Conn {
 
 impl Conn {
     fn connect(addr: &str, key: &[u8; 32], rank: u32, incarnation: u16, reads_from: Option<u64>) -> io::Result<Conn> {
-        use std::net::ToSocketAddrs;
-        let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{addr}: no address"));
-        let mut s = None;
-        for a in addr.to_socket_addrs()? {
-            match TcpStream::connect_timeout(&a, HANDSHAKE_TIMEOUT) {
-                Ok(c) => {
-                    s = Some(c);
-                    break;
-                }
-                Err(e) => last = e,
-            }
-        }
-        let mut s = s.ok_or(last)?;
+        let mut s = connect_any(addr, HANDSHAKE_TIMEOUT)?;
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
         s.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;

@@ -635,19 +635,7 @@ pub struct StoreClient {
 impl StoreClient {
     /// Connects and runs the handshake (both sides prove the key).
     pub fn connect(addr: &str, key: &StoreKey, timeout: Duration) -> io::Result<StoreClient> {
-        use std::net::ToSocketAddrs;
-        let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{addr}: no address"));
-        let mut s = None;
-        for a in addr.to_socket_addrs()? {
-            match TcpStream::connect_timeout(&a, timeout) {
-                Ok(c) => {
-                    s = Some(c);
-                    break;
-                }
-                Err(e) => last = e,
-            }
-        }
-        let mut s = s.ok_or(last)?;
+        let mut s = steadfast_paths::cm::connect_any(addr, timeout)?;
         s.set_nodelay(true)?;
         s.set_read_timeout(Some(IDLE_TIMEOUT))?;
         s.set_write_timeout(Some(IDLE_TIMEOUT))?;
