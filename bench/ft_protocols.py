@@ -20,8 +20,8 @@ launcher does not list gets rows that say "not built".
 3. Fault frequency (Fig. 9): LU (class W; A with --class A) on 4 ranks with 0, 1, 2, ...
    faults at regular intervals (SIGKILL of a random rank, the next fault only once the
    victim runs again), for coordinated with a copy of every image on the launcher's
-   checkpoint server, coordinated with local images only (--ckpt-server none), pessimistic
-   and causal (process images of single ranks every --ckpt-interval). The slowdown is the
+   checkpoint server, coordinated with local images only (--ckpt-server none), pessimistic,
+   causal and channel memories (process images of single ranks every --ckpt-interval). The slowdown is the
    wall time of the whole job against a fault-free coordinated run; checkpoint, image and
    restart costs come from the launcher's stderr (-v, STEADFAST_STATS=1).
 
@@ -285,6 +285,7 @@ FAULT_CONFIGS = [
     ("coordinated, local only", ["--ft", "coordinated", "--ckpt-server", "none"]),
     ("pessimistic", ["--ft", "pessimistic", "--ckpt-policy", "round-robin"]),
     ("causal", ["--ft", "causal", "--ckpt-policy", "round-robin"]),
+    ("channel memories", ["--ft", "channel-memory", "--ckpt-policy", "round-robin"]),
 ]
 
 

@@ -425,7 +425,9 @@ fn network_ip(job: &JobInfo, cfg: &Config) -> (Option<std::net::IpAddr>, Vec<u32
     (steadfast_paths::setup::remote_ip(&st, job.size), hosts)
 }
 
-fn build_net(job: &JobInfo, b: &mut dyn Bootstrap, cfg: &Config) -> MpiResult<BuiltNet> {
+/// `stream_from`: channel memory mode, where this rank's stream is read from (0; a process
+/// restored from an image reads on where the image's process had got to).
+fn build_net(job: &JobInfo, b: &mut dyn Bootstrap, cfg: &Config, stream_from: u64) -> MpiResult<BuiltNet> {
     // `--ft channel-memory`: every packet goes through the channel memory servers; ranks
     // need not reach each other. Every message travels whole (no rendezvous), so that its
     // receiver's channel memory holds all of it.
@@ -437,7 +439,7 @@ fn build_net(job: &JobInfo, b: &mut dyn Bootstrap, cfg: &Config) -> MpiResult<Bu
             Some(f) => steadfast_runtime::ckpt_store::read_key_file(std::path::Path::new(&f)).map_err(|e| MpiError::new(ErrorClass::Other, format!("channel memory key: {e}")))?,
             None => steadfast_paths::cm::key_of_job(job.job_key),
         };
-        let cm = steadfast_paths::cm::CmPath::connect(job.rank, job.incarnation, key, addrs, 0).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+        let cm = steadfast_paths::cm::CmPath::connect(job.rank, job.incarnation, key, addrs, stream_from).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
         return Ok(BuiltNet {
             net: Box::new(cm),
             pids: vec![0; job.size as usize],
@@ -517,7 +519,7 @@ impl Engine {
         let ft = crate::ft::Ft::prepare(job.as_ref(), boot.as_mut())?;
         let mut shm_peer = vec![false; size as usize];
         if let (Some(job), Some(b)) = (&job, boot.as_mut()) {
-            let built = build_net(job, b.as_mut(), &cfg)?;
+            let built = build_net(job, b.as_mut(), &cfg, 0)?;
             pids = built.pids;
             pids[rank as usize] = std::process::id();
             shm_peer = built.shm_peer;

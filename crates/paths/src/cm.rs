@@ -389,6 +389,10 @@ impl Path for CmPath {
     fn counters_by_path(&self) -> Vec<(&'static str, PathCounters)> {
         vec![("channel-memory", self.counters)]
     }
+
+    fn stream_position(&self) -> Option<u64> {
+        Some(self.taken)
+    }
 }
 
 #[cfg(test)]

@@ -256,6 +256,11 @@ pub trait Path: Send {
     fn peer_rejoined(&mut self, _peer: u32, _ex: &mut dyn crate::setup::Exchange) -> Result<(), PathError> {
         Ok(())
     }
+    /// Channel memory: how many frames of this rank's stream were handed over so far (where
+    /// a process restored from an image of this one reads on); None for the other paths.
+    fn stream_position(&self) -> Option<u64> {
+        None
+    }
     /// Extra lines for the statistics report (per-route detail), if any.
     fn stats_detail(&self) -> Vec<String> {
         Vec::new()

@@ -671,7 +671,7 @@ impl Engine {
             while s.machine.poll_transmit().is_some() {}
         }
         let (job, mut boot) = (c.reconnect)()?;
-        let built = super::build_net(&job, boot.as_mut(), &self.cfg)?;
+        let built = super::build_net(&job, boot.as_mut(), &self.cfg, 0)?;
         for w in 0..self.size as usize {
             if let Some(p) = self.st.pids.get_mut(w) {
                 *p = built.pids[w];

@@ -369,9 +369,6 @@ impl Engine {
         self.st.logging = true;
         self.st.admitted = vec![Admitted::default(); self.size as usize];
         if mode == Mode::ChannelMemory {
-            if images.is_some() {
-                return Err(other("process images are not taken in --ft channel-memory"));
-            }
             self.st.channel_memory = true;
             self.st.door.admit_own_history();
         }

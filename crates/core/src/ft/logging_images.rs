@@ -104,7 +104,10 @@ impl Engine {
     /// state is its own and can be saved.
     fn mlog_image_safe(&self) -> bool {
         let Some(h) = self.st.door.hook_ref::<Hook>() else { return false };
-        h.quiet() && self.st.rejoined.is_empty()
+        // Channel memory: no sender-based log can send again what was still on its way to
+        // a channel memory when the image was taken, so nothing may be.
+        let flushed = !self.st.channel_memory || (self.st.busy_peers.is_empty() && self.net.as_ref().is_none_or(|n| n.backlog() == 0));
+        h.quiet() && self.st.rejoined.is_empty() && flushed
     }
 
     /// A progress round's share: finish an image being written, take one that is due.
@@ -234,6 +237,13 @@ impl Engine {
     /// what it holds.
     pub(super) fn mlog_image_kept(&mut self, number: u64) -> MpiResult<()> {
         let me = self.rank;
+        if self.st.channel_memory {
+            // No sender keeps a log in this mode.
+            if let Some(im) = self.images_mut() {
+                im.reported = None;
+            }
+            return Ok(());
+        }
         let Some(im) = self.images_mut() else { return Ok(()) };
         let Some((n, upto)) = im.reported.take_if(|(n, _)| *n == number) else { return Ok(()) };
         tracing::debug!(rank = me, number = n, "image kept by the launcher; senders free their logs");
@@ -253,6 +263,8 @@ impl Engine {
     /// what lives in the kernel, rejoin the job as the new incarnation, and recover like a
     /// restarted rank, from the image on.
     fn mlog_after_restore(&mut self, number: u64, clock: u64) -> MpiResult<()> {
+        // Channel memory: the stream goes on after the frames the image's process took.
+        let stream_from = self.net.as_ref().and_then(|n| n.stream_position()).unwrap_or(0);
         // The image's descriptors, mappings and child are gone: forget, never close, them.
         std::mem::forget(self.net.take());
         std::mem::forget(self.boot.take());
@@ -271,7 +283,7 @@ impl Engine {
         if let Some(m) = self.mlog.as_mut() {
             m.reopen_spill().map_err(|e| other(format!("reopening the log's spill file: {e}")))?;
         }
-        let built = super::build_net(&job, boot.as_mut(), &self.cfg)?;
+        let built = super::build_net(&job, boot.as_mut(), &self.cfg, stream_from)?;
         for w in 0..self.size as usize {
             if let Some(p) = self.st.pids.get_mut(w) {
                 *p = built.pids[w];
@@ -291,6 +303,15 @@ impl Engine {
         self.boot = Some(boot);
         let incarnation = job.incarnation;
         self.st.door.restored_as(incarnation);
+        if self.st.channel_memory {
+            // The rest of the stream is what the image's process would have read next:
+            // nothing to end with the others, nothing to send again, and its own earlier
+            // messages to itself come as they came.
+            self.st.door.admit_own_history();
+            tracing::info!(rank, number, clock, incarnation, stream_from, "restored from a process image");
+            eprintln!("steadfast: rank {rank}: restored from its process image {number} (incarnation {incarnation}); reading its stream on from message {stream_from}");
+            return self.mlog_begin_recovery(incarnation, clock);
+        }
         for (hdr, _) in &mut self.st.loopback {
             hdr[2..4].copy_from_slice(&incarnation.to_le_bytes());
         }

@@ -659,9 +659,6 @@ impl Launcher {
         }
         if l.cfg.ft.logs_messages() {
             let images = l.cfg.ckpt_interval.map(|i| (i, l.cfg.ckpt_policy));
-            if l.cfg.ft == FtMode::ChannelMemory && images.is_some() {
-                return Err((EXIT_SETUP, "--ckpt-interval is not supported with --ft channel-memory (a restarted rank re-executes from the start; docs/recovery.md)".into()));
-            }
             let mut m = logging::Logging::new(l.cfg.np, l.cfg.ckpt_dir.clone(), &jobid, images)
                 .map_err(|e| (EXIT_SETUP, format!("event log directory: {e}")))?;
             if l.cfg.ft == FtMode::ChannelMemory {
