@@ -85,12 +85,21 @@ pub fn frame(tag: u8, body: &[&[u8]]) -> Vec<u8> {
     v
 }
 
+/// Largest frame of the handshake (before the peer has proved the key, nothing larger is
+/// read, so a stranger cannot make a server allocate much).
+pub const MAX_HANDSHAKE_FRAME: usize = 256;
+
 /// Reads one frame (tag, body), refusing empty and oversized ones.
 pub fn read_frame(s: &mut impl Read) -> io::Result<(u8, Vec<u8>)> {
+    read_frame_max(s, MAX_FRAME)
+}
+
+/// Reads one frame of at most `max` bytes.
+pub fn read_frame_max(s: &mut impl Read, max: usize) -> io::Result<(u8, Vec<u8>)> {
     let mut len = [0u8; 4];
     s.read_exact(&mut len)?;
     let len = u32::from_le_bytes(len) as usize;
-    if len == 0 || len > MAX_FRAME {
+    if len == 0 || len > max {
         return Err(io::Error::new(io::ErrorKind::InvalidData, format!("channel memory frame of {len} bytes")));
     }
     let mut body = vec![0u8; len];
@@ -174,7 +183,7 @@ impl Conn {
         s.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
         let ours = nonce()?;
         s.write_all(&Hello { version: VERSION, nonce: ours, rank, incarnation, reads_from }.encode())?;
-        let (tag, body) = read_frame(&mut s)?;
+        let (tag, body) = read_frame_max(&mut s, MAX_HANDSHAKE_FRAME)?;
         if tag == REFUSED {
             return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("channel memory {addr}: {}", String::from_utf8_lossy(&body))));
         }
@@ -187,7 +196,7 @@ impl Conn {
             return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("{addr}: the channel memory does not know this job's key")));
         }
         s.write_all(&frame(PROOF, &[&handshake_mac(key, ROLE_CLIENT, &ours, &theirs, rank, incarnation)]))?;
-        let (tag, body) = read_frame(&mut s)?;
+        let (tag, body) = read_frame_max(&mut s, MAX_HANDSHAKE_FRAME)?;
         match tag {
             READY => {}
             REFUSED => return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("channel memory {addr}: {}", String::from_utf8_lossy(&body)))),
@@ -420,6 +429,15 @@ mod tests {
         b[last] = 1;
         let (_, body) = read_frame(&mut &b[..]).unwrap();
         assert_eq!(Hello::decode(&body), None);
+    }
+
+    #[test]
+    fn a_handshake_frame_is_small() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&((MAX_HANDSHAKE_FRAME + 1) as u32).to_le_bytes());
+        b.resize(4 + MAX_HANDSHAKE_FRAME + 1, 0);
+        assert!(read_frame_max(&mut &b[..], MAX_HANDSHAKE_FRAME).is_err());
+        assert!(read_frame(&mut &b[..]).is_ok());
     }
 
     #[test]

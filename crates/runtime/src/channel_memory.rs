@@ -16,6 +16,9 @@ use steadfast_paths::cm::{self, Hello};
 
 /// Connections served at once; more are closed at once.
 const MAX_CONNECTIONS: usize = 1024;
+/// Of those, connections that have not proved the key yet: a budget of their own, so that
+/// idle strangers cannot take the places of the job's ranks.
+const MAX_HANDSHAKES: usize = 64;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 struct Shared {
@@ -57,17 +60,20 @@ impl CmServer {
     /// Serves on this thread until the process ends: one thread per connection.
     pub fn serve(self) {
         let open = Arc::new(AtomicUsize::new(0));
+        let handshaking = Arc::new(AtomicUsize::new(0));
         let ids = AtomicU64::new(1);
         for conn in self.listener.incoming() {
             let Ok(stream) = conn else { continue };
-            if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS {
+            if open.load(Ordering::Relaxed) >= MAX_CONNECTIONS || handshaking.load(Ordering::Relaxed) >= MAX_HANDSHAKES {
                 continue;
             }
             open.fetch_add(1, Ordering::Relaxed);
+            handshaking.fetch_add(1, Ordering::Relaxed);
             let id = ids.fetch_add(1, Ordering::Relaxed);
             let (open2, shared, key) = (open.clone(), self.shared.clone(), self.key);
+            let hs = Handshaking(Some(handshaking.clone()));
             let spawned = std::thread::Builder::new().name("steadfast-cm-conn".into()).spawn(move || {
-                if let Err(e) = serve_connection(stream, id, &shared, &key) {
+                if let Err(e) = serve_connection(stream, id, &shared, &key, hs) {
                     if e.kind() != io::ErrorKind::UnexpectedEof {
                         tracing::debug!(conn = id, error = %e, "channel memory connection ended");
                     }
@@ -85,15 +91,32 @@ impl CmServer {
     }
 }
 
+/// One place in the handshake budget, given back when the handshake ends either way.
+struct Handshaking(Option<Arc<AtomicUsize>>);
+
+impl Handshaking {
+    fn done(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for Handshaking {
+    fn drop(&mut self) {
+        self.done();
+    }
+}
+
 fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what.to_owned())
 }
 
-fn serve_connection(mut s: TcpStream, id: ConnId, shared: &Arc<Shared>, key: &[u8; 32]) -> io::Result<()> {
+fn serve_connection(mut s: TcpStream, id: ConnId, shared: &Arc<Shared>, key: &[u8; 32], mut hs: Handshaking) -> io::Result<()> {
     s.set_nodelay(true)?;
     s.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
     s.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
-    let (tag, body) = cm::read_frame(&mut s)?;
+    let (tag, body) = cm::read_frame_max(&mut s, cm::MAX_HANDSHAKE_FRAME)?;
     let hello = (tag == cm::HELLO).then(|| Hello::decode(&body)).flatten().ok_or_else(|| invalid("no hello"))?;
     if hello.version != cm::VERSION {
         s.write_all(&cm::frame(cm::REFUSED, &[format!("protocol version {} is not spoken here ({} is)", hello.version, cm::VERSION).as_bytes()]))?;
@@ -102,7 +125,7 @@ fn serve_connection(mut s: TcpStream, id: ConnId, shared: &Arc<Shared>, key: &[u
     let ours = cm::nonce()?;
     let mac = cm::handshake_mac(key, cm::ROLE_SERVER, &hello.nonce, &ours, hello.rank, hello.incarnation);
     s.write_all(&cm::frame(cm::CHALLENGE, &[&ours, &mac]))?;
-    let (tag, body) = cm::read_frame(&mut s)?;
+    let (tag, body) = cm::read_frame_max(&mut s, cm::MAX_HANDSHAKE_FRAME)?;
     let want = cm::handshake_mac(key, cm::ROLE_CLIENT, &hello.nonce, &ours, hello.rank, hello.incarnation);
     let proved = tag == cm::PROOF && body.len() == 32 && blake3::Hash::from(want) == blake3::Hash::from(<[u8; 32]>::try_from(&body[..]).map_err(|_| invalid("proof"))?);
     if !proved {
@@ -115,6 +138,7 @@ fn serve_connection(mut s: TcpStream, id: ConnId, shared: &Arc<Shared>, key: &[u
         return Err(io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()));
     }
     s.write_all(&cm::frame(cm::READY, &[]))?;
+    hs.done();
     s.set_read_timeout(None)?;
     s.set_write_timeout(None)?;
     let done = Arc::new(AtomicBool::new(false));
