@@ -121,6 +121,70 @@ pub fn connect_any(addr: &str, timeout: Duration) -> io::Result<TcpStream> {
     Err(last)
 }
 
+/// The complete `DELIVER` frames at the start of `inb`, each given to `each(from, header,
+/// payload)`, which says whether to go on; a frame that is not a delivery is given as
+/// `(None, None, body)` (and dropped by the caller). Returns the bytes consumed; a length
+/// out of range is an error (the stream cannot be followed past it).
+pub fn deliveries(inb: &[u8], mut each: impl FnMut(Option<u32>, Option<&RawHeader>, &[u8]) -> bool) -> Result<usize, PathError> {
+    let mut at = 0;
+    let mut more = true;
+    while inb.len() - at >= 4 && more {
+        let len = u32::from_le_bytes([inb[at], inb[at + 1], inb[at + 2], inb[at + 3]]) as usize;
+        if len == 0 || len > MAX_FRAME {
+            return Err(PathError::Io(io::Error::new(io::ErrorKind::InvalidData, format!("channel memory frame of {len} bytes"))));
+        }
+        if inb.len() - at < 4 + len {
+            break;
+        }
+        let tag = inb[at + 4];
+        let body = &inb[at + 5..at + 4 + len];
+        at += 4 + len;
+        if tag != DELIVER || body.len() < 4 + HDR_LEN {
+            more = each(None, None, body);
+            continue;
+        }
+        let from = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
+        let mut hdr: RawHeader = [0; HDR_LEN];
+        hdr.copy_from_slice(&body[4..4 + HDR_LEN]);
+        more = each(Some(from), Some(&hdr), &body[4 + HDR_LEN..]);
+    }
+    Ok(at)
+}
+
+/// The rank a frame read by a server deposits for, if it is a well-formed deposit (the
+/// packet follows the first 4 bytes of `body`).
+pub fn deposit_to(tag: u8, body: &[u8]) -> Option<u32> {
+    if tag != DEPOSIT || body.len() < 4 + HDR_LEN {
+        return None;
+    }
+    Some(u32::from_le_bytes([body[0], body[1], body[2], body[3]]))
+}
+
+/// The fuzzing oracle for outside data of this module: `data` read as a server reads a
+/// client (a hello, then frames) and as a rank reads its channel memory (deliveries).
+/// Whatever decodes must encode back to the same bytes.
+pub fn fuzz_decode(data: &[u8]) {
+    let mut r = data;
+    if let Ok((tag, body)) = read_frame_max(&mut r, MAX_HANDSHAKE_FRAME) {
+        if let Some(h) = (tag == HELLO).then(|| Hello::decode(&body)).flatten() {
+            let enc = h.encode();
+            assert_eq!(&enc[5..], &body[..], "a hello does not survive encode");
+        }
+    }
+    let mut r = data;
+    while let Ok((tag, body)) = read_frame(&mut r) {
+        if let Some(to) = deposit_to(tag, &body) {
+            assert!(body.len() >= 4 + HDR_LEN && to.to_le_bytes() == body[..4]);
+        }
+    }
+    let mut total = 0usize;
+    let _ = deliveries(data, |_, _, p| {
+        total += p.len();
+        true
+    });
+    assert!(total <= data.len());
+}
+
 /// A client's hello, as the server reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Hello {
@@ -321,33 +385,25 @@ impl Path for CmPath {
                 Err(e) => return Err(io_err(e)),
             }
         }
-        let mut at = 0;
+        let counters = &mut self.counters;
+        let taken = &mut self.taken;
         let mut n = 0;
-        while c.inb.len() - at >= 4 && sink.wants_more() {
-            let len = u32::from_le_bytes([c.inb[at], c.inb[at + 1], c.inb[at + 2], c.inb[at + 3]]) as usize;
-            if len == 0 || len > MAX_FRAME {
-                return Err(PathError::Io(io::Error::new(io::ErrorKind::InvalidData, format!("channel memory frame of {len} bytes"))));
-            }
-            if c.inb.len() - at < 4 + len {
-                break;
-            }
-            let body = &c.inb[at + 5..at + 4 + len];
-            let tag = c.inb[at + 4];
-            at += 4 + len;
-            if tag != DELIVER || body.len() < 4 + HDR_LEN {
-                self.counters.frames_dropped += 1;
-                continue;
-            }
-            let from = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
-            let mut hdr: RawHeader = [0; HDR_LEN];
-            hdr.copy_from_slice(&body[4..4 + HDR_LEN]);
-            let payload = &body[4 + HDR_LEN..];
-            self.taken += 1;
-            self.counters.packets_received += 1;
-            self.counters.bytes_received += payload.len() as u64;
-            sink.packet(from, &hdr, payload);
-            n += 1;
+        if !sink.wants_more() {
+            return Ok(0);
         }
+        let at = deliveries(&c.inb, |from, hdr, payload| {
+            match (from, hdr) {
+                (Some(from), Some(hdr)) => {
+                    *taken += 1;
+                    counters.packets_received += 1;
+                    counters.bytes_received += payload.len() as u64;
+                    sink.packet(from, hdr, payload);
+                    n += 1;
+                }
+                _ => counters.frames_dropped += 1,
+            }
+            sink.wants_more()
+        })?;
         c.inb.drain(..at);
         Ok(n)
     }

@@ -161,10 +161,7 @@ fn serve_connection(mut s: TcpStream, id: ConnId, shared: &Arc<Shared>, key: &[u
 fn read_deposits(s: &mut TcpStream, id: ConnId, shared: &Shared) -> io::Result<()> {
     loop {
         let (tag, mut body) = cm::read_frame(s)?;
-        if tag != cm::DEPOSIT || body.len() < 4 + steadfast_paths::HDR_LEN {
-            return Err(invalid("not a deposit"));
-        }
-        let to = u32::from_le_bytes([body[0], body[1], body[2], body[3]]);
+        let to = cm::deposit_to(tag, &body).ok_or_else(|| invalid("not a deposit"))?;
         body.drain(..4);
         let stored = shared.cm.lock().map_err(|_| io::Error::other("channel memory state poisoned"))?.deposit(id, to, body);
         if stored {

@@ -343,3 +343,19 @@ fn ckpt_store_wire() {
     .collect();
     run("ckpt_store_wire", &seeds, fuzzing::ckpt_store_wire);
 }
+
+#[test]
+fn channel_memory_wire() {
+    use steadfast_paths::cm::{frame, Hello, DELIVER, DEPOSIT, PROOF, VERSION};
+    let hdr = [7u8; steadfast_paths::HDR_LEN];
+    let mut two = frame(DELIVER, &[&1u32.to_le_bytes(), &hdr, b"abc"]);
+    two.extend(frame(DELIVER, &[&2u32.to_le_bytes(), &hdr, b""]));
+    let seeds: Vec<Vec<u8>> = vec![
+        Hello { version: VERSION, nonce: [1; 16], rank: 3, incarnation: 1, reads_from: Some(9) }.encode(),
+        Hello { version: VERSION, nonce: [2; 16], rank: 0, incarnation: 0, reads_from: None }.encode(),
+        frame(PROOF, &[&[3u8; 32]]),
+        frame(DEPOSIT, &[&2u32.to_le_bytes(), &hdr, b"payload"]),
+        two,
+    ];
+    run("channel_memory_wire", &seeds, |d| steadfast_paths::cm::fuzz_decode(d));
+}
