@@ -2383,6 +2383,7 @@ impl State {
 
     /// Channel memory: a synchronous message was matched here: its sender's send may
     /// complete (the answer goes through the sender's channel memory, in its stream).
+    #[inline]
     fn sync_matched(&mut self, from: crate::door::Ident) {
         if !self.channel_memory || self.sync_from.is_empty() {
             return;
