@@ -359,15 +359,36 @@ mpi_api! {
     }
 
     fn Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_create_group", Some(comm as usize), |g| {
+        crate::global::api_blocking("MPI_Comm_create_group", |_| Some(comm as usize), |c| {
+            let g = c.g();
             let h = comm_handle(g, comm as usize)?;
             check_out(newcomm)?;
             if !(0..=crate::pt2pt::TAG_UB).contains(&tag) {
                 return Err(err(ErrorClass::Tag, format!("invalid tag {tag}")));
             }
             let members = group_of(g, group)?;
-            let n = g.eng.comm_create_group(h, &members, tag)?;
-            adopt(g, n, newcomm)
+            if !crate::global::multiple() {
+                let n = g.eng.comm_create_group(h, &members, tag)?;
+                return adopt(g, n, newcomm);
+            }
+            // THREAD_MULTIPLE: the engine's blocking form waits holding the lock, so threads
+            // creating communicators from different parents (or tags) could wait for each
+            // other across processes. The members agree on the context in the background
+            // instead, waited for with the lock released.
+            let Some((n, req)) = g.eng.comm_icreate_group(h, &members, tag)? else {
+                return adopt(g, None, newcomm);
+            };
+            let r = c.wait(req).and_then(|s| match s.error {
+                Some(class) => Err(MpiError::new(class, "the agreement on the new communicator's context failed")),
+                None => Ok(()),
+            });
+            let g = c.g();
+            g.eng.release(req);
+            if let Err(e) = r {
+                let _ = g.eng.release_comm(n);
+                return Err(e);
+            }
+            adopt(g, Some(n), newcomm)
         })
     }
 

@@ -729,6 +729,19 @@ impl Engine {
         Ok(comm)
     }
 
+    /// Register a communicator that shares its context with another (a view of a subgroup,
+    /// see [`Engine::forget_comm`]): nothing of the context is replayed onto it.
+    pub(crate) fn add_view(&mut self, comm: Comm) -> Handle {
+        self.st.comms.insert(comm)
+    }
+
+    /// Remove communicator `c` from the table but keep whatever arrived on its contexts:
+    /// for communicators that share their context with another (a view of a subgroup) or
+    /// whose context is about to serve another communicator.
+    pub fn forget_comm(&mut self, c: Handle) {
+        self.st.comms.remove(c);
+    }
+
     /// Agree on a fresh context id among the members of `c` (collective over `c`).
     pub fn new_context(&mut self, c: Handle) -> MpiResult<u32> {
         let mine = self.next_ctx as u64;
