@@ -128,8 +128,13 @@ unsafe fn dup(func: &str, comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut 
 /// Color of this process for MPI_Comm_split_type with a shared-memory split: one per host.
 fn host_color() -> c_int {
     let mut buf = [0u8; 256];
+    // The launcher names each host of a job spanning hosts (hosts may share a kernel's host
+    // name, as network namespaces do); else the host name decides.
+    let named = steadfast_config::lookup(steadfast_runtime::env::HOST).filter(|h| !h.is_empty());
     // SAFETY: buf is 256 bytes.
-    let host = if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut c_char, buf.len()) } == 0 {
+    let host = if let Some(h) = named {
+        h.into_bytes()
+    } else if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut c_char, buf.len()) } == 0 {
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         buf[..end].to_vec()
     } else {
