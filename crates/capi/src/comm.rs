@@ -457,7 +457,8 @@ mpi_api! {
     }
 
     fn Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, _info: MPI_Info, errhandler: abi::MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_create_from_group", None, |g| {
+        crate::global::api_blocking("MPI_Comm_create_from_group", |_| None, |c| {
+            let g = c.g();
             check_out(newcomm)?;
             let tag = stringtag_hash(stringtag)?;
             errhandler::check_errhandler(g, errhandler as usize)?;
@@ -466,7 +467,30 @@ mpi_api! {
                 return Err(err(ErrorClass::Group, "the calling process is not a member of the group"));
             }
             let world = g.eng.world;
-            let n = g.eng.comm_create_group(world, &members, tag)?;
+            let n = if crate::global::multiple() {
+                // As MPI_Comm_create_group: agreed in the background, waited for with the
+                // lock released, so threads creating from different tags do not block
+                // each other across processes.
+                match g.eng.comm_icreate_group(world, &members, tag)? {
+                    None => None,
+                    Some((n, req)) => {
+                        let r = c.wait(req).and_then(|s| match s.error {
+                            Some(class) => Err(MpiError::new(class, "the agreement on the new communicator's context failed")),
+                            None => Ok(()),
+                        });
+                        let g = c.g();
+                        g.eng.release(req);
+                        if let Err(e) = r {
+                            let _ = g.eng.release_comm(n);
+                            return Err(e);
+                        }
+                        Some(n)
+                    }
+                }
+            } else {
+                g.eng.comm_create_group(world, &members, tag)?
+            };
+            let g = c.g();
             if let Some(n) = n {
                 g.eng.comm_mut(n)?.errhandler = errhandler as u64;
             }

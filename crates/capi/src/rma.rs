@@ -105,7 +105,8 @@ fn unlink_segment(id: u64, what: &str) {
     unsafe { libc::unlink(path.as_ptr()) };
 }
 
-/// Per target: lock word and accumulate mutex, one cache line each target.
+/// Per target: lock word, accumulate mutex and (windows spanning hosts) the count of lock
+/// requests of other hosts waiting, one cache line each target.
 const CTL_STRIDE: usize = 64;
 pub(crate) const LOCK_EXCL: u64 = 1 << 63;
 
@@ -1582,10 +1583,12 @@ fn acquire(w: &Win, target: usize, lock_type: c_int) {
         spin_until(|| crate::rma_net::try_lock(word, exclusive));
         return;
     }
-    // An origin of another host may hold the word; its unlock is served by the progress of
-    // the target, which may be this process.
+    // An origin of another host may hold the word, or wait for it (then this host's lockers
+    // stand back); its unlock is served by the progress of the target, which may be this
+    // process.
+    let waiters = crate::rma_net::remote_waiters(w.ctl.addr + target * CTL_STRIDE);
     let mut spins = 0u32;
-    while !crate::rma_net::try_lock(word, exclusive) {
+    while waiters.load(Ordering::Acquire) > 0 || !crate::rma_net::try_lock(word, exclusive) {
         spins += 1;
         if spins % 64 == 0 {
             crate::rma_net::poke();

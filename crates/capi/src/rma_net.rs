@@ -275,6 +275,14 @@ fn acc_mutex(ctl: usize) -> &'static AtomicU32 {
     unsafe { &*((ctl + 8) as *const AtomicU32) }
 }
 
+/// Lock requests of other hosts queued at the member whose control line starts at `ctl`:
+/// lockers of its own host stand back while there are any, so a stream of local lockers
+/// cannot starve them.
+pub(crate) fn remote_waiters(ctl: usize) -> &'static AtomicU32 {
+    // SAFETY: as for lock_word; the count is the third word of the line.
+    unsafe { &*((ctl + 16) as *const AtomicU32) }
+}
+
 /// One attempt at the lock word (the same protocol as local lockers).
 pub(crate) fn try_lock(word: &AtomicU64, exclusive: bool) -> bool {
     if exclusive {
@@ -349,6 +357,7 @@ impl TargetWin {
                 break;
             }
             self.waiting.pop_front();
+            remote_waiters(self.ctl).fetch_sub(1, Ordering::Release);
             answer(eng, self.comm, origin, tag, vec![OK], sends);
             moved = true;
         }
@@ -448,6 +457,7 @@ impl TargetWin {
                     answer(eng, self.comm, origin, h.answer, vec![OK], sends);
                 } else {
                     self.waiting.push_back((origin, h.exclusive, h.answer));
+                    remote_waiters(self.ctl).fetch_add(1, Ordering::Release);
                 }
             }
             Kind::Unlock => {
@@ -655,6 +665,11 @@ pub(crate) fn exchange(comm: Handle, target: i32, asks: Vec<Ask<'_>>) -> R<Vec<V
             service(g)?.sends.push((s, msg));
         }
     }
+    if recvs.is_empty() {
+        // Nothing to wait for (puts, accumulates): still a round of progress, as every
+        // one-sided call on a window spanning hosts makes one.
+        poke();
+    }
     wait_all(&recvs)?;
     let mut out = Vec::with_capacity(bufs.len());
     for b in bufs {
@@ -702,7 +717,9 @@ fn wait_all(hs: &[Handle]) -> R<()> {
 pub(crate) fn poke() {
     let mut guard = lock();
     if let Some(g) = guard.as_mut() {
-        let _ = g.eng.progress();
+        if let Err(e) = g.eng.progress() {
+            tracing::warn!("one-sided requests: progress failed: {e}");
+        }
     }
 }
 
