@@ -667,7 +667,7 @@ pub(crate) fn exchange(comm: Handle, target: i32, asks: Vec<Ask<'_>>) -> R<Vec<V
     }
     if recvs.is_empty() {
         // Nothing to wait for (puts, accumulates): still a round of progress, as every
-        // one-sided call on a window spanning hosts makes one.
+        // communication call on a window spanning hosts makes one.
         poke();
     }
     wait_all(&recvs)?;
