@@ -34,6 +34,10 @@ if [ -x tests/c/chbcast/hosts.sh ]; then
     suite "channel broadcast across hosts over IP multicast (namespaces; skips without root)" \
         tests/c/chbcast/hosts.sh "$prefix"
 fi
+if [ -x tests/c/rma/hosts.sh ]; then
+    suite "one-sided communication across hosts (namespaces; skips without root)" \
+        tests/c/rma/hosts.sh "$prefix"
+fi
 if [ -x tests/c/run-tests.sh ]; then
     # Single-copy transfers are off by default; keep them working for those who turn them on.
     suite "C point-to-point tests with single copy (STEADFAST_CMA=1)" env STEADFAST_CMA=1 \

@@ -128,8 +128,13 @@ unsafe fn dup(func: &str, comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut 
 /// Color of this process for MPI_Comm_split_type with a shared-memory split: one per host.
 fn host_color() -> c_int {
     let mut buf = [0u8; 256];
+    // The launcher names each host of a job spanning hosts (hosts may share a kernel's host
+    // name, as network namespaces do); else the host name decides.
+    let named = steadfast_config::lookup(steadfast_runtime::env::HOST).filter(|h| !h.is_empty());
     // SAFETY: buf is 256 bytes.
-    let host = if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut c_char, buf.len()) } == 0 {
+    let host = if let Some(h) = named {
+        h.into_bytes()
+    } else if unsafe { libc::gethostname(buf.as_mut_ptr() as *mut c_char, buf.len()) } == 0 {
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         buf[..end].to_vec()
     } else {
@@ -359,15 +364,36 @@ mpi_api! {
     }
 
     fn Comm_create_group(comm: MPI_Comm, group: MPI_Group, tag: c_int, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_create_group", Some(comm as usize), |g| {
+        crate::global::api_blocking("MPI_Comm_create_group", |_| Some(comm as usize), |c| {
+            let g = c.g();
             let h = comm_handle(g, comm as usize)?;
             check_out(newcomm)?;
             if !(0..=crate::pt2pt::TAG_UB).contains(&tag) {
                 return Err(err(ErrorClass::Tag, format!("invalid tag {tag}")));
             }
             let members = group_of(g, group)?;
-            let n = g.eng.comm_create_group(h, &members, tag)?;
-            adopt(g, n, newcomm)
+            if !crate::global::multiple() {
+                let n = g.eng.comm_create_group(h, &members, tag)?;
+                return adopt(g, n, newcomm);
+            }
+            // THREAD_MULTIPLE: the engine's blocking form waits holding the lock, so threads
+            // creating communicators from different parents (or tags) could wait for each
+            // other across processes. The members agree on the context in the background
+            // instead, waited for with the lock released.
+            let Some((n, req)) = g.eng.comm_icreate_group(h, &members, tag)? else {
+                return adopt(g, None, newcomm);
+            };
+            let r = c.wait(req).and_then(|s| match s.error {
+                Some(class) => Err(MpiError::new(class, "the agreement on the new communicator's context failed")),
+                None => Ok(()),
+            });
+            let g = c.g();
+            g.eng.release(req);
+            if let Err(e) = r {
+                let _ = g.eng.release_comm(n);
+                return Err(e);
+            }
+            adopt(g, Some(n), newcomm)
         })
     }
 
@@ -431,7 +457,8 @@ mpi_api! {
     }
 
     fn Comm_create_from_group(group: MPI_Group, stringtag: *const c_char, _info: MPI_Info, errhandler: abi::MPI_Errhandler, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_create_from_group", None, |g| {
+        crate::global::api_blocking("MPI_Comm_create_from_group", |_| None, |c| {
+            let g = c.g();
             check_out(newcomm)?;
             let tag = stringtag_hash(stringtag)?;
             errhandler::check_errhandler(g, errhandler as usize)?;
@@ -440,7 +467,30 @@ mpi_api! {
                 return Err(err(ErrorClass::Group, "the calling process is not a member of the group"));
             }
             let world = g.eng.world;
-            let n = g.eng.comm_create_group(world, &members, tag)?;
+            let n = if crate::global::multiple() {
+                // As MPI_Comm_create_group: agreed in the background, waited for with the
+                // lock released, so threads creating from different tags do not block
+                // each other across processes.
+                match g.eng.comm_icreate_group(world, &members, tag)? {
+                    None => None,
+                    Some((n, req)) => {
+                        let r = c.wait(req).and_then(|s| match s.error {
+                            Some(class) => Err(MpiError::new(class, "the agreement on the new communicator's context failed")),
+                            None => Ok(()),
+                        });
+                        let g = c.g();
+                        g.eng.release(req);
+                        if let Err(e) = r {
+                            let _ = g.eng.release_comm(n);
+                            return Err(e);
+                        }
+                        Some(n)
+                    }
+                }
+            } else {
+                g.eng.comm_create_group(world, &members, tag)?
+            };
+            let g = c.g();
             if let Some(n) = n {
                 g.eng.comm_mut(n)?.errhandler = errhandler as u64;
             }

@@ -21,17 +21,18 @@ use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use steadfast_core::{ErrorClass, MpiError};
+use steadfast_core::{ErrorClass, Handle, MpiError};
 use steadfast_runtime::wire::SpawnCmd;
 
 use crate::abi::{self, MPI_Comm, MPI_Info};
-use crate::global::{api, api_blocking, comm_handle, Global};
+use crate::global::{api, api_blocking, comm_handle, multiple, Call, Global};
 use crate::mpi_api;
 
 mpi_api! {
     fn Comm_spawn(command: *const c_char, argv: *mut *mut c_char, maxprocs: c_int, info: MPI_Info, root: c_int, comm: MPI_Comm,
                   intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
-        api("MPI_Comm_spawn", Some(comm as usize), |g| {
+        api_blocking("MPI_Comm_spawn", |_| Some(comm as usize), |c| {
+            let g = c.g();
             let at_root = spawn_checks(g, comm, root, intercomm)?;
             *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
             let mut cmds = None;
@@ -44,13 +45,14 @@ mpi_api! {
                 }
                 cmds = Some(vec![spawn_cmd(g, command, argv, maxprocs, info)?]);
             }
-            spawn_world(g, comm, root, cmds, intercomm, array_of_errcodes)
+            spawn_world(c, comm, root, cmds, intercomm, array_of_errcodes)
         })
     }
 
     fn Comm_spawn_multiple(count: c_int, array_of_commands: *mut *mut c_char, array_of_argv: *mut *mut *mut c_char, array_of_maxprocs: *const c_int,
                            array_of_info: *const MPI_Info, root: c_int, comm: MPI_Comm, intercomm: *mut MPI_Comm, array_of_errcodes: *mut c_int) -> c_int {
-        api("MPI_Comm_spawn_multiple", Some(comm as usize), |g| {
+        api_blocking("MPI_Comm_spawn_multiple", |_| Some(comm as usize), |c| {
+            let g = c.g();
             let at_root = spawn_checks(g, comm, root, intercomm)?;
             *intercomm = abi::MPI_COMM_NULL as MPI_Comm;
             let mut cmds = None;
@@ -82,7 +84,7 @@ mpi_api! {
                 }
                 cmds = Some(v);
             }
-            spawn_world(g, comm, root, cmds, intercomm, array_of_errcodes)
+            spawn_world(c, comm, root, cmds, intercomm, array_of_errcodes)
         })
     }
 
@@ -306,10 +308,35 @@ unsafe fn spawn_cmd(g: &Global, command: *const c_char, argv: *mut *mut c_char, 
 /// The collective part of the spawn calls: agree on the intercommunicator's context, let
 /// the root ask the launcher, tell every member the outcome, reach the children and build
 /// the intercommunicator. `cmds` is Some at the root only.
-unsafe fn spawn_world(g: &mut Global, comm: MPI_Comm, root: c_int, cmds: Option<Vec<SpawnCmd>>, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> Result<(), MpiError> {
-    let h = comm_handle(g, comm as usize)?;
-    let ctx = g.eng.new_context(h)?;
-    g.eng.claim_contexts(ctx, 4);
+///
+/// Under MPI_THREAD_MULTIPLE the waits for the other parents (the context agreement and the
+/// root's outcome) release the library lock, so threads of one process may spawn over
+/// different communicators at once; the launcher's answer and the children's addresses are
+/// still waited for under the lock (neither needs anything of this process).
+unsafe fn spawn_world(c: &mut Call, comm: MPI_Comm, root: c_int, cmds: Option<Vec<SpawnCmd>>, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> Result<(), MpiError> {
+    let h = comm_handle(c.g(), comm as usize)?;
+    let ctx = if multiple() {
+        // A nonblocking duplication agrees on a block of four contexts in the background;
+        // the block then serves the intercommunicator (the duplicate is forgotten, and
+        // whatever the children send on the block stays queued).
+        let (n, req) = c.g().eng.comm_idup(h)?;
+        let r = c.wait(req).and_then(|s| match s.error {
+            Some(class) => Err(MpiError::new(class, "the agreement on the intercommunicator's context failed")),
+            None => Ok(()),
+        });
+        let g = c.g();
+        g.eng.release(req);
+        let ctx = g.eng.comm(n).map(|x| x.ctx);
+        g.eng.forget_comm(n);
+        r?;
+        ctx?
+    } else {
+        let g = c.g();
+        let ctx = g.eng.new_context(h)?;
+        g.eng.claim_contexts(ctx, 4);
+        ctx
+    };
+    let g = c.g();
     // Every parent publishes its path to other worlds before the children look for it.
     let bridge = g.eng.open_bridge().err().map(|e| e.to_string());
     let group = g.eng.comm(h)?.group.to_vec();
@@ -342,7 +369,12 @@ unsafe fn spawn_world(g: &mut Global, comm: MPI_Comm, root: c_int, cmds: Option<
             }
         }
     }
-    g.eng.bcast_bytes(h, root, &mut msg)?;
+    if multiple() {
+        bcast_released(c, h, root, &mut msg)?;
+    } else {
+        c.g().eng.bcast_bytes(h, root, &mut msg)?;
+    }
+    let g = c.g();
     let word = |i: usize| msg.get(i..i + 4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes);
     let bad = || MpiError::new(ErrorClass::Intern, "malformed spawn outcome from the root");
     let ok = msg.first().copied().ok_or_else(bad)? == 1;
@@ -381,6 +413,57 @@ unsafe fn spawn_world(g: &mut Global, comm: MPI_Comm, root: c_int, cmds: Option<
     crate::errhandler::retain(g, errh);
     *intercomm = n.0 as MPI_Comm;
     Ok(())
+}
+
+/// Tags of the spawn outcome's broadcast under MPI_THREAD_MULTIPLE, on the collective
+/// context of the parents' communicator (apart from the tags of ports and joins above).
+const TAG_SPAWN_LEN: i32 = 0x7ffd_4000;
+const TAG_SPAWN_DATA: i32 = 0x7ffd_4001;
+
+/// Broadcast `msg` from `root` over intracommunicator `h`, waiting with the lock released
+/// (the root sends to every member: parents are few).
+fn bcast_released(c: &mut Call, h: Handle, root: c_int, msg: &mut Vec<u8>) -> Result<(), MpiError> {
+    let (rank, size) = {
+        let x = c.g().eng.comm(h)?;
+        (x.rank, x.size())
+    };
+    let status = |s: steadfast_core::request::Status| match s.error {
+        Some(class) => Err(MpiError::new(class, "the broadcast of the spawn outcome failed")),
+        None => Ok(()),
+    };
+    if rank == root {
+        let len = (msg.len() as u64).to_le_bytes();
+        let mut sends = Vec::with_capacity(2 * size as usize);
+        let mut first = Ok(());
+        for r in (0..size).filter(|&r| r != root) {
+            let g = c.g();
+            sends.push(g.eng.coll_isend(h, r, TAG_SPAWN_LEN, &len)?);
+            sends.push(g.eng.coll_isend(h, r, TAG_SPAWN_DATA, msg)?);
+        }
+        // The buffers stay put until every send is done.
+        for s in sends {
+            let r = c.wait(s).and_then(status);
+            c.g().eng.release(s);
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        return first;
+    }
+    let mut len = [0u8; 8];
+    let q = c.g().eng.coll_irecv(h, root, TAG_SPAWN_LEN, &mut len)?;
+    let r = c.wait(q).and_then(status);
+    c.g().eng.release(q);
+    r?;
+    let n = u64::from_le_bytes(len);
+    if n > 1 << 24 {
+        return Err(MpiError::new(ErrorClass::Intern, format!("spawn outcome of {n} bytes from the root")));
+    }
+    msg.resize(n as usize, 0);
+    let q = c.g().eng.coll_irecv(h, root, TAG_SPAWN_DATA, msg)?;
+    let r = c.wait(q).and_then(status);
+    c.g().eng.release(q);
+    r
 }
 
 /// In a process started by MPI_Comm_spawn (`STEADFAST_PARENT` set): reach the parents and

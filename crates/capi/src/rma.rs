@@ -1,19 +1,24 @@
 //! One-sided communication (MPI_Win_*, MPI_Put / Get / Accumulate and friends).
 //!
-//! Every member of a window lives on one host, so an origin moves data itself, without the
-//! target's participation:
+//! Members on one host are reached directly, without the target's participation:
 //! - windows whose memory the library allocates (MPI_Win_allocate, MPI_Win_allocate_shared)
-//!   live in one shared-memory segment every member maps: puts and gets are `memcpy`, and
-//!   MPI_Win_shared_query hands out direct load/store pointers;
-//! - windows over the application's memory (MPI_Win_create, MPI_Win_create_dynamic) are
-//!   reached with `process_vm_readv` / `process_vm_writev` (single-copy cross-memory access);
-//! - a small shared control segment per window holds, for each target, a reader/writer lock
-//!   word (MPI_Win_lock) and the mutex that makes accumulates on that target atomic.
+//!   on one host live in one shared-memory segment every member maps: puts and gets are
+//!   `memcpy`, and MPI_Win_shared_query hands out direct load/store pointers;
+//! - windows over the application's memory (MPI_Win_create, MPI_Win_create_dynamic), and
+//!   every window spanning hosts, are reached on the same host with `process_vm_readv` /
+//!   `process_vm_writev` (single-copy cross-memory access);
+//! - a small shared control segment per window and host holds, for each member, a
+//!   reader/writer lock word (MPI_Win_lock) and the mutex that makes accumulates on that
+//!   target atomic.
 //!
-//! Transfers therefore complete when the call returns; synchronization calls only order them:
-//! fence is a memory fence plus a barrier, post/start/complete/wait exchange zero-byte
-//! messages on the window's private communicator, lock/unlock take the shared lock word.
-//! A window whose members span hosts is refused with MPI_ERR_UNSUPPORTED_OPERATION.
+//! Members on other hosts are reached through the network path (`rma_net`): each operation
+//! is a request their target service applies, under the same lock word and mutex.
+//!
+//! Transfers to members of this host complete when the call returns; synchronization calls
+//! order them, and flush what went to other hosts: fence is a flush, a memory fence and a
+//! barrier, post/start/complete/wait exchange zero-byte messages on the window's private
+//! communicator, lock/unlock take the lock word (or ask the remote target's service).
+//! MPI_Win_allocate_shared across hosts is refused with MPI_ERR_RMA_SHARED.
 //!
 //! Entry points run without the library lock (they call collectives and point-to-point
 //! through the PMPI layer); errors go to the window's error handler.
@@ -30,6 +35,8 @@ use steadfast_core::{ErrorClass, Handle, MpiError};
 
 use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Errhandler, MPI_Group, MPI_Info, MPI_Op, MPI_Request, MPI_Win};
 use crate::global::{self, dtype, lock, Global, PHASE, PHASE_LIVE};
+use crate::rma_net::{Ask, Kind};
+use steadfast_core::op::Elem;
 use crate::mpi_api;
 
 fn err(class: ErrorClass, msg: impl Into<String>) -> MpiError {
@@ -98,9 +105,10 @@ fn unlink_segment(id: u64, what: &str) {
     unsafe { libc::unlink(path.as_ptr()) };
 }
 
-/// Per target: lock word and accumulate mutex, one cache line each target.
+/// Per target: lock word, accumulate mutex and (windows spanning hosts) the count of lock
+/// requests of other hosts waiting, one cache line each target.
 const CTL_STRIDE: usize = 64;
-const LOCK_EXCL: u64 = 1 << 63;
+pub(crate) const LOCK_EXCL: u64 = 1 << 63;
 
 // ---- windows --------------------------------------------------------------------------------
 
@@ -127,6 +135,19 @@ struct Peer {
     disp_unit: usize,
     world_rank: u32,
     local: bool,
+    /// On another host: reached through its target service (`rma_net`).
+    remote: bool,
+}
+
+/// The network path of a window whose members span hosts (`rma_net`).
+struct Net {
+    /// Private communicator the requests travel on, and its engine handle.
+    comm: MPI_Comm,
+    h: Handle,
+    /// Targets on other hosts written to (put, accumulate) since their last flush.
+    dirty: std::collections::BTreeSet<usize>,
+    /// This member's memory when the library allocated it (MPI_Win_allocate).
+    _own: Option<Segment>,
 }
 
 /// One window.
@@ -151,6 +172,8 @@ struct Win {
     lock_all: bool,
     /// Memory attached to a dynamic window (address, size).
     attached: Vec<(usize, usize)>,
+    /// Members on other hosts: the network path.
+    net: Option<Net>,
     // Storage for the predefined attributes (applications get pointers to these).
     attr_size: MPI_Aint,
     attr_disp_unit: c_int,
@@ -304,14 +327,46 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
     if let Err(e) = check_rc("exchanging window addresses", rc) {
         return fail(&mut wcomm, e);
     }
-    if all.iter().any(|p| p.host != all[0].host) {
-        return fail(
-            &mut wcomm,
-            err(ErrorClass::Unsupported, "the window's members are on more than one host; one-sided communication needs every member on one host"),
-        );
+    let spans = all.iter().any(|p| p.host != all[0].host);
+    if spans && flavor == abi::MPI_WIN_FLAVOR_SHARED {
+        return fail(&mut wcomm, err(ErrorClass::RmaShared, "MPI_Win_allocate_shared needs every member on one host; the communicator spans hosts"));
     }
-    let id = all[0].id;
-    let library_memory = flavor == abi::MPI_WIN_FLAVOR_ALLOCATE || flavor == abi::MPI_WIN_FLAVOR_SHARED;
+    let mut own = None;
+    if spans && flavor == abi::MPI_WIN_FLAVOR_ALLOCATE {
+        // No segment spans hosts: each member allocates its own part, and the members
+        // exchange the addresses (u64::MAX: a member could not allocate).
+        let len = page_round(size as usize);
+        let p = libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+        let mine = if p == libc::MAP_FAILED {
+            u64::MAX
+        } else {
+            own = Some(Segment { addr: p as usize, len });
+            p as u64
+        };
+        let mut bases = vec![0u64; n];
+        let rc = crate::coll::PMPI_Allgather(
+            &mine as *const u64 as *const c_void,
+            8,
+            abi::MPI_BYTE as MPI_Datatype,
+            bases.as_mut_ptr() as *mut c_void,
+            8,
+            abi::MPI_BYTE as MPI_Datatype,
+            wcomm,
+        );
+        if let Err(e) = check_rc("exchanging window addresses", rc) {
+            return fail(&mut wcomm, e);
+        }
+        if bases.contains(&u64::MAX) {
+            return fail(&mut wcomm, err(ErrorClass::NoMem, format!("a member could not allocate its {size} bytes of window memory")));
+        }
+        for (p, b) in all.iter_mut().zip(bases) {
+            p.base = b;
+        }
+    }
+    // One control segment per host, made by the host's first member.
+    let leader = all.iter().position(|p| p.host == all[me].host).unwrap_or(me);
+    let id = all[leader].id;
+    let library_memory = !spans && (flavor == abi::MPI_WIN_FLAVOR_ALLOCATE || flavor == abi::MPI_WIN_FLAVOR_SHARED);
     // Offsets of each member's part of the data segment: contiguous for allocate_shared (as
     // the standard's default promises), cache-line aligned for allocate.
     let align = if flavor == abi::MPI_WIN_FLAVOR_SHARED { 1 } else { 64 };
@@ -324,11 +379,12 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
     }
     let ctl_len = page_round(n * CTL_STRIDE);
     let data_len = page_round(total);
-    // Member 0 creates the segments, everyone maps them, then member 0 unlinks the names.
+    // The host's first member creates the segments, the others map them, then it unlinks
+    // the names.
     let mut first: R<()> = Ok(());
     let mut ctl = None;
     let mut data = None;
-    if me == 0 {
+    if me == leader {
         first = map_segment(id, "ctl", ctl_len, true).map(|s| ctl = Some(s));
         if first.is_ok() && library_memory {
             first = map_segment(id, "data", data_len, true).map(|s| data = Some(s));
@@ -338,15 +394,15 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
     let mut all_ok = 0;
     crate::coll::PMPI_Allreduce(&ok as *const c_int as *const c_void, &mut all_ok as *mut c_int as *mut c_void, 1, abi::MPI_INT as MPI_Datatype, abi::MPI_MIN as MPI_Op, wcomm);
     if all_ok == 0 {
-        if me == 0 {
+        if me == leader {
             unlink_segment(id, "ctl");
             unlink_segment(id, "data");
         }
-        let e = first.err().unwrap_or_else(|| err(ErrorClass::NoMem, "member 0 could not create the window's segments"));
+        let e = first.err().unwrap_or_else(|| err(ErrorClass::NoMem, "a member could not create the window's segments"));
         return fail(&mut wcomm, e);
     }
     let mut second: R<()> = Ok(());
-    if me != 0 {
+    if me != leader {
         second = map_segment(id, "ctl", ctl_len, false).map(|s| ctl = Some(s));
         if second.is_ok() && library_memory {
             second = map_segment(id, "data", data_len, false).map(|s| data = Some(s));
@@ -354,7 +410,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
     }
     ok = second.is_ok() as c_int;
     crate::coll::PMPI_Allreduce(&ok as *const c_int as *const c_void, &mut all_ok as *mut c_int as *mut c_void, 1, abi::MPI_INT as MPI_Datatype, abi::MPI_MIN as MPI_Op, wcomm);
-    if me == 0 {
+    if me == leader {
         unlink_segment(id, "ctl");
         unlink_segment(id, "data");
     }
@@ -363,6 +419,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         return fail(&mut wcomm, e);
     };
     let pid = libc::getpid();
+    let here = all[me].host;
     let peers: Vec<Peer> = all
         .iter()
         .enumerate()
@@ -377,7 +434,8 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
                 size: p.size as usize,
                 disp_unit: p.disp_unit as usize,
                 world_rank: p.world_rank as u32,
-                local: data.is_some() || p.pid as i32 == pid,
+                local: data.is_some() || (p.pid as i32 == pid && p.host == here),
+                remote: p.host != here,
             }
         })
         .collect();
@@ -388,6 +446,14 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
             info_used.set(k, v)?;
         }
     }
+    let net = if spans {
+        match open_net(wcomm, flavor, &peers[me], ctl.addr + me * CTL_STRIDE, own) {
+            Ok(n) => Some(n),
+            Err(e) => return fail(&mut wcomm, e),
+        }
+    } else {
+        None
+    };
     let handle = NEXT_WIN.fetch_add(0x1000, Ordering::Relaxed) as usize;
     let win = Win {
         comm: wcomm,
@@ -405,6 +471,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         locks: HashMap::new(),
         lock_all: false,
         attached: Vec::new(),
+        net,
         attr_size: size,
         attr_disp_unit: disp_unit,
         attr_flavor: flavor,
@@ -412,6 +479,27 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
     };
     wins().get_or_insert_with(HashMap::new).insert(handle, Box::new(win));
     Ok((handle as MPI_Win, base))
+}
+
+/// The network path of a new window spanning hosts: its request communicator, and this
+/// member exposed to the origins of other hosts (collective over `wcomm`).
+unsafe fn open_net(wcomm: MPI_Comm, flavor: c_int, me: &Peer, ctl: usize, own: Option<Segment>) -> R<Net> {
+    let mut comm: MPI_Comm = std::ptr::null_mut();
+    check_rc("MPI_Comm_dup of the window's request communicator", crate::comm::PMPI_Comm_dup(wcomm, &mut comm))?;
+    crate::errhandler::PMPI_Comm_set_errhandler(comm, abi::MPI_ERRORS_RETURN as MPI_Errhandler);
+    let h = match g_locked(|g| global::comm_handle(g, comm as usize)) {
+        Ok(h) => h,
+        Err(e) => {
+            crate::comm::PMPI_Comm_free(&mut comm);
+            return Err(e);
+        }
+    };
+    let fixed = (flavor != abi::MPI_WIN_FLAVOR_DYNAMIC).then_some((me.base, me.size));
+    if let Err(e) = crate::rma_net::expose(h, fixed, ctl) {
+        crate::comm::PMPI_Comm_free(&mut comm);
+        return Err(e);
+    }
+    Ok(Net { comm, h, dirty: Default::default(), _own: own })
 }
 
 unsafe fn out_win(win: *mut MPI_Win) -> R<()> {
@@ -705,6 +793,11 @@ mpi_api! {
             crate::attr::delete_win_attrs(w as usize).map_err(|_| err(ErrorClass::Other, "an attribute delete callback failed"))?;
             let x = wins().as_mut().and_then(|m| m.remove(&(w as usize)));
             if let Some(mut x) = x {
+                if let Some(mut n) = x.net.take() {
+                    // After the barrier no request is on its way here.
+                    crate::rma_net::withdraw(n.h);
+                    crate::comm::PMPI_Comm_free(&mut n.comm);
+                }
                 g_locked(|g| {
                     crate::errhandler::release(g, x.errhandler);
                     Ok(())
@@ -731,6 +824,9 @@ mpi_api! {
             if w.attached.iter().any(|&(a, l)| b < a + l && a < b + s) {
                 return Err(err(ErrorClass::RmaAttach, "the memory overlaps memory already attached"));
             }
+            if let Some(n) = &w.net {
+                crate::rma_net::attach(n.h, (b, s), true)?;
+            }
             w.attached.push((b, s));
             Ok(())
         }))
@@ -743,7 +839,10 @@ mpi_api! {
             }
             let i = w.attached.iter().position(|&(a, _)| a == base as usize)
                 .ok_or_else(|| err(ErrorClass::RmaAttach, format!("no memory is attached at {base:p}")))?;
-            w.attached.remove(i);
+            let region = w.attached.remove(i);
+            if let Some(n) = &w.net {
+                crate::rma_net::attach(n.h, region, false)?;
+            }
             Ok(())
         }))
     }
@@ -777,7 +876,8 @@ mpi_api! {
 
 fn shared_query(win: MPI_Win, rank: c_int) -> R<(MPI_Aint, usize, usize)> {
     with_win(win, |w| {
-        let shared = w.flavor == abi::MPI_WIN_FLAVOR_SHARED || w.flavor == abi::MPI_WIN_FLAVOR_ALLOCATE;
+        // Memory of a window spanning hosts is each member's own.
+        let shared = w.net.is_none() && (w.flavor == abi::MPI_WIN_FLAVOR_SHARED || w.flavor == abi::MPI_WIN_FLAVOR_ALLOCATE);
         if !shared {
             // The application's own memory is not shared: size 0 and a NULL base (MPI 4.1).
             if rank != abi::MPI_PROC_NULL && usize::try_from(rank).ok().filter(|&r| r < w.peers.len()).is_none() {
@@ -805,13 +905,38 @@ unsafe fn put(func: &str, origin: *const c_void, ocount: i64, otype: MPI_Datatyp
         }
         let (ot, tt) = types(otype, ttype)?;
         let mut data = pack(&ot, origin, ocount)?;
-        with_win(win, |w| {
+        let net = with_win(win, |w| {
             check_epoch(w, rank)?;
             let t = target_of(w, rank, disp, tcount, &tt)?;
             same_size(data.len(), tt.packed_size(t.count))?;
-            xfer(&t.peer, true, &t.runs, data.as_mut_ptr())
-        })
+            if let Some(n) = remote(w, &t, rank, true) {
+                return Ok(Some((n, t.runs)));
+            }
+            xfer(&t.peer, true, &t.runs, data.as_mut_ptr()).map(|()| None)
+        })?;
+        let Some((comm, runs)) = net else {
+            crate::rma_net::progress_if_serving();
+            return Ok(());
+        };
+        let asks = crate::rma_net::pieces(&runs, 1)
+            .into_iter()
+            .map(|(r, a, b)| Ask { kind: Kind::Put, exclusive: false, elem: Elem::Byte, op: 0, runs: r, data: vec![&data[a..b]], answer: None })
+            .collect();
+        crate::rma_net::exchange(comm, rank, asks).map(|_| ())
     })
+}
+
+/// The network path to `t`, when it is on another host: the request communicator, with
+/// the target marked as written to (`write`) until its next flush.
+fn remote(w: &mut Win, t: &Target, rank: c_int, write: bool) -> Option<Handle> {
+    if !t.peer.remote {
+        return None;
+    }
+    let n = w.net.as_mut()?;
+    if write {
+        n.dirty.insert(rank as usize);
+    }
+    Some(n.h)
 }
 
 unsafe fn get(func: &str, origin: *mut c_void, ocount: i64, otype: MPI_Datatype, rank: c_int, disp: MPI_Aint, tcount: i64, ttype: MPI_Datatype, win: MPI_Win) -> c_int {
@@ -823,14 +948,34 @@ unsafe fn get(func: &str, origin: *mut c_void, ocount: i64, otype: MPI_Datatype,
         if ocount < 0 {
             return Err(err(ErrorClass::Count, format!("count {ocount} is negative")));
         }
-        let mut data = with_win(win, |w| {
+        let (mut data, net) = with_win(win, |w| {
             check_epoch(w, rank)?;
             let t = target_of(w, rank, disp, tcount, &tt)?;
             let mut data = vec![0u8; tt.packed_size(t.count)];
             same_size(ot.packed_size(ocount as usize), data.len())?;
+            if let Some(n) = remote(w, &t, rank, false) {
+                return Ok((data, Some((n, t.runs))));
+            }
             xfer(&t.peer, false, &t.runs, data.as_mut_ptr())?;
-            Ok(data)
+            Ok((data, None))
         })?;
+        if net.is_none() {
+            crate::rma_net::progress_if_serving();
+        }
+        if let Some((comm, runs)) = net {
+            let parts = crate::rma_net::pieces(&runs, 1);
+            let asks = parts
+                .iter()
+                .map(|(r, a, b)| Ask { kind: Kind::Get, exclusive: false, elem: Elem::Byte, op: 0, runs: r.clone(), data: Vec::new(), answer: Some(b - a) })
+                .collect();
+            let got = crate::rma_net::exchange(comm, rank, asks)?;
+            for ((_, a, b), piece) in parts.iter().zip(got) {
+                if piece.len() != b - a {
+                    return Err(err(ErrorClass::Intern, format!("target {rank} answered {} bytes for {}", piece.len(), b - a)));
+                }
+                data[*a..*b].copy_from_slice(&piece);
+            }
+        }
         ot.unpack(&data, origin as *mut u8, ocount as usize);
         data.clear();
         Ok(())
@@ -844,13 +989,55 @@ unsafe fn acc(func: &str, origin: *const c_void, ocount: i64, otype: MPI_Datatyp
         }
         let (ot, tt) = types(otype, ttype)?;
         let data = pack(&ot, origin, ocount)?;
-        with_win(win, |w| {
+        let net = with_win(win, |w| {
             check_epoch(w, rank)?;
             let t = target_of(w, rank, disp, tcount, &tt)?;
             same_size(data.len(), tt.packed_size(t.count))?;
-            accumulate(w, &t, ttype, op, Some(&data), None)
-        })
+            if let Some(n) = remote(w, &t, rank, true) {
+                return Ok(Some((n, t.runs)));
+            }
+            accumulate(w, &t, ttype, op, Some(&data), None).map(|()| None)
+        })?;
+        let Some((comm, runs)) = net else {
+            crate::rma_net::progress_if_serving();
+            return Ok(());
+        };
+        accumulate_net(comm, rank, &runs, ttype, op, Some(&data), None)
     })
+}
+
+/// An accumulate-class operation on a target of another host, applied there by its target
+/// service (atomic per element: see `rma_net`); the target's previous contents go to
+/// `result` (packed) when asked for.
+fn accumulate_net(comm: Handle, rank: c_int, runs: &[(usize, usize)], target_dt: MPI_Datatype, op: MPI_Op, origin: Option<&[u8]>, result: Option<&mut Vec<u8>>) -> R<()> {
+    check_acc_op(op)?;
+    let red: Reduction = g_locked(|g| crate::op::reduction(g, op, target_dt))?;
+    let elem = red.elem;
+    let parts = crate::rma_net::pieces(runs, elem.size());
+    let kind = if result.is_some() { Kind::GetAcc } else { Kind::Acc };
+    let asks = parts
+        .iter()
+        .map(|(r, a, b)| Ask {
+            kind,
+            exclusive: false,
+            elem,
+            op: op as u64,
+            runs: r.clone(),
+            data: origin.map(|d| vec![&d[*a..*b]]).unwrap_or_default(),
+            answer: result.is_some().then_some(b - a),
+        })
+        .collect();
+    let got = crate::rma_net::exchange(comm, rank, asks)?;
+    if let Some(res) = result {
+        res.clear();
+        for ((_, a, b), piece) in parts.iter().zip(got) {
+            if piece.len() != b - a {
+                return Err(err(ErrorClass::Intern, format!("target {rank} answered {} bytes for {}", piece.len(), b - a)));
+            }
+            res.extend_from_slice(&piece);
+        }
+    }
+    Ok(())
 }
 
 unsafe fn get_acc(
@@ -872,15 +1059,22 @@ unsafe fn get_acc(
             return Err(err(ErrorClass::Count, format!("result count {rcount} is negative")));
         }
         let mut res = Vec::new();
-        with_win(win, |w| {
+        let net = with_win(win, |w| {
             check_epoch(w, rank)?;
             let t = target_of(w, rank, disp, tcount, &tt)?;
             if let Some(d) = &data {
                 same_size(d.len(), tt.packed_size(t.count))?;
             }
             same_size(rt.packed_size(rcount as usize), tt.packed_size(t.count))?;
-            accumulate(w, &t, ttype, op, data.as_deref(), Some(&mut res))
+            if let Some(n) = remote(w, &t, rank, false) {
+                return Ok(Some((n, t.runs)));
+            }
+            accumulate(w, &t, ttype, op, data.as_deref(), Some(&mut res)).map(|()| None)
         })?;
+        match net {
+            Some((comm, runs)) => accumulate_net(comm, rank, &runs, ttype, op, data.as_deref(), Some(&mut res))?,
+            None => crate::rma_net::progress_if_serving(),
+        }
         rt.unpack(&res, result as *mut u8, rcount as usize);
         Ok(())
     })
@@ -958,6 +1152,10 @@ mpi_api! {
             let old = with_win(win, |w| {
                 check_epoch(w, target_rank)?;
                 let tg = target_of(w, target_rank, target_disp, 1, &t)?;
+                if let Some(comm) = remote(w, &tg, target_rank, false) {
+                    let ask = Ask { kind: Kind::Cas, exclusive: false, elem: Elem::Byte, op: 0, runs: tg.runs.clone(), data: vec![&new, &cmp], answer: Some(n) };
+                    return Ok(Err((comm, ask)));
+                }
                 with_acc_lock(w, target_rank as usize, || {
                     let mut old = vec![0u8; n];
                     xfer(&tg.peer, false, &tg.runs, old.as_mut_ptr())?;
@@ -965,9 +1163,19 @@ mpi_api! {
                         let mut v = new.clone();
                         xfer(&tg.peer, true, &tg.runs, v.as_mut_ptr())?;
                     }
-                    Ok(old)
+                    Ok(Ok(old))
                 })
             })?;
+            let old = match old {
+                Ok(old) => {
+                    crate::rma_net::progress_if_serving();
+                    old
+                }
+                Err((comm, ask)) => crate::rma_net::exchange(comm, target_rank, vec![ask])?.pop().unwrap_or_default(),
+            };
+            if old.len() != n {
+                return Err(err(ErrorClass::Intern, format!("target {target_rank} answered {} bytes for {n}", old.len())));
+            }
             std::ptr::copy_nonoverlapping(old.as_ptr(), result_addr as *mut u8, n);
             Ok(())
         })
@@ -1052,6 +1260,8 @@ mpi_api! {
                 }
                 Ok(w.comm)
             })?;
+            // Writes to other hosts are applied there before anyone leaves the barrier.
+            flush_net(win, None)?;
             fence(Ordering::SeqCst);
             check_rc("MPI_Barrier on the window communicator", crate::comm::PMPI_Barrier(comm))?;
             fence(Ordering::SeqCst);
@@ -1116,6 +1326,7 @@ mpi_api! {
                 let t = w.access.take().ok_or_else(|| err(ErrorClass::RmaSync, "MPI_Win_complete without MPI_Win_start"))?;
                 Ok((w.comm, t))
             })?;
+            flush_net(win, Some(&targets))?;
             fence(Ordering::SeqCst);
             for &t in &targets {
                 check_rc("MPI_Send of the completion notice", crate::pt2pt::PMPI_Send(std::ptr::null(), 0, abi::MPI_BYTE as MPI_Datatype, t as c_int, TAG_DONE, comm))?;
@@ -1165,7 +1376,7 @@ mpi_api! {
                 return Ok(());
             }
             let take = assert & abi::MPI_MODE_NOCHECK == 0;
-            with_win(win, |w| {
+            let net = with_win(win, |w| {
                 let r = usize::try_from(rank).ok().filter(|&r| r < w.peers.len())
                     .ok_or_else(|| err(ErrorClass::Rank, format!("target rank {rank} is not in the window")))?;
                 if w.locks.contains_key(&r) || w.lock_all {
@@ -1176,12 +1387,24 @@ mpi_api! {
                     // opened none, so only a post/start epoch conflicts.
                     w.fence_epoch = false;
                 }
-                if take {
+                let far = w.peers[r].remote;
+                if take && !far {
                     acquire(w, r, lock_type);
                 }
                 w.locks.insert(r, (lock_type, take));
-                Ok(())
-            })
+                Ok(w.net.as_ref().filter(|_| take && far).map(|n| n.h))
+            })?;
+            if let Some(comm) = net {
+                // The target's service grants it (at once, or when the holders let go).
+                if let Err(e) = crate::rma_net::exchange(comm, rank, vec![control(Kind::Lock, lock_type == abi::MPI_LOCK_EXCLUSIVE)]) {
+                    with_win(win, |w| {
+                        w.locks.remove(&(rank as usize));
+                        Ok(())
+                    })?;
+                    return Err(e);
+                }
+            }
+            Ok(())
         })
     }
 
@@ -1190,28 +1413,43 @@ mpi_api! {
             if rank == abi::MPI_PROC_NULL {
                 return Ok(());
             }
-            with_win(win, |w| {
+            let net = with_win(win, |w| {
                 let r = rank as usize;
                 let (ty, taken) = w.locks.remove(&r).ok_or_else(|| err(ErrorClass::RmaSync, format!("target {rank} is not locked by this process")))?;
                 fence(Ordering::SeqCst);
-                if taken {
+                let far = w.peers.get(r).is_some_and(|p| p.remote);
+                if taken && !far {
                     release_lock(w, r, ty);
                 }
-                Ok(())
-            })
+                Ok(w.net.as_mut().filter(|_| far).map(|n| {
+                    n.dirty.remove(&r);
+                    (n.h, ty, taken)
+                }))
+            })?;
+            // The target answers once this origin's operations before it are applied.
+            if let Some((comm, ty, taken)) = net {
+                let ask = if taken { control(Kind::Unlock, ty == abi::MPI_LOCK_EXCLUSIVE) } else { control(Kind::Flush, false) };
+                crate::rma_net::exchange(comm, rank, vec![ask])?;
+            }
+            Ok(())
         })
     }
 
     fn Win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
         win_api("MPI_Win_lock_all", win, || {
             check_assert(assert)?;
-            with_win(win, |w| {
+            let net = with_win(win, |w| {
                 if w.lock_all || !w.locks.is_empty() {
                     return Err(err(ErrorClass::RmaSync, "the window is already locked by this process"));
                 }
+                let mut far = Vec::new();
                 if assert & abi::MPI_MODE_NOCHECK == 0 {
                     for r in 0..w.peers.len() {
-                        acquire(w, r, abi::MPI_LOCK_SHARED);
+                        if w.peers[r].remote {
+                            far.push(r);
+                        } else {
+                            acquire(w, r, abi::MPI_LOCK_SHARED);
+                        }
                     }
                 }
                 w.lock_all = true;
@@ -1221,26 +1459,48 @@ mpi_api! {
                 if assert & abi::MPI_MODE_NOCHECK != 0 {
                     w.locks.insert(usize::MAX, (abi::MPI_LOCK_SHARED, false));
                 }
-                Ok(())
-            })
+                Ok(w.net.as_ref().map(|n| (n.h, far)))
+            })?;
+            if let Some((comm, far)) = net {
+                for r in far {
+                    crate::rma_net::exchange(comm, r as c_int, vec![control(Kind::Lock, false)])?;
+                }
+            }
+            Ok(())
         })
     }
 
     fn Win_unlock_all(win: MPI_Win) -> c_int {
-        win_api("MPI_Win_unlock_all", win, || with_win(win, |w| {
-            if !w.lock_all {
-                return Err(err(ErrorClass::RmaSync, "MPI_Win_unlock_all without MPI_Win_lock_all"));
-            }
-            fence(Ordering::SeqCst);
-            let taken = w.locks.remove(&usize::MAX).is_none();
-            if taken {
+        win_api("MPI_Win_unlock_all", win, || {
+            let net = with_win(win, |w| {
+                if !w.lock_all {
+                    return Err(err(ErrorClass::RmaSync, "MPI_Win_unlock_all without MPI_Win_lock_all"));
+                }
+                fence(Ordering::SeqCst);
+                let taken = w.locks.remove(&usize::MAX).is_none();
+                let mut far = Vec::new();
                 for r in 0..w.peers.len() {
-                    release_lock(w, r, abi::MPI_LOCK_SHARED);
+                    if w.peers[r].remote {
+                        far.push(r);
+                    } else if taken {
+                        release_lock(w, r, abi::MPI_LOCK_SHARED);
+                    }
+                }
+                w.lock_all = false;
+                Ok(w.net.as_mut().map(|n| {
+                    n.dirty.clear();
+                    (n.h, far, taken)
+                }))
+            })?;
+            // Each target answers once this origin's operations before it are applied.
+            if let Some((comm, far, taken)) = net {
+                for r in far {
+                    let ask = if taken { control(Kind::Unlock, false) } else { control(Kind::Flush, false) };
+                    crate::rma_net::exchange(comm, r as c_int, vec![ask])?;
                 }
             }
-            w.lock_all = false;
             Ok(())
-        }))
+        })
     }
 
     fn Win_flush(rank: c_int, win: MPI_Win) -> c_int {
@@ -1256,48 +1516,90 @@ mpi_api! {
         flush("MPI_Win_flush_local_all", None, win)
     }
     fn Win_sync(win: MPI_Win) -> c_int {
-        win_api("MPI_Win_sync", win, || with_win(win, |_| {
-            fence(Ordering::SeqCst);
+        win_api("MPI_Win_sync", win, || {
+            with_win(win, |_| {
+                fence(Ordering::SeqCst);
+                Ok(())
+            })?;
+            crate::rma_net::progress_if_serving();
             Ok(())
-        }))
+        })
     }
 }
 
-/// Operations complete when issued, so a flush only orders memory; it is still an error
-/// outside a passive-target epoch.
+/// Operations on members of this host complete when issued, so for them a flush only
+/// orders memory; targets on other hosts answer a flush request once this origin's
+/// operations before it are applied. It is an error outside a passive-target epoch.
 fn flush(func: &str, rank: Option<c_int>, win: MPI_Win) -> c_int {
-    win_api(func, win, || with_win(win, |w| {
-        let ok = w.lock_all || match rank {
-            Some(r) => r == abi::MPI_PROC_NULL || w.locks.contains_key(&(r as usize)),
-            None => !w.locks.is_empty(),
-        };
-        if !ok {
-            return Err(err(ErrorClass::RmaSync, "flush outside a passive-target (lock) epoch"));
+    win_api(func, win, || {
+        with_win(win, |w| {
+            let ok = w.lock_all || match rank {
+                Some(r) => r == abi::MPI_PROC_NULL || w.locks.contains_key(&(r as usize)),
+                None => !w.locks.is_empty(),
+            };
+            if !ok {
+                return Err(err(ErrorClass::RmaSync, "flush outside a passive-target (lock) epoch"));
+            }
+            fence(Ordering::SeqCst);
+            Ok(())
+        })?;
+        match rank {
+            Some(r) if r == abi::MPI_PROC_NULL => Ok(()),
+            Some(r) => flush_net(win, Some(&[r as usize])),
+            None => flush_net(win, None),
         }
-        fence(Ordering::SeqCst);
-        Ok(())
-    }))
+    })
+}
+
+/// A synchronization request without data.
+fn control(kind: Kind, exclusive: bool) -> Ask<'static> {
+    Ask { kind, exclusive, elem: Elem::None, op: 0, runs: Vec::new(), data: Vec::new(), answer: Some(0) }
+}
+
+/// Flush the targets on other hosts written to since their last flush (all, or those of
+/// `only`): each answers once this origin's operations before the request are applied.
+fn flush_net(win: MPI_Win, only: Option<&[usize]>) -> R<()> {
+    let (comm, targets) = with_win(win, |w| {
+        let Some(n) = w.net.as_mut() else { return Ok((None, Vec::new())) };
+        let t: Vec<usize> = match only {
+            Some(o) => o.iter().copied().filter(|r| n.dirty.remove(r)).collect(),
+            None => std::mem::take(&mut n.dirty).into_iter().collect(),
+        };
+        Ok((Some(n.h), t))
+    })?;
+    let Some(comm) = comm else { return Ok(()) };
+    for t in targets {
+        crate::rma_net::exchange(comm, t as c_int, vec![control(Kind::Flush, false)])?;
+    }
+    // Flushing nothing remote (a loop of local operations and flushes) still serves others.
+    crate::rma_net::progress_if_serving();
+    Ok(())
 }
 
 fn acquire(w: &Win, target: usize, lock_type: c_int) {
     let word = lock_word(w, target);
-    if lock_type == abi::MPI_LOCK_EXCLUSIVE {
-        spin_until(|| word.compare_exchange(0, LOCK_EXCL, Ordering::Acquire, Ordering::Relaxed).is_ok());
-    } else {
-        spin_until(|| {
-            let v = word.load(Ordering::Relaxed);
-            v & LOCK_EXCL == 0 && word.compare_exchange(v, v + 1, Ordering::Acquire, Ordering::Relaxed).is_ok()
-        });
+    let exclusive = lock_type == abi::MPI_LOCK_EXCLUSIVE;
+    if w.net.is_none() {
+        spin_until(|| crate::rma_net::try_lock(word, exclusive));
+        return;
+    }
+    // An origin of another host may hold the word, or wait for it (then this host's lockers
+    // stand back); its unlock is served by the progress of the target, which may be this
+    // process.
+    let waiters = crate::rma_net::remote_waiters(w.ctl.addr + target * CTL_STRIDE);
+    let mut spins = 0u32;
+    while waiters.load(Ordering::Acquire) > 0 || !crate::rma_net::try_lock(word, exclusive) {
+        spins += 1;
+        if spins % 64 == 0 {
+            crate::rma_net::poke();
+        } else {
+            std::hint::spin_loop();
+        }
     }
 }
 
 fn release_lock(w: &Win, target: usize, lock_type: c_int) {
-    let word = lock_word(w, target);
-    if lock_type == abi::MPI_LOCK_EXCLUSIVE {
-        word.store(0, Ordering::Release);
-    } else {
-        word.fetch_sub(1, Ordering::Release);
-    }
+    crate::rma_net::unlock(lock_word(w, target), lock_type == abi::MPI_LOCK_EXCLUSIVE);
 }
 
 // ---- entry points: window properties ---------------------------------------------------------

@@ -253,6 +253,16 @@ struct State {
     sync_early: std::collections::HashSet<(u32, u64)>,
 }
 
+/// Work a layer above the engine does in every round of progress, so that it advances
+/// whenever any call makes progress (the network path of one-sided communication serves
+/// the requests of remote origins this way).
+pub trait Service: Send {
+    /// One round of the work, with the engine's nonblocking calls; true if something moved.
+    fn serve(&mut self, eng: &mut Engine) -> bool;
+    /// The service itself, for its owner to reach its state.
+    fn as_any(&mut self) -> &mut dyn std::any::Any;
+}
+
 /// The MPI engine of one process.
 pub struct Engine {
     pub rank: u32,
@@ -280,6 +290,8 @@ pub struct Engine {
     pub(crate) idups: crate::group::Idups,
     /// Requests made of other requests in flight (MPI_Isendrecv).
     pub(crate) compounds: crate::compound::Compounds,
+    /// Work of a layer above the engine done in every round of progress (see [`Service`]).
+    service: Option<Box<dyn Service>>,
     /// Relaunch mode: failures and restarts come from the launcher's notices.
     relaunch: bool,
     /// Progress rounds since the launcher's notices were last read (relaunch mode).
@@ -627,6 +639,7 @@ impl Engine {
             ft_seen: 0,
             idups: Default::default(),
             compounds: Default::default(),
+            service: None,
             relaunch,
             launcher_polls: 0,
             coord: None,
@@ -762,6 +775,29 @@ impl Engine {
         self.st.matcher.drop_context(comm.ctx);
         self.st.matcher.drop_context(comm.ctx + 1);
         Ok(comm)
+    }
+
+    /// Install (or remove) the [`Service`] run in every round of progress.
+    pub fn set_service(&mut self, s: Option<Box<dyn Service>>) {
+        self.service = s;
+    }
+
+    /// The installed [`Service`], if any (None while it runs).
+    pub fn service_mut(&mut self) -> Option<&mut (dyn Service + 'static)> {
+        self.service.as_deref_mut()
+    }
+
+    /// Register a communicator that shares its context with another (a view of a subgroup,
+    /// see [`Engine::forget_comm`]): nothing of the context is replayed onto it.
+    pub(crate) fn add_view(&mut self, comm: Comm) -> Handle {
+        self.st.comms.insert(comm)
+    }
+
+    /// Remove communicator `c` from the table but keep whatever arrived on its contexts:
+    /// for communicators that share their context with another (a view of a subgroup) or
+    /// whose context is about to serve another communicator.
+    pub fn forget_comm(&mut self, c: Handle) {
+        self.st.comms.remove(c);
     }
 
     /// Agree on a fresh context id among the members of `c` (collective over `c`).
@@ -1405,6 +1441,13 @@ impl Engine {
         }
         if !self.compounds.is_empty() && self.compound_progress() {
             self.st.events += 1;
+        }
+        // Taken out while it runs: its own calls into the engine do not run it again.
+        if let Some(mut s) = self.service.take() {
+            if s.serve(self) {
+                self.st.events += 1;
+            }
+            self.service = Some(s);
         }
         Ok(self.st.events != before)
     }

@@ -684,6 +684,10 @@ impl Engine {
 const PENDING_CTX: u32 = u32::MAX - 15;
 /// Tag space of nonblocking duplications: `BASE | seq << 14 | stage << 12 | sub`.
 const IDUP_TAG_BASE: i32 = 0x4000_0000;
+/// Tag space of nonblocking MPI_Comm_create_group agreements on the parent's collective
+/// context: `BASE | (user tag & 0x3fff) << 14 | stage << 12 | sub` (negative, like the
+/// blocking form's tags, and apart from them).
+const CREATE_GROUP_TAG_BASE: i32 = i32::MIN | 0x4000_0000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -699,6 +703,11 @@ pub(crate) struct Idup {
     /// The new hidden local communicator (intercommunicators).
     new_local: Option<Handle>,
     seq: u32,
+    /// Tag space of the agreement's messages: [`IDUP_TAG_BASE`], or
+    /// [`CREATE_GROUP_TAG_BASE`] for a nonblocking MPI_Comm_create_group.
+    tag_base: i32,
+    /// `parent` is a view of the group only (MPI_Comm_create_group), forgotten at the end.
+    view: bool,
     /// (parent context id, seq): lower goes first when candidates collide.
     prio: (u32, u32),
     proposal: u32,
@@ -763,6 +772,8 @@ impl Engine {
             new,
             new_local,
             seq: this,
+            tag_base: IDUP_TAG_BASE,
+            view: false,
             prio: (old.ctx, this),
             proposal,
             candidate: 0,
@@ -780,6 +791,55 @@ impl Engine {
         Ok((new, req))
     }
 
+    /// Nonblocking MPI_Comm_create_group: collective over the members of `group` only
+    /// (world ranks, a subgroup of intracomm `c`). Returns None if this process is not a
+    /// member, else the new communicator (usable once the request completes) and the
+    /// request. The context is agreed as [`Engine::comm_idup`] agrees one, among the
+    /// members only, over a view of `c` restricted to them; concurrent calls on one parent
+    /// are told apart by `tag`, as the standard asks of the application.
+    pub fn comm_icreate_group(&mut self, c: Handle, group: &[u32], tag: i32) -> MpiResult<Option<(Handle, Handle)>> {
+        let parent = self.comm(c)?.clone();
+        if parent.remote.is_some() {
+            return mpi_err!(Comm, "MPI_Comm_create_group needs an intracommunicator");
+        }
+        if let Some(w) = group.iter().find(|w| !parent.group.contains(w)) {
+            return mpi_err!(Group, "the group is not a subgroup of the communicator's group (process {w} is not in it)");
+        }
+        let Some(me) = rank_of(group, self.rank) else { return Ok(None) };
+        let members = Arc::new(group.to_vec());
+        // Messages of the view travel on the parent's context with ranks of the group.
+        let view = self.add_view(Comm { ctx: parent.ctx, rank: me, group: members.clone(), errhandler: parent.errhandler, ..Default::default() });
+        let new = self.add_comm(Comm { ctx: PENDING_CTX, rank: me, group: members, errhandler: parent.errhandler, ..Default::default() });
+        let seq = tag as u32 & 0x3fff;
+        let proposal = self.idup_proposal();
+        let req = self.coll_request(false);
+        let mut d = Idup {
+            req,
+            parent: view,
+            new,
+            new_local: None,
+            seq,
+            tag_base: CREATE_GROUP_TAG_BASE,
+            view: true,
+            // Below every duplication's priority on the same parent (seq there counts up).
+            prio: (parent.ctx, u32::MAX - seq),
+            proposal,
+            candidate: 0,
+            phase: Phase::Propose,
+            acc: Box::new(proposal as u64),
+            stages: Default::default(),
+        };
+        if let Err(e) = self.idup_phase(&mut d) {
+            self.forget_comm(view);
+            let _ = self.release_comm(new);
+            self.release(req);
+            return Err(e);
+        }
+        self.idups.active.push(d);
+        self.idup_progress();
+        Ok(Some((new, req)))
+    }
+
     /// Build the schedules of `d`'s current phase (its value is already in `d.acc`).
     fn idup_phase(&mut self, d: &mut Idup) -> MpiResult<()> {
         use crate::coll::{bcast, reduce, Schedule};
@@ -788,7 +848,7 @@ impl Engine {
             Phase::Confirm => crate::op::PredefOp::Min,
         })?;
         let code = if d.phase == Phase::Propose { 0 } else { 2 };
-        let tag = |stage: i32| IDUP_TAG_BASE | (((d.seq & 0x3fff) as i32) << 14) | ((code + stage) << 12);
+        let tag = |stage: i32| d.tag_base | (((d.seq & 0x3fff) as i32) << 14) | ((code + stage) << 12);
         let acc: *mut u8 = (&mut *d.acc as *mut u64).cast();
         let parent = self.comm(d.parent)?.clone();
         let mk = |comm: Handle, tag_base: i32| {
@@ -890,6 +950,9 @@ impl Engine {
                 Ok(false) => i += 1,
                 Ok(true) => {
                     let d = list.swap_remove(i);
+                    if d.view {
+                        self.forget_comm(d.parent);
+                    }
                     self.coll_request_done(d.req, None);
                     finished = true;
                 }
@@ -898,6 +961,9 @@ impl Engine {
                     let mut d = list.swap_remove(i);
                     for s in d.stages.iter_mut() {
                         self.sched_abandon(s);
+                    }
+                    if d.view {
+                        self.forget_comm(d.parent);
                     }
                     self.coll_request_done(d.req, Some(e.class));
                     finished = true;

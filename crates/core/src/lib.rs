@@ -23,7 +23,7 @@ pub mod slab;
 pub mod topo;
 pub mod wire;
 
-pub use engine::{Bootstrap, Engine, JobInfo, Parts, PathKind, PathOverrides, PROC_NULL};
+pub use engine::{Bootstrap, Engine, JobInfo, Parts, PathKind, PathOverrides, Service, PROC_NULL};
 pub use error::{ErrorClass, MpiError, MpiResult};
 pub use slab::Handle;
 pub use steadfast_paths::PathCounters;

@@ -1,5 +1,6 @@
 /* ranks: 1 2 4
  * One-sided communication over every window flavor: put/get/accumulate with fence,
+ * on one host or spread over hosts (tests/c/rma/hosts.sh),
  * post-start-complete-wait, exclusive and shared locks (a counter raised with Fetch_and_op
  * by every rank, Compare_and_swap), request-based operations, strided target datatypes,
  * direct load/store into MPI_Win_allocate_shared memory, dynamic windows, window
@@ -227,17 +228,33 @@ int main(int argc, char **argv)
     passive(win, mem);
     TC_MPI(MPI_Win_free(&win));
 
-    /* MPI_Win_allocate_shared: neighbours' memory by direct load/store. */
-    TC_MPI(MPI_Win_allocate_shared(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    /* MPI_Win_allocate_shared among the ranks of one host (all of them on one host):
+     * neighbours' memory by direct load/store; across hosts it is refused. */
+    MPI_Comm node;
+    int node_rank, node_size, cls, world_hosts;
+    TC_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    TC_MPI(MPI_Comm_rank(node, &node_rank));
+    TC_MPI(MPI_Comm_size(node, &node_size));
+    int first = node_rank == 0;
+    TC_MPI(MPI_Allreduce(&first, &world_hosts, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+    if (world_hosts > 1) {
+        TC_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+        int rc = MPI_Win_allocate_shared(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
+        MPI_Error_class(rc, &cls);
+        TC_CHECK(cls == MPI_ERR_RMA_SHARED, "allocate_shared across hosts: class %d", cls);
+        TC_MPI(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    }
+    TC_MPI(MPI_Win_allocate_shared(N * sizeof(int), sizeof(int), MPI_INFO_NULL, node, &mem, &win));
     check_flavor(win, MPI_WIN_FLAVOR_SHARED);
-    fence_round(win, mem);
+    if (world_hosts == 1)
+        fence_round(win, mem);
     TC_MPI(MPI_Win_lock_all(0, win));
     for (int i = 0; i < N; i++)
-        mem[i] = 10000 * tc_rank + i;
+        mem[i] = 10000 * node_rank + i;
     TC_MPI(MPI_Win_sync(win));
-    TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    TC_MPI(MPI_Barrier(node));
     TC_MPI(MPI_Win_sync(win));
-    int next = (tc_rank + 1) % tc_size;
+    int next = (node_rank + 1) % node_size;
     MPI_Aint qsize;
     int qunit;
     int *theirs;
@@ -247,6 +264,8 @@ int main(int argc, char **argv)
         TC_CHECK(theirs[i] == 10000 * next + i, "shared load [%d] = %d", i, theirs[i]);
     TC_MPI(MPI_Win_unlock_all(win));
     TC_MPI(MPI_Win_free(&win));
+    MPI_Comm_free(&node);
+    next = (tc_rank + 1) % tc_size;
 
     /* Dynamic window: attach, exchange addresses, put. */
     TC_MPI(MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win));

@@ -6,8 +6,8 @@
  * messages from every rank received with MPI_ANY_SOURCE, a synchronous send to itself that
  * a sibling thread receives (it only completes if the sibling's blocking receive lets other
  * threads in), and on its own duplicate of MPI_COMM_WORLD: MPI_Allreduce, MPI_Bcast,
- * MPI_Barrier, a blocking MPI_Comm_dup and MPI_Comm_create of it, and fence epochs on its
- * own window.
+ * MPI_Barrier, a blocking MPI_Comm_dup, MPI_Comm_create and MPI_Comm_create_group of it,
+ * and fence epochs on its own window.
  * Every byte is checked. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -152,6 +152,20 @@ static void *worker(void *arg)
         TC_MPI(MPI_Allreduce(&r1, &sum2, 1, MPI_LONG, MPI_SUM, cr));
         T_CHECK(csize == size - 1 && crank == rank - 1 && sum2 == size - 1, "create: size %d rank %d sum %ld", csize, crank, sum2);
         TC_MPI(MPI_Comm_free(&cr));
+    }
+
+    /* MPI_Comm_create_group of the same group, called by its members only, tagged by
+     * thread: the others' threads run other calls meanwhile. */
+    if (rank != 0) {
+        MPI_Comm cg;
+        TC_MPI(MPI_Comm_create_group(comms[t], tail, 100 + t, &cg));
+        int csize = 0, crank = -1;
+        MPI_Comm_size(cg, &csize);
+        MPI_Comm_rank(cg, &crank);
+        long sum3 = 0, r1 = 1;
+        TC_MPI(MPI_Allreduce(&r1, &sum3, 1, MPI_LONG, MPI_SUM, cg));
+        T_CHECK(csize == size - 1 && crank == rank - 1 && sum3 == size - 1, "create_group: size %d rank %d sum %ld", csize, crank, sum3);
+        TC_MPI(MPI_Comm_free(&cg));
     }
     MPI_Group_free(&tail);
     MPI_Group_free(&wg);
