@@ -72,6 +72,21 @@ fn check_out(p: *mut MPI_Comm) -> Result<(), MpiError> {
 
 /// Free communicator `h` after its attributes are gone: engine state, error handler
 /// reference, info hints.
+/// THREAD_MULTIPLE: wait, with the lock released, for the background agreement `req` on the
+/// context of new communicator `n`; on failure `n` is released.
+fn wait_agreement(c: &mut crate::global::Call, n: Handle, req: Handle) -> Result<(), MpiError> {
+    let r = c.wait(req).and_then(|s| match s.error {
+        Some(class) => Err(MpiError::new(class, "the agreement on the new communicator's context failed")),
+        None => Ok(()),
+    });
+    let g = c.g();
+    g.eng.release(req);
+    if r.is_err() {
+        let _ = g.eng.release_comm(n);
+    }
+    r
+}
+
 fn drop_comm(g: &mut Global, h: Handle) -> Result<(), MpiError> {
     let comm = g.eng.release_comm(h)?;
     errhandler::release(g, comm.errhandler);
@@ -383,17 +398,8 @@ mpi_api! {
             let Some((n, req)) = g.eng.comm_icreate_group(h, &members, tag)? else {
                 return adopt(g, None, newcomm);
             };
-            let r = c.wait(req).and_then(|s| match s.error {
-                Some(class) => Err(MpiError::new(class, "the agreement on the new communicator's context failed")),
-                None => Ok(()),
-            });
-            let g = c.g();
-            g.eng.release(req);
-            if let Err(e) = r {
-                let _ = g.eng.release_comm(n);
-                return Err(e);
-            }
-            adopt(g, Some(n), newcomm)
+            wait_agreement(c, n, req)?;
+            adopt(c.g(), Some(n), newcomm)
         })
     }
 
@@ -474,16 +480,7 @@ mpi_api! {
                 match g.eng.comm_icreate_group(world, &members, tag)? {
                     None => None,
                     Some((n, req)) => {
-                        let r = c.wait(req).and_then(|s| match s.error {
-                            Some(class) => Err(MpiError::new(class, "the agreement on the new communicator's context failed")),
-                            None => Ok(()),
-                        });
-                        let g = c.g();
-                        g.eng.release(req);
-                        if let Err(e) = r {
-                            let _ = g.eng.release_comm(n);
-                            return Err(e);
-                        }
+                        wait_agreement(c, n, req)?;
                         Some(n)
                     }
                 }
