@@ -19,7 +19,7 @@ secs="${1:-30}"
 shift || true
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(frame_decode channel_ops tcp_stream control_wire ft_frame membership_wire
-    shm_ring pmi1_wire ulfm_wire rollback_wire ckpt_store_wire logging_wire)
+    shm_ring pmi1_wire ulfm_wire rollback_wire ckpt_store_wire logging_wire channel_memory_wire event_logger_wire)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 jobs="${STEADFAST_FUZZ_JOBS:-2}"
 

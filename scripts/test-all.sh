@@ -65,7 +65,7 @@ if [ -x tests/ckpt/run.sh ]; then
     suite "process images (checkpoint, kill, restore; skips without ADDR_NO_RANDOMIZE)" tests/ckpt/run.sh "$prefix"
     suite "coordinated checkpoints: unmodified program killed and rolled back, shm and tcp" tests/ckpt/coordinated.sh "$prefix"
     suite "message logging (pessimistic, causal, channel memories): unmodified programs, only the killed rank restarts" tests/ckpt/logging.sh "$prefix"
-    suite "coordinated checkpoints across two hosts (namespaces): a lost local copy from the checkpoint server" tests/ckpt/hosts.sh "$prefix"
+    suite "checkpoints across two hosts (namespaces): a lost local copy from the checkpoint server; message logging with the event logger on a third host" tests/ckpt/hosts.sh "$prefix"
 fi
 if [ -x tests/c/reliable/run.sh ]; then
     suite "reliability (udp with faults; damage repaired on shm and tcp)" tests/c/reliable/run.sh "$prefix"

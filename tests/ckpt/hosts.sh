@@ -9,6 +9,10 @@
 # killed and its agent cannot reach it): its ranks move to the other host and restore from
 # the server's copies. The output must be byte-identical to a fault-free run.
 #
+# Then message logging (`--ft pessimistic`) across the same two hosts with a standalone event
+# logger on a third host (`steadfast event-logger`): a rank of the second host is killed; only
+# it is started again, and it replays the receptions the logger on the third host kept.
+#
 #   tests/ckpt/hosts.sh [PREFIX]        (PREFIX: an installed Steadfast, default ./install)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +39,8 @@ job=""
 cleanup() {
     [ -n "$job" ] && kill -9 "$job" 2>/dev/null
     pkill -9 -f "ckpt-dir $work/ckpt" 2>/dev/null
+    pkill -9 -f "ckpt-dir $work/mlog" 2>/dev/null
+    pkill -9 -f "event-logger --dir $work/evlog" 2>/dev/null
     netns_down
     rm -rf "$work"
 }
@@ -42,7 +48,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 "$prefix/bin/mpicc" -O2 -o "$work/ring" "$here/ring.c" || exit 1
-netns_up 2 || { echo "FAIL coordinated across hosts: cannot build the namespaces"; exit 1; }
+netns_up 3 || { echo "FAIL coordinated across hosts: cannot build the namespaces"; exit 1; }
 H1=$(ns h1) H2=$(ns h2)
 mkdir -p "$work/ckpt" "$work/node-$H1" "$work/node-$H2"
 
@@ -127,5 +133,39 @@ moved_to_host_1() {
 
 scenario "rank 3's host lost its copy; rank 3 alone fetched it from the checkpoint server" lose_copy only_rank_3_fetched
 scenario "host 2 cannot be reached any more; its ranks move to host 1 and restore from the server's copies" host_dies moved_to_host_1
-echo "coordinated across hosts: $pass passed, $fail failed"
+
+# Message logging with the event logger on host 3.
+H3=$(ns h3)
+ip netns exec "$H3" "$run" event-logger --dir "$work/evlog" --listen 10.77.2.3:7300 > "$work/evlog.out" 2>&1 &
+evlog=$!
+for _ in $(seq 1 500); do grep -q 'listening on' "$work/evlog.out" && break; sleep 0.02; done
+rm -f "$work/out" "$work/err" "$work/run.log" "$work"/dead-*
+ip netns exec "$H1" "$run" run "${common[@]}" --ft pessimistic --ckpt-dir "$work/mlog" --event-logger 10.77.2.3:7300 \
+    --event-logger-key-file "$work/evlog/key" "$work/ring" "${args[@]}" "$work/run.log" > "$work/out" 2> "$work/err" &
+job=$!
+ok=1
+for _ in $(seq 1 1200); do [ "$(wc -l < "$work/out" 2>/dev/null || echo 0)" -ge 100 ] && break; sleep 0.05; done
+before=$(cat "$work/mlog/ranks" 2>/dev/null)
+# The journals are on the logger's side while the job runs.
+ls "$work"/evlog/job-*/rank-3.events > /dev/null 2>&1 || ok=0
+kill -9 "$(awk '$1 == 3 { print $2 }' <<< "$before")" || ok=0
+timeout 180 tail --pid="$job" -f /dev/null
+wait "$job"
+status=$?
+job=""
+kept=1
+for r in 0 1 2; do [ "$(awk -v r=$r '$1 == r { print $2 }' <<< "$before")" = "$(awk -v r=$r '$1 == r { print $2 }' "$work/mlog/ranks")" ] || kept=0; done
+if [ $ok = 1 ] && [ $status = 0 ] && [ $kept = 1 ] && cmp -s "$work/ref.out" "$work/out" && cmp -s "$work/ref.log" "$work/run.log" \
+    && [ "$(grep -c 'starting it again' "$work/err")" = 1 ] && [ -z "$(ls "$work/evlog" | grep '^job-')" ]; then
+    echo "PASS message logging across hosts: rank 3 killed, its receptions replayed from the event logger on a third host"
+    pass=$((pass + 1))
+else
+    echo "FAIL message logging across hosts (exit $status; journals seen $ok; others kept $kept)"
+    sed 's/^/    /' "$work/err" | tail -20
+    sed 's/^/    event logger: /' "$work/evlog.out"
+    cmp "$work/ref.out" "$work/out" | sed 's/^/    /'
+    fail=$((fail + 1))
+fi
+kill "$evlog" 2>/dev/null
+echo "checkpoints across hosts: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -95,8 +95,20 @@ wait_lines() {
     return 1
 }
 
+# Start a standalone event logger (`steadfast event-logger`) on $evlog_addr, or on a free
+# port when that is empty; it keeps its journals in $work/evlog.
+evlog_addr=
+evlog_start() {
+    "$run" event-logger --dir "$work/evlog" ${evlog_addr:+--listen "$evlog_addr"} > "$work/evlog.out" 2>&1 &
+    evlog_pid=$!
+    for _ in $(seq 1 1000); do grep -q 'listening on' "$work/evlog.out" && break; sleep 0.02; done
+    evlog_addr=$(grep -o 'listening on [^,]*' "$work/evlog.out" | cut -d' ' -f3)
+    [ -n "$evlog_addr" ] || { echo "    the event logger did not start:"; sed 's/^/    /' "$work/evlog.out"; }
+}
+
 # case MODE PATH NAME KILLS...: each kill is "RANKS@FRACTION" (kill those ranks at once when
-# the output reached that fraction of its lines; "r" is a random rank, "?" a random fraction)
+# the output reached that fraction of its lines; "r" is a random rank, "?" a random fraction;
+# "L" is the standalone event logger of EVLOG=1, started again on its address at once)
 case_() {
     local mode=$1 path=$2 name=$3
     shift 3
@@ -108,6 +120,12 @@ case_() {
     [ -n "${POLICY:-}" ] && extra+=(--ckpt-policy "$POLICY" -v)
     [ -n "${CM:-}" ] && extra+=(--channel-memories "$CM")
     [ -n "${CMSRV:-}" ] && extra+=(--channel-memory-servers "$CMSRV" --channel-memory-key-file "$work/cm.key")
+    if [ -n "${EVLOG:-}" ]; then
+        rm -rf "$work/evlog"
+        evlog_addr=
+        evlog_start
+        extra+=(--event-logger "$evlog_addr" --event-logger-key-file "$work/evlog/key")
+    fi
     local stats=()
     [ -n "${IMG:-}" ] && stats=(STEADFAST_STATS=1)
     env "${stats[@]}" timeout 180 "$run" run --path "$path" --ft "$mode" --ckpt-dir "$work/log" --max-restarts 10 "${extra[@]}" -n 3 "${prog[@]}" \
@@ -121,6 +139,14 @@ case_() {
         local who=${k%@*} at=${k#*@} victims=() pids=()
         [ "$at" = "?" ] && at=0.$((10 + RANDOM % 80))
         wait_lines "$(awk -v n="$lines" -v f="$at" 'BEGIN { printf "%d", n * f }')" || ok=0
+        if [ "$who" = L ]; then
+            kill -9 "$evlog_pid" 2>/dev/null || ok=0
+            wait "$evlog_pid" 2>/dev/null
+            note+="${note:+, }event logger at ${at}"
+            sleep 0.3
+            evlog_start
+            continue
+        fi
         for v in ${who//,/ }; do
             [ "$v" = r ] && v=$((RANDOM % 3))
             victims+=("$v")
@@ -148,7 +174,15 @@ case_() {
         [[ " ${killed[*]} " == *" $r "* ]] && continue
         [ "$(awk -v r="$r" '$1 == r { print $2 }' <<< "$before")" = "$(rank_pid "$r")" ] || kept=0
     done
-    local again images=1
+    local again images=1 evlog=1
+    if [ -n "${EVLOG:-}" ]; then
+        # The determinants went to the standalone logger (which removed the job's log when
+        # the job ended well), and a killed logger was found again.
+        [ -z "$(ls "$work/evlog" | grep '^job-')" ] || evlog=0
+        [[ " $* " != *" L@"* ]] || grep -q 'connected to the event logger at .* again' "$work/err" || evlog=0
+        kill "$evlog_pid" 2>/dev/null
+        wait "$evlog_pid" 2>/dev/null
+    fi
     again=$(grep -c 'starting it again' "$work/err")
     if [ -n "${IMG:-}" ]; then
         # Every restart came from an image, and some log was freed by the images.
@@ -162,12 +196,13 @@ case_() {
         grep -q 'best effort: asking rank [0-9]* for an image, which would free [1-9][0-9]* logged bytes' "$work/err" || images=0
         note+="; $(grep -c 'best effort: asking' "$work/err") choices by log size"
     fi
-    if [ $ok = 1 ] && [ $status = 0 ] && [ $same = 1 ] && [ $kept = 1 ] && [ "$again" = "$restarts" ] && [ $images = 1 ]; then
+    if [ $ok = 1 ] && [ $status = 0 ] && [ $same = 1 ] && [ $kept = 1 ] && [ "$again" = "$restarts" ] && [ $images = 1 ] && [ $evlog = 1 ]; then
         echo "PASS $mode $path: $name ($note; the other ranks' processes kept)"
         pass=$((pass + 1))
     else
-        echo "FAIL $mode $path: $name (exit $status; $note; same output $same; others kept $kept; restarts $again of $restarts; images $images)"
+        echo "FAIL $mode $path: $name (exit $status; $note; same output $same; others kept $kept; restarts $again of $restarts; images $images; event logger $evlog)"
         sed 's/^/    /' "$work/err" | tail -15
+        [ -n "${EVLOG:-}" ] && sed 's/^/    event logger: /' "$work/evlog.out"
         [ -n "$ref_out" ] && cmp "$ref_out" "$work/out" | sed 's/^/    /'
         fail=$((fail + 1))
     fi
@@ -190,6 +225,9 @@ for mode in $modes; do
     done
     use_ring
     case_ "$mode" shm "token ring, two ranks killed at once" "1,2@?"
+    # A standalone event logger (`steadfast event-logger`), killed and started again with its
+    # journals, then a rank killed: it must replay what the logger kept across its restart.
+    EVLOG=1 case_ "$mode" shm "token ring with a standalone event logger killed and started again, then a random rank killed" "L@0.3" "r@0.6"
     case_ "$mode" shm "token ring, one rank killed twice" "1@0.2" "1@0.6"
     if [ "$mode" = channel-memory ]; then
         # No sender-based logs and no images in this mode (docs/recovery.md); three servers
@@ -216,6 +254,8 @@ for mode in $modes; do
         IMG=100ms case_ "$mode" shm "token ring with images, a random rank killed late" "r@0.$((50 + RANDOM % 40))"
         IMG=200ms case_ "$mode" tcp "token ring with images, a rank killed twice" "1@0.5" "1@0.8"
         # MPICH-V2's best-effort policy: the image that frees the most of the others' logs.
+        # The standalone event logger keeps which image a rank restores.
+        EVLOG=1 IMG=100ms case_ "$mode" shm "token ring with images and a standalone event logger, a random rank killed late" "r@0.$((50 + RANDOM % 40))"
         IMG=100ms POLICY=best-effort case_ "$mode" shm "token ring with images by the best-effort policy, a random rank killed late" "r@0.$((50 + RANDOM % 40))"
     fi
     if [ "$full" = 1 ]; then

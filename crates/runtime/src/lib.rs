@@ -18,6 +18,7 @@ pub mod client;
 pub mod env;
 pub mod error;
 pub mod event;
+pub mod event_logger;
 pub mod ft;
 #[doc(hidden)]
 pub mod fuzzing;

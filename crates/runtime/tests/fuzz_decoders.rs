@@ -1,6 +1,6 @@
 //! Stable-toolchain fallback of the fuzz targets in fuzz/ for decoders of outside data
 //! (launcher control protocol, fault-tolerance frames, membership messages, tcp data
-//! stream, shared-memory ring records, PMI-1 replies, ULFM and rollback messages, checkpoint server messages): random
+//! stream, shared-memory ring records, PMI-1 replies, ULFM and rollback messages, checkpoint server messages, channel memory and event logger frames): random
 //! inputs and random mutations of valid messages, same oracles as the libFuzzer targets,
 //! no coverage guidance. `STEADFAST_FUZZ_CASES` sets the number of
 //! cases per target (default 20000). `STEADFAST_FUZZ_SEEDS=DIR` also writes the valid
@@ -358,4 +358,27 @@ fn channel_memory_wire() {
         two,
     ];
     run("channel_memory_wire", &seeds, |d| steadfast_paths::cm::fuzz_decode(d));
+}
+
+#[test]
+fn event_logger_wire() {
+    use steadfast_logging::{Event, FromLogger, ToLogger};
+    use steadfast_paths::cm::frame;
+    use steadfast_runtime::event_logger::{self as el, Hello};
+    let log = ToLogger::Log { incarnation: 1, first: 4, events: vec![Event::Match { from: 2, seq: 9 }] }.encode();
+    let ack = FromLogger::Ack { upto: 4, stable: vec![4, 0, 7] }.encode();
+    let mut two = frame(el::FROM, &[&1u32.to_le_bytes(), &ack]);
+    two.extend(frame(el::FROM, &[&0u32.to_le_bytes(), &FromLogger::Checkpoint.encode()]));
+    let seeds: Vec<Vec<u8>> = vec![
+        Hello { version: el::VERSION, nonce: [1; 16], np: 4, job: "0123abcd".into() }.encode(),
+        frame(el::PROOF, &[&[3u8; 32]]),
+        frame(el::CHALLENGE, &[&[5u8; 16], &[6u8; 32]]),
+        frame(el::TO, &[&2u32.to_le_bytes(), &log]),
+        frame(el::DONE, &[]),
+        two,
+    ]
+    .into_iter()
+    .flat_map(|f| [f[4..].to_vec(), f])
+    .collect();
+    run("event_logger_wire", &seeds, el::fuzz_decode);
 }

@@ -91,6 +91,28 @@ enum Command {
         #[arg(long = "key-file", value_name = "FILE")]
         key_file: std::path::PathBuf,
     },
+    /// Run a standalone event logger for message-logging jobs (`steadfast run --ft
+    /// pessimistic|causal|channel-memory --event-logger HOST:PORT --event-logger-key-file
+    /// FILE`): it keeps the determinants of the ranks of any number of jobs in journals
+    /// under DIR and answers restarted ranks; started again with the same DIR it goes on
+    /// where it stopped.
+    EventLogger {
+        /// Where the journals go (created).
+        #[arg(long)]
+        dir: std::path::PathBuf,
+        /// Address to listen on (HOST:PORT; port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// The server's key: read from FILE, or written there (owner-only) if FILE does not
+        /// exist. Default: DIR/key.
+        #[arg(long = "key-file", value_name = "FILE")]
+        key_file: Option<std::path::PathBuf>,
+        /// Sync every batch of determinants to the disk before acknowledging it (durable
+        /// against a crash of the host, not only of this process; costs a disk flush per
+        /// batch).
+        #[arg(long)]
+        sync: bool,
+    },
     /// Every STEADFAST_* environment variable: default, meaning and the value set now
     /// (`--markdown`: the list as docs/configuration.md has it).
     Config {
@@ -129,6 +151,7 @@ fn main() {
         Command::Checkpoint { dir } => checkpoint(&dir),
         Command::CkptServer { dir, listen, key_file } => ckpt_server(&dir, listen, key_file),
         Command::ChannelMemory { np, index, count, listen, key_file } => channel_memory(np, index, count, listen, &key_file),
+        Command::EventLogger { dir, listen, key_file, sync } => event_logger(&dir, listen, key_file, sync),
         Command::Config { markdown } => {
             print!("{}", if markdown { steadfast_config::markdown() } else { steadfast_config::text() });
             0
@@ -208,6 +231,34 @@ fn channel_memory(np: u32, index: u32, count: u32, listen: std::net::SocketAddr,
         }
         Err(e) => {
             eprintln!("steadfast channel-memory: {e}");
+            1
+        }
+    }
+}
+
+/// `steadfast event-logger`: serve until killed.
+fn event_logger(dir: &std::path::Path, listen: std::net::SocketAddr, key_file: Option<std::path::PathBuf>, sync: bool) -> i32 {
+    let key_file = key_file.unwrap_or_else(|| dir.join("key"));
+    use std::os::unix::fs::DirBuilderExt;
+    let started = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .and_then(|()| steadfast_runtime::ckpt_store::read_or_create_key_file(&key_file))
+        .and_then(|key| steadfast_runtime::event_logger::LoggerServer::bind(listen, dir, key, sync));
+    match started {
+        Ok(server) => {
+            let kept = server.kept_jobs();
+            let job = if kept.is_empty() { String::new() } else { format!(", logs of job(s) {} kept from before", kept.join(" ")) };
+            match server.local_addr() {
+                Ok(a) => println!("steadfast event-logger: listening on {a}, journals in {}, key in {}{job}", dir.display(), key_file.display()),
+                Err(e) => eprintln!("steadfast event-logger: {e}"),
+            }
+            server.serve();
+            0
+        }
+        Err(e) => {
+            eprintln!("steadfast event-logger: {e}");
             1
         }
     }

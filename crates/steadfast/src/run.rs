@@ -98,6 +98,16 @@ pub struct RunArgs {
     #[arg(long = "channel-memory-key-file", value_name = "FILE")]
     pub channel_memory_key_file: Option<PathBuf>,
 
+    /// With --ft pessimistic, causal or channel-memory: relay the ranks' determinants to a
+    /// standalone event logger (`steadfast event-logger`) at HOST:PORT instead of the
+    /// launcher's own; needs --event-logger-key-file.
+    #[arg(long = "event-logger", value_name = "HOST:PORT")]
+    pub event_logger: Option<String>,
+
+    /// The standalone event logger's key file (owner-only).
+    #[arg(long = "event-logger-key-file", value_name = "FILE")]
+    pub event_logger_key_file: Option<PathBuf>,
+
     /// With --ft coordinated: directory for the process images; with --ft pessimistic or
     /// causal: for the event logger's journals (default: a new directory under $TMPDIR,
     /// removed when the job ends well).
@@ -275,6 +285,8 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--channel-memories", 1),
     ("--channel-memory-servers", 1),
     ("--channel-memory-key-file", 1),
+    ("--event-logger", 1),
+    ("--event-logger-key-file", 1),
     ("--ckpt-dir", 1),
     ("--ckpt-server", 1),
     ("--ckpt-server-key-file", 1),
@@ -391,6 +403,12 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
     cfg.channel_memories = args.channel_memories;
     cfg.channel_memory_servers = args.channel_memory_servers;
     cfg.channel_memory_key_file = args.channel_memory_key_file;
+    if args.event_logger.is_some() && !cfg.ft.logs_messages() {
+        eprintln!("steadfast run: --event-logger goes with --ft pessimistic, causal or channel-memory");
+        return 2;
+    }
+    cfg.event_logger = args.event_logger;
+    cfg.event_logger_key_file = args.event_logger_key_file;
     cfg.ckpt_dir = args.ckpt_dir;
     cfg.ckpt_server = match (args.ckpt_server.as_str(), args.ckpt_server_key_file) {
         ("builtin", None) => CkptServer::Builtin,

@@ -79,6 +79,13 @@ impl EventLogger {
         l
     }
 
+    /// A logger started again: rank `rank`'s newest image as it was recorded.
+    pub fn restore_image(&mut self, rank: u32, image: Image) {
+        if let Some(s) = self.ranks.get_mut(rank as usize) {
+            s.image = Some(image);
+        }
+    }
+
     /// Rank `rank`'s newest complete process image, if any.
     pub fn image(&self, rank: u32) -> Option<Image> {
         self.ranks.get(rank as usize).and_then(|s| s.image)

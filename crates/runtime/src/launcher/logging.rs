@@ -11,29 +11,43 @@
 //! sender-based logs, from the sizes the ranks reported when last asked) for a process
 //! image of itself; a rank that fails later is restored from its newest image the event
 //! logger accepted, and its output is forwarded from the image's position on.
+//!
+//! With `--event-logger HOST:PORT` the event logger is a standalone server
+//! (`crate::event_logger`): the launcher relays the ranks' messages to it and its answers
+//! back, and keeps the connection up.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use steadfast_logging::{EventLogger, ToLogger};
+use steadfast_logging::{EventLogger, FromLogger, ToLogger};
 
 use super::output::{LineBuffer, OutPos, StreamKind};
 use super::Launcher;
 use crate::event::LauncherEvent;
+use crate::event_logger::{self, Journals, LinkNews, RemoteLogger};
 use crate::wire::ServerMsg;
+
+/// Where the event logger runs.
+enum Backend {
+    /// In the launcher, its journals in the log directory.
+    Local(EventLogger, Journals),
+    /// A standalone server.
+    Remote(RemoteLogger),
+}
 
 /// The launcher's message-logging state.
 pub(super) struct Logging {
-    logger: EventLogger,
-    /// Journals of the event logger (`rank-R.events`).
+    backend: Backend,
+    /// Journals of the launcher's own event logger (`rank-R.events`), and process images.
     pub(super) dir: PathBuf,
     /// Remove `dir` when the job ends well (it was not chosen by the user).
     temporary: bool,
-    journals: Vec<Option<File>>,
+    /// [rank] the number of the image a new process of the rank restores (the logger's
+    /// newest acceptance), and the last image the rank reported (number, events it holds).
+    kept: Vec<Option<u64>>,
+    reported: Vec<Option<(u64, u64)>>,
     /// [rank][stream] output positions.
     out: Vec<[OutPos; 2]>,
     /// Partial last lines of processes that ended, continued by the rank's next process.
@@ -102,10 +116,11 @@ impl Logging {
         };
         std::fs::create_dir_all(&dir)?;
         Ok(Logging {
-            logger: EventLogger::new(np),
+            backend: Backend::Local(EventLogger::new(np), Journals::new(&dir, np, false)),
             dir,
             temporary,
-            journals: (0..np).map(|_| None).collect(),
+            kept: vec![None; np as usize],
+            reported: vec![None; np as usize],
             out: vec![[OutPos::default(); 2]; np as usize],
             carry: (0..np).map(|_| [None, None]).collect(),
             images: images.map(|(interval, policy)| ImageSchedule {
@@ -122,6 +137,13 @@ impl Logging {
             cm_key_file: None,
             cm_stats: Vec::new(),
         })
+    }
+
+    /// Relay to the standalone event logger at `addr`, whose key is in `key_file`.
+    pub(super) fn use_event_logger(&mut self, addr: &str, key_file: &std::path::Path, np: u32, jobid: &str) -> std::io::Result<()> {
+        let key = crate::ckpt_store::read_key_file(key_file)?;
+        self.backend = Backend::Remote(RemoteLogger::connect(addr, key, np, jobid)?);
+        Ok(())
     }
 
     /// `--ft channel-memory` with standalone servers at `addrs` whose key is in `key_file`.
@@ -170,8 +192,8 @@ impl Logging {
         }
         if self.images.is_some() {
             v.push((crate::env::MLOG_IMAGES.into(), self.dir.clone().into_os_string()));
-            if let Some(img) = self.logger.image(rank) {
-                v.push(("STEADFAST_RESTORE_IMAGE".into(), self.image_path(rank, img.number).into_os_string()));
+            if let Some(number) = self.kept.get(rank as usize).copied().flatten() {
+                v.push(("STEADFAST_RESTORE_IMAGE".into(), self.image_path(rank, number).into_os_string()));
             }
         }
         v
@@ -189,19 +211,6 @@ impl Logging {
     pub(super) fn read_of(&self, rank: usize, kind: StreamKind) -> Option<u64> {
         self.out.get(rank).map(|o| o[kind as usize].read)
     }
-
-    /// Append a batch to rank `rank`'s journal. The page cache is enough to survive the
-    /// launcher's own death; a synced journal (durable against a crash of the host) would
-    /// cost a disk flush per batch on the message path.
-    fn persist(&mut self, rank: u32, first: u64, events: &[steadfast_logging::Event]) -> std::io::Result<()> {
-        let slot = self.journals.get_mut(rank as usize).ok_or_else(|| std::io::Error::other("no such rank"))?;
-        if slot.is_none() {
-            let path = self.dir.join(format!("rank-{rank}.events"));
-            *slot = Some(OpenOptions::new().create(true).append(true).open(path)?);
-        }
-        let record = steadfast_logging::logger::journal::record(first, events);
-        slot.as_mut().map_or(Ok(()), |f| f.write_all(&record))
-    }
 }
 
 impl Launcher {
@@ -215,43 +224,107 @@ impl Launcher {
                 return;
             }
         };
-        if let ToLogger::LogSizes { bytes } = msg {
-            if let Some(slot) = l.images.as_mut().and_then(|s| s.sizes.get_mut(rank as usize)) {
-                *slot = bytes;
+        match &msg {
+            ToLogger::LogSizes { bytes } => {
+                if let Some(slot) = l.images.as_mut().and_then(|s| s.sizes.get_mut(rank as usize)) {
+                    *slot = bytes.clone();
+                }
+                return;
             }
-            return;
+            ToLogger::Checkpointed { number, clock, .. } => {
+                if let Some(r) = l.reported.get_mut(rank as usize) {
+                    *r = Some((*number, *clock));
+                }
+            }
+            _ => {}
         }
-        let image_before = l.logger.image(rank);
-        l.logger.handle(rank, msg);
-        let image_now = l.logger.image(rank);
-        if let Some(img) = image_now.filter(|i| Some(*i) != image_before) {
-            // The older images of the rank are never restored now.
-            if let Some(old) = image_before {
-                let _ = std::fs::remove_file(l.image_path(rank, old.number));
+        let mut answers = Vec::new();
+        let mut news = None;
+        match &mut l.backend {
+            Backend::Local(logger, journals) => {
+                logger.handle(rank, msg);
+                event_logger::make_durable(logger, journals);
+                while let Some(t) = logger.poll_transmit() {
+                    answers.push((t.to, t.message));
+                }
             }
-            if let Some(m) = l.images.as_mut().and_then(|s| s.marks.get_mut(rank as usize)) {
-                m.retain(|n, _| *n >= img.number);
-            }
-            if self.cfg.verbose {
-                self.stderr_sink.message(&format!("steadfast run: rank {rank} stored process image {} ({} events)", img.number, img.clock));
-            }
+            Backend::Remote(link) => news = link.send(rank, &msg, bytes),
         }
+        for (to, m) in answers {
+            self.mlog_answer(to, m);
+        }
+        if let Some(n) = news {
+            self.mlog_link_news(n);
+        }
+        self.pump_core();
+    }
+
+    /// The event logger's answer `msg` to rank `rank`: note an image it kept, pass it on.
+    fn mlog_answer(&mut self, rank: u32, msg: FromLogger) {
         let Some(l) = self.mlog.as_mut() else { return };
-        let mut stored = Vec::new();
-        while let Some((r, first, events)) = l.logger.poll_persist() {
-            let upto = first + events.len() as u64 - 1;
-            let events = events.to_vec();
-            match l.persist(r, first, &events) {
-                Ok(()) => stored.push((r, upto)),
-                // Not acknowledged: a pessimistic rank then waits, and the job is told why.
-                Err(e) => tracing::error!(rank = r, error = %e, "cannot write the event journal"),
+        if let FromLogger::ImageKept { number } = msg {
+            let r = rank as usize;
+            let before = l.kept.get(r).copied().flatten();
+            if before.is_none_or(|b| number > b) {
+                if let Some(k) = l.kept.get_mut(r) {
+                    *k = Some(number);
+                }
+                // The older images of the rank are never restored now.
+                if let Some(old) = before {
+                    let _ = std::fs::remove_file(l.image_path(rank, old));
+                }
+                if let Some(m) = l.images.as_mut().and_then(|s| s.marks.get_mut(r)) {
+                    m.retain(|n, _| *n >= number);
+                }
+                if self.cfg.verbose {
+                    let events = l.reported.get(r).copied().flatten().filter(|(n, _)| *n == number).map_or(String::new(), |(_, c)| format!(" ({c} events)"));
+                    self.stderr_sink.message(&format!("steadfast run: rank {rank} stored process image {number}{events}"));
+                }
             }
         }
-        for (r, upto) in stored {
-            l.logger.stored(r, upto);
+        self.core.send_to(rank, ServerMsg::Event(LauncherEvent::Recovery { bytes: msg.encode() }));
+    }
+
+    /// What the link to a standalone event logger had to say.
+    fn mlog_link_news(&mut self, news: LinkNews) {
+        let addr = match self.mlog.as_ref().map(|l| &l.backend) {
+            Some(Backend::Remote(link)) => link.addr().to_owned(),
+            _ => return,
+        };
+        match news {
+            LinkNews::Lost(why) => self.stderr_sink.message(&format!("steadfast run: lost the event logger at {addr} ({why}); connecting again")),
+            LinkNews::Back => self.stderr_sink.message(&format!("steadfast run: connected to the event logger at {addr} again")),
+            LinkNews::GaveUp(why) => {
+                self.stderr_sink.message(&format!("steadfast run: {why}; ending the job"));
+                self.exit_code.get_or_insert(super::EXIT_SETUP);
+                self.begin_teardown(libc::SIGTERM, Instant::now());
+            }
         }
-        while let Some(t) = l.logger.poll_transmit() {
-            self.core.send_to(t.to, ServerMsg::Event(LauncherEvent::Recovery { bytes: t.message.encode() }));
+    }
+
+    /// The standalone event logger's descriptor to poll (and whether for writing too).
+    pub(super) fn mlog_poll_fd(&self) -> Option<(std::os::fd::RawFd, bool)> {
+        match self.mlog.as_ref().map(|l| &l.backend) {
+            Some(Backend::Remote(link)) => link.poll_fd(),
+            _ => None,
+        }
+    }
+
+    /// The standalone event logger's connection is ready.
+    pub(super) fn mlog_link_ready(&mut self, readable: bool, writable: bool) {
+        let Some(Backend::Remote(link)) = self.mlog.as_mut().map(|l| &mut l.backend) else { return };
+        let mut news = if writable { link.flush() } else { None };
+        let mut answers = Vec::new();
+        if readable && news.is_none() {
+            let (got, n) = link.readable();
+            answers = got;
+            news = n;
+        }
+        for (to, m) in answers {
+            self.mlog_answer(to, m);
+        }
+        if let Some(n) = news {
+            self.mlog_link_news(n);
         }
         self.pump_core();
     }
@@ -263,13 +336,13 @@ impl Launcher {
         self.pipe_readable(idx, StreamKind::Stdout);
         self.pipe_readable(idx, StreamKind::Stderr);
         let l = self.mlog.as_mut()?;
-        let image = l.logger.image(idx as u32).filter(|_| l.images.is_some());
-        let base = image.and_then(|i| l.images.as_ref().and_then(|s| s.marks.get(idx)).and_then(|m| m.get(&i.number)).copied()).unwrap_or([0, 0]);
+        let image = l.kept.get(idx).copied().flatten().filter(|_| l.images.is_some());
+        let base = image.and_then(|n| l.images.as_ref().and_then(|s| s.marks.get(idx)).and_then(|m| m.get(&n)).copied()).unwrap_or([0, 0]);
         if let Some(o) = l.out.get_mut(idx) {
             o[0].restart(base[0]);
             o[1].restart(base[1]);
         }
-        image.map(|i| i.number)
+        image
     }
 
     /// A rank is about to take image `number`: take in everything it wrote before (it
@@ -288,6 +361,11 @@ impl Launcher {
 
     /// The checkpoint scheduler's timer: ask the next rank for an image.
     pub(super) fn mlog_timer(&mut self, now: Instant) {
+        if let Some(Backend::Remote(link)) = self.mlog.as_mut().map(|l| &mut l.backend) {
+            if let Some(n) = link.tick(now) {
+                self.mlog_link_news(n);
+            }
+        }
         let np = self.cfg.np;
         let Some(s) = self.mlog.as_mut().and_then(|l| l.images.as_mut()) else { return };
         if now < s.next_at || np == 0 {
@@ -334,7 +412,13 @@ impl Launcher {
     }
 
     pub(super) fn mlog_next_timeout(&self) -> Option<Instant> {
-        self.mlog.as_ref()?.images.as_ref().map(|s| s.next_at)
+        let l = self.mlog.as_ref()?;
+        let link = match &l.backend {
+            Backend::Remote(link) => link.next_timeout(),
+            Backend::Local(..) => None,
+        };
+        let images = l.images.as_ref().map(|s| s.next_at);
+        link.into_iter().chain(images).min()
     }
 
     /// The job ended: flush carried partial lines, remove a temporary log directory.
@@ -342,8 +426,10 @@ impl Launcher {
         let Some(l) = self.mlog.as_mut() else { return };
         let carry = std::mem::take(&mut l.carry);
         let (dir, temporary) = (l.dir.clone(), l.temporary);
-        let stats = l.logger.stats;
-        tracing::debug!(?stats, "event logger");
+        match &l.backend {
+            Backend::Local(logger, _) => tracing::debug!(stats = ?logger.stats, "event logger"),
+            Backend::Remote(link) => tracing::debug!(addr = link.addr(), reconnects = link.reconnects, "standalone event logger"),
+        }
         if steadfast_config::flag("STEADFAST_STATS") == Some(true) {
             for (i, read) in l.cm_stats.iter().enumerate() {
                 if let Some(s) = read() {
@@ -355,6 +441,9 @@ impl Launcher {
             }
         }
         self.flush_carried(carry);
+        if let (true, Some(Backend::Remote(link))) = (ok, self.mlog.as_mut().map(|l| &mut l.backend)) {
+            link.finish();
+        }
         if ok && temporary {
             let _ = std::fs::remove_dir_all(&dir);
         }

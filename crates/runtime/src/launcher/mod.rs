@@ -136,6 +136,10 @@ pub struct LaunchConfig {
     /// of their key; empty: the launcher runs its own.
     pub channel_memory_servers: Vec<String>,
     pub channel_memory_key_file: Option<PathBuf>,
+    /// Message-logging modes: a standalone event logger (`steadfast event-logger`) at this
+    /// address, whose key is in `event_logger_key_file`; None: the launcher hosts it.
+    pub event_logger: Option<String>,
+    pub event_logger_key_file: Option<PathBuf>,
     /// Coordinated checkpointing: directory of images (default: a fresh one under `$TMPDIR`).
     pub ckpt_dir: Option<PathBuf>,
     /// `steadfast restart`: start every rank from the last committed checkpoint in `ckpt_dir`.
@@ -171,6 +175,8 @@ impl LaunchConfig {
             channel_memories: 1,
             channel_memory_servers: Vec::new(),
             channel_memory_key_file: None,
+            event_logger: None,
+            event_logger_key_file: None,
             ckpt_dir: None,
             restart: None,
             ckpt_server: CkptServer::Builtin,
@@ -517,6 +523,7 @@ enum Token {
     Out(usize, StreamKind),
     StdinIn,
     StdinOut,
+    EventLogger,
 }
 
 struct Launcher {
@@ -672,6 +679,10 @@ impl Launcher {
                     let key_file = std::path::absolute(&key_file).map_err(|e| (EXIT_SETUP, format!("channel memory key: {e}")))?;
                     m.use_channel_memories(l.cfg.channel_memory_servers.join(","), key_file);
                 }
+            }
+            if let Some(addr) = &l.cfg.event_logger {
+                let key_file = l.cfg.event_logger_key_file.clone().ok_or((EXIT_SETUP, "--event-logger needs --event-logger-key-file".to_owned()))?;
+                m.use_event_logger(addr, &key_file, l.cfg.np, &jobid).map_err(|e| (EXIT_SETUP, format!("event logger at {addr}: {e}")))?;
             }
             tracing::debug!(dir = %m.dir.display(), "event log");
             l.mlog = Some(m);
@@ -1433,6 +1444,9 @@ impl Launcher {
                 add(p.as_raw_fd(), sys::POLLOUT, Token::StdinOut);
             }
         }
+        if let Some((fd, write)) = self.mlog_poll_fd() {
+            add(fd, if write { sys::POLLIN | sys::POLLOUT } else { sys::POLLIN }, Token::EventLogger);
+        }
         let timeout = self.next_timeout(now);
         match sys::poll(&mut fds, timeout) {
             Ok(0) => return,
@@ -1462,6 +1476,7 @@ impl Launcher {
                 Token::Out(idx, kind) => self.pipe_readable(idx, kind),
                 Token::StdinIn => self.stdin_readable(),
                 Token::StdinOut => self.stdin_writable(),
+                Token::EventLogger => self.mlog_link_ready(rev & (sys::POLLIN | sys::POLLERRS) != 0, rev & sys::POLLOUT != 0),
             }
         }
     }
