@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Costs of message logging (`mpiexec --ft pessimistic` / `--ft causal`), measured side by side.
+"""Costs of message logging (`mpiexec --ft pessimistic|causal|channel-memory`), measured side by side.
 
     python3 bench/mlog.py [--prefix install] [--rounds 3] [--only netpipe,recovery,memory]
                           [--upto BYTES] [--paths shm,tcp] [--plots DIR]
@@ -8,11 +8,15 @@
    scripts/fetch-netpipe.sh) with no fault tolerance, pessimistic and causal logging, on shm
    and on tcp, in alternating rounds; the median time of one transfer and the ratios.
 2. Recovery of one rank against the amount of replay: tests/ckpt/ring.c (3 ranks) of 100,
-   200 and 400 rounds, rank 1 killed once 90 % of the rounds are printed; the restarted
-   rank reports how many events it replayed and how long the replay took
-   (STEADFAST_STATS=1), and the job's run time is compared with a fault-free run.
+   200 and 400 rounds, rank 1 killed once 90 % of the rounds are printed, in each mode
+   without process images (the rank re-executes from its start) and with them
+   (`--ckpt-interval 200ms`: from its newest image); the restarted rank reports how many
+   events it replayed and how long the replay took (STEADFAST_STATS=1), and the job's run
+   time is compared with a fault-free run.
 3. Log memory: the bytes in each rank's sender-based log at the end of the same program of
-   50 ... 400 rounds (there are no checkpoints in these modes yet, so the log only grows).
+   50 ... 400 rounds, without process images (the log only grows) and with them (each
+   image frees the others' logs of what it holds); for channel memories, which keep no
+   sender-based log, the bytes the channel memory server holds.
 
 CSV files and, with matplotlib, PNG plots go to --plots DIR (default docs/performance).
 """
@@ -30,6 +34,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ckpt import ROOT, build, npmpi, netpipe_run, write_csv  # noqa: E402
 
 MODES = [("none", []), ("pessimistic", ["--ft", "pessimistic"]), ("causal", ["--ft", "causal"])]
+LOGGING = ("pessimistic", "causal", "channel-memory")
+IMAGES = ["--ckpt-interval", "200ms"]
 SHOWN = (1, 8, 64, 512, 4096, 32768, 262144, 1048576, 8388608)
 
 
@@ -58,12 +64,12 @@ def netpipe(prefix, work, rounds, csv_dir, upto, paths):
     return out
 
 
-def ring_job(prefix, exe, work, rounds, mode, kill_at=None):
+def ring_job(prefix, exe, work, rounds, mode, kill_at=None, extra=()):
     """Run the ring; with kill_at (a fraction), kill rank 1 once that share of the rounds is
     printed. Returns (seconds, stderr, stdout)."""
     logdir = f"{work}/log"
     subprocess.run(["rm", "-rf", logdir])
-    cmd = [f"{prefix}/bin/steadfast", "run", "--ckpt-dir", logdir, *(["--ft", mode] if mode != "none" else []),
+    cmd = [f"{prefix}/bin/steadfast", "run", "--ckpt-dir", logdir, *(["--ft", mode] if mode != "none" else []), *extra,
            "-n", "3", exe, str(rounds), "10000", "100000", f"{work}/ring.log"]
     env = dict(os.environ, STEADFAST_STATS="1")
     t0 = time.time()
@@ -91,18 +97,25 @@ def recovery(prefix, work, csv_dir):
     build(prefix, f"{ROOT}/tests/ckpt/ring.c", exe)
     rows = []
     print("\nRecovery of one rank (tests/ckpt/ring.c, 3 ranks, rank 1 killed at 90 % of the rounds):")
-    print("| mode | rounds | events replayed | replay time | job time fault-free | with the failure | output identical |")
-    print("|---|---:|---:|---:|---:|---:|---|")
-    for mode in ("pessimistic", "causal"):
-        for rounds in (100, 200, 400):
-            t_ref, _, ref = ring_job(prefix, exe, work, rounds, "none")
-            t, err, out = ring_job(prefix, exe, work, rounds, mode, kill_at=0.9)
-            m = re.search(r"replayed (\d+) events in ([0-9.]+) s", err)
-            ev, secs = (int(m.group(1)), float(m.group(2))) if m else (0, float("nan"))
-            same = out == ref
-            rows.append((mode, rounds, ev, secs, t_ref, t, int(same)))
-            print(f"| {mode} | {rounds} | {ev} | {secs:.3f} s | {t_ref:.2f} s | {t:.2f} s | {'yes' if same else 'NO'} |")
-    write_csv(f"{csv_dir}/mlog-recovery.csv", "mode,rounds,events,replay_s,job_s_fault_free,job_s_with_failure,identical", rows)
+    print("| mode | images | rounds | events replayed | replay time | job time: no fault tolerance | this mode, fault-free | with the failure | output identical |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    ref = {}
+    for rounds in (100, 200, 400):
+        ref[rounds] = ring_job(prefix, exe, work, rounds, "none")
+    for mode in LOGGING:
+        for images in (False, True):
+            for rounds in (100, 200, 400):
+                t_ref, _, out_ref = ref[rounds]
+                t_ff, _, _ = ring_job(prefix, exe, work, rounds, mode, extra=IMAGES if images else ())
+                t, err, out = ring_job(prefix, exe, work, rounds, mode, kill_at=0.9, extra=IMAGES if images else ())
+                m = re.search(r"replayed (\d+) events in ([0-9.]+) s", err)
+                ev, secs = (int(m.group(1)), float(m.group(2))) if m else (0, float("nan"))
+                img = re.search(r"from its process image (\d+)", err)
+                same = out == out_ref
+                where = f"image {img.group(1)}" if img else ("none taken" if images else "no")
+                rows.append((mode, int(images), rounds, ev, secs, t_ref, t_ff, t, int(same)))
+                print(f"| {mode} | {where} | {rounds} | {ev} | {secs:.3f} s | {t_ref:.2f} s | {t_ff:.2f} s | {t:.2f} s | {'yes' if same else 'NO'} |")
+    write_csv(f"{csv_dir}/mlog-recovery.csv", "mode,images,rounds,events,replay_s,job_s_no_ft,job_s_mode_fault_free,job_s_with_failure,identical", rows)
     return rows
 
 
@@ -110,17 +123,24 @@ def memory(prefix, work, csv_dir):
     exe = f"{work}/ring"
     build(prefix, f"{ROOT}/tests/ckpt/ring.c", exe)
     rows = []
-    print("\nSender-based log per rank at the end (tests/ckpt/ring.c, 3 ranks, 800 KB exchanges):")
-    print("| mode | rounds | rank 0 | rank 1 | rank 2 |")
-    print("|---|---:|---:|---:|---:|")
-    for mode in ("pessimistic", "causal"):
-        for rounds in (50, 100, 200, 400):
-            _, err, _ = ring_job(prefix, exe, work, rounds, mode)
-            per = {int(a): int(b) for a, b in re.findall(r"stats rank (\d+): message log (\d+) bytes", err)}
-            mib = [per.get(r, 0) / 2**20 for r in range(3)]
-            rows.append((mode, rounds, *mib))
-            print(f"| {mode} | {rounds} | {mib[0]:.1f} MiB | {mib[1]:.1f} MiB | {mib[2]:.1f} MiB |")
-    write_csv(f"{csv_dir}/mlog-memory.csv", "mode,rounds,rank0_mib,rank1_mib,rank2_mib", rows)
+    print("\nLog memory at the end (tests/ckpt/ring.c, 3 ranks, 800 KB exchanges): each rank's sender-based")
+    print("log; channel memories: the bytes the server keeps for all ranks")
+    print("| mode | images | rounds | rank 0 | rank 1 | rank 2 |")
+    print("|---|---|---:|---:|---:|---:|")
+    for mode in LOGGING:
+        for images in (False, True):
+            for rounds in (50, 100, 200, 400):
+                _, err, _ = ring_job(prefix, exe, work, rounds, mode, extra=IMAGES if images else ())
+                if mode == "channel-memory":
+                    kept = sum(int(b) for b in re.findall(r"stats channel memory \d+: \d+ messages kept \((\d+) bytes\)", err))
+                    mib = [kept / 2**20, float("nan"), float("nan")]
+                else:
+                    per = {int(a): int(b) for a, b in re.findall(r"stats rank (\d+): message log (\d+) bytes", err)}
+                    mib = [per.get(r, 0) / 2**20 for r in range(3)]
+                rows.append((mode, int(images), rounds, *mib))
+                cells = f"{mib[0]:.1f} MiB (server) | | " if mode == "channel-memory" else " | ".join(f"{x:.1f} MiB" for x in mib)
+                print(f"| {mode} | {'yes' if images else 'no'} | {rounds} | {cells} |")
+    write_csv(f"{csv_dir}/mlog-memory.csv", "mode,images,rounds,rank0_or_server_mib,rank1_mib,rank2_mib", rows)
     return rows
 
 
@@ -148,10 +168,12 @@ def plot(out_dir, np_rows, rec_rows, mem_rows):
         fig.savefig(f"{out_dir}/mlog-netpipe.png", dpi=110)
     if rec_rows:
         fig, ax = plt.subplots(figsize=(6, 4))
-        for mode in ("pessimistic", "causal"):
-            rs = [r for r in rec_rows if r[0] == mode]
-            ax.plot([r[2] for r in rs], [r[3] for r in rs], marker="o", label=mode)
-        ax.set_xlabel("events replayed")
+        for mode in LOGGING:
+            for images in (0, 1):
+                rs = [r for r in rec_rows if r[0] == mode and r[1] == images]
+                ax.plot([r[2] for r in rs], [r[4] for r in rs], marker="os"[images], ls=":" if images else "-",
+                        label=f"{mode}{' with images' if images else ''}")
+        ax.set_xlabel("rounds of the program (rank 1 killed at 90 %)")
         ax.set_ylabel("replay time (s)")
         ax.set_title("Recovery of one rank")
         ax.legend()
@@ -159,12 +181,15 @@ def plot(out_dir, np_rows, rec_rows, mem_rows):
         fig.savefig(f"{out_dir}/mlog-recovery.png", dpi=110)
     if mem_rows:
         fig, ax = plt.subplots(figsize=(6, 4))
-        for mode in ("pessimistic", "causal"):
-            rs = [r for r in mem_rows if r[0] == mode]
-            ax.plot([r[1] for r in rs], [max(r[2:]) for r in rs], marker="o", label=f"{mode} (largest rank)")
+        for mode in LOGGING:
+            for images in (0, 1):
+                rs = [r for r in mem_rows if r[0] == mode and r[1] == images]
+                what = "server" if mode == "channel-memory" else "largest rank"
+                ax.plot([r[2] for r in rs], [max(x for x in r[3:] if x == x) for r in rs], marker="os"[images],
+                        ls=":" if images else "-", label=f"{mode}{' with images' if images else ''} ({what})")
         ax.set_xlabel("rounds of the program")
-        ax.set_ylabel("sender-based log (MiB)")
-        ax.set_title("Log memory without checkpoints")
+        ax.set_ylabel("log memory at the end (MiB)")
+        ax.set_title("Log memory with and without process images")
         ax.legend()
         fig.tight_layout()
         fig.savefig(f"{out_dir}/mlog-memory.png", dpi=110)

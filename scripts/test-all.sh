@@ -24,7 +24,7 @@ if [ -x tests/c/run-tests.sh ]; then
 fi
 if [ -x bench/npb/test.sh ]; then
     # Our own CG, IS, MG and FT (bench/npb/README.md), checked against the published values.
-    suite "NPB kernels (class S)" bench/npb/test.sh "$prefix"
+    suite "NPB kernels (classes S and W)" bench/npb/test.sh "$prefix"
 fi
 if [ -x tests/c/chbcast/run.sh ]; then
     suite "channel broadcast on shared memory (forced on and off, few channels, faults, failover)" \
@@ -107,7 +107,7 @@ fi
 if [ -x bench/npb/test-lu.sh ]; then
     # NAS LU class S on 4 ranks: many small messages (pipelined sweeps), checked against the
     # published residual, error and surface-integral values (bench/npb/LU.md).
-    suite "NPB LU (class S)" bench/npb/test-lu.sh "$prefix"
+    suite "NPB LU (classes S and W)" bench/npb/test-lu.sh "$prefix"
 fi
 if [ -f bench/ft_protocols.py ]; then
     # The protocol comparison's harness (bench/ft_protocols.py): one tiny NPB run per mode it
