@@ -10,11 +10,11 @@ prefix=${1:-$here/install}
 cd "$here"
 passed=0; failed=0; skipped=0; failed_names=""
 suite() {   # suite NAME COMMAND...
-    local name=$1; shift
+    local name=$1 t0=$SECONDS; shift
     echo "=== $name"
-    if "$@"; then passed=$((passed+1)); echo "=== $name: ok"
+    if "$@"; then passed=$((passed+1)); echo "=== $name: ok ($((SECONDS - t0)) s)"
     else failed=$((failed+1)); failed_names="$failed_names
-  - $name"; echo "=== $name: FAILED"; fi
+  - $name"; echo "=== $name: FAILED ($((SECONDS - t0)) s)"; fi
 }
 suite "rust tests" cargo test --release --workspace
 suite "every function mpi.h declares is exported" scripts/check-abi-symbols.sh "$prefix/lib/libmpi_abi.so"
