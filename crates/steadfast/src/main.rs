@@ -57,18 +57,7 @@ enum Command {
     /// (`steadfast run --ckpt-server HOST:PORT --ckpt-server-key-file FILE`): it keeps a
     /// second copy of every rank's image under DIR, from which a rank whose own copy was
     /// lost with its host is restored.
-    CkptServer {
-        /// Where the copies go (created, owner-only).
-        #[arg(long)]
-        dir: std::path::PathBuf,
-        /// Address to listen on (HOST:PORT; port 0 picks a free one).
-        #[arg(long, default_value = "127.0.0.1:0")]
-        listen: std::net::SocketAddr,
-        /// The server's key: read from FILE, or written there (owner-only) if FILE does not
-        /// exist. Default: DIR/key.
-        #[arg(long = "key-file", value_name = "FILE")]
-        key_file: Option<std::path::PathBuf>,
-    },
+    CkptServer(ServerArgs),
     /// Run a standalone channel memory server for `--ft channel-memory` jobs
     /// (`steadfast run --ft channel-memory --channel-memory-servers HOST:PORT,…
     /// --channel-memory-key-file FILE`): it keeps, in memory, every message to the ranks
@@ -97,16 +86,8 @@ enum Command {
     /// under DIR and answers restarted ranks; started again with the same DIR it goes on
     /// where it stopped.
     EventLogger {
-        /// Where the journals go (created).
-        #[arg(long)]
-        dir: std::path::PathBuf,
-        /// Address to listen on (HOST:PORT; port 0 picks a free one).
-        #[arg(long, default_value = "127.0.0.1:0")]
-        listen: std::net::SocketAddr,
-        /// The server's key: read from FILE, or written there (owner-only) if FILE does not
-        /// exist. Default: DIR/key.
-        #[arg(long = "key-file", value_name = "FILE")]
-        key_file: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        server: ServerArgs,
         /// Sync every batch of determinants to the disk before acknowledging it (durable
         /// against a crash of the host, not only of this process; costs a disk flush per
         /// batch).
@@ -122,6 +103,32 @@ enum Command {
     /// Simulate fault-tolerant broadcasts in the LogP model (corrected trees), and
     /// regenerate the paper's tables and figures (`steadfast sim paper`).
     Sim(steadfast_sim::cli::SimArgs),
+}
+
+/// What a standalone server keeping files needs (`ckpt-server`, `event-logger`).
+#[derive(Debug, clap::Args)]
+struct ServerArgs {
+    /// Where the server keeps its files (created, owner-only).
+    #[arg(long)]
+    dir: std::path::PathBuf,
+    /// Address to listen on (HOST:PORT; port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: std::net::SocketAddr,
+    /// The server's key: read from FILE, or written there (owner-only) if FILE does not
+    /// exist. Default: DIR/key.
+    #[arg(long = "key-file", value_name = "FILE")]
+    key_file: Option<std::path::PathBuf>,
+}
+
+impl ServerArgs {
+    /// Creates the directory (owner-only) and reads or makes the key: (key, key file).
+    fn prepare(&self) -> std::io::Result<([u8; 32], std::path::PathBuf)> {
+        use std::os::unix::fs::DirBuilderExt;
+        let key_file = self.key_file.clone().unwrap_or_else(|| self.dir.join("key"));
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)?;
+        let key = steadfast_runtime::ckpt_store::read_or_create_key_file(&key_file)?;
+        Ok((key, key_file))
+    }
 }
 
 fn main() {
@@ -149,9 +156,9 @@ fn main() {
             }
         },
         Command::Checkpoint { dir } => checkpoint(&dir),
-        Command::CkptServer { dir, listen, key_file } => ckpt_server(&dir, listen, key_file),
+        Command::CkptServer(args) => ckpt_server(&args),
         Command::ChannelMemory { np, index, count, listen, key_file } => channel_memory(np, index, count, listen, &key_file),
-        Command::EventLogger { dir, listen, key_file, sync } => event_logger(&dir, listen, key_file, sync),
+        Command::EventLogger { server, sync } => event_logger(&server, sync),
         Command::Config { markdown } => {
             print!("{}", if markdown { steadfast_config::markdown() } else { steadfast_config::text() });
             0
@@ -189,16 +196,12 @@ fn checkpoint(dir: &std::path::Path) -> i32 {
 }
 
 /// `steadfast ckpt-server`: serve until killed.
-fn ckpt_server(dir: &std::path::Path, listen: std::net::SocketAddr, key_file: Option<std::path::PathBuf>) -> i32 {
-    use steadfast_runtime::ckpt_store::{read_or_create_key_file, StoreServer};
-    let key_file = key_file.unwrap_or_else(|| dir.join("key"));
-    let started = std::fs::create_dir_all(dir)
-        .and_then(|()| read_or_create_key_file(&key_file))
-        .and_then(|key| StoreServer::bind(dir, listen, key));
+fn ckpt_server(args: &ServerArgs) -> i32 {
+    let started = args.prepare().and_then(|(key, file)| Ok((steadfast_runtime::ckpt_store::StoreServer::bind(&args.dir, args.listen, key)?, file)));
     match started {
-        Ok(server) => {
+        Ok((server, key_file)) => {
             match server.local_addr() {
-                Ok(a) => println!("steadfast ckpt-server: listening on {a}, copies in {}, key in {}", dir.display(), key_file.display()),
+                Ok(a) => println!("steadfast ckpt-server: listening on {a}, copies in {}, key in {}", args.dir.display(), key_file.display()),
                 Err(e) => eprintln!("steadfast ckpt-server: {e}"),
             }
             server.serve();
@@ -237,21 +240,15 @@ fn channel_memory(np: u32, index: u32, count: u32, listen: std::net::SocketAddr,
 }
 
 /// `steadfast event-logger`: serve until killed.
-fn event_logger(dir: &std::path::Path, listen: std::net::SocketAddr, key_file: Option<std::path::PathBuf>, sync: bool) -> i32 {
-    let key_file = key_file.unwrap_or_else(|| dir.join("key"));
-    use std::os::unix::fs::DirBuilderExt;
-    let started = std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .and_then(|()| steadfast_runtime::ckpt_store::read_or_create_key_file(&key_file))
-        .and_then(|key| steadfast_runtime::event_logger::LoggerServer::bind(listen, dir, key, sync));
+fn event_logger(args: &ServerArgs, sync: bool) -> i32 {
+    use steadfast_runtime::event_logger::LoggerServer;
+    let started = args.prepare().and_then(|(key, file)| Ok((LoggerServer::bind(args.listen, &args.dir, key, sync)?, file)));
     match started {
-        Ok(server) => {
+        Ok((server, key_file)) => {
             let kept = server.kept_jobs();
             let job = if kept.is_empty() { String::new() } else { format!(", logs of job(s) {} kept from before", kept.join(" ")) };
             match server.local_addr() {
-                Ok(a) => println!("steadfast event-logger: listening on {a}, journals in {}, key in {}{job}", dir.display(), key_file.display()),
+                Ok(a) => println!("steadfast event-logger: listening on {a}, journals in {}, key in {}{job}", args.dir.display(), key_file.display()),
                 Err(e) => eprintln!("steadfast event-logger: {e}"),
             }
             server.serve();
