@@ -132,7 +132,7 @@ def memory(prefix, work, csv_dir):
             for rounds in (50, 100, 200, 400):
                 _, err, _ = ring_job(prefix, exe, work, rounds, mode, extra=IMAGES if images else ())
                 if mode == "channel-memory":
-                    kept = sum(int(b) for b in re.findall(r"stats channel memory \d+: \d+ messages kept \((\d+) bytes\)", err))
+                    kept = sum(int(b) for b in re.findall(r"stats channel memory \d+: .*holding (\d+) bytes at the end", err))
                     mib = [kept / 2**20, float("nan"), float("nan")]
                 else:
                     per = {int(a): int(b) for a, b in re.findall(r"stats rank (\d+): message log (\d+) bytes", err)}

@@ -187,8 +187,13 @@ case_() {
     if [ -n "${IMG:-}" ]; then
         # Every restart came from an image, and some log was freed by the images.
         [ "$(grep -c 'starting it again as incarnation [0-9]* from its process image' "$work/err")" = "$restarts" ] || images=0
-        # (Channel memories: the senders keep no log to free.)
-        [ "$mode" = channel-memory ] || grep -qE 'steadfast stats rank [0-9]+: .*bytes \([0-9]+ in its file\), [1-9][0-9]* messages freed' "$work/err" || images=0
+        # (Channel memories: the senders keep no log to free; the server releases the
+        # frames a kept image holds instead.)
+        if [ "$mode" = channel-memory ]; then
+            grep -qE 'steadfast stats channel memory [0-9]+: .* [1-9][0-9]* released' "$work/err" || images=0
+        else
+            grep -qE 'steadfast stats rank [0-9]+: .*bytes \([0-9]+ in its file\), [1-9][0-9]* messages freed' "$work/err" || images=0
+        fi
         note+="; $(grep -oE 'again as incarnation [0-9]+ from its process image [0-9]+' "$work/err" | sed 's/again as //' | paste -sd, -)"
     fi
     if [ "${POLICY:-}" = best-effort ]; then

@@ -14,7 +14,9 @@
 //!
 //! Wire: frames `u32 length (LE) | tag | fields`.
 //! - client: `HELLO version u16, nonce [16], rank u32, incarnation u16, reads u8, from u64`;
-//!   `PROOF mac [32]`; `DEPOSIT to u32, header [HDR_LEN], payload`.
+//!   `PROOF mac [32]`; `DEPOSIT to u32, header [HDR_LEN], payload`; on the connection that
+//!   reads the rank's stream, `RELEASE upto u64` (an image of the rank that read the stream
+//!   up to that frame is kept: the server may drop the frames before it).
 //! - server: `CHALLENGE nonce [16], mac [32]`; `READY`; `REFUSED reason (UTF-8)`;
 //!   `DELIVER from u32, header [HDR_LEN], payload`.
 
@@ -39,6 +41,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 pub const HELLO: u8 = 1;
 pub const PROOF: u8 = 2;
 pub const DEPOSIT: u8 = 3;
+pub const RELEASE: u8 = 4;
 pub const CHALLENGE: u8 = 11;
 pub const READY: u8 = 12;
 pub const REFUSED: u8 = 13;
@@ -160,6 +163,11 @@ pub fn deposit_to(tag: u8, body: &[u8]) -> Option<u32> {
     Some(u32::from_le_bytes([body[0], body[1], body[2], body[3]]))
 }
 
+/// The place a `RELEASE` frame read by a server names, if it is one.
+pub fn release_upto(tag: u8, body: &[u8]) -> Option<u64> {
+    (tag == RELEASE).then(|| body.try_into().ok().map(u64::from_le_bytes)).flatten()
+}
+
 /// The fuzzing oracle for outside data of this module: `data` read as a server reads a
 /// client (a hello, then frames) and as a rank reads its channel memory (deliveries).
 /// Whatever decodes must encode back to the same bytes.
@@ -175,6 +183,9 @@ pub fn fuzz_decode(data: &[u8]) {
     while let Ok((tag, body)) = read_frame(&mut r) {
         if let Some(to) = deposit_to(tag, &body) {
             assert!(body.len() >= 4 + HDR_LEN && to.to_le_bytes() == body[..4]);
+        }
+        if let Some(upto) = release_upto(tag, &body) {
+            assert_eq!(upto.to_le_bytes()[..], body[..]);
         }
     }
     let mut total = 0usize;
@@ -457,6 +468,13 @@ impl Path for CmPath {
 
     fn stream_position(&self) -> Option<u64> {
         Some(self.taken)
+    }
+
+    fn release_stream(&mut self, upto: u64) -> Result<(), PathError> {
+        let home = self.server_of(self.rank);
+        let Some(c) = self.conns[home].as_mut() else { return Ok(()) };
+        c.out.extend_from_slice(&frame(RELEASE, &[&upto.to_le_bytes()]));
+        c.flush().map_err(io_err)
     }
 }
 

@@ -261,6 +261,12 @@ pub trait Path: Send {
     fn stream_position(&self) -> Option<u64> {
         None
     }
+    /// Channel memory: a process image of this rank that read the stream up to frame
+    /// `upto` is kept by the launcher, so the server may drop the frames before it. The
+    /// other paths keep no stream.
+    fn release_stream(&mut self, _upto: u64) -> Result<(), PathError> {
+        Ok(())
+    }
     /// Extra lines for the statistics report (per-route detail), if any.
     fn stats_detail(&self) -> Vec<String> {
         Vec::new()

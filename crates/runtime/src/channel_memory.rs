@@ -161,6 +161,10 @@ fn serve_connection(mut s: TcpStream, id: ConnId, shared: &Arc<Shared>, key: &[u
 fn read_deposits(s: &mut TcpStream, id: ConnId, shared: &Shared) -> io::Result<()> {
     loop {
         let (tag, mut body) = cm::read_frame(s)?;
+        if let Some(upto) = cm::release_upto(tag, &body) {
+            shared.cm.lock().map_err(|_| io::Error::other("channel memory state poisoned"))?.release(id, upto);
+            continue;
+        }
         let to = cm::deposit_to(tag, &body).ok_or_else(|| invalid("not a deposit"))?;
         body.drain(..4);
         let stored = shared.cm.lock().map_err(|_| io::Error::other("channel memory state poisoned"))?.deposit(id, to, body);
@@ -249,6 +253,24 @@ mod tests {
         // A stranger without the key gets nowhere.
         assert!(CmPath::connect(1, 2, cm::key_of_job(8), vec![addr.clone()], 0).is_err());
         // The old process of rank 1 is refused now.
-        assert!(CmPath::connect(1, 0, key, vec![addr], 0).is_err());
+        assert!(CmPath::connect(1, 0, key, vec![addr.clone()], 0).is_err());
+        // An image of rank 1 that had read both frames is kept: they are released, and no
+        // later process may read from before them.
+        b2.release_stream(2).unwrap();
+        drop(b2);
+        let mut refused = None;
+        for _ in 0..200 {
+            match CmPath::connect(1, 3, key, vec![addr.clone()], 0) {
+                Err(e) if e.to_string().contains("released") => {
+                    refused = Some(e);
+                    break;
+                }
+                _ => std::thread::sleep(Duration::from_millis(5)),
+            }
+        }
+        assert!(refused.is_some(), "a reader from before the release point was admitted");
+        a.send(1, &h(4), b"after").unwrap();
+        let mut b3 = CmPath::connect(1, 4, key, vec![addr], 2).unwrap();
+        assert_eq!(take(&mut b3, 1)[0].2, b"after");
     }
 }

@@ -346,7 +346,7 @@ fn ckpt_store_wire() {
 
 #[test]
 fn channel_memory_wire() {
-    use steadfast_paths::cm::{frame, Hello, DELIVER, DEPOSIT, PROOF, VERSION};
+    use steadfast_paths::cm::{frame, Hello, DELIVER, DEPOSIT, PROOF, RELEASE, VERSION};
     let hdr = [7u8; steadfast_paths::HDR_LEN];
     let mut two = frame(DELIVER, &[&1u32.to_le_bytes(), &hdr, b"abc"]);
     two.extend(frame(DELIVER, &[&2u32.to_le_bytes(), &hdr, b""]));
@@ -355,6 +355,7 @@ fn channel_memory_wire() {
         Hello { version: VERSION, nonce: [2; 16], rank: 0, incarnation: 0, reads_from: None }.encode(),
         frame(PROOF, &[&[3u8; 32]]),
         frame(DEPOSIT, &[&2u32.to_le_bytes(), &hdr, b"payload"]),
+        frame(RELEASE, &[&77u64.to_le_bytes()]),
         two,
     ];
     run("channel_memory_wire", &seeds, |d| steadfast_paths::cm::fuzz_decode(d));

@@ -35,6 +35,8 @@ struct Writing {
     clock: u64,
     /// Per sender: its messages `1..=upto` are all in the image.
     upto: Vec<u64>,
+    /// Channel memory: the frames of this rank's stream the image's process had taken.
+    stream_at: Option<u64>,
     pending: steadfast_ckpt::Pending,
     started: Instant,
 }
@@ -51,8 +53,9 @@ pub struct Images {
     /// An image is wanted.
     due: bool,
     writing: Option<Writing>,
-    /// Reported to the launcher, not yet confirmed: (number, per-sender `upto`).
-    reported: Option<(u64, Vec<u64>)>,
+    /// Reported to the launcher, not yet confirmed: (number, per-sender `upto`, stream
+    /// position).
+    reported: Option<(u64, Vec<u64>, Option<u64>)>,
     files: Vec<SavedFile>,
     /// Images completed, and restores from one (for `MPIX_Checkpoint` and statistics).
     pub taken: u64,
@@ -124,7 +127,7 @@ impl Engine {
                     tracing::info!(rank, number = w.number, bytes = stats.bytes, secs = w.started.elapsed().as_secs_f64(), "process image stored");
                     im.taken += 1;
                     let msg = ToLogger::Checkpointed { incarnation, number: w.number, clock: w.clock };
-                    im.reported = Some((w.number, w.upto));
+                    im.reported = Some((w.number, w.upto, w.stream_at));
                     Some(msg)
                 }
                 Err(e) => {
@@ -160,6 +163,7 @@ impl Engine {
         let rank = self.rank;
         let clock = self.st.door.hook_ref::<Hook>().map_or(0, |h| h.clock());
         let upto = self.mlog_image_holds();
+        let stream_at = self.net.as_ref().and_then(|n| n.stream_position());
         let Some(im) = self.images_mut() else { return Ok(()) };
         im.due = false;
         let number = im.number + 1;
@@ -184,7 +188,7 @@ impl Engine {
         match outcome {
             Ok(steadfast_ckpt::Outcome::Restored) => Ok(()),
             Ok(steadfast_ckpt::Outcome::Checkpointed(pending)) => {
-                im.writing = Some(Writing { number, clock, upto, pending, started });
+                im.writing = Some(Writing { number, clock, upto, stream_at, pending, started });
                 Ok(())
             }
             Err(e) => {
@@ -237,15 +241,16 @@ impl Engine {
     /// what it holds.
     pub(super) fn mlog_image_kept(&mut self, number: u64) -> MpiResult<()> {
         let me = self.rank;
+        let Some(im) = self.images_mut() else { return Ok(()) };
+        let Some((n, upto, stream_at)) = im.reported.take_if(|(n, _, _)| *n == number) else { return Ok(()) };
         if self.st.channel_memory {
-            // No sender keeps a log in this mode.
-            if let Some(im) = self.images_mut() {
-                im.reported = None;
+            // No sender keeps a log in this mode; the channel memory drops the part of this
+            // rank's stream the image holds (no older image is ever restored).
+            if let (Some(at), Some(net)) = (stream_at, self.net.as_mut()) {
+                net.release_stream(at).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
             }
             return Ok(());
         }
-        let Some(im) = self.images_mut() else { return Ok(()) };
-        let Some((n, upto)) = im.reported.take_if(|(n, _)| *n == number) else { return Ok(()) };
         tracing::debug!(rank = me, number = n, "image kept by the launcher; senders free their logs");
         for (w, upto) in upto.into_iter().enumerate() {
             let w = w as u32;

@@ -9,11 +9,16 @@
 //! ranks; the host (`steadfast-runtime`) moves the bytes. Frames are opaque here: the
 //! packets of the engine, stored as they came.
 //!
+//! Release: once the launcher keeps a process image of a rank (it will restore no older
+//! one), the rank's current process releases the part of its stream the image holds
+//! ([`ChannelMemory::release`]); the server drops those frames, and a later reader may
+//! only start at or after the release point. Without images nothing is released.
+//!
 //! Incarnations: a rank's connection says which process of the rank it is. Once a newer
 //! process of a rank has spoken, what an older one still deposits is refused, so in every
 //! stream all messages of one process of a sender come before all messages of the next.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 /// A connection of the host (any number it chooses).
 pub type ConnId = u64;
@@ -27,15 +32,26 @@ pub enum Refused {
     Stale { rank: u32, incarnation: u16, newest: u16 },
     #[error("rank {0}'s stream is not kept by this channel memory")]
     NotHosted(u32),
+    #[error("rank {rank} asks for its stream from frame {from}, but the frames before {base} were released (an image past them was kept)")]
+    Released { rank: u32, from: u64, base: u64 },
 }
 
 #[derive(Debug, Default)]
 struct Stream {
-    /// (sender, frame), in the order they were stored.
-    frames: Vec<(u32, Vec<u8>)>,
+    /// (sender, frame), in the order they were stored, from frame `base` on.
+    frames: VecDeque<(u32, Vec<u8>)>,
+    /// Frames before this one were released.
+    base: u64,
     bytes: u64,
-    /// The connection of the rank's current process and the next frame it gets.
-    reader: Option<(ConnId, usize)>,
+    /// The connection of the rank's current process and the number of the next frame it
+    /// gets (counted from the stream's start).
+    reader: Option<(ConnId, u64)>,
+}
+
+impl Stream {
+    fn end(&self) -> u64 {
+        self.base + self.frames.len() as u64
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +73,9 @@ pub struct ChannelStats {
     pub delivered: u64,
     /// Readers that started from an earlier place than the end (restarted processes).
     pub replays: u64,
+    /// Frames released (and their bytes): held by a kept image of their receiver.
+    pub released: u64,
+    pub released_bytes: u64,
 }
 
 /// One channel memory server.
@@ -89,8 +108,11 @@ impl ChannelMemory {
         }
         if let Some(from) = read_from {
             let s = self.streams.get_mut(&rank).ok_or(Refused::NotHosted(rank))?;
-            let at = (from.min(s.frames.len() as u64)) as usize;
-            if at < s.frames.len() {
+            if from < s.base {
+                return Err(Refused::Released { rank, from, base: s.base });
+            }
+            let at = from.min(s.end());
+            if at < s.end() {
                 self.stats.replays += 1;
             }
             s.reader = Some((conn, at));
@@ -118,8 +140,33 @@ impl ChannelMemory {
         s.bytes += frame.len() as u64;
         self.stats.stored += 1;
         self.stats.bytes += frame.len() as u64;
-        s.frames.push((c.rank, frame));
+        s.frames.push_back((c.rank, frame));
         true
+    }
+
+    /// The current process of a rank, reading its stream on connection `conn`, says that
+    /// the launcher keeps an image of it that read the stream up to frame `upto`: the
+    /// frames before it (and before what the reader took) are dropped. Returns how many.
+    pub fn release(&mut self, conn: ConnId, upto: u64) -> u64 {
+        let Some(c) = self.conns.get(&conn).copied() else { return 0 };
+        if self.newest.get(c.rank as usize).is_none_or(|&n| c.incarnation < n) {
+            return 0;
+        }
+        let Some(s) = self.streams.get_mut(&c.rank) else { return 0 };
+        let Some((reader, at)) = s.reader else { return 0 };
+        if reader != conn {
+            return 0;
+        }
+        let mut n = 0;
+        while s.base < upto.min(at) {
+            let Some((_, f)) = s.frames.pop_front() else { break };
+            s.base += 1;
+            s.bytes -= f.len() as u64;
+            self.stats.released_bytes += f.len() as u64;
+            n += 1;
+        }
+        self.stats.released += n;
+        n
     }
 
     /// The next frame for reader `conn` (sender, bytes), if it has one waiting.
@@ -130,15 +177,16 @@ impl ChannelMemory {
         if reader != conn {
             return None;
         }
-        s.frames.get(at).map(|(from, f)| (*from, f.as_slice()))
+        s.frames.get(at.checked_sub(s.base)? as usize).map(|(from, f)| (*from, f.as_slice()))
     }
 
     /// Reader `conn` took the frame [`ChannelMemory::next_for`] gave.
     pub fn advance(&mut self, conn: ConnId) {
         let Some(c) = self.conns.get(&conn) else { return };
         let Some(s) = self.streams.get_mut(&c.rank) else { return };
+        let end = s.end();
         if let Some((reader, at)) = s.reader.as_mut() {
-            if *reader == conn && *at < s.frames.len() {
+            if *reader == conn && *at < end {
                 *at += 1;
                 self.stats.delivered += 1;
             }
@@ -155,12 +203,12 @@ impl ChannelMemory {
         }
     }
 
-    /// Frames in rank `rank`'s stream so far.
-    pub fn stream_len(&self, rank: u32) -> usize {
-        self.streams.get(&rank).map_or(0, |s| s.frames.len())
+    /// Frames in rank `rank`'s stream so far (released ones included).
+    pub fn stream_len(&self, rank: u32) -> u64 {
+        self.streams.get(&rank).map_or(0, |s| s.end())
     }
 
-    /// Bytes kept for rank `rank`.
+    /// Bytes kept for rank `rank` (released ones not).
     pub fn stream_bytes(&self, rank: u32) -> u64 {
         self.streams.get(&rank).map_or(0, |s| s.bytes)
     }
@@ -202,6 +250,17 @@ mod tests {
         cm.closed(20);
         cm.hello(30, 0, 2, Some(3)).unwrap();
         assert_eq!(drain(&mut cm, 30), vec![(2, b"d".to_vec())]);
+        // An image that read 3 frames is kept: they go; a reader may not start before them.
+        assert_eq!(cm.release(30, 3), 3);
+        assert_eq!((cm.stream_len(0), cm.stream_bytes(0), cm.stats.released_bytes), (4, 1, 3));
+        assert_eq!(cm.release(30, 9), 1, "only what the reader took");
+        cm.closed(30);
+        assert_eq!(cm.hello(40, 0, 3, Some(2)), Err(Refused::Released { rank: 0, from: 2, base: 4 }));
+        cm.hello(41, 0, 3, Some(4)).unwrap();
+        assert!(cm.deposit(12, 0, b"e".to_vec()));
+        assert_eq!(drain(&mut cm, 41), vec![(2, b"e".to_vec())]);
+        // Only the rank's current reader releases.
+        assert_eq!(cm.release(12, 5), 0);
     }
 
     #[test]
@@ -244,6 +303,8 @@ mod tests {
                 next_conn += 1;
             }
             let mut old_conns: Vec<(ConnId, u32)> = Vec::new();
+            // Where each rank's stream was released to (a kept image's place).
+            let mut released = vec![0u64; n as usize];
             for _step in 0..300 {
                 match rng.below(10) {
                     0..=4 => {
@@ -255,10 +316,17 @@ mod tests {
                         assert!(cm.deposit(conn_of[from as usize], to, f));
                     }
                     5 => {
-                        // A dead process's connection still delivers a frame: refused.
+                        // A dead process's connection still delivers a frame: refused, and
+                        // cannot release anything.
                         if let Some(&(c, _)) = old_conns.last() {
                             assert!(!cm.deposit(c, rng.below(n as u64) as u32, vec![0xee]));
+                            assert_eq!(cm.release(c, u64::MAX), 0);
                         }
+                        // An image of a rank at a place it read to is kept: release.
+                        let r = rng.below(n as u64) as usize;
+                        let upto = rng.below(read[r].len() as u64 + 1);
+                        cm.release(conn_of[r], upto);
+                        released[r] = released[r].max(upto);
                     }
                     6..=8 => {
                         let r = rng.below(n as u64) as usize;
@@ -275,7 +343,8 @@ mod tests {
                         let r = rng.below(n as u64) as usize;
                         let before = read[r].clone();
                         // From the start, or from an image taken at a random earlier place.
-                        let resume = if rng.below(2) == 0 { 0 } else { rng.below(before.len() as u64 + 1) };
+                        let lo = released[r];
+                        let resume = if rng.below(2) == 0 { lo } else { lo + rng.below(before.len() as u64 + 1 - lo) };
                         old_conns.push((conn_of[r], r as u32));
                         inc[r] += 1;
                         conn_of[r] = next_conn;
@@ -294,15 +363,15 @@ mod tests {
                 // Every stream: senders' processes in order.
                 for r in 0..n {
                     let mut last = vec![0u8; n as usize];
-                    let mut i = 0;
                     let s = &cm.streams[&r];
-                    while let Some((from, f)) = s.frames.get(i) {
+                    for (from, f) in &s.frames {
                         let this = f[1];
                         assert!(this >= last[*from as usize], "seed {seed}: an older process's frame after a newer one's");
                         last[*from as usize] = this;
-                        i += 1;
                     }
-                    assert_eq!(s.frames[..read[r as usize].len()], read[r as usize][..], "seed {seed}: not a prefix");
+                    assert_eq!(s.base, released[r as usize], "seed {seed}: released elsewhere than the image's place");
+                    let kept: Vec<(u32, Vec<u8>)> = s.frames.iter().take(read[r as usize].len() - s.base as usize).cloned().collect();
+                    assert_eq!(kept[..], read[r as usize][s.base as usize..], "seed {seed}: not a prefix");
                 }
             }
         }

@@ -434,8 +434,8 @@ impl Launcher {
             for (i, read) in l.cm_stats.iter().enumerate() {
                 if let Some(s) = read() {
                     eprintln!(
-                        "steadfast stats channel memory {i}: {} messages kept ({} bytes), {} passed on, {} restarted readers, {} stale deposits refused",
-                        s.stored, s.bytes, s.delivered, s.replays, s.stale
+                        "steadfast stats channel memory {i}: {} messages kept ({} bytes), {} released ({} bytes) after kept images, holding {} bytes at the end, {} passed on, {} restarted readers, {} stale deposits refused",
+                        s.stored, s.bytes, s.released, s.released_bytes, s.bytes - s.released_bytes, s.delivered, s.replays, s.stale
                     );
                 }
             }
