@@ -234,6 +234,9 @@ for mode in $modes; do
     # journals, then a rank killed: it must replay what the logger kept across its restart.
     EVLOG=1 case_ "$mode" shm "token ring with a standalone event logger killed and started again, then a random rank killed" "L@0.3" "r@0.6"
     case_ "$mode" shm "token ring, one rank killed twice" "1@0.2" "1@0.6"
+    # The second kill comes as soon as the first rank runs again: it re-executes holding
+    # messages of the rank that dies next, which it must still receive.
+    case_ "$mode" shm "token ring, a rank killed while another re-executes" "1@0.5" "0@0.5"
     if [ "$mode" = channel-memory ]; then
         # No sender-based logs and no images in this mode (docs/recovery.md); three servers
         # instead of one keep the streams.
@@ -283,6 +286,44 @@ if [ -n "$py" ] && LD_LIBRARY_PATH=$prefix/lib "$py" -c 'import mpi4py.MPI' 2>/d
     case_ pessimistic shm "an mpi4py program, a rank killed" "r@?"
 else
     echo "SKIP mpi4py: not built here (scripts/mpi4py-tests.sh builds it)"
+fi
+
+# NAS LU (bench/npb, class W, 4 ranks): rank 1 is killed, and rank 0 as soon as rank 1 runs
+# again. Rank 1 re-executes holding many messages of rank 0's first process (sent again from
+# its log); rank 0's second process can send them again only after rank 1 went on, so rank 1
+# must still receive the ones it holds. Must verify, and ranks 2 and 3 must be the same
+# processes at the end.
+if "$root/bench/npb/build-lu.sh" "$prefix/bin/mpicc" "$work/npb" > /dev/null 2>&1; then
+    for mode in $modes; do
+        [ -z "${LOG_ONLY:-}" ] || grep -qE -- "$LOG_ONLY" <<< "$mode shm: NAS LU" || continue
+        rm -rf "$work/log"
+        timeout 180 "$run" run --ft "$mode" --ckpt-dir "$work/log" --max-restarts 5 -n 4 "$work/npb/lu" W > "$work/lu.out" 2> "$work/lu.err" &
+        job=$!
+        for _ in $(seq 1 500); do [ -s "$work/log/ranks" ] && break; sleep 0.01; done
+        before=$(cat "$work/log/ranks")
+        sleep 1
+        ok=1
+        for v in 1 0; do
+            old=$(rank_pid "$v")
+            kill -9 "$old" || ok=0
+            for _ in $(seq 1 1000); do [ "$(rank_pid "$v")" != "$old" ] && break; sleep 0.01; done
+            sleep 0.1
+        done
+        wait "$job"
+        status=$?
+        kept=1
+        for r in 2 3; do [ "$(awk -v r=$r '$1 == r { print $2 }' <<< "$before")" = "$(rank_pid "$r")" ] || kept=0; done
+        if [ $ok = 1 ] && [ $status = 0 ] && [ $kept = 1 ] && grep -q "Verification    = SUCCESSFUL" "$work/lu.out"; then
+            echo "PASS $mode shm: NAS LU class W, rank 0 killed while rank 1 re-executes (ranks 2 and 3 kept)"
+            pass=$((pass + 1))
+        else
+            echo "FAIL $mode shm: NAS LU class W, rank 0 killed while rank 1 re-executes (exit $status; kills $ok; others kept $kept)"
+            sed 's/^/    /' "$work/lu.err" | tail -10
+            fail=$((fail + 1))
+        fi
+    done
+else
+    echo "SKIP NAS LU: bench/npb/build-lu.sh failed"
 fi
 
 # A rank killed after MPI_Finalize is not started again (the others have ended): the job ends

@@ -171,7 +171,7 @@ pub enum Body {
 }
 
 impl Body {
-    fn from(&self) -> Ident {
+    pub(crate) fn from(&self) -> Ident {
         match self {
             Body::Eager { from, .. } | Body::Rts { from, .. } => *from,
         }

@@ -465,7 +465,20 @@ impl Engine {
         }
         let outq: Vec<usize> = self.st.outq.iter().map(|q| q.len()).collect();
         let awaiting: Vec<(u32, u64)> = self.st.awaiting.keys().copied().collect();
-        tracing::debug!(rank, ?next, ?held, fetching, gathering, ?reqs, ?outq, ?awaiting, "blocked without progress");
+        // Unexpected messages (sender, its sequence number, tag, rendezvous) and how far each
+        // sender's messages were taken in.
+        let unexpected: Vec<(u32, u64, i32, bool)> = self
+            .st
+            .matcher
+            .unexpected_all()
+            .take(16)
+            .map(|u| {
+                let from = u.msg.from();
+                (from.world, from.seq, u.tag, matches!(u.msg, super::Body::Rts { .. }))
+            })
+            .collect();
+        let admitted: Vec<u64> = self.st.admitted.iter().map(|a| a.upto()).collect();
+        tracing::debug!(rank, ?next, ?held, fetching, gathering, ?reqs, ?outq, ?awaiting, ?unexpected, ?admitted, "blocked without progress");
     }
 
     /// Whether message logging is on.
@@ -591,8 +604,23 @@ impl Engine {
     /// everything held, in arrival order.
     fn mlog_release(&mut self) {
         loop {
+            // Held packets were admitted when they arrived; their sender may have died and
+            // come back since. A held message of its earlier process is still that message
+            // (the new process sends the same one again, dropped then as a duplicate) and is
+            // let in as it is: the door would drop it as stale, after the replay counted it
+            // as let in, and the copy the new process sends would then never be. A
+            // rendezvous announcement of an earlier process is dropped before its turn
+            // instead: its data went with that process, and the new process announces it
+            // again.
+            let known: Vec<u16> = (0..self.size).map(|w| self.st.door.incarnation_of(w)).collect();
+            let stale = |from: u32, raw: &RawHeader| Header::decode(raw).filter(|x| known.get(from as usize).is_some_and(|&k| x.incarnation < k));
             let next = {
                 let Some(h) = hook(&mut self.st.door) else { return };
+                let before = h.held.len();
+                h.held.retain(|(from, raw, _)| !stale(*from, raw).is_some_and(|x| x.kind == Kind::Rts));
+                if h.held.len() < before {
+                    tracing::debug!(dropped = before - h.held.len(), "rendezvous announcements of dead processes dropped from the replay gate");
+                }
                 if h.held.is_empty() || h.fetching || h.gathering > 0 {
                     return;
                 }
@@ -634,7 +662,15 @@ impl Engine {
                 }
             };
             let (from, raw, payload) = next;
-            steadfast_paths::PacketSink::packet(&mut Sink(&mut self.st), from, &raw, &payload);
+            match stale(from, &raw) {
+                // Past the door's incarnation check, which it passed when it arrived.
+                Some(x) => {
+                    if self.st.door.arrived(from, &x, &payload) {
+                        self.st.handle_packet(from, &x, &payload);
+                    }
+                }
+                None => steadfast_paths::PacketSink::packet(&mut Sink(&mut self.st), from, &raw, &payload),
+            }
             if let Some(h) = hook(&mut self.st.door) {
                 h.passing = false;
             }
