@@ -2675,11 +2675,13 @@ impl State {
             }
         }
         // Pipelined: ask the sender to stream the data.
+        let logging = self.logging;
         if let Some(r) = self.reqs.get_mut(h) {
             r.recv.peer = Some(peer);
             r.recv.seq = from.seq;
             r.recv.expected = len;
             r.recv.received = 0;
+            r.recv.sreq = if logging { sreq } else { 0 };
             r.status = Status { source: src, tag, error, bytes: n as u64, cancelled: false };
             if !dtype.is_contiguous() {
                 r.recv.temp = Some(vec![0u8; n]);

@@ -104,6 +104,9 @@ pub struct RecvState {
     pub peer: Option<u32>,
     /// The sender's sequence number of that rendezvous message.
     pub seq: u64,
+    /// Logging modes: the sender's request this receive asked for the data (its `Cts`
+    /// named it).
+    pub sreq: u64,
 }
 
 /// A request.

@@ -844,6 +844,20 @@ impl super::State {
             u.msg = super::Body::Rts { from, len: h.len, addr, sreq: h.b, flags: h.flags };
             return true;
         }
+        // Matched, and its data asked of a sender's request that may be gone (a restored
+        // sender announces its log again, and again when it learns of this process; the
+        // later announcement ended the earlier request): while none of the data came, ask
+        // this announcement's request instead.
+        let waiting = self.reqs.handles().into_iter().find(|&r| {
+            self.reqs.get(r).is_some_and(|r| {
+                !r.complete && r.recv.peer == Some(peer) && r.recv.seq == seq && r.recv.expected > 0 && r.recv.received == 0 && r.recv.sreq != h.b
+            })
+        });
+        if let Some(rreq) = waiting {
+            tracing::debug!(peer, seq, "rendezvous announced again while its data was awaited: asking the new announcement");
+            self.start_rndv(rreq, h.src, h.tag, from, h.len, addr, h.b, h.flags);
+            return true;
+        }
         // Received completely before: the re-executed send is done.
         let fin = self.door.control(Kind::Fin, 0, 0, 0, 0, 0, h.b);
         self.queue(peer, OutOp::Packet { hdr: fin, payload: Vec::new() });
