@@ -2217,7 +2217,7 @@ impl Engine {
         self.status(h)
     }
 
-    pub(crate) fn byte_type(&self) -> TypeRef {
+    pub fn byte_type(&self) -> TypeRef {
         thread_local! {
             static BYTE: TypeRef = Arc::new(crate::datatype::Datatype::predefined(
                 "byte", 1, 1, crate::datatype::BasicKind::Opaque,
