@@ -106,7 +106,8 @@ fn unlink_segment(id: u64, what: &str) {
 }
 
 /// Per target: lock word, accumulate mutex and (windows spanning hosts) the count of lock
-/// requests of other hosts waiting, one cache line each target.
+/// requests of other hosts waiting, whose turn the word is, and the count of this host's
+/// lockers waiting (`rma_net`), one cache line each target.
 const CTL_STRIDE: usize = 64;
 pub(crate) const LOCK_EXCL: u64 = 1 << 63;
 
@@ -1583,19 +1584,30 @@ fn acquire(w: &Win, target: usize, lock_type: c_int) {
         spin_until(|| crate::rma_net::try_lock(word, exclusive));
         return;
     }
-    // An origin of another host may hold the word, or wait for it (then this host's lockers
-    // stand back); its unlock is served by the progress of the target, which may be this
-    // process.
-    let waiters = crate::rma_net::remote_waiters(w.ctl.addr + target * CTL_STRIDE);
-    let mut spins = 0u32;
-    while waiters.load(Ordering::Acquire) > 0 || !crate::rma_net::try_lock(word, exclusive) {
-        spins += 1;
-        if spins % 64 == 0 {
-            crate::rma_net::poke();
-        } else {
-            std::hint::spin_loop();
+    // An origin of another host may hold the word, or wait for it: then this host's lockers
+    // take it only in their turn (`rma_net::lock_turn`). Its unlock and the grants are
+    // served by the progress of the target, which may be this process.
+    let ctl = w.ctl.addr + target * CTL_STRIDE;
+    let (waiters, turn) = (crate::rma_net::remote_waiters(ctl), crate::rma_net::lock_turn(ctl));
+    let attempt = || {
+        (waiters.load(Ordering::Acquire) == 0 || turn.load(Ordering::Acquire) == crate::rma_net::LOCAL_TURN)
+            && crate::rma_net::try_lock(word, exclusive)
+    };
+    if !attempt() {
+        let waiting = crate::rma_net::local_waiters(ctl);
+        waiting.fetch_add(1, Ordering::AcqRel);
+        let (mut spins, mut idle) = (0u32, 0u32);
+        while !attempt() {
+            spins += 1;
+            if spins % 64 == 0 {
+                crate::rma_net::lock_wait_round(&mut idle);
+            } else {
+                std::hint::spin_loop();
+            }
         }
+        waiting.fetch_sub(1, Ordering::AcqRel);
     }
+    turn.store(crate::rma_net::REMOTE_TURN, Ordering::Release);
 }
 
 fn release_lock(w: &Win, target: usize, lock_type: c_int) {

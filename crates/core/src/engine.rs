@@ -1603,7 +1603,7 @@ impl Engine {
     }
 
     /// Sleep until a packet may have arrived (the path's doorbell) or `max` passed.
-    pub(crate) fn sleep_on_path(&mut self, max: std::time::Duration) -> MpiResult<()> {
+    pub fn sleep_on_path(&mut self, max: std::time::Duration) -> MpiResult<()> {
         if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() {
             return Ok(());
         }
