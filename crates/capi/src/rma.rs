@@ -573,8 +573,17 @@ fn target_of(w: &Win, rank: c_int, disp: MPI_Aint, count: i64, ty: &TypeRef) -> 
         return Err(err(ErrorClass::Disp, format!("target displacement {disp} is negative")));
     }
     let start = if dynamic { disp as usize } else { peer.base.wrapping_add((disp as usize).wrapping_mul(peer.disp_unit)) };
-    let mut runs = Vec::new();
-    ty.for_each_run(count as usize, 0, usize::MAX, |off, len| runs.push((start.wrapping_add_signed(off), len)));
+    // Runs that continue each other become one: a contiguous type yields one run per
+    // element, and every run costs an iovec of a cross-memory call (which the kernel handles
+    // one by one) or a piece of a request to another host.
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    ty.for_each_run(count as usize, 0, usize::MAX, |off, len| {
+        let a = start.wrapping_add_signed(off);
+        match runs.last_mut() {
+            Some(last) if last.0.wrapping_add(last.1) == a => last.1 += len,
+            _ => runs.push((a, len)),
+        }
+    });
     if !dynamic {
         for &(a, l) in &runs {
             if a < peer.base || a + l > peer.base + peer.size {
@@ -688,6 +697,26 @@ unsafe fn accumulate(w: &Win, t: &Target, target_dt: MPI_Datatype, op: MPI_Op, o
     let red: Reduction = g_locked(|g| crate::op::reduction(g, op, target_dt))?;
     let target_rank = w.peers.iter().position(|p| p.pid == t.peer.pid && p.base == t.peer.base).unwrap_or(0);
     with_acc_lock(w, target_rank, || {
+        if t.ty.is_contiguous() {
+            // Packed data and the target's layout are the same: reduce in one buffer, with
+            // no unpacking and packing around it (large accumulates spent most of their
+            // time copying).
+            let n = t.ty.packed_size(t.count);
+            let mut cur: Vec<u8> = Vec::with_capacity(n);
+            xfer(&t.peer, false, &t.runs, cur.as_mut_ptr())?;
+            // SAFETY: xfer filled all n bytes (it fails otherwise).
+            cur.set_len(n);
+            if let Some(res) = result {
+                res.clear();
+                res.extend_from_slice(&cur);
+            }
+            let Some(origin) = origin else { return Ok(()) };
+            if op as usize == abi::MPI_NO_OP {
+                return Ok(());
+            }
+            red.apply(origin.as_ptr(), cur.as_mut_ptr(), t.count);
+            return xfer(&t.peer, true, &t.runs, cur.as_mut_ptr());
+        }
         let (mut lay, base) = read_laid_out(t)?;
         if let Some(res) = result {
             *res = vec![0u8; t.ty.packed_size(t.count)];
