@@ -1041,6 +1041,14 @@ unsafe fn acc(func: &str, origin: *const c_void, ocount: i64, otype: MPI_Datatyp
 /// `result` (packed) when asked for.
 fn accumulate_net(comm: Handle, rank: c_int, runs: &[(usize, usize)], target_dt: MPI_Datatype, op: MPI_Op, origin: Option<&[u8]>, result: Option<&mut Vec<u8>>) -> R<()> {
     check_acc_op(op)?;
+    if runs.iter().all(|r| r.1 == 0) {
+        // No data (a zero count or a zero-size type): nothing to reduce, whatever the type,
+        // as on the target's own host.
+        if let Some(res) = result {
+            res.clear();
+        }
+        return Ok(());
+    }
     let red: Reduction = g_locked(|g| crate::op::reduction(g, op, target_dt))?;
     let elem = red.elem;
     let parts = crate::rma_net::pieces(runs, elem.size());

@@ -4,8 +4,8 @@
  * post-start-complete-wait, exclusive and shared locks (a counter raised with Fetch_and_op
  * by every rank, Compare_and_swap), request-based operations, strided target datatypes,
  * direct load/store into MPI_Win_allocate_shared memory, dynamic windows, window
- * attributes, names and info, and error classes for out-of-range and unsynchronized
- * accesses. */
+ * attributes, names and info, error classes for out-of-range and unsynchronized
+ * accesses, and accumulates of nothing (a zero count, a zero-size type). */
 #include "../tc.h"
 
 #define N 64
@@ -27,14 +27,23 @@ static void fence_round(MPI_Win win, int *mem)
     int me = tc_rank, n = tc_size;
     for (int i = 0; i < N; i++)
         mem[i] = 0;
+    /* A zero-size type carries no data: accumulates of it are accepted whatever the
+     * operation, on every target (those of other hosts included). */
+    MPI_Datatype empty;
+    TC_MPI(MPI_Type_contiguous(0, MPI_INT, &empty));
+    TC_MPI(MPI_Type_commit(&empty));
     TC_MPI(MPI_Win_fence(0, win));
     for (int t = 0; t < n; t++) {
         int v = 1000 * me + t;
         TC_MPI(MPI_Put(&v, 1, MPI_INT, t, me, 1, MPI_INT, win));
-        int one = me + 1;
+        int one = me + 1, res = -7;
         TC_MPI(MPI_Accumulate(&one, 1, MPI_INT, t, N - 1, 1, MPI_INT, MPI_SUM, win));
+        TC_MPI(MPI_Accumulate(&one, 1, empty, t, 0, 2, empty, MPI_SUM, win));
+        TC_MPI(MPI_Get_accumulate(&one, 0, MPI_INT, &res, 0, MPI_INT, t, 0, 0, MPI_INT, MPI_SUM, win));
+        TC_CHECK(res == -7, "a get_accumulate of nothing wrote %d", res);
     }
     TC_MPI(MPI_Win_fence(0, win));
+    TC_MPI(MPI_Type_free(&empty));
     for (int s = 0; s < n; s++)
         TC_CHECK(mem[s] == 1000 * s + me, "slot %d holds %d, want %d", s, mem[s], 1000 * s + me);
     TC_CHECK(mem[N - 1] == n * (n + 1) / 2, "sum %d, want %d", mem[N - 1], n * (n + 1) / 2);
