@@ -140,6 +140,55 @@ fn split(c: &mut crate::global::Call, h: Handle, color: c_int, key: c_int) -> Re
     c.g().eng.comm_split_adopt(n, color, &local, parent.remote.is_some().then_some(&remote[..]))
 }
 
+/// MPI_Intercomm_create under THREAD_MULTIPLE: the engine's form waits holding the lock, so
+/// threads creating intercommunicators from different communicators could wait for each other
+/// across processes. The same steps with waits that release it: the leaders swap their
+/// groups, each broadcasts the other's to its group (numbered with the local communicator's
+/// blocking collectives), and both groups agree on the contexts in the background. `peer`
+/// matters at the local leader only.
+fn intercomm_create_released(
+    c: &mut crate::global::Call,
+    l: Handle,
+    local_leader: c_int,
+    peer: Option<Handle>,
+    remote_leader: c_int,
+    tag: c_int,
+) -> Result<Handle, MpiError> {
+    let g = c.g();
+    let lc = g.eng.comm(l)?;
+    if lc.remote.is_some() {
+        return Err(err(ErrorClass::Comm, "the local communicator must be an intracommunicator"));
+    }
+    if !(0..lc.size()).contains(&local_leader) {
+        return Err(err(ErrorClass::Rank, format!("local leader {local_leader} is not a rank of the local communicator (size {})", lc.size())));
+    }
+    let is_leader = lc.rank == local_leader;
+    let mut msg = Vec::new();
+    let mut leader = None;
+    if is_leader {
+        let peer = peer.ok_or_else(|| err(ErrorClass::Comm, "the local leader needs a valid peer communicator"))?;
+        let (mut out, mut theirs) = (Vec::new(), Vec::new());
+        let [s, r] = g.eng.intercomm_leaders_start(l, peer, remote_leader, tag, &mut out, &mut theirs)?;
+        let rs = wait_request(c, s);
+        let rr = wait_request(c, r);
+        rs?;
+        theirs.truncate(rr?.bytes as usize);
+        msg = c.g().eng.intercomm_group_message(peer, tag, &theirs)?;
+        leader = Some((peer, remote_leader));
+    }
+    let g = c.g();
+    let mut len = (msg.len() as u64).to_le_bytes();
+    let b = g.eng.icoll_blocking(l, Coll::Bcast { buf: bytes_buf(g, len.as_mut_ptr(), 8), root: local_leader })?;
+    wait_request(c, b)?;
+    msg.resize(u64::from_le_bytes(len) as usize, 0);
+    let g = c.g();
+    let b = g.eng.icoll_blocking(l, Coll::Bcast { buf: bytes_buf(g, msg.as_mut_ptr(), msg.len()), root: local_leader })?;
+    wait_request(c, b)?;
+    let (n, req) = c.g().eng.intercomm_icreate(l, local_leader, leader, &msg)?;
+    wait_agreement(c, n, req)?;
+    Ok(n)
+}
+
 fn drop_comm(g: &mut Global, h: Handle) -> Result<(), MpiError> {
     let comm = g.eng.release_comm(h)?;
     errhandler::release(g, comm.errhandler);
@@ -518,42 +567,7 @@ mpi_api! {
                 let n = g.eng.intercomm_create(l, local_leader, peer, remote_leader, tag)?;
                 return adopt(g, Some(n), newintercomm);
             }
-            // THREAD_MULTIPLE: the engine's form waits holding the lock, so threads creating
-            // intercommunicators from different communicators could wait for each other
-            // across processes. The same steps with waits that release it: the leaders swap
-            // their groups, each broadcasts the other's to its group (numbered with the local
-            // communicator's blocking collectives), and both groups agree on the contexts in
-            // the background.
-            let lc = g.eng.comm(l)?;
-            if lc.remote.is_some() {
-                return Err(err(ErrorClass::Comm, "the local communicator must be an intracommunicator"));
-            }
-            if !(0..lc.size()).contains(&local_leader) {
-                return Err(err(ErrorClass::Rank, format!("local leader {local_leader} is not a rank of the local communicator (size {})", lc.size())));
-            }
-            let mut msg = Vec::new();
-            let mut leader = None;
-            if is_leader {
-                let peer = peer.ok_or_else(|| err(ErrorClass::Comm, "the local leader needs a valid peer communicator"))?;
-                let (mut out, mut theirs) = (Vec::new(), Vec::new());
-                let [s, r] = g.eng.intercomm_leaders_start(l, peer, remote_leader, tag, &mut out, &mut theirs)?;
-                let rs = wait_request(c, s);
-                let rr = wait_request(c, r);
-                rs?;
-                theirs.truncate(rr?.bytes as usize);
-                msg = c.g().eng.intercomm_group_message(peer, tag, &theirs)?;
-                leader = Some((peer, remote_leader));
-            }
-            let g = c.g();
-            let mut len = (msg.len() as u64).to_le_bytes();
-            let b = g.eng.icoll_blocking(l, Coll::Bcast { buf: bytes_buf(g, len.as_mut_ptr(), 8), root: local_leader })?;
-            wait_request(c, b)?;
-            msg.resize(u64::from_le_bytes(len) as usize, 0);
-            let g = c.g();
-            let b = g.eng.icoll_blocking(l, Coll::Bcast { buf: bytes_buf(g, msg.as_mut_ptr(), msg.len()), root: local_leader })?;
-            wait_request(c, b)?;
-            let (n, req) = c.g().eng.intercomm_icreate(l, local_leader, leader, &msg)?;
-            wait_agreement(c, n, req)?;
+            let n = intercomm_create_released(c, l, local_leader, peer, remote_leader, tag)?;
             adopt(c.g(), Some(n), newintercomm)
         })
     }
@@ -593,7 +607,8 @@ mpi_api! {
 
     fn Intercomm_create_from_groups(local_group: MPI_Group, local_leader: c_int, remote_group: MPI_Group, remote_leader: c_int,
                                     stringtag: *const c_char, _info: MPI_Info, errhandler: abi::MPI_Errhandler, newintercomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Intercomm_create_from_groups", None, |g| {
+        crate::global::api_blocking("MPI_Intercomm_create_from_groups", |_| None, |c| {
+            let g = c.g();
             check_out(newintercomm)?;
             let tag = stringtag_hash(stringtag)?;
             errhandler::check_errhandler(g, errhandler as usize)?;
@@ -610,11 +625,28 @@ mpi_api! {
             };
             // Every process of the job is in MPI_COMM_WORLD (no dynamic processes): the local
             // group agrees on a communicator, and the leaders meet over MPI_COMM_WORLD's
-            // collective context.
+            // collective context. Under THREAD_MULTIPLE both steps wait with the lock
+            // released, as MPI_Comm_create_group and MPI_Intercomm_create do.
             let world = g.eng.world;
-            let lc = g.eng.comm_create_group(world, &local, tag)?
-                .ok_or_else(|| err(ErrorClass::Intern, "local group communicator not created"))?;
-            let r = g.eng.intercomm_create(lc, local_leader, Some(world), remote_world as c_int, tag);
+            let multiple = crate::global::multiple();
+            let lc = if multiple {
+                match g.eng.comm_icreate_group(world, &local, tag)? {
+                    Some((n, req)) => {
+                        wait_agreement(c, n, req)?;
+                        Some(n)
+                    }
+                    None => None,
+                }
+            } else {
+                g.eng.comm_create_group(world, &local, tag)?
+            };
+            let lc = lc.ok_or_else(|| err(ErrorClass::Intern, "local group communicator not created"))?;
+            let r = if multiple {
+                intercomm_create_released(c, lc, local_leader, Some(world), remote_world as c_int, tag)
+            } else {
+                c.g().eng.intercomm_create(lc, local_leader, Some(world), remote_world as c_int, tag)
+            };
+            let g = c.g();
             g.eng.release_comm(lc)?;
             let n = r?;
             g.eng.comm_mut(n)?.errhandler = errhandler as u64;

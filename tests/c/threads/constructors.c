@@ -7,7 +7,8 @@
  * peers while keeping other threads of its process out would hang here. Per thread:
  * MPI_Comm_split (with MPI_UNDEFINED for some), MPI_Comm_split_type, MPI_Intercomm_create
  * with leaders that are not rank 0 of their group, MPI_Comm_split of the intercommunicator,
- * MPI_Intercomm_merge with both orders of `high` and with equal values; every result's size,
+ * MPI_Intercomm_merge with both orders of `high` and with equal values,
+ * MPI_Intercomm_create_from_groups with a string tag per thread; every result's size,
  * rank and group order is checked, and used by an allreduce and a point-to-point exchange. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -152,6 +153,25 @@ static void *worker(void *arg)
         TC_MPI(MPI_Comm_free(&m));
         TC_MPI(MPI_Comm_free(&ic));
         TC_MPI(MPI_Comm_free(&half));
+
+        /* The same intercommunicator from groups, tagged by thread (tags whose hashes
+         * differ), leaders the last of each half. */
+        MPI_Group world, lo, hi;
+        MPI_Comm_group(MPI_COMM_WORLD, &world);
+        int rlo[1][3] = {{0, size / 2 - 1, 1}}, rhi[1][3] = {{size / 2, size - 1, 1}};
+        MPI_Group_range_incl(world, 1, rlo, &lo);
+        MPI_Group_range_incl(world, 1, rhi, &hi);
+        char stag[64];
+        snprintf(stag, sizeof stag, "steadfast.constructors.%d", t);
+        int nlo = size / 2, nhi = size - size / 2;
+        stagger(t);
+        TC_MPI(MPI_Intercomm_create_from_groups(low ? lo : hi, (low ? nlo : nhi) - 1, low ? hi : lo, (low ? nhi : nlo) - 1, stag,
+                                                MPI_INFO_NULL, MPI_ERRORS_RETURN, &ic));
+        check_inter(ic, rank, size, "intercomm_create_from_groups");
+        TC_MPI(MPI_Comm_free(&ic));
+        MPI_Group_free(&lo);
+        MPI_Group_free(&hi);
+        MPI_Group_free(&world);
     }
     return NULL;
 }
