@@ -189,6 +189,53 @@ fn intercomm_create_released(
     Ok(n)
 }
 
+/// MPI_Comm_create on intercommunicator `h` under THREAD_MULTIPLE, with waits that release
+/// the lock. Every process tells the other group, by an allgather across (numbered with the
+/// intercommunicator's blocking collectives), where each member of its local group stands in
+/// its `members` (absent: u32::MAX); the remote leader's answer is the remote group, as the
+/// standard asks every member of a group to pass the same one. A nonblocking duplicate agrees
+/// on the contexts and becomes the new intercommunicator.
+fn create_inter_released(
+    c: &mut crate::global::Call,
+    h: Handle,
+    local: &[u32],
+    remote: &[u32],
+    members: Vec<u32>,
+) -> Result<Option<Handle>, MpiError> {
+    let valid = members.iter().all(|w| local.contains(w));
+    let mut mine: Vec<u8> = Vec::with_capacity(4 * local.len());
+    for w in local {
+        let at = members.iter().position(|m| m == w).filter(|_| valid).map_or(u32::MAX, |p| p as u32);
+        mine.extend_from_slice(&at.to_le_bytes());
+    }
+    let mut theirs = vec![0u8; 4 * remote.len() * remote.len()];
+    let g = c.g();
+    let a = g.eng.icoll_blocking(h, Coll::Allgather {
+        send: Some(bytes_buf(g, mine.as_mut_ptr(), mine.len())),
+        recv: bytes_buf(g, theirs.as_mut_ptr(), 4 * remote.len()),
+    })?;
+    wait_request(c, a)?;
+    let (n, req) = c.g().eng.comm_idup(h)?;
+    wait_agreement(c, n, req)?;
+    let g = c.g();
+    if !valid {
+        let _ = g.eng.release_comm(n);
+        return Err(err(ErrorClass::Group, "the group is not a subgroup of the local group"));
+    }
+    // The remote leader's positions: block 0 of what arrived.
+    let mut placed: Vec<(u32, u32)> = remote
+        .iter()
+        .enumerate()
+        .filter_map(|(j, &w)| {
+            let at = u32::from_le_bytes(theirs[4 * j..4 * j + 4].try_into().ok()?);
+            (at != u32::MAX).then_some((at, w))
+        })
+        .collect();
+    placed.sort_unstable();
+    let remote_group = placed.into_iter().map(|(_, w)| w).collect();
+    g.eng.intercomm_create_adopt(n, members, remote_group)
+}
+
 fn drop_comm(g: &mut Global, h: Handle) -> Result<(), MpiError> {
     let comm = g.eng.release_comm(h)?;
     errhandler::release(g, comm.errhandler);
@@ -446,9 +493,13 @@ mpi_api! {
             check_out(newcomm)?;
             let members = group_of(g, group)?;
             let parent = g.eng.comm(h)?.clone();
-            if !crate::global::multiple() || parent.remote.is_some() {
+            if !crate::global::multiple() {
                 let n = g.eng.comm_create(h, &members)?;
                 return adopt(g, n, newcomm);
+            }
+            if let Some(remote) = parent.remote.clone() {
+                let n = create_inter_released(c, h, &parent.group, &remote, members.to_vec())?;
+                return adopt(c.g(), n, newcomm);
             }
             // THREAD_MULTIPLE: the engine's MPI_Comm_create waits holding the lock, so
             // threads creating communicators from different parents could wait for each

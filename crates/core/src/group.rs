@@ -1023,6 +1023,30 @@ impl Engine {
         Ok(Some(n))
     }
 
+    /// Nonblocking MPI_Comm_create on an intercommunicator, last step: give `n`, a
+    /// nonblocking duplicate of the intercommunicator (its contexts agreed by both groups),
+    /// the groups `local` and `remote` (world ranks). Returns None, and releases `n`, where
+    /// this process is not in `local` or `remote` is empty.
+    pub fn intercomm_create_adopt(&mut self, n: Handle, local: Vec<u32>, remote: Vec<u32>) -> MpiResult<Option<Handle>> {
+        let comm = self.comm(n)?.clone();
+        let Some(rank) = rank_of(&local, self.rank).filter(|_| !remote.is_empty()) else {
+            self.release_comm(n)?;
+            return Ok(None);
+        };
+        let local = Arc::new(local);
+        if let Some(l) = comm.local {
+            let lc = self.comm_mut(l)?;
+            lc.rank = rank;
+            lc.group = local.clone();
+        }
+        let c = self.comm_mut(n)?;
+        c.rank = rank;
+        c.group = local;
+        c.remote = Some(Arc::new(remote));
+        c.topo = None;
+        Ok(Some(n))
+    }
+
     /// Nonblocking MPI_Intercomm_merge, last step: turn `n`, a nonblocking duplicate of the
     /// intercommunicator being merged, into the merged intracommunicator (on the first two of
     /// its four agreed contexts). The side whose `high` is false comes first; equal values

@@ -6,7 +6,8 @@
  * thread 0's communicator while rank 1 starts with thread 1's). A call that waits for its
  * peers while keeping other threads of its process out would hang here. Per thread:
  * MPI_Comm_split (with MPI_UNDEFINED for some), MPI_Comm_split_type, MPI_Intercomm_create
- * with leaders that are not rank 0 of their group, MPI_Comm_split of the intercommunicator,
+ * with leaders that are not rank 0 of their group, MPI_Comm_create and MPI_Comm_split of the
+ * intercommunicator,
  * MPI_Intercomm_merge with both orders of `high` and with equal values,
  * MPI_Intercomm_create_from_groups with a string tag per thread; every result's size,
  * rank and group order is checked, and used by an allreduce and a point-to-point exchange. */
@@ -133,6 +134,47 @@ static void *worker(void *arg)
         stagger(t);
         TC_MPI(MPI_Intercomm_create(half, hsize - 1, c, rleader, 10 + t, &ic));
         check_inter(ic, rank, size, "intercomm_create");
+
+        /* MPI_Comm_create of the intercommunicator with each side's group reversed: ranks
+         * follow the groups' order on both sides. Then one side passing the empty group:
+         * nobody gets a communicator. */
+        MPI_Group lg, rev;
+        MPI_Comm_group(ic, &lg);
+        int lsize = 0, lrank = -1, rsize = 0;
+        MPI_Group_size(lg, &lsize);
+        MPI_Comm_rank(ic, &lrank);
+        MPI_Comm_remote_size(ic, &rsize);
+        int back[1][3] = {{lsize - 1, 0, -1}};
+        MPI_Group_range_incl(lg, 1, back, &rev);
+        MPI_Comm cr;
+        stagger(t);
+        TC_MPI(MPI_Comm_create(ic, rev, &cr));
+        T_CHECK(cr != MPI_COMM_NULL, "intercomm create: no communicator");
+        if (cr != MPI_COMM_NULL) {
+            int nsize = -1, nrank = -1, nrsize = -1;
+            MPI_Comm_size(cr, &nsize);
+            MPI_Comm_rank(cr, &nrank);
+            MPI_Comm_remote_size(cr, &nrsize);
+            T_CHECK(nsize == lsize && nrank == lsize - 1 - lrank && nrsize == rsize, "intercomm create: size %d rank %d remote %d", nsize, nrank,
+                    nrsize);
+            int sent = rank, got[64];
+            MPI_Request rq[128];
+            for (int j = 0; j < rsize && j < 64; j++) {
+                TC_MPI(MPI_Isend(&sent, 1, MPI_INT, j, 8, cr, &rq[j]));
+                TC_MPI(MPI_Irecv(&got[j], 1, MPI_INT, j, 8, cr, &rq[rsize + j]));
+            }
+            TC_MPI(MPI_Waitall(2 * rsize, rq, MPI_STATUSES_IGNORE));
+            for (int j = 0; j < rsize; j++) {
+                int want = low ? size - 1 - j : size / 2 - 1 - j;
+                T_CHECK(got[j] == want, "intercomm create: remote rank %d is world rank %d, want %d", j, got[j], want);
+            }
+            TC_MPI(MPI_Comm_free(&cr));
+        }
+        stagger(t);
+        TC_MPI(MPI_Comm_create(ic, low ? lg : MPI_GROUP_EMPTY, &cr));
+        T_CHECK(cr == MPI_COMM_NULL, "intercomm create with an empty side: got a communicator");
+        MPI_Group_free(&rev);
+        MPI_Group_free(&lg);
 
         /* Split of the intercommunicator, one color: the same shape. */
         MPI_Comm ics;
