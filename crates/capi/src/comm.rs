@@ -12,6 +12,7 @@ use steadfast_core::info::Info;
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
 use crate::abi::{self, MPI_Comm, MPI_Group, MPI_Info, MPI_Request};
+use steadfast_core::coll::{Buf, Coll};
 use crate::env::write_cstr;
 use crate::errhandler;
 use crate::global::{api, api_unlocked, comm_handle, locked, Failure, Global};
@@ -70,21 +71,169 @@ fn check_out(p: *mut MPI_Comm) -> Result<(), MpiError> {
     Ok(())
 }
 
-/// Free communicator `h` after its attributes are gone: engine state, error handler
-/// reference, info hints.
+/// THREAD_MULTIPLE: wait for request `h` with the lock released, release it, and make a
+/// failed transfer the call's error.
+fn wait_request(c: &mut crate::global::Call, h: Handle) -> Result<steadfast_core::request::Status, MpiError> {
+    let r = c.wait(h).and_then(|s| match s.error {
+        Some(class) => Err(MpiError::new(class, "a transfer of the communicator's construction failed")),
+        None => Ok(s),
+    });
+    c.g().eng.release(h);
+    r
+}
+
 /// THREAD_MULTIPLE: wait, with the lock released, for the background agreement `req` on the
 /// context of new communicator `n`; on failure `n` is released.
 fn wait_agreement(c: &mut crate::global::Call, n: Handle, req: Handle) -> Result<(), MpiError> {
-    let r = c.wait(req).and_then(|s| match s.error {
-        Some(class) => Err(MpiError::new(class, "the agreement on the new communicator's context failed")),
-        None => Ok(()),
-    });
-    let g = c.g();
-    g.eng.release(req);
+    let r = wait_request(c, req);
     if r.is_err() {
-        let _ = g.eng.release_comm(n);
+        let _ = c.g().eng.release_comm(n);
     }
-    r
+    r.map(|_| ())
+}
+
+/// A byte buffer as a collective's argument.
+fn bytes_buf(g: &Global, p: *mut u8, len: usize) -> Buf {
+    Buf { ptr: p, count: len, dtype: g.eng.byte_type() }
+}
+
+/// MPI_Comm_split and MPI_Comm_split_type on `h` (after argument checks): the engine's
+/// blocking split, or under THREAD_MULTIPLE one whose waits release the lock, so threads
+/// splitting different communicators do not wait for each other across processes. The
+/// (color, key) pairs travel by an allgather numbered with the parent's blocking collectives
+/// (over the local group and across, for an intercommunicator), a nonblocking duplicate of
+/// the parent agrees on the contexts, and it becomes the new communicator.
+fn split(c: &mut crate::global::Call, h: Handle, color: c_int, key: c_int) -> Result<Option<Handle>, MpiError> {
+    let g = c.g();
+    if !crate::global::multiple() {
+        return g.eng.comm_split(h, color, key);
+    }
+    if color < 0 && color != abi::MPI_UNDEFINED {
+        return Err(err(ErrorClass::Arg, format!("invalid color {color} (must be non-negative or MPI_UNDEFINED)")));
+    }
+    let parent = g.eng.comm(h)?.clone();
+    let mut mine = [0u8; 8];
+    mine[..4].copy_from_slice(&color.to_le_bytes());
+    mine[4..].copy_from_slice(&key.to_le_bytes());
+    let mut local = vec![0u8; 8 * parent.group.len()];
+    let mut remote = vec![0u8; 8 * parent.remote.as_ref().map_or(0, |r| r.len())];
+    let send = bytes_buf(g, mine.as_mut_ptr(), 8);
+    let over = parent.local.unwrap_or(h);
+    let a = g.eng.icoll_blocking(over, Coll::Allgather { send: Some(send.clone()), recv: bytes_buf(g, local.as_mut_ptr(), 8) })?;
+    let b = match parent.remote {
+        Some(_) => match g.eng.icoll_blocking(h, Coll::Allgather { send: Some(send), recv: bytes_buf(g, remote.as_mut_ptr(), 8) }) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                // The first allgather writes into `local`: let it finish before it goes.
+                let _ = wait_request(c, a);
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    let ra = wait_request(c, a);
+    let rb = b.map(|b| wait_request(c, b)).transpose();
+    ra?;
+    rb?;
+    let (n, req) = c.g().eng.comm_idup(h)?;
+    wait_agreement(c, n, req)?;
+    c.g().eng.comm_split_adopt(n, color, &local, parent.remote.is_some().then_some(&remote[..]))
+}
+
+/// MPI_Intercomm_create under THREAD_MULTIPLE: the engine's form waits holding the lock, so
+/// threads creating intercommunicators from different communicators could wait for each other
+/// across processes. The same steps with waits that release it: the leaders swap their
+/// groups, each broadcasts the other's to its group (numbered with the local communicator's
+/// blocking collectives), and both groups agree on the contexts in the background. `peer`
+/// matters at the local leader only.
+fn intercomm_create_released(
+    c: &mut crate::global::Call,
+    l: Handle,
+    local_leader: c_int,
+    peer: Option<Handle>,
+    remote_leader: c_int,
+    tag: c_int,
+) -> Result<Handle, MpiError> {
+    let g = c.g();
+    let lc = g.eng.comm(l)?;
+    if lc.remote.is_some() {
+        return Err(err(ErrorClass::Comm, "the local communicator must be an intracommunicator"));
+    }
+    if !(0..lc.size()).contains(&local_leader) {
+        return Err(err(ErrorClass::Rank, format!("local leader {local_leader} is not a rank of the local communicator (size {})", lc.size())));
+    }
+    let is_leader = lc.rank == local_leader;
+    let mut msg = Vec::new();
+    let mut leader = None;
+    if is_leader {
+        let peer = peer.ok_or_else(|| err(ErrorClass::Comm, "the local leader needs a valid peer communicator"))?;
+        let (mut out, mut theirs) = (Vec::new(), Vec::new());
+        let [s, r] = g.eng.intercomm_leaders_start(l, peer, remote_leader, tag, &mut out, &mut theirs)?;
+        let rs = wait_request(c, s);
+        let rr = wait_request(c, r);
+        rs?;
+        theirs.truncate(rr?.bytes as usize);
+        msg = c.g().eng.intercomm_group_message(peer, tag, &theirs)?;
+        leader = Some((peer, remote_leader));
+    }
+    let g = c.g();
+    let mut len = (msg.len() as u64).to_le_bytes();
+    let b = g.eng.icoll_blocking(l, Coll::Bcast { buf: bytes_buf(g, len.as_mut_ptr(), 8), root: local_leader })?;
+    wait_request(c, b)?;
+    msg.resize(u64::from_le_bytes(len) as usize, 0);
+    let g = c.g();
+    let b = g.eng.icoll_blocking(l, Coll::Bcast { buf: bytes_buf(g, msg.as_mut_ptr(), msg.len()), root: local_leader })?;
+    wait_request(c, b)?;
+    let (n, req) = c.g().eng.intercomm_icreate(l, local_leader, leader, &msg)?;
+    wait_agreement(c, n, req)?;
+    Ok(n)
+}
+
+/// MPI_Comm_create on intercommunicator `h` under THREAD_MULTIPLE, with waits that release
+/// the lock. Every process tells the other group, by an allgather across (numbered with the
+/// intercommunicator's blocking collectives), where each member of its local group stands in
+/// its `members` (absent: u32::MAX); the remote leader's answer is the remote group, as the
+/// standard asks every member of a group to pass the same one. A nonblocking duplicate agrees
+/// on the contexts and becomes the new intercommunicator.
+fn create_inter_released(
+    c: &mut crate::global::Call,
+    h: Handle,
+    local: &[u32],
+    remote: &[u32],
+    members: Vec<u32>,
+) -> Result<Option<Handle>, MpiError> {
+    let valid = members.iter().all(|w| local.contains(w));
+    let mut mine: Vec<u8> = Vec::with_capacity(4 * local.len());
+    for w in local {
+        let at = members.iter().position(|m| m == w).filter(|_| valid).map_or(u32::MAX, |p| p as u32);
+        mine.extend_from_slice(&at.to_le_bytes());
+    }
+    let mut theirs = vec![0u8; 4 * remote.len() * remote.len()];
+    let g = c.g();
+    let a = g.eng.icoll_blocking(h, Coll::Allgather {
+        send: Some(bytes_buf(g, mine.as_mut_ptr(), mine.len())),
+        recv: bytes_buf(g, theirs.as_mut_ptr(), 4 * remote.len()),
+    })?;
+    wait_request(c, a)?;
+    let (n, req) = c.g().eng.comm_idup(h)?;
+    wait_agreement(c, n, req)?;
+    let g = c.g();
+    if !valid {
+        let _ = g.eng.release_comm(n);
+        return Err(err(ErrorClass::Group, "the group is not a subgroup of the local group"));
+    }
+    // The remote leader's positions: block 0 of what arrived.
+    let mut placed: Vec<(u32, u32)> = remote
+        .iter()
+        .enumerate()
+        .filter_map(|(j, &w)| {
+            let at = u32::from_le_bytes(theirs[4 * j..4 * j + 4].try_into().ok()?);
+            (at != u32::MAX).then_some((at, w))
+        })
+        .collect();
+    placed.sort_unstable();
+    let remote_group = placed.into_iter().map(|(_, w)| w).collect();
+    g.eng.intercomm_create_adopt(n, members, remote_group)
 }
 
 fn drop_comm(g: &mut Global, h: Handle) -> Result<(), MpiError> {
@@ -290,16 +439,17 @@ mpi_api! {
     }
 
     fn Comm_split(comm: MPI_Comm, color: c_int, key: c_int, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_split", Some(comm as usize), |g| {
-            let h = comm_handle(g, comm as usize)?;
+        crate::global::api_blocking("MPI_Comm_split", |_| Some(comm as usize), |c| {
+            let h = comm_handle(c.g(), comm as usize)?;
             check_out(newcomm)?;
-            let n = g.eng.comm_split(h, color, key)?;
-            adopt(g, n, newcomm)
+            let n = split(c, h, color, key)?;
+            adopt(c.g(), n, newcomm)
         })
     }
 
     fn Comm_split_type(comm: MPI_Comm, split_type: c_int, key: c_int, info: MPI_Info, newcomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Comm_split_type", Some(comm as usize), |g| {
+        crate::global::api_blocking("MPI_Comm_split_type", |_| Some(comm as usize), |c| {
+            let g = c.g();
             let h = comm_handle(g, comm as usize)?;
             check_out(newcomm)?;
             let info = info_arg(g, info)?;
@@ -317,11 +467,12 @@ mpi_api! {
                 abi::MPI_COMM_TYPE_HW_UNGUIDED => host_color(),
                 t => {
                     // Take part in the agreement anyway, so the other members do not hang.
-                    g.eng.comm_split(h, abi::MPI_UNDEFINED, key)?;
+                    split(c, h, abi::MPI_UNDEFINED, key)?;
                     return Err(err(ErrorClass::Arg, format!("invalid split_type {t}")));
                 }
             };
-            let mut n = g.eng.comm_split(h, color, key)?;
+            let mut n = split(c, h, color, key)?;
+            let g = c.g();
             if split_type == abi::MPI_COMM_TYPE_HW_UNGUIDED {
                 // Unguided splits must return a strictly smaller group, or nothing.
                 if let Some(x) = n {
@@ -342,9 +493,13 @@ mpi_api! {
             check_out(newcomm)?;
             let members = group_of(g, group)?;
             let parent = g.eng.comm(h)?.clone();
-            if !crate::global::multiple() || parent.remote.is_some() {
+            if !crate::global::multiple() {
                 let n = g.eng.comm_create(h, &members)?;
                 return adopt(g, n, newcomm);
+            }
+            if let Some(remote) = parent.remote.clone() {
+                let n = create_inter_released(c, h, &parent.group, &remote, members.to_vec())?;
+                return adopt(c.g(), n, newcomm);
             }
             // THREAD_MULTIPLE: the engine's MPI_Comm_create waits holding the lock, so
             // threads creating communicators from different parents could wait for each
@@ -445,20 +600,26 @@ mpi_api! {
     }
 
     fn Intercomm_create(local_comm: MPI_Comm, local_leader: c_int, peer_comm: MPI_Comm, remote_leader: c_int, tag: c_int, newintercomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Intercomm_create", Some(local_comm as usize), |g| {
+        crate::global::api_blocking("MPI_Intercomm_create", |_| Some(local_comm as usize), |c| {
+            let g = c.g();
             let l = comm_handle(g, local_comm as usize)?;
             check_out(newintercomm)?;
             if !(0..=crate::pt2pt::TAG_UB).contains(&tag) {
                 return Err(err(ErrorClass::Tag, format!("invalid tag {tag}")));
             }
             // The peer communicator only matters at the local leader.
-            let peer = if g.eng.comm(l)?.rank == local_leader {
+            let is_leader = g.eng.comm(l)?.rank == local_leader;
+            let peer = if is_leader {
                 Some(comm_handle(g, peer_comm as usize)?)
             } else {
                 comm_handle(g, peer_comm as usize).ok()
             };
-            let n = g.eng.intercomm_create(l, local_leader, peer, remote_leader, tag)?;
-            adopt(g, Some(n), newintercomm)
+            if !crate::global::multiple() {
+                let n = g.eng.intercomm_create(l, local_leader, peer, remote_leader, tag)?;
+                return adopt(g, Some(n), newintercomm);
+            }
+            let n = intercomm_create_released(c, l, local_leader, peer, remote_leader, tag)?;
+            adopt(c.g(), Some(n), newintercomm)
         })
     }
 
@@ -497,7 +658,8 @@ mpi_api! {
 
     fn Intercomm_create_from_groups(local_group: MPI_Group, local_leader: c_int, remote_group: MPI_Group, remote_leader: c_int,
                                     stringtag: *const c_char, _info: MPI_Info, errhandler: abi::MPI_Errhandler, newintercomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Intercomm_create_from_groups", None, |g| {
+        crate::global::api_blocking("MPI_Intercomm_create_from_groups", |_| None, |c| {
+            let g = c.g();
             check_out(newintercomm)?;
             let tag = stringtag_hash(stringtag)?;
             errhandler::check_errhandler(g, errhandler as usize)?;
@@ -514,11 +676,28 @@ mpi_api! {
             };
             // Every process of the job is in MPI_COMM_WORLD (no dynamic processes): the local
             // group agrees on a communicator, and the leaders meet over MPI_COMM_WORLD's
-            // collective context.
+            // collective context. Under THREAD_MULTIPLE both steps wait with the lock
+            // released, as MPI_Comm_create_group and MPI_Intercomm_create do.
             let world = g.eng.world;
-            let lc = g.eng.comm_create_group(world, &local, tag)?
-                .ok_or_else(|| err(ErrorClass::Intern, "local group communicator not created"))?;
-            let r = g.eng.intercomm_create(lc, local_leader, Some(world), remote_world as c_int, tag);
+            let multiple = crate::global::multiple();
+            let lc = if multiple {
+                match g.eng.comm_icreate_group(world, &local, tag)? {
+                    Some((n, req)) => {
+                        wait_agreement(c, n, req)?;
+                        Some(n)
+                    }
+                    None => None,
+                }
+            } else {
+                g.eng.comm_create_group(world, &local, tag)?
+            };
+            let lc = lc.ok_or_else(|| err(ErrorClass::Intern, "local group communicator not created"))?;
+            let r = if multiple {
+                intercomm_create_released(c, lc, local_leader, Some(world), remote_world as c_int, tag)
+            } else {
+                c.g().eng.intercomm_create(lc, local_leader, Some(world), remote_world as c_int, tag)
+            };
+            let g = c.g();
             g.eng.release_comm(lc)?;
             let n = r?;
             g.eng.comm_mut(n)?.errhandler = errhandler as u64;
@@ -527,10 +706,37 @@ mpi_api! {
     }
 
     fn Intercomm_merge(intercomm: MPI_Comm, high: c_int, newintracomm: *mut MPI_Comm) -> c_int {
-        api("MPI_Intercomm_merge", Some(intercomm as usize), |g| {
+        crate::global::api_blocking("MPI_Intercomm_merge", |_| Some(intercomm as usize), |c| {
+            let g = c.g();
             let h = comm_handle(g, intercomm as usize)?;
             check_out(newintracomm)?;
-            let n = g.eng.intercomm_merge(h, high != 0)?;
+            if !crate::global::multiple() {
+                let n = g.eng.intercomm_merge(h, high != 0)?;
+                return adopt(g, Some(n), newintracomm);
+            }
+            // THREAD_MULTIPLE: as MPI_Intercomm_create, with waits that release the lock.
+            // An allgather across (numbered with the intercommunicator's blocking
+            // collectives) tells each side the other's `high` (the remote leader's counts;
+            // the standard asks for one value per group), and a nonblocking duplicate agrees
+            // on the contexts and becomes the merged communicator.
+            let Some(remote) = g.eng.comm(h)?.remote.clone() else {
+                return Err(err(ErrorClass::Comm, "MPI_Intercomm_merge needs an intercommunicator"));
+            };
+            let mut mine = [(high != 0) as u8];
+            let mut theirs = vec![0u8; remote.len()];
+            let send = bytes_buf(g, mine.as_mut_ptr(), 1);
+            let a = g.eng.icoll_blocking(h, Coll::Allgather { send: Some(send), recv: bytes_buf(g, theirs.as_mut_ptr(), 1) })?;
+            wait_request(c, a)?;
+            let (n, req) = c.g().eng.comm_idup(h)?;
+            wait_agreement(c, n, req)?;
+            let g = c.g();
+            let n = match g.eng.intercomm_merge_adopt(n, high != 0, theirs.first().is_some_and(|&x| x != 0)) {
+                Ok(n) => n,
+                Err(e) => {
+                    let _ = g.eng.release_comm(n);
+                    return Err(e);
+                }
+            };
             adopt(g, Some(n), newintracomm)
         })
     }

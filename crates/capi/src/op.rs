@@ -107,7 +107,39 @@ pub fn elem_of(handle: usize, t: &TypeRef) -> Elem {
         return predef_elems().get(handle).copied().unwrap_or(Elem::None);
     }
     // Derived: the one basic type it is built from, if any.
-    t.basic.as_ref().map_or(Elem::None, |(k, _)| Elem::from_basic(k))
+    if let Some((k, _)) = &t.basic {
+        return Elem::from_basic(k);
+    }
+    // A pair type (MPI_DOUBLE_INT ...) is two basic elements, so a type built from one has no
+    // single basic kind: it reduces as that pair when the pair is all it is built from.
+    match sole_predefined(t, 0) {
+        Some(Some(h)) => match predef_elems().get(h).copied() {
+            Some(e @ Elem::Pair(..)) => e,
+            _ => Elem::None,
+        },
+        _ => Elem::None,
+    }
+}
+
+/// The one predefined type `t` is built from: Some(None) when it is built from none (an
+/// empty type), None when from several or when the constructor tree is deeper than any
+/// application builds.
+fn sole_predefined(t: &TypeRef, depth: usize) -> Option<Option<usize>> {
+    if let Some(h) = t.predefined_handle {
+        return Some(Some(h));
+    }
+    if depth > 64 {
+        return None;
+    }
+    let mut found: Option<usize> = None;
+    for old in &t.envelope.types {
+        match sole_predefined(old, depth + 1)? {
+            None => {}
+            Some(h) if found.is_none_or(|f| f == h) => found = Some(h),
+            Some(_) => return None,
+        }
+    }
+    Some(found)
 }
 
 /// Build a reduction of `datatype` by `op`, checking that the op is defined for the type.

@@ -106,7 +106,8 @@ fn unlink_segment(id: u64, what: &str) {
 }
 
 /// Per target: lock word, accumulate mutex and (windows spanning hosts) the count of lock
-/// requests of other hosts waiting, one cache line each target.
+/// requests of other hosts waiting, whose turn the word is, and the count of this host's
+/// lockers waiting (`rma_net`), one cache line each target.
 const CTL_STRIDE: usize = 64;
 pub(crate) const LOCK_EXCL: u64 = 1 << 63;
 
@@ -572,8 +573,17 @@ fn target_of(w: &Win, rank: c_int, disp: MPI_Aint, count: i64, ty: &TypeRef) -> 
         return Err(err(ErrorClass::Disp, format!("target displacement {disp} is negative")));
     }
     let start = if dynamic { disp as usize } else { peer.base.wrapping_add((disp as usize).wrapping_mul(peer.disp_unit)) };
-    let mut runs = Vec::new();
-    ty.for_each_run(count as usize, 0, usize::MAX, |off, len| runs.push((start.wrapping_add_signed(off), len)));
+    // Runs that continue each other become one: a contiguous type yields one run per
+    // element, and every run costs an iovec of a cross-memory call (which the kernel handles
+    // one by one) or a piece of a request to another host.
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    ty.for_each_run(count as usize, 0, usize::MAX, |off, len| {
+        let a = start.wrapping_add_signed(off);
+        match runs.last_mut() {
+            Some(last) if last.0.wrapping_add(last.1) == a => last.1 += len,
+            _ => runs.push((a, len)),
+        }
+    });
     if !dynamic {
         for &(a, l) in &runs {
             if a < peer.base || a + l > peer.base + peer.size {
@@ -687,6 +697,26 @@ unsafe fn accumulate(w: &Win, t: &Target, target_dt: MPI_Datatype, op: MPI_Op, o
     let red: Reduction = g_locked(|g| crate::op::reduction(g, op, target_dt))?;
     let target_rank = w.peers.iter().position(|p| p.pid == t.peer.pid && p.base == t.peer.base).unwrap_or(0);
     with_acc_lock(w, target_rank, || {
+        if t.ty.is_contiguous() {
+            // Packed data and the target's layout are the same: reduce in one buffer, with
+            // no unpacking and packing around it (large accumulates spent most of their
+            // time copying).
+            let n = t.ty.packed_size(t.count);
+            let mut cur: Vec<u8> = Vec::with_capacity(n);
+            xfer(&t.peer, false, &t.runs, cur.as_mut_ptr())?;
+            // SAFETY: xfer filled all n bytes (it fails otherwise).
+            cur.set_len(n);
+            if let Some(res) = result {
+                res.clear();
+                res.extend_from_slice(&cur);
+            }
+            let Some(origin) = origin else { return Ok(()) };
+            if op as usize == abi::MPI_NO_OP {
+                return Ok(());
+            }
+            red.apply(origin.as_ptr(), cur.as_mut_ptr(), t.count);
+            return xfer(&t.peer, true, &t.runs, cur.as_mut_ptr());
+        }
         let (mut lay, base) = read_laid_out(t)?;
         if let Some(res) = result {
             *res = vec![0u8; t.ty.packed_size(t.count)];
@@ -1011,6 +1041,14 @@ unsafe fn acc(func: &str, origin: *const c_void, ocount: i64, otype: MPI_Datatyp
 /// `result` (packed) when asked for.
 fn accumulate_net(comm: Handle, rank: c_int, runs: &[(usize, usize)], target_dt: MPI_Datatype, op: MPI_Op, origin: Option<&[u8]>, result: Option<&mut Vec<u8>>) -> R<()> {
     check_acc_op(op)?;
+    if runs.iter().all(|r| r.1 == 0) {
+        // No data (a zero count or a zero-size type): nothing to reduce, whatever the type,
+        // as on the target's own host.
+        if let Some(res) = result {
+            res.clear();
+        }
+        return Ok(());
+    }
     let red: Reduction = g_locked(|g| crate::op::reduction(g, op, target_dt))?;
     let elem = red.elem;
     let parts = crate::rma_net::pieces(runs, elem.size());
@@ -1583,19 +1621,30 @@ fn acquire(w: &Win, target: usize, lock_type: c_int) {
         spin_until(|| crate::rma_net::try_lock(word, exclusive));
         return;
     }
-    // An origin of another host may hold the word, or wait for it (then this host's lockers
-    // stand back); its unlock is served by the progress of the target, which may be this
-    // process.
-    let waiters = crate::rma_net::remote_waiters(w.ctl.addr + target * CTL_STRIDE);
-    let mut spins = 0u32;
-    while waiters.load(Ordering::Acquire) > 0 || !crate::rma_net::try_lock(word, exclusive) {
-        spins += 1;
-        if spins % 64 == 0 {
-            crate::rma_net::poke();
-        } else {
-            std::hint::spin_loop();
+    // An origin of another host may hold the word, or wait for it: then this host's lockers
+    // take it only in their turn (`rma_net::lock_turn`). Its unlock and the grants are
+    // served by the progress of the target, which may be this process.
+    let ctl = w.ctl.addr + target * CTL_STRIDE;
+    let (waiters, turn) = (crate::rma_net::remote_waiters(ctl), crate::rma_net::lock_turn(ctl));
+    let attempt = || {
+        (waiters.load(Ordering::Acquire) == 0 || turn.load(Ordering::Acquire) == crate::rma_net::LOCAL_TURN)
+            && crate::rma_net::try_lock(word, exclusive)
+    };
+    if !attempt() {
+        let waiting = crate::rma_net::local_waiters(ctl);
+        waiting.fetch_add(1, Ordering::AcqRel);
+        let (mut spins, mut idle) = (0u32, 0u32);
+        while !attempt() {
+            spins += 1;
+            if spins % 64 == 0 {
+                crate::rma_net::lock_wait_round(&mut idle);
+            } else {
+                std::hint::spin_loop();
+            }
         }
+        waiting.fetch_sub(1, Ordering::AcqRel);
     }
+    turn.store(crate::rma_net::REMOTE_TURN, Ordering::Release);
 }
 
 fn release_lock(w: &Win, target: usize, lock_type: c_int) {

@@ -275,13 +275,31 @@ fn acc_mutex(ctl: usize) -> &'static AtomicU32 {
     unsafe { &*((ctl + 8) as *const AtomicU32) }
 }
 
-/// Lock requests of other hosts queued at the member whose control line starts at `ctl`:
-/// lockers of its own host stand back while there are any, so a stream of local lockers
-/// cannot starve them.
+/// Lock requests of other hosts queued at the member whose control line starts at `ctl`.
 pub(crate) fn remote_waiters(ctl: usize) -> &'static AtomicU32 {
     // SAFETY: as for lock_word; the count is the third word of the line.
     unsafe { &*((ctl + 16) as *const AtomicU32) }
 }
+
+/// Lockers of the member's own host waiting for its lock word (after a first attempt failed).
+pub(crate) fn local_waiters(ctl: usize) -> &'static AtomicU32 {
+    // SAFETY: as for lock_word; the fifth word of the line.
+    unsafe { &*((ctl + 24) as *const AtomicU32) }
+}
+
+/// Whose turn the lock word is while lockers of the member's host and requests of other
+/// hosts both wait: [`LOCAL_TURN`] or [`REMOTE_TURN`]. The target's service hands the turn to
+/// the host's lockers when it grants a queued request, and a locker of the host hands it
+/// back when it takes the word, so the two sides alternate and neither can starve the other
+/// (a stream of requests of other hosts kept a host's lockers out for good when they stood
+/// back whenever any was queued).
+pub(crate) fn lock_turn(ctl: usize) -> &'static AtomicU32 {
+    // SAFETY: as for lock_word; the fourth word of the line.
+    unsafe { &*((ctl + 20) as *const AtomicU32) }
+}
+
+pub(crate) const LOCAL_TURN: u32 = 0;
+pub(crate) const REMOTE_TURN: u32 = 1;
 
 /// One attempt at the lock word (the same protocol as local lockers).
 pub(crate) fn try_lock(word: &AtomicU64, exclusive: bool) -> bool {
@@ -352,10 +370,21 @@ impl TargetWin {
                 Err(e) => tracing::warn!("one-sided requests: {e}"),
             }
         }
+        moved | self.grant(eng, sends)
+    }
+
+    /// Grant queued lock requests, in arrival order, while the word allows and it is not the
+    /// turn of this host's waiting lockers.
+    fn grant(&mut self, eng: &mut Engine, sends: &mut Vec<(Handle, Vec<u8>)>) -> bool {
+        let mut moved = false;
         while let Some(&(origin, excl, tag)) = self.waiting.front() {
+            if local_waiters(self.ctl).load(Ordering::Acquire) > 0 && lock_turn(self.ctl).load(Ordering::Acquire) == LOCAL_TURN {
+                break;
+            }
             if !try_lock(lock_word(self.ctl), excl) {
                 break;
             }
+            lock_turn(self.ctl).store(LOCAL_TURN, Ordering::Release);
             self.waiting.pop_front();
             remote_waiters(self.ctl).fetch_sub(1, Ordering::Release);
             answer(eng, self.comm, origin, tag, vec![OK], sends);
@@ -452,13 +481,11 @@ impl TargetWin {
             }
             Kind::Lock => {
                 // Behind others waiting, so a stream of shared locks cannot starve an
-                // exclusive one that asked earlier.
-                if self.waiting.is_empty() && try_lock(lock_word(self.ctl), h.exclusive) {
-                    answer(eng, self.comm, origin, h.answer, vec![OK], sends);
-                } else {
-                    self.waiting.push_back((origin, h.exclusive, h.answer));
-                    remote_waiters(self.ctl).fetch_add(1, Ordering::Release);
-                }
+                // exclusive one that asked earlier; granted at once if the word and the
+                // turn allow.
+                self.waiting.push_back((origin, h.exclusive, h.answer));
+                remote_waiters(self.ctl).fetch_add(1, Ordering::Release);
+                self.grant(eng, sends);
             }
             Kind::Unlock => {
                 unlock(lock_word(self.ctl), h.exclusive);
@@ -722,6 +749,44 @@ pub(crate) fn poke() {
         }
     }
 }
+
+/// One round of a wait for a lock word of this host while the window spans hosts: progress
+/// (the unlock or the grant waited for may be this process's to serve), then, after `idle`
+/// rounds that moved nothing, as the engine's own waits do: spin (`STEADFAST_SPIN` polls),
+/// yield (`STEADFAST_YIELDS` rounds), then sleep on the path's doorbell for at most
+/// [`LOCK_NAP`]. The holders it waits for (the target serving requests of other hosts, a
+/// host-mate) need the CPU more than a spinning waiter when ranks outnumber cores.
+pub(crate) fn lock_wait_round(idle: &mut u32) {
+    let mut guard = lock();
+    let Some(g) = guard.as_mut() else { return };
+    match g.eng.progress() {
+        Ok(true) => {
+            *idle = 0;
+            return;
+        }
+        Ok(false) => {}
+        Err(e) => tracing::warn!("one-sided requests: progress failed: {e}"),
+    }
+    *idle = idle.saturating_add(1);
+    // Each round follows 64 spins on the word.
+    let (spin, yields) = (g.eng.cfg.spin / 64, g.eng.cfg.yields);
+    if *idle <= spin {
+        return;
+    }
+    if *idle <= spin.saturating_add(yields) {
+        drop(guard);
+        std::thread::yield_now();
+        return;
+    }
+    // Requests of other hosts ring the doorbell; a host-mate's unlock does not, hence the
+    // short nap.
+    if let Err(e) = g.eng.sleep_on_path(LOCK_NAP) {
+        tracing::warn!("one-sided requests: waiting on the path failed: {e}");
+    }
+}
+
+/// Longest sleep of a wait for a lock word of this host (see [`lock_wait_round`]).
+const LOCK_NAP: std::time::Duration = std::time::Duration::from_millis(1);
 
 #[cfg(test)]
 mod tests {

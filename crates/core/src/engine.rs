@@ -1603,7 +1603,7 @@ impl Engine {
     }
 
     /// Sleep until a packet may have arrived (the path's doorbell) or `max` passed.
-    pub(crate) fn sleep_on_path(&mut self, max: std::time::Duration) -> MpiResult<()> {
+    pub fn sleep_on_path(&mut self, max: std::time::Duration) -> MpiResult<()> {
         if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() {
             return Ok(());
         }
@@ -2217,7 +2217,7 @@ impl Engine {
         self.status(h)
     }
 
-    pub(crate) fn byte_type(&self) -> TypeRef {
+    pub fn byte_type(&self) -> TypeRef {
         thread_local! {
             static BYTE: TypeRef = Arc::new(crate::datatype::Datatype::predefined(
                 "byte", 1, 1, crate::datatype::BasicKind::Opaque,

@@ -688,6 +688,11 @@ const IDUP_TAG_BASE: i32 = 0x4000_0000;
 /// context: `BASE | (user tag & 0x3fff) << 14 | stage << 12 | sub` (negative, like the
 /// blocking form's tags, and apart from them).
 const CREATE_GROUP_TAG_BASE: i32 = i32::MIN | 0x4000_0000;
+/// Tag space of nonblocking MPI_Intercomm_create agreements, on the local communicator's and
+/// (between the leaders) the peer communicator's collective contexts:
+/// `BASE | (user tag & 0x3fff) << 14 | stage << 12 | sub`, above the duplications' space and
+/// below the fixed tags of the blocking constructors.
+const INTERCOMM_TAG_BASE: i32 = 0x5000_0000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -706,8 +711,9 @@ pub(crate) struct Idup {
     /// Tag space of the agreement's messages: [`IDUP_TAG_BASE`], or
     /// [`CREATE_GROUP_TAG_BASE`] for a nonblocking MPI_Comm_create_group.
     tag_base: i32,
-    /// `parent` is a view of the group only (MPI_Comm_create_group), forgotten at the end.
-    view: bool,
+    /// Views made for this agreement (of the group only for MPI_Comm_create_group, of the
+    /// local communicator and the leaders' link for MPI_Intercomm_create), forgotten at the end.
+    views: Vec<Handle>,
     /// (parent context id, seq): lower goes first when candidates collide.
     prio: (u32, u32),
     proposal: u32,
@@ -773,7 +779,7 @@ impl Engine {
             new_local,
             seq: this,
             tag_base: IDUP_TAG_BASE,
-            view: false,
+            views: Vec::new(),
             prio: (old.ctx, this),
             proposal,
             candidate: 0,
@@ -820,7 +826,7 @@ impl Engine {
             new_local: None,
             seq,
             tag_base: CREATE_GROUP_TAG_BASE,
-            view: true,
+            views: vec![view],
             // Below every duplication's priority on the same parent (seq there counts up).
             prio: (parent.ctx, u32::MAX - seq),
             proposal,
@@ -838,6 +844,235 @@ impl Engine {
         self.idups.active.push(d);
         self.idup_progress();
         Ok(Some((new, req)))
+    }
+
+    /// Nonblocking MPI_Intercomm_create, first step, at the local leader only: start the
+    /// swap of the two groups' members (job-wide process indices) with the remote leader over
+    /// `peer`. `out` holds this side's message and `theirs` receives the other's until both
+    /// requests complete; then [`Engine::intercomm_group_message`] makes what the leader
+    /// broadcasts to its group.
+    pub fn intercomm_leaders_start(
+        &mut self,
+        local: Handle,
+        peer: Handle,
+        remote_leader: i32,
+        tag: i32,
+        out: &mut Vec<u8>,
+        theirs: &mut Vec<u8>,
+    ) -> MpiResult<[Handle; 2]> {
+        let lc = self.comm(local)?.clone();
+        let pc = self.comm(peer)?;
+        if !(0..pc.peer_size()).contains(&remote_leader) {
+            return mpi_err!(Rank, "remote leader {remote_leader} is not a rank of the peer communicator (size {})", pc.peer_size());
+        }
+        out.clear();
+        let procs: Vec<u32> = lc.group.iter().map(|&p| self.proc_index(p)).collect();
+        encode_ranks(out, &procs);
+        *theirs = vec![0u8; 8 + 4 * self.known_peers().max(1 << 16)];
+        let t = intercomm_tag(tag);
+        let s = self.coll_isend(peer, remote_leader, t, out)?;
+        let r = match self.coll_irecv(peer, remote_leader, t, theirs) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = self.cancel(s);
+                self.release(s);
+                return Err(e);
+            }
+        };
+        Ok([s, r])
+    }
+
+    /// What the local leader broadcasts to its group once the leaders swapped their groups:
+    /// the peer communicator's context (the priority of the agreement, the same on both
+    /// sides), the leader's tag and the remote group (`theirs`, the remote leader's message).
+    pub fn intercomm_group_message(&self, peer: Handle, tag: i32, theirs: &[u8]) -> MpiResult<Vec<u8>> {
+        let mut msg = Vec::with_capacity(8 + theirs.len());
+        msg.extend_from_slice(&self.comm(peer)?.ctx.to_le_bytes());
+        msg.extend_from_slice(&tag.to_le_bytes());
+        msg.extend_from_slice(theirs);
+        Ok(msg)
+    }
+
+    /// Nonblocking MPI_Intercomm_create, last step, at every member of both groups: agree on
+    /// the new intercommunicator's contexts as [`Engine::comm_idup`] agrees on those of an
+    /// intercommunicator's duplicate. The local group reduces over a view of `local` in which
+    /// the leader is rank 0, and the leaders swap their groups' results over a view of the
+    /// peer communicator whose remote group is the remote leader alone (`leader`: the peer
+    /// communicator and the remote leader's rank there, at the local leader only). `msg` is
+    /// the leader's broadcast ([`Engine::intercomm_group_message`]). Returns the new
+    /// intercommunicator (usable once the request completes) and the request.
+    pub fn intercomm_icreate(&mut self, local: Handle, local_leader: i32, leader: Option<(Handle, i32)>, msg: &[u8]) -> MpiResult<(Handle, Handle)> {
+        let lc = self.comm(local)?.clone();
+        if lc.remote.is_some() {
+            return mpi_err!(Comm, "the local communicator must be an intracommunicator");
+        }
+        let n = lc.size();
+        if !(0..n).contains(&local_leader) {
+            return mpi_err!(Rank, "local leader {local_leader} is not a rank of the local communicator (size {n})");
+        }
+        let prio_ctx = u32_at(msg, 0)?;
+        let tag = i32_at(msg, 4)?;
+        let (procs, _) = decode_ranks(msg, 8)?;
+        let remote = self.connect_procs(&procs)?;
+        // Every member of both groups sees the same two lists, so all fail here together.
+        if remote.iter().any(|w| lc.group.contains(w)) {
+            return mpi_err!(Comm, "the local and remote groups of an intercommunicator must be disjoint");
+        }
+        let rotated: Vec<u32> = (0..n).map(|i| lc.group[((i + local_leader) % n) as usize]).collect();
+        let rank = (lc.rank - local_leader).rem_euclid(n);
+        let rotated = Arc::new(rotated);
+        let lv = self.add_view(Comm { ctx: lc.ctx, rank, group: rotated.clone(), errhandler: lc.errhandler, ..Default::default() });
+        // Only the leader sends or receives on the link; elsewhere it is never used for
+        // traffic and takes the local communicator's context.
+        let link = match leader {
+            Some((peer, rl)) => {
+                let pc = self.comm(peer)?;
+                pc.peer_world(rl).map(|w| (pc.ctx, w))
+            }
+            None => Some((lc.ctx, lc.group[local_leader as usize])),
+        };
+        let Some((link_ctx, remote_leader)) = link else {
+            self.forget_comm(lv);
+            return mpi_err!(Rank, "the remote leader is not a rank of the peer communicator");
+        };
+        let iv = self.add_view(Comm {
+            ctx: link_ctx,
+            rank,
+            group: rotated,
+            remote: Some(Arc::new(vec![remote_leader])),
+            errhandler: lc.errhandler,
+            local: Some(lv),
+            ..Default::default()
+        });
+        let nl = self.add_comm(Comm { ctx: PENDING_CTX, rank: lc.rank, group: lc.group.clone(), errhandler: lc.errhandler, ..Default::default() });
+        let new = self.add_comm(Comm {
+            ctx: PENDING_CTX,
+            rank: lc.rank,
+            group: lc.group.clone(),
+            remote: Some(Arc::new(remote)),
+            errhandler: lc.errhandler,
+            local: Some(nl),
+            ..Default::default()
+        });
+        let seq = tag as u32 & 0x3fff;
+        let proposal = self.idup_proposal();
+        let req = self.coll_request(false);
+        let mut d = Idup {
+            req,
+            parent: iv,
+            new,
+            new_local: Some(nl),
+            seq,
+            tag_base: INTERCOMM_TAG_BASE,
+            views: vec![iv, lv],
+            // The same at every member of both groups; apart from the duplications' and
+            // group creations' priorities on the same context.
+            prio: (prio_ctx, u32::MAX / 2 - seq),
+            proposal,
+            candidate: 0,
+            phase: Phase::Propose,
+            acc: Box::new(proposal as u64),
+            stages: Default::default(),
+        };
+        if let Err(e) = self.idup_phase(&mut d) {
+            self.forget_comm(iv);
+            self.forget_comm(lv);
+            let _ = self.release_comm(new);
+            self.release(req);
+            return Err(e);
+        }
+        self.idups.active.push(d);
+        self.idup_progress();
+        Ok((new, req))
+    }
+
+    /// Nonblocking MPI_Comm_split, last step: give `n`, a nonblocking duplicate of the
+    /// split's parent (its contexts agreed among every member of the parent), the groups of
+    /// this process's `color`. `local` and `remote` are the (color, key) pairs, 8 bytes each,
+    /// of every member of the parent's local and (intercommunicators) remote group, in rank
+    /// order. All colors share the contexts: their groups are disjoint. Returns None, and
+    /// releases `n`, where this process gets no communicator.
+    pub fn comm_split_adopt(&mut self, n: Handle, color: i32, local: &[u8], remote: Option<&[u8]>) -> MpiResult<Option<Handle>> {
+        let comm = self.comm(n)?.clone();
+        let entries = |all: &[u8], group: &[u32]| -> MpiResult<Vec<SplitEntry>> {
+            group.iter().enumerate().map(|(i, &w)| Ok((i32_at(all, 8 * i)?, i32_at(all, 8 * i + 4)?, w))).collect()
+        };
+        let lm = split_members(&entries(local, &comm.group)?, color);
+        let rm = match (&comm.remote, remote) {
+            (Some(g), Some(r)) => Some(split_members(&entries(r, g)?, color)),
+            (None, None) => None,
+            _ => return mpi_err!(Intern, "split: the remote group's entries do not match the communicator"),
+        };
+        let me = self.rank;
+        let rank = rank_of(&lm, me);
+        let (Some(rank), true) = (rank.filter(|_| color != UNDEFINED), rm.as_ref().is_none_or(|r| !r.is_empty())) else {
+            self.release_comm(n)?;
+            return Ok(None);
+        };
+        let lm = Arc::new(lm);
+        if let Some(l) = comm.local {
+            let lc = self.comm_mut(l)?;
+            lc.rank = rank;
+            lc.group = lm.clone();
+        }
+        let c = self.comm_mut(n)?;
+        c.rank = rank;
+        c.group = lm;
+        c.remote = rm.map(Arc::new);
+        c.topo = None;
+        Ok(Some(n))
+    }
+
+    /// Nonblocking MPI_Comm_create on an intercommunicator, last step: give `n`, a
+    /// nonblocking duplicate of the intercommunicator (its contexts agreed by both groups),
+    /// the groups `local` and `remote` (world ranks). Returns None, and releases `n`, where
+    /// this process is not in `local` or `remote` is empty.
+    pub fn intercomm_create_adopt(&mut self, n: Handle, local: Vec<u32>, remote: Vec<u32>) -> MpiResult<Option<Handle>> {
+        let comm = self.comm(n)?.clone();
+        let Some(rank) = rank_of(&local, self.rank).filter(|_| !remote.is_empty()) else {
+            self.release_comm(n)?;
+            return Ok(None);
+        };
+        let local = Arc::new(local);
+        if let Some(l) = comm.local {
+            let lc = self.comm_mut(l)?;
+            lc.rank = rank;
+            lc.group = local.clone();
+        }
+        let c = self.comm_mut(n)?;
+        c.rank = rank;
+        c.group = local;
+        c.remote = Some(Arc::new(remote));
+        c.topo = None;
+        Ok(Some(n))
+    }
+
+    /// Nonblocking MPI_Intercomm_merge, last step: turn `n`, a nonblocking duplicate of the
+    /// intercommunicator being merged, into the merged intracommunicator (on the first two of
+    /// its four agreed contexts). The side whose `high` is false comes first; equal values
+    /// put first the side whose leader has the smaller job-wide index.
+    pub fn intercomm_merge_adopt(&mut self, n: Handle, my_high: bool, their_high: bool) -> MpiResult<Handle> {
+        let comm = self.comm(n)?.clone();
+        let Some(remote) = comm.remote.clone() else {
+            return mpi_err!(Comm, "MPI_Intercomm_merge needs an intercommunicator");
+        };
+        let local_first = if my_high != their_high { !my_high } else { self.proc_index(comm.group[0]) < self.proc_index(remote[0]) };
+        let group: Vec<u32> = if local_first {
+            comm.group.iter().chain(remote.iter()).copied().collect()
+        } else {
+            remote.iter().chain(comm.group.iter()).copied().collect()
+        };
+        let rank = rank_of(&group, self.rank).ok_or_else(|| MpiError::new(ErrorClass::Intern, "not a member of the merged group"))?;
+        if let Some(l) = comm.local {
+            self.free_comm(l)?;
+        }
+        let c = self.comm_mut(n)?;
+        c.rank = rank;
+        c.group = Arc::new(group);
+        c.remote = None;
+        c.local = None;
+        c.topo = None;
+        Ok(n)
     }
 
     /// Build the schedules of `d`'s current phase (its value is already in `d.acc`).
@@ -950,8 +1185,8 @@ impl Engine {
                 Ok(false) => i += 1,
                 Ok(true) => {
                     let d = list.swap_remove(i);
-                    if d.view {
-                        self.forget_comm(d.parent);
+                    for v in d.views {
+                        self.forget_comm(v);
                     }
                     self.coll_request_done(d.req, None);
                     finished = true;
@@ -962,8 +1197,8 @@ impl Engine {
                     for s in d.stages.iter_mut() {
                         self.sched_abandon(s);
                     }
-                    if d.view {
-                        self.forget_comm(d.parent);
+                    for v in std::mem::take(&mut d.views) {
+                        self.forget_comm(v);
                     }
                     self.coll_request_done(d.req, Some(e.class));
                     finished = true;

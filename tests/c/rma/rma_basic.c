@@ -4,8 +4,9 @@
  * post-start-complete-wait, exclusive and shared locks (a counter raised with Fetch_and_op
  * by every rank, Compare_and_swap), request-based operations, strided target datatypes,
  * direct load/store into MPI_Win_allocate_shared memory, dynamic windows, window
- * attributes, names and info, and error classes for out-of-range and unsynchronized
- * accesses. */
+ * attributes, names and info, error classes for out-of-range and unsynchronized
+ * accesses, accumulates of nothing (a zero count, a zero-size type) and of a derived
+ * type built from a pair type. */
 #include "../tc.h"
 
 #define N 64
@@ -27,14 +28,23 @@ static void fence_round(MPI_Win win, int *mem)
     int me = tc_rank, n = tc_size;
     for (int i = 0; i < N; i++)
         mem[i] = 0;
+    /* A zero-size type carries no data: accumulates of it are accepted whatever the
+     * operation, on every target (those of other hosts included). */
+    MPI_Datatype empty;
+    TC_MPI(MPI_Type_contiguous(0, MPI_INT, &empty));
+    TC_MPI(MPI_Type_commit(&empty));
     TC_MPI(MPI_Win_fence(0, win));
     for (int t = 0; t < n; t++) {
         int v = 1000 * me + t;
         TC_MPI(MPI_Put(&v, 1, MPI_INT, t, me, 1, MPI_INT, win));
-        int one = me + 1;
+        int one = me + 1, res = -7;
         TC_MPI(MPI_Accumulate(&one, 1, MPI_INT, t, N - 1, 1, MPI_INT, MPI_SUM, win));
+        TC_MPI(MPI_Accumulate(&one, 1, empty, t, 0, 2, empty, MPI_SUM, win));
+        TC_MPI(MPI_Get_accumulate(&one, 0, MPI_INT, &res, 0, MPI_INT, t, 0, 0, MPI_INT, MPI_SUM, win));
+        TC_CHECK(res == -7, "a get_accumulate of nothing wrote %d", res);
     }
     TC_MPI(MPI_Win_fence(0, win));
+    TC_MPI(MPI_Type_free(&empty));
     for (int s = 0; s < n; s++)
         TC_CHECK(mem[s] == 1000 * s + me, "slot %d holds %d, want %d", s, mem[s], 1000 * s + me);
     TC_CHECK(mem[N - 1] == n * (n + 1) / 2, "sum %d, want %d", mem[N - 1], n * (n + 1) / 2);
@@ -189,9 +199,68 @@ static void errors(MPI_Win win)
     TC_CHECK(cls == MPI_ERR_LOCKTYPE, "bad lock type: class %d", cls);
 }
 
+/* A derived type built from a pair type (every other MPI_DOUBLE_INT of 8): MPI_MAXLOC
+ * accumulates from every rank into every target, and the same type through MPI_Allreduce
+ * with MPI_MINLOC. Values repeat across ranks, so ties must go to the smaller index; the
+ * pairs the type skips stay untouched. */
+typedef struct {
+    double v;
+    int i;
+} double_int;
+
+static void pair_type(void)
+{
+    int me = tc_rank, n = tc_size;
+    double_int *mem, src[8], out[8];
+    MPI_Win win;
+    TC_MPI(MPI_Win_allocate(8 * sizeof(double_int), sizeof(double_int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win));
+    for (int k = 0; k < 8; k++) {
+        mem[k].v = -1.0;
+        mem[k].i = -1;
+        src[k].v = (double)((me * 3 + k) % (n > 1 ? n - 1 : 1));
+        src[k].i = me;
+        out[k].v = -2.0;
+        out[k].i = -2;
+    }
+    MPI_Datatype vec;
+    TC_MPI(MPI_Type_vector(4, 1, 2, MPI_DOUBLE_INT, &vec));
+    TC_MPI(MPI_Type_commit(&vec));
+    TC_MPI(MPI_Win_fence(0, win));
+    for (int t = 0; t < n; t++)
+        TC_MPI(MPI_Accumulate(src, 1, vec, t, 0, 1, vec, MPI_MAXLOC, win));
+    TC_MPI(MPI_Win_fence(0, win));
+    TC_MPI(MPI_Allreduce(src, out, 1, vec, MPI_MINLOC, MPI_COMM_WORLD));
+    for (int k = 0; k < 8; k++) {
+        if (k % 2) {
+            TC_CHECK(mem[k].v == -1.0 && mem[k].i == -1, "maxloc: skipped pair %d changed", k);
+            TC_CHECK(out[k].v == -2.0 && out[k].i == -2, "minloc: skipped pair %d changed", k);
+            continue;
+        }
+        double hi = -1.0, lo = 1e9;
+        int hi_at = -1, lo_at = -1;
+        for (int r = 0; r < n; r++) {
+            double v = (double)((r * 3 + k) % (n > 1 ? n - 1 : 1));
+            if (v > hi) {
+                hi = v;
+                hi_at = r;
+            }
+            if (v < lo) {
+                lo = v;
+                lo_at = r;
+            }
+        }
+        TC_CHECK(mem[k].v == hi && mem[k].i == hi_at, "maxloc pair %d: (%g, %d), want (%g, %d)", k, mem[k].v, mem[k].i, hi, hi_at);
+        TC_CHECK(out[k].v == lo && out[k].i == lo_at, "minloc pair %d: (%g, %d), want (%g, %d)", k, out[k].v, out[k].i, lo, lo_at);
+    }
+    TC_MPI(MPI_Win_fence(MPI_MODE_NOSUCCEED, win));
+    TC_MPI(MPI_Type_free(&vec));
+    TC_MPI(MPI_Win_free(&win));
+}
+
 int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "rma_basic");
+    pair_type();
     int *mem;
     MPI_Win win;
 
