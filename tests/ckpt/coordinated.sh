@@ -51,24 +51,33 @@ stencil_args=(2000 16 20000 100 0)
 
 # A program under test: its command line (files named with $out, the run's prefix), the
 # reference stdout and the names of the files it writes (compared as $work/ref.F / $work/run.F).
+# ($ref_ms: the fault-free run's time, which bounds the random kill times.)
 use_ring() {
     prog=("$work/ring" "${ring_args[@]}" "$work/run.log")
     ref_out=$work/ref-ring.out
     files=(log)
+    ref_ms=$ring_ms
 }
 use_cxx() {
     prog=("$work/ringxx" "${ring_args[@]}" "$work/run.cxx")
     ref_out=$work/ref-cxx.out
     files=(cxx)
+    ref_ms=$cxx_ms
 }
 use_stencil() {
     prog=("$work/stencil" "${stencil_args[@]}" "$work/run.st")
     ref_out=$work/ref-stencil.out
     files=(st.0 st.1 st.2)
+    ref_ms=$stencil_ms
 }
+now_ms() { date +%s%3N; }
+t=$(now_ms)
 "$run" run -n 3 "$work/ring" "${ring_args[@]}" "$work/ref.log" > "$work/ref-ring.out" || { echo "reference run failed"; exit 1; }
+ring_ms=$(($(now_ms) - t)) t=$(now_ms)
 "$run" run -n 3 "$work/stencil" "${stencil_args[@]}" "$work/ref.st" > "$work/ref-stencil.out" || { echo "reference run failed"; exit 1; }
+stencil_ms=$(($(now_ms) - t)) t=$(now_ms)
 "$run" run -n 3 "$work/ringxx" "${ring_args[@]}" "$work/ref.cxx" > "$work/ref-cxx.out" || { echo "reference run failed"; exit 1; }
+cxx_ms=$(($(now_ms) - t))
 echo "random kills: seed $seed (CKPT_SEED=$seed replays the same schedule)"
 RANDOM=$seed
 
@@ -213,8 +222,13 @@ case_() {
             random)
                 local k plan=
                 for ((k = 0; k < $2; k++)); do
-                    # 0.2 to 1.4 s apart; one rank, or two at once one time in four
-                    local t=$((200 + RANDOM % 1200)) r1=$((RANDOM % 3)) r2=$((RANDOM % 3)) two=$((RANDOM % 4))
+                    # 0.2 to 1.4 s apart, and within half the fault-free run's time of the
+                    # previous (so that on a fast machine the first lands before the end);
+                    # one rank, or two at once one time in four
+                    local span=$((ref_ms / 2))
+                    [ $span -gt 1200 ] && span=1200
+                    [ $span -lt 100 ] && span=100
+                    local t=$((200 + RANDOM % span)) r1=$((RANDOM % 3)) r2=$((RANDOM % 3)) two=$((RANDOM % 4))
                     sleep "$((t / 1000)).$(printf %03d $((t % 1000)))"
                     local victims=("$r1")
                     [ "$two" = 0 ] && [ "$r2" != "$r1" ] && victims+=("$r2")

@@ -1009,18 +1009,25 @@ impl Engine {
             self.release_comm(n)?;
             return Ok(None);
         };
-        let lm = Arc::new(lm);
-        if let Some(l) = comm.local {
+        self.adopt_groups(n, comm.local, rank, Arc::new(lm), rm.map(Arc::new))?;
+        Ok(Some(n))
+    }
+
+    /// The last step of a nonblocking constructor: `n` (and `local`, its local part if it is
+    /// an intercommunicator) gets the group `group`, with this process at `rank`, and the
+    /// remote group `remote`.
+    fn adopt_groups(&mut self, n: Handle, local: Option<Handle>, rank: i32, group: Arc<Vec<u32>>, remote: Option<Arc<Vec<u32>>>) -> MpiResult<()> {
+        if let Some(l) = local {
             let lc = self.comm_mut(l)?;
             lc.rank = rank;
-            lc.group = lm.clone();
+            lc.group = group.clone();
         }
         let c = self.comm_mut(n)?;
         c.rank = rank;
-        c.group = lm;
-        c.remote = rm.map(Arc::new);
+        c.group = group;
+        c.remote = remote;
         c.topo = None;
-        Ok(Some(n))
+        Ok(())
     }
 
     /// Nonblocking MPI_Comm_create on an intercommunicator, last step: give `n`, a
@@ -1033,17 +1040,7 @@ impl Engine {
             self.release_comm(n)?;
             return Ok(None);
         };
-        let local = Arc::new(local);
-        if let Some(l) = comm.local {
-            let lc = self.comm_mut(l)?;
-            lc.rank = rank;
-            lc.group = local.clone();
-        }
-        let c = self.comm_mut(n)?;
-        c.rank = rank;
-        c.group = local;
-        c.remote = Some(Arc::new(remote));
-        c.topo = None;
+        self.adopt_groups(n, comm.local, rank, Arc::new(local), Some(Arc::new(remote)))?;
         Ok(Some(n))
     }
 
