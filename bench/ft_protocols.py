@@ -25,7 +25,8 @@ launcher does not list gets rows that say "not built".
    wall time of the whole job against a fault-free coordinated run; checkpoint, image and
    restart costs come from the launcher's stderr (-v, STEADFAST_STATS=1).
 
---quick: few NetPIPE sizes, one round, class S applications, LU class W with 0-2 faults.
+--quick: few NetPIPE sizes, one round, class S applications, LU class W with 0-2 faults
+         (in `make test`; exits non-zero when a run fails, as --smoke does).
 --smoke: under a minute; one tiny run per part, LU class W with one fault (checks the harness,
          not the protocols).
 CSV files, PNG plots (matplotlib) and results.md go to --out.
@@ -963,14 +964,14 @@ def main():
     results_md(cfg, modes, mic, npb_rows, flt, made, started, elapsed, origins)
     print(f"{cfg.out}/results.md")
     bad = [r for r in npb_rows if r[6] == 0] + [r for r in (flt or {"rows": []})["rows"] if not r[5]]
-    if cfg.kind == "smoke" and bad:
+    if cfg.kind in ("smoke", "quick") and bad:
         # What the launcher said of each failed run, so that a CI log shows why.
         try:
             with open(f"{cfg.out}/faults-failures.log") as f:
                 print(f.read(), file=sys.stderr)
         except OSError:
             pass
-        sys.exit(f"smoke: {len(bad)} run(s) failed: {bad}")
+        sys.exit(f"{cfg.kind}: {len(bad)} run(s) failed: {bad}")
 
 
 if __name__ == "__main__":
