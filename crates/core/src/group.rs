@@ -770,17 +770,36 @@ impl Engine {
         let seq = self.idups.seqs.entry(old.ctx).or_insert(0);
         let this = *seq;
         *seq = seq.wrapping_add(1);
+        let req = self.idup_start(c, new, new_local, this, IDUP_TAG_BASE, Vec::new(), (old.ctx, this))?;
+        Ok((new, req))
+    }
+
+    /// Starts the agreement on the context(s) of `new` (and `new_local`) over `parent`,
+    /// messages tagged from `tag_base` + `seq`, colliding candidates ordered by `prio`;
+    /// returns its request. On failure it forgets `views` and releases `new`, which the
+    /// caller made for it.
+    #[allow(clippy::too_many_arguments)]
+    fn idup_start(
+        &mut self,
+        parent: Handle,
+        new: Handle,
+        new_local: Option<Handle>,
+        seq: u32,
+        tag_base: i32,
+        views: Vec<Handle>,
+        prio: (u32, u32),
+    ) -> MpiResult<Handle> {
         let proposal = self.idup_proposal();
         let req = self.coll_request(false);
         let mut d = Idup {
             req,
-            parent: c,
+            parent,
             new,
             new_local,
-            seq: this,
-            tag_base: IDUP_TAG_BASE,
-            views: Vec::new(),
-            prio: (old.ctx, this),
+            seq,
+            tag_base,
+            views,
+            prio,
             proposal,
             candidate: 0,
             phase: Phase::Propose,
@@ -788,13 +807,16 @@ impl Engine {
             stages: Default::default(),
         };
         if let Err(e) = self.idup_phase(&mut d) {
+            for &v in &d.views {
+                self.forget_comm(v);
+            }
             let _ = self.release_comm(new);
             self.release(req);
             return Err(e);
         }
         self.idups.active.push(d);
         self.idup_progress();
-        Ok((new, req))
+        Ok(req)
     }
 
     /// Nonblocking MPI_Comm_create_group: collective over the members of `group` only
@@ -817,32 +839,8 @@ impl Engine {
         let view = self.add_view(Comm { ctx: parent.ctx, rank: me, group: members.clone(), errhandler: parent.errhandler, ..Default::default() });
         let new = self.add_comm(Comm { ctx: PENDING_CTX, rank: me, group: members, errhandler: parent.errhandler, ..Default::default() });
         let seq = tag as u32 & 0x3fff;
-        let proposal = self.idup_proposal();
-        let req = self.coll_request(false);
-        let mut d = Idup {
-            req,
-            parent: view,
-            new,
-            new_local: None,
-            seq,
-            tag_base: CREATE_GROUP_TAG_BASE,
-            views: vec![view],
-            // Below every duplication's priority on the same parent (seq there counts up).
-            prio: (parent.ctx, u32::MAX - seq),
-            proposal,
-            candidate: 0,
-            phase: Phase::Propose,
-            acc: Box::new(proposal as u64),
-            stages: Default::default(),
-        };
-        if let Err(e) = self.idup_phase(&mut d) {
-            self.forget_comm(view);
-            let _ = self.release_comm(new);
-            self.release(req);
-            return Err(e);
-        }
-        self.idups.active.push(d);
-        self.idup_progress();
+        // Below every duplication's priority on the same parent (seq there counts up).
+        let req = self.idup_start(view, new, None, seq, CREATE_GROUP_TAG_BASE, vec![view], (parent.ctx, u32::MAX - seq))?;
         Ok(Some((new, req)))
     }
 
@@ -955,34 +953,9 @@ impl Engine {
             ..Default::default()
         });
         let seq = tag as u32 & 0x3fff;
-        let proposal = self.idup_proposal();
-        let req = self.coll_request(false);
-        let mut d = Idup {
-            req,
-            parent: iv,
-            new,
-            new_local: Some(nl),
-            seq,
-            tag_base: INTERCOMM_TAG_BASE,
-            views: vec![iv, lv],
-            // The same at every member of both groups; apart from the duplications' and
-            // group creations' priorities on the same context.
-            prio: (prio_ctx, u32::MAX / 2 - seq),
-            proposal,
-            candidate: 0,
-            phase: Phase::Propose,
-            acc: Box::new(proposal as u64),
-            stages: Default::default(),
-        };
-        if let Err(e) = self.idup_phase(&mut d) {
-            self.forget_comm(iv);
-            self.forget_comm(lv);
-            let _ = self.release_comm(new);
-            self.release(req);
-            return Err(e);
-        }
-        self.idups.active.push(d);
-        self.idup_progress();
+        // The priority is the same at every member of both groups; apart from the
+        // duplications' and group creations' priorities on the same context.
+        let req = self.idup_start(iv, new, Some(nl), seq, INTERCOMM_TAG_BASE, vec![iv, lv], (prio_ctx, u32::MAX / 2 - seq))?;
         Ok((new, req))
     }
 
