@@ -612,6 +612,10 @@ impl Engine {
             // rendezvous announcement of an earlier process is dropped before its turn
             // instead: its data went with that process, and the new process announces it
             // again.
+            if hook(&mut self.st.door).is_none_or(|h| h.held.is_empty()) {
+                // The common case in every progress round: nothing held, nothing to do.
+                return;
+            }
             let known: Vec<u16> = (0..self.size).map(|w| self.st.door.incarnation_of(w)).collect();
             let stale = |from: u32, raw: &RawHeader| Header::decode(raw).filter(|x| known.get(from as usize).is_some_and(|&k| x.incarnation < k));
             let next = {
