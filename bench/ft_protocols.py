@@ -204,7 +204,8 @@ def micro(cfg, modes, work, prog):
             rows.append(row)
         header = "bytes," + ",".join(f"usec_{m},mbps_{m}" for m, _, _ in modes)
         write_csv(f"{cfg.out}/netpipe-{path}.csv", header, rows)
-        result[path] = {"rows": rows, "notes": notes, "where": where, "have": [m for m, _, _ in modes if runs[m]]}
+        result[path] = {"rows": rows, "notes": notes, "where": where, "have": [m for m, _, _ in modes if runs[m]],
+                        "upto": cfg.upto, "rounds": cfg.rounds, "perturb": cfg.perturb, "repeats": cfg.repeats}
     return result
 
 
@@ -396,7 +397,9 @@ def faults_part(cfg, work, prog):
     write_csv(f"{cfg.out}/faults.csv",
               "config,faults_planned,faults_injected,wall_s,lu_s,verified,checkpoints,ckpt_s_mean,ckpt_mib_mean,"
               "rollbacks,rollback_s_mean,images,restarts_from_image,replay_s_mean,note,slowdown", rows)
-    return {"rows": rows, "ref_wall": ref["wall"], "base": base}
+    # The settings go with the data, so that a report of kept data describes the run it is from.
+    return {"rows": rows, "ref_wall": ref["wall"], "base": base, "cls": cfg.fault_class, "faults": cfg.faults,
+            "ckpt_interval": cfg.ckpt_interval, "ranks": cfg.fault_ranks}
 
 
 # ---------------------------------------------------------------- plots
@@ -498,6 +501,16 @@ def at_size(res, modes, m, n, col):
     return ""
 
 
+def npb_reps_text(cfg, classes):
+    """"3 runs (classes S, W), 1 run (class A)": runs per cell of each class shown."""
+    reps = getattr(cfg, "npb_reps_by_class", None) or {}
+    groups = {}
+    for c in classes:
+        groups.setdefault(reps.get(c, cfg.npb_reps), []).append(c)
+    return ", ".join(f"{n} run{'s' if n != 1 else ''} (class{'es' if len(cs) > 1 else ''} {', '.join(cs)})"
+                     for n, cs in groups.items())
+
+
 def part_times(cfg):
     """" (NetPIPE 9.1, NPB 7.0, faults 3.2)": how long each part measured in this run took."""
     secs = getattr(cfg, "part_secs", None) or {}
@@ -521,6 +534,7 @@ def results_md(cfg, modes, mic, npb_rows, flt, made, started, elapsed, origins=N
     earlier = {p: t for p, t in (origins or {}).items() if t != started}
     if earlier:
         names = {"micro": "NetPIPE (section 1)", "npb": "NPB (section 2)", "faults": "fault frequency (section 3)"}
+        names.update({f"npb-{c}": f"NPB class {c} (section 2)" for c in "SWABCD"})
         L.append("")
         L.append("Kept from earlier runs (`--keep`): " + ", ".join(f"{names[p]} from the run started {t} UTC" for p, t in earlier.items())
                  + "; the plots and CSVs of those sections are that run's.")
@@ -535,9 +549,12 @@ def results_md(cfg, modes, mic, npb_rows, flt, made, started, elapsed, origins=N
     if mic:
         L.append("## 1. NetPIPE latency and bandwidth (paper Fig. 7)")
         L.append("")
-        L.append(f"NPmpi, 2 ranks, up to {cfg.upto} bytes, {cfg.rounds} round(s) of all modes in turn (median per size)"
-                 + (", powers of two and their midpoints only (`-p 0`)" if not cfg.perturb else "")
-                 + f", {cfg.repeats} round trips per size (`-n`) in each of NetPIPE's 3 trials, of which it keeps the fastest. "
+        # The settings of the run the data is from (kept data may come from another run).
+        how = next(iter(mic.values()))
+        upto, rounds, perturb, repeats = (how.get(k, getattr(cfg, k)) for k in ("upto", "rounds", "perturb", "repeats"))
+        L.append(f"NPmpi, 2 ranks, up to {upto} bytes, {rounds} round(s) of all modes in turn (median per size)"
+                 + (", powers of two and their midpoints only (`-p 0`)" if not perturb else "")
+                 + f", {repeats} round trips per size (`-n`) in each of NetPIPE's 3 trials, of which it keeps the fastest. "
                  "No checkpoint is taken during the runs.")
         L.append("")
         for path, res in mic.items():
@@ -558,9 +575,10 @@ def results_md(cfg, modes, mic, npb_rows, flt, made, started, elapsed, origins=N
         L.append("")
     # 2
     if npb_rows:
+        npb_classes = sorted({r[1] for r in npb_rows}, key=lambda c: "SWABCD".find(c))
         L.append("## 2. NAS kernels and LU without faults (paper Fig. 8)")
         L.append("")
-        L.append(f"bench/npb, {cfg.npb_reps} run(s) per cell (median), the program's own time (slowest rank's timed loop); "
+        L.append(f"bench/npb, {npb_reps_text(cfg, npb_classes)} per cell (median; repeated runs go round the modes in turn), the program's own time (slowest rank's timed loop); "
                  "in parentheses the time relative to `abort` on the same kernel, class and rank count. "
                  "Where `abort`'s own time is under 0.1 s (the programs print it to 10 ms) the ratio compares the wall "
                  "time of the whole command instead, start-up included, and the cell shows it. "
@@ -569,8 +587,8 @@ def results_md(cfg, modes, mic, npb_rows, flt, made, started, elapsed, origins=N
         names = [m for m, _, _ in modes]
         L.append("| kernel | class | ranks | " + " | ".join(names) + " |")
         L.append("|---|---|---:|" + "---:|" * len(names))
-        for cls in cfg.classes:
-            for ranks in cfg.ranks:
+        for cls in npb_classes:
+            for ranks in sorted({r[2] for r in npb_rows if r[1] == cls}):
                 for k in cfg.kernels:
                     cells = []
                     for m in names:
@@ -871,6 +889,8 @@ def main():
                     help="tcp between two network namespaces (the default; needs root, else loopback) or over loopback "
                          "(the default of --smoke)")
     ap.add_argument("--ckpt-interval", default=None)
+    ap.add_argument("--npb-reps", type=int, default=None,
+                    help="runs per NPB cell, going round the modes in turn (median; default 3 in a full run, 1 otherwise)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--report", action="store_true", help="only rewrite results.md and the plots from --out's run-state.json")
     a = ap.parse_args()
@@ -903,6 +923,8 @@ def main():
         cfg.classes, cfg.npb_reps, cfg.npb_timeout = ["S", "W"], 3, 600
         cfg.fault_class, cfg.faults, cfg.fault_timeout = "W", [0, 1, 2, 3, 4, 6, 8], 900
         cfg.ckpt_interval = a.ckpt_interval or "1s"
+    if a.npb_reps:
+        cfg.npb_reps = a.npb_reps
     if a.cls:
         cfg.classes = [a.cls.upper()]
         cfg.fault_class = a.cls.upper()
@@ -930,6 +952,11 @@ def main():
         for k in ("argv", "kind", "load", "started", "elapsed", "base_wall", "tcp"):
             setattr(cfg, k, st["cfg"][k])
         cfg.part_secs = st["cfg"].get("part_secs", {})
+        if st.get("modes"):
+            # The modes of the run (a --smoke run measures three).
+            modes = [m for m in ALL_MODES if m[0] in st["modes"]]
+        # States written before runs were repeated had one run per cell.
+        cfg.npb_reps_by_class = st["cfg"].get("npb_reps_by_class") or {r[1]: 1 for r in st["npb"]}
         # The load when the measuring ended (older states did not keep it).
         cfg.load_end = st["cfg"].get("load_end")
         mic, npb_rows, flt = st["mic"], st["npb"], st["faults"]
@@ -942,6 +969,7 @@ def main():
         mic, npb_rows, flt = {}, [], None
         cfg.base_wall = 0.0
         cfg.part_secs = {}
+        cfg.npb_reps_by_class = {c: cfg.npb_reps for c in cfg.classes} if "npb" in parts else {}
         with tempfile.TemporaryDirectory() as work:
             if "micro" in parts:
                 t = time.time()
@@ -965,6 +993,15 @@ def main():
             with open(state) as f:
                 old = json.load(f)
             old_from = old.get("from", {})
+            if "npb" in parts and old.get("npb"):
+                # Classes measured in an earlier run and not now stay (e.g. S and W from a
+                # full run, then `--class A --parts npb --keep` adds class A).
+                now = set(cfg.classes)
+                kept = [r for r in old["npb"] if r[1] not in now]
+                for c in sorted({r[1] for r in kept}):
+                    origins[f"npb-{c}"] = old_from.get(f"npb-{c}", old_from.get("npb", old["cfg"]["started"]))
+                    cfg.npb_reps_by_class[c] = old["cfg"].get("npb_reps_by_class", {}).get(c, 1)
+                npb_rows = kept + npb_rows
             for p in ("micro", "npb", "faults"):
                 if p in parts:
                     continue
@@ -977,14 +1014,21 @@ def main():
                     cfg.tcp = old["cfg"]["tcp"]
                 elif p == "npb":
                     npb_rows = old["npb"]
+                    origins.update({k: v for k, v in old_from.items() if k.startswith("npb-")})
+                    for c in {r[1] for r in npb_rows}:
+                        cfg.npb_reps_by_class[c] = old["cfg"].get("npb_reps_by_class", {}).get(c, 1)
                 else:
                     flt = old["faults"]
                     cfg.base_wall = old["cfg"]["base_wall"]
         # Everything measured, so that the report can be rewritten without measuring again.
         with open(state, "w") as f:
             json.dump({"cfg": {"argv": cfg.argv, "kind": cfg.kind, "load": cfg.load, "load_end": cfg.load_end, "started": started, "elapsed": elapsed,
-                               "base_wall": cfg.base_wall, "tcp": cfg.tcp, "part_secs": cfg.part_secs},
-                       "mic": mic, "npb": npb_rows, "faults": flt, "from": origins}, f)
+                               "base_wall": cfg.base_wall, "tcp": cfg.tcp, "part_secs": cfg.part_secs,
+                               "npb_reps_by_class": cfg.npb_reps_by_class},
+                       "mic": mic, "npb": npb_rows, "faults": flt, "from": origins, "modes": [m for m, _, _ in modes]}, f)
+    if flt and "cls" in flt:
+        # The fault part's own settings (kept data may come from a run with others).
+        cfg.fault_class, cfg.faults, cfg.ckpt_interval, cfg.fault_ranks = flt["cls"], flt["faults"], flt["ckpt_interval"], flt["ranks"]
     made = plots(cfg, modes, mic, npb_rows, flt)
     results_md(cfg, modes, mic, npb_rows, flt, made, started, elapsed, origins)
     print(f"{cfg.out}/results.md")
