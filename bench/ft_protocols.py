@@ -25,6 +25,10 @@ launcher does not list gets rows that say "not built".
    wall time of the whole job against a fault-free coordinated run; checkpoint, image and
    restart costs come from the launcher's stderr (-v, STEADFAST_STATS=1).
 
+Without --quick or --smoke (a full run): NetPIPE to 8 MiB, 3 rounds of every mode in turn;
+         classes S and W, 3 runs per cell going round the modes (--npb-reps); LU class W
+         with 0-8 faults. --class A runs class A applications and a class A fault run
+         instead; with --parts npb --keep it adds class A to the classes already in --out.
 --quick: few NetPIPE sizes, one round, class S applications, LU class W with 0-2 faults
          (in `make test`; exits non-zero when a run fails, as --smoke does).
 --smoke: under a minute; one tiny run per part, LU class W with one fault (checks the harness,
@@ -241,6 +245,10 @@ def npb_run(prefix, exe, cls, ranks, extra, timeout):
     return (float(t) if t else None), wall, ok, note
 
 
+def write_npb_csv(cfg, rows):
+    write_csv(f"{cfg.out}/npb.csv", "kernel,class,ranks,mode,seconds,wall_seconds,verified,note,compared,relative_to_abort", rows)
+
+
 def npb(cfg, modes, work, prog):
     bindir = f"{work}/npb"
     npb_build(cfg.prefix, bindir)
@@ -282,7 +290,7 @@ def npb(cfg, modes, work, prog):
             r += ["program", r[4] / b[0]]
         else:
             r += ["wall", r[5] / b[1]]
-    write_csv(f"{cfg.out}/npb.csv", "kernel,class,ranks,mode,seconds,wall_seconds,verified,note,compared,relative_to_abort", rows)
+    write_npb_csv(cfg, rows)
     return rows
 
 
@@ -1003,6 +1011,7 @@ def main():
                     origins[f"npb-{c}"] = old_from.get(f"npb-{c}", old_from.get("npb", old["cfg"]["started"]))
                     cfg.npb_reps_by_class[c] = old["cfg"].get("npb_reps_by_class", {}).get(c, 1)
                 npb_rows = kept + npb_rows
+                write_npb_csv(cfg, npb_rows)
             for p in ("micro", "npb", "faults"):
                 if p in parts:
                     continue
