@@ -210,6 +210,18 @@ case_() {
                 rm -f "$work/ckpt/wave-$w/rank-$2.img" "$work/ckpt/wave-$w/rank-$2.rec" || ok=0
                 shift 2
                 ;;
+            nolocal)
+                # --ckpt-local drop: once the ranks learnt of the commit, no local image
+                # or record is left (the server's copies are under ckpt/server/).
+                local left=
+                for _ in $(seq 1 100); do
+                    left=$(ls "$work"/ckpt/wave-*/rank-*.img "$work"/ckpt/wave-*/rank-*.rec 2>/dev/null)
+                    [ -z "$left" ] && break
+                    sleep 0.02
+                done
+                [ -z "$left" ] || { note="local copies left: $left"; ok=0; }
+                shift
+                ;;
             kill)
                 shift
                 local pids=()
@@ -345,6 +357,8 @@ for p in $paths; do
         after "checkpoint 2 committed" 1 damage 1 kill 0
     expect="fetched" case_ "a rank's local copy lost with it: the checkpoint server's copy is used" "$p" \
         after "checkpoint 2 committed" 1 lose 1 kill 1
+    server="--ckpt-local drop" expect="fetched" case_ "no local copies (--ckpt-local drop): the images come from the checkpoint server" "$p" \
+        after "checkpoint 2 committed" 1 nolocal kill 1
     case_ "a rank killed during a checkpoint" "$p" after "checkpoint 1 committed" 1 during-wave 1
     interval=3600s expect="during the rollback" case_ "a rank killed during a rollback" "$p" \
         sleep 0.3 checkpoint after "checkpoint 1 committed" 1 during-rollback 1

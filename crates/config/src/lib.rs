@@ -130,6 +130,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_CKPT_SERVER", Launcher, "", "`--ft coordinated`: `host:port` of the job's checkpoint server (set by the launcher from `--ckpt-server`)"),
     v("STEADFAST_CKPT_SERVER_KEY_FILE", Launcher, "unset: the launcher's own server", "`--ft coordinated`: file (mode 0600, on every host) holding the key of a standalone checkpoint server"),
     v("STEADFAST_CKPT_JOB", Launcher, "", "`--ft coordinated`: the job's name on the checkpoint server"),
+    v("STEADFAST_CKPT_LOCAL", Launcher, "unset: keep", "`--ft coordinated`: `drop` when the launcher was given `--ckpt-local drop`: a rank deletes its local copies of a wave once it is committed, and a restore fetches its image from the checkpoint server"),
     v("STEADFAST_CM_ADDRS", Launcher, "", "`--ft channel-memory`: the channel memory servers (`host:port,…`); rank r's stream is kept by the (r mod count)-th; set, every packet goes through them"),
     v("STEADFAST_CM_KEY_FILE", Launcher, "", "`--ft channel-memory` with standalone servers (`--channel-memory-servers`): the file holding their key, readable by its owner only, present on every host; unset, the key derives from the job key (the launcher's own servers)"),
     v("STEADFAST_MLOG_IMAGES", Launcher, "", "`--ft pessimistic`/`causal` with `--ckpt-interval`: directory of the ranks' own process images (`rank-R.img-N`) and named spill files; unset, a failed rank re-executes from the start"),

@@ -58,6 +58,9 @@ pub const CKPT_SERVER: &str = "STEADFAST_CKPT_SERVER";
 pub const CKPT_SERVER_KEY_FILE: &str = "STEADFAST_CKPT_SERVER_KEY_FILE";
 /// The job's name on the checkpoint server.
 pub const CKPT_JOB: &str = "STEADFAST_CKPT_JOB";
+/// `drop`: a rank deletes its local copies of a wave once the wave is committed, so that
+/// only the checkpoint server holds images (`--ckpt-local drop`).
+pub const CKPT_LOCAL: &str = "STEADFAST_CKPT_LOCAL";
 /// `--ft pessimistic`/`causal` with `--ckpt-interval`: directory of the ranks' own process
 /// images (`rank-R.img-N`); unset, no images are taken in these modes.
 pub const MLOG_IMAGES: &str = "STEADFAST_MLOG_IMAGES";

@@ -126,6 +126,13 @@ pub struct RunArgs {
     #[arg(long = "ckpt-server-key-file", value_name = "FILE")]
     pub ckpt_server_key_file: Option<PathBuf>,
 
+    /// With --ft coordinated and a checkpoint server: `keep` each rank's local copy of the
+    /// committed waves (restores read it; the default), or `drop` it once the server holds
+    /// the wave, so that every restore fetches its image from the server (MPICH-V/CL's
+    /// images without local copies: the server becomes the restart's bottleneck).
+    #[arg(long = "ckpt-local", value_name = "keep|drop", default_value = "keep", value_parser = ["keep", "drop"])]
+    pub ckpt_local: String,
+
     /// With --on-failure relaunch: how often one rank may be started again; with
     /// --ft coordinated: how often the job may roll back.
     #[arg(long = "max-restarts", value_name = "N", default_value_t = 3)]
@@ -290,6 +297,7 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--ckpt-dir", 1),
     ("--ckpt-server", 1),
     ("--ckpt-server-key-file", 1),
+    ("--ckpt-local", 1),
     ("--timeout", 1),
     ("--kill-grace", 1),
     ("--universe-size", 1),
@@ -423,6 +431,11 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
             return 2;
         }
     };
+    cfg.ckpt_drop_local = args.ckpt_local == "drop";
+    if cfg.ckpt_drop_local && (cfg.ft != FtMode::Coordinated || matches!(cfg.ckpt_server, CkptServer::Off)) {
+        eprintln!("steadfast run: --ckpt-local drop goes with --ft coordinated and a checkpoint server (not --ckpt-server none): the images must be somewhere");
+        return 2;
+    }
     cfg.verbose = args.verbose;
     cfg.on_failure = args.on_failure.map(|o| match o {
         OnFailureArg::Abort => OnFailure::Abort,

@@ -161,6 +161,9 @@ pub struct Coordinator {
     store: Option<StoreAddr>,
     /// Copies to the checkpoint server under way.
     uploads: Vec<Upload>,
+    /// Keep no local copy of a committed wave (`STEADFAST_CKPT_LOCAL=drop`, with a server):
+    /// a restore then fetches the image from the server.
+    drop_local: bool,
     /// Checkpoints taken / restored, for the extension calls and tests.
     pub images: u64,
     pub restores: u64,
@@ -353,6 +356,7 @@ impl Engine {
             attention,
             store: store_from_env(),
             uploads: Vec::new(),
+            drop_local: steadfast_config::lookup(steadfast_runtime::env::CKPT_LOCAL).as_deref() == Some("drop"),
             images: 0,
             restores: 0,
         }));
@@ -534,6 +538,9 @@ impl Engine {
                     c.committed = wave;
                 }
                 let Some(c) = self.coord.as_ref() else { return };
+                // Without local copies the committed waves stay on the server only (it
+                // keeps the previous one too): a restore fetches the image from there.
+                let keep = if c.drop_local && c.store.is_some() { wave + 1 } else { keep };
                 if let Ok(rd) = std::fs::read_dir(&c.dir) {
                     for e in rd.flatten() {
                         let name = e.file_name();

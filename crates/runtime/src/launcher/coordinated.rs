@@ -93,6 +93,9 @@ fn manifest(cfg: &super::LaunchConfig, exe: &std::path::Path, cwd: &std::path::P
         CkptServer::Off => m += "server off\n",
         CkptServer::At { addr, key_file } => m += &format!("server at {} {}\n", hex(addr.as_bytes()), hex(key_file.as_os_str().as_bytes())),
     }
+    if cfg.ckpt_drop_local {
+        m += "local drop\n";
+    }
     m += &format!("store_job {store_job}\n");
     m
 }
@@ -107,7 +110,7 @@ pub fn read_manifest(dir: &std::path::Path) -> Result<super::LaunchConfig, Strin
         .map_err(|e| bad(&format!("no committed checkpoint ({COMMITTED_FILE}: {e})")))?;
     let (mut np, mut path, mut exe, mut cwd) = (None, None, None, None);
     let (mut args, mut env) = (Vec::new(), Vec::new());
-    let (mut server, mut store_job) = (CkptServer::Builtin, None);
+    let (mut server, mut store_job, mut drop_local) = (CkptServer::Builtin, None, false);
     for line in job.lines() {
         let mut w = line.split(' ');
         let bytes = |x: Option<&str>| x.and_then(unhex).map(OsString::from_vec).ok_or_else(|| bad(&format!("bad line {line:?}")));
@@ -133,6 +136,7 @@ pub fn read_manifest(dir: &std::path::Path) -> Result<super::LaunchConfig, Strin
                     _ => return Err(bad(&format!("bad line {line:?} in {JOB_FILE}"))),
                 }
             }
+            Some("local") => drop_local = w.next() == Some("drop"),
             Some("store_job") => store_job = w.next().filter(|j| ckpt_store::valid_job_name(j)).map(str::to_owned),
             _ => return Err(bad(&format!("unknown line {line:?} in {JOB_FILE}"))),
         }
@@ -169,6 +173,7 @@ pub fn read_manifest(dir: &std::path::Path) -> Result<super::LaunchConfig, Strin
     cfg.ft = crate::env::FtMode::Coordinated;
     cfg.ckpt_dir = Some(dir.to_path_buf());
     cfg.ckpt_server = server;
+    cfg.ckpt_drop_local = drop_local;
     cfg.restart = Some(Restart { wave, incarnation, last_wave, marks, store_job });
     Ok(cfg)
 }
@@ -228,6 +233,8 @@ pub(super) struct Coord {
     store: Option<StoreAddr>,
     /// A standalone server's key file (the ranks read it themselves).
     store_key_file: Option<PathBuf>,
+    /// Ranks keep no local copy of committed waves (`--ckpt-local drop`).
+    drop_local: bool,
 }
 
 /// Replace `path` with `bytes` whole (see `steadfast_ckpt::write_atomically`); a failure is
@@ -321,6 +328,7 @@ impl Coord {
             requested: false,
             store,
             store_key_file,
+            drop_local: cfg.ckpt_drop_local,
             dead_hosts: Vec::new(),
         })
     }
@@ -354,6 +362,9 @@ impl Coord {
         }
         if let Some(f) = &self.store_key_file {
             v.push((crate::env::CKPT_SERVER_KEY_FILE.into(), f.clone().into_os_string()));
+        }
+        if self.drop_local && self.store.is_some() {
+            v.push((crate::env::CKPT_LOCAL.into(), "drop".into()));
         }
         if let Some((wave, _, _)) = &self.rolling {
             if *wave > 0 {
@@ -524,6 +535,21 @@ impl Launcher {
                     .unwrap_or(0);
                 let secs = c.wave_started.filter(|(w, _)| *w == wave).map_or(0.0, |(_, t)| t.elapsed().as_secs_f64());
                 c.write_committed();
+                if c.drop_local && c.store.is_some() {
+                    // Every file of the wave is on the server (a rank reports its part done
+                    // only then). The ranks of this host drop theirs at their next call;
+                    // dropped here at once, no restore can find them in between. Ranks on
+                    // other hosts drop their own.
+                    for w in 1..=wave {
+                        if let Ok(rd) = std::fs::read_dir(c.dir.join(format!("wave-{w}"))) {
+                            for e in rd.flatten() {
+                                if e.file_name().to_str().is_some_and(|n| n.starts_with("rank-") && (n.ends_with(".img") || n.ends_with(".rec"))) {
+                                    let _ = std::fs::remove_file(e.path());
+                                }
+                            }
+                        }
+                    }
+                }
                 // Waves before the previous committed one are no longer needed (the ranks
                 // delete their own files too).
                 let keep = c.previous.as_ref().map_or(wave, |p| p.0);
@@ -541,7 +567,11 @@ impl Launcher {
                         tracing::warn!(server = %store.addr, error = %e, "cannot remove old checkpoints from the checkpoint server");
                     }
                 }
-                let copies = if c.store.is_some() { ", with a copy on the checkpoint server" } else { "" };
+                let copies = match (&c.store, c.drop_local) {
+                    (Some(_), true) => ", on the checkpoint server only (local copies dropped)",
+                    (Some(_), false) => ", with a copy on the checkpoint server",
+                    (None, _) => "",
+                };
                 let msg = format!(
                     "steadfast run: checkpoint {wave} committed: {:.1} MiB in {secs:.2} s, {in_transit} message(s) in transit{copies}",
                     bytes as f64 / (1 << 20) as f64
@@ -761,6 +791,7 @@ impl Launcher {
         let Some(c) = self.coord.as_ref() else { return };
         let Some(store) = c.store.clone() else { return };
         let dir = c.dir.clone();
+        let drop_local = c.drop_local;
         for r in 0..self.cfg.np {
             if self.coord_rank_is_remote(r as usize) {
                 continue;
@@ -769,6 +800,10 @@ impl Launcher {
             let image = dir.join(format!("wave-{wave}")).join(format!("rank-{r}.img"));
             let fetched = StoreClient::to(&store, SERVER_TIMEOUT).and_then(|mut s| s.get_checkpoint(&store.job, wave, r, &image));
             let msg = match fetched {
+                Ok(bytes) if drop_local => format!(
+                    "steadfast run: rank {r}'s image of checkpoint {wave} fetched from the checkpoint server ({:.1} MiB; no local copies)",
+                    bytes as f64 / (1 << 20) as f64
+                ),
                 Ok(bytes) => format!(
                     "steadfast run: rank {r}'s copy of checkpoint {wave} is unusable ({why}); fetched {:.1} MiB from the checkpoint server",
                     bytes as f64 / (1 << 20) as f64

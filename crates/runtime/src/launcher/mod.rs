@@ -146,6 +146,10 @@ pub struct LaunchConfig {
     pub restart: Option<Restart>,
     /// Coordinated checkpointing: where the second copy of every image goes.
     pub ckpt_server: CkptServer,
+    /// Coordinated checkpointing with a server: ranks delete their local copies once a wave
+    /// is committed (every restore fetches from the server, as MPICH-V/CL without local
+    /// copies).
+    pub ckpt_drop_local: bool,
     /// `MPI_UNIVERSE_SIZE` (`None`: the CPUs of the job's hosts, at least `np`).
     pub universe_size: Option<u32>,
 }
@@ -180,6 +184,7 @@ impl LaunchConfig {
             ckpt_dir: None,
             restart: None,
             ckpt_server: CkptServer::Builtin,
+            ckpt_drop_local: false,
             universe_size: None,
         }
     }
