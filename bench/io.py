@@ -182,7 +182,10 @@ def main():
     load0 = os.getloadavg()
     t_start = time.monotonic()
     vals, notes = {}, []
-    rows = []
+    # Written as the samples come, so that an interrupted run keeps what it measured.
+    csv_file = open(out_dir / "rounds.csv", "w", newline="")
+    csv_out = csv.writer(csv_file)
+    csv_out.writerow(["round", "config", "mode", "phase", "mib_per_s"])
     try:
         for rnd in range(max(1, args.rounds)):
             k = rnd % len(cfgs)
@@ -203,10 +206,15 @@ def main():
                         if drop:
                             drop_caches()
                         log(f"round {rnd + 1}: {cfg['label']}: {mode} {phase} ...")
-                        out, why = pp.run(cfg, args.np, [binary, str(d), str(block_mib),
-                                                          str(args.piece), phase, mode],
-                                          args.timeout,
-                                          out_dir / f"{cfg['key']}.{mode}.{phase}.{rnd}.log")
+                        try:
+                            out, why = pp.run(cfg, args.np, [binary, str(d), str(block_mib),
+                                                              str(args.piece), phase, mode],
+                                              args.timeout,
+                                              out_dir / f"{cfg['key']}.{mode}.{phase}.{rnd}.log")
+                        except OSError as e:
+                            # A full disk (shared with other jobs) costs this sample, not
+                            # the whole run.
+                            out, why = None, str(e)
                         if out is None:
                             notes.append(f"{cfg['label']}: {mode} {phase} failed in round "
                                          f"{rnd + 1} ({why})")
@@ -216,19 +224,16 @@ def main():
                         f.unlink()
                     for (m, ph), v in got.items():
                         vals.setdefault((cfg["key"], m, ph), []).append(v)
-                        rows.append([rnd + 1, cfg["key"], m, ph, v])
+                        csv_out.writerow([rnd + 1, cfg["key"], m, ph, v])
+                    csv_file.flush()
                     log(f"round {rnd + 1}: {cfg['label']}: {mode} "
                         + "  ".join(f"{ph} {got[(mode, ph)]:.0f}" for ph in ("write", "read")
                                     if (mode, ph) in got) + " MiB/s")
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        csv_file.close()
     load1 = os.getloadavg()
     minutes = (time.monotonic() - t_start) / 60
-
-    with open(out_dir / "rounds.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["round", "config", "mode", "phase", "mib_per_s"])
-        w.writerows(rows)
 
     med = {key: statistics.median(v) for key, v in vals.items()}
     shown = [c for c in cfgs if any(k[0] == c["key"] for k in med)]
