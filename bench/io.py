@@ -268,11 +268,25 @@ def main():
               f"{block_mib} MiB per rank in 1 MiB calls, strided piece {args.piece} B): "
               f"MiB/s, median of {nrounds} alternating round{'s' if nrounds > 1 else ''}", ""]
     report += lines
+    if nrounds > 1:
+        # The host's noise is large: show how far the rounds spread around the medians.
+        report += ["", "Spread over the rounds (min – max MiB/s):", "",
+                   "| mode | op | " + " | ".join(c["label"] for c in shown) + " |",
+                   "|---|---|" + "---:|" * len(shown)]
+        for mode in modes:
+            for ph in ("write", "read"):
+                cells = []
+                for c in shown:
+                    v = vals.get((c["key"], mode, ph))
+                    cells.append(f"{fmt(min(v))} – {fmt(max(v))}" if v else "-")
+                report.append(f"| {MODE_LABELS[mode]} | {ph} | " + " | ".join(cells) + " |")
     report += ["", "Writes are timed up to MPI_File_sync. "
                + ("The page cache was dropped before every write and between write and read, "
                   "so the reads come from the disk."
                   if drop else "The page cache was NOT dropped: the reads come from memory "
                   "and say little about the file system."), "", "## Target", ""]
+    if not any(mode in modes for mode, _, _ in TARGETS):
+        report.append("- n/a: the collective strided mode was not run")
     for mode, ph, bound in TARGETS:
         if mode not in modes:
             continue
