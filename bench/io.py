@@ -118,12 +118,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--prefix", default=os.environ.get("PREFIX", str(ROOT / "install")),
                     help="Steadfast install prefix (default: $PREFIX or ./install)")
-    ap.add_argument("--size-mib", type=int, default=256,
+    ap.add_argument("--size-mib", type=int,
                     help="file size in MiB, over all ranks (default 256; 1024 for 1 GiB)")
     ap.add_argument("--np", type=int, default=4, help="ranks (default 4)")
     ap.add_argument("--piece", type=int, default=4096, help="strided piece in bytes")
-    ap.add_argument("--rounds", type=int, default=5,
-                    help="alternating rounds; the table shows medians over them")
+    ap.add_argument("--rounds", type=int,
+                    help="alternating rounds (default 5); the table shows medians over them")
     ap.add_argument("--quick", action="store_true",
                     help="smoke check: 1 round on a 16 MiB file (unless given otherwise)")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated io.c modes")
@@ -136,12 +136,10 @@ def main():
     ap.add_argument("--timeout", type=int, default=900, help="seconds per job")
     ap.add_argument("--results", default=str(BENCH / "results"), help="where raw output goes")
     args = ap.parse_args()
-    argv = sys.argv[1:]
-    if args.quick:
-        if "--rounds" not in argv:
-            args.rounds = 1
-        if "--size-mib" not in argv:
-            args.size_mib = 16
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 5
+    if args.size_mib is None:
+        args.size_mib = 16 if args.quick else 256
     modes = [m for m in args.modes.split(",") if m]
     if set(modes) - set(MODES):
         ap.error(f"unknown mode(s): {', '.join(sorted(set(modes) - set(MODES)))}")
@@ -175,7 +173,7 @@ def main():
 
     drop = can_drop() and not args.no_drop
     if not drop:
-        log("the page cache is not dropped (" + ("--no-drop" if args.no_drop else "needs root")
+        log("the page cache is not dropped (" + ("--no-drop" if args.no_drop else "needs root and a writable " + str(DROP))
             + "): the reads come from memory")
     work = Path(args.dir) / f"steadfast-io.{os.getpid()}"
     work.mkdir(parents=True)
