@@ -9,7 +9,7 @@ FORTRAN ?= gfortran
 RELEASE := target/release
 BUILD := build
 
-.PHONY: all build install demo test test-rust test-c test-net test-cluster test-apps bench bench-osu bench-ft clean
+.PHONY: all build install demo test test-rust test-c test-net test-cluster test-apps bench bench-osu bench-ft bench-io clean
 
 all: install
 
@@ -72,6 +72,11 @@ bench-ft: install
 # OSU-style suite against Open MPI and MPICH (bench/osu.py; OSU_ARGS=--quick for the short form).
 bench-osu: install
 	python3 bench/osu.py --prefix $(PREFIX) $(OSU_ARGS)
+
+# MPI-IO bandwidth against Open MPI (ompio, ROMIO) and MPICH (bench/io.py; IO_ARGS=--quick for
+# a smoke check, IO_ARGS="--size-mib 1024" for a 1 GiB file). Drops the page cache when root.
+bench-io: install
+	python3 bench/io.py --prefix $(PREFIX) $(IO_ARGS)
 
 clean:
 	$(CARGO) clean

@@ -187,6 +187,7 @@ unsafe fn open_on(dup: MPI_Comm, path: std::path::PathBuf, amode: c_int, user_in
         path,
         shfp,
         st: Mutex::new(State { view, fp: 0, atomic: false, hints, errh: abi::MPI_ERRORS_RETURN, split: None, owned_types: Vec::new() }),
+        cb_bufs: Mutex::new(cb::Buffers::default()),
     };
     let errh = DEFAULT_ERRH.load(Ordering::Acquire);
     set_errh(&fo, errh);

@@ -413,6 +413,8 @@ pub(crate) struct FileObj {
     /// Side file holding the shared file pointer (8 bytes, etypes).
     shfp: Option<(File, PathBuf)>,
     st: Mutex<State>,
+    /// Collective buffering's buffers, kept from one collective call to the next.
+    cb_bufs: Mutex<cb::Buffers>,
 }
 
 impl FileObj {
