@@ -9,7 +9,7 @@ FORTRAN ?= gfortran
 RELEASE := target/release
 BUILD := build
 
-.PHONY: all build install demo test test-rust test-c test-net test-cluster test-apps bench bench-osu bench-ft clean
+.PHONY: all build install demo test test-rust test-c test-net test-cluster test-apps bench bench-osu bench-rma bench-ft clean
 
 all: install
 
@@ -72,6 +72,11 @@ bench-ft: install
 # OSU-style suite against Open MPI and MPICH (bench/osu.py; OSU_ARGS=--quick for the short form).
 bench-osu: install
 	python3 bench/osu.py --prefix $(PREFIX) $(OSU_ARGS)
+
+# One-sided suite against Open MPI (osc sm and pt2pt) and MPICH, 2 ranks on one host
+# (bench/rma.py; RMA_ARGS=--quick for the short form).
+bench-rma: install
+	python3 bench/rma.py --prefix $(PREFIX) $(RMA_ARGS)
 
 clean:
 	$(CARGO) clean
