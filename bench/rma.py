@@ -170,6 +170,12 @@ def ratios(med, a, b):
     return out
 
 
+def fmt(x):
+    """Values below 1 (µs of the small operations) with three decimals: two would round
+    0.014 and 0.026 to the same 0.01 and 0.03 that hide a 1.9x ratio."""
+    return "-" if x is None else f"{x:.3f}" if x < 1 else pp.fmt(x)
+
+
 def summary_cell(r):
     if not r:
         return "-"
@@ -218,7 +224,7 @@ def report(args, cfgs, med, notes, out_dir, load0, load1, took):
                   "|---:|" + "---:|" * (len(shown) + len(pairs))]
         sizes = sorted({n for k in shown for n in med[k].get(key, {})})
         for n in sizes:
-            row = [pp.size_label(n)] + [pp.fmt(med[k].get(key, {}).get(n)) for k in shown] + \
+            row = [pp.size_label(n)] + [fmt(med[k].get(key, {}).get(n)) for k in shown] + \
                   [pp.fmt(rat[p[2]].get(key, {}).get(n)) for p in pairs]
             lines.append("| " + " | ".join(row) + " |")
         lines.append("")
