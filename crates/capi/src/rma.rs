@@ -825,6 +825,18 @@ unsafe fn accumulate(w: &Win, t: &Target, target_dt: MPI_Datatype, op: MPI_Op, o
     let red: Reduction = g_locked(|g| crate::op::reduction(g, op, target_dt))?;
     let target_rank = w.peers.iter().position(|p| p.pid == t.peer.pid && p.base == t.peer.base).unwrap_or(0);
     with_acc_lock(w, target_rank, || {
+        if t.peer.local && t.ty.is_contiguous() && t.runs.len() == 1 {
+            // Mapped memory: reduce in place, with no copies of the target's data.
+            let at = t.runs[0].0 as *mut u8;
+            if let Some(res) = result {
+                res.clear();
+                res.extend_from_slice(std::slice::from_raw_parts(at, t.runs[0].1));
+            }
+            if let Some(origin) = origin.filter(|_| op as usize != abi::MPI_NO_OP) {
+                red.apply(origin.as_ptr(), at, t.count);
+            }
+            return Ok(());
+        }
         if t.ty.is_contiguous() {
             // Packed data and the target's layout are the same: reduce in one buffer, with
             // no unpacking and packing around it (large accumulates spent most of their
