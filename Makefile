@@ -9,7 +9,7 @@ FORTRAN ?= gfortran
 RELEASE := target/release
 BUILD := build
 
-.PHONY: all build install demo test test-rust test-c test-net test-cluster test-apps bench bench-osu bench-ft bench-io clean
+.PHONY: all build install demo test test-rust test-c test-net test-cluster test-apps bench bench-osu bench-rma bench-ft bench-io clean
 
 all: install
 
@@ -77,6 +77,11 @@ bench-osu: install
 # a smoke check, IO_ARGS="--size-mib 1024" for a 1 GiB file). Drops the page cache when root.
 bench-io: install
 	python3 bench/io.py --prefix $(PREFIX) $(IO_ARGS)
+
+# One-sided suite against Open MPI (osc sm and pt2pt) and MPICH, 2 ranks on one host
+# (bench/rma.py; RMA_ARGS=--quick for the short form).
+bench-rma: install
+	python3 bench/rma.py --prefix $(PREFIX) $(RMA_ARGS)
 
 clean:
 	$(CARGO) clean

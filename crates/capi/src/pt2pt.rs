@@ -102,7 +102,7 @@ fn req_of(r: MPI_Request) -> Option<Handle> {
 
 /// Bytes of `count` elements of `dt` when the handle is a committed contiguous datatype,
 /// looked up without taking a reference to it (the fast paths below touch no refcount).
-fn contiguous_bytes(g: &Global, dt: MPI_Datatype, count: i64) -> Option<usize> {
+pub(crate) fn contiguous_bytes(g: &Global, dt: MPI_Datatype, count: i64) -> Option<usize> {
     let t = dt as usize;
     let ty = if abi::is_predefined_handle(t) {
         g.predef_types.get(t)?.as_ref()?

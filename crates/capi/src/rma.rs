@@ -23,10 +23,13 @@
 //! Entry points run without the library lock (they call collectives and point-to-point
 //! through the PMPI layer); errors go to the window's error handler.
 
-use std::collections::HashMap;
+// Window handles and target ranks are small integers: FxHash rather than SipHash, which
+// showed in every put's and lock's profile.
+use rustc_hash::FxHashMap as HashMap;
+use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use steadfast_core::datatype::TypeRef;
 use steadfast_core::info::Info;
@@ -151,8 +154,79 @@ struct Net {
     _own: Option<Segment>,
 }
 
+/// What the put, get and flush fast paths of a window read without the window table's
+/// mutex (whose lock and unlock were most of a small put's and flush's cost): its members,
+/// and per target whether an access epoch and a passive-target lock are open towards it,
+/// mirrored from the window's epoch state by `Win::publish`. Each thread keeps the last
+/// window it used (`FAST`).
+struct Fast {
+    id: usize,
+    peers: Vec<Peer>,
+    dynamic: bool,
+    spans_hosts: bool,
+    /// Per target: fence, lock_all, lock or start epoch open (what `check_epoch` asks).
+    open: Vec<AtomicBool>,
+    /// Per target: locked by lock or lock_all (what a flush needs).
+    locked: Vec<AtomicBool>,
+    /// `Win::locks` lists a lock or lock_all is open (with `held`: what MPI_Win_flush_all
+    /// needs).
+    passive: AtomicBool,
+    /// A fence epoch or lock_all is open: MPI_Win_lock then takes the general path.
+    all_open: AtomicBool,
+    /// Per target: a lock taken by the fast path of MPI_Win_lock (windows within one host),
+    /// which `Win::locks` does not list: 0 none, HELD_SHARED or HELD_EXCLUSIVE.
+    held: Vec<AtomicU8>,
+    /// The control segment (lock words).
+    ctl: usize,
+    freed: AtomicBool,
+}
+
+const HELD_SHARED: u8 = 1;
+const HELD_EXCLUSIVE: u8 = 2;
+
+impl Fast {
+    fn held(&self, r: usize) -> bool {
+        self.held.get(r).is_some_and(|h| h.load(Ordering::Relaxed) != 0)
+    }
+
+    fn lock_word(&self, target: usize) -> &AtomicU64 {
+        // SAFETY: the control segment holds CTL_STRIDE bytes per member, suitably aligned,
+        // and stays mapped while the window lives.
+        unsafe { &*((self.ctl + target * CTL_STRIDE) as *const AtomicU64) }
+    }
+}
+
+thread_local! {
+    /// This thread's last window: a pointer that owns one strong count of its Arc (a plain
+    /// pointer, so that reaching it needs no check for a thread-local destructor, which was
+    /// a tenth of a small put's time; the one Fast a thread holds at its exit stays
+    /// allocated).
+    static FAST: Cell<*const Fast> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Run `f` on the fast part of live window `win`, or None when it is not one.
+fn with_fast<T>(win: MPI_Win, f: impl FnOnce(&Fast) -> T) -> Option<T> {
+    let cached = FAST.with(Cell::get);
+    if !cached.is_null() {
+        // SAFETY: the cache owns a strong count of the Arc it points to.
+        let fast = unsafe { &*cached };
+        if fast.id == win as usize && !fast.freed.load(Ordering::Relaxed) {
+            return Some(f(fast));
+        }
+    }
+    let fast = wins().as_ref()?.get(&(win as usize))?.fast.clone();
+    let r = f(&fast);
+    let old = FAST.with(|c| c.replace(Arc::into_raw(fast)));
+    if !old.is_null() {
+        // SAFETY: `old` came from Arc::into_raw above, in an earlier call on this thread.
+        drop(unsafe { Arc::from_raw(old) });
+    }
+    Some(r)
+}
+
 /// One window.
 struct Win {
+    fast: Arc<Fast>,
     comm: MPI_Comm,
     flavor: c_int,
     base: usize,
@@ -184,6 +258,46 @@ struct Win {
 
 // SAFETY: the raw handles and addresses in Win are plain values; the mappings are process-wide.
 unsafe impl Send for Win {}
+// SAFETY: as for Win; the mutable parts of Fast are atomics.
+unsafe impl Send for Fast {}
+unsafe impl Sync for Fast {}
+
+impl Win {
+    /// Whether this process holds a lock on target `r` (MPI_Win_lock, either path).
+    fn holds(&self, r: usize) -> bool {
+        self.locks.contains_key(&r) || self.fast.held(r)
+    }
+
+    /// Whether this process holds any lock (lock_all's marker included).
+    fn any_lock(&self) -> bool {
+        !self.locks.is_empty() || (0..self.fast.held.len()).any(|r| self.fast.held(r))
+    }
+
+    /// Mirror the epoch state into `fast`: for one target (lock, unlock) or all.
+    fn publish(&self, target: Option<usize>) {
+        let f = &self.fast;
+        let all = self.fence_epoch || self.lock_all;
+        f.all_open.store(all, Ordering::Relaxed);
+        let set = |r: usize| {
+            let locked = self.lock_all || self.holds(r);
+            f.locked[r].store(locked, Ordering::Relaxed);
+            f.open[r].store(all || locked, Ordering::Relaxed);
+        };
+        match target {
+            Some(r) if r < f.open.len() => set(r),
+            Some(_) => {}
+            None => (0..f.open.len()).for_each(set),
+        }
+        if let Some(access) = &self.access {
+            for &r in access {
+                if target.is_none_or(|t| t == r) {
+                    f.open[r].store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        f.passive.store(self.lock_all || !self.locks.is_empty(), Ordering::Relaxed);
+    }
+}
 
 static WINS: Mutex<Option<HashMap<usize, Box<Win>>>> = Mutex::new(None);
 static NEXT_WIN: AtomicU64 = AtomicU64::new(0x5000_0000);
@@ -196,7 +310,7 @@ fn wins() -> MutexGuard<'static, Option<HashMap<usize, Box<Win>>>> {
 /// Run `f` on window `w`.
 fn with_win<T>(w: MPI_Win, f: impl FnOnce(&mut Win) -> R<T>) -> R<T> {
     let mut guard = wins();
-    let map = guard.get_or_insert_with(HashMap::new);
+    let map = guard.get_or_insert_with(HashMap::default);
     match map.get_mut(&(w as usize)) {
         Some(win) => f(win),
         None if w as usize == abi::MPI_WIN_NULL => Err(err(ErrorClass::Win, "MPI_WIN_NULL is not a valid window here")),
@@ -456,7 +570,21 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         None
     };
     let handle = NEXT_WIN.fetch_add(0x1000, Ordering::Relaxed) as usize;
+    let fast = Arc::new(Fast {
+        id: handle,
+        peers: peers.clone(),
+        dynamic: flavor == abi::MPI_WIN_FLAVOR_DYNAMIC,
+        spans_hosts: net.is_some(),
+        open: peers.iter().map(|_| AtomicBool::new(false)).collect(),
+        locked: peers.iter().map(|_| AtomicBool::new(false)).collect(),
+        passive: AtomicBool::new(false),
+        all_open: AtomicBool::new(false),
+        held: peers.iter().map(|_| AtomicU8::new(0)).collect(),
+        ctl: ctl.addr,
+        freed: AtomicBool::new(false),
+    });
     let win = Win {
+        fast,
         comm: wcomm,
         flavor,
         base,
@@ -469,7 +597,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         fence_epoch: false,
         access: None,
         exposure: None,
-        locks: HashMap::new(),
+        locks: HashMap::default(),
         lock_all: false,
         attached: Vec::new(),
         net,
@@ -478,7 +606,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         attr_flavor: flavor,
         attr_model: abi::MPI_WIN_UNIFIED,
     };
-    wins().get_or_insert_with(HashMap::new).insert(handle, Box::new(win));
+    wins().get_or_insert_with(HashMap::default).insert(handle, Box::new(win));
     Ok((handle as MPI_Win, base))
 }
 
@@ -600,7 +728,7 @@ fn target_of(w: &Win, rank: c_int, disp: MPI_Aint, count: i64, ty: &TypeRef) -> 
 /// Check that the window has an epoch open towards `rank`.
 fn check_epoch(w: &Win, rank: c_int) -> R<()> {
     let r = rank as usize;
-    if w.fence_epoch || w.lock_all || w.locks.contains_key(&r) || w.access.as_ref().is_some_and(|a| a.contains(&r)) {
+    if w.fence_epoch || w.lock_all || w.holds(r) || w.access.as_ref().is_some_and(|a| a.contains(&r)) {
         Ok(())
     } else {
         Err(err(ErrorClass::RmaSync, format!("no access epoch is open towards target {rank} (fence, start or lock first)")))
@@ -697,6 +825,18 @@ unsafe fn accumulate(w: &Win, t: &Target, target_dt: MPI_Datatype, op: MPI_Op, o
     let red: Reduction = g_locked(|g| crate::op::reduction(g, op, target_dt))?;
     let target_rank = w.peers.iter().position(|p| p.pid == t.peer.pid && p.base == t.peer.base).unwrap_or(0);
     with_acc_lock(w, target_rank, || {
+        if t.peer.local && t.ty.is_contiguous() && t.runs.len() == 1 {
+            // Mapped memory: reduce in place, with no copies of the target's data.
+            let at = t.runs[0].0 as *mut u8;
+            if let Some(res) = result {
+                res.clear();
+                res.extend_from_slice(std::slice::from_raw_parts(at, t.runs[0].1));
+            }
+            if let Some(origin) = origin.filter(|_| op as usize != abi::MPI_NO_OP) {
+                red.apply(origin.as_ptr(), at, t.count);
+            }
+            return Ok(());
+        }
         if t.ty.is_contiguous() {
             // Packed data and the target's layout are the same: reduce in one buffer, with
             // no unpacking and packing around it (large accumulates spent most of their
@@ -813,7 +953,7 @@ mpi_api! {
         let w = *win;
         let rc = win_api("MPI_Win_free", w, || {
             let comm = with_win(w, |x| {
-                if !x.locks.is_empty() || x.lock_all || x.access.is_some() || x.exposure.is_some() {
+                if x.any_lock() || x.lock_all || x.access.is_some() || x.exposure.is_some() {
                     return Err(err(ErrorClass::RmaSync, "the window still has an open epoch (unlock, complete or wait first)"));
                 }
                 Ok(x.comm)
@@ -823,6 +963,7 @@ mpi_api! {
             crate::attr::delete_win_attrs(w as usize).map_err(|_| err(ErrorClass::Other, "an attribute delete callback failed"))?;
             let x = wins().as_mut().and_then(|m| m.remove(&(w as usize)));
             if let Some(mut x) = x {
+                x.fast.freed.store(true, Ordering::Relaxed);
                 if let Some(mut n) = x.net.take() {
                     // After the barrier no request is on its way here.
                     crate::rma_net::withdraw(n.h);
@@ -926,12 +1067,76 @@ fn shared_query(win: MPI_Win, rank: c_int) -> R<(MPI_Aint, usize, usize)> {
     })
 }
 
+/// Per predefined datatype handle: 0 not looked up yet, NOT_CONTIGUOUS, or 1 + the size of
+/// an element of a contiguous type. Predefined types never change, so once filled a put or
+/// get of them needs no library lock to learn its byte count.
+static PREDEF_BYTES: [AtomicU32; abi::PREDEFINED_HANDLE_MAX_ASSIGNED + 1] = [const { AtomicU32::new(0) }; abi::PREDEFINED_HANDLE_MAX_ASSIGNED + 1];
+const NOT_CONTIGUOUS: u32 = u32::MAX;
+
+/// Element size of a contiguous predefined datatype from PREDEF_BYTES, None when the handle
+/// is not one or its entry is not filled.
+fn predefined_bytes(t: MPI_Datatype) -> Option<usize> {
+    let v = PREDEF_BYTES.get(t as usize)?.load(Ordering::Relaxed);
+    (v != 0 && v != NOT_CONTIGUOUS).then(|| v as usize - 1)
+}
+
+/// Bytes of the origin and of the target data when both datatypes are committed and
+/// contiguous, looked up without taking references to them; None otherwise.
+fn contiguous_pair(otype: MPI_Datatype, ocount: i64, ttype: MPI_Datatype, tcount: i64) -> Option<(usize, usize)> {
+    if ocount < 0 || tcount < 0 {
+        return None;
+    }
+    if let (Some(o), Some(t)) = (predefined_bytes(otype), predefined_bytes(ttype)) {
+        return Some((o.checked_mul(ocount as usize)?, t.checked_mul(tcount as usize)?));
+    }
+    let guard = lock();
+    let g = guard.as_ref()?;
+    for t in [otype, ttype] {
+        if let Some(slot) = PREDEF_BYTES.get(t as usize).filter(|_| abi::is_predefined_handle(t as usize)) {
+            if slot.load(Ordering::Relaxed) == 0 {
+                let v = crate::pt2pt::contiguous_bytes(g, t, 1).and_then(|n| u32::try_from(n).ok()).map_or(NOT_CONTIGUOUS, |n| n + 1);
+                slot.store(v, Ordering::Relaxed);
+            }
+        }
+    }
+    Some((crate::pt2pt::contiguous_bytes(g, otype, ocount)?, crate::pt2pt::contiguous_bytes(g, ttype, tcount)?))
+}
+
+/// A put (`write`) or get of contiguous data at a member of this host, in an open epoch and
+/// inside its window: one copy between `buf` and the target's memory, with no packed
+/// buffer and no byte-run list. Ok(false) leaves the operation to the general path, which
+/// also reports every error.
+unsafe fn direct(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, len: usize, write: bool) -> R<bool> {
+    with_fast(win, |f| {
+        let Some(r) = usize::try_from(rank).ok() else { return Ok(false) };
+        let (Some(peer), Some(open)) = (f.peers.get(r), f.open.get(r)) else { return Ok(false) };
+        if peer.remote || f.dynamic || disp < 0 || !open.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let Some(start) = (disp as usize).checked_mul(peer.disp_unit).and_then(|o| peer.base.checked_add(o)) else { return Ok(false) };
+        if start.checked_add(len).is_none_or(|end| end > peer.base + peer.size) {
+            return Ok(false);
+        }
+        if len > 0 {
+            xfer(peer, write, &[(start, len)], buf)?;
+        }
+        Ok(true)
+    })
+    .unwrap_or(Ok(false))
+}
+
 // ---- entry points: communication ------------------------------------------------------------
 
 unsafe fn put(func: &str, origin: *const c_void, ocount: i64, otype: MPI_Datatype, rank: c_int, disp: MPI_Aint, tcount: i64, ttype: MPI_Datatype, win: MPI_Win) -> c_int {
     win_api(func, win, || {
         if rank == abi::MPI_PROC_NULL {
             return Ok(());
+        }
+        if let Some((olen, tlen)) = contiguous_pair(otype, ocount, ttype, tcount) {
+            if olen == tlen && direct(win, rank, disp, origin as *mut u8, olen, true)? {
+                crate::rma_net::progress_if_serving();
+                return Ok(());
+            }
         }
         let (ot, tt) = types(otype, ttype)?;
         let mut data = pack(&ot, origin, ocount)?;
@@ -973,6 +1178,12 @@ unsafe fn get(func: &str, origin: *mut c_void, ocount: i64, otype: MPI_Datatype,
     win_api(func, win, || {
         if rank == abi::MPI_PROC_NULL {
             return Ok(());
+        }
+        if let Some((olen, tlen)) = contiguous_pair(otype, ocount, ttype, tcount) {
+            if olen == tlen && direct(win, rank, disp, origin as *mut u8, olen, false)? {
+                crate::rma_net::progress_if_serving();
+                return Ok(());
+            }
         }
         let (ot, tt) = types(otype, ttype)?;
         if ocount < 0 {
@@ -1293,7 +1504,7 @@ mpi_api! {
         win_api("MPI_Win_fence", win, || {
             check_assert(assert)?;
             let comm = with_win(win, |w| {
-                if w.access.is_some() || w.exposure.is_some() || !w.locks.is_empty() || w.lock_all {
+                if w.access.is_some() || w.exposure.is_some() || w.any_lock() || w.lock_all {
                     return Err(err(ErrorClass::RmaSync, "MPI_Win_fence inside a post/start or lock epoch"));
                 }
                 Ok(w.comm)
@@ -1305,6 +1516,7 @@ mpi_api! {
             fence(Ordering::SeqCst);
             with_win(win, |w| {
                 w.fence_epoch = assert & abi::MPI_MODE_NOSUCCEED == 0;
+                w.publish(None);
                 Ok(())
             })
         })
@@ -1353,6 +1565,7 @@ mpi_api! {
             fence(Ordering::SeqCst);
             with_win(win, |w| {
                 w.access = Some(targets);
+                w.publish(None);
                 Ok(())
             })
         })
@@ -1362,6 +1575,7 @@ mpi_api! {
         win_api("MPI_Win_complete", win, || {
             let (comm, targets) = with_win(win, |w| {
                 let t = w.access.take().ok_or_else(|| err(ErrorClass::RmaSync, "MPI_Win_complete without MPI_Win_start"))?;
+                w.publish(None);
                 Ok((w.comm, t))
             })?;
             flush_net(win, Some(&targets))?;
@@ -1414,12 +1628,16 @@ mpi_api! {
                 return Ok(());
             }
             let take = assert & abi::MPI_MODE_NOCHECK == 0;
+            if take && lock_fast(win, rank, lock_type == abi::MPI_LOCK_EXCLUSIVE) {
+                return Ok(());
+            }
             let net = with_win(win, |w| {
                 let r = usize::try_from(rank).ok().filter(|&r| r < w.peers.len())
                     .ok_or_else(|| err(ErrorClass::Rank, format!("target rank {rank} is not in the window")))?;
-                if w.locks.contains_key(&r) || w.lock_all {
+                if w.holds(r) || w.lock_all {
                     return Err(err(ErrorClass::RmaSync, format!("target {rank} is already locked by this process")));
                 }
+                let was_fence = w.fence_epoch;
                 if w.fence_epoch || w.access.is_some() {
                     // A fence epoch ends at the next fence; a lock may follow a fence that
                     // opened none, so only a post/start epoch conflicts.
@@ -1430,6 +1648,7 @@ mpi_api! {
                     acquire(w, r, lock_type);
                 }
                 w.locks.insert(r, (lock_type, take));
+                w.publish(if was_fence { None } else { Some(r) });
                 Ok(w.net.as_ref().filter(|_| take && far).map(|n| n.h))
             })?;
             if let Some(comm) = net {
@@ -1437,6 +1656,7 @@ mpi_api! {
                 if let Err(e) = crate::rma_net::exchange(comm, rank, vec![control(Kind::Lock, lock_type == abi::MPI_LOCK_EXCLUSIVE)]) {
                     with_win(win, |w| {
                         w.locks.remove(&(rank as usize));
+                        w.publish(Some(rank as usize));
                         Ok(())
                     })?;
                     return Err(e);
@@ -1448,12 +1668,13 @@ mpi_api! {
 
     fn Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         win_api("MPI_Win_unlock", win, || {
-            if rank == abi::MPI_PROC_NULL {
+            if rank == abi::MPI_PROC_NULL || unlock_fast(win, rank) {
                 return Ok(());
             }
             let net = with_win(win, |w| {
                 let r = rank as usize;
                 let (ty, taken) = w.locks.remove(&r).ok_or_else(|| err(ErrorClass::RmaSync, format!("target {rank} is not locked by this process")))?;
+                w.publish(Some(r));
                 fence(Ordering::SeqCst);
                 let far = w.peers.get(r).is_some_and(|p| p.remote);
                 if taken && !far {
@@ -1477,7 +1698,7 @@ mpi_api! {
         win_api("MPI_Win_lock_all", win, || {
             check_assert(assert)?;
             let net = with_win(win, |w| {
-                if w.lock_all || !w.locks.is_empty() {
+                if w.lock_all || w.any_lock() {
                     return Err(err(ErrorClass::RmaSync, "the window is already locked by this process"));
                 }
                 let mut far = Vec::new();
@@ -1497,6 +1718,7 @@ mpi_api! {
                 if assert & abi::MPI_MODE_NOCHECK != 0 {
                     w.locks.insert(usize::MAX, (abi::MPI_LOCK_SHARED, false));
                 }
+                w.publish(None);
                 Ok(w.net.as_ref().map(|n| (n.h, far)))
             })?;
             if let Some((comm, far)) = net {
@@ -1525,6 +1747,7 @@ mpi_api! {
                     }
                 }
                 w.lock_all = false;
+                w.publish(None);
                 Ok(w.net.as_mut().map(|n| {
                     n.dirty.clear();
                     (n.h, far, taken)
@@ -1570,17 +1793,33 @@ mpi_api! {
 /// operations before it are applied. It is an error outside a passive-target epoch.
 fn flush(func: &str, rank: Option<c_int>, win: MPI_Win) -> c_int {
     win_api(func, win, || {
-        with_win(win, |w| {
+        let local_only = with_fast(win, |f| {
+            let ok = match rank {
+                Some(r) => r == abi::MPI_PROC_NULL || usize::try_from(r).ok().and_then(|r| f.locked.get(r)).is_some_and(|l| l.load(Ordering::Relaxed)),
+                None => f.passive.load(Ordering::Relaxed) || (0..f.held.len()).any(|t| f.held(t)),
+            };
+            ok && !f.spans_hosts
+        });
+        if local_only == Some(true) {
+            fence(Ordering::SeqCst);
+            crate::rma_net::progress_if_serving();
+            return Ok(());
+        }
+        let spans_hosts = with_win(win, |w| {
             let ok = w.lock_all || match rank {
-                Some(r) => r == abi::MPI_PROC_NULL || w.locks.contains_key(&(r as usize)),
-                None => !w.locks.is_empty(),
+                Some(r) => r == abi::MPI_PROC_NULL || w.holds(r as usize),
+                None => w.any_lock(),
             };
             if !ok {
                 return Err(err(ErrorClass::RmaSync, "flush outside a passive-target (lock) epoch"));
             }
             fence(Ordering::SeqCst);
-            Ok(())
+            Ok(w.net.is_some())
         })?;
+        if !spans_hosts {
+            crate::rma_net::progress_if_serving();
+            return Ok(());
+        }
         match rank {
             Some(r) if r == abi::MPI_PROC_NULL => Ok(()),
             Some(r) => flush_net(win, Some(&[r as usize])),
@@ -1612,6 +1851,45 @@ fn flush_net(win: MPI_Win, only: Option<&[usize]>) -> R<()> {
     // Flushing nothing remote (a loop of local operations and flushes) still serves others.
     crate::rma_net::progress_if_serving();
     Ok(())
+}
+
+/// MPI_Win_lock on a window within one host, outside fence and lock_all epochs, of a target
+/// not locked yet: the lock word and the epoch flags, without the window table's mutex.
+/// False leaves the call to the general path (which also reports errors).
+fn lock_fast(win: MPI_Win, rank: c_int, exclusive: bool) -> bool {
+    with_fast(win, |f| {
+        let Some(r) = usize::try_from(rank).ok().filter(|&r| r < f.held.len()) else { return false };
+        if f.spans_hosts || f.all_open.load(Ordering::Relaxed) || f.locked[r].load(Ordering::Relaxed) || f.held(r) {
+            return false;
+        }
+        let word = f.lock_word(r);
+        spin_until(|| crate::rma_net::try_lock(word, exclusive));
+        f.held[r].store(if exclusive { HELD_EXCLUSIVE } else { HELD_SHARED }, Ordering::Relaxed);
+        f.locked[r].store(true, Ordering::Relaxed);
+        f.open[r].store(true, Ordering::Relaxed);
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// MPI_Win_unlock of a lock `lock_fast` took; false when it took none on `rank`.
+fn unlock_fast(win: MPI_Win, rank: c_int) -> bool {
+    with_fast(win, |f| {
+        let Some(r) = usize::try_from(rank).ok().filter(|&r| r < f.held.len()) else { return false };
+        let held = f.held[r].load(Ordering::Relaxed);
+        if held == 0 {
+            return false;
+        }
+        // The transfers of the epoch are done; order them before the word is let go.
+        fence(Ordering::SeqCst);
+        f.held[r].store(0, Ordering::Relaxed);
+        f.locked[r].store(false, Ordering::Relaxed);
+        // A lock excludes start and fence epochs towards its target, so none stays open.
+        f.open[r].store(false, Ordering::Relaxed);
+        crate::rma_net::unlock(f.lock_word(r), held == HELD_EXCLUSIVE);
+        true
+    })
+    .unwrap_or(false)
 }
 
 fn acquire(w: &Win, target: usize, lock_type: c_int) {
