@@ -82,17 +82,19 @@ def compilers(prefix):
             "mpich": "mpicc.mpich"}
 
 
-def build(family, cc, out):
+def build(family, cc, out, src=None):
+    """Builds SRC (default osu.c) with one MPI's wrapper into OUT; (ok, why not)."""
+    src = Path(src or SRC)
     if (family == "steadfast" and not Path(cc).exists()) or \
             (family != "steadfast" and not shutil_which(cc)):
         return False, f"{cc} not found"
     out.parent.mkdir(parents=True, exist_ok=True)
     # GCC 12 misreads MPI_STATUSES_IGNORE in MPICH's prototypes as a zero-length array.
     flags = ["-O2", "-Wall"] + ([] if family == "steadfast" else ["-Wno-stringop-overflow"])
-    r = subprocess.run([cc] + flags + ["-o", str(out), str(SRC)], capture_output=True, text=True)
+    r = subprocess.run([cc] + flags + ["-o", str(out), str(src)], capture_output=True, text=True)
     if r.returncode != 0:
         (out.parent / "build.log").write_text(r.stdout + r.stderr)
-        return False, "osu.c does not build: " + (r.stderr.strip().splitlines() or ["?"])[0]
+        return False, f"{src.name} does not build: " + (r.stderr.strip().splitlines() or ["?"])[0]
     return True, ""
 
 

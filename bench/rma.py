@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import osu  # noqa: E402  (gmean, shutil_which)
+import osu  # noqa: E402  (build, gmean, shutil_which)
 import pingpong as pp  # noqa: E402  (ensure_packages, run, fmt, size_label)
 
 BENCH = Path(__file__).resolve().parent
@@ -74,20 +74,6 @@ def configs(prefix):
         {"key": "mpich", "label": "MPICH", "family": "mpich", "env": {},
          "launch": ["mpiexec.mpich", "-bind-to", "none"]},
     ]
-
-
-def build(family, cc, out):
-    if (family == "steadfast" and not Path(cc).exists()) or \
-            (family != "steadfast" and not osu.shutil_which(cc)):
-        return False, f"{cc} not found"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    # GCC 12 misreads MPI_STATUSES_IGNORE in MPICH's prototypes as a zero-length array.
-    flags = ["-O2", "-Wall"] + ([] if family == "steadfast" else ["-Wno-stringop-overflow"])
-    r = subprocess.run([cc] + flags + ["-o", str(out), str(SRC)], capture_output=True, text=True)
-    if r.returncode != 0:
-        (out.parent / "build.log").write_text(r.stdout + r.stderr)
-        return False, "rma.c does not build: " + (r.stderr.strip().splitlines() or ["?"])[0]
-    return True, ""
 
 
 def parse(text):
@@ -282,7 +268,7 @@ def main():
         if fam == "steadfast" and not (prefix / "bin" / "mpiexec").exists():
             built[fam] = (False, f"{prefix}/bin/mpiexec does not exist (run make)")
         else:
-            built[fam] = build(fam, cc, out_dir / "build" / fam / "rma")
+            built[fam] = osu.build(fam, cc, out_dir / "build" / fam / "rma", SRC)
         if not built[fam][0]:
             log(f"{fam}: skipped ({built[fam][1]})")
     notes = []
