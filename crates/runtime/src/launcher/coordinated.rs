@@ -237,6 +237,16 @@ pub(super) struct Coord {
     drop_local: bool,
 }
 
+/// Delete the ranks' images and channel records (`rank-R.img`, `.rec`) in `dir`.
+fn remove_rank_files(dir: &std::path::Path) {
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    for e in rd.flatten() {
+        if e.file_name().to_str().is_some_and(|n| n.starts_with("rank-") && (n.ends_with(".img") || n.ends_with(".rec"))) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
 /// Replace `path` with `bytes` whole (see `steadfast_ckpt::write_atomically`); a failure is
 /// logged, the job goes on.
 fn write_atomically(path: &std::path::Path, bytes: &[u8]) {
@@ -535,29 +545,23 @@ impl Launcher {
                     .unwrap_or(0);
                 let secs = c.wave_started.filter(|(w, _)| *w == wave).map_or(0.0, |(_, t)| t.elapsed().as_secs_f64());
                 c.write_committed();
-                if c.drop_local && c.store.is_some() {
-                    // Every file of the wave is on the server (a rank reports its part done
-                    // only then). The ranks of this host drop theirs at their next call;
-                    // dropped here at once, no restore can find them in between. Ranks on
-                    // other hosts drop their own.
-                    for w in 1..=wave {
-                        if let Ok(rd) = std::fs::read_dir(c.dir.join(format!("wave-{w}"))) {
-                            for e in rd.flatten() {
-                                if e.file_name().to_str().is_some_and(|n| n.starts_with("rank-") && (n.ends_with(".img") || n.ends_with(".rec"))) {
-                                    let _ = std::fs::remove_file(e.path());
-                                }
-                            }
-                        }
-                    }
-                }
                 // Waves before the previous committed one are no longer needed (the ranks
-                // delete their own files too).
+                // delete their own files too). Without local copies the files of the kept
+                // waves go as well: every one is on the server (a rank reports its part done
+                // only then). The ranks of this host would drop theirs at their next call;
+                // dropped here at once, no restore can find them in between. Ranks on other
+                // hosts drop their own.
                 let keep = c.previous.as_ref().map_or(wave, |p| p.0);
+                let drop_files = c.drop_local && c.store.is_some();
                 if let Ok(rd) = std::fs::read_dir(&c.dir) {
                     for e in rd.flatten() {
                         let n = e.file_name().to_str().and_then(|n| n.strip_prefix("wave-")).and_then(|n| n.parse::<u64>().ok());
-                        if n.is_some_and(|n| n < keep) {
-                            let _ = std::fs::remove_dir_all(e.path());
+                        match n {
+                            Some(n) if n < keep => {
+                                let _ = std::fs::remove_dir_all(e.path());
+                            }
+                            Some(n) if drop_files && n <= wave => remove_rank_files(&e.path()),
+                            _ => {}
                         }
                     }
                 }
