@@ -1616,6 +1616,23 @@ impl Engine {
         }
     }
 
+    /// As [`Engine::sleep_on_path`], but no sleep once `ready` holds; the path asks it after
+    /// announcing the sleep (see [`steadfast_paths::Path::wait_unless`]).
+    pub(crate) fn sleep_on_path_unless(&mut self, max: std::time::Duration, ready: &mut dyn FnMut() -> bool) -> MpiResult<()> {
+        if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() {
+            return Ok(());
+        }
+        match self.net.as_mut() {
+            Some(net) => net.wait_unless(max, ready).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string())),
+            None => {
+                if !ready() {
+                    std::thread::sleep(max);
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// Wait for request `h` to complete and return its status.
     ///
     /// In run-through mode an `ANY_SOURCE` receive on a communicator with unacknowledged

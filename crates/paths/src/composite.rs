@@ -81,6 +81,14 @@ impl Path for CompositePath {
         }
     }
 
+    fn wait_unless(&mut self, timeout: Duration, ready: &mut dyn FnMut() -> bool) -> Result<(), PathError> {
+        match self.parts.as_mut_slice() {
+            [] => Ok(()),
+            [(_, p)] => p.wait_unless(timeout, ready),
+            [(_, first), ..] => first.wait_unless(timeout.min(SLICE), ready),
+        }
+    }
+
     fn backlog(&self) -> usize {
         self.parts.iter().map(|(_, p)| p.backlog()).sum()
     }

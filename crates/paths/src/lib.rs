@@ -230,6 +230,16 @@ pub trait Path: Send {
     fn max_payload(&self) -> usize;
     /// Sleep until something may have arrived for this rank, or `timeout` passes.
     fn wait(&mut self, timeout: Duration) -> Result<(), PathError>;
+    /// As [`Path::wait`], but no sleep when `ready` says something this path does not
+    /// carry is already there (a word another rank writes in a shared segment before it
+    /// rings this rank's doorbell). A path with a doorbell asks `ready` after announcing the
+    /// sleep, so such a write is never slept through; this default asks before.
+    fn wait_unless(&mut self, timeout: Duration, ready: &mut dyn FnMut() -> bool) -> Result<(), PathError> {
+        if ready() {
+            return Ok(());
+        }
+        self.wait(timeout)
+    }
     /// Packets this path still holds for sending (0 when everything reached the peer's queue).
     fn backlog(&self) -> usize;
     /// Counters for the statistics report.

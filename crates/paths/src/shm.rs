@@ -910,6 +910,10 @@ impl Path for ShmPath {
     }
 
     fn wait(&mut self, timeout: Duration) -> Result<(), PathError> {
+        self.wait_unless(timeout, &mut || false)
+    }
+
+    fn wait_unless(&mut self, timeout: Duration, ready: &mut dyn FnMut() -> bool) -> Result<(), PathError> {
         let bell = self.me.doorbell();
         let v = bell.load(Ordering::SeqCst);
         self.me.waiting().store(1, Ordering::SeqCst);
@@ -922,7 +926,7 @@ impl Path for ShmPath {
         if self.asym {
             heavy_fence();
         }
-        if !self.inbound_pending() && !self.outbound_space_freed() {
+        if !self.inbound_pending() && !self.outbound_space_freed() && !ready() {
             futex_wait(self.me.doorbell(), v, timeout);
         }
         self.me.waiting().store(0, Ordering::SeqCst);

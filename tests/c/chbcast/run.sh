@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Channel broadcast on one host (docs/chbcast.md): chbcast.c under the selection rule, forced
-# on and forced off, with 16, 2 and 1 channels, without CRC, with lost and damaged channel
-# writes, and with the channels failing part way (every broadcast then goes over the tree).
+# on and forced off, with 16, 2 and 1 channels, with early synchronization, without CRC, with
+# lost and damaged channel writes, and with the channels failing part way (every broadcast
+# then goes over the tree).
 #   tests/c/chbcast/run.sh [PREFIX]      (about 30 s)
 # Each case must print " No Errors"; the log must show the segment was (or was not) made,
 # and the failover case that the primitive was abandoned.
@@ -46,6 +47,9 @@ case_ rule 4 channels
 case_ forced-off 4 tree STEADFAST_COLL_FORCE=bcast=binomial
 case_ two-channels 8 channels $on STEADFAST_COLL_CHANNELS=2
 case_ one-channel-no-crc 4 channels $on STEADFAST_COLL_CHANNELS=1 STEADFAST_COLL_CHANNEL_CRC=0
+case_ early-sync 4 channels $on STEADFAST_COLL_CHANNEL_SYNC=8
+case_ early-sync-every-one 8 channels $on STEADFAST_COLL_CHANNELS=4 STEADFAST_COLL_CHANNEL_SYNC=1
+case_ early-sync-faults 8 channels $on STEADFAST_COLL_CHANNEL_SYNC=8 STEADFAST_COLL_CHANNEL_FAULTS=drop=0.02,corrupt=0.02,seed=5
 case_ failover 4 failover $on STEADFAST_COLL_CHANNEL_FAULTS=fail_after=20,drop=0.01,seed=9
 case_ failover 8 failover $on STEADFAST_COLL_CHANNEL_FAULTS=fail_after=20,seed=11
 echo "$pass passed, $fail failed"

@@ -29,7 +29,7 @@
 //! Repair requests addressed to a root that already returned are answered in its next
 //! channel broadcast or whenever it waits idle in any blocking call ([`Engine::channels_service`]).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::fs::OpenOptions;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -55,6 +55,8 @@ const MAX_SLEEP: Duration = Duration::from_millis(1);
 const SYNC_SLEEP: Duration = Duration::from_millis(10);
 /// Yields while waiting for a frame before sleeping.
 const FRAME_YIELDS: u32 = 2000;
+/// A receiver delivering in place runs the whole pump (messages, timers) every this many calls.
+const FULL_PUMP_EVERY: u32 = 16;
 /// How long a member waits for a probe of a new multicast stream.
 const PROBE_WAIT: Duration = Duration::from_millis(300);
 
@@ -75,7 +77,7 @@ pub(crate) struct Host {
 pub struct ChannelsState {
     /// Per communicator context: its driver, or None when the segment could not be made
     /// (every rank then uses the tree on that communicator).
-    drivers: HashMap<u32, Option<Box<Driver>>>,
+    drivers: FxHashMap<u32, Option<Box<Driver>>>,
     pub(crate) host: Option<Host>,
     /// Segments this process created, for unique names.
     created: u64,
@@ -100,6 +102,8 @@ struct Segment {
     channels: usize,
     slot: usize,
     cap: usize,
+    /// Ranks with a line in the synchronization area (0: none, a multicast host's segment).
+    ranks: usize,
 }
 
 // SAFETY: the mapping is only touched through the engine, which one thread drives at a time.
@@ -127,19 +131,25 @@ fn map(f: &std::fs::File, len: usize) -> std::io::Result<*mut u8> {
     }
 }
 
+/// Bytes of a segment: the header line, one synchronization line per rank, the slots.
+fn segment_len(channels: usize, cap: usize, ranks: usize) -> usize {
+    LINE + ranks * LINE + channels * slot_len(cap)
+}
+
 impl Segment {
     /// Create the segment under a temporary name, initialise it, publish it as `path`.
-    fn create(path: &FsPath, channels: usize, cap: usize) -> std::io::Result<Segment> {
-        let len = LINE + channels * slot_len(cap);
+    fn create(path: &FsPath, channels: usize, cap: usize, ranks: usize) -> std::io::Result<Segment> {
+        let len = segment_len(channels, cap, ranks);
         let tmp = path.with_extension("tmp");
         let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
         f.set_len(len as u64)?;
         let base = map(&f, len)?;
-        let seg = Segment { base, len, channels, slot: slot_len(cap), cap };
+        let seg = Segment { base, len, channels, slot: slot_len(cap), cap, ranks };
         // SAFETY: the header line lies inside the fresh mapping; nobody else sees it yet.
         unsafe {
             std::ptr::write(base.add(8).cast::<u32>(), channels as u32);
             std::ptr::write(base.add(12).cast::<u32>(), cap as u32);
+            std::ptr::write(base.add(16).cast::<u32>(), ranks as u32);
             std::ptr::write(base.cast::<u64>(), MAGIC);
         }
         std::fs::rename(&tmp, path)?;
@@ -147,38 +157,59 @@ impl Segment {
     }
 
     /// Map the segment another rank created, checking it has the expected shape.
-    fn open(path: &FsPath, channels: usize, cap: usize) -> std::io::Result<Segment> {
-        let len = LINE + channels * slot_len(cap);
+    fn open(path: &FsPath, channels: usize, cap: usize, ranks: usize) -> std::io::Result<Segment> {
+        let len = segment_len(channels, cap, ranks);
         let f = OpenOptions::new().read(true).write(true).open(path)?;
         if f.metadata()?.len() < len as u64 {
             return Err(std::io::Error::other("segment smaller than its channels"));
         }
         let base = map(&f, len)?;
-        let seg = Segment { base, len, channels, slot: slot_len(cap), cap };
+        let seg = Segment { base, len, channels, slot: slot_len(cap), cap, ranks };
         // SAFETY: the header line lies inside the mapping.
-        let (magic, n, c) = unsafe {
-            (std::ptr::read(base.cast::<u64>()), std::ptr::read(base.add(8).cast::<u32>()), std::ptr::read(base.add(12).cast::<u32>()))
+        let (magic, n, c, r) = unsafe {
+            (
+                std::ptr::read(base.cast::<u64>()),
+                std::ptr::read(base.add(8).cast::<u32>()),
+                std::ptr::read(base.add(12).cast::<u32>()),
+                std::ptr::read(base.add(16).cast::<u32>()),
+            )
         };
-        if magic != MAGIC || n as usize != channels || c as usize != cap {
+        if magic != MAGIC || n as usize != channels || c as usize != cap || r as usize != ranks {
             return Err(std::io::Error::other("segment of another shape (channel settings differ between ranks?)"));
         }
         Ok(seg)
     }
 
+    /// Where the slots start: after the header line and the synchronization lines.
+    fn slots(&self) -> usize {
+        LINE + self.ranks * LINE
+    }
+
     fn word(&self, ch: usize) -> &AtomicU64 {
         // SAFETY: slot `ch` < channels lies in the mapping; its first word is 8-byte aligned
-        // (page-aligned base, 64-byte slots) and only ever accessed atomically.
-        unsafe { &*self.base.add(LINE + ch * self.slot).cast::<AtomicU64>() }
+        // (page-aligned base, 64-byte lines and slots) and only ever accessed atomically.
+        unsafe { &*self.base.add(self.slots() + ch * self.slot).cast::<AtomicU64>() }
     }
 
     fn count(&self, ch: usize) -> &AtomicU64 {
         // SAFETY: as `word`, the next 8-byte word of the slot's line.
-        unsafe { &*self.base.add(LINE + ch * self.slot + 8).cast::<AtomicU64>() }
+        unsafe { &*self.base.add(self.slots() + ch * self.slot + 8).cast::<AtomicU64>() }
     }
 
     fn body(&self, ch: usize) -> *mut u8 {
         // SAFETY: inside slot `ch` of the mapping.
-        unsafe { self.base.add(LINE + ch * self.slot + LINE) }
+        unsafe { self.base.add(self.slots() + ch * self.slot + LINE) }
+    }
+
+    /// Rank `r`'s synchronization mailbox: word 0 its latest `Up`, word 1 its latest `Down`
+    /// (see [`Mailbox`]). Only `r` writes its line; its parent and children read it.
+    fn mailbox(&self, r: usize, down: bool) -> Option<&AtomicU64> {
+        if r >= self.ranks {
+            return None;
+        }
+        // SAFETY: line `r` < ranks of the synchronization area lies in the mapping, its
+        // words are 8-byte aligned and only ever accessed atomically.
+        Some(unsafe { &*self.base.add(LINE + r * LINE + usize::from(down) * 8).cast::<AtomicU64>() })
     }
 
     /// Write `frame` (broadcast `seq`) into channel `ch` and publish it.
@@ -204,6 +235,26 @@ impl Segment {
         c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         w.store(seq + 1, Ordering::Release);
         true
+    }
+
+    /// Broadcast `seq` of `root` straight from channel `ch` into `dst` (`bytes` bytes, the
+    /// caller's contiguous buffer), if its frame is there, says `bytes` and checks (CRC)
+    /// against what was copied. False leaves the usual path to it: `dst` may then hold a
+    /// damaged copy, which the delivery it waits for overwrites.
+    fn read_into(&self, ch: usize, seq: u64, root: u32, dst: *mut u8, bytes: usize) -> bool {
+        if ch >= self.channels || bytes > self.cap || self.word(ch).load(Ordering::Acquire) != seq + 1 {
+            return false;
+        }
+        let body = self.body(ch);
+        let mut head = [0u8; frame::HEADER];
+        // SAFETY: the header and `bytes` <= cap data bytes lie inside the slot; `dst` holds
+        // `bytes` bytes (the caller's buffer of the broadcast's size).
+        let data = unsafe {
+            std::ptr::copy_nonoverlapping(body, head.as_mut_ptr(), frame::HEADER);
+            std::ptr::copy_nonoverlapping(body.add(frame::HEADER), dst, bytes);
+            std::slice::from_raw_parts(dst.cast_const(), bytes)
+        };
+        frame::decode_parts(&head, data).is_ok_and(|h| h.seq == seq && h.root == root)
     }
 
     /// Copy the frame of broadcast `seq` out of channel `ch` into `out` if it is there and
@@ -322,6 +373,75 @@ struct Driver {
     /// Sends too large for one eager packet, kept until complete.
     sends: Vec<(Handle, Vec<u8>)>,
     faults: Option<Faults>,
+    /// The synchronization through the segment's lines (one host), if set up.
+    mail: Option<Mailbox>,
+    /// Broadcasts delivered in place (see [`Engine::channel_bcast`]).
+    fast: u32,
+}
+
+/// The synchronization's `Up` and `Down` through words of the shared segment instead of
+/// messages: the paper's other synchronization (section 4.3: every process writes a
+/// number to a global address that the others test, where the hardware offers one), which
+/// shared memory offers on one host. The machine and its tree are unchanged; only the
+/// transport of its two messages differs. Each rank publishes its latest `Up` and its latest
+/// `Down` in its own line; its parent takes the first, its children the second, each value
+/// once. A value is never overwritten before it was taken: a child's next `Up` waits for its
+/// parent's `Down`, and a parent's next `Down` for every child's next `Up`. A writer rings
+/// the reader's doorbell, so a reader asleep in a synchronization wakes at once.
+struct Mailbox {
+    parent: Option<usize>,
+    children: Vec<usize>,
+    /// The value last taken from each child's `Up` word, and from the parent's `Down` word.
+    seen_up: Vec<u64>,
+    seen_down: u64,
+    /// Doorbells of the parent and the children (their shared-memory path segments).
+    wakers: Vec<(usize, steadfast_paths::shm::ShmWaker)>,
+}
+
+/// A synchronization message as a mailbox word (never 0, which means "nothing yet"), if
+/// its numbers fit: `(k + 1) << 24 | attempt << 2 | ok << 1 | failed`.
+fn mail_word(sync: u64, attempt: u32, ok: bool, failed: bool) -> Option<u64> {
+    let k = sync.checked_add(1).filter(|k| *k < 1 << 40)?;
+    (attempt < 1 << 22).then(|| k << 24 | u64::from(attempt) << 2 | u64::from(ok) << 1 | u64::from(failed))
+}
+
+/// The numbers of a mailbox word: (sync, attempt, ok, failed).
+fn mail_parts(w: u64) -> Option<(u64, u32, bool, bool)> {
+    let k = (w >> 24).checked_sub(1)?;
+    Some((k, ((w >> 2) & ((1 << 22) - 1)) as u32, w & 2 != 0, w & 1 != 0))
+}
+
+impl Mailbox {
+    /// Rank `rank`'s mailbox in a group of `size` (`group`: their world ranks); None when a
+    /// neighbour's doorbell cannot be opened (the messages are used then).
+    fn new(jobdir: &FsPath, rank: usize, size: usize, group: &[u32]) -> Option<Mailbox> {
+        let parent = steadfast_chbcast::tree_parent(0, rank as u32, size as u32).map(|p| p as usize);
+        let children: Vec<usize> = steadfast_chbcast::tree_children(0, rank as u32, size as u32).into_iter().map(|c| c as usize).collect();
+        let mut wakers = Vec::new();
+        for &r in parent.iter().chain(&children) {
+            match steadfast_paths::shm::ShmWaker::open(jobdir, *group.get(r)?) {
+                Ok(w) => wakers.push((r, w)),
+                Err(e) => {
+                    tracing::debug!("channel broadcast: no doorbell of rank {r} ({e}); synchronizing with messages");
+                    return None;
+                }
+            }
+        }
+        let seen_up = vec![0; children.len()];
+        Some(Mailbox { parent, children, seen_up, seen_down: 0, wakers })
+    }
+
+    fn wake(&self, r: usize) {
+        if let Some((_, w)) = self.wakers.iter().find(|(q, _)| *q == r) {
+            w.wake();
+        }
+    }
+
+    /// Whether a neighbour published a value not taken yet.
+    fn pending(&self, seg: &Segment) -> bool {
+        let up = self.children.iter().zip(&self.seen_up).any(|(&c, &seen)| seg.mailbox(c, false).is_some_and(|w| w.load(Ordering::Acquire) != seen));
+        up || self.parent.and_then(|p| seg.mailbox(p, true)).is_some_and(|w| w.load(Ordering::Acquire) != self.seen_down)
+    }
 }
 
 impl Driver {
@@ -407,7 +527,7 @@ impl Engine {
             return Ok(d);
         }
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        let (channels, cap, crc) = (cfg.channels.max(1) as usize, cfg.channel_slot, cfg.channel_crc);
+        let (channels, cap, crc, sync_every) = (cfg.channels.max(1) as usize, cfg.channel_slot, cfg.channel_crc, cfg.channel_sync);
         let faults = match &cfg.channel_faults {
             Some(spec) => Some(Faults::parse(spec).map_err(|e| MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_CHANNEL_FAULTS: {e}")))?),
             None => None,
@@ -418,7 +538,7 @@ impl Engine {
         if rank == 0 {
             let n = format!("chb-{}-{}", self.rank, self.coll.channels.created);
             self.coll.channels.created += 1;
-            match Segment::create(&jobdir.join(&n), channels, cap) {
+            match Segment::create(&jobdir.join(&n), channels, cap, size as usize) {
                 Ok(s) => {
                     tracing::info!("channel broadcast: segment {n}, {channels} channels of {cap} bytes, {size} ranks");
                     mine = Some(s);
@@ -436,13 +556,15 @@ impl Engine {
             Some(s) => s,
             None => {
                 let n = String::from_utf8_lossy(&name).into_owned();
-                Segment::open(&jobdir.join(&n), channels, cap)
+                Segment::open(&jobdir.join(&n), channels, cap, size as usize)
                     .map_err(|e| MpiError::new(ErrorClass::Other, format!("opening channel broadcast segment {n}: {e}")))?
             }
         };
-        let mcfg = ChbConfig { channels: channels as u32, crc, ..ChbConfig::default() };
+        let mcfg = ChbConfig { channels: channels as u32, sync_every, crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
-        Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
+        let group = self.comm(comm)?.group.clone();
+        let mail = Mailbox::new(&jobdir, rank as usize, size as usize, &group);
+        Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail, fast: 0 })))
     }
 
     /// The driver of a communicator spread over hosts: rank 0 draws the stream (group,
@@ -517,7 +639,7 @@ impl Engine {
         let mut host = None;
         let mut m = m;
         if leader && mates.len() > 1 && m.is_some() {
-            match seg_path.as_ref().map(|p| Segment::create(p, channels, cfg.channel_slot)) {
+            match seg_path.as_ref().map(|p| Segment::create(p, channels, cfg.channel_slot, 0)) {
                 Some(Ok(seg)) => host = Some(seg),
                 Some(Err(e)) => {
                     tracing::warn!("host channels of multicast stream {}: {e}; using the tree on this communicator", stream.group);
@@ -532,7 +654,7 @@ impl Engine {
         }
         let Some(mut m) = m else { return Ok(None) };
         if !leader {
-            match seg_path.as_ref().map(|p| Segment::open(p, channels, cfg.channel_slot)) {
+            match seg_path.as_ref().map(|p| Segment::open(p, channels, cfg.channel_slot, 0)) {
                 Some(Ok(seg)) => host = Some(seg),
                 Some(Err(e)) => tracing::warn!("opening the host channels of multicast stream {}: {e}", stream.group),
                 None => {}
@@ -588,7 +710,7 @@ impl Engine {
         let mcfg = ChbConfig { channels: channels as u32, crc: cfg.channel_crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         let prim = Prim::Mcast(McastPrim { m, leader, host, relayed: Default::default() });
-        Ok(Some(Box::new(Driver { comm, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults })))
+        Ok(Some(Box::new(Driver { comm, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail: None, fast: 0 })))
     }
 
     fn channel_bcast(&mut self, d: &mut Driver, b: &Buf, rank: i32, root: i32, bytes: usize) -> MpiResult<()> {
@@ -611,6 +733,28 @@ impl Engine {
         let now = d.now();
         let seq = d.machine.bcast(now, root as u32, data).map_err(call_error)?;
         let ch = d.machine.channel_of(seq) as usize;
+        // A receiver whose broadcast is already in its channel (the common case once the
+        // root runs ahead) checks it and copies it straight into the buffer: no frame copy,
+        // no event, no message poll. The machine learns it as a delivery; its
+        // synchronization's words and anything it queued go out as usual, the messages and
+        // timers are looked at every few calls.
+        if rank != root && contiguous && d.faults.is_none() && !d.machine.failed() {
+            if let Prim::Shm(seg) = &d.prim {
+                if seg.read_into(ch, seq, root as u32, b.ptr, bytes) && d.machine.delivered_in_place(now, seq, root as u32) {
+                    // Only `Released` can be queued here (this call's broadcast was the next
+                    // due, no later call exists): taken so they do not pile up.
+                    while d.machine.poll_event().is_some() {}
+                    d.fast = d.fast.wrapping_add(1);
+                    if d.fast % FULL_PUMP_EVERY == 0 {
+                        self.channel_pump(d)?;
+                    } else {
+                        Self::channel_mail(d);
+                        self.channel_flush(d)?;
+                    }
+                    return Ok(());
+                }
+            }
+        }
         let mut idle = 0u32;
         let mut sleep = Duration::from_micros(10);
         loop {
@@ -668,10 +812,15 @@ impl Engine {
             } else if idle < self.cfg.spin + self.cfg.yields.max(64) {
                 std::thread::yield_now();
             } else if d.machine.syncing() {
-                // The synchronization's messages ring the path's doorbell.
+                // The synchronization's messages, and its mailbox writers, ring the path's
+                // doorbell; the mailboxes are looked at again after this rank announced its
+                // sleep, so a value written just before is not slept through.
                 let now = d.now();
                 let until = d.machine.poll_timeout().map_or(SYNC_SLEEP, |t| t.saturating_sub(now).min(SYNC_SLEEP));
-                self.sleep_on_path(until)?;
+                match (&d.mail, &d.prim) {
+                    (Some(mail), Prim::Shm(seg)) => self.sleep_on_path_unless(until, &mut || mail.pending(seg))?,
+                    _ => self.sleep_on_path(until)?,
+                }
             } else if let Prim::Mcast(McastPrim { m, leader: true, .. }) = &d.prim {
                 // A datagram wakes the poll; the synchronization's and the repairs'
                 // messages come through the path, looked at once per sleep.
@@ -694,6 +843,36 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// The synchronization's words of the tree neighbours, into the machine; whether any
+    /// was new.
+    fn channel_mail(d: &mut Driver) -> bool {
+        let mut taken = false;
+        if let (Some(mail), Prim::Shm(seg)) = (&mut d.mail, &d.prim) {
+            let epoch = d.epoch;
+            for (i, &c) in mail.children.iter().enumerate() {
+                let Some(w) = seg.mailbox(c, false).map(|w| w.load(Ordering::Acquire)) else { continue };
+                if w != mail.seen_up[i] {
+                    mail.seen_up[i] = w;
+                    if let Some((sync, attempt, ok, failed)) = mail_parts(w) {
+                        d.machine.handle(epoch.elapsed(), c as u32, Message::Up { sync, attempt, ok, failed });
+                        taken = true;
+                    }
+                }
+            }
+            if let Some(p) = mail.parent {
+                let w = seg.mailbox(p, true).map_or(0, |w| w.load(Ordering::Acquire));
+                if w != mail.seen_down {
+                    mail.seen_down = w;
+                    if let Some((sync, attempt, ok, failed)) = mail_parts(w) {
+                        d.machine.handle(epoch.elapsed(), p as u32, Message::Down { sync, attempt, ok, failed });
+                        taken = true;
+                    }
+                }
+            }
+        }
+        taken
     }
 
     /// Messages in, timeouts, messages and writes out; whether anything happened.
@@ -727,6 +906,7 @@ impl Engine {
                 p.relayed = p.relayed.split_off(&released);
             }
         }
+        busy |= Self::channel_mail(d);
         while let Some(a) = self.next_arrived(ctx, TAG) {
             busy = true;
             let (src, bytes) = match a {
@@ -774,7 +954,9 @@ impl Engine {
             match t {
                 Transmit::Write { channel, frame } => {
                     let seq = u64::from_le_bytes(frame[..8].try_into().unwrap_or([0; 8]));
-                    let mut frame = frame;
+                    // The fault hook damages a private copy: the machine keeps the intact frame
+                    // for retransmission.
+                    let mut damaged: Option<Vec<u8>> = None;
                     let mut skip = false;
                     let mut fail = false;
                     if let Some(f) = d.faults.as_mut() {
@@ -783,14 +965,17 @@ impl Engine {
                         skip = f.chance(f.drop) || f.cut_after.is_some_and(|n| f.writes > n);
                         if f.chance(f.corrupt) && !frame.is_empty() {
                             let bit = (f.state as usize) % (frame.len() * 8);
-                            frame[bit / 8] ^= 1 << (bit % 8);
+                            let mut copy = frame.to_vec();
+                            copy[bit / 8] ^= 1 << (bit % 8);
+                            damaged = Some(copy);
                         }
                     }
+                    let frame: &[u8] = damaged.as_deref().unwrap_or(&frame);
                     let written = skip
                         || match &mut d.prim {
-                            Prim::Shm(seg) => seg.write(channel as usize, seq, &frame),
-                            Prim::Mcast(p) => match p.m.write(seq, &frame) {
-                                Ok(()) => p.host.as_ref().is_none_or(|seg| seg.write(channel as usize, seq, &frame)),
+                            Prim::Shm(seg) => seg.write(channel as usize, seq, frame),
+                            Prim::Mcast(p) => match p.m.write(seq, frame) {
+                                Ok(()) => p.host.as_ref().is_none_or(|seg| seg.write(channel as usize, seq, frame)),
                                 Err(e) => {
                                     tracing::warn!("multicast write of broadcast {seq}: {e}");
                                     false
@@ -802,6 +987,20 @@ impl Engine {
                     }
                 }
                 Transmit::Send { to, message } => {
+                    if let (Some(mail), Prim::Shm(seg)) = (&d.mail, &d.prim) {
+                        let (word, down) = match message {
+                            Message::Up { sync, attempt, ok, failed } => (mail_word(sync, attempt, ok, failed), false),
+                            Message::Down { sync, attempt, ok, failed } => (mail_word(sync, attempt, ok, failed), true),
+                            _ => (None, false),
+                        };
+                        let me = d.machine.rank() as usize;
+                        if let (Some(v), Some(slot)) = (word, seg.mailbox(me, down)) {
+                            // A `Down` goes to each child: one store serves them all.
+                            slot.store(v, Ordering::Release);
+                            mail.wake(to as usize);
+                            continue;
+                        }
+                    }
                     let bytes = message.encode();
                     if bytes.len() <= self.eager_limit() {
                         self.coll_send_bytes(d.comm, to as i32, TAG, &bytes)?;
@@ -834,13 +1033,19 @@ impl Engine {
         if self.coll.channels.drivers.is_empty() {
             return Ok(());
         }
-        let keys: Vec<u32> = self.coll.channels.drivers.iter().filter(|(_, d)| d.is_some()).map(|(k, _)| *k).collect();
-        for k in keys {
-            let Some(Some(mut d)) = self.coll.channels.drivers.remove(&k) else { continue };
-            let r = self.channel_pump(&mut d);
-            self.coll.channels.drivers.insert(k, Some(d));
-            r?;
+        // The drivers leave the engine while they are pumped (a pump may wait, and a wait
+        // services the channels again: it then finds none); whatever was added meanwhile is
+        // kept with them. No allocation: this runs on every idle round of a blocking call.
+        let mut drivers = std::mem::take(&mut self.coll.channels.drivers);
+        let mut result = Ok(());
+        for d in drivers.values_mut().flatten() {
+            if let Err(e) = self.channel_pump(d) {
+                result = Err(e);
+                break;
+            }
         }
-        Ok(())
+        let added = std::mem::replace(&mut self.coll.channels.drivers, drivers);
+        self.coll.channels.drivers.extend(added);
+        result
     }
 }

@@ -45,6 +45,9 @@ pub struct CollConfig {
     pub channel_max: usize,
     /// `STEADFAST_COLL_CHANNELS` (default 16): channels per communicator segment.
     pub channels: u32,
+    /// `STEADFAST_COLL_CHANNEL_SYNC` (default 0 = `channels`): broadcasts one
+    /// synchronization releases; fewer start it while channels are still free.
+    pub channel_sync: u32,
     /// `STEADFAST_COLL_CHANNEL_SLOT` (bytes, default 65536): data capacity of a channel;
     /// larger broadcasts never use the channels.
     pub channel_slot: usize,
@@ -85,6 +88,7 @@ impl Default for CollConfig {
             channel_min: 12288,
             channel_max: 65536,
             channels: 16,
+            channel_sync: 0,
             channel_slot: 65536,
             channel_crc: true,
             channel_faults: None,
@@ -127,6 +131,7 @@ impl CollConfig {
             channel_min: env_usize("STEADFAST_COLL_CHANNEL_MIN", d.channel_min),
             channel_max: env_usize("STEADFAST_COLL_CHANNEL_MAX", d.channel_max),
             channels: steadfast_config::parse_or("STEADFAST_COLL_CHANNELS", d.channels, "a number of channels").clamp(1, 1024),
+            channel_sync: steadfast_config::parse_or("STEADFAST_COLL_CHANNEL_SYNC", d.channel_sync, "a number of broadcasts"),
             channel_slot: env_usize("STEADFAST_COLL_CHANNEL_SLOT", d.channel_slot).clamp(64, 1 << 30),
             channel_crc: steadfast_config::parse_or::<u32>("STEADFAST_COLL_CHANNEL_CRC", 1, "0 or 1") != 0,
             channel_faults: steadfast_config::lookup("STEADFAST_COLL_CHANNEL_FAULTS"),

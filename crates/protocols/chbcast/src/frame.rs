@@ -54,43 +54,66 @@ pub enum FrameError {
 /// If `data` is 4 GiB or more (a channel broadcast carries at most one channel's bytes; the
 /// caller chooses another algorithm above that).
 pub fn encode(seq: Seq, root: Rank, data: &[u8], crc: bool) -> Vec<u8> {
-    let len = u32::try_from(data.len()).expect("channel broadcast data under 4 GiB");
-    let mut f = Vec::with_capacity(HEADER + data.len());
-    f.extend_from_slice(&seq.to_le_bytes());
-    f.extend_from_slice(&root.to_le_bytes());
-    f.extend_from_slice(&len.to_le_bytes());
-    let flags = if crc { FLAG_CRC } else { 0 };
-    f.extend_from_slice(&flags.to_le_bytes());
-    let sum = if crc { checksum(&f[..20], data) } else { 0 };
-    f.extend_from_slice(&sum.to_le_bytes());
-    f.extend_from_slice(data);
+    let mut f = vec![0u8; HEADER + data.len()];
+    encode_into(&mut f, seq, root, data, crc);
     f
+}
+
+/// [`encode`] into one shared allocation: the frame a root keeps for retransmission and
+/// hands to every write without copying it.
+pub fn encode_shared(seq: Seq, root: Rank, data: &[u8], crc: bool) -> std::sync::Arc<[u8]> {
+    let mut f: std::sync::Arc<[u8]> = std::iter::repeat_n(0u8, HEADER + data.len()).collect();
+    if let Some(out) = std::sync::Arc::get_mut(&mut f) {
+        encode_into(out, seq, root, data, crc);
+    }
+    f
+}
+
+/// Writes the frame of `data` into `out`, which is exactly `HEADER + data.len()` bytes.
+fn encode_into(out: &mut [u8], seq: Seq, root: Rank, data: &[u8], crc: bool) {
+    let len = u32::try_from(data.len()).expect("channel broadcast data under 4 GiB");
+    let flags = if crc { FLAG_CRC } else { 0 };
+    out[..8].copy_from_slice(&seq.to_le_bytes());
+    out[8..12].copy_from_slice(&root.to_le_bytes());
+    out[12..16].copy_from_slice(&len.to_le_bytes());
+    out[16..20].copy_from_slice(&flags.to_le_bytes());
+    let sum = if crc { checksum(&out[..20], data) } else { 0 };
+    out[20..HEADER].copy_from_slice(&sum.to_le_bytes());
+    out[HEADER..].copy_from_slice(data);
 }
 
 /// The CRC32C of the first 20 header bytes followed by the data.
 pub fn checksum(head: &[u8], data: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(head), data)
+    // The reliable layer's CRC: one short chain for small frames, where the general
+    // routine's set-up would cost more than the bytes (one broadcast per call).
+    use steadfast_reliable::crc::{crc32c, crc32c_append};
+    crc32c_append(crc32c(head), data)
 }
 
 /// Decodes and checks `frame`; never panics whatever the bytes.
 pub fn decode(frame: &[u8]) -> Result<Header, FrameError> {
-    if frame.len() < HEADER {
+    let Some((head, data)) = frame.split_first_chunk::<HEADER>() else {
         return Err(FrameError::Length);
-    }
-    let u32_at =
-        |i: usize| u32::from_le_bytes([frame[i], frame[i + 1], frame[i + 2], frame[i + 3]]);
+    };
+    decode_parts(head, data)
+}
+
+/// [`decode`] of a frame whose header and data lie apart (a driver that copied the data
+/// straight to its destination); never panics whatever the bytes.
+pub fn decode_parts(head: &[u8; HEADER], data: &[u8]) -> Result<Header, FrameError> {
+    let u32_at = |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
     let mut seq = [0u8; 8];
-    seq.copy_from_slice(&frame[..8]);
+    seq.copy_from_slice(&head[..8]);
     let seq = u64::from_le_bytes(seq);
     let (root, len, flags, sum) = (u32_at(8), u32_at(12), u32_at(16), u32_at(20));
-    if frame.len() - HEADER != len as usize {
+    if data.len() != len as usize {
         return Err(FrameError::Length);
     }
     if flags != 0 && flags != FLAG_CRC {
         return Err(FrameError::Flags);
     }
     let crc = flags == FLAG_CRC;
-    if crc && checksum(&frame[..20], &frame[HEADER..]) != sum {
+    if crc && checksum(&head[..20], data) != sum {
         return Err(FrameError::Crc);
     }
     Ok(Header {

@@ -63,6 +63,12 @@ pub type Seq = u64;
 pub struct Config {
     /// Channels of the global buffer: broadcasts between two synchronizations.
     pub channels: u32,
+    /// Broadcasts one synchronization releases; 0 (or more than `channels`) means
+    /// `channels`, the paper's delayed synchronization, which starts when no channel is free
+    /// and so makes every root wait for it. A smaller step starts each synchronization
+    /// while `channels - sync_every` channels are still free: a root waits only when the
+    /// synchronization takes longer than those broadcasts (early synchronization, ours).
+    pub sync_every: u32,
     /// Write a CRC32C with every frame (reliability on). Receivers check it whenever a
     /// frame carries one.
     pub crc: bool,
@@ -81,6 +87,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             channels: 16,
+            sync_every: 0,
             crc: true,
             repair_timeout: Duration::from_millis(20),
             max_repairs: 6,

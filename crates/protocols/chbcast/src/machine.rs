@@ -2,6 +2,7 @@
 //! delayed two-phase synchronization, repairs, and fails over to the point-to-point tree.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::frame::{self, HEADER};
@@ -14,7 +15,7 @@ pub enum Transmit {
     /// Write `frame` into channel `channel` of every other rank's buffer with the broadcast
     /// primitive (shared-memory channel, multicast datagram). May be lost, corrupted or
     /// duplicated: the protocol copes.
-    Write { channel: u32, frame: Vec<u8> },
+    Write { channel: u32, frame: Arc<[u8]> },
     /// Send `message` to rank `to` on the reliable, ordered point-to-point path.
     Send { to: Rank, message: Message },
 }
@@ -73,8 +74,12 @@ pub enum CallError {
 #[derive(Debug)]
 struct Call {
     root: Rank,
-    /// Root: its frame. Receiver: the frame once it arrived intact.
-    frame: Option<Vec<u8>>,
+    /// Root: its frame (shared with the writes that carry it).
+    frame: Option<Arc<[u8]>>,
+    /// Receiver: the data once the frame arrived intact, until its event takes it.
+    data: Option<Vec<u8>>,
+    /// Receiver: the broadcast arrived intact (its data may be delivered already).
+    have: bool,
     /// Root: written (with the primitive or the tree).
     written: bool,
     /// Receiver: when the next repair request goes out, and how many went.
@@ -84,7 +89,7 @@ struct Call {
 
 #[derive(Debug)]
 struct Sync {
-    /// Synchronization `k` releases window `k - 1` (broadcasts `(k-1)N .. kN`).
+    /// Synchronization `k` releases the broadcasts below `k H` (`H` the step, `N` by default).
     k: u64,
     attempt: u32,
     /// This rank's own status is in (reported up, or decided at the manager).
@@ -114,7 +119,11 @@ pub struct Machine {
     next_seq: Seq,
     /// Next broadcast whose event is due (events go out in sequence order).
     cursor: Seq,
-    calls: BTreeMap<Seq, Call>,
+    /// The calls from `base` on, one per sequence number in order (a call is only ever
+    /// added at the back and dropped from the front when its window is released): a
+    /// broadcast's call is found by index, not by a search.
+    calls: VecDeque<Call>,
+    base: Seq,
     /// Intact frames of broadcasts not yet called here.
     early: BTreeMap<Seq, Vec<u8>>,
     sync: Option<Sync>,
@@ -170,7 +179,8 @@ impl Machine {
             released: 0,
             next_seq: 0,
             cursor: 0,
-            calls: BTreeMap::new(),
+            calls: VecDeque::new(),
+            base: 0,
             early: BTreeMap::new(),
             sync: None,
             ups: BTreeMap::new(),
@@ -185,6 +195,14 @@ impl Machine {
         u64::from(self.cfg.channels)
     }
 
+    /// Broadcasts one synchronization releases (see [`crate::Config::sync_every`]).
+    pub fn sync_step(&self) -> u64 {
+        match u64::from(self.cfg.sync_every) {
+            0 => self.channels(),
+            h => h.min(self.channels()),
+        }
+    }
+
     /// The channel broadcast `seq` is bound to.
     pub fn channel_of(&self, seq: Seq) -> u32 {
         (seq % self.channels()) as u32
@@ -193,6 +211,11 @@ impl Machine {
     /// Broadcasts below this have free channels.
     pub fn released(&self) -> Seq {
         self.released
+    }
+
+    /// This rank in the group.
+    pub fn rank(&self) -> Rank {
+        self.me
     }
 
     /// Whether the primitive was abandoned.
@@ -225,10 +248,12 @@ impl Machine {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let frame = data.map(|d| frame::encode(seq, root, d, self.cfg.crc));
+        let frame = data.map(|d| frame::encode_shared(seq, root, d, self.cfg.crc));
         let mut call = Call {
             root,
             frame,
+            data: None,
+            have: false,
             written: false,
             repair_at: None,
             repairs: 0,
@@ -236,11 +261,15 @@ impl Machine {
         if root != self.me {
             if let Some(f) = self.early.remove(&seq) {
                 if frame::decode(&f).is_ok_and(|h| h.root == root) {
-                    call.frame = Some(f);
+                    call.data = Some(f[HEADER..].to_vec());
+                    call.have = true;
                 }
             }
         }
-        self.calls.insert(seq, call);
+        if self.calls.is_empty() {
+            self.base = seq;
+        }
+        self.calls.push_back(call);
         if seq < self.released + self.channels() {
             self.bind(now, seq);
         } else if root == self.me {
@@ -255,7 +284,7 @@ impl Machine {
     fn bind(&mut self, now: Time, seq: Seq) {
         let me = self.me;
         let timeout = self.cfg.repair_timeout;
-        let Some(call) = self.calls.get_mut(&seq) else {
+        let Some(call) = self.call_mut(seq) else {
             return;
         };
         if call.root == me {
@@ -264,12 +293,32 @@ impl Machine {
                 let frame = call.frame.clone().expect("a root's call holds its frame");
                 self.send_frame(seq, frame, false);
             }
-        } else if call.frame.is_none() && call.repair_at.is_none() {
+        } else if !call.have && call.repair_at.is_none() {
             call.repair_at = Some(now + timeout);
         }
     }
 
-    fn send_frame(&mut self, seq: Seq, frame: Vec<u8>, retransmit: bool) {
+    fn call(&self, seq: Seq) -> Option<&Call> {
+        self.calls.get(usize::try_from(seq.checked_sub(self.base)?).ok()?)
+    }
+
+    fn call_mut(&mut self, seq: Seq) -> Option<&mut Call> {
+        self.calls.get_mut(usize::try_from(seq.checked_sub(self.base)?).ok()?)
+    }
+
+    /// The calls of `lo .. hi` that are held, with their sequence numbers.
+    fn calls_in(&self, lo: Seq, hi: Seq) -> impl Iterator<Item = (Seq, &Call)> {
+        let base = self.base;
+        let skip = usize::try_from(lo.saturating_sub(base)).unwrap_or(usize::MAX);
+        self.calls
+            .iter()
+            .enumerate()
+            .skip(skip)
+            .map(move |(i, c)| (base + i as Seq, c))
+            .take_while(move |(s, _)| *s < hi)
+    }
+
+    fn send_frame(&mut self, seq: Seq, frame: Arc<[u8]>, retransmit: bool) {
         if self.failed {
             self.stats.tree_sends += 1;
             for c in tree_children(self.me, self.me, self.n) {
@@ -277,7 +326,7 @@ impl Machine {
                     to: c,
                     message: Message::Data {
                         forward: true,
-                        frame: frame.clone(),
+                        frame: frame.to_vec(),
                     },
                 });
             }
@@ -312,36 +361,63 @@ impl Machine {
             self.stats.out_of_window += 1;
             return;
         }
-        match self.calls.get_mut(&seq) {
-            Some(call) if call.frame.is_some() => self.stats.repeats += 1,
-            Some(call) if call.root != h.root => self.stats.bad_frames += 1,
-            Some(call) => {
-                call.frame = Some(bytes.to_vec());
+        if let Some(call) = self.call_mut(seq) {
+            if call.have {
+                self.stats.repeats += 1;
+            } else if call.root != h.root {
+                self.stats.bad_frames += 1;
+            } else {
+                call.data = Some(bytes[HEADER..].to_vec());
+                call.have = true;
                 call.repair_at = None;
                 self.flush_events();
                 self.maybe_report(now);
             }
-            None if self.early.contains_key(&seq) => self.stats.repeats += 1,
-            None => {
-                self.stats.early += 1;
-                self.early.insert(seq, bytes.to_vec());
-            }
+        } else if self.early.contains_key(&seq) {
+            self.stats.repeats += 1;
+        } else {
+            self.stats.early += 1;
+            self.early.insert(seq, bytes.to_vec());
         }
     }
 
+    /// The driver found broadcast `seq` of `root` intact in its channel (the frame checked
+    /// as [`Machine::frame_arrived`] would) and gave its data to the caller itself: the
+    /// next call's completion without an event or a copy. Accepted only for the next
+    /// broadcast due here, as a receiver that does not have it yet; otherwise nothing
+    /// changes and the driver takes the usual way.
+    pub fn delivered_in_place(&mut self, now: Time, seq: Seq, root: Rank) -> bool {
+        if seq != self.cursor || seq < self.released || root == self.me {
+            return false;
+        }
+        let Some(call) = self.call_mut(seq) else { return false };
+        if call.have || call.root != root {
+            return false;
+        }
+        call.have = true;
+        call.repair_at = None;
+        self.cursor += 1;
+        self.flush_events();
+        self.maybe_report(now);
+        true
+    }
+
     fn flush_events(&mut self) {
-        while let Some(call) = self.calls.get(&self.cursor) {
-            let ev = if call.root == self.me {
+        let me = self.me;
+        loop {
+            let seq = self.cursor;
+            let Some(call) = self.call_mut(seq) else { break };
+            let ev = if call.root == me {
                 if !call.written {
                     break;
                 }
-                Event::Sent { seq: self.cursor }
+                Event::Sent { seq }
             } else {
-                let Some(f) = &call.frame else { break };
+                let Some(data) = call.data.take() else { break };
                 Event::Delivered {
-                    seq: self.cursor,
+                    seq,
                     root: call.root,
-                    data: f[HEADER..].to_vec(),
+                    data,
                 }
             };
             self.events.push_back(ev);
@@ -378,7 +454,7 @@ impl Machine {
                 if failed && !self.failed {
                     self.fail_over();
                 }
-                let Some(call) = self.calls.get(&seq) else {
+                let Some(call) = self.call(seq) else {
                     return;
                 };
                 if call.root != self.me || !call.written {
@@ -391,7 +467,7 @@ impl Machine {
                         to: from,
                         message: Message::Data {
                             forward: false,
-                            frame,
+                            frame: frame.to_vec(),
                         },
                     });
                 } else {
@@ -432,22 +508,22 @@ impl Machine {
     fn fail_over(&mut self) {
         self.failed = true;
         self.events.push_back(Event::FailedOver);
-        let mine: Vec<(Seq, Vec<u8>)> = self
-            .calls
-            .iter()
+        let mine: Vec<(Seq, Arc<[u8]>)> = self
+            .calls_in(self.base, Seq::MAX)
             .filter(|(_, c)| c.root == self.me && c.written)
-            .map(|(s, c)| (*s, c.frame.clone().expect("a root's call holds its frame")))
+            .map(|(s, c)| (s, c.frame.clone().expect("a root's call holds its frame")))
             .collect();
         for (seq, f) in mine {
             self.send_frame(seq, f, true);
         }
     }
 
-    /// The next synchronization is needed once a call lies past the released window's
-    /// channels: only when the channels run out.
+    /// The next synchronization starts once a call lies past the broadcasts it releases:
+    /// with the default step, when the channels run out (the paper's delayed
+    /// synchronization); with a smaller one, while channels are still free.
     fn maybe_start_sync(&mut self, now: Time) {
-        if self.sync.is_none() && self.next_seq > self.released + self.channels() {
-            let k = self.released / self.channels() + 1;
+        if self.sync.is_none() && self.next_seq > self.released + self.sync_step() {
+            let k = self.released / self.sync_step() + 1;
             self.sync = Some(Sync {
                 k,
                 attempt: 0,
@@ -461,7 +537,7 @@ impl Machine {
     }
 
     fn window_complete(&self) -> bool {
-        self.cursor >= self.released + self.channels()
+        self.cursor >= self.released + self.sync_step()
     }
 
     fn backoff(&self, attempt: u32) -> Duration {
@@ -532,16 +608,17 @@ impl Machine {
         }
         if ok {
             self.sync = None;
-            let upto = k * self.channels();
+            let upto = k * self.sync_step();
             self.released = upto;
-            self.calls.retain(|s, _| *s >= upto);
+            while self.base < upto && self.calls.pop_front().is_some() {
+                self.base += 1;
+            }
+            if self.calls.is_empty() {
+                self.base = self.next_seq;
+            }
             self.early.retain(|s, _| *s >= upto);
             self.events.push_back(Event::Released { upto });
-            let window: Vec<Seq> = self
-                .calls
-                .range(upto..upto + self.channels())
-                .map(|(s, _)| *s)
-                .collect();
+            let window = upto.max(self.base)..(upto + self.channels()).min(self.next_seq);
             for s in window {
                 self.bind(now, s);
             }
@@ -554,11 +631,10 @@ impl Machine {
             // the tree (reliable) nothing is lost, so nothing is sent again.
             if !self.failed {
                 let lo = self.released;
-                let mine: Vec<(Seq, Vec<u8>)> = self
-                    .calls
-                    .range(lo..lo + self.channels())
+                let mine: Vec<(Seq, Arc<[u8]>)> = self
+                    .calls_in(lo, lo + self.channels())
                     .filter(|(_, c)| c.root == self.me && c.written)
-                    .map(|(s, c)| (*s, c.frame.clone().expect("a root's call holds its frame")))
+                    .map(|(s, c)| (s, c.frame.clone().expect("a root's call holds its frame")))
                     .collect();
                 for (s, f) in mine {
                     self.send_frame(s, f, true);
@@ -580,7 +656,7 @@ impl Machine {
 
     /// When [`Machine::handle_timeout`] wants to run next.
     pub fn poll_timeout(&self) -> Option<Time> {
-        let repair = self.calls.values().filter_map(|c| c.repair_at).min();
+        let repair = self.calls.iter().filter_map(|c| c.repair_at).min();
         let sync = self
             .sync
             .as_ref()
@@ -597,14 +673,13 @@ impl Machine {
     /// synchronization whose backoff ran out.
     pub fn handle_timeout(&mut self, now: Time) {
         let due: Vec<Seq> = self
-            .calls
-            .iter()
+            .calls_in(self.base, Seq::MAX)
             .filter(|(_, c)| c.repair_at.is_some_and(|t| t <= now))
-            .map(|(s, _)| *s)
+            .map(|(s, _)| s)
             .collect();
         for seq in due {
             let (timeout, max) = (self.cfg.repair_timeout, self.cfg.max_repairs);
-            let call = self.calls.get_mut(&seq).expect("listed above");
+            let call = self.call_mut(seq).expect("listed above");
             call.repairs += 1;
             let n = call.repairs;
             call.repair_at = Some(now + timeout.saturating_mul(1 << n.min(6)));

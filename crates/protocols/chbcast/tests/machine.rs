@@ -10,6 +10,7 @@ use steadfast_chbcast::{
 fn cfg(channels: u32) -> Config {
     Config {
         channels,
+        sync_every: 0,
         crc: true,
         repair_timeout: Duration::from_millis(1),
         max_repairs: 3,
@@ -162,10 +163,10 @@ fn a_damaged_frame_is_dropped_and_a_nack_makes_the_root_retransmit() {
     let (mut a, mut b) = (Machine::new(0, 2, cfg(1)), Machine::new(1, 2, cfg(1)));
     a.bcast(t(0), 0, Some(b"hello")).unwrap();
     b.bcast(t(0), 0, None).unwrap();
-    let Transmit::Write { frame: mut f, .. } = out(&mut a).remove(0) else {
+    let Transmit::Write { frame: good, .. } = out(&mut a).remove(0) else {
         panic!()
     };
-    let good = f.clone();
+    let mut f = good.to_vec();
     f[frame::HEADER + 1] ^= 4;
     b.frame_arrived(t(0), &f);
     assert_eq!(b.stats().bad_frames, 1);

@@ -64,6 +64,8 @@ impl Params {
             .get(r.below(6) as usize)
             .unwrap_or(&4);
         let bcasts = r.range(1, 120) as u32;
+        // Half the runs synchronize early (every 1 .. N broadcasts), the rest every N.
+        let sync_every = if r.chance(500) { r.range(1, u64::from(channels) + 1) as u32 } else { 0 };
         let faulty = r.chance(700);
         Params {
             ranks,
@@ -75,6 +77,7 @@ impl Params {
             },
             config: Config {
                 channels,
+                sync_every,
                 crc: true,
                 repair_timeout: us(r.range(50, 400)),
                 max_repairs: r.range(2, 8) as u32,
@@ -296,7 +299,7 @@ impl Sim {
                 self.machines.iter().filter(|m| m.failed()).count() as u64;
         }
         // Attempts are counted by every rank; successful synchronizations once.
-        self.out.syncs += self.machines[0].released() / u64::from(self.p.config.channels);
+        self.out.syncs += self.machines[0].released() / self.machines[0].sync_step();
         Ok(self.out)
     }
 
@@ -465,7 +468,7 @@ impl Sim {
                         }
                         let copies = if self.rng.chance(self.p.dup) { 2 } else { 1 };
                         for _ in 0..copies {
-                            let mut g = f.clone();
+                            let mut g = f.to_vec();
                             if self.rng.chance(self.p.corrupt) {
                                 let bit = self.rng.below(g.len() as u64 * 8) as usize;
                                 g[bit / 8] ^= 1 << (bit % 8);

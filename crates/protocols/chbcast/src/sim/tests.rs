@@ -77,7 +77,9 @@ fn sweep() {
 }
 
 /// The synchronization runs once per `N` broadcasts and only then: on a clean primitive,
-/// `b` broadcasts on `N` channels take exactly `ceil(b / N) - 1` synchronizations, each
+/// `b` broadcasts on `N` channels take exactly `ceil(b / N) - 1` synchronizations, and with
+/// early synchronization every `H` broadcasts between `ceil((b - N) / H)` and
+/// `ceil(b / H) - 1`, each
 /// with one attempt per rank, and nothing is retransmitted or repaired.
 #[test]
 fn clean_runs_synchronize_once_per_window() {
@@ -90,15 +92,22 @@ fn clean_runs_synchronize_once_per_window() {
         p.config.repair_timeout = Duration::from_secs(1);
         p.config.sync_backoff = Duration::from_secs(1);
         let (b, nch) = (u64::from(p.bcasts), u64::from(p.config.channels));
+        let step = match u64::from(p.config.sync_every) {
+            0 => nch,
+            h => h.min(nch),
+        };
         let o = run_one(seed, |q| *q = p.clone())?;
-        let want = b.div_ceil(nch) - 1;
-        if o.syncs != want
+        // Every N only the synchronizations the calls wait for run; early ones may leave
+        // the last few unfinished (no call needs them): at least those the last root needed.
+        let want = b.div_ceil(step) - 1;
+        let needed = b.saturating_sub(nch).div_ceil(step);
+        if !(needed..=want).contains(&o.syncs)
             || o.retransmits != 0
             || o.repairs != 0
             || o.sync_nacks != 0
             || o.tree_sends != 0
         {
-            return Err(format!("{b} broadcasts on {nch} channels: {o:?}, expected {want} synchronizations and no repair"));
+            return Err(format!("{b} broadcasts on {nch} channels: {o:?}, expected {needed}..={want} synchronizations and no repair"));
         }
         if o.writes != b {
             return Err(format!("{} writes for {b} broadcasts", o.writes));
