@@ -62,7 +62,7 @@ pub fn encode(seq: Seq, root: Rank, data: &[u8], crc: bool) -> Vec<u8> {
 /// [`encode`] into one shared allocation: the frame a root keeps for retransmission and
 /// hands to every write without copying it.
 pub fn encode_shared(seq: Seq, root: Rank, data: &[u8], crc: bool) -> std::sync::Arc<[u8]> {
-    let mut f: std::sync::Arc<[u8]> = std::iter::repeat_n(0u8, HEADER + data.len()).collect();
+    let mut f: std::sync::Arc<[u8]> = (0..HEADER + data.len()).map(|_| 0u8).collect();
     if let Some(out) = std::sync::Arc::get_mut(&mut f) {
         encode_into(out, seq, root, data, crc);
     }
