@@ -82,7 +82,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_COLL_CHANNEL_MIN", Tunable, "12288", "bytes from which MPI_Bcast on a communicator whose ranks share one host uses the shared-memory channels (`docs/chbcast.md`)"),
     v("STEADFAST_COLL_CHANNEL_MAX", Tunable, "65536", "bytes up to which MPI_Bcast on a communicator whose ranks share one host uses the shared-memory channels"),
     v("STEADFAST_COLL_CHANNELS", Tunable, "16", "channels per communicator of the shared-memory channel broadcast: broadcasts between two synchronizations"),
-    v("STEADFAST_COLL_CHANNEL_SYNC", Tunable, "0", "broadcasts one synchronization of the shared-memory channel broadcast releases; 0 means every channel (the paper's delayed synchronization), fewer start it while channels are still free (`docs/chbcast.md`)"),
+    v("STEADFAST_COLL_CHANNEL_SYNC", Tunable, "half of STEADFAST_COLL_CHANNELS", "broadcasts one synchronization of the channel broadcast releases; 0 means every channel (the paper's delayed synchronization, started only when no channel is free), fewer start it while channels are still free (`docs/chbcast.md`)"),
     v("STEADFAST_COLL_CHANNEL_SLOT", Tunable, "65536", "data bytes one channel holds; larger broadcasts use the tree"),
     v("STEADFAST_COLL_CHANNEL_CRC", Tunable, "1", "0 to write channel broadcast frames without their CRC32C (reliability off; for measuring its cost)"),
     v("STEADFAST_COLL_CHANNEL_FAULTS", Developer, "unset", "fault hook of the channel broadcast's writes (shared memory and multicast): `drop=p,corrupt=p,fail_after=n,cut_after=n,seed=s` (tests)"),

@@ -55,7 +55,7 @@ const MAX_SLEEP: Duration = Duration::from_millis(1);
 const SYNC_SLEEP: Duration = Duration::from_millis(10);
 /// Yields while waiting for a frame before sleeping.
 const FRAME_YIELDS: u32 = 2000;
-/// A receiver delivering in place runs the whole pump (messages, timers) every this many calls.
+/// The first round of a call runs the whole pump (messages, timers) every this many calls.
 const FULL_PUMP_EVERY: u32 = 16;
 /// How long a member waits for a probe of a new multicast stream.
 const PROBE_WAIT: Duration = Duration::from_millis(300);
@@ -375,8 +375,8 @@ struct Driver {
     faults: Option<Faults>,
     /// The synchronization through the segment's lines (one host), if set up.
     mail: Option<Mailbox>,
-    /// Broadcasts delivered in place (see [`Engine::channel_bcast`]).
-    fast: u32,
+    /// Calls so far (every few run the whole pump at once, see [`Engine::channel_bcast`]).
+    calls: u32,
 }
 
 /// The synchronization's `Up` and `Down` through words of the shared segment instead of
@@ -527,7 +527,7 @@ impl Engine {
             return Ok(d);
         }
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        let (channels, cap, crc, sync_every) = (cfg.channels.max(1) as usize, cfg.channel_slot, cfg.channel_crc, cfg.channel_sync);
+        let (channels, cap, crc, sync_every) = (cfg.channels.max(1) as usize, cfg.channel_slot, cfg.channel_crc, select::channel_sync(cfg));
         let faults = match &cfg.channel_faults {
             Some(spec) => Some(Faults::parse(spec).map_err(|e| MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_CHANNEL_FAULTS: {e}")))?),
             None => None,
@@ -564,7 +564,7 @@ impl Engine {
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         let group = self.comm(comm)?.group.clone();
         let mail = Mailbox::new(&jobdir, rank as usize, size as usize, &group);
-        Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail, fast: 0 })))
+        Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail, calls: 0 })))
     }
 
     /// The driver of a communicator spread over hosts: rank 0 draws the stream (group,
@@ -707,10 +707,10 @@ impl Engine {
             mates.len(),
             if leader { "is in the group" } else { "reads the host's channels" }
         );
-        let mcfg = ChbConfig { channels: channels as u32, crc: cfg.channel_crc, ..ChbConfig::default() };
+        let mcfg = ChbConfig { channels: channels as u32, sync_every: select::channel_sync(&cfg), crc: cfg.channel_crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         let prim = Prim::Mcast(McastPrim { m, leader, host, relayed: Default::default() });
-        Ok(Some(Box::new(Driver { comm, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail: None, fast: 0 })))
+        Ok(Some(Box::new(Driver { comm, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail: None, calls: 0 })))
     }
 
     fn channel_bcast(&mut self, d: &mut Driver, b: &Buf, rank: i32, root: i32, bytes: usize) -> MpiResult<()> {
@@ -733,6 +733,8 @@ impl Engine {
         let now = d.now();
         let seq = d.machine.bcast(now, root as u32, data).map_err(call_error)?;
         let ch = d.machine.channel_of(seq) as usize;
+        d.calls = d.calls.wrapping_add(1);
+        let full = d.calls % FULL_PUMP_EVERY == 0;
         // A receiver whose broadcast is already in its channel (the common case once the
         // root runs ahead) checks it and copies it straight into the buffer: no frame copy,
         // no event, no message poll. The machine learns it as a delivery; its
@@ -744,8 +746,7 @@ impl Engine {
                     // Only `Released` can be queued here (this call's broadcast was the next
                     // due, no later call exists): taken so they do not pile up.
                     while d.machine.poll_event().is_some() {}
-                    d.fast = d.fast.wrapping_add(1);
-                    if d.fast % FULL_PUMP_EVERY == 0 {
+                    if full {
                         self.channel_pump(d)?;
                     } else {
                         Self::channel_mail(d);
@@ -757,8 +758,16 @@ impl Engine {
         }
         let mut idle = 0u32;
         let mut sleep = Duration::from_micros(10);
+        // The first round of a call only moves what the call itself needs (its write, the
+        // synchronization's words); messages and timers are looked at in every later round
+        // and in the first round of every few calls.
+        let mut light = !full;
         loop {
-            let mut busy = self.channel_pump(d)?;
+            let mut busy = if std::mem::take(&mut light) {
+                Self::channel_mail(d) | self.channel_flush(d)?
+            } else {
+                self.channel_pump(d)?
+            };
             let seg = match &d.prim {
                 Prim::Shm(seg) => Some(seg),
                 Prim::Mcast(p) => p.host.as_ref(),
