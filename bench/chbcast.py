@@ -5,10 +5,14 @@ Builds bench/osu/osu.c with each MPI's wrapper and times MPI_Bcast the OSU way (
 timed on its own, a barrier between calls, µs per call averaged over the ranks), alternating
 the configurations round by round (--rounds, medians over the rounds):
 
-  channels   8-byte broadcast, channels forced on, 2, 4, 8, 16, 32, 64 channels (paper Fig. 7)
+  channels   8-byte broadcast, channels forced on, 2, 4, 8, 16, 32, 64 channels (paper Fig. 7),
+             with the paper's delayed synchronization (STEADFAST_COLL_CHANNEL_SYNC=0) and with
+             the default early one (half the channels)
   sizes      8 B ... 64 KiB: Steadfast channels (forced on), Steadfast tree (forced off),
              Steadfast default rule, Open MPI (vader), MPICH (paper Fig. 5)
   crc        channels forced on with and without CRC, 8 B and 64 KiB (paper Fig. 8)
+  loop       bench/bcast_loop.c: broadcasts back to back (no barrier), 8 B and 32 KiB:
+             channels delayed and early, tree, default, Open MPI, MPICH
 
 on 4 and 8 ranks (--ranks). Writes docs/reproduction/channel-bcast/{channels,sizes,crc}.csv,
 one PNG per figure (matplotlib) and load.txt (load average before and after).
@@ -29,6 +33,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 SRC = BENCH / "osu" / "osu.c"
+LOOP = BENCH / "bcast_loop.c"
 OUT = ROOT / "docs" / "reproduction" / "channel-bcast"
 OMPI = ["mpiexec.openmpi", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none",
         "--mca", "pml", "ob1", "--mca", "btl", "self,vader"]
@@ -39,10 +44,10 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
-def build(cc, out, extra):
+def build(cc, out, extra, src=SRC):
     if not shutil.which(cc) and not Path(cc).exists():
         return False
-    r = subprocess.run([cc, "-O2", "-Wall"] + extra + ["-o", str(out), str(SRC)],
+    r = subprocess.run([cc, "-O2", "-Wall"] + extra + ["-o", str(out), str(src)],
                        capture_output=True, text=True)
     if r.returncode != 0:
         log(f"{cc}: osu.c does not build: {r.stderr.strip()[:300]}")
@@ -64,7 +69,7 @@ def run(launch, env, np, argv, timeout=300):
     res = {}
     for line in r.stdout.splitlines():
         f = line.split()
-        if len(f) >= 3 and f[0] == "bcast":
+        if len(f) >= 3 and f[0] in ("bcast", "loop"):
             res[int(f[1])] = float(f[2])
     return res
 
@@ -99,8 +104,11 @@ def main():
     have = {"sf": build(str(prefix / "bin" / "mpicc"), bins / "osu-sf", []),
             "ompi": build("mpicc.openmpi", bins / "osu-ompi", ["-Wno-stringop-overflow"]),
             "mpich": build("mpicc.mpich", bins / "osu-mpich", ["-Wno-stringop-overflow"])}
-    if not have["sf"]:
-        sys.exit("cannot build osu.c with Steadfast's mpicc")
+    loop_ok = {"sf": build(str(prefix / "bin" / "mpicc"), bins / "loop-sf", [], LOOP),
+               "ompi": have["ompi"] and build("mpicc.openmpi", bins / "loop-ompi", [], LOOP),
+               "mpich": have["mpich"] and build("mpicc.mpich", bins / "loop-mpich", [], LOOP)}
+    if not have["sf"] or not loop_ok["sf"]:
+        sys.exit("cannot build osu.c or bcast_loop.c with Steadfast's mpicc")
     on = {"STEADFAST_COLL_FORCE": "bcast=channels"}
     channels = [2, 4, 16, 64] if a.quick else [2, 4, 8, 16, 32, 64]
     size_args = ["-M", "8", "-m", "65536", "-f", "4", "-k", "3"]
@@ -108,7 +116,8 @@ def main():
     # (figure, label, launch, env, argv)
     jobs = []
     for c in channels:
-        jobs.append(("channels", f"{c}", sf_exec, dict(on, STEADFAST_COLL_CHANNELS=str(c)), small))
+        jobs.append(("channels", f"delayed {c}", sf_exec, dict(on, STEADFAST_COLL_CHANNELS=str(c), STEADFAST_COLL_CHANNEL_SYNC="0"), small))
+        jobs.append(("channels", f"early {c}", sf_exec, dict(on, STEADFAST_COLL_CHANNELS=str(c)), small))
     jobs.append(("sizes", "steadfast channels", sf_exec, on, size_args))
     jobs.append(("sizes", "steadfast tree", sf_exec, {"STEADFAST_COLL_FORCE": "bcast=binomial"}, size_args))
     jobs.append(("sizes", "steadfast default", sf_exec, {}, size_args))
@@ -119,7 +128,20 @@ def main():
     crc_args = ["-M", "8", "-m", "65536", "-f", "8192", "-k", "3"]
     jobs.append(("crc", "crc on", sf_exec, on, crc_args))
     jobs.append(("crc", "crc off", sf_exec, dict(on, STEADFAST_COLL_CHANNEL_CRC="0"), crc_args))
+    # Back to back: iterations so that the slowest configuration takes about a second.
+    # (MPICH's 32 KiB broadcast takes 10-50 ms a call when ranks outnumber CPUs.)
+    for size, iters in ((8, "20000"), (32768, "500")):
+        loop = ["LOOP", str(size), iters]
+        jobs.append(("loop", "steadfast channels delayed", sf_exec, dict(on, STEADFAST_COLL_CHANNEL_SYNC="0"), loop))
+        jobs.append(("loop", "steadfast channels early", sf_exec, on, loop))
+        jobs.append(("loop", "steadfast tree", sf_exec, {"STEADFAST_COLL_FORCE": "bcast=binomial"}, loop))
+        jobs.append(("loop", "steadfast default", sf_exec, {}, loop))
+        if loop_ok["ompi"]:
+            jobs.append(("loop", "open mpi", OMPI, {}, loop))
+        if loop_ok["mpich"]:
+            jobs.append(("loop", "mpich", MPICH, {}, loop))
     binary = {"steadfast": bins / "osu-sf", "open mpi": bins / "osu-ompi", "mpich": bins / "osu-mpich"}
+    loop_binary = {"steadfast": bins / "loop-sf", "open mpi": bins / "loop-ompi", "mpich": bins / "loop-mpich"}
     samples = {}  # (figure, label, np, size) -> [µs]
     loads = [f"start {time.strftime('%Y-%m-%d %H:%M:%S')} load {loadavg()} cpus {os.cpu_count()}"]
     for r in range(rounds):
@@ -127,12 +149,15 @@ def main():
         for np in ranks:
             for fig, label, launch, env, argv in jobs:
                 fam = "open mpi" if label == "open mpi" else "mpich" if label == "mpich" else "steadfast"
-                res = run(launch, env, np, [str(binary[fam]), "-b", "bcast"] + argv)
+                if argv[0] == "LOOP":
+                    res = run(launch, env, np, [str(loop_binary[fam])] + argv[1:])
+                else:
+                    res = run(launch, env, np, [str(binary[fam]), "-b", "bcast"] + argv)
                 for size, us in res.items():
                     samples.setdefault((fig, label, np, size), []).append(us)
         loads.append(f"after round {r + 1}: load {loadavg()}")
     (out / "load.txt").write_text("\n".join(loads) + "\n")
-    for fig in ("channels", "sizes", "crc"):
+    for fig in ("channels", "sizes", "crc", "loop"):
         rows = sorted((k, v) for k, v in samples.items() if k[0] == fig)
         with open(out / f"{fig}.csv", "w", newline="") as f:
             w = csv.writer(f)
@@ -175,9 +200,11 @@ def plot(out, ranks):
     chans = read_csv(out / "channels.csv")
     fig, axes = plt.subplots(1, len(ranks), figsize=(5 * len(ranks), 4), squeeze=False)
     for ax, np in zip(axes[0], ranks):
-        pts = sorted((int(k[0]), v) for k, v in chans.items() if k[1] == np)
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label="steadfast channels (CRC on)")
+        for mode, what in (("delayed", "delayed synchronization (paper)"), ("early", "early synchronization (default)")):
+            pts = sorted((int(k[0].split()[-1]), v) for k, v in chans.items()
+                         if k[1] == np and k[0].split()[0] == mode)
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=f"channels, {what}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("channels")
         ax.set_ylabel("8-byte MPI_Bcast latency (µs, median)")
