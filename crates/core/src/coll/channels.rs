@@ -1058,3 +1058,26 @@ impl Engine {
         result
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mailbox_words_carry_the_synchronization_messages() {
+        for (k, a, ok, failed) in [(0, 0, true, false), (1, 3, false, true), ((1 << 40) - 2, (1 << 22) - 1, true, true)] {
+            let w = mail_word(k, a, ok, failed).expect("fits");
+            assert_ne!(w, 0, "0 means an empty mailbox");
+            assert_eq!(mail_parts(w), Some((k, a, ok, failed)));
+        }
+        // Numbers that do not fit go as messages.
+        assert_eq!(mail_word((1 << 40) - 1, 0, true, false), None);
+        assert_eq!(mail_word(0, 1 << 22, true, false), None);
+        assert_eq!(mail_word(u64::MAX, 0, true, false), None);
+        // Whatever another process left in a word decodes without a panic; 0 is nothing.
+        assert_eq!(mail_parts(0), None);
+        for w in [1, u64::MAX, 1 << 63, (1 << 24) - 1] {
+            let _ = mail_parts(w);
+        }
+    }
+}
