@@ -248,6 +248,8 @@ impl Engine {
         let small = match c {
             Coll::Bcast { buf, root } => self.bcast_channels(comm, buf, *root)? || self.bcast_small(comm, buf, *root)?,
             Coll::Allreduce { buf, red } => self.allreduce_small(comm, buf, red)?,
+            Coll::Scan { buf, red } => self.scan_small(comm, buf, red, false)?,
+            Coll::Exscan { buf, red } => self.scan_small(comm, buf, red, true)?,
             _ => false,
         };
         if small {
@@ -479,11 +481,11 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         }
         Coll::Scan { buf, red } => {
             s.red = Some(red.clone());
-            reduce::scan(s, rank, size, buf, red, false)
+            reduce::scan(s, rank, size, buf, red, false, cfg)
         }
         Coll::Exscan { buf, red } => {
             s.red = Some(red.clone());
-            reduce::scan(s, rank, size, buf, red, true)
+            reduce::scan(s, rank, size, buf, red, true, cfg)
         }
         Coll::Neighbor { ins, outs, send, recv } => crate::topo::neighbor_schedule(s, ins, outs, send, recv),
     }

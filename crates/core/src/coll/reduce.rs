@@ -464,12 +464,51 @@ pub fn reduce_scatter(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, counts: 
     Ok(())
 }
 
+/// MPI_Scan or MPI_Exscan, linear: every rank sends its vector to every higher rank, then
+/// reduces what the lower ranks sent, from the highest down (`v_i op acc`), so the result is
+/// `v_0 op ... op v_r` in rank order for non-commutative operations too.
+pub fn scan_linear(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, exclusive: bool) {
+    let t = red.dtype.clone();
+    let count = b.count;
+    let mine: *const u8 = b.send.unwrap_or(b.recv);
+    // The vector goes out from a copy: an in-place exscan overwrites `recv` below.
+    let own = s.temp_typed(&t, count);
+    s.copy(mine, count, &t, own, count, &t);
+    s.round();
+    let lower: Vec<*mut u8> = (0..rank).map(|_| s.temp_typed(&t, count)).collect();
+    for dst in rank + 1..size {
+        s.send(dst, 0, own, count, &t);
+    }
+    for (src, &buf) in lower.iter().enumerate() {
+        s.recv(src as i32, 0, buf, count, &t);
+    }
+    s.round();
+    let r = lower.len();
+    if !exclusive {
+        s.copy(own, count, &t, b.recv, count, &t);
+        s.round();
+        for &buf in lower.iter().rev() {
+            s.reduce(buf, b.recv, count);
+        }
+    } else if r > 0 {
+        s.copy(lower[r - 1], count, &t, b.recv, count, &t);
+        s.round();
+        for &buf in lower[..r - 1].iter().rev() {
+            s.reduce(buf, b.recv, count);
+        }
+    }
+}
+
 /// MPI_Scan (inclusive) or MPI_Exscan by recursive doubling: log2 n rounds; `partial` holds
 /// the reduction of the ranks this rank has heard of including itself, `recv` the prefix.
-pub fn scan(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, exclusive: bool) -> MpiResult<()> {
+pub fn scan(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, exclusive: bool, cfg: &CollConfig) -> MpiResult<()> {
     let t = red.dtype.clone();
     let count = b.count;
     if count == 0 {
+        return Ok(());
+    }
+    if select::scan(cfg, size, t.packed_size(count)) == select::Scan::Linear {
+        scan_linear(s, rank, size, b, red, exclusive);
         return Ok(());
     }
     let commute = red.commutative();

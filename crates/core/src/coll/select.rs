@@ -37,6 +37,9 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_BARRIER_TREE` (ranks, default 8): barriers on 3 up to this many ranks
     /// fan in to rank 0 and out again; larger (and 2-rank) ones use dissemination.
     pub barrier_tree: usize,
+    /// `STEADFAST_COLL_SCAN_LINEAR` (default 8): largest communicator whose Scan and Exscan
+    /// of small vectors use the linear algorithm.
+    pub scan_linear: usize,
     /// `STEADFAST_COLL_CHANNEL_MIN` and `STEADFAST_COLL_CHANNEL_MAX` (bytes, default 12288
     /// and 65536): broadcasts of this many bytes on a communicator whose ranks are all on
     /// one host use the shared-memory channels (where they beat the tree, see
@@ -86,6 +89,7 @@ impl Default for CollConfig {
             alltoall_long: 32768,
             reduce_scatter_long: 65536,
             barrier_tree: 8,
+            scan_linear: 8,
             channel_min: 12288,
             channel_max: 65536,
             channels: 16,
@@ -129,6 +133,7 @@ impl CollConfig {
             alltoall_long: env_usize("STEADFAST_COLL_ALLTOALL_LONG", d.alltoall_long),
             reduce_scatter_long: env_usize("STEADFAST_COLL_REDUCE_SCATTER_LONG", d.reduce_scatter_long),
             barrier_tree: steadfast_config::parse_or("STEADFAST_COLL_BARRIER_TREE", d.barrier_tree, "a number of ranks"),
+            scan_linear: env_usize("STEADFAST_COLL_SCAN_LINEAR", d.scan_linear),
             channel_min: env_usize("STEADFAST_COLL_CHANNEL_MIN", d.channel_min),
             channel_max: env_usize("STEADFAST_COLL_CHANNEL_MAX", d.channel_max),
             channels: steadfast_config::parse_or("STEADFAST_COLL_CHANNELS", d.channels, "a number of channels").clamp(1, 1024),
@@ -286,6 +291,36 @@ pub fn allreduce(cfg: &CollConfig, size: i32, count: usize, bytes: usize, commut
         Allreduce::Rabenseifner
     } else {
         Allreduce::RecursiveDoubling
+    }
+}
+
+/// Scan (and exscan) algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scan {
+    /// log2 n rounds of pairwise exchanges: every rank waits for a partner in every round.
+    RecursiveDoubling,
+    /// Every rank sends its vector to every higher rank, then reduces what the lower ranks
+    /// sent: n(n-1)/2 messages, but no rank waits for a rank that waits, and rank 0 not at all.
+    Linear,
+}
+
+/// Vectors up to this many bytes may take the linear scan.
+pub const SCAN_LINEAR_BYTES: usize = 16 << 10;
+
+/// Choose the scan algorithm: linear up to `STEADFAST_COLL_SCAN_LINEAR` ranks (default 8)
+/// for vectors up to [`SCAN_LINEAR_BYTES`], recursive doubling otherwise. Measured OSU-style
+/// on 2 CPUs (docs/collectives.md): 4-byte scan on 4 ranks 0.6-2 µs linear against 6-20 µs by
+/// recursive doubling, on 8 ranks 5-9 µs against 17-37 µs.
+pub fn scan(cfg: &CollConfig, size: i32, bytes: usize) -> Scan {
+    match cfg.forced("scan") {
+        Some("linear") => return Scan::Linear,
+        Some("recursive_doubling") => return Scan::RecursiveDoubling,
+        _ => {}
+    }
+    if size as usize <= cfg.scan_linear && bytes <= SCAN_LINEAR_BYTES {
+        Scan::Linear
+    } else {
+        Scan::RecursiveDoubling
     }
 }
 

@@ -394,13 +394,13 @@ fn non_commutative_ops_keep_rank_order() {
                 }
             }
         }
-        // Scan and exscan.
-        for exclusive in [false, true] {
+        // Scan and exscan, by every algorithm.
+        for ((_, scan_cfg), exclusive) in configs("scan", &["linear", "recursive_doubling"]).into_iter().flat_map(|c| [(c.clone(), false), (c, true)]) {
             let mut send: Vec<Vec<Mat>> = (0..n).map(|r| mats(r, count)).collect();
             let mut recv: Vec<Vec<Mat>> = (0..n).map(|_| vec![[9; 4]; count]).collect();
             let sp: Vec<*mut u8> = send.iter_mut().map(|b| b.as_mut_ptr() as *mut u8).collect();
             let rp: Vec<*mut u8> = recv.iter_mut().map(|b| b.as_mut_ptr() as *mut u8).collect();
-            run_all(n, &cfg, |r| {
+            run_all(n, &scan_cfg, |r| {
                 let buf = RBuf { send: Some(sp[r]), recv: rp[r], count };
                 if exclusive {
                     Coll::Exscan { buf, red: red.clone() }
@@ -481,28 +481,30 @@ fn large_reduces_take_the_one_child_at_a_time_path() {
 fn scan_and_exscan_sum_in_place() {
     let t = int_type();
     let red = sum_reduction(&t);
-    for &n in SIZES {
-        for &count in COUNTS {
-            for exclusive in [false, true] {
-                let (send, _) = reduce_inputs(n, count);
-                let mut recv = send.clone();
-                let rp: Vec<*mut u8> = recv.iter_mut().map(|b| b.as_mut_ptr()).collect();
-                run_all(n, &CollConfig::default(), |r| {
-                    let buf = RBuf { send: None, recv: rp[r], count };
-                    if exclusive {
-                        Coll::Exscan { buf, red: red.clone() }
-                    } else {
-                        Coll::Scan { buf, red: red.clone() }
+    for (algo, cfg) in configs("scan", &["linear", "recursive_doubling"]) {
+        for &n in SIZES {
+            for &count in COUNTS {
+                for exclusive in [false, true] {
+                    let (send, _) = reduce_inputs(n, count);
+                    let mut recv = send.clone();
+                    let rp: Vec<*mut u8> = recv.iter_mut().map(|b| b.as_mut_ptr()).collect();
+                    run_all(n, &cfg, |r| {
+                        let buf = RBuf { send: None, recv: rp[r], count };
+                        if exclusive {
+                            Coll::Exscan { buf, red: red.clone() }
+                        } else {
+                            Coll::Scan { buf, red: red.clone() }
+                        }
+                    })
+                    .unwrap_or_else(|e| fail("scan", n, count, &algo, e));
+                    for (r, b) in recv.iter().enumerate() {
+                        if exclusive && r == 0 {
+                            continue;
+                        }
+                        let hi = if exclusive { r } else { r + 1 };
+                        let want: Vec<i32> = (0..count).map(|i| (0..hi).map(|q| val(q, i)).fold(0i32, |a, b| a.wrapping_add(b))).collect();
+                        assert_eq!(as_ints(&b[..count * 4]), want, "scan {algo} n={n} count={count} rank={r} exclusive={exclusive}");
                     }
-                })
-                .unwrap_or_else(|e| fail("scan", n, count, "-", e));
-                for (r, b) in recv.iter().enumerate() {
-                    if exclusive && r == 0 {
-                        continue;
-                    }
-                    let hi = if exclusive { r } else { r + 1 };
-                    let want: Vec<i32> = (0..count).map(|i| (0..hi).map(|q| val(q, i)).fold(0i32, |a, b| a.wrapping_add(b))).collect();
-                    assert_eq!(as_ints(&b[..count * 4]), want, "scan n={n} count={count} rank={r} exclusive={exclusive}");
                 }
             }
         }

@@ -1,11 +1,11 @@
-//! Small blocking broadcasts and allreduces without a schedule.
+//! Small blocking broadcasts, allreduces and scans without a schedule.
 //!
 //! For a few bytes the cost of a collective is instructions, and with more ranks than cores
 //! every rank's instructions add up on the shared CPUs. Building a [`Schedule`](super::sched)
 //! (steps, temporaries, requests) costs several times what the messages do, so the blocking
 //! calls below run the *same* algorithms the schedules encode — the binomial tree of
 //! [`super::bcast::binomial`] and the recursive doubling of
-//! [`super::reduce::recursive_doubling`], with the same tags, peers, message order and
+//! [`super::reduce::recursive_doubling`] and [`super::reduce::scan`], with the same tags, peers, message order and
 //! reduction order — directly over the request-free primitives: eager sends straight to the
 //! path and the engine's receive slot. Wire traffic is identical, so a rank on this path and
 //! a rank on the schedule path (a different eager limit on another host) still match.
@@ -148,6 +148,127 @@ impl Engine {
         }
         drop(scratch);
         Ok(true)
+    }
+
+    /// MPI_Scan (inclusive) or MPI_Exscan of a small vector by recursive doubling, the
+    /// algorithm of [`super::reduce::scan`] with its tags, peers and reduction order; false
+    /// if the general path must run.
+    pub(crate) fn scan_small(&mut self, comm: Handle, b: &RBuf, red: &Reduction, exclusive: bool) -> MpiResult<bool> {
+        let t = &red.dtype;
+        let count = b.count;
+        let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, t, count) else { return Ok(false) };
+        if count == 0 {
+            return Ok(false);
+        }
+        let bytes = t.packed_size(count);
+        let commute = red.commutative();
+        let base = self.next_tag(pctx);
+        let recv = b.recv;
+        let mine: *const u8 = b.send.unwrap_or(recv);
+        // `partial`: the reduction of the ranks heard of, this one included; `tmp`: the
+        // partner's. Aligned for any element type.
+        let mut scratch = vec![0u128; 2 * bytes.div_ceil(16)];
+        let half = bytes.div_ceil(16) * 16;
+        let base_ptr = scratch.as_mut_ptr().cast::<u8>();
+        let mut partial = base_ptr;
+        // SAFETY: the scratch holds two blocks of `half >= bytes` bytes.
+        let mut tmp = unsafe { base_ptr.add(half) };
+        // SAFETY: `mine` holds `count` elements of the contiguous type (`bytes` bytes); so do
+        // `partial` and, for an inclusive scan with a separate send buffer, `recv`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(mine, partial, bytes);
+            if !exclusive {
+                if let Some(sb) = b.send {
+                    if !std::ptr::eq(sb, recv) {
+                        std::ptr::copy(sb, recv, bytes);
+                    }
+                }
+            }
+        }
+        if select::scan(self.small_cfg(), size, bytes) == select::Scan::Linear {
+            self.scan_small_linear(comm, ctx, rank, size, base, partial, b, red, exclusive)?;
+            drop(scratch);
+            return Ok(true);
+        }
+        // Exscan: recv holds nothing valid until the first lower partner's data arrives.
+        let mut have = !exclusive;
+        let mut pending = Vec::new();
+        let mut mask = 1;
+        let mut k = 0u16;
+        while mask < size {
+            let dst = rank ^ mask;
+            if dst < size {
+                let tag = tag_of(base, false, k);
+                self.small_send(comm, dst, tag, partial, count, t, &mut pending)?;
+                self.small_recv(comm, ctx, dst, tag, tmp, count, t)?;
+                self.small_wait_all(std::mem::take(&mut pending))?;
+                // SAFETY: `tmp`, `partial` and `recv` hold `count` elements each; the lower
+                // ranks' data goes first for non-commutative operations.
+                unsafe {
+                    if rank > dst {
+                        red.apply(tmp, partial, count);
+                        if have {
+                            red.apply(tmp, recv, count);
+                        } else {
+                            std::ptr::copy_nonoverlapping(tmp, recv, bytes);
+                            have = true;
+                        }
+                    } else if commute {
+                        red.apply(tmp, partial, count);
+                    } else {
+                        red.apply(partial, tmp, count);
+                        std::mem::swap(&mut partial, &mut tmp);
+                    }
+                }
+            }
+            mask <<= 1;
+            k += 1;
+        }
+        drop(scratch);
+        Ok(true)
+    }
+
+    /// The linear scan of [`super::reduce::scan_linear`] (same tags, peers and reduction
+    /// order) over the request-free primitives; `own` is a copy of this rank's vector.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_small_linear(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32, base: i32, own: *mut u8, b: &RBuf, red: &Reduction, exclusive: bool) -> MpiResult<()> {
+        let t = &red.dtype;
+        let count = b.count;
+        let bytes = t.packed_size(count);
+        let tag = tag_of(base, false, 0);
+        let mut pending = Vec::new();
+        for dst in rank + 1..size {
+            self.small_send(comm, dst, tag, own, count, t, &mut pending)?;
+        }
+        // The lower ranks' vectors, one block each, aligned for any element type.
+        let r = rank as usize;
+        let stride = bytes.div_ceil(16) * 16;
+        let mut lower = vec![0u128; (r * stride / 16).max(1)];
+        let lp = lower.as_mut_ptr().cast::<u8>();
+        for src in 0..r {
+            // SAFETY: block `src` of `lower` holds `stride >= bytes` bytes.
+            self.small_recv(comm, ctx, src as i32, tag, unsafe { lp.add(src * stride) }, count, t)?;
+        }
+        let recv = b.recv;
+        // SAFETY: every block of `lower`, `own` and `recv` hold `count` elements; the lower
+        // ranks' data goes first (`v_i op acc` from the highest down).
+        unsafe {
+            if exclusive {
+                if r > 0 {
+                    std::ptr::copy_nonoverlapping(lp.add((r - 1) * stride), recv, bytes);
+                    for i in (0..r - 1).rev() {
+                        red.apply(lp.add(i * stride), recv, count);
+                    }
+                }
+            } else {
+                std::ptr::copy_nonoverlapping(own, recv, bytes);
+                for i in (0..r).rev() {
+                    red.apply(lp.add(i * stride), recv, count);
+                }
+            }
+        }
+        // `own` lives in the caller's scratch, which outlives these sends.
+        self.small_wait_all(pending)
     }
 
     #[allow(clippy::too_many_arguments)]
