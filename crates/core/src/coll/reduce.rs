@@ -28,6 +28,7 @@ pub fn reduce(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RBuf, red: 
     match select::reduce(cfg, size, b.count, bytes, red.commutative()) {
         select::Reduce::Binomial => binomial(s, rank, size, root, b.send, b.recv, b.count, red),
         select::Reduce::ReduceScatterGather => reduce_scatter_gather(s, rank, size, root, b.send, b.recv, b.count, red),
+        select::Reduce::Linear => linear(s, rank, size, root, b.send, b.recv, b.count, red),
     }
     Ok(())
 }
@@ -71,6 +72,41 @@ pub fn linear_tolerant(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RB
         s.round();
         s.ordered_reduce(parts, acc, at(b.recv, &t, k * chunk), n);
         s.round();
+    }
+}
+
+/// Linear reduce of a small vector: every other rank sends its vector to the root and is
+/// done; the root reduces them in rank order (`v_i op acc` from the highest rank down), so
+/// non-commutative operations keep rank order.
+#[allow(clippy::too_many_arguments)]
+pub fn linear(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<*const u8>, recv: *mut u8, count: usize, red: &Reduction) {
+    let t = red.dtype.clone();
+    let mine: *const u8 = send.unwrap_or(recv);
+    if rank != root {
+        s.send(root, 0, mine, count, &t);
+        return;
+    }
+    // The root's own vector aside first: in place, `recv` is overwritten below.
+    let own = s.temp_typed(&t, count);
+    s.copy(mine, count, &t, own, count, &t);
+    s.round();
+    let parts: Vec<*const u8> = (0..size)
+        .map(|r| {
+            if r == rank {
+                own as *const u8
+            } else {
+                let tmp = s.temp_typed(&t, count);
+                s.recv(r, 0, tmp, count, &t);
+                tmp as *const u8
+            }
+        })
+        .collect();
+    s.round();
+    let last = parts.len() - 1;
+    s.copy(parts[last], count, &t, recv, count, &t);
+    s.round();
+    for &p in parts[..last].iter().rev() {
+        s.reduce(p, recv, count);
     }
 }
 

@@ -37,6 +37,9 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_BARRIER_TREE` (ranks, default 8): barriers on 3 up to this many ranks
     /// fan in to rank 0 and out again; larger (and 2-rank) ones use dissemination.
     pub barrier_tree: usize,
+    /// `STEADFAST_COLL_REDUCE_LINEAR` (default 8): largest communicator whose Reduce of
+    /// small vectors is linear.
+    pub reduce_linear: usize,
     /// `STEADFAST_COLL_SCAN_LINEAR` (default 8): largest communicator whose Scan and Exscan
     /// of small vectors use the linear algorithm.
     pub scan_linear: usize,
@@ -90,6 +93,7 @@ impl Default for CollConfig {
             reduce_scatter_long: 65536,
             barrier_tree: 8,
             scan_linear: 8,
+            reduce_linear: 8,
             channel_min: 12288,
             channel_max: 65536,
             channels: 16,
@@ -134,6 +138,7 @@ impl CollConfig {
             reduce_scatter_long: env_usize("STEADFAST_COLL_REDUCE_SCATTER_LONG", d.reduce_scatter_long),
             barrier_tree: steadfast_config::parse_or("STEADFAST_COLL_BARRIER_TREE", d.barrier_tree, "a number of ranks"),
             scan_linear: env_usize("STEADFAST_COLL_SCAN_LINEAR", d.scan_linear),
+            reduce_linear: env_usize("STEADFAST_COLL_REDUCE_LINEAR", d.reduce_linear),
             channel_min: env_usize("STEADFAST_COLL_CHANNEL_MIN", d.channel_min),
             channel_max: env_usize("STEADFAST_COLL_CHANNEL_MAX", d.channel_max),
             channels: steadfast_config::parse_or("STEADFAST_COLL_CHANNELS", d.channels, "a number of channels").clamp(1, 1024),
@@ -329,7 +334,13 @@ pub fn scan(cfg: &CollConfig, size: i32, bytes: usize) -> Scan {
 pub enum Reduce {
     Binomial,
     ReduceScatterGather,
+    /// Every other rank sends its vector to the root and returns; the root reduces them in
+    /// rank order. No rank but the root waits.
+    Linear,
 }
+
+/// Vectors up to this many bytes may take the linear reduce.
+pub const REDUCE_LINEAR_BYTES: usize = 16 << 10;
 
 /// Choose the reduce algorithm.
 pub fn reduce(cfg: &CollConfig, size: i32, count: usize, bytes: usize, commutative: bool) -> Reduce {
@@ -337,10 +348,13 @@ pub fn reduce(cfg: &CollConfig, size: i32, count: usize, bytes: usize, commutati
     match cfg.forced("reduce") {
         Some("binomial") => return Reduce::Binomial,
         Some("reduce_scatter_gather") if can_split => return Reduce::ReduceScatterGather,
+        Some("linear") => return Reduce::Linear,
         _ => {}
     }
     if can_split && bytes >= cfg.reduce_long {
         Reduce::ReduceScatterGather
+    } else if size as usize <= cfg.reduce_linear && bytes <= REDUCE_LINEAR_BYTES {
+        Reduce::Linear
     } else {
         Reduce::Binomial
     }

@@ -324,7 +324,7 @@ fn reduce_allreduce_sum_every_algorithm_and_in_place() {
             }
         }
     }
-    for (algo, cfg) in configs("reduce", &["binomial", "reduce_scatter_gather"]) {
+    for (algo, cfg) in configs("reduce", &["binomial", "reduce_scatter_gather", "linear"]) {
         for &n in SIZES {
             for &count in COUNTS {
                 for root in 0..n {
@@ -368,7 +368,9 @@ fn non_commutative_ops_keep_rank_order() {
         let cfg = CollConfig::default();
         // Allreduce (and the forced split algorithm must not be used for it).
         let forced_cfg = forced(&[("allreduce", "rabenseifner"), ("reduce", "reduce_scatter_gather")]);
-        for cfg in [&cfg, &forced_cfg] {
+        let binomial_cfg = forced(&[("reduce", "binomial")]);
+        let linear_cfg = forced(&[("reduce", "linear")]);
+        for cfg in [&cfg, &forced_cfg, &binomial_cfg, &linear_cfg] {
             let mut send: Vec<Vec<Mat>> = (0..n).map(|r| mats(r, count)).collect();
             let mut recv: Vec<Vec<Mat>> = (0..n).map(|_| vec![[0; 4]; count]).collect();
             let sp: Vec<*mut u8> = send.iter_mut().map(|b| b.as_mut_ptr() as *mut u8).collect();
