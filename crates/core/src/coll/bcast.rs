@@ -14,7 +14,42 @@ pub fn barrier(s: &mut Schedule, rank: i32, size: i32, cfg: &CollConfig) -> MpiR
             tree_barrier(s, rank, size);
             Ok(())
         }
+        select::Barrier::Linear => {
+            linear_barrier(s, rank, size);
+            Ok(())
+        }
     }
+}
+
+/// Flat fan-in to rank 0, then the tree barrier's binomial fan-out: every other rank sends
+/// to rank 0 at once (no rank waits for a child), so the barrier is `1 + ⌈log2 n⌉` steps deep
+/// instead of `2·⌈log2 n⌉`; rank 0 still leaves first and the rest in broadcast-tree order
+/// (see [`tree_barrier`]), at the price of `n - 1` messages into rank 0.
+pub fn linear_barrier(s: &mut Schedule, rank: i32, size: i32) {
+    let byte = byte_type();
+    // The lowest set bit of `rank` (rank 0: the first power of two reaching `size`).
+    let mut mask = 1;
+    while mask < size && rank & mask == 0 {
+        mask <<= 1;
+    }
+    if rank == 0 {
+        for r in 1..size {
+            s.recv(r, 0, std::ptr::null_mut(), 0, &byte);
+        }
+        s.round();
+    } else {
+        s.send(0, 0, std::ptr::null(), 0, &byte);
+        s.recv(rank - mask, 1, std::ptr::null_mut(), 0, &byte);
+        s.round();
+    }
+    mask >>= 1;
+    while mask > 0 {
+        if rank + mask < size {
+            s.send(rank + mask, 1, std::ptr::null(), 0, &byte);
+        }
+        mask >>= 1;
+    }
+    s.round();
 }
 
 /// Binomial fan-in to rank 0, then binomial fan-out from it: 2·⌈log2 n⌉ steps, but rank 0

@@ -234,7 +234,7 @@ fn fail(what: &str, size: usize, count: usize, algo: &str, e: impl std::fmt::Dis
 
 #[test]
 fn barrier_every_size() {
-    for (algo, cfg) in configs("barrier", &["dissemination", "tree"]) {
+    for (algo, cfg) in configs("barrier", &["dissemination", "tree", "linear"]) {
         for &n in SIZES {
             run_all(n, &cfg, |_| Coll::Barrier).unwrap_or_else(|e| fail("barrier", n, 0, &algo, e));
         }
@@ -769,7 +769,8 @@ fn schedules_have_the_promised_number_of_rounds() {
     assert_eq!(rounds(8, Coll::Allreduce { buf: RBuf { send: Some(p), recv: p.wrapping_add(4), count: 1 }, red: red.clone() }), 4);
     // Dissemination barrier (more than 8 ranks): ⌈log2 n⌉ rounds.
     assert_eq!(rounds(12, Coll::Barrier), 4);
-    // Tree barrier (3 to 8 ranks), at rank 0: hear from every child, then release them.
+    // Barrier of 3 to 8 ranks (flat fan-in, tree fan-out), at rank 0: hear from every rank,
+    // then release its children.
     assert_eq!(rounds(5, Coll::Barrier), 2);
     // Root of a binomial broadcast: one round of sends.
     assert_eq!(rounds(8, Coll::Bcast { buf: Buf { ptr: p, count: 1, dtype: t.clone() }, root: 0 }), 1);
