@@ -84,6 +84,7 @@ pub fn linear(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<*c
     let mine: *const u8 = send.unwrap_or(recv);
     if rank != root {
         s.send(root, 0, mine, count, &t);
+        s.round();
         return;
     }
     // The root's own vector aside first: in place, `recv` is overwritten below.
@@ -108,6 +109,8 @@ pub fn linear(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<*c
     for &p in parts[..last].iter().rev() {
         s.reduce(p, recv, count);
     }
+    // Whatever the caller appends (the scatter of a reduce-scatter) uses the result.
+    s.round();
 }
 
 /// Bound on the root's temporaries in [`linear_tolerant`].
@@ -491,7 +494,13 @@ pub fn reduce_scatter(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, counts: 
         }
         select::ReduceScatter::ReduceThenScatter => {
             let full = if rank == 0 { s.temp_typed(&t, total) } else { std::ptr::null_mut() };
-            binomial(s, rank, size, 0, Some(input), full, total, red);
+            // The reduce to rank 0 by the Reduce rule's small-vector choice (linear on few
+            // ranks: only rank 0 waits).
+            if select::reduce(cfg, size, total, t.packed_size(total), red.commutative()) == select::Reduce::Linear {
+                linear(s, rank, size, 0, Some(input), full, total, red);
+            } else {
+                binomial(s, rank, size, 0, Some(input), full, total, red);
+            }
             let v = VBuf { ptr: full, counts: counts.to_vec(), displs: displs.iter().map(|&x| x as isize).collect(), dtype: t.clone() };
             let r = Buf { ptr: b.recv, count: mine, dtype: t.clone() };
             gather::scatterv(s, rank, size, 0, &v, Some(&r))?;
@@ -533,6 +542,7 @@ pub fn scan_linear(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduc
             s.reduce(buf, b.recv, count);
         }
     }
+    s.round();
 }
 
 /// MPI_Scan (inclusive) or MPI_Exscan by recursive doubling: log2 n rounds; `partial` holds
