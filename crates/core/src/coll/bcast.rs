@@ -42,7 +42,15 @@ pub fn linear_barrier(s: &mut Schedule, rank: i32, size: i32) {
         s.recv(rank - mask, 1, std::ptr::null_mut(), 0, &byte);
         s.round();
     }
-    mask >>= 1;
+    barrier_fan_out(s, rank, size, mask);
+}
+
+/// The barriers' fan-out: the same tree as the binomial broadcast from rank 0, largest subtree
+/// first; `mask` is the lowest set bit of `rank` (for rank 0 the first power of two reaching
+/// `size`).
+fn barrier_fan_out(s: &mut Schedule, rank: i32, size: i32, mask: i32) {
+    let byte = byte_type();
+    let mut mask = mask >> 1;
     while mask > 0 {
         if rank + mask < size {
             s.send(rank + mask, 1, std::ptr::null(), 0, &byte);
@@ -75,15 +83,7 @@ pub fn tree_barrier(s: &mut Schedule, rank: i32, size: i32) {
         s.recv(rank - mask, 1, std::ptr::null_mut(), 0, &byte);
         s.round();
     }
-    // Fan-out: the same tree as the binomial broadcast from rank 0, largest subtree first.
-    mask >>= 1;
-    while mask > 0 {
-        if rank + mask < size {
-            s.send(rank + mask, 1, std::ptr::null(), 0, &byte);
-        }
-        mask >>= 1;
-    }
-    s.round();
+    barrier_fan_out(s, rank, size, mask);
 }
 
 /// Dissemination barrier: ⌈log2 n⌉ rounds; in round k rank r signals r + 2^k and waits for
