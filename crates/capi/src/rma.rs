@@ -114,6 +114,15 @@ fn unlink_segment(id: u64, what: &str) {
 const CTL_STRIDE: usize = 64;
 pub(crate) const LOCK_EXCL: u64 = 1 << 63;
 
+/// After the members' lines, windows within one host keep the fence barrier in the control
+/// segment (`ShmBarrier`): the count of members arrived and of waiters asleep, and (a line
+/// apart, so that the waiters' polling does not slow the arrivals) the release word.
+const CTL_BARRIER_LINES: usize = 2;
+
+fn ctl_len(members: usize) -> usize {
+    page_round((members + CTL_BARRIER_LINES) * CTL_STRIDE)
+}
+
 // ---- windows --------------------------------------------------------------------------------
 
 /// What an origin knows of one member of the window.
@@ -238,6 +247,9 @@ struct Win {
     info: Info,
     /// A fence opened an access/exposure epoch.
     fence_epoch: bool,
+    /// Sense of this member's last fence barrier in the control segment (windows within
+    /// one host).
+    fence_sense: u32,
     /// Targets of the open PSCW access epoch (window ranks).
     access: Option<Vec<usize>>,
     /// Origins of the open PSCW exposure epoch and their pending completion messages.
@@ -492,7 +504,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         offs.push(total);
         total += p.size as usize;
     }
-    let ctl_len = page_round(n * CTL_STRIDE);
+    let ctl_len = ctl_len(n);
     let data_len = page_round(total);
     // The host's first member creates the segments, the others map them, then it unlinks
     // the names.
@@ -595,6 +607,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         name: String::new(),
         info: info_used,
         fence_epoch: false,
+        fence_sense: 0,
         access: None,
         exposure: None,
         locks: HashMap::default(),
@@ -1478,6 +1491,93 @@ mpi_api! {
 
 // ---- entry points: synchronization ----------------------------------------------------------
 
+/// The fence barrier of a window within one host: a sense-reversing counter in its
+/// control segment (after the members' lines). The window's members map the same segment,
+/// so an arrival is one atomic add and the release one store, where the message-based
+/// barrier took a round of messages through the engine.
+struct ShmBarrier {
+    ctl: usize,
+    members: usize,
+    /// The sense this barrier completes with (the member's previous one, flipped).
+    sense: u32,
+}
+
+impl ShmBarrier {
+    fn word(&self, line: usize) -> &AtomicU32 {
+        // SAFETY: the control segment holds CTL_BARRIER_LINES lines after the members'
+        // (`ctl_len`) and stays mapped while the window lives; a fence on a window being
+        // freed is erroneous.
+        unsafe { &*((self.ctl + (self.members + line) * CTL_STRIDE) as *const AtomicU32) }
+    }
+
+    /// Arrive, and return once every member has. The sequentially consistent add and the
+    /// acquiring load order this member's transfers of the closing epoch before the others
+    /// leave, and theirs before this member's next ones.
+    fn wait(&self, comm: MPI_Comm) -> R<()> {
+        // Line 0: the count of arrivals and the count of waiters asleep on the release word;
+        // line 1: the release word.
+        let (count, released) = (self.word(0), self.word(1));
+        // SAFETY: as in `word`; the sleepers' count is the second word of line 0.
+        let sleepers = unsafe { &*((self.word(0) as *const AtomicU32 as usize + 8) as *const AtomicU32) };
+        if count.fetch_add(1, Ordering::SeqCst) as usize + 1 == self.members {
+            // Last to arrive: nobody touches the count again before the release below.
+            count.store(0, Ordering::Relaxed);
+            released.store(self.sense, Ordering::SeqCst);
+            // A waiter counts itself before it sleeps and sleeps only while the word holds
+            // the old sense, so either it sees the release or this load sees it.
+            if sleepers.load(Ordering::SeqCst) != 0 {
+                futex(released, libc::FUTEX_WAKE, i32::MAX as u32, None);
+            }
+            return Ok(());
+        }
+        let old = self.sense ^ 1;
+        let (mut polls, mut rounds) = (0u32, 0u32);
+        let (spin, yields) = g_locked(|g| Ok((g.eng.cfg.spin, g.eng.cfg.yields)))?;
+        while released.load(Ordering::Acquire) != self.sense {
+            polls = polls.saturating_add(1);
+            if polls <= spin && polls % 64 != 0 {
+                std::hint::spin_loop();
+                continue;
+            }
+            // Now and then: progress (other traffic of this process, failure notices), and
+            // an end to the wait when a member failed.
+            rounds = rounds.wrapping_add(1);
+            let failed = g_locked(|g| {
+                if let Err(e) = g.eng.progress() {
+                    tracing::warn!("MPI_Win_fence: progress failed: {e}");
+                }
+                Ok(g.eng.comm_has_failed_member(global::comm_handle(g, comm as usize)?))
+            })?;
+            if failed {
+                return Err(err(ErrorClass::ProcFailed, "a member of the window failed during MPI_Win_fence"));
+            }
+            if polls <= spin {
+                continue;
+            }
+            // As the engine's own waits: when ranks outnumber cores the members still to
+            // arrive need the CPU, so yield, then sleep on the release word (woken by the
+            // last arrival, or after a millisecond for the progress above).
+            if rounds < yields {
+                std::thread::yield_now();
+                continue;
+            }
+            sleepers.fetch_add(1, Ordering::SeqCst);
+            futex(released, libc::FUTEX_WAIT, old, Some(std::time::Duration::from_millis(1)));
+            sleepers.fetch_sub(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+}
+
+/// A futex operation on a word of a shared mapping (the control segment: a shared futex,
+/// not a process-private one). Interrupted and spurious returns are the caller's to retry.
+fn futex(word: &AtomicU32, op: c_int, val: u32, timeout: Option<std::time::Duration>) {
+    let ts = timeout.map(|d| libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long });
+    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, val, tsp, std::ptr::null::<u32>(), 0u32) };
+}
+
 const TAG_POST: c_int = 1;
 const TAG_DONE: c_int = 2;
 
@@ -1503,12 +1603,25 @@ mpi_api! {
     fn Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         win_api("MPI_Win_fence", win, || {
             check_assert(assert)?;
-            let comm = with_win(win, |w| {
+            let (comm, local) = with_win(win, |w| {
                 if w.access.is_some() || w.exposure.is_some() || w.any_lock() || w.lock_all {
                     return Err(err(ErrorClass::RmaSync, "MPI_Win_fence inside a post/start or lock epoch"));
                 }
-                Ok(w.comm)
+                // Within one host every transfer of the epoch is complete when its call
+                // returns, so the fence is a barrier in the control segment; the barrier
+                // reads and writes order the epoch's transfers before and after it.
+                if w.net.is_none() {
+                    w.fence_sense ^= 1;
+                    let local = ShmBarrier { ctl: w.ctl.addr, members: w.peers.len(), sense: w.fence_sense };
+                    w.fence_epoch = assert & abi::MPI_MODE_NOSUCCEED == 0;
+                    w.publish(None);
+                    return Ok((w.comm, Some(local)));
+                }
+                Ok((w.comm, None))
             })?;
+            if let Some(b) = local {
+                return b.wait(comm);
+            }
             // Writes to other hosts are applied there before anyone leaves the barrier.
             flush_net(win, None)?;
             fence(Ordering::SeqCst);
