@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use steadfast_core::datatype::TypeRef;
 use steadfast_core::info::Info;
-use steadfast_core::op::Reduction;
+use steadfast_core::op::{PredefOp, Reduction};
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
 use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Errhandler, MPI_Group, MPI_Info, MPI_Op, MPI_Request, MPI_Win};
@@ -1113,6 +1113,24 @@ fn predefined_bytes(t: MPI_Datatype) -> Option<usize> {
     (v != 0 && v != NOT_CONTIGUOUS).then(|| v as usize - 1)
 }
 
+/// Element size of a contiguous predefined datatype, filling its PREDEF_BYTES entry (under
+/// the library lock) the first time; None when `t` is not a contiguous predefined type.
+fn predefined_bytes_filled(t: MPI_Datatype) -> Option<usize> {
+    predefined_bytes(t).or_else(|| fill_predefined(t))
+}
+
+#[cold]
+fn fill_predefined(t: MPI_Datatype) -> Option<usize> {
+    let slot = PREDEF_BYTES.get(t as usize).filter(|_| abi::is_predefined_handle(t as usize))?;
+    if slot.load(Ordering::Relaxed) == 0 {
+        let guard = lock();
+        let g = guard.as_ref()?;
+        let v = crate::pt2pt::contiguous_bytes(g, t, 1).and_then(|n| u32::try_from(n).ok()).map_or(NOT_CONTIGUOUS, |n| n + 1);
+        slot.store(v, Ordering::Relaxed);
+    }
+    predefined_bytes(t)
+}
+
 /// Bytes of the origin and of the target data when both datatypes are committed and
 /// contiguous, looked up without taking references to them; None otherwise.
 fn contiguous_pair(otype: MPI_Datatype, ocount: i64, ttype: MPI_Datatype, tcount: i64) -> Option<(usize, usize)> {
@@ -1122,16 +1140,11 @@ fn contiguous_pair(otype: MPI_Datatype, ocount: i64, ttype: MPI_Datatype, tcount
     if let (Some(o), Some(t)) = (predefined_bytes(otype), predefined_bytes(ttype)) {
         return Some((o.checked_mul(ocount as usize)?, t.checked_mul(tcount as usize)?));
     }
+    for t in [otype, ttype] {
+        fill_predefined(t);
+    }
     let guard = lock();
     let g = guard.as_ref()?;
-    for t in [otype, ttype] {
-        if let Some(slot) = PREDEF_BYTES.get(t as usize).filter(|_| abi::is_predefined_handle(t as usize)) {
-            if slot.load(Ordering::Relaxed) == 0 {
-                let v = crate::pt2pt::contiguous_bytes(g, t, 1).and_then(|n| u32::try_from(n).ok()).map_or(NOT_CONTIGUOUS, |n| n + 1);
-                slot.store(v, Ordering::Relaxed);
-            }
-        }
-    }
     Some((crate::pt2pt::contiguous_bytes(g, otype, ocount)?, crate::pt2pt::contiguous_bytes(g, ttype, tcount)?))
 }
 
@@ -1213,6 +1226,77 @@ unsafe fn mapped_fast(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, o
             // SAFETY: as above.
             unsafe { std::ptr::copy(start as *const u8, buf, len) };
         }
+        true
+    })
+}
+
+/// What an accumulate-class call does at the target.
+#[derive(Clone, Copy)]
+enum AccKind {
+    /// `target = origin op target` (MPI_Accumulate, Get_accumulate, Fetch_and_op), the old
+    /// contents to `result` when not null.
+    Reduce(PredefOp),
+    /// MPI_Compare_and_swap: `origin` replaces the target when the target equals `compare`.
+    Swap { compare: *const u8 },
+}
+
+/// The common accumulate-class call, inlined into its entry points: `count` elements of one
+/// predefined contiguous datatype (origin, target and result alike) with a predefined
+/// operation it supports, to a member whose memory this process maps, in an open epoch and
+/// inside its window. It takes the target's accumulate mutex as the general path does (so
+/// every accumulate on that target stays atomic with respect to this one) and works on the
+/// mapped memory in place: no library lock, no datatype reference, no packed buffer. The
+/// general path's lookups and allocations were most of a fetch_and_op's time. False leaves
+/// the call to the general path (which also reports every error).
+#[inline(always)]
+unsafe fn acc_fast(win: MPI_Win, rank: c_int, disp: MPI_Aint, origin: *const u8, result: *mut u8, count: i64, dtype: MPI_Datatype, kind: AccKind) -> bool {
+    if PHASE.load(Ordering::Acquire) != PHASE_LIVE || count <= 0 {
+        return false;
+    }
+    let Some(esize) = predefined_bytes_filled(dtype) else { return false };
+    let Some(len) = esize.checked_mul(count as usize) else { return false };
+    let elem = match kind {
+        AccKind::Reduce(op) => match crate::op::predef_elem(dtype as usize) {
+            Some(e) if e != Elem::None && op.supports(e) && e.size() == esize => Some(e),
+            _ => return false,
+        },
+        AccKind::Swap { .. } => None,
+    };
+    CACHE.with(|c| {
+        let Some((f, r, start)) = mapped_target(c, win, rank, disp, len) else { return false };
+        let at = start as *mut u8;
+        // SAFETY: the control segment holds CTL_STRIDE bytes per member and stays mapped
+        // while the window lives; the mutex is the word after the lock word (`acc_lock`).
+        let m = unsafe { &*((f.ctl + r * CTL_STRIDE + 8) as *const AtomicU32) };
+        spin_until(|| m.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok());
+        // SAFETY (the copies and the reduction): `at` is `len` bytes of the member's mapped
+        // window memory; origin, compare and result are the application's buffers of
+        // `count` elements of `dtype`. A member may target its own part, hence `copy`.
+        unsafe {
+            if !result.is_null() {
+                std::ptr::copy(at, result, len);
+            }
+            match (kind, elem) {
+                (AccKind::Reduce(PredefOp::NoOp), _) => {}
+                (AccKind::Reduce(PredefOp::Replace), _) => {
+                    c.wrote.set(true);
+                    std::ptr::copy(origin, at, len);
+                }
+                (AccKind::Reduce(op), Some(e)) => {
+                    c.wrote.set(true);
+                    steadfast_core::op::apply_dense(op, e, origin, at, count as usize);
+                }
+                (AccKind::Reduce(_), None) => {}
+                (AccKind::Swap { compare }, _) => {
+                    let (cur, cmp) = (std::slice::from_raw_parts(at as *const u8, len), std::slice::from_raw_parts(compare, len));
+                    if cur == cmp {
+                        c.wrote.set(true);
+                        std::ptr::copy(origin, at, len);
+                    }
+                }
+            }
+        }
+        m.store(0, Ordering::Release);
         true
     })
 }
@@ -1465,6 +1549,14 @@ mpi_api! {
     }
     fn Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
                   target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+        if origin_datatype == target_datatype && origin_count == target_count {
+            if let Some(p) = crate::op::predef_op(op as usize) {
+                if acc_fast(win, target_rank, target_disp, origin_addr as *const u8, std::ptr::null_mut(), origin_count as i64, origin_datatype, AccKind::Reduce(p)) {
+                    crate::rma_net::progress_if_serving();
+                    return abi::MPI_SUCCESS;
+                }
+            }
+        }
         acc("MPI_Accumulate", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, op, win)
     }
     fn Accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
@@ -1474,6 +1566,17 @@ mpi_api! {
     fn Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int,
                       result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype,
                       op: MPI_Op, win: MPI_Win) -> c_int {
+        // MPI_NO_OP ignores the origin's arguments.
+        let same = result_datatype == target_datatype && result_count == target_count
+            && (op as usize == abi::MPI_NO_OP || (origin_datatype == target_datatype && origin_count == target_count));
+        if same && !result_addr.is_null() {
+            if let Some(p) = crate::op::predef_op(op as usize) {
+                if acc_fast(win, target_rank, target_disp, origin_addr as *const u8, result_addr as *mut u8, target_count as i64, target_datatype, AccKind::Reduce(p)) {
+                    crate::rma_net::progress_if_serving();
+                    return abi::MPI_SUCCESS;
+                }
+            }
+        }
         get_acc("MPI_Get_accumulate", origin_addr, origin_count as i64, origin_datatype, result_addr, result_count as i64, result_datatype,
                 target_rank, target_disp, target_count as i64, target_datatype, op, win)
     }
@@ -1485,10 +1588,24 @@ mpi_api! {
     }
     fn Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
                     op: MPI_Op, win: MPI_Win) -> c_int {
+        if !result_addr.is_null() {
+            if let Some(p) = crate::op::predef_op(op as usize) {
+                if acc_fast(win, target_rank, target_disp, origin_addr as *const u8, result_addr as *mut u8, 1, datatype, AccKind::Reduce(p)) {
+                    crate::rma_net::progress_if_serving();
+                    return abi::MPI_SUCCESS;
+                }
+            }
+        }
         get_acc("MPI_Fetch_and_op", origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, op, win)
     }
     fn Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype,
                         target_rank: c_int, target_disp: MPI_Aint, win: MPI_Win) -> c_int {
+        if !result_addr.is_null() && !compare_addr.is_null() && !origin_addr.is_null()
+            && acc_fast(win, target_rank, target_disp, origin_addr as *const u8, result_addr as *mut u8, 1, datatype, AccKind::Swap { compare: compare_addr as *const u8 })
+        {
+            crate::rma_net::progress_if_serving();
+            return abi::MPI_SUCCESS;
+        }
         win_api("MPI_Compare_and_swap", win, || {
             if target_rank == abi::MPI_PROC_NULL {
                 return Ok(());
