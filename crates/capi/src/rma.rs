@@ -1737,17 +1737,22 @@ impl ShmBarrier {
             return Ok(());
         }
         let old = self.sense ^ 1;
-        let (mut polls, mut rounds) = (0u32, 0u32);
         let (spin, yields) = g_locked(|g| Ok((g.eng.cfg.spin, g.eng.cfg.yields)))?;
-        while released.load(Ordering::Acquire) != self.sense {
-            polls = polls.saturating_add(1);
-            if polls <= spin && polls % 64 != 0 {
+        // Rounds of 64 polls of the release word, each followed by a round of progress
+        // (other traffic of this process, failure notices) and a look for failed members.
+        // As in the engine's own waits: `spin` rounds spinning, then `yields` rounds that
+        // let the CPU go (when ranks outnumber cores the members still to arrive need it),
+        // then sleeps on the release word (woken by the last arrival, or after a
+        // millisecond for the progress), each followed by yielding rounds again.
+        let mut rounds = 0u32;
+        loop {
+            for _ in 0..64 {
+                if released.load(Ordering::Acquire) == self.sense {
+                    return Ok(());
+                }
                 std::hint::spin_loop();
-                continue;
             }
-            // Now and then: progress (other traffic of this process, failure notices), and
-            // an end to the wait when a member failed.
-            rounds = rounds.wrapping_add(1);
+            rounds = rounds.saturating_add(1);
             let failed = g_locked(|g| {
                 if let Err(e) = g.eng.progress() {
                     tracing::warn!("MPI_Win_fence: progress failed: {e}");
@@ -1757,21 +1762,18 @@ impl ShmBarrier {
             if failed {
                 return Err(err(ErrorClass::ProcFailed, "a member of the window failed during MPI_Win_fence"));
             }
-            if polls <= spin {
+            if rounds < spin {
                 continue;
             }
-            // As the engine's own waits: when ranks outnumber cores the members still to
-            // arrive need the CPU, so yield, then sleep on the release word (woken by the
-            // last arrival, or after a millisecond for the progress above).
-            if rounds < yields {
+            if rounds < spin.saturating_add(yields) {
                 std::thread::yield_now();
                 continue;
             }
             sleepers.fetch_add(1, Ordering::SeqCst);
             futex(released, libc::FUTEX_WAIT, old, Some(std::time::Duration::from_millis(1)));
             sleepers.fetch_sub(1, Ordering::SeqCst);
+            rounds = spin;
         }
-        Ok(())
     }
 }
 
