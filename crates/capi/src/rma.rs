@@ -14,9 +14,12 @@
 //! Members on other hosts are reached through the network path (`rma_net`): each operation
 //! is a request their target service applies, under the same lock word and mutex.
 //!
-//! Transfers to members of this host complete when the call returns; synchronization calls
-//! order them, and flush what went to other hosts: fence is a flush, a memory fence and a
-//! barrier, post/start/complete/wait exchange zero-byte messages on the window's private
+//! Transfers to members of this host complete when the call returns (except small puts and
+//! gets of fence epochs on MPI_Win_create windows within one host, staged in the target's
+//! inbox and applied at the closing fence: `STAGE_INBOX`); synchronization calls order them,
+//! and flush what went to other hosts: fence is a barrier in the control segment within one
+//! host (`ShmBarrier`), a flush, a memory fence and a message-based barrier across hosts;
+//! post/start/complete/wait exchange zero-byte messages on the window's private
 //! communicator, lock/unlock take the lock word (or ask the remote target's service).
 //! MPI_Win_allocate_shared across hosts is refused with MPI_ERR_RMA_SHARED.
 //!
@@ -123,6 +126,32 @@ fn ctl_len(members: usize) -> usize {
     page_round((members + CTL_BARRIER_LINES) * CTL_STRIDE)
 }
 
+/// Staging of small puts and gets in fence epochs on MPI_Win_create windows within one host
+/// (whose memory the members cannot map: otherwise each is a cross-memory system call of
+/// about a microsecond). Each member has an inbox per epoch parity of this many bytes in a
+/// shared staging segment: a line holding the bytes reserved, then records of a `StageHead`
+/// and the data, each rounded to 16 bytes. Origins reserve room with an atomic add and
+/// write their record; the closing fence's members apply their inboxes (puts copied in,
+/// gets' data copied out into the record) between two barriers, and origins take their
+/// gets' data after the second.
+const STAGE_INBOX: usize = 64 * 1024;
+/// Larger transfers go through the system call: its cost is then small next to the copies.
+const STAGE_MAX: usize = 8 * 1024;
+const STAGE_PUT: u32 = 1;
+const STAGE_GET: u32 = 2;
+/// Marks where a reservation that did not fit begins: the records end there.
+const STAGE_END: u32 = 3;
+/// Added to the fence barrier's count by a member that staged something.
+const STAGED_FLAG: u32 = 1 << 20;
+
+#[repr(C)]
+struct StageHead {
+    kind: u32,
+    len: u32,
+    /// Address at the target, in the target's address space.
+    addr: u64,
+}
+
 // ---- windows --------------------------------------------------------------------------------
 
 /// What an origin knows of one member of the window.
@@ -187,6 +216,16 @@ struct Fast {
     held: Vec<AtomicU8>,
     /// The control segment (lock words).
     ctl: usize,
+    /// The staging segment (MPI_Win_create within one host), 0 without one.
+    stage: usize,
+    /// A fence epoch is open and nothing else: small puts and gets may be staged.
+    stage_ok: AtomicBool,
+    /// Parity of the open fence epoch: the inboxes its records go to.
+    epoch_half: AtomicU32,
+    /// This process staged a record in the open epoch.
+    staged: AtomicBool,
+    /// Gets staged in the open epoch: record data address, origin buffer, length.
+    staged_gets: Mutex<Vec<(usize, usize, usize)>>,
     freed: AtomicBool,
 }
 
@@ -194,6 +233,95 @@ const HELD_SHARED: u8 = 1;
 const HELD_EXCLUSIVE: u8 = 2;
 
 impl Fast {
+    /// The inbox of member `target` for epoch parity `half`.
+    fn inbox(&self, target: usize, half: u32) -> usize {
+        self.stage + (target * 2 + half as usize) * STAGE_INBOX
+    }
+
+    /// Stage a put (`write`) or get of `len` bytes at `addr` of member `target` (an address
+    /// in its memory) in the open fence epoch; false when the inbox is full (the caller
+    /// then transfers directly).
+    ///
+    /// # Safety
+    /// `buf` must hold `len` bytes; for a get it must stay valid until the closing fence.
+    unsafe fn stage(&self, target: usize, addr: usize, buf: *mut u8, len: usize, write: bool) -> bool {
+        let inbox = self.inbox(target, self.epoch_half.load(Ordering::Relaxed));
+        // SAFETY: the inbox lies in the staging segment, mapped while the window lives.
+        let reserved = unsafe { &*(inbox as *const AtomicU32) };
+        let need = (std::mem::size_of::<StageHead>() + len).div_ceil(16) * 16;
+        // Once full, stay full without adding (the count must not wrap round).
+        if reserved.load(Ordering::Relaxed) as usize >= STAGE_INBOX {
+            return false;
+        }
+        let at = CTL_STRIDE + reserved.fetch_add(need as u32, Ordering::Relaxed) as usize;
+        let head = std::mem::size_of::<StageHead>();
+        self.staged.store(true, Ordering::Relaxed);
+        if at + need > STAGE_INBOX {
+            // The records end here (later reservations start further on and fail too).
+            if at + head <= STAGE_INBOX {
+                // SAFETY: [at, at + head) is inside the inbox and reserved by this call.
+                unsafe { std::ptr::write((inbox + at) as *mut StageHead, StageHead { kind: STAGE_END, len: 0, addr: 0 }) };
+            }
+            return false;
+        }
+        let kind = if write { STAGE_PUT } else { STAGE_GET };
+        // SAFETY: [at, at + need) is inside the inbox and reserved by this call.
+        unsafe {
+            std::ptr::write((inbox + at) as *mut StageHead, StageHead { kind, len: len as u32, addr: addr as u64 });
+            if write {
+                std::ptr::copy_nonoverlapping(buf, (inbox + at + head) as *mut u8, len);
+            }
+        }
+        if !write {
+            self.staged_gets.lock().unwrap_or_else(|p| p.into_inner()).push((inbox + at + head, buf as usize, len));
+        }
+        true
+    }
+
+    /// Apply this member's inbox of parity `half` (every origin has arrived at the fence).
+    fn apply_inbox(&self, me: usize, half: u32) {
+        let inbox = self.inbox(me, half);
+        // SAFETY: as in `stage`.
+        let reserved = unsafe { &*(inbox as *const AtomicU32) };
+        let end = (CTL_STRIDE + reserved.load(Ordering::Acquire) as usize).min(STAGE_INBOX);
+        let head = std::mem::size_of::<StageHead>();
+        let mut at = CTL_STRIDE;
+        while at + head <= end {
+            // SAFETY: the records up to `end` were written by origins that arrived at the
+            // fence since; their target addresses lie inside this member's window (checked
+            // by the origin) and their data inside the inbox.
+            unsafe {
+                let h = std::ptr::read((inbox + at) as *const StageHead);
+                let (data, len) = (inbox + at + head, h.len as usize);
+                if h.kind == STAGE_PUT && at + head + len <= end {
+                    std::ptr::copy_nonoverlapping(data as *const u8, h.addr as *mut u8, len);
+                } else if h.kind == STAGE_GET && at + head + len <= end {
+                    std::ptr::copy_nonoverlapping(h.addr as *const u8, data as *mut u8, len);
+                } else {
+                    break;
+                }
+                at += (head + len).div_ceil(16) * 16;
+            }
+        }
+    }
+
+    /// Empty this member's inbox of parity `half` for the epoch that starts.
+    fn reset_inbox(&self, me: usize, half: u32) {
+        // SAFETY: as in `stage`.
+        unsafe { &*(self.inbox(me, half) as *const AtomicU32) }.store(0, Ordering::Relaxed);
+    }
+
+    /// Hand the data of this process's staged gets to their buffers.
+    fn finish_gets(&self) {
+        let gets = std::mem::take(&mut *self.staged_gets.lock().unwrap_or_else(|p| p.into_inner()));
+        for (data, buf, len) in gets {
+            // SAFETY: the record's data was filled by the target before the second
+            // barrier; the buffer is the application's get buffer, valid until the fence.
+            unsafe { std::ptr::copy_nonoverlapping(data as *const u8, buf as *mut u8, len) };
+        }
+        self.staged.store(false, Ordering::Relaxed);
+    }
+
     fn held(&self, r: usize) -> bool {
         self.held.get(r).is_some_and(|h| h.load(Ordering::Relaxed) != 0)
     }
@@ -258,6 +386,11 @@ struct Win {
     peers: Vec<Peer>,
     ctl: Segment,
     _data: Option<Segment>,
+    _stage: Option<Segment>,
+    /// Fences so far: the parity of the epoch a fence opens.
+    fences: u32,
+    /// This member's rank in the window.
+    me: usize,
     errhandler: u64,
     name: String,
     info: Info,
@@ -324,6 +457,8 @@ impl Win {
             }
         }
         f.passive.store(self.lock_all || !self.locks.is_empty(), Ordering::Relaxed);
+        let only_fence = self.fence_epoch && self.access.is_none() && !self.lock_all && self.locks.is_empty();
+        f.stage_ok.store(f.stage != 0 && only_fence && !(0..f.held.len()).any(|r| f.held(r)), Ordering::Relaxed);
     }
 }
 
@@ -524,13 +659,19 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
     let data_len = page_round(total);
     // The host's first member creates the segments, the others map them, then it unlinks
     // the names.
+    let staging = !spans && flavor == abi::MPI_WIN_FLAVOR_CREATE;
+    let stage_len = n * 2 * STAGE_INBOX;
     let mut first: R<()> = Ok(());
     let mut ctl = None;
     let mut data = None;
+    let mut stage_seg = None;
     if me == leader {
         first = map_segment(id, "ctl", ctl_len, true).map(|s| ctl = Some(s));
         if first.is_ok() && library_memory {
             first = map_segment(id, "data", data_len, true).map(|s| data = Some(s));
+        }
+        if first.is_ok() && staging {
+            first = map_segment(id, "stage", stage_len, true).map(|s| stage_seg = Some(s));
         }
     }
     let mut ok = first.is_ok() as c_int;
@@ -540,6 +681,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         if me == leader {
             unlink_segment(id, "ctl");
             unlink_segment(id, "data");
+            unlink_segment(id, "stage");
         }
         let e = first.err().unwrap_or_else(|| err(ErrorClass::NoMem, "a member could not create the window's segments"));
         return fail(&mut wcomm, e);
@@ -550,12 +692,16 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         if second.is_ok() && library_memory {
             second = map_segment(id, "data", data_len, false).map(|s| data = Some(s));
         }
+        if second.is_ok() && staging {
+            second = map_segment(id, "stage", stage_len, false).map(|s| stage_seg = Some(s));
+        }
     }
     ok = second.is_ok() as c_int;
     crate::coll::PMPI_Allreduce(&ok as *const c_int as *const c_void, &mut all_ok as *mut c_int as *mut c_void, 1, abi::MPI_INT as MPI_Datatype, abi::MPI_MIN as MPI_Op, wcomm);
     if me == leader {
         unlink_segment(id, "ctl");
         unlink_segment(id, "data");
+        unlink_segment(id, "stage");
     }
     let (Some(ctl), true) = (ctl, all_ok != 0) else {
         let e = second.err().unwrap_or_else(|| err(ErrorClass::NoMem, "a member could not map the window's segments"));
@@ -609,6 +755,11 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         all_open: AtomicBool::new(false),
         held: peers.iter().map(|_| AtomicU8::new(0)).collect(),
         ctl: ctl.addr,
+        stage: stage_seg.as_ref().map_or(0, |s| s.addr),
+        stage_ok: AtomicBool::new(false),
+        epoch_half: AtomicU32::new(0),
+        staged: AtomicBool::new(false),
+        staged_gets: Mutex::new(Vec::new()),
         freed: AtomicBool::new(false),
     });
     let win = Win {
@@ -619,11 +770,14 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         peers,
         ctl,
         _data: data,
+        _stage: stage_seg,
         errhandler: abi::MPI_ERRORS_ARE_FATAL as u64,
         name: String::new(),
         info: info_used,
         fence_epoch: false,
         fence_sense: 0,
+        fences: 0,
+        me,
         access: None,
         exposure: None,
         locks: HashMap::default(),
@@ -1163,9 +1317,13 @@ unsafe fn direct(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, len: u
         if start.checked_add(len).is_none_or(|end| end > peer.base + peer.size) {
             return Ok(false);
         }
-        if len > 0 {
-            xfer(peer, write, &[(start, len)], buf)?;
+        if len == 0 {
+            return Ok(true);
         }
+        if !peer.local && len <= STAGE_MAX && f.stage_ok.load(Ordering::Relaxed) && f.stage(r, start, buf, len, write) {
+            return Ok(true);
+        }
+        xfer(peer, write, &[(start, len)], buf)?;
         Ok(true)
     })
     .unwrap_or(Ok(false))
@@ -1716,27 +1874,30 @@ impl ShmBarrier {
         unsafe { &*((self.ctl + (self.members + line) * CTL_STRIDE) as *const AtomicU32) }
     }
 
-    /// Arrive, and return once every member has. The sequentially consistent add and the
-    /// acquiring load order this member's transfers of the closing epoch before the others
-    /// leave, and theirs before this member's next ones.
-    fn wait(&self, comm: MPI_Comm) -> R<()> {
+    /// Arrive, and return once every member has; true when some member said it `staged`
+    /// records (then the release word carries 2 besides the sense). The sequentially
+    /// consistent add and the acquiring load order this member's transfers of the closing
+    /// epoch before the others leave, and theirs before this member's next ones.
+    fn wait(&self, comm: MPI_Comm, staged: bool) -> R<bool> {
         // Line 0: the count of arrivals and the count of waiters asleep on the release word;
         // line 1: the release word.
         let (count, released) = (self.word(0), self.word(1));
         // SAFETY: as in `word`; the sleepers' count is the second word of line 0.
         let sleepers = unsafe { &*((self.word(0) as *const AtomicU32 as usize + 8) as *const AtomicU32) };
-        if count.fetch_add(1, Ordering::SeqCst) as usize + 1 == self.members {
+        let add = 1 + if staged { STAGED_FLAG } else { 0 };
+        let total = count.fetch_add(add, Ordering::SeqCst).wrapping_add(add);
+        if (total % STAGED_FLAG) as usize == self.members {
             // Last to arrive: nobody touches the count again before the release below.
             count.store(0, Ordering::Relaxed);
-            released.store(self.sense, Ordering::SeqCst);
+            let any = total >= STAGED_FLAG;
+            released.store(self.sense | if any { 2 } else { 0 }, Ordering::SeqCst);
             // A waiter counts itself before it sleeps and sleeps only while the word holds
             // the old sense, so either it sees the release or this load sees it.
             if sleepers.load(Ordering::SeqCst) != 0 {
                 futex(released, libc::FUTEX_WAKE, i32::MAX as u32, None);
             }
-            return Ok(());
+            return Ok(any);
         }
-        let old = self.sense ^ 1;
         let (spin, yields) = g_locked(|g| Ok((g.eng.cfg.spin, g.eng.cfg.yields)))?;
         // Rounds of 64 polls of the release word, each followed by a round of progress
         // (other traffic of this process, failure notices) and a look for failed members.
@@ -1747,8 +1908,9 @@ impl ShmBarrier {
         let mut rounds = 0u32;
         loop {
             for _ in 0..64 {
-                if released.load(Ordering::Acquire) == self.sense {
-                    return Ok(());
+                let r = released.load(Ordering::Acquire);
+                if r & 1 == self.sense {
+                    return Ok(r & 2 != 0);
                 }
                 std::hint::spin_loop();
             }
@@ -1770,7 +1932,11 @@ impl ShmBarrier {
                 continue;
             }
             sleepers.fetch_add(1, Ordering::SeqCst);
-            futex(released, libc::FUTEX_WAIT, old, Some(std::time::Duration::from_millis(1)));
+            // Sleeps only while the word still holds the previous barrier's value.
+            let old = released.load(Ordering::SeqCst);
+            if old & 1 != self.sense {
+                futex(released, libc::FUTEX_WAIT, old, Some(std::time::Duration::from_millis(1)));
+            }
             sleepers.fetch_sub(1, Ordering::SeqCst);
             rounds = spin;
         }
@@ -1820,15 +1986,37 @@ mpi_api! {
                 // reads and writes order the epoch's transfers before and after it.
                 if w.net.is_none() {
                     w.fence_sense ^= 1;
+                    w.fences = w.fences.wrapping_add(1);
                     let local = ShmBarrier { ctl: w.ctl.addr, members: w.peers.len(), sense: w.fence_sense };
                     w.fence_epoch = assert & abi::MPI_MODE_NOSUCCEED == 0;
+                    let half = w.fences % 2;
+                    if w.fast.stage != 0 {
+                        // The inbox the epoch that starts fills: its last records were
+                        // applied at the previous fence, and nobody stages into it before
+                        // every member has arrived at this one (the barrier's add orders
+                        // the store before their reservations).
+                        w.fast.reset_inbox(w.me, half);
+                    }
+                    w.fast.epoch_half.store(half, Ordering::Relaxed);
                     w.publish(None);
-                    return Ok((w.comm, Some(local)));
+                    return Ok((w.comm, Some((local, w.fast.clone(), w.me, half))));
                 }
                 Ok((w.comm, None))
             })?;
-            if let Some(b) = local {
-                return b.wait(comm);
+            if let Some((b, fast, me, half)) = local {
+                // Staged records (MPI_Win_create windows, `STAGE_INBOX`): once every origin
+                // has arrived each member applies its inbox of the closing epoch; after a
+                // second barrier the origins take their gets' data.
+                if b.wait(comm, fast.staged.load(Ordering::Relaxed))? {
+                    fast.apply_inbox(me, half ^ 1);
+                    let second = with_win(win, |w| {
+                        w.fence_sense ^= 1;
+                        Ok(ShmBarrier { ctl: w.ctl.addr, members: w.peers.len(), sense: w.fence_sense })
+                    })?;
+                    second.wait(comm, false)?;
+                    fast.finish_gets();
+                }
+                return Ok(());
             }
             // Writes to other hosts are applied there before anyone leaves the barrier.
             flush_net(win, None)?;
