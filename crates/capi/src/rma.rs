@@ -244,7 +244,7 @@ impl Fast {
     ///
     /// # Safety
     /// `buf` must hold `len` bytes; for a get it must stay valid until the closing fence.
-    unsafe fn stage(&self, target: usize, addr: usize, buf: *mut u8, len: usize, write: bool) -> bool {
+    unsafe fn stage_transfer(&self, target: usize, addr: usize, buf: *mut u8, len: usize, write: bool) -> bool {
         let inbox = self.inbox(target, self.epoch_half.load(Ordering::Relaxed));
         // SAFETY: the inbox lies in the staging segment, mapped while the window lives.
         let reserved = unsafe { &*(inbox as *const AtomicU32) };
@@ -1320,7 +1320,7 @@ unsafe fn direct(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, len: u
         if len == 0 {
             return Ok(true);
         }
-        if !peer.local && len <= STAGE_MAX && f.stage_ok.load(Ordering::Relaxed) && f.stage(r, start, buf, len, write) {
+        if !peer.local && len <= STAGE_MAX && f.stage_ok.load(Ordering::Relaxed) && f.stage_transfer(r, start, buf, len, write) {
             return Ok(true);
         }
         xfer(peer, write, &[(start, len)], buf)?;
@@ -1982,8 +1982,9 @@ mpi_api! {
                     return Err(err(ErrorClass::RmaSync, "MPI_Win_fence inside a post/start or lock epoch"));
                 }
                 // Within one host every transfer of the epoch is complete when its call
-                // returns, so the fence is a barrier in the control segment; the barrier
-                // reads and writes order the epoch's transfers before and after it.
+                // returns (a staged one once the barrier below is passed), so the fence is
+                // a barrier in the control segment; the barrier's reads and writes order
+                // the epoch's transfers before and after it.
                 if w.net.is_none() {
                     w.fence_sense ^= 1;
                     w.fences = w.fences.wrapping_add(1);
