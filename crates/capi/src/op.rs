@@ -101,6 +101,16 @@ fn predef_elems() -> &'static [Elem] {
     })
 }
 
+/// The element kind of predefined datatype `handle` (a table lookup, no library lock);
+/// None when `handle` is not a predefined datatype.
+pub(crate) fn predef_elem(handle: usize) -> Option<Elem> {
+    if abi::is_predefined_handle(handle) {
+        predef_elems().get(handle).copied()
+    } else {
+        None
+    }
+}
+
 /// What the elements of datatype `handle` are for reductions.
 pub fn elem_of(handle: usize, t: &TypeRef) -> Elem {
     if abi::is_predefined_handle(handle) {

@@ -14,9 +14,12 @@
 //! Members on other hosts are reached through the network path (`rma_net`): each operation
 //! is a request their target service applies, under the same lock word and mutex.
 //!
-//! Transfers to members of this host complete when the call returns; synchronization calls
-//! order them, and flush what went to other hosts: fence is a flush, a memory fence and a
-//! barrier, post/start/complete/wait exchange zero-byte messages on the window's private
+//! Transfers to members of this host complete when the call returns (except small puts and
+//! gets of fence epochs on MPI_Win_create windows within one host, staged in the target's
+//! inbox and applied at the closing fence: `STAGE_INBOX`); synchronization calls order them,
+//! and flush what went to other hosts: fence is a barrier in the control segment within one
+//! host (`ShmBarrier`), a flush, a memory fence and a message-based barrier across hosts;
+//! post/start/complete/wait exchange zero-byte messages on the window's private
 //! communicator, lock/unlock take the lock word (or ask the remote target's service).
 //! MPI_Win_allocate_shared across hosts is refused with MPI_ERR_RMA_SHARED.
 //!
@@ -33,7 +36,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use steadfast_core::datatype::TypeRef;
 use steadfast_core::info::Info;
-use steadfast_core::op::Reduction;
+use steadfast_core::op::{PredefOp, Reduction};
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
 use crate::abi::{self, MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Errhandler, MPI_Group, MPI_Info, MPI_Op, MPI_Request, MPI_Win};
@@ -114,6 +117,41 @@ fn unlink_segment(id: u64, what: &str) {
 const CTL_STRIDE: usize = 64;
 pub(crate) const LOCK_EXCL: u64 = 1 << 63;
 
+/// After the members' lines, windows within one host keep the fence barrier in the control
+/// segment (`ShmBarrier`): the count of members arrived and of waiters asleep, and (a line
+/// apart, so that the waiters' polling does not slow the arrivals) the release word.
+const CTL_BARRIER_LINES: usize = 2;
+
+fn ctl_len(members: usize) -> usize {
+    page_round((members + CTL_BARRIER_LINES) * CTL_STRIDE)
+}
+
+/// Staging of small puts and gets in fence epochs on MPI_Win_create windows within one host
+/// (whose memory the members cannot map: otherwise each is a cross-memory system call of
+/// about a microsecond). Each member has an inbox per epoch parity of this many bytes in a
+/// shared staging segment: a line holding the bytes reserved, then records of a `StageHead`
+/// and the data, each rounded to 16 bytes. Origins reserve room with an atomic add and
+/// write their record; the closing fence's members apply their inboxes (puts copied in,
+/// gets' data copied out into the record) between two barriers, and origins take their
+/// gets' data after the second.
+const STAGE_INBOX: usize = 64 * 1024;
+/// Larger transfers go through the system call: its cost is then small next to the copies.
+const STAGE_MAX: usize = 8 * 1024;
+const STAGE_PUT: u32 = 1;
+const STAGE_GET: u32 = 2;
+/// Marks where a reservation that did not fit begins: the records end there.
+const STAGE_END: u32 = 3;
+/// Added to the fence barrier's count by a member that staged something.
+const STAGED_FLAG: u32 = 1 << 20;
+
+#[repr(C)]
+struct StageHead {
+    kind: u32,
+    len: u32,
+    /// Address at the target, in the target's address space.
+    addr: u64,
+}
+
 // ---- windows --------------------------------------------------------------------------------
 
 /// What an origin knows of one member of the window.
@@ -178,6 +216,16 @@ struct Fast {
     held: Vec<AtomicU8>,
     /// The control segment (lock words).
     ctl: usize,
+    /// The staging segment (MPI_Win_create within one host), 0 without one.
+    stage: usize,
+    /// A fence epoch is open and nothing else: small puts and gets may be staged.
+    stage_ok: AtomicBool,
+    /// Parity of the open fence epoch: the inboxes its records go to.
+    epoch_half: AtomicU32,
+    /// This process staged a record in the open epoch.
+    staged: AtomicBool,
+    /// Gets staged in the open epoch: record data address, origin buffer, length.
+    staged_gets: Mutex<Vec<(usize, usize, usize)>>,
     freed: AtomicBool,
 }
 
@@ -185,6 +233,95 @@ const HELD_SHARED: u8 = 1;
 const HELD_EXCLUSIVE: u8 = 2;
 
 impl Fast {
+    /// The inbox of member `target` for epoch parity `half`.
+    fn inbox(&self, target: usize, half: u32) -> usize {
+        self.stage + (target * 2 + half as usize) * STAGE_INBOX
+    }
+
+    /// Stage a put (`write`) or get of `len` bytes at `addr` of member `target` (an address
+    /// in its memory) in the open fence epoch; false when the inbox is full (the caller
+    /// then transfers directly).
+    ///
+    /// # Safety
+    /// `buf` must hold `len` bytes; for a get it must stay valid until the closing fence.
+    unsafe fn stage_transfer(&self, target: usize, addr: usize, buf: *mut u8, len: usize, write: bool) -> bool {
+        let inbox = self.inbox(target, self.epoch_half.load(Ordering::Relaxed));
+        // SAFETY: the inbox lies in the staging segment, mapped while the window lives.
+        let reserved = unsafe { &*(inbox as *const AtomicU32) };
+        let need = (std::mem::size_of::<StageHead>() + len).div_ceil(16) * 16;
+        // Once full, stay full without adding (the count must not wrap round).
+        if reserved.load(Ordering::Relaxed) as usize >= STAGE_INBOX {
+            return false;
+        }
+        let at = CTL_STRIDE + reserved.fetch_add(need as u32, Ordering::Relaxed) as usize;
+        let head = std::mem::size_of::<StageHead>();
+        self.staged.store(true, Ordering::Relaxed);
+        if at + need > STAGE_INBOX {
+            // The records end here (later reservations start further on and fail too).
+            if at + head <= STAGE_INBOX {
+                // SAFETY: [at, at + head) is inside the inbox and reserved by this call.
+                unsafe { std::ptr::write((inbox + at) as *mut StageHead, StageHead { kind: STAGE_END, len: 0, addr: 0 }) };
+            }
+            return false;
+        }
+        let kind = if write { STAGE_PUT } else { STAGE_GET };
+        // SAFETY: [at, at + need) is inside the inbox and reserved by this call.
+        unsafe {
+            std::ptr::write((inbox + at) as *mut StageHead, StageHead { kind, len: len as u32, addr: addr as u64 });
+            if write {
+                std::ptr::copy_nonoverlapping(buf, (inbox + at + head) as *mut u8, len);
+            }
+        }
+        if !write {
+            self.staged_gets.lock().unwrap_or_else(|p| p.into_inner()).push((inbox + at + head, buf as usize, len));
+        }
+        true
+    }
+
+    /// Apply this member's inbox of parity `half` (every origin has arrived at the fence).
+    fn apply_inbox(&self, me: usize, half: u32) {
+        let inbox = self.inbox(me, half);
+        // SAFETY: as in `stage`.
+        let reserved = unsafe { &*(inbox as *const AtomicU32) };
+        let end = (CTL_STRIDE + reserved.load(Ordering::Acquire) as usize).min(STAGE_INBOX);
+        let head = std::mem::size_of::<StageHead>();
+        let mut at = CTL_STRIDE;
+        while at + head <= end {
+            // SAFETY: the records up to `end` were written by origins that arrived at the
+            // fence since; their target addresses lie inside this member's window (checked
+            // by the origin) and their data inside the inbox.
+            unsafe {
+                let h = std::ptr::read((inbox + at) as *const StageHead);
+                let (data, len) = (inbox + at + head, h.len as usize);
+                if h.kind == STAGE_PUT && at + head + len <= end {
+                    std::ptr::copy_nonoverlapping(data as *const u8, h.addr as *mut u8, len);
+                } else if h.kind == STAGE_GET && at + head + len <= end {
+                    std::ptr::copy_nonoverlapping(h.addr as *const u8, data as *mut u8, len);
+                } else {
+                    break;
+                }
+                at += (head + len).div_ceil(16) * 16;
+            }
+        }
+    }
+
+    /// Empty this member's inbox of parity `half` for the epoch that starts.
+    fn reset_inbox(&self, me: usize, half: u32) {
+        // SAFETY: as in `stage`.
+        unsafe { &*(self.inbox(me, half) as *const AtomicU32) }.store(0, Ordering::Relaxed);
+    }
+
+    /// Hand the data of this process's staged gets to their buffers.
+    fn finish_gets(&self) {
+        let gets = std::mem::take(&mut *self.staged_gets.lock().unwrap_or_else(|p| p.into_inner()));
+        for (data, buf, len) in gets {
+            // SAFETY: the record's data was filled by the target before the second
+            // barrier; the buffer is the application's get buffer, valid until the fence.
+            unsafe { std::ptr::copy_nonoverlapping(data as *const u8, buf as *mut u8, len) };
+        }
+        self.staged.store(false, Ordering::Relaxed);
+    }
+
     fn held(&self, r: usize) -> bool {
         self.held.get(r).is_some_and(|h| h.load(Ordering::Relaxed) != 0)
     }
@@ -196,17 +333,33 @@ impl Fast {
     }
 }
 
-thread_local! {
+/// What each thread keeps: one thread-local, so that a put or a flush reaches both with
+/// one address lookup (in a shared library every thread-local costs a call).
+struct ThreadCache {
     /// This thread's last window: a pointer that owns one strong count of its Arc (a plain
     /// pointer, so that reaching it needs no check for a thread-local destructor, which was
     /// a tenth of a small put's time; the one Fast a thread holds at its exit stays
     /// allocated).
-    static FAST: Cell<*const Fast> = const { Cell::new(std::ptr::null()) };
+    fast: Cell<*const Fast>,
+    /// This thread stored into a member's memory (put, accumulate) since its last memory
+    /// fence: a flush needs the fence only then (a get's loads are complete when it
+    /// returns; a put's stores may still wait in this CPU's store buffer, where a later
+    /// load of this thread could pass them).
+    wrote: Cell<bool>,
+}
+
+thread_local! {
+    static CACHE: ThreadCache = const { ThreadCache { fast: Cell::new(std::ptr::null()), wrote: Cell::new(false) } };
+}
+
+/// Note a store of this thread into window memory (see `ThreadCache::wrote`).
+fn note_write() {
+    CACHE.with(|c| c.wrote.set(true));
 }
 
 /// Run `f` on the fast part of live window `win`, or None when it is not one.
 fn with_fast<T>(win: MPI_Win, f: impl FnOnce(&Fast) -> T) -> Option<T> {
-    let cached = FAST.with(Cell::get);
+    let cached = CACHE.with(|c| c.fast.get());
     if !cached.is_null() {
         // SAFETY: the cache owns a strong count of the Arc it points to.
         let fast = unsafe { &*cached };
@@ -216,7 +369,7 @@ fn with_fast<T>(win: MPI_Win, f: impl FnOnce(&Fast) -> T) -> Option<T> {
     }
     let fast = wins().as_ref()?.get(&(win as usize))?.fast.clone();
     let r = f(&fast);
-    let old = FAST.with(|c| c.replace(Arc::into_raw(fast)));
+    let old = CACHE.with(|c| c.fast.replace(Arc::into_raw(fast)));
     if !old.is_null() {
         // SAFETY: `old` came from Arc::into_raw above, in an earlier call on this thread.
         drop(unsafe { Arc::from_raw(old) });
@@ -233,11 +386,19 @@ struct Win {
     peers: Vec<Peer>,
     ctl: Segment,
     _data: Option<Segment>,
+    _stage: Option<Segment>,
+    /// Fences so far: the parity of the epoch a fence opens.
+    fences: u32,
+    /// This member's rank in the window.
+    me: usize,
     errhandler: u64,
     name: String,
     info: Info,
     /// A fence opened an access/exposure epoch.
     fence_epoch: bool,
+    /// Sense of this member's last fence barrier in the control segment (windows within
+    /// one host).
+    fence_sense: u32,
     /// Targets of the open PSCW access epoch (window ranks).
     access: Option<Vec<usize>>,
     /// Origins of the open PSCW exposure epoch and their pending completion messages.
@@ -296,6 +457,8 @@ impl Win {
             }
         }
         f.passive.store(self.lock_all || !self.locks.is_empty(), Ordering::Relaxed);
+        let only_fence = self.fence_epoch && self.access.is_none() && !self.lock_all && self.locks.is_empty();
+        f.stage_ok.store(f.stage != 0 && only_fence && !(0..f.held.len()).any(|r| f.held(r)), Ordering::Relaxed);
     }
 }
 
@@ -492,17 +655,23 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         offs.push(total);
         total += p.size as usize;
     }
-    let ctl_len = page_round(n * CTL_STRIDE);
+    let ctl_len = ctl_len(n);
     let data_len = page_round(total);
     // The host's first member creates the segments, the others map them, then it unlinks
     // the names.
+    let staging = !spans && flavor == abi::MPI_WIN_FLAVOR_CREATE;
+    let stage_len = n * 2 * STAGE_INBOX;
     let mut first: R<()> = Ok(());
     let mut ctl = None;
     let mut data = None;
+    let mut stage_seg = None;
     if me == leader {
         first = map_segment(id, "ctl", ctl_len, true).map(|s| ctl = Some(s));
         if first.is_ok() && library_memory {
             first = map_segment(id, "data", data_len, true).map(|s| data = Some(s));
+        }
+        if first.is_ok() && staging {
+            first = map_segment(id, "stage", stage_len, true).map(|s| stage_seg = Some(s));
         }
     }
     let mut ok = first.is_ok() as c_int;
@@ -512,6 +681,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         if me == leader {
             unlink_segment(id, "ctl");
             unlink_segment(id, "data");
+            unlink_segment(id, "stage");
         }
         let e = first.err().unwrap_or_else(|| err(ErrorClass::NoMem, "a member could not create the window's segments"));
         return fail(&mut wcomm, e);
@@ -522,12 +692,16 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         if second.is_ok() && library_memory {
             second = map_segment(id, "data", data_len, false).map(|s| data = Some(s));
         }
+        if second.is_ok() && staging {
+            second = map_segment(id, "stage", stage_len, false).map(|s| stage_seg = Some(s));
+        }
     }
     ok = second.is_ok() as c_int;
     crate::coll::PMPI_Allreduce(&ok as *const c_int as *const c_void, &mut all_ok as *mut c_int as *mut c_void, 1, abi::MPI_INT as MPI_Datatype, abi::MPI_MIN as MPI_Op, wcomm);
     if me == leader {
         unlink_segment(id, "ctl");
         unlink_segment(id, "data");
+        unlink_segment(id, "stage");
     }
     let (Some(ctl), true) = (ctl, all_ok != 0) else {
         let e = second.err().unwrap_or_else(|| err(ErrorClass::NoMem, "a member could not map the window's segments"));
@@ -581,6 +755,11 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         all_open: AtomicBool::new(false),
         held: peers.iter().map(|_| AtomicU8::new(0)).collect(),
         ctl: ctl.addr,
+        stage: stage_seg.as_ref().map_or(0, |s| s.addr),
+        stage_ok: AtomicBool::new(false),
+        epoch_half: AtomicU32::new(0),
+        staged: AtomicBool::new(false),
+        staged_gets: Mutex::new(Vec::new()),
         freed: AtomicBool::new(false),
     });
     let win = Win {
@@ -591,10 +770,14 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         peers,
         ctl,
         _data: data,
+        _stage: stage_seg,
         errhandler: abi::MPI_ERRORS_ARE_FATAL as u64,
         name: String::new(),
         info: info_used,
         fence_epoch: false,
+        fence_sense: 0,
+        fences: 0,
+        me,
         access: None,
         exposure: None,
         locks: HashMap::default(),
@@ -643,6 +826,9 @@ unsafe fn out_win(win: *mut MPI_Win) -> R<()> {
 
 /// Copy between the packed buffer `buf` and the byte runs (absolute addresses) of a member.
 unsafe fn xfer(peer: &Peer, write: bool, runs: &[(usize, usize)], buf: *mut u8) -> R<()> {
+    if write {
+        note_write();
+    }
     if peer.local {
         let mut p = buf;
         for &(addr, len) in runs {
@@ -833,6 +1019,7 @@ unsafe fn accumulate(w: &Win, t: &Target, target_dt: MPI_Datatype, op: MPI_Op, o
                 res.extend_from_slice(std::slice::from_raw_parts(at, t.runs[0].1));
             }
             if let Some(origin) = origin.filter(|_| op as usize != abi::MPI_NO_OP) {
+                note_write();
                 red.apply(origin.as_ptr(), at, t.count);
             }
             return Ok(());
@@ -1080,6 +1267,24 @@ fn predefined_bytes(t: MPI_Datatype) -> Option<usize> {
     (v != 0 && v != NOT_CONTIGUOUS).then(|| v as usize - 1)
 }
 
+/// Element size of a contiguous predefined datatype, filling its PREDEF_BYTES entry (under
+/// the library lock) the first time; None when `t` is not a contiguous predefined type.
+fn predefined_bytes_filled(t: MPI_Datatype) -> Option<usize> {
+    predefined_bytes(t).or_else(|| fill_predefined(t))
+}
+
+#[cold]
+fn fill_predefined(t: MPI_Datatype) -> Option<usize> {
+    let slot = PREDEF_BYTES.get(t as usize).filter(|_| abi::is_predefined_handle(t as usize))?;
+    if slot.load(Ordering::Relaxed) == 0 {
+        let guard = lock();
+        let g = guard.as_ref()?;
+        let v = crate::pt2pt::contiguous_bytes(g, t, 1).and_then(|n| u32::try_from(n).ok()).map_or(NOT_CONTIGUOUS, |n| n + 1);
+        slot.store(v, Ordering::Relaxed);
+    }
+    predefined_bytes(t)
+}
+
 /// Bytes of the origin and of the target data when both datatypes are committed and
 /// contiguous, looked up without taking references to them; None otherwise.
 fn contiguous_pair(otype: MPI_Datatype, ocount: i64, ttype: MPI_Datatype, tcount: i64) -> Option<(usize, usize)> {
@@ -1089,16 +1294,11 @@ fn contiguous_pair(otype: MPI_Datatype, ocount: i64, ttype: MPI_Datatype, tcount
     if let (Some(o), Some(t)) = (predefined_bytes(otype), predefined_bytes(ttype)) {
         return Some((o.checked_mul(ocount as usize)?, t.checked_mul(tcount as usize)?));
     }
+    for t in [otype, ttype] {
+        fill_predefined(t);
+    }
     let guard = lock();
     let g = guard.as_ref()?;
-    for t in [otype, ttype] {
-        if let Some(slot) = PREDEF_BYTES.get(t as usize).filter(|_| abi::is_predefined_handle(t as usize)) {
-            if slot.load(Ordering::Relaxed) == 0 {
-                let v = crate::pt2pt::contiguous_bytes(g, t, 1).and_then(|n| u32::try_from(n).ok()).map_or(NOT_CONTIGUOUS, |n| n + 1);
-                slot.store(v, Ordering::Relaxed);
-            }
-        }
-    }
     Some((crate::pt2pt::contiguous_bytes(g, otype, ocount)?, crate::pt2pt::contiguous_bytes(g, ttype, tcount)?))
 }
 
@@ -1117,16 +1317,151 @@ unsafe fn direct(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, len: u
         if start.checked_add(len).is_none_or(|end| end > peer.base + peer.size) {
             return Ok(false);
         }
-        if len > 0 {
-            xfer(peer, write, &[(start, len)], buf)?;
+        if len == 0 {
+            return Ok(true);
         }
+        if !peer.local && len <= STAGE_MAX && f.stage_ok.load(Ordering::Relaxed) && f.stage_transfer(r, start, buf, len, write) {
+            return Ok(true);
+        }
+        xfer(peer, write, &[(start, len)], buf)?;
         Ok(true)
     })
     .unwrap_or(Ok(false))
 }
 
+/// This thread's cached window when it is live window `win`, with the address of `len` bytes
+/// at displacement `disp` of member `rank`, when this process maps that member's memory, an
+/// epoch is open towards it and the bytes lie inside its window; None otherwise (the general
+/// paths then decide, and report errors).
+#[inline(always)]
+fn mapped_target(c: &ThreadCache, win: MPI_Win, rank: c_int, disp: MPI_Aint, len: usize) -> Option<(&Fast, usize, usize)> {
+    let cached = c.fast.get();
+    if cached.is_null() || disp < 0 {
+        return None;
+    }
+    // SAFETY: the cache owns a strong count of the Arc it points to (the thread-local
+    // outlives this borrow).
+    let f = unsafe { &*cached };
+    if f.id != win as usize || f.freed.load(Ordering::Relaxed) || f.dynamic {
+        return None;
+    }
+    let r = usize::try_from(rank).ok()?;
+    let (peer, open) = (f.peers.get(r)?, f.open.get(r)?);
+    if !peer.local || !open.load(Ordering::Relaxed) {
+        return None;
+    }
+    let start = (disp as usize).checked_mul(peer.disp_unit).and_then(|o| peer.base.checked_add(o))?;
+    if start.checked_add(len).is_none_or(|end| end > peer.base + peer.size) {
+        return None;
+    }
+    Some((f, r, start))
+}
+
+/// The common put or get, inlined into MPI_Put and MPI_Get: predefined contiguous types of
+/// equal size, to the thread's last window, to a member whose memory this process maps, in
+/// an open epoch and inside its window: checks on plain loads and one copy. False leaves
+/// the call to `put` / `get` (which also report every error). The general path's frame,
+/// and passing it the call's arguments, were a third of a small put's time.
+#[inline(always)]
+unsafe fn mapped_fast(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, ocount: i64, otype: MPI_Datatype, tcount: i64, ttype: MPI_Datatype, write: bool) -> bool {
+    if PHASE.load(Ordering::Acquire) != PHASE_LIVE || ocount < 0 || tcount < 0 {
+        return false;
+    }
+    let (Some(o), Some(t)) = (predefined_bytes(otype), predefined_bytes(ttype)) else { return false };
+    let (Some(len), Some(tlen)) = (o.checked_mul(ocount as usize), t.checked_mul(tcount as usize)) else { return false };
+    if len != tlen {
+        return false;
+    }
+    CACHE.with(|c| {
+        let Some((_, _, start)) = mapped_target(c, win, rank, disp, len) else { return false };
+        // A member may put into or get from its own part: the areas may overlap.
+        if write {
+            c.wrote.set(true);
+            // SAFETY: the target range lies inside the member's mapped window memory; the
+            // origin buffer is the application's, of `len` bytes.
+            unsafe { std::ptr::copy(buf, start as *mut u8, len) };
+        } else {
+            // SAFETY: as above.
+            unsafe { std::ptr::copy(start as *const u8, buf, len) };
+        }
+        true
+    })
+}
+
+/// What an accumulate-class call does at the target.
+#[derive(Clone, Copy)]
+enum AccKind {
+    /// `target = origin op target` (MPI_Accumulate, Get_accumulate, Fetch_and_op), the old
+    /// contents to `result` when not null.
+    Reduce(PredefOp),
+    /// MPI_Compare_and_swap: `origin` replaces the target when the target equals `compare`.
+    Swap { compare: *const u8 },
+}
+
+/// The common accumulate-class call, inlined into its entry points: `count` elements of one
+/// predefined contiguous datatype (origin, target and result alike) with a predefined
+/// operation it supports, to a member whose memory this process maps, in an open epoch and
+/// inside its window. It takes the target's accumulate mutex as the general path does (so
+/// every accumulate on that target stays atomic with respect to this one) and works on the
+/// mapped memory in place: no library lock, no datatype reference, no packed buffer. The
+/// general path's lookups and allocations were most of a fetch_and_op's time. False leaves
+/// the call to the general path (which also reports every error).
+#[inline(always)]
+unsafe fn acc_fast(win: MPI_Win, rank: c_int, disp: MPI_Aint, origin: *const u8, result: *mut u8, count: i64, dtype: MPI_Datatype, kind: AccKind) -> bool {
+    if PHASE.load(Ordering::Acquire) != PHASE_LIVE || count <= 0 {
+        return false;
+    }
+    let Some(esize) = predefined_bytes_filled(dtype) else { return false };
+    let Some(len) = esize.checked_mul(count as usize) else { return false };
+    let elem = match kind {
+        AccKind::Reduce(op) => match crate::op::predef_elem(dtype as usize) {
+            Some(e) if e != Elem::None && op.supports(e) && e.size() == esize => Some(e),
+            _ => return false,
+        },
+        AccKind::Swap { .. } => None,
+    };
+    CACHE.with(|c| {
+        let Some((f, r, start)) = mapped_target(c, win, rank, disp, len) else { return false };
+        let at = start as *mut u8;
+        // SAFETY: the control segment holds CTL_STRIDE bytes per member and stays mapped
+        // while the window lives; the mutex is the word after the lock word (`acc_lock`).
+        let m = unsafe { &*((f.ctl + r * CTL_STRIDE + 8) as *const AtomicU32) };
+        spin_until(|| m.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed).is_ok());
+        // SAFETY (the copies and the reduction): `at` is `len` bytes of the member's mapped
+        // window memory; origin, compare and result are the application's buffers of
+        // `count` elements of `dtype`. A member may target its own part, hence `copy`.
+        unsafe {
+            if !result.is_null() {
+                std::ptr::copy(at, result, len);
+            }
+            match (kind, elem) {
+                (AccKind::Reduce(PredefOp::NoOp), _) => {}
+                (AccKind::Reduce(PredefOp::Replace), _) => {
+                    c.wrote.set(true);
+                    std::ptr::copy(origin, at, len);
+                }
+                (AccKind::Reduce(op), Some(e)) => {
+                    c.wrote.set(true);
+                    steadfast_core::op::apply_dense(op, e, origin, at, count as usize);
+                }
+                (AccKind::Reduce(_), None) => {}
+                (AccKind::Swap { compare }, _) => {
+                    let (cur, cmp) = (std::slice::from_raw_parts(at as *const u8, len), std::slice::from_raw_parts(compare, len));
+                    if cur == cmp {
+                        c.wrote.set(true);
+                        std::ptr::copy(origin, at, len);
+                    }
+                }
+            }
+        }
+        m.store(0, Ordering::Release);
+        true
+    })
+}
+
 // ---- entry points: communication ------------------------------------------------------------
 
+#[inline(never)]
 unsafe fn put(func: &str, origin: *const c_void, ocount: i64, otype: MPI_Datatype, rank: c_int, disp: MPI_Aint, tcount: i64, ttype: MPI_Datatype, win: MPI_Win) -> c_int {
     win_api(func, win, || {
         if rank == abi::MPI_PROC_NULL {
@@ -1174,6 +1509,7 @@ fn remote(w: &mut Win, t: &Target, rank: c_int, write: bool) -> Option<Handle> {
     Some(n.h)
 }
 
+#[inline(never)]
 unsafe fn get(func: &str, origin: *mut c_void, ocount: i64, otype: MPI_Datatype, rank: c_int, disp: MPI_Aint, tcount: i64, ttype: MPI_Datatype, win: MPI_Win) -> c_int {
     win_api(func, win, || {
         if rank == abi::MPI_PROC_NULL {
@@ -1347,6 +1683,10 @@ unsafe fn complete_request(func: &str, win: MPI_Win, rc: c_int, request: *mut MP
 mpi_api! {
     fn Put(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
            target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+        if mapped_fast(win, target_rank, target_disp, origin_addr as *mut u8, origin_count as i64, origin_datatype, target_count as i64, target_datatype, true) {
+            crate::rma_net::progress_if_serving();
+            return abi::MPI_SUCCESS;
+        }
         put("MPI_Put", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, win)
     }
     fn Put_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
@@ -1355,6 +1695,10 @@ mpi_api! {
     }
     fn Get(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
            target_count: c_int, target_datatype: MPI_Datatype, win: MPI_Win) -> c_int {
+        if mapped_fast(win, target_rank, target_disp, origin_addr as *mut u8, origin_count as i64, origin_datatype, target_count as i64, target_datatype, false) {
+            crate::rma_net::progress_if_serving();
+            return abi::MPI_SUCCESS;
+        }
         get("MPI_Get", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, win)
     }
     fn Get_c(origin_addr: *mut c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
@@ -1363,6 +1707,14 @@ mpi_api! {
     }
     fn Accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
                   target_count: c_int, target_datatype: MPI_Datatype, op: MPI_Op, win: MPI_Win) -> c_int {
+        if origin_datatype == target_datatype && origin_count == target_count {
+            if let Some(p) = crate::op::predef_op(op as usize) {
+                if acc_fast(win, target_rank, target_disp, origin_addr as *const u8, std::ptr::null_mut(), origin_count as i64, origin_datatype, AccKind::Reduce(p)) {
+                    crate::rma_net::progress_if_serving();
+                    return abi::MPI_SUCCESS;
+                }
+            }
+        }
         acc("MPI_Accumulate", origin_addr, origin_count as i64, origin_datatype, target_rank, target_disp, target_count as i64, target_datatype, op, win)
     }
     fn Accumulate_c(origin_addr: *const c_void, origin_count: MPI_Count, origin_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
@@ -1372,6 +1724,17 @@ mpi_api! {
     fn Get_accumulate(origin_addr: *const c_void, origin_count: c_int, origin_datatype: MPI_Datatype, result_addr: *mut c_void, result_count: c_int,
                       result_datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint, target_count: c_int, target_datatype: MPI_Datatype,
                       op: MPI_Op, win: MPI_Win) -> c_int {
+        // MPI_NO_OP ignores the origin's arguments.
+        let same = result_datatype == target_datatype && result_count == target_count
+            && (op as usize == abi::MPI_NO_OP || (origin_datatype == target_datatype && origin_count == target_count));
+        if same && !result_addr.is_null() {
+            if let Some(p) = crate::op::predef_op(op as usize) {
+                if acc_fast(win, target_rank, target_disp, origin_addr as *const u8, result_addr as *mut u8, target_count as i64, target_datatype, AccKind::Reduce(p)) {
+                    crate::rma_net::progress_if_serving();
+                    return abi::MPI_SUCCESS;
+                }
+            }
+        }
         get_acc("MPI_Get_accumulate", origin_addr, origin_count as i64, origin_datatype, result_addr, result_count as i64, result_datatype,
                 target_rank, target_disp, target_count as i64, target_datatype, op, win)
     }
@@ -1383,10 +1746,24 @@ mpi_api! {
     }
     fn Fetch_and_op(origin_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype, target_rank: c_int, target_disp: MPI_Aint,
                     op: MPI_Op, win: MPI_Win) -> c_int {
+        if !result_addr.is_null() {
+            if let Some(p) = crate::op::predef_op(op as usize) {
+                if acc_fast(win, target_rank, target_disp, origin_addr as *const u8, result_addr as *mut u8, 1, datatype, AccKind::Reduce(p)) {
+                    crate::rma_net::progress_if_serving();
+                    return abi::MPI_SUCCESS;
+                }
+            }
+        }
         get_acc("MPI_Fetch_and_op", origin_addr, 1, datatype, result_addr, 1, datatype, target_rank, target_disp, 1, datatype, op, win)
     }
     fn Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype,
                         target_rank: c_int, target_disp: MPI_Aint, win: MPI_Win) -> c_int {
+        if !result_addr.is_null() && !compare_addr.is_null() && !origin_addr.is_null()
+            && acc_fast(win, target_rank, target_disp, origin_addr as *const u8, result_addr as *mut u8, 1, datatype, AccKind::Swap { compare: compare_addr as *const u8 })
+        {
+            crate::rma_net::progress_if_serving();
+            return abi::MPI_SUCCESS;
+        }
         win_api("MPI_Compare_and_swap", win, || {
             if target_rank == abi::MPI_PROC_NULL {
                 return Ok(());
@@ -1478,6 +1855,103 @@ mpi_api! {
 
 // ---- entry points: synchronization ----------------------------------------------------------
 
+/// The fence barrier of a window within one host: a sense-reversing counter in its
+/// control segment (after the members' lines). The window's members map the same segment,
+/// so an arrival is one atomic add and the release one store, where the message-based
+/// barrier took a round of messages through the engine.
+struct ShmBarrier {
+    ctl: usize,
+    members: usize,
+    /// The sense this barrier completes with (the member's previous one, flipped).
+    sense: u32,
+}
+
+impl ShmBarrier {
+    fn word(&self, line: usize) -> &AtomicU32 {
+        // SAFETY: the control segment holds CTL_BARRIER_LINES lines after the members'
+        // (`ctl_len`) and stays mapped while the window lives; a fence on a window being
+        // freed is erroneous.
+        unsafe { &*((self.ctl + (self.members + line) * CTL_STRIDE) as *const AtomicU32) }
+    }
+
+    /// Arrive, and return once every member has; true when some member said it `staged`
+    /// records (then the release word carries 2 besides the sense). The sequentially
+    /// consistent add and the acquiring load order this member's transfers of the closing
+    /// epoch before the others leave, and theirs before this member's next ones.
+    fn wait(&self, comm: MPI_Comm, staged: bool) -> R<bool> {
+        // Line 0: the count of arrivals and the count of waiters asleep on the release word;
+        // line 1: the release word.
+        let (count, released) = (self.word(0), self.word(1));
+        // SAFETY: as in `word`; the sleepers' count is the second word of line 0.
+        let sleepers = unsafe { &*((self.word(0) as *const AtomicU32 as usize + 8) as *const AtomicU32) };
+        let add = 1 + if staged { STAGED_FLAG } else { 0 };
+        let total = count.fetch_add(add, Ordering::SeqCst).wrapping_add(add);
+        if (total % STAGED_FLAG) as usize == self.members {
+            // Last to arrive: nobody touches the count again before the release below.
+            count.store(0, Ordering::Relaxed);
+            let any = total >= STAGED_FLAG;
+            released.store(self.sense | if any { 2 } else { 0 }, Ordering::SeqCst);
+            // A waiter counts itself before it sleeps and sleeps only while the word holds
+            // the old sense, so either it sees the release or this load sees it.
+            if sleepers.load(Ordering::SeqCst) != 0 {
+                futex(released, libc::FUTEX_WAKE, i32::MAX as u32, None);
+            }
+            return Ok(any);
+        }
+        let (spin, yields) = g_locked(|g| Ok((g.eng.cfg.spin, g.eng.cfg.yields)))?;
+        // Rounds of 64 polls of the release word, each followed by a round of progress
+        // (other traffic of this process, failure notices) and a look for failed members.
+        // As in the engine's own waits: `spin` rounds spinning, then `yields` rounds that
+        // let the CPU go (when ranks outnumber cores the members still to arrive need it),
+        // then sleeps on the release word (woken by the last arrival, or after a
+        // millisecond for the progress), each followed by yielding rounds again.
+        let mut rounds = 0u32;
+        loop {
+            for _ in 0..64 {
+                let r = released.load(Ordering::Acquire);
+                if r & 1 == self.sense {
+                    return Ok(r & 2 != 0);
+                }
+                std::hint::spin_loop();
+            }
+            rounds = rounds.saturating_add(1);
+            let failed = g_locked(|g| {
+                if let Err(e) = g.eng.progress() {
+                    tracing::warn!("MPI_Win_fence: progress failed: {e}");
+                }
+                Ok(g.eng.comm_has_failed_member(global::comm_handle(g, comm as usize)?))
+            })?;
+            if failed {
+                return Err(err(ErrorClass::ProcFailed, "a member of the window failed during MPI_Win_fence"));
+            }
+            if rounds < spin {
+                continue;
+            }
+            if rounds < spin.saturating_add(yields) {
+                std::thread::yield_now();
+                continue;
+            }
+            sleepers.fetch_add(1, Ordering::SeqCst);
+            // Sleeps only while the word still holds the previous barrier's value.
+            let old = released.load(Ordering::SeqCst);
+            if old & 1 != self.sense {
+                futex(released, libc::FUTEX_WAIT, old, Some(std::time::Duration::from_millis(1)));
+            }
+            sleepers.fetch_sub(1, Ordering::SeqCst);
+            rounds = spin;
+        }
+    }
+}
+
+/// A futex operation on a word of a shared mapping (the control segment: a shared futex,
+/// not a process-private one). Interrupted and spurious returns are the caller's to retry.
+fn futex(word: &AtomicU32, op: c_int, val: u32, timeout: Option<std::time::Duration>) {
+    let ts = timeout.map(|d| libc::timespec { tv_sec: d.as_secs() as libc::time_t, tv_nsec: d.subsec_nanos() as libc::c_long });
+    let tsp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a valid, aligned u32 for the duration of the call.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, val, tsp, std::ptr::null::<u32>(), 0u32) };
+}
+
 const TAG_POST: c_int = 1;
 const TAG_DONE: c_int = 2;
 
@@ -1503,12 +1977,48 @@ mpi_api! {
     fn Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         win_api("MPI_Win_fence", win, || {
             check_assert(assert)?;
-            let comm = with_win(win, |w| {
+            let (comm, local) = with_win(win, |w| {
                 if w.access.is_some() || w.exposure.is_some() || w.any_lock() || w.lock_all {
                     return Err(err(ErrorClass::RmaSync, "MPI_Win_fence inside a post/start or lock epoch"));
                 }
-                Ok(w.comm)
+                // Within one host every transfer of the epoch is complete when its call
+                // returns (a staged one once the barrier below is passed), so the fence is
+                // a barrier in the control segment; the barrier's reads and writes order
+                // the epoch's transfers before and after it.
+                if w.net.is_none() {
+                    w.fence_sense ^= 1;
+                    w.fences = w.fences.wrapping_add(1);
+                    let local = ShmBarrier { ctl: w.ctl.addr, members: w.peers.len(), sense: w.fence_sense };
+                    w.fence_epoch = assert & abi::MPI_MODE_NOSUCCEED == 0;
+                    let half = w.fences % 2;
+                    if w.fast.stage != 0 {
+                        // The inbox the epoch that starts fills: its last records were
+                        // applied at the previous fence, and nobody stages into it before
+                        // every member has arrived at this one (the barrier's add orders
+                        // the store before their reservations).
+                        w.fast.reset_inbox(w.me, half);
+                    }
+                    w.fast.epoch_half.store(half, Ordering::Relaxed);
+                    w.publish(None);
+                    return Ok((w.comm, Some((local, w.fast.clone(), w.me, half))));
+                }
+                Ok((w.comm, None))
             })?;
+            if let Some((b, fast, me, half)) = local {
+                // Staged records (MPI_Win_create windows, `STAGE_INBOX`): once every origin
+                // has arrived each member applies its inbox of the closing epoch; after a
+                // second barrier the origins take their gets' data.
+                if b.wait(comm, fast.staged.load(Ordering::Relaxed))? {
+                    fast.apply_inbox(me, half ^ 1);
+                    let second = with_win(win, |w| {
+                        w.fence_sense ^= 1;
+                        Ok(ShmBarrier { ctl: w.ctl.addr, members: w.peers.len(), sense: w.fence_sense })
+                    })?;
+                    second.wait(comm, false)?;
+                    fast.finish_gets();
+                }
+                return Ok(());
+            }
             // Writes to other hosts are applied there before anyone leaves the barrier.
             flush_net(win, None)?;
             fence(Ordering::SeqCst);
@@ -1765,15 +2275,31 @@ mpi_api! {
     }
 
     fn Win_flush(rank: c_int, win: MPI_Win) -> c_int {
+        if flush_fast(Some(rank), win) {
+            crate::rma_net::progress_if_serving();
+            return abi::MPI_SUCCESS;
+        }
         flush("MPI_Win_flush", Some(rank), win)
     }
     fn Win_flush_all(win: MPI_Win) -> c_int {
+        if flush_fast(None, win) {
+            crate::rma_net::progress_if_serving();
+            return abi::MPI_SUCCESS;
+        }
         flush("MPI_Win_flush_all", None, win)
     }
     fn Win_flush_local(rank: c_int, win: MPI_Win) -> c_int {
+        if flush_fast(Some(rank), win) {
+            crate::rma_net::progress_if_serving();
+            return abi::MPI_SUCCESS;
+        }
         flush("MPI_Win_flush_local", Some(rank), win)
     }
     fn Win_flush_local_all(win: MPI_Win) -> c_int {
+        if flush_fast(None, win) {
+            crate::rma_net::progress_if_serving();
+            return abi::MPI_SUCCESS;
+        }
         flush("MPI_Win_flush_local_all", None, win)
     }
     fn Win_sync(win: MPI_Win) -> c_int {
@@ -1791,6 +2317,36 @@ mpi_api! {
 /// Operations on members of this host complete when issued, so for them a flush only
 /// orders memory; targets on other hosts answer a flush request once this origin's
 /// operations before it are applied. It is an error outside a passive-target epoch.
+/// The common flush, inlined into the MPI_Win_flush family: the thread's last window,
+/// within one host, with a lock open towards the target (or any, for the `_all` forms).
+/// False leaves the call to `flush`.
+#[inline(always)]
+fn flush_fast(rank: Option<c_int>, win: MPI_Win) -> bool {
+    if PHASE.load(Ordering::Acquire) != PHASE_LIVE {
+        return false;
+    }
+    CACHE.with(|c| {
+        let cached = c.fast.get();
+        if cached.is_null() {
+            return false;
+        }
+        // SAFETY: the cache owns a strong count of the Arc it points to.
+        let f = unsafe { &*cached };
+        if f.id != win as usize || f.freed.load(Ordering::Relaxed) || f.spans_hosts {
+            return false;
+        }
+        let ok = match rank {
+            Some(r) => usize::try_from(r).ok().and_then(|r| f.locked.get(r)).is_some_and(|l| l.load(Ordering::Relaxed)),
+            None => f.passive.load(Ordering::Relaxed) || (0..f.held.len()).any(|t| f.held(t)),
+        };
+        if ok && c.wrote.replace(false) {
+            fence(Ordering::SeqCst);
+        }
+        ok
+    })
+}
+
+#[inline(never)]
 fn flush(func: &str, rank: Option<c_int>, win: MPI_Win) -> c_int {
     win_api(func, win, || {
         let local_only = with_fast(win, |f| {

@@ -118,6 +118,8 @@ poll_case get_failed_poll 3
 poll_case bcast_dead 6
 poll_case bcast_dead 16
 poll_case reduce_dead 5
+poll_case fence_dead 3
+poll_case fence_dead 4
 
 # relaunch_case PATH: `--on-failure relaunch` starts the killed rank again; the new
 # incarnation exchanges messages with the survivors (relaunch.c) and the job ends with 0.

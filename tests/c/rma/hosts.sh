@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One-sided communication with window members on different hosts (docs/mpi5.md, "One-sided
 # communication", the network path), in network namespaces joined by a bridge
-# (scripts/netns-lib.sh): rma_basic.c, rma_atomic.c and rma_lock_handoff.c with the ranks
-# spread over 2 hosts, one rank per host (every target remote) and two per host (shm fast
-# path to the host-mate, the network to the others), over udp (the default between hosts)
-# and tcp.
+# (scripts/netns-lib.sh): rma_basic.c, rma_atomic.c, rma_lock_handoff.c and
+# rma_fence_create.c with the ranks spread over 2 hosts, one rank per host (every target
+# remote) and two per host (shm fast path to the host-mate, the network to the others), over
+# udp (the default between hosts) and tcp.
 # Each case must print " No Errors". Skips (exit 0) where namespaces cannot be made.
 #   tests/c/rma/hosts.sh [PREFIX]      (about 20 to 30 s)
 set -u
@@ -20,7 +20,7 @@ if ! why=$(netns_can); then
 fi
 build=${CT_BUILD:-$root/tests/c/build/rma-hosts}
 mkdir -p "$build"
-for t in rma_basic rma_atomic rma_lock_handoff; do
+for t in rma_basic rma_atomic rma_lock_handoff rma_fence_create; do
     if ! "$prefix/bin/mpicc" -O2 -g -Wall -Wextra -Werror -Wno-stringop-overflow -o "$build/$t" "$here/$t.c" 2>"$build/$t.cc.log"; then
         echo "FAIL $t: does not compile"; sed 's/^/    /' "$build/$t.cc.log" | head -20; exit 1
     fi
@@ -63,6 +63,8 @@ for net in udp tcp; do
     case_ rma_atomic "$two" 4 "$net"
     case_ rma_lock_handoff "$one" 2 "$net"
     case_ rma_lock_handoff "$two" 4 "$net"
+    case_ rma_fence_create "$one" 2 "$net"
+    case_ rma_fence_create "$two" 4 "$net"
 done
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

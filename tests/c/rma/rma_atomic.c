@@ -12,7 +12,11 @@
  *  - a put then a get of the same location by one origin in one epoch (after a flush)
  *    reads the put; a large get (several pieces) reads back what fence-ordered puts wrote;
  *  - MPI_Compare_and_swap as a spin lock: increments of a plain integer done under it by
- *    every rank add up. */
+ *    every rank add up;
+ *  - additions to one counter by every rank, alternating MPI_Fetch_and_op on MPI_INT and
+ *    MPI_Accumulate of a derived datatype of one int (on one host the first is applied in
+ *    place without the library's datatype machinery, the second is not): all add up, so
+ *    the two kinds of accumulate are atomic with respect to each other. */
 #include "../tc.h"
 
 #define TICKETS 50
@@ -170,6 +174,27 @@ int main(int argc, char **argv)
     TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
     if (me == owner)
         TC_CHECK(ints[3] == 10 * n, "increments under the CAS lock: %d, want %d", ints[3], 10 * n);
+
+    /* Fetch-and-adds and accumulates of a derived type into ints[4] of rank 0, at once. */
+    if (me == 0)
+        ints[4] = 0;
+    TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    MPI_Datatype one_int;
+    TC_MPI(MPI_Type_contiguous(1, MPI_INT, &one_int));
+    TC_MPI(MPI_Type_commit(&one_int));
+    TC_MPI(MPI_Win_lock_all(0, win));
+    for (int i = 0; i < 20000; i++) {
+        int one = 1, old;
+        if (i % 2)
+            TC_MPI(MPI_Fetch_and_op(&one, &old, MPI_INT, 0, 4 * sizeof(int), MPI_SUM, win));
+        else
+            TC_MPI(MPI_Accumulate(&one, 1, MPI_INT, 0, 4 * sizeof(int), 1, one_int, MPI_SUM, win));
+    }
+    TC_MPI(MPI_Win_unlock_all(win));
+    TC_MPI(MPI_Type_free(&one_int));
+    TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    if (me == 0)
+        TC_CHECK(ints[4] == 20000 * n, "fetch-and-adds and accumulates: %d, want %d", ints[4], 20000 * n);
 
     free(mine);
     TC_MPI(MPI_Win_free(&win));
