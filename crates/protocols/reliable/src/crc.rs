@@ -72,7 +72,7 @@ pub fn copy_record_with_crc32c(word: u32, dst: &mut [u8], a: &[u8], b: &[u8]) ->
             // SAFETY: the CPU has the features; `dst` holds both parts, no overlap.
             unsafe {
                 let head = x86::copy_crc32c_short(x86::crc32c_u32(0, word), dst.as_mut_ptr(), a);
-                return (head, vpclmul::fold(head, dst.as_mut_ptr().add(a.len()), b));
+                return (head, copy_raw(head, dst.as_mut_ptr().add(a.len()), b));
             }
         }
         if dst.len() < SHORT_MAX && std::arch::is_x86_feature_detected!("sse4.2") {
