@@ -13,8 +13,8 @@
 //! has read everything (the hot window: small messages keep reusing the same pages and
 //! lines). `crc` is the CRC32C of the payload-length word, header and payload, and `hcrc` the
 //! same over the length word and header only, computed while copying them into the ring (one
-//! fused pass). The receiver checks small records whole before delivery; for large ones it
-//! checks the header by `hcrc` and hands the payload over unverified
+//! fused pass). The receiver checks small records whole before delivery; for larger ones (from
+//! 256 payload bytes) it checks the header by `hcrc` and hands the payload over unverified
 //! ([`PacketSink::packet_unverified`]) so the engine checks it in the copy it makes anyway.
 //! Bit 31 of the payload-length word marks a record sent without checksum
 //! (`STEADFAST_CHECKSUM=shm=none`). Nothing damaged is delivered. The consumer owns `head`
@@ -82,8 +82,12 @@ const OFF_REPAIR: usize = 136;
 const REC_PREFIX: usize = 16;
 /// Payload-length word flag: the record carries no checksum.
 const REC_NO_CRC: u32 = 1 << 31;
-/// Payloads at least this long are checked in the receiver's copy-out, not in a pass here.
-const FUSED_CHECK_MIN: usize = 4096;
+/// Payloads at least this long are checked in the receiver's copy-out, not in a pass here
+/// (the header is checked here by its own CRC). Below it the copy is cheaper than the
+/// second call into the checksum code the split costs.
+const FUSED_CHECK_MIN: usize = 256;
+/// Rendezvous payloads at least this long are kept by reference, not copied, for repair.
+const SHADOW_REF_MIN: usize = 4096;
 /// Second word of a skip record (a data record holds its exact payload length there).
 const SKIP: u32 = u32::MAX;
 /// Records of up to [`HOT_RECORD_MAX`] bytes stay in the first `HOT_WINDOW` bytes of a ring
@@ -743,7 +747,7 @@ impl ShmPath {
                     o.shadow = vec![0; size as usize];
                 }
                 let sh = o.shadow.as_mut_ptr().add(at);
-                let by_ref = held && payload.len() >= FUSED_CHECK_MIN;
+                let by_ref = held && payload.len() >= SHADOW_REF_MIN;
                 (sh as *mut u32).write(if by_ref { SHADOW_REF } else { SHADOW_COPY });
                 (sh.add(4) as *mut u32).write(plen);
                 (sh.add(8) as *mut u32).write(crc);
