@@ -365,6 +365,13 @@ impl PacketSink for Sink<'_> {
             self.0.events += 1;
             return self.0.rndv_data(Handle(h.a), h.len, payload, Some((seed, expected)), h.b);
         }
+        // An eager message for the blocking receive waiting in the slot: checksum while
+        // copying into the application's buffer (one pass).
+        if self.0.waiting.is_some() {
+            if let Some(intact) = self.0.eager_to_waiting_checked(peer, &h, payload, seed, expected) {
+                return intact;
+            }
+        }
         if steadfast_paths::checksum::crc32c_append(seed, payload) != expected {
             return false;
         }

@@ -58,6 +58,41 @@ impl State {
         true
     }
 
+    /// An eager message whose payload the path has not checked yet (its header it has): if
+    /// the waiting slot accepts it, copy it in while checking its CRC32C (`seed`: the CRC of
+    /// what precedes the payload; `expected`: the sender's) and return Some(whether it was
+    /// intact). A damaged payload leaves the slot open (the bytes already copied are not
+    /// the receive's result; the path has the message sent again). None, having done
+    /// nothing, when the slot does not take it: the caller checks it and goes the usual way.
+    pub(super) fn eager_to_waiting_checked(&mut self, peer: u32, h: &Header, payload: &[u8], seed: u32, expected: u32) -> Option<bool> {
+        if h.kind != Kind::Eager || h.len != payload.len() as u64 || self.logging {
+            return None;
+        }
+        let w = self.waiting.as_mut()?;
+        if !(w.open() && w.ctx == h.ctx && accepts(w.src, w.tag, h.src, h.tag)) {
+            return None;
+        }
+        let n = payload.len().min(w.cap);
+        // SAFETY: the slot's buffer holds `cap` bytes (checked when it was filled); the
+        // application's buffer cannot overlap the path's memory.
+        let into = unsafe { std::slice::from_raw_parts_mut(w.buf, n) };
+        let crc = steadfast_paths::checksum::copy_with_crc32c_append(seed, into, &payload[..n]);
+        if steadfast_paths::checksum::crc32c_append(crc, &payload[n..]) != expected {
+            return Some(false);
+        }
+        let error = (payload.len() > w.cap).then_some(ErrorClass::Truncate);
+        w.status = Some(Status { source: h.src, tag: h.tag, error, bytes: n as u64, cancelled: false });
+        // What `handle_packet` does for an eager message the slot took.
+        self.events += 1;
+        let from = self.door.ident(peer, h.a);
+        if self.channel_memory && h.flags & crate::wire::FLAG_SYNC != 0 {
+            self.sync_from.insert((peer, h.a));
+        }
+        self.door.matched(from, h.ctx, h.src, h.tag);
+        self.sync_matched(from);
+        Some(true)
+    }
+
     /// A message the general code must handle (rendezvous) is about to be matched: if the
     /// waiting slot would accept it, make the slot a posted request first, ahead of any
     /// receive posted after it.

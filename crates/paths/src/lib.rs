@@ -179,6 +179,13 @@ pub trait PacketSink {
     /// One complete packet from `peer` (a world rank). `payload` is only valid during the call.
     fn packet(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]);
 
+    /// Whether the path should go on handing over packets in this poll. A sink whose
+    /// consumer is satisfied (a blocking receive got its message) says no, so later packets
+    /// wait in the path, without a copy, for the next poll. Paths may ignore it.
+    fn wants_more(&self) -> bool {
+        true
+    }
+
     /// One complete packet whose header is verified but whose payload is not yet: the
     /// packet is valid only if `crc32c_append(seed, payload) == expected`.
     ///
@@ -188,13 +195,6 @@ pub trait PacketSink {
     /// first, as long as nothing is completed, matched or counted before the CRC is known
     /// to match. The default checks in a pass of its own and then calls
     /// [`PacketSink::packet`].
-    /// Whether the path should go on handing over packets in this poll. A sink whose
-    /// consumer is satisfied (a blocking receive got its message) says no, so later packets
-    /// wait in the path, without a copy, for the next poll. Paths may ignore it.
-    fn wants_more(&self) -> bool {
-        true
-    }
-
     fn packet_unverified(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], seed: u32, expected: u32) -> bool {
         if checksum::crc32c_append(seed, payload) != expected {
             return false;

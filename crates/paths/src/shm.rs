@@ -9,10 +9,12 @@
 //! ```
 //! Records in a ring are `[u32 record len][u32 payload len][u32 crc][u32 hcrc][header][payload]`,
 //! aligned to 64-byte cache lines; a record that would straddle the end is preceded by a skip
-//! record. `crc` is the CRC32C of the payload-length word, header and payload, and `hcrc` the
+//! record, and so is a small one that would leave the ring's first 64 KiB once the consumer
+//! has read everything (the hot window: small messages keep reusing the same pages and
+//! lines). `crc` is the CRC32C of the payload-length word, header and payload, and `hcrc` the
 //! same over the length word and header only, computed while copying them into the ring (one
-//! fused pass). The receiver checks small records whole before delivery; for large ones it
-//! checks the header by `hcrc` and hands the payload over unverified
+//! fused pass). The receiver checks small records whole before delivery; for larger ones (from
+//! 256 payload bytes) it checks the header by `hcrc` and hands the payload over unverified
 //! ([`PacketSink::packet_unverified`]) so the engine checks it in the copy it makes anyway.
 //! Bit 31 of the payload-length word marks a record sent without checksum
 //! (`STEADFAST_CHECKSUM=shm=none`). Nothing damaged is delivered. The consumer owns `head`
@@ -80,10 +82,27 @@ const OFF_REPAIR: usize = 136;
 const REC_PREFIX: usize = 16;
 /// Payload-length word flag: the record carries no checksum.
 const REC_NO_CRC: u32 = 1 << 31;
-/// Payloads at least this long are checked in the receiver's copy-out, not in a pass here.
-const FUSED_CHECK_MIN: usize = 4096;
+/// Payloads at least this long are checked in the receiver's copy-out, not in a pass here
+/// (the header is checked here by its own CRC). Below it the copy is cheaper than the
+/// second call into the checksum code the split costs.
+const FUSED_CHECK_MIN: usize = 256;
+/// Rendezvous payloads at least this long are kept by reference, not copied, for repair.
+const SHADOW_REF_MIN: usize = 4096;
 /// Second word of a skip record (a data record holds its exact payload length there).
 const SKIP: u32 = u32::MAX;
+/// Records of up to [`HOT_RECORD_MAX`] bytes stay in the first `HOT_WINDOW` bytes of a ring
+/// while the consumer keeps up: a record that would end past it goes back to the start
+/// behind a skip record (and one that would cross a later multiple of it, after large
+/// messages or while the consumer lagged, too, once the consumer has read everything). Small messages then keep reusing the same few pages and cache
+/// lines (in both processes and in the producer's private copy) instead of walking the
+/// whole ring (2 MiB for two ranks), which touched a fresh page every 64 small messages
+/// on the first pass (0-byte ping-pong: 0.20 µs against 0.11 µs) and evicted warmer data
+/// after it. Larger records walk the whole ring as before: from 2 KiB payloads on, reusing
+/// lines the consumer read a few messages earlier was slower (2 KiB ping-pong 3 %, 4 KiB
+/// 7-12 % in alternating runs) than writing lines no other core holds.
+const HOT_WINDOW: usize = 64 << 10;
+/// A 1 KiB payload's record (56 bytes of prefix and header, rounded up to lines).
+const HOT_RECORD_MAX: usize = 1024 + 2 * LINE;
 
 const CTRL_MAGIC: usize = 0;
 const CTRL_PID: usize = 8;
@@ -664,7 +683,17 @@ impl ShmPath {
         // Ring sizes are powers of two (checked when a segment is opened): mask, not divide.
         let pos = o.tail & (size - 1);
         let to_end = size - pos;
-        let used = if to_end < rec { to_end + rec } else { rec };
+        // A small record that would cross a multiple of the hot window (with the line after
+        // it, zeroed below) goes back to the start of the ring, behind a skip record, if the
+        // consumer has read everything: then the whole ring is free behind it. A consumer
+        // that lags never loses ring space to a skip; the head is loaded once per window.
+        let hot = HOT_WINDOW as u64;
+        let skip = to_end < rec
+            || (rec <= HOT_RECORD_MAX as u64 && size > hot && (pos & (hot - 1)) + rec + LINE as u64 > hot && {
+                o.cached_head = o.ring.head().load(Ordering::Acquire);
+                o.cached_head == o.tail
+            });
+        let used = if skip { to_end + rec } else { rec };
         // One more line: the length word after the record is zeroed before it is published.
         let need = used + LINE as u64;
         if size - (o.tail - o.cached_head) < need {
@@ -680,7 +709,6 @@ impl ShmPath {
         let data = o.ring.data();
         // SAFETY: [tail, tail+need) is free space owned by the producer until `tail` is published.
         unsafe {
-            let skip = to_end < rec;
             let at = if skip { 0 } else { pos as usize };
             // The next record's length word must read 0 until that record is published.
             len_word(data, (at + rec as usize) & (size as usize - 1)).store(0, Ordering::Relaxed);
@@ -722,7 +750,7 @@ impl ShmPath {
                     o.shadow = vec![0; size as usize];
                 }
                 let sh = o.shadow.as_mut_ptr().add(at);
-                let by_ref = held && payload.len() >= FUSED_CHECK_MIN;
+                let by_ref = held && payload.len() >= SHADOW_REF_MIN;
                 (sh as *mut u32).write(if by_ref { SHADOW_REF } else { SHADOW_COPY });
                 (sh.add(4) as *mut u32).write(plen);
                 (sh.add(8) as *mut u32).write(crc);
@@ -1028,6 +1056,58 @@ mod tests {
             }
         }
         b.poll(&mut got).unwrap();
+        assert_eq!(got.0.len(), expect.len());
+        for ((peer, h, p), (eh, ep)) in got.0.iter().zip(expect.iter()) {
+            assert_eq!(*peer, 0);
+            assert_eq!(h, eh);
+            assert_eq!(p, ep);
+        }
+        drop(a);
+        drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Small records stay in the hot window while the consumer keeps up, and go on past it
+    /// (never reporting a full ring that has room) while it lags.
+    #[test]
+    fn small_records_stay_in_the_hot_window_unless_the_consumer_lags() {
+        let dir = std::env::temp_dir().join(format!("sf-shm-hot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ring = 1 << 20;
+        let mut a = ShmPath::create(&dir, 0, 2, ring).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, ring).unwrap();
+        let mut got = Collect(Vec::new());
+        let mut expect = Vec::new();
+        // Ping-pong style: every record is consumed before the next one is sent. Ten
+        // times the window's worth of bytes goes through.
+        for i in 0..(10 * HOT_WINDOW / 512) as u32 {
+            let payload = vec![i as u8; 300 + (i as usize % 200)];
+            let mut hdr = [0u8; HDR_LEN];
+            hdr[..4].copy_from_slice(&i.to_le_bytes());
+            assert!(matches!(a.send(1, &hdr, &payload).unwrap(), SendStatus::Done));
+            expect.push((hdr, payload));
+            b.poll(&mut got).unwrap();
+        }
+        let data = b.me.ring(0).data();
+        // SAFETY: the ring's data area is `ring` bytes of our own mapping.
+        let beyond = unsafe { std::slice::from_raw_parts(data.add(HOT_WINDOW), ring - HOT_WINDOW) };
+        assert!(beyond.iter().all(|&x| x == 0), "a small record was written past the hot window");
+        // A consumer that lags: records go on past the window until the ring is full.
+        let mut sent = 0u32;
+        loop {
+            let payload = vec![0xA5u8; 1000];
+            let mut hdr = [0u8; HDR_LEN];
+            hdr[..4].copy_from_slice(&(1_000_000 + sent).to_le_bytes());
+            match a.send(1, &hdr, &payload).unwrap() {
+                SendStatus::Done => {
+                    expect.push((hdr, payload));
+                    sent += 1;
+                }
+                SendStatus::Full => break,
+            }
+        }
+        assert!(sent as usize * 1088 > ring - HOT_WINDOW, "only {sent} records fit a {ring}-byte ring");
+        while b.poll(&mut got).unwrap() > 0 {}
         assert_eq!(got.0.len(), expect.len());
         for ((peer, h, p), (eh, ep)) in got.0.iter().zip(expect.iter()) {
             assert_eq!(*peer, 0);
