@@ -1056,15 +1056,21 @@ mod tests {
             }
         }
         b.poll(&mut got).unwrap();
+        assert_all_from_rank_0(&got, &expect);
+        drop(a);
+        drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Every record `expect` lists arrived from rank 0, in order, byte for byte.
+    fn assert_all_from_rank_0<'a>(got: &Collect, expect: impl IntoIterator<Item = &'a ([u8; HDR_LEN], Vec<u8>)>) {
+        let expect: Vec<_> = expect.into_iter().collect();
         assert_eq!(got.0.len(), expect.len());
-        for ((peer, h, p), (eh, ep)) in got.0.iter().zip(expect.iter()) {
+        for ((peer, h, p), (eh, ep)) in got.0.iter().zip(expect) {
             assert_eq!(*peer, 0);
             assert_eq!(h, eh);
             assert_eq!(p, ep);
         }
-        drop(a);
-        drop(b);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Small records stay in the hot window while the consumer keeps up, and go on past it
@@ -1108,12 +1114,7 @@ mod tests {
         }
         assert!(sent as usize * 1088 > ring - HOT_WINDOW, "only {sent} records fit a {ring}-byte ring");
         while b.poll(&mut got).unwrap() > 0 {}
-        assert_eq!(got.0.len(), expect.len());
-        for ((peer, h, p), (eh, ep)) in got.0.iter().zip(expect.iter()) {
-            assert_eq!(*peer, 0);
-            assert_eq!(h, eh);
-            assert_eq!(p, ep);
-        }
+        assert_all_from_rank_0(&got, &expect);
         drop(a);
         drop(b);
         let _ = std::fs::remove_dir_all(&dir);
