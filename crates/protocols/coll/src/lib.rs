@@ -10,6 +10,7 @@
 
 pub mod bcast;
 pub mod msg;
+pub mod slots;
 pub mod tree;
 
 pub use bcast::{
