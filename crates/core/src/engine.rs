@@ -1578,6 +1578,7 @@ impl Engine {
             if idle == self.cfg.spin.max(1) {
                 // Idle: answer what other ranks' channel broadcasts wait for from this one.
                 self.channels_service()?;
+                self.slots_service();
             }
             if idle < self.cfg.spin {
                 std::hint::spin_loop();
@@ -1594,6 +1595,8 @@ impl Engine {
                 let sleep = if self.st.ft.run_through { self.cfg.sleep.min(std::time::Duration::from_millis(5)) } else { self.cfg.sleep };
                 net.wait(sleep).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
                 sleeps += 1;
+                // A rank waiting in a slot collective may have asked this one for a rewrite.
+                self.slots_service();
                 if sleeps == 64 && self.st.logging {
                     self.mlog_trace_stall();
                 }
@@ -1896,7 +1899,7 @@ impl Engine {
 
     /// Take failures from the membership view (run-through mode only): one atomic load
     /// when nothing changed.
-    fn poll_failures(&mut self) {
+    pub(crate) fn poll_failures(&mut self) {
         if !self.st.ft.run_through {
             return;
         }

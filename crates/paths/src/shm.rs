@@ -1004,6 +1004,11 @@ impl ShmWaker {
     pub fn wake(&self) {
         ring_doorbell(&self.seg, true);
     }
+    /// Ring the doorbell after the caller's own sequentially consistent fence (one fence
+    /// for waking several ranks).
+    pub fn wake_fenced(&self) {
+        ring_doorbell(&self.seg, false);
+    }
 }
 
 impl Drop for ShmPath {

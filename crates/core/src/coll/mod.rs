@@ -24,6 +24,7 @@ pub mod inter;
 pub mod reduce;
 pub mod sched;
 pub mod select;
+mod slots;
 mod small;
 #[cfg(test)]
 mod sim;
@@ -151,6 +152,8 @@ pub struct CollState {
     corrected: corrected::CorrectedState,
     /// Shared-memory channel broadcast drivers (one host).
     pub(crate) channels: channels::ChannelsState,
+    /// Slot-exchange drivers (small collectives of ranks sharing memory).
+    pub(crate) slots: slots::SlotsState,
 }
 
 impl CollState {
@@ -176,6 +179,7 @@ impl CollState {
         self.seqs.remove(&ctx);
         self.nb_seqs.remove(&ctx);
         self.channels.forget(ctx);
+        self.slots.forget(ctx);
     }
 }
 
@@ -244,6 +248,9 @@ impl Engine {
                 }
                 return self.bcast_corrected(comm, buf, *root);
             }
+        }
+        if self.coll_slots(comm, c)? {
+            return Ok(());
         }
         let small = match c {
             Coll::Bcast { buf, root } => self.bcast_channels(comm, buf, *root)? || self.bcast_small(comm, buf, *root)?,

@@ -23,10 +23,15 @@
 //! (in a later call, or in the engine's idle progress). A copy damaged on the reader's side
 //! is repaired the same way: the rewrite moves the generation on and the reader copies again.
 //!
+//! A rank that is done with the communicator keeps answering until every rank reports that
+//! it completed the last call (each rank counts its completed calls in its line):
+//! [`Exchange::quiet`].
+//!
 //! The exchange is sans-IO: the shared memory is a [`Board`], which the engine implements
 //! on a mapped segment and the simulation (`tests/slots.rs`) on plain memory with faults.
 
-/// The shared memory of an exchange: per rank a repair counter and two slots, each with a
+/// The shared memory of an exchange: per rank a repair counter, a count of completed calls
+/// and two slots, each with a
 /// state word, one CRC per part and the data. Implementations give the orderings noted.
 pub trait Board {
     /// Ranks with slots.
@@ -51,6 +56,9 @@ pub trait Board {
     /// Rank `r`'s repair counter (acquire load), and a request that it rewrites its slots.
     fn repairs(&self, r: usize) -> u64;
     fn ask_repair(&self, r: usize);
+    /// Calls rank `r` completed (acquire load), and this rank's own count (release store).
+    fn done(&self, r: usize) -> u64;
+    fn set_done(&self, r: usize, calls: u64);
 }
 
 /// Bits of the state word holding the write generation; the call (plus one) is above them.
@@ -180,26 +188,32 @@ impl Exchange {
         if self.active {
             return Err(SlotError::Busy);
         }
-        let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
-        Self::fits(board, &lens)?;
+        let bytes: usize = parts.iter().map(|p| p.len()).sum();
+        if bytes > board.capacity() {
+            return Err(SlotError::TooLarge { bytes, capacity: board.capacity() });
+        }
+        if parts.len() > board.ranks() {
+            return Err(SlotError::TooManyParts { parts: parts.len(), max: board.ranks() });
+        }
         self.serve(board);
         let call = self.calls;
         let p = (call & 1) as usize;
+        self.offsets.clear();
+        let mut off = 0;
+        for part in parts {
+            self.offsets.push(off);
+            off += part.len();
+        }
+        self.write_slot(board, p, call + 1, parts);
+        // The copy for repairs is made after the publication, off the readers' path.
         let k = &mut self.kept[p];
         k.call = call + 1;
         k.lens.clear();
-        k.lens.extend_from_slice(&lens);
+        k.lens.extend(parts.iter().map(|p| p.len()));
         k.data.clear();
         for part in parts {
             k.data.extend_from_slice(part);
         }
-        self.offsets.clear();
-        let mut off = 0;
-        for &l in &lens {
-            self.offsets.push(off);
-            off += l;
-        }
-        self.write_kept(board, p);
         self.calls += 1;
         self.active = true;
         self.got.iter_mut().for_each(|g| *g = false);
@@ -209,22 +223,36 @@ impl Exchange {
         Ok(())
     }
 
-    /// Write kept contribution `p` into this rank's slot `p` under a new generation.
-    fn write_kept(&mut self, board: &impl Board, p: usize) {
+    /// Write `parts` of call `call_plus_one - 1` into this rank's slot `p` under a new
+    /// generation, and publish them.
+    fn write_slot(&mut self, board: &impl Board, p: usize, call_plus_one: u64, parts: &[&[u8]]) {
         let (writing, done) = (self.generation + 1, self.generation + 2);
         self.generation = done;
-        let k = &self.kept[p];
         // The call number stays the slot's old one while it is written: readers of the new
         // call wait, readers of the old one (a repair) see the odd generation.
         let old = board.state(self.me, p) >> GEN_BITS;
         board.set_state(self.me, p, state_word(old, writing), true);
         let mut off = 0;
-        for (j, &l) in k.lens.iter().enumerate() {
-            let crc = board.put(self.me, p, off, &k.data[off..off + l]);
+        for (j, part) in parts.iter().enumerate() {
+            let crc = board.put(self.me, p, off, part);
             board.set_crc(self.me, p, j, crc);
+            off += part.len();
+        }
+        board.set_state(self.me, p, state_word(call_plus_one, done), false);
+    }
+
+    /// Write kept contribution `p` into this rank's slot `p` again.
+    fn write_kept(&mut self, board: &impl Board, p: usize) {
+        let k = std::mem::take(&mut self.kept[p]);
+        let mut parts = Vec::with_capacity(k.lens.len());
+        let mut off = 0;
+        for &l in &k.lens {
+            parts.push(&k.data[off..off + l]);
             off += l;
         }
-        board.set_state(self.me, p, state_word(k.call, done), false);
+        self.write_slot(board, p, k.call, &parts);
+        drop(parts);
+        self.kept[p] = k;
     }
 
     /// Answer other ranks' requests to rewrite this rank's slots (damage they found). Cheap
@@ -290,9 +318,16 @@ impl Exchange {
         }
         if self.missing == 0 {
             self.active = false;
+            board.set_done(self.me, self.calls);
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Whether every rank completed every call this rank started: then nobody reads this
+    /// rank's slots any more, and it may stop answering repairs (its communicator freed).
+    pub fn quiet(&self, board: &impl Board) -> bool {
+        !self.active && (0..self.size).all(|r| board.done(r) >= self.calls)
     }
 
     /// Ranks whose part of the current call is not in yet.

@@ -5,7 +5,8 @@
 //!   finished call `k - 2`;
 //! - every call completes on every rank, in order, with exactly the bytes each writer
 //!   contributed (nothing damaged or stale is ever used);
-//! - the run ends (damage is repaired, nobody waits forever).
+//! - the run ends (damage is repaired, nobody waits forever), although a rank done with the
+//!   scenario stops answering repairs once its exchange says it is quiet.
 //!
 //! `STEADFAST_SIM_SEEDS=n` sets the number of seeds; a failure prints the replay command.
 
@@ -27,6 +28,7 @@ struct SimBoard {
     cap: usize,
     slots: RefCell<Vec<Slot>>,
     repairs: RefCell<Vec<u64>>,
+    done: RefCell<Vec<u64>>,
     rng: RefCell<ChaCha8Rng>,
     /// Chance that a write is damaged after its CRC, and that a copy is damaged in transit.
     corrupt: f64,
@@ -92,6 +94,12 @@ impl Board for SimBoard {
     fn ask_repair(&self, r: usize) {
         self.repairs.borrow_mut()[r] += 1;
     }
+    fn done(&self, r: usize) -> u64 {
+        self.done.borrow()[r]
+    }
+    fn set_done(&self, r: usize, calls: u64) {
+        self.done.borrow_mut()[r] = calls;
+    }
 }
 
 /// A call of the scenario: `parts` parts of `len` bytes; `all_to_all`: rank `r` needs part
@@ -139,6 +147,7 @@ fn run(seed: u64) -> Result<Outcome, String> {
         cap,
         slots: RefCell::new((0..2 * n).map(|_| Slot { state: 0, crcs: vec![0; n], data: vec![0; cap] }).collect()),
         repairs: RefCell::new(vec![0; n]),
+        done: RefCell::new(vec![0; n]),
         rng: RefCell::new(ChaCha8Rng::seed_from_u64(seed ^ 0x5107)),
         corrupt: if faulty { rng.gen_range(0.0..0.2) } else { 0.0 },
         bus: if faulty { rng.gen_range(0.0..0.2) } else { 0.0 },
@@ -148,6 +157,7 @@ fn run(seed: u64) -> Result<Outcome, String> {
     let total: u32 = weights.iter().sum();
     let mut ex: Vec<Exchange> = (0..n).map(|r| Exchange::new(r, n)).collect();
     let mut finished = vec![0usize; n];
+    let mut gone = vec![false; n];
     let mut bufs: Vec<Option<Bufs>> = (0..n).map(|_| None).collect();
     let mut steps = 0u64;
     while finished.iter().any(|&f| f < ncalls) {
@@ -162,8 +172,15 @@ fn run(seed: u64) -> Result<Outcome, String> {
             r += 1;
         }
         if finished[r] == ncalls {
-            // Done with the scenario: only answers repair requests, as the engine does idle.
-            ex[r].serve(&board);
+            // Done with the scenario (its communicator freed): answers repair requests, as
+            // the engine does idle, until the exchange is quiet; then never again.
+            if !gone[r] {
+                if ex[r].quiet(&board) {
+                    gone[r] = true;
+                } else {
+                    ex[r].serve(&board);
+                }
+            }
             continue;
         }
         let k = finished[r];

@@ -1,0 +1,655 @@
+//! Small collectives of a communicator whose ranks all share memory: the slot exchange of
+//! `steadfast_coll::slots` on a segment in the job directory.
+//!
+//! Barrier, Allreduce, Allgather, Alltoall and Reduce_scatter(_block) of up to
+//! `STEADFAST_COLL_SLOT_BYTES` bytes per rank on up to `STEADFAST_COLL_SLOT_RANKS` ranks
+//! write each rank's contribution once into its slot and read the others' straight out of
+//! theirs: one step, where the message algorithms take ⌈log2 n⌉ rounds of messages through
+//! the rings (or two, rank 0 first, for the barrier). Every part carries a CRC32C; damage is
+//! repaired by the writer (see the exchange's documentation). Reductions run in rank order
+//! on every rank, so every rank gets the same result, also for non-commutative operations.
+//!
+//! The same conditions as the channel broadcast keep it off where it cannot serve: ranks on
+//! several hosts or without shared memory, run-through mode, message logging, coordinated
+//! checkpointing (the segment is not in the image).
+
+use std::cell::Cell;
+use std::fs::OpenOptions;
+use std::path::Path as FsPath;
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+
+use rustc_hash::FxHashMap;
+use steadfast_coll::slots::{Board, Exchange, Sink, SlotError};
+use steadfast_paths::shm::ShmWaker;
+
+use super::{select, Buf, Coll, RBuf};
+use crate::datatype::TypeRef;
+use crate::engine::Engine;
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::op::Reduction;
+use crate::slab::Handle;
+
+const MAGIC: u64 = 0x5354_4446_534c_5431; // "STDFSLT1"
+const LINE: usize = 64;
+
+fn round_line(n: usize) -> usize {
+    n.div_ceil(LINE) * LINE
+}
+
+/// Slot-exchange state of the engine.
+#[derive(Default)]
+pub struct SlotsState {
+    /// Per communicator context: its driver, or None when no segment could be made (every
+    /// rank then uses the message algorithms on that communicator).
+    drivers: FxHashMap<u32, Option<Box<Driver>>>,
+    /// Doorbells of the ranks of this host, by world rank (shared by the communicators).
+    wakers: FxHashMap<u32, ShmWaker>,
+    /// Segments this process created, for unique names.
+    created: u64,
+    /// Drivers of freed communicators whose last call some rank may still be reading: they
+    /// answer repairs until their exchange is quiet.
+    #[allow(clippy::vec_box)]
+    retired: Vec<Box<Driver>>,
+}
+
+impl SlotsState {
+    pub(crate) fn forget(&mut self, ctx: u32) {
+        if let Some(Some(d)) = self.drivers.remove(&ctx) {
+            if !d.ex.quiet(&d.seg) {
+                self.retired.push(d);
+            }
+        }
+    }
+}
+
+/// A communicator's segment: a header line, one line per rank (its repair counter), then
+/// two slots per rank, each a state line, a line-rounded array of part CRCs and the data.
+struct Seg {
+    base: *mut u8,
+    len: usize,
+    ranks: usize,
+    cap: usize,
+    slot: usize,
+    /// `STEADFAST_COLL_SLOT_FAULTS=corrupt=P`: damage a written part after its CRC with
+    /// chance P (tests of the repair); the xorshift state and the threshold.
+    faults: Option<(Cell<u64>, u64)>,
+}
+
+impl Drop for Seg {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` came from a successful mmap that nothing uses any more.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+fn seg_len(ranks: usize, cap: usize) -> usize {
+    LINE + ranks * LINE + 2 * ranks * slot_len(ranks, cap)
+}
+
+fn slot_len(ranks: usize, cap: usize) -> usize {
+    LINE + round_line(ranks * 4) + round_line(cap)
+}
+
+fn map(f: &std::fs::File, len: usize) -> std::io::Result<*mut u8> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a shared read-write mapping of a file of at least `len` bytes.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(p.cast())
+    }
+}
+
+impl Seg {
+    fn create(path: &FsPath, ranks: usize, cap: usize) -> std::io::Result<Seg> {
+        let len = seg_len(ranks, cap);
+        let tmp = path.with_extension("tmp");
+        let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
+        f.set_len(len as u64)?;
+        let base = map(&f, len)?;
+        // SAFETY: the header line lies inside the fresh mapping; nobody else sees it yet.
+        unsafe {
+            std::ptr::write(base.add(8).cast::<u32>(), ranks as u32);
+            std::ptr::write(base.add(12).cast::<u32>(), cap as u32);
+            std::ptr::write(base.cast::<u64>(), MAGIC);
+        }
+        std::fs::rename(&tmp, path)?;
+        Ok(Seg { base, len, ranks, cap, slot: slot_len(ranks, cap), faults: None })
+    }
+
+    fn open(path: &FsPath, ranks: usize, cap: usize) -> std::io::Result<Seg> {
+        let len = seg_len(ranks, cap);
+        let f = OpenOptions::new().read(true).write(true).open(path)?;
+        if f.metadata()?.len() < len as u64 {
+            return Err(std::io::Error::other("segment smaller than its slots"));
+        }
+        let base = map(&f, len)?;
+        let seg = Seg { base, len, ranks, cap, slot: slot_len(ranks, cap), faults: None };
+        // SAFETY: the header line lies inside the mapping.
+        let (magic, r, c) = unsafe { (std::ptr::read(base.cast::<u64>()), std::ptr::read(base.add(8).cast::<u32>()), std::ptr::read(base.add(12).cast::<u32>())) };
+        if magic != MAGIC || r as usize != ranks || c as usize != cap {
+            return Err(std::io::Error::other("segment of another shape (slot settings differ between ranks?)"));
+        }
+        Ok(seg)
+    }
+
+    fn slot_base(&self, r: usize, p: usize) -> *mut u8 {
+        debug_assert!(r < self.ranks && p < 2);
+        // SAFETY: slot (r, p) lies inside the mapping (`seg_len`).
+        unsafe { self.base.add(LINE + self.ranks * LINE + (2 * r + p) * self.slot) }
+    }
+
+    fn state_word(&self, r: usize, p: usize) -> &AtomicU64 {
+        // SAFETY: the first word of the slot's state line: 8-byte aligned (page-aligned
+        // base, line-sized pieces), only ever accessed atomically.
+        unsafe { &*self.slot_base(r, p).cast::<AtomicU64>() }
+    }
+
+    fn crc_word(&self, r: usize, p: usize, j: usize) -> &AtomicU32 {
+        assert!(j < self.ranks, "part {j} beyond the slot's CRCs");
+        // SAFETY: CRC `j` < ranks of the slot's CRC array, 4-byte aligned.
+        unsafe { &*self.slot_base(r, p).add(LINE + 4 * j).cast::<AtomicU32>() }
+    }
+
+    fn data(&self, r: usize, p: usize, off: usize, len: usize) -> *mut u8 {
+        assert!(off + len <= self.cap, "slot data access beyond the capacity");
+        // SAFETY: inside the slot's data area (checked above).
+        unsafe { self.slot_base(r, p).add(LINE + round_line(self.ranks * 4) + off) }
+    }
+
+    fn done_word(&self, r: usize) -> &AtomicU64 {
+        assert!(r < self.ranks);
+        // SAFETY: the second word of rank r's line, accessed atomically.
+        unsafe { &*self.base.add(LINE + r * LINE + 8).cast::<AtomicU64>() }
+    }
+
+    fn repair_word(&self, r: usize) -> &AtomicU64 {
+        assert!(r < self.ranks);
+        // SAFETY: rank r's line after the header, 8-byte aligned, accessed atomically.
+        unsafe { &*self.base.add(LINE + r * LINE).cast::<AtomicU64>() }
+    }
+}
+
+impl Board for Seg {
+    fn ranks(&self) -> usize {
+        self.ranks
+    }
+    fn capacity(&self) -> usize {
+        self.cap
+    }
+    fn state(&self, r: usize, p: usize) -> u64 {
+        self.state_word(r, p).load(Ordering::Acquire)
+    }
+    fn state_again(&self, r: usize, p: usize) -> u64 {
+        fence(Ordering::Acquire);
+        self.state_word(r, p).load(Ordering::Relaxed)
+    }
+    fn set_state(&self, r: usize, p: usize, v: u64, writing: bool) {
+        if writing {
+            self.state_word(r, p).store(v, Ordering::Relaxed);
+            fence(Ordering::Release);
+        } else {
+            self.state_word(r, p).store(v, Ordering::Release);
+        }
+    }
+    fn put(&self, r: usize, p: usize, off: usize, src: &[u8]) -> u32 {
+        let d = self.data(r, p, off, src.len());
+        // SAFETY: `src.len()` bytes at `d` lie in this rank's own slot, which only this rank
+        // writes; readers copy them only under the state word's generation check.
+        let dst = unsafe { std::slice::from_raw_parts_mut(d, src.len()) };
+        let crc = steadfast_reliable::crc::copy_with_crc32c(dst, src);
+        if let Some((state, threshold)) = &self.faults {
+            let mut x = state.get();
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            state.set(x);
+            if !dst.is_empty() && x < *threshold {
+                dst[(x >> 32) as usize % dst.len()] ^= 0x10;
+            }
+        }
+        crc
+    }
+    fn take(&self, r: usize, p: usize, off: usize, dst: &mut [u8]) -> u32 {
+        let s = self.data(r, p, off, dst.len());
+        // SAFETY: `dst.len()` bytes of the slot's data; the exchange discards the copy if
+        // the writer changed the slot meanwhile.
+        let src = unsafe { std::slice::from_raw_parts(s.cast_const(), dst.len()) };
+        steadfast_reliable::crc::copy_with_crc32c(dst, src)
+    }
+    fn crc(&self, r: usize, p: usize, j: usize) -> u32 {
+        self.crc_word(r, p, j).load(Ordering::Relaxed)
+    }
+    fn set_crc(&self, r: usize, p: usize, j: usize, crc: u32) {
+        self.crc_word(r, p, j).store(crc, Ordering::Relaxed);
+    }
+    fn repairs(&self, r: usize) -> u64 {
+        self.repair_word(r).load(Ordering::Acquire)
+    }
+    fn ask_repair(&self, r: usize) {
+        self.repair_word(r).fetch_add(1, Ordering::SeqCst);
+    }
+    fn done(&self, r: usize) -> u64 {
+        self.done_word(r).load(Ordering::Acquire)
+    }
+    fn set_done(&self, r: usize, calls: u64) {
+        self.done_word(r).store(calls, Ordering::Release);
+    }
+}
+
+/// The exchange of one communicator.
+struct Driver {
+    seg: Seg,
+    ex: Exchange,
+    /// World ranks of the communicator's ranks (for their doorbells).
+    group: std::sync::Arc<Vec<u32>>,
+    /// Received parts of a reduction, or of non-contiguous receive buffers (16-byte aligned).
+    scratch: Vec<u128>,
+    /// Repairs served, corrupt parts seen: the counts last reported.
+    reported: (u64, u64),
+}
+
+// SAFETY: the mapping is only touched through the engine, which one thread drives at a time.
+unsafe impl Send for Driver {}
+
+/// Received parts go to `base + r * stride` (`len` bytes each), part `part` of rank `r`.
+struct Dests {
+    base: *mut u8,
+    stride: usize,
+    len: usize,
+    part: usize,
+}
+
+impl Sink for Dests {
+    fn dst(&mut self, r: usize) -> (usize, &mut [u8]) {
+        // SAFETY: the caller sized the destination for every rank's part (`Dests::new`).
+        (self.part, unsafe { std::slice::from_raw_parts_mut(self.base.add(r * self.stride), self.len) })
+    }
+}
+
+fn slot_error(e: SlotError) -> MpiError {
+    MpiError::new(ErrorClass::Intern, format!("slot exchange: {e}"))
+}
+
+/// 16-byte words holding `n` blocks of `stride` bytes.
+fn scratch_for(v: &mut Vec<u128>, n: usize, stride: usize) -> *mut u8 {
+    let words = (n * stride).div_ceil(16).max(1);
+    if v.len() < words {
+        v.resize(words, 0);
+    }
+    v.as_mut_ptr().cast()
+}
+
+impl Engine {
+    /// Where the exchange may apply: an intracommunicator of 2 up to the rule's ranks, all
+    /// sharing memory with this one, outside the fault-tolerant modes.
+    fn slot_target(&mut self, comm: Handle) -> Option<(i32, i32, u32)> {
+        let host = self.coll.channels.host.as_ref()?;
+        if self.fast_paths_off() || self.coordinated() {
+            return None;
+        }
+        let c = self.comm(comm).ok()?;
+        if c.remote.is_some() || c.size() < 2 {
+            return None;
+        }
+        let me = self.rank;
+        if !c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
+            return None;
+        }
+        Some((c.rank, c.size(), c.ctx))
+    }
+
+    /// Run blocking collective `c` through the slots if the rule picks them; false if the
+    /// caller must run another algorithm.
+    pub(crate) fn coll_slots(&mut self, comm: Handle, c: &Coll) -> MpiResult<bool> {
+        let name = match c {
+            Coll::Barrier => "barrier",
+            Coll::Allreduce { .. } => "allreduce",
+            Coll::Allgather { .. } => "allgather",
+            Coll::Alltoall { .. } => "alltoall",
+            Coll::ReduceScatter { .. } | Coll::ReduceScatterBlock { .. } => "reduce_scatter",
+            _ => return Ok(false),
+        };
+        let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(false) };
+        // Bytes of each rank's contribution: equal on every rank by the type-signature rule.
+        let bytes = match c {
+            Coll::Barrier => 0,
+            Coll::Allreduce { buf, red } if red.dtype.is_contiguous() => red.dtype.packed_size(buf.count),
+            Coll::Allgather { send: Some(s), .. } => s.dtype.packed_size(s.count),
+            Coll::Allgather { send: None, recv } => recv.dtype.packed_size(recv.count),
+            Coll::Alltoall { send: Some(s), .. } => s.dtype.packed_size(s.count).saturating_mul(size as usize),
+            Coll::Alltoall { send: None, recv } => recv.dtype.packed_size(recv.count).saturating_mul(size as usize),
+            Coll::ReduceScatter { counts, red, .. } if red.dtype.is_contiguous() && counts.len() == size as usize => {
+                red.dtype.packed_size(counts.iter().sum())
+            }
+            Coll::ReduceScatterBlock { buf, red } if red.dtype.is_contiguous() => red.dtype.packed_size(buf.count).saturating_mul(size as usize),
+            _ => return Ok(false),
+        };
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        if !select::slots(cfg, name, size, bytes) {
+            return Ok(false);
+        }
+        let Some(mut d) = self.slot_driver(comm, ctx, rank, size)? else { return Ok(false) };
+        let r = self.slot_coll(&mut d, comm, rank as usize, size as usize, c);
+        self.coll.slots.drivers.insert(ctx, Some(d));
+        r.map(|()| true)
+    }
+
+    /// The communicator's driver; at the first use rank 0 creates the segment and
+    /// broadcasts its name over the tree (empty: none, every rank uses the messages).
+    fn slot_driver(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32) -> MpiResult<Option<Box<Driver>>> {
+        match self.coll.slots.drivers.remove(&ctx) {
+            Some(Some(d)) => return Ok(Some(d)),
+            Some(None) => {
+                self.coll.slots.drivers.insert(ctx, None);
+                return Ok(None);
+            }
+            None => {}
+        }
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        let cap = cfg.slot_bytes;
+        let faults = match cfg.slot_faults.as_deref() {
+            None => None,
+            Some(spec) => {
+                let p = spec.strip_prefix("corrupt=").and_then(|v| v.parse::<f64>().ok()).filter(|p| (0.0..=1.0).contains(p));
+                let Some(p) = p else {
+                    return Err(MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_SLOT_FAULTS={spec:?}: expected corrupt=P with 0 <= P <= 1")));
+                };
+                Some((Cell::new(0x9e37_79b9_7f4a_7c15 ^ u64::from(self.rank) << 32 | 1), (p * u64::MAX as f64) as u64))
+            }
+        };
+        let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) else { return Ok(None) };
+        let mut name = Vec::new();
+        let mut mine = None;
+        if rank == 0 {
+            let n = format!("slt-{}-{}", self.rank, self.coll.slots.created);
+            self.coll.slots.created += 1;
+            match Seg::create(&jobdir.join(&n), size as usize, cap) {
+                Ok(s) => {
+                    tracing::info!("slot collectives: segment {n}, {size} ranks, {cap} bytes a slot");
+                    mine = Some(s);
+                    name = n.into_bytes();
+                }
+                Err(e) => tracing::warn!("slot collectives segment {n}: {e}; using messages on this communicator"),
+            }
+        }
+        self.bcast_bytes(comm, 0, &mut name)?;
+        if name.is_empty() {
+            self.coll.slots.drivers.insert(ctx, None);
+            return Ok(None);
+        }
+        let mut seg = match mine {
+            Some(s) => s,
+            None => {
+                let n = String::from_utf8_lossy(&name).into_owned();
+                Seg::open(&jobdir.join(&n), size as usize, cap).map_err(|e| MpiError::new(ErrorClass::Other, format!("opening slot segment {n}: {e}")))?
+            }
+        };
+        seg.faults = faults;
+        let group = self.comm(comm)?.group.clone();
+        for &w in group.iter() {
+            if w != self.rank && !self.coll.slots.wakers.contains_key(&w) {
+                match ShmWaker::open(&jobdir, w) {
+                    Ok(k) => {
+                        self.coll.slots.wakers.insert(w, k);
+                    }
+                    // Without its doorbell a sleeping rank wakes by its timeout only: slower,
+                    // still correct.
+                    Err(e) => tracing::warn!("slot collectives: no doorbell of rank {w}: {e}"),
+                }
+            }
+        }
+        Ok(Some(Box::new(Driver { seg, ex: Exchange::new(rank as usize, size as usize), group, scratch: Vec::new(), reported: (0, 0) })))
+    }
+
+    /// Ring the doorbells of the communicator's other ranks that sleep.
+    fn slot_wake(&self, d: &Driver) {
+        fence(Ordering::SeqCst);
+        for &w in d.group.iter() {
+            if w != self.rank {
+                if let Some(k) = self.coll.slots.wakers.get(&w) {
+                    k.wake_fenced();
+                }
+            }
+        }
+    }
+
+    /// One call of the exchange: publish `parts`, then copy the others' into `sink`.
+    fn slot_run(&mut self, d: &mut Driver, comm: Handle, parts: &[&[u8]], sink: &mut Dests) -> MpiResult<()> {
+        d.ex.start(&d.seg, parts).map_err(slot_error)?;
+        self.slot_wake(d);
+        let (spin, yields, sleep) = (self.cfg.spin, self.cfg.yields, self.cfg.sleep);
+        let mut idle = 0u32;
+        let mut seen = (d.ex.counters.corrupt_detected, d.ex.counters.repairs_served);
+        loop {
+            if d.ex.poll(&d.seg, sink).map_err(slot_error)? {
+                break;
+            }
+            let now = (d.ex.counters.corrupt_detected, d.ex.counters.repairs_served);
+            if now != seen {
+                // A repair asked for (the writer may sleep) or served (its asker may).
+                seen = now;
+                self.slot_wake(d);
+            }
+            idle += 1;
+            // The other communicators' exchanges: a rank waiting in one of them may need a
+            // rewrite from this rank before it can come to this call.
+            self.slots_service();
+            // Other traffic of this process, every few polls while spinning.
+            if (idle >= spin || idle.is_multiple_of(16)) && self.progress()? {
+                continue;
+            }
+            if idle.is_multiple_of(256) {
+                self.poll_failures();
+                if self.comm_has_failed_member(comm) {
+                    return Err(MpiError::new(ErrorClass::ProcFailed, "a rank of the communicator failed during a collective"));
+                }
+            }
+            if idle < spin {
+                std::hint::spin_loop();
+            } else if idle < spin.saturating_add(yields) {
+                std::thread::yield_now();
+            } else {
+                let (ex, seg) = (&d.ex, &d.seg);
+                self.sleep_on_path_unless(sleep, &mut || ex.ready(seg))?;
+                self.poll_failures();
+                if self.comm_has_failed_member(comm) {
+                    return Err(MpiError::new(ErrorClass::ProcFailed, "a rank of the communicator failed during a collective"));
+                }
+                idle = spin;
+            }
+        }
+        let c = &d.ex.counters;
+        if (c.repairs_served, c.corrupt_detected) != d.reported {
+            tracing::warn!(
+                "slot collectives: {} damaged parts detected and repaired, {} repairs served so far",
+                c.corrupt_detected,
+                c.repairs_served
+            );
+            d.reported = (c.repairs_served, c.corrupt_detected);
+        }
+        Ok(())
+    }
+
+    fn slot_coll(&mut self, d: &mut Driver, comm: Handle, me: usize, n: usize, c: &Coll) -> MpiResult<()> {
+        match c {
+            Coll::Barrier => {
+                let mut none = Dests { base: std::ptr::null_mut(), stride: 0, len: 0, part: 0 };
+                self.slot_run(d, comm, &[], &mut none)
+            }
+            Coll::Allreduce { buf, red } => {
+                let bytes = red.dtype.packed_size(buf.count);
+                let own = own_bytes(buf, bytes);
+                self.slot_reduce(d, comm, me, n, &[own], 0, buf.recv, buf.count, red)
+            }
+            Coll::ReduceScatterBlock { buf, red } => {
+                let block = red.dtype.packed_size(buf.count);
+                let own = own_bytes(buf, block * n);
+                let parts: Vec<&[u8]> = own.chunks_exact(block.max(1)).take(n).collect();
+                let parts = if block == 0 { vec![&own[..0]; n] } else { parts };
+                self.slot_reduce(d, comm, me, n, &parts, me, buf.recv, buf.count, red)
+            }
+            Coll::ReduceScatter { buf, counts, red } => {
+                let size = red.dtype.packed_size(1);
+                let total: usize = counts.iter().sum();
+                let own = own_bytes(buf, total * size);
+                let mut parts = Vec::with_capacity(n);
+                let mut at = 0;
+                for &k in counts {
+                    parts.push(&own[at..at + k * size]);
+                    at += k * size;
+                }
+                self.slot_reduce(d, comm, me, n, &parts, me, buf.recv, counts[me], red)
+            }
+            Coll::Allgather { send, recv } => {
+                let block = recv.dtype.packed_size(recv.count);
+                let stride = block_stride(recv);
+                // SAFETY: block `me` of the receive buffer (in place) or the send buffer.
+                let own = unsafe {
+                    match send {
+                        None => packed(recv.ptr.wrapping_add(me * stride), recv.count, &recv.dtype),
+                        Some(s) => packed(s.ptr, s.count, &s.dtype),
+                    }
+                };
+                if own.len() != block {
+                    return Err(MpiError::new(ErrorClass::Truncate, "allgather: the send data and a receive block differ in size"));
+                }
+                self.slot_gather(d, comm, me, n, &[&own], 0, recv, send.is_none())
+            }
+            Coll::Alltoall { send, recv } => {
+                let block = recv.dtype.packed_size(recv.count);
+                // In place the receive buffer is also the send buffer: its blocks are copied
+                // into the slot before any received one lands there.
+                // SAFETY: the application's buffers of `n` blocks.
+                let own = unsafe {
+                    match send {
+                        None => packed(recv.ptr, recv.count * n, &recv.dtype),
+                        Some(s) => packed(s.ptr, s.count * n, &s.dtype),
+                    }
+                };
+                if own.len() != block * n {
+                    return Err(MpiError::new(ErrorClass::Truncate, "alltoall: the send blocks and the receive blocks differ in size"));
+                }
+                let parts: Vec<&[u8]> = (0..n).map(|j| &own[j * block..(j + 1) * block]).collect();
+                self.slot_gather(d, comm, me, n, &parts, me, recv, false)
+            }
+            _ => Err(MpiError::new(ErrorClass::Intern, "slot exchange: not a collective it runs")),
+        }
+    }
+
+    /// Exchange `parts`, take part `part` of every rank into the receive blocks of `recv`
+    /// (block `r` from rank `r`; this rank's own from `parts` unless `in_place`).
+    #[allow(clippy::too_many_arguments)]
+    fn slot_gather(&mut self, d: &mut Driver, comm: Handle, me: usize, n: usize, parts: &[&[u8]], part: usize, recv: &Buf, in_place: bool) -> MpiResult<()> {
+        let block = recv.dtype.packed_size(recv.count);
+        let stride = block_stride(recv);
+        if recv.dtype.is_contiguous() {
+            let mut sink = Dests { base: recv.ptr, stride, len: block, part };
+            self.slot_run(d, comm, parts, &mut sink)?;
+            if !in_place {
+                // SAFETY: block `me` of the receive buffer holds `block` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(parts[part].as_ptr(), recv.ptr.add(me * stride), block) };
+            }
+            return Ok(());
+        }
+        let base = scratch_for(&mut d.scratch, n, block);
+        let mut sink = Dests { base, stride: block, len: block, part };
+        self.slot_run(d, comm, parts, &mut sink)?;
+        for r in 0..n {
+            if r == me && in_place {
+                continue;
+            }
+            // SAFETY: scratch block `r` (or this rank's own part) holds `block` packed bytes;
+            // receive block `r` holds `recv.count` elements.
+            unsafe {
+                let src = if r == me { parts[part] } else { std::slice::from_raw_parts(base.add(r * block), block) };
+                recv.dtype.unpack(src, recv.ptr.wrapping_byte_offset((r * stride) as isize), recv.count);
+            }
+        }
+        Ok(())
+    }
+
+    /// Exchange `parts`, reduce part `part` of every rank in rank order into `count`
+    /// elements at `recv`.
+    #[allow(clippy::too_many_arguments)]
+    fn slot_reduce(&mut self, d: &mut Driver, comm: Handle, me: usize, n: usize, parts: &[&[u8]], part: usize, recv: *mut u8, count: usize, red: &Reduction) -> MpiResult<()> {
+        let len = red.dtype.packed_size(count);
+        let stride = len.div_ceil(16) * 16;
+        let base = scratch_for(&mut d.scratch, n, stride);
+        // SAFETY: scratch block `me` holds `stride >= len` bytes; the own part is `len` bytes
+        // (equal counts everywhere).
+        unsafe { std::ptr::copy_nonoverlapping(parts[part].as_ptr(), base.add(me * stride), len) };
+        let mut sink = Dests { base, stride, len, part };
+        self.slot_run(d, comm, parts, &mut sink)?;
+        if len == 0 {
+            return Ok(());
+        }
+        // SAFETY: every scratch block holds `count` elements; `recv` too. The result is
+        // v0 op (v1 op (... op v[n-1])), the same on every rank.
+        unsafe {
+            std::ptr::copy_nonoverlapping(base.add((n - 1) * stride), recv, len);
+            for r in (0..n - 1).rev() {
+                red.apply(base.add(r * stride), recv, count);
+            }
+        }
+        Ok(())
+    }
+
+    /// Answer repair requests of the communicators' exchanges (idle progress).
+    pub(crate) fn slots_service(&mut self) {
+        if !self.coll.slots.retired.is_empty() {
+            let mut retired = std::mem::take(&mut self.coll.slots.retired);
+            for d in &mut retired {
+                if d.ex.serve(&d.seg) {
+                    self.slot_wake(d);
+                }
+            }
+            retired.retain(|d| !d.ex.quiet(&d.seg));
+            self.coll.slots.retired = retired;
+        }
+        if self.coll.slots.drivers.is_empty() {
+            return;
+        }
+        let mut served = Vec::new();
+        for (ctx, d) in self.coll.slots.drivers.iter_mut() {
+            if let Some(d) = d {
+                if d.ex.serve(&d.seg) {
+                    served.push(*ctx);
+                }
+            }
+        }
+        for ctx in served {
+            if let Some(Some(d)) = self.coll.slots.drivers.get(&ctx) {
+                self.slot_wake(d);
+            }
+        }
+    }
+}
+
+/// Bytes between the starts of two receive blocks.
+fn block_stride(recv: &Buf) -> usize {
+    (recv.dtype.extent.max(0) as usize).saturating_mul(recv.count)
+}
+
+/// The contribution of a reduction: the send buffer, or the receive buffer in place.
+fn own_bytes<'a>(b: &RBuf, bytes: usize) -> &'a [u8] {
+    let p = b.send.unwrap_or(b.recv.cast_const());
+    // SAFETY: the application's buffer of `bytes` bytes (contiguous type), valid for the call.
+    unsafe { std::slice::from_raw_parts(p, bytes) }
+}
+
+/// The packed data of `count` elements of `t` at `p`: the buffer itself when contiguous,
+/// else a packed copy.
+///
+/// # Safety
+/// `p` holds `count` elements of `t`, valid and unchanged for the returned lifetime.
+unsafe fn packed<'a>(p: *const u8, count: usize, t: &TypeRef) -> std::borrow::Cow<'a, [u8]> {
+    let n = t.packed_size(count);
+    if t.is_contiguous() {
+        return std::borrow::Cow::Borrowed(std::slice::from_raw_parts(p, n));
+    }
+    let mut v = vec![0; n];
+    t.pack(p, count, &mut v);
+    std::borrow::Cow::Owned(v)
+}
