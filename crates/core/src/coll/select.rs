@@ -63,7 +63,7 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_CHANNEL_FAULTS`: fault hook of the channel writes (tests).
     pub channel_faults: Option<String>,
     /// `STEADFAST_COLL_SLOTS` (default on), `STEADFAST_COLL_SLOT_RANKS` (default 16),
-    /// `STEADFAST_COLL_SLOT_BYTES` (default 1 MiB): the slot exchange on communicators whose
+    /// `STEADFAST_COLL_SLOT_BYTES` (default 2 MiB): the slot exchange on communicators whose
     /// ranks share memory, up to that many ranks and bytes of each rank's contribution.
     pub slots: bool,
     pub slot_ranks: usize,
@@ -111,7 +111,7 @@ impl Default for CollConfig {
             channel_faults: None,
             slots: true,
             slot_ranks: 16,
-            slot_bytes: 1 << 20,
+            slot_bytes: 2 << 20,
             slot_faults: None,
             mcast: Mcast::Auto,
             mcast_min: 12288,
@@ -276,13 +276,9 @@ pub fn bcast_channels(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
 
 /// Allreduces use the slot exchange while bytes × ranks stay within this: every rank reads
 /// and reduces every other rank's vector, which from there on costs more than the message
-/// algorithms' fewer bytes (measured on 4 and 8 ranks: 256 KiB and 64 KiB still ahead of Open
-/// MPI and of our Rabenseifner, 512 KiB and 128 KiB behind).
-pub const SLOT_ALLREDUCE_BYTES_RANKS: usize = 512 << 10;
-/// Alltoalls use the slot exchange while each rank's send data (all its blocks) times the
-/// ranks stays within this (4 ranks: 1 MiB of send data ahead, 2 MiB behind; 8 ranks:
-/// 512 KiB ahead, 1 MiB even).
-pub const SLOT_ALLTOALL_BYTES_RANKS: usize = 4 << 20;
+/// algorithms' fewer bytes (measured on 4 and 8 ranks on 2 CPUs, OSU timing: 256 KiB and
+/// 128 KiB still ahead of our Rabenseifner, 512 KiB and 256 KiB behind or level).
+pub const SLOT_ALLREDUCE_BYTES_RANKS: usize = 1 << 20;
 /// On two ranks (one CPU each, nobody waits for a CPU) the messages' pipelined copies win
 /// from 16 KiB: the slot exchange stops at this many bytes there.
 pub const SLOT_TWO_RANKS_BYTES: usize = 8 << 10;
@@ -291,7 +287,7 @@ pub const SLOT_TWO_RANKS_BYTES: usize = 8 << 10;
 /// `reduce_scatter`) with `bytes` bytes of each rank's contribution on `size` ranks that all
 /// share memory uses the slot exchange (the caller checked the sharing and the fault-tolerance
 /// mode): up to `STEADFAST_COLL_SLOT_RANKS` ranks and the slot's capacity, less for
-/// Allreduce, Alltoall and on two ranks (the constants above). `STEADFAST_COLL_FORCE=coll=slots` takes it
+/// Allreduce and on two ranks (the constants above). `STEADFAST_COLL_FORCE=coll=slots` takes it
 /// up to the slot's capacity whatever the ranks; any other forced algorithm keeps it off.
 pub fn slots(cfg: &CollConfig, coll: &str, size: i32, bytes: usize) -> bool {
     if size < 2 || bytes > cfg.slot_bytes {
@@ -305,7 +301,6 @@ pub fn slots(cfg: &CollConfig, coll: &str, size: i32, bytes: usize) -> bool {
     let within = match coll {
         _ if size == 2 && bytes > SLOT_TWO_RANKS_BYTES => false,
         "allreduce" => bytes.saturating_mul(size as usize) <= SLOT_ALLREDUCE_BYTES_RANKS,
-        "alltoall" => bytes.saturating_mul(size as usize) <= SLOT_ALLTOALL_BYTES_RANKS,
         _ => true,
     };
     cfg.slots && size as usize <= cfg.slot_ranks && within
@@ -555,12 +550,12 @@ mod tests {
     fn slot_rule_limits_by_collective_ranks_and_capacity() {
         let c = CollConfig::default();
         assert!(slots(&c, "barrier", 8, 0));
-        assert!(slots(&c, "allgather", 8, 1 << 20));
-        assert!(!slots(&c, "allgather", 8, (1 << 20) + 1));
-        assert!(slots(&c, "allreduce", 8, 64 << 10));
-        assert!(!slots(&c, "allreduce", 8, 128 << 10));
-        assert!(slots(&c, "alltoall", 4, 1 << 20));
-        assert!(!slots(&c, "alltoall", 8, 1 << 20));
+        assert!(slots(&c, "allgather", 8, 2 << 20));
+        assert!(!slots(&c, "allgather", 8, (2 << 20) + 1));
+        assert!(slots(&c, "allreduce", 8, 128 << 10));
+        assert!(!slots(&c, "allreduce", 8, 256 << 10));
+        assert!(slots(&c, "alltoall", 8, 2 << 20));
+        assert!(!slots(&c, "alltoall", 8, (2 << 20) + 1));
         assert!(slots(&c, "reduce_scatter", 2, 8 << 10));
         assert!(!slots(&c, "reduce_scatter", 2, 16 << 10));
         assert!(!slots(&c, "barrier", 17, 0));

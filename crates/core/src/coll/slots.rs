@@ -31,6 +31,10 @@ use crate::slab::Handle;
 
 const MAGIC: u64 = 0x5354_4446_534c_5431; // "STDFSLT1"
 const LINE: usize = 64;
+/// Contributions up to this many bytes are copied for repairs once published; larger ones
+/// are answered from the application's buffers, and their writer waits until every rank is
+/// done with the call (a copy of 1 MiB on each of 8 ranks costs more than that wait).
+const KEEP_MAX: usize = 32 << 10;
 
 fn round_line(n: usize) -> usize {
     n.div_ceil(LINE) * LINE
@@ -400,7 +404,7 @@ impl Engine {
                 }
             }
         }
-        Ok(Some(Box::new(Driver { seg, ex: Exchange::new(rank as usize, size as usize), group, scratch: Vec::new(), reported: (0, 0) })))
+        Ok(Some(Box::new(Driver { seg, ex: Exchange::new(rank as usize, size as usize, KEEP_MAX), group, scratch: Vec::new(), reported: (0, 0) })))
     }
 
     /// Ring the doorbells of the communicator's other ranks that sleep.
@@ -422,9 +426,20 @@ impl Engine {
         let (spin, yields, sleep) = (self.cfg.spin, self.cfg.yields, self.cfg.sleep);
         let mut idle = 0u32;
         let mut seen = (d.ex.counters.corrupt_detected, d.ex.counters.repairs_served);
+        let mut drained = false;
         loop {
-            if d.ex.poll(&d.seg, sink).map_err(slot_error)? {
+            if d.ex.poll(&d.seg, sink, parts).map_err(slot_error)? {
+                if d.ex.counters.repairs_served != seen.1 || parts.iter().map(|p| p.len()).sum::<usize>() > KEEP_MAX {
+                    // Ranks may sleep waiting for this rank's count of the call (a held
+                    // contribution) or a rewrite it made.
+                    self.slot_wake(d);
+                }
                 break;
+            }
+            if d.ex.draining() && !drained {
+                // Others holding their contribution wait for this rank's count of the call.
+                drained = true;
+                self.slot_wake(d);
             }
             let now = (d.ex.counters.corrupt_detected, d.ex.counters.repairs_served);
             if now != seen {
@@ -601,7 +616,7 @@ impl Engine {
         if !self.coll.slots.retired.is_empty() {
             let mut retired = std::mem::take(&mut self.coll.slots.retired);
             for d in &mut retired {
-                if d.ex.serve(&d.seg) {
+                if d.ex.serve(&d.seg, &[]) {
                     self.slot_wake(d);
                 }
             }
@@ -614,7 +629,7 @@ impl Engine {
         let mut served = Vec::new();
         for (ctx, d) in self.coll.slots.drivers.iter_mut() {
             if let Some(d) = d {
-                if d.ex.serve(&d.seg) {
+                if d.ex.serve(&d.seg, &[]) {
                     served.push(*ctx);
                 }
             }

@@ -23,6 +23,10 @@
 //! (in a later call, or in the engine's idle progress). A copy damaged on the reader's side
 //! is repaired the same way: the rewrite moves the generation on and the reader copies again.
 //!
+//! A contribution above the exchange's `keep_max` bytes is not copied: its writer answers
+//! from the caller's buffers and returns only once every rank counted the call done — one
+//! more wait, where the copy would cost more.
+//!
 //! A rank that is done with the communicator keeps answering until every rank reports that
 //! it completed the last call (each rank counts its completed calls in its line):
 //! [`Exchange::quiet`].
@@ -136,14 +140,22 @@ pub struct Exchange {
     /// Per rank: the state word of a copy that failed its CRC (not copied again until the
     /// slot changes).
     damaged: Vec<Option<u64>>,
-    /// Byte offset of each part in a slot for the current call.
+    /// Byte offset and length of each part in a slot for the current call.
     offsets: Vec<usize>,
+    lens: Vec<usize>,
+    /// Contributions above this many bytes are not copied for repairs: the writer answers
+    /// them from the caller's buffers and stays in the call until every rank is done.
+    keep_max: usize,
+    /// The current call's contribution is not kept (above `keep_max`).
+    held: bool,
     pub counters: SlotCounters,
 }
 
 impl Exchange {
-    /// Rank `me` of `size` ranks.
-    pub fn new(me: usize, size: usize) -> Exchange {
+    /// Rank `me` of `size` ranks; contributions up to `keep_max` bytes are copied for
+    /// repairs after they are published, larger ones make the writer wait until every rank
+    /// is done with the call (see [`Exchange::poll`]).
+    pub fn new(me: usize, size: usize, keep_max: usize) -> Exchange {
         Exchange {
             me,
             size,
@@ -156,6 +168,9 @@ impl Exchange {
             missing: 0,
             damaged: vec![None; size],
             offsets: Vec::new(),
+            lens: Vec::new(),
+            keep_max,
+            held: false,
             counters: SlotCounters::default(),
         }
     }
@@ -195,24 +210,30 @@ impl Exchange {
         if parts.len() > board.ranks() {
             return Err(SlotError::TooManyParts { parts: parts.len(), max: board.ranks() });
         }
-        self.serve(board);
+        self.serve(board, &[]);
         let call = self.calls;
         let p = (call & 1) as usize;
         self.offsets.clear();
+        self.lens.clear();
         let mut off = 0;
         for part in parts {
             self.offsets.push(off);
+            self.lens.push(part.len());
             off += part.len();
         }
         self.write_slot(board, p, call + 1, parts);
-        // The copy for repairs is made after the publication, off the readers' path.
+        self.held = bytes > self.keep_max;
         let k = &mut self.kept[p];
-        k.call = call + 1;
-        k.lens.clear();
-        k.lens.extend(parts.iter().map(|p| p.len()));
-        k.data.clear();
-        for part in parts {
-            k.data.extend_from_slice(part);
+        if self.held {
+            k.call = 0;
+        } else {
+            // The copy for repairs is made after the publication, off the readers' path.
+            k.call = call + 1;
+            k.lens.clone_from(&self.lens);
+            k.data.clear();
+            for part in parts {
+                k.data.extend_from_slice(part);
+            }
         }
         self.calls += 1;
         self.active = true;
@@ -257,8 +278,9 @@ impl Exchange {
 
     /// Answer other ranks' requests to rewrite this rank's slots (damage they found). Cheap
     /// when there is none: one load. Call it while idle too: a rank that finished a call may
-    /// be the one a slower rank needs a rewrite from.
-    pub fn serve(&mut self, board: &impl Board) -> bool {
+    /// be the one a slower rank needs a rewrite from. `parts`: the current call's
+    /// contribution when it is held (not kept), else ignored.
+    pub fn serve(&mut self, board: &impl Board, parts: &[&[u8]]) -> bool {
         let r = board.repairs(self.me);
         if r == self.repairs_seen {
             return false;
@@ -269,19 +291,34 @@ impl Exchange {
                 self.write_kept(board, p);
             }
         }
+        if self.active && self.held && parts.len() == self.lens.len() {
+            let p = ((self.calls - 1) & 1) as usize;
+            self.write_slot(board, p, self.calls, parts);
+        }
         self.counters.repairs_served += 1;
         true
     }
 
+    /// Whether this rank has every part of the current call and waits, with its
+    /// contribution held, for the others to be done with it.
+    pub fn draining(&self) -> bool {
+        self.active && self.held && self.missing == 0
+    }
+
     /// Copy what the current call needs from the ranks that published it; true once every
-    /// rank's part is in. `sink` names the part of each rank this rank needs and where it
-    /// goes; it is asked once per rank and copy attempt. A copy that failed its CRC leaves
-    /// the destination damaged until a later poll copies it again.
-    pub fn poll(&mut self, board: &impl Board, sink: &mut impl Sink) -> Result<bool, SlotError> {
+    /// rank's part is in (and, for a held contribution, once every rank is done with the
+    /// call). `sink` names the part of each rank this rank needs and where it goes; it is
+    /// asked once per rank and copy attempt. A copy that failed its CRC leaves the
+    /// destination damaged until a later poll copies it again. `parts`: the contribution
+    /// given to [`Exchange::start`], still the caller's.
+    pub fn poll(&mut self, board: &impl Board, sink: &mut impl Sink, parts: &[&[u8]]) -> Result<bool, SlotError> {
         if !self.active {
             return Err(SlotError::Idle);
         }
-        self.serve(board);
+        self.serve(board, parts);
+        if self.draining() {
+            return Ok(self.finish_held(board));
+        }
         let p = ((self.calls - 1) & 1) as usize;
         for r in 0..self.size {
             if self.got[r] {
@@ -299,8 +336,8 @@ impl Exchange {
             }
             let (j, out) = sink.dst(r);
             let Some(&off) = self.offsets.get(j) else { return Err(SlotError::NoPart(j)) };
-            if out.len() != self.kept[p].lens[j] {
-                return Err(SlotError::PartLength { part: j, len: out.len(), expected: self.kept[p].lens[j] });
+            if out.len() != self.lens[j] {
+                return Err(SlotError::PartLength { part: j, len: out.len(), expected: self.lens[j] });
             }
             let crc = board.take(r, p, off, out);
             if board.state_again(r, p) != s {
@@ -317,11 +354,23 @@ impl Exchange {
             self.missing -= 1;
         }
         if self.missing == 0 {
-            self.active = false;
             board.set_done(self.me, self.calls);
+            if self.held {
+                return Ok(self.finish_held(board));
+            }
+            self.active = false;
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// A held call ends once every rank counted it done: nobody reads its slot any more.
+    fn finish_held(&mut self, board: &impl Board) -> bool {
+        if (0..self.size).all(|r| board.done(r) >= self.calls) {
+            self.active = false;
+            return true;
+        }
+        false
     }
 
     /// Whether every rank completed every call this rank started: then nobody reads this
@@ -343,6 +392,9 @@ impl Exchange {
         }
         if board.repairs(self.me) != self.repairs_seen {
             return true;
+        }
+        if self.draining() {
+            return (0..self.size).all(|r| board.done(r) >= self.calls);
         }
         let p = ((self.calls - 1) & 1) as usize;
         self.missing().any(|r| {

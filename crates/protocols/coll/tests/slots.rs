@@ -155,7 +155,14 @@ fn run(seed: u64) -> Result<Outcome, String> {
     // Step weights: a few ranks run far less often than the others.
     let weights: Vec<u32> = (0..n).map(|_| if rng.gen_bool(0.25) { 1 } else { rng.gen_range(5..20) }).collect();
     let total: u32 = weights.iter().sum();
-    let mut ex: Vec<Exchange> = (0..n).map(|r| Exchange::new(r, n)).collect();
+    // Keep every contribution, none, or the small ones only.
+    let keep_max = match rng.gen_range(0..3) {
+        0 => usize::MAX,
+        1 => 0,
+        _ => rng.gen_range(0..cap),
+    };
+    let mut ex: Vec<Exchange> = (0..n).map(|r| Exchange::new(r, n, keep_max)).collect();
+    let mut owns: Vec<Vec<Vec<u8>>> = vec![Vec::new(); n];
     let mut finished = vec![0usize; n];
     let mut gone = vec![false; n];
     let mut bufs: Vec<Option<Bufs>> = (0..n).map(|_| None).collect();
@@ -178,7 +185,7 @@ fn run(seed: u64) -> Result<Outcome, String> {
                 if ex[r].quiet(&board) {
                     gone[r] = true;
                 } else {
-                    ex[r].serve(&board);
+                    ex[r].serve(&board, &[]);
                 }
             }
             continue;
@@ -191,14 +198,15 @@ fn run(seed: u64) -> Result<Outcome, String> {
                     return Err(format!("rank {r} starts call {k} while rank {q} has finished only {} calls", finished[q]));
                 }
             }
-            let own: Vec<Vec<u8>> = (0..c.parts).map(|j| (0..c.len).map(|i| byte(seed, k, r, j, i)).collect()).collect();
-            let parts: Vec<&[u8]> = own.iter().map(|v| v.as_slice()).collect();
+            owns[r] = (0..c.parts).map(|j| (0..c.len).map(|i| byte(seed, k, r, j, i)).collect()).collect();
+            let parts: Vec<&[u8]> = owns[r].iter().map(|v| v.as_slice()).collect();
             ex[r].start(&board, &parts).map_err(|e| format!("rank {r} call {k}: {e}"))?;
             let len = if c.parts == 0 { 0 } else { c.len };
             bufs[r] = Some(Bufs((0..n).map(|_| vec![0; len]).collect(), r, c.all_to_all));
         }
         let b = bufs[r].as_mut().unwrap();
-        let done = ex[r].poll(&board, b).map_err(|e| format!("rank {r} call {k}: {e}"))?;
+        let parts: Vec<&[u8]> = owns[r].iter().map(|v| v.as_slice()).collect();
+        let done = ex[r].poll(&board, b, &parts).map_err(|e| format!("rank {r} call {k}: {e}"))?;
         if done {
             let b = bufs[r].take().unwrap();
             for (from, got) in b.0.iter().enumerate() {
