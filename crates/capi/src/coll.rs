@@ -210,7 +210,7 @@ fn launch(g: &mut Global, comm: Handle, c: Coll, mode: Mode) -> Result<(), MpiEr
         Mode::Blocking if crate::global::multiple() => {
             // Run as its nonblocking form, waited for after the body with the lock released
             // (global::api_with), so other threads' calls go on meanwhile.
-            let h = g.eng.icoll_blocking(comm, c)?;
+            let h = g.eng.icoll_blocking_user(comm, c)?;
             g.pending.push(h);
             Ok(())
         }

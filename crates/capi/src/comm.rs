@@ -349,7 +349,7 @@ mpi_api! {
             let h = comm_handle(g, comm as usize)?;
             if crate::global::multiple() {
                 // Waited for after the body with the lock released (global::api_with).
-                let r = g.eng.icoll_blocking(h, steadfast_core::coll::Coll::Barrier)?;
+                let r = g.eng.icoll_blocking_user(h, steadfast_core::coll::Coll::Barrier)?;
                 g.pending.push(r);
                 return Ok(());
             }

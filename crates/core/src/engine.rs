@@ -1593,7 +1593,13 @@ impl Engine {
             } else if let Some(net) = self.net.as_mut() {
                 // Failure notices do not ring the doorbell: sleep shorter in run-through mode.
                 let sleep = if self.st.ft.run_through { self.cfg.sleep.min(std::time::Duration::from_millis(5)) } else { self.cfg.sleep };
-                net.wait(sleep).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                if self.coll.slots.ops.is_empty() {
+                    net.wait(sleep).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                } else {
+                    // A slot exchange publishes in memory: look at it after announcing the sleep.
+                    let ops = &self.coll.slots.ops;
+                    net.wait_unless(sleep, &mut || Engine::slots_ready(ops)).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
+                }
                 sleeps += 1;
                 // A rank waiting in a slot collective may have asked this one for a rewrite.
                 self.slots_service();

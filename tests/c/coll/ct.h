@@ -55,7 +55,10 @@ static void ct_err_at(const char *file, int line, const char *fmt, ...)
 static void ct_init(int *argc, char ***argv, const char *name)
 {
     ct_name = name;
-    MPI_Init(argc, argv);
+    int done;
+    MPI_Initialized(&done);
+    if (!done)
+        MPI_Init(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &ct_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ct_size);
 }

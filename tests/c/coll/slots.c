@@ -8,6 +8,7 @@
  * non-contiguous receive blocks, a non-commutative user operation (composition of affine
  * maps, whose result depends on the rank order), and contributions on both sides of the
  * 32 KiB above which a writer holds its buffer instead of copying it for repairs.
+ * slots_mt.c runs the same in MPI_THREAD_MULTIPLE.
  */
 #include "ct.h"
 
@@ -198,6 +199,18 @@ static void round_on(MPI_Comm comm, int it, MPI_Op op, MPI_Datatype aff)
 int main(int argc, char **argv)
 {
     setenv("STEADFAST_COLL_SLOT_FAULTS", "corrupt=0.03", 1);
+#ifdef SLOTS_MULTIPLE
+    /* Under MPI_THREAD_MULTIPLE blocking collectives wait with the library lock released,
+     * as requests (slots_mt.c). */
+    {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided != MPI_THREAD_MULTIPLE) {
+            fprintf(stderr, "MPI_THREAD_MULTIPLE not provided\n");
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+    }
+#endif
     ct_init(&argc, &argv, "slots");
     MPI_Op op;
     MPI_Op_create(compose, 0, &op);

@@ -160,7 +160,7 @@ impl CollState {
     /// Whether any nonblocking collective is in progress.
     #[inline]
     pub fn busy(&self) -> bool {
-        !self.active.is_empty()
+        !self.active.is_empty() || !self.slots.ops.is_empty()
     }
     /// Whether `h` is a persistent collective request.
     pub fn is_persistent(&self, h: Handle) -> bool {
@@ -291,6 +291,19 @@ impl Engine {
         Ok(h)
     }
 
+    /// An application's blocking collective `c` on `comm` as a request the caller waits for
+    /// with the library lock released: [`Engine::icoll_blocking`], or the slot exchange where
+    /// the rule picks it — as [`Engine::coll`] does for a rank that waits with the lock held
+    /// (another thread level), so both meet in the same exchange. (The library's own
+    /// collectives inside other calls keep `icoll_blocking`: they must match the engine's
+    /// message-based helpers.)
+    pub fn icoll_blocking_user(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
+        if let Some(h) = self.islot(comm, &c)? {
+            return Ok(h);
+        }
+        self.icoll_blocking(comm, c)
+    }
+
     /// Create a persistent collective request for `c` on `comm` (MPI_X_init).
     pub fn coll_init(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
         let (_, ctx) = self.topo(comm)?;
@@ -344,6 +357,7 @@ impl Engine {
     /// Advance every nonblocking collective (called from `progress`). Returns whether any
     /// finished.
     pub(crate) fn coll_progress(&mut self) -> bool {
+        let slot_done = !self.coll.slots.ops.is_empty() && self.slots_progress();
         let mut active = std::mem::take(&mut self.coll.active);
         let mut finished = false;
         let mut i = 0;
@@ -393,7 +407,7 @@ impl Engine {
         // Collectives started while we advanced (none today) go after the old ones.
         active.append(&mut self.coll.active);
         self.coll.active = active;
-        finished
+        finished || slot_done
     }
 
     /// MPI_Barrier.

@@ -54,6 +54,8 @@ pub struct SlotsState {
     /// answer repairs until their exchange is quiet.
     #[allow(clippy::vec_box)]
     retired: Vec<Box<Driver>>,
+    /// Slot calls started as requests (blocking calls of `MPI_THREAD_MULTIPLE` processes).
+    pub(crate) ops: Vec<(Handle, SlotOp)>,
 }
 
 impl SlotsState {
@@ -307,15 +309,72 @@ impl Engine {
     /// Run blocking collective `c` through the slots if the rule picks them; false if the
     /// caller must run another algorithm.
     pub(crate) fn coll_slots(&mut self, comm: Handle, c: &Coll) -> MpiResult<bool> {
+        let Some(mut op) = self.slot_prepare(comm, c)? else { return Ok(false) };
+        let r = self.slot_start(&mut op).and_then(|()| self.slot_wait(&mut op));
+        self.slot_finish(op, r).map(|()| true)
+    }
+
+    /// Start blocking collective `c` through the slots as a request (for callers that wait
+    /// with the library lock released), if the rule picks them.
+    pub(crate) fn islot(&mut self, comm: Handle, c: &Coll) -> MpiResult<Option<Handle>> {
+        let Some(mut op) = self.slot_prepare(comm, c)? else { return Ok(None) };
+        if let Err(e) = self.slot_start(&mut op) {
+            self.slot_finish(op, Err(e.clone()))?;
+            return Err(e);
+        }
+        let h = self.coll_request(false);
+        self.coll.slots.ops.push((h, op));
+        Ok(Some(h))
+    }
+
+    /// Advance the slot calls started as requests; true if one completed.
+    pub(crate) fn slots_progress(&mut self) -> bool {
+        let mut ops = std::mem::take(&mut self.coll.slots.ops);
+        let mut finished = false;
+        let mut i = 0;
+        while i < ops.len() {
+            let (h, op) = &mut ops[i];
+            let h = *h;
+            let r = match self.slot_step(op) {
+                Ok(true) => Some(Ok(())),
+                Ok(false) if self.comm_has_failed_member(op.comm) => {
+                    Some(Err(MpiError::new(ErrorClass::ProcFailed, "a rank of the communicator failed during a collective")))
+                }
+                Ok(false) => None,
+                Err(e) => Some(Err(e)),
+            };
+            match r {
+                Some(r) => {
+                    let (_, op) = ops.swap_remove(i);
+                    let err = self.slot_finish(op, r).err().map(|e| e.class);
+                    self.coll_request_done(h, err);
+                    finished = true;
+                }
+                None => i += 1,
+            }
+        }
+        ops.append(&mut self.coll.slots.ops);
+        self.coll.slots.ops = ops;
+        finished
+    }
+
+    /// Whether a slot call started as a request may go on now (a sleeping rank's last look).
+    pub(crate) fn slots_ready(ops: &[(Handle, SlotOp)]) -> bool {
+        ops.iter().any(|(_, op)| op.d.ex.ready(&op.d.seg))
+    }
+
+    /// The call's exchange, if the rule picks it: its driver taken out of the map, its
+    /// contribution, where the parts go and what follows.
+    fn slot_prepare(&mut self, comm: Handle, c: &Coll) -> MpiResult<Option<SlotOp>> {
         let name = match c {
             Coll::Barrier => "barrier",
             Coll::Allreduce { .. } => "allreduce",
             Coll::Allgather { .. } => "allgather",
             Coll::Alltoall { .. } => "alltoall",
             Coll::ReduceScatter { .. } | Coll::ReduceScatterBlock { .. } => "reduce_scatter",
-            _ => return Ok(false),
+            _ => return Ok(None),
         };
-        let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(false) };
+        let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(None) };
         // Bytes of each rank's contribution: equal on every rank by the type-signature rule.
         let bytes = match c {
             Coll::Barrier => 0,
@@ -328,16 +387,112 @@ impl Engine {
                 red.dtype.packed_size(counts.iter().sum())
             }
             Coll::ReduceScatterBlock { buf, red } if red.dtype.is_contiguous() => red.dtype.packed_size(buf.count).saturating_mul(size as usize),
-            _ => return Ok(false),
+            _ => return Ok(None),
         };
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
         if !select::slots(cfg, name, size, bytes) {
-            return Ok(false);
+            return Ok(None);
         }
-        let Some(mut d) = self.slot_driver(comm, ctx, rank, size)? else { return Ok(false) };
-        let r = self.slot_coll(&mut d, comm, rank as usize, size as usize, c);
+        let Some(mut d) = self.slot_driver(comm, ctx, rank, size)? else { return Ok(None) };
+        match plan(&mut d, rank as usize, size as usize, c) {
+            Ok((contribution, sink, finish)) => Ok(Some(SlotOp { ctx, comm, d, contribution, sink, finish, drained: false, seen: (0, 0) })),
+            Err(e) => {
+                self.coll.slots.drivers.insert(ctx, Some(d));
+                Err(e)
+            }
+        }
+    }
+
+    fn slot_start(&mut self, op: &mut SlotOp) -> MpiResult<()> {
+        let parts = op.contribution.parts();
+        op.d.ex.start(&op.d.seg, &parts).map_err(slot_error)?;
+        op.seen = (op.d.ex.counters.corrupt_detected, op.d.ex.counters.repairs_served);
+        self.slot_wake(&op.d);
+        Ok(())
+    }
+
+    /// Poll the call once; true when it is complete.
+    fn slot_step(&mut self, op: &mut SlotOp) -> MpiResult<bool> {
+        let parts = op.contribution.parts();
+        let d = &mut op.d;
+        if d.ex.poll(&d.seg, &mut op.sink, &parts).map_err(slot_error)? {
+            if d.ex.counters.repairs_served != op.seen.1 || op.contribution.bytes > KEEP_MAX {
+                // Ranks may sleep waiting for this rank's count of the call (a held
+                // contribution) or a rewrite it made.
+                self.slot_wake(d);
+            }
+            return Ok(true);
+        }
+        let now = (d.ex.counters.corrupt_detected, d.ex.counters.repairs_served);
+        if now != op.seen || d.ex.draining() && !op.drained {
+            // A repair asked for (the writer may sleep) or served (its asker may), or this
+            // rank's count of a held call that others wait for.
+            op.seen = now;
+            op.drained |= d.ex.draining();
+            self.slot_wake(d);
+        }
+        Ok(false)
+    }
+
+    /// Wait for the call with the engine's spin, yield and sleep.
+    fn slot_wait(&mut self, op: &mut SlotOp) -> MpiResult<()> {
+        let (spin, yields, sleep) = (self.cfg.spin, self.cfg.yields, self.cfg.sleep);
+        let mut idle = 0u32;
+        loop {
+            if self.slot_step(op)? {
+                return Ok(());
+            }
+            idle += 1;
+            // The other communicators' exchanges: a rank waiting in one of them may need a
+            // rewrite from this rank before it can come to this call.
+            self.slots_service();
+            // Other traffic of this process, every few polls while spinning.
+            if (idle >= spin || idle.is_multiple_of(16)) && self.progress()? {
+                continue;
+            }
+            if idle.is_multiple_of(256) {
+                self.poll_failures();
+                if self.comm_has_failed_member(op.comm) {
+                    return Err(MpiError::new(ErrorClass::ProcFailed, "a rank of the communicator failed during a collective"));
+                }
+            }
+            if idle < spin {
+                std::hint::spin_loop();
+            } else if idle < spin.saturating_add(yields) {
+                std::thread::yield_now();
+            } else {
+                let d = &op.d;
+                self.sleep_on_path_unless(sleep, &mut || d.ex.ready(&d.seg))?;
+                self.poll_failures();
+                if self.comm_has_failed_member(op.comm) {
+                    return Err(MpiError::new(ErrorClass::ProcFailed, "a rank of the communicator failed during a collective"));
+                }
+                idle = spin;
+            }
+        }
+    }
+
+    /// After the call (`r`): the local steps (own block, unpacking, the reduction), the
+    /// driver back into the map.
+    fn slot_finish(&mut self, op: SlotOp, r: MpiResult<()>) -> MpiResult<()> {
+        let SlotOp { ctx, mut d, contribution, finish, .. } = op;
+        let c = &d.ex.counters;
+        if (c.repairs_served, c.corrupt_detected) != d.reported {
+            tracing::warn!(
+                "slot collectives: {} damaged parts detected and repaired, {} repairs served so far",
+                c.corrupt_detected,
+                c.repairs_served
+            );
+            d.reported = (c.repairs_served, c.corrupt_detected);
+        }
+        let r = r.map(|()| {
+            let parts = contribution.parts();
+            // SAFETY: as planned (`plan`): the buffers are the application's, valid for the
+            // call, and the scratch blocks hold every rank's part.
+            unsafe { finish.run(parts) }
+        });
         self.coll.slots.drivers.insert(ctx, Some(d));
-        r.map(|()| true)
+        r
     }
 
     /// The communicator's driver; at the first use rank 0 creates the segment and
@@ -419,198 +574,6 @@ impl Engine {
         }
     }
 
-    /// One call of the exchange: publish `parts`, then copy the others' into `sink`.
-    fn slot_run(&mut self, d: &mut Driver, comm: Handle, parts: &[&[u8]], sink: &mut Dests) -> MpiResult<()> {
-        d.ex.start(&d.seg, parts).map_err(slot_error)?;
-        self.slot_wake(d);
-        let (spin, yields, sleep) = (self.cfg.spin, self.cfg.yields, self.cfg.sleep);
-        let mut idle = 0u32;
-        let mut seen = (d.ex.counters.corrupt_detected, d.ex.counters.repairs_served);
-        let mut drained = false;
-        loop {
-            if d.ex.poll(&d.seg, sink, parts).map_err(slot_error)? {
-                if d.ex.counters.repairs_served != seen.1 || parts.iter().map(|p| p.len()).sum::<usize>() > KEEP_MAX {
-                    // Ranks may sleep waiting for this rank's count of the call (a held
-                    // contribution) or a rewrite it made.
-                    self.slot_wake(d);
-                }
-                break;
-            }
-            if d.ex.draining() && !drained {
-                // Others holding their contribution wait for this rank's count of the call.
-                drained = true;
-                self.slot_wake(d);
-            }
-            let now = (d.ex.counters.corrupt_detected, d.ex.counters.repairs_served);
-            if now != seen {
-                // A repair asked for (the writer may sleep) or served (its asker may).
-                seen = now;
-                self.slot_wake(d);
-            }
-            idle += 1;
-            // The other communicators' exchanges: a rank waiting in one of them may need a
-            // rewrite from this rank before it can come to this call.
-            self.slots_service();
-            // Other traffic of this process, every few polls while spinning.
-            if (idle >= spin || idle.is_multiple_of(16)) && self.progress()? {
-                continue;
-            }
-            if idle.is_multiple_of(256) {
-                self.poll_failures();
-                if self.comm_has_failed_member(comm) {
-                    return Err(MpiError::new(ErrorClass::ProcFailed, "a rank of the communicator failed during a collective"));
-                }
-            }
-            if idle < spin {
-                std::hint::spin_loop();
-            } else if idle < spin.saturating_add(yields) {
-                std::thread::yield_now();
-            } else {
-                let (ex, seg) = (&d.ex, &d.seg);
-                self.sleep_on_path_unless(sleep, &mut || ex.ready(seg))?;
-                self.poll_failures();
-                if self.comm_has_failed_member(comm) {
-                    return Err(MpiError::new(ErrorClass::ProcFailed, "a rank of the communicator failed during a collective"));
-                }
-                idle = spin;
-            }
-        }
-        let c = &d.ex.counters;
-        if (c.repairs_served, c.corrupt_detected) != d.reported {
-            tracing::warn!(
-                "slot collectives: {} damaged parts detected and repaired, {} repairs served so far",
-                c.corrupt_detected,
-                c.repairs_served
-            );
-            d.reported = (c.repairs_served, c.corrupt_detected);
-        }
-        Ok(())
-    }
-
-    fn slot_coll(&mut self, d: &mut Driver, comm: Handle, me: usize, n: usize, c: &Coll) -> MpiResult<()> {
-        match c {
-            Coll::Barrier => {
-                let mut none = Dests { base: std::ptr::null_mut(), stride: 0, len: 0, part: 0 };
-                self.slot_run(d, comm, &[], &mut none)
-            }
-            Coll::Allreduce { buf, red } => {
-                let bytes = red.dtype.packed_size(buf.count);
-                let own = own_bytes(buf, bytes);
-                self.slot_reduce(d, comm, me, n, &[own], 0, buf.recv, buf.count, red)
-            }
-            Coll::ReduceScatterBlock { buf, red } => {
-                let block = red.dtype.packed_size(buf.count);
-                let own = own_bytes(buf, block * n);
-                let parts: Vec<&[u8]> = own.chunks_exact(block.max(1)).take(n).collect();
-                let parts = if block == 0 { vec![&own[..0]; n] } else { parts };
-                self.slot_reduce(d, comm, me, n, &parts, me, buf.recv, buf.count, red)
-            }
-            Coll::ReduceScatter { buf, counts, red } => {
-                let size = red.dtype.packed_size(1);
-                let total: usize = counts.iter().sum();
-                let own = own_bytes(buf, total * size);
-                let mut parts = Vec::with_capacity(n);
-                let mut at = 0;
-                for &k in counts {
-                    parts.push(&own[at..at + k * size]);
-                    at += k * size;
-                }
-                self.slot_reduce(d, comm, me, n, &parts, me, buf.recv, counts[me], red)
-            }
-            Coll::Allgather { send, recv } => {
-                let block = recv.dtype.packed_size(recv.count);
-                let stride = block_stride(recv);
-                // SAFETY: block `me` of the receive buffer (in place) or the send buffer.
-                let own = unsafe {
-                    match send {
-                        None => packed(recv.ptr.wrapping_add(me * stride), recv.count, &recv.dtype),
-                        Some(s) => packed(s.ptr, s.count, &s.dtype),
-                    }
-                };
-                if own.len() != block {
-                    return Err(MpiError::new(ErrorClass::Truncate, "allgather: the send data and a receive block differ in size"));
-                }
-                self.slot_gather(d, comm, me, n, &[&own], 0, recv, send.is_none())
-            }
-            Coll::Alltoall { send, recv } => {
-                let block = recv.dtype.packed_size(recv.count);
-                // In place the receive buffer is also the send buffer: its blocks are copied
-                // into the slot before any received one lands there.
-                // SAFETY: the application's buffers of `n` blocks.
-                let own = unsafe {
-                    match send {
-                        None => packed(recv.ptr, recv.count * n, &recv.dtype),
-                        Some(s) => packed(s.ptr, s.count * n, &s.dtype),
-                    }
-                };
-                if own.len() != block * n {
-                    return Err(MpiError::new(ErrorClass::Truncate, "alltoall: the send blocks and the receive blocks differ in size"));
-                }
-                let parts: Vec<&[u8]> = (0..n).map(|j| &own[j * block..(j + 1) * block]).collect();
-                self.slot_gather(d, comm, me, n, &parts, me, recv, false)
-            }
-            _ => Err(MpiError::new(ErrorClass::Intern, "slot exchange: not a collective it runs")),
-        }
-    }
-
-    /// Exchange `parts`, take part `part` of every rank into the receive blocks of `recv`
-    /// (block `r` from rank `r`; this rank's own from `parts` unless `in_place`).
-    #[allow(clippy::too_many_arguments)]
-    fn slot_gather(&mut self, d: &mut Driver, comm: Handle, me: usize, n: usize, parts: &[&[u8]], part: usize, recv: &Buf, in_place: bool) -> MpiResult<()> {
-        let block = recv.dtype.packed_size(recv.count);
-        let stride = block_stride(recv);
-        if recv.dtype.is_contiguous() {
-            let mut sink = Dests { base: recv.ptr, stride, len: block, part };
-            self.slot_run(d, comm, parts, &mut sink)?;
-            if !in_place {
-                // SAFETY: block `me` of the receive buffer holds `block` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(parts[part].as_ptr(), recv.ptr.add(me * stride), block) };
-            }
-            return Ok(());
-        }
-        let base = scratch_for(&mut d.scratch, n, block);
-        let mut sink = Dests { base, stride: block, len: block, part };
-        self.slot_run(d, comm, parts, &mut sink)?;
-        for r in 0..n {
-            if r == me && in_place {
-                continue;
-            }
-            // SAFETY: scratch block `r` (or this rank's own part) holds `block` packed bytes;
-            // receive block `r` holds `recv.count` elements.
-            unsafe {
-                let src = if r == me { parts[part] } else { std::slice::from_raw_parts(base.add(r * block), block) };
-                recv.dtype.unpack(src, recv.ptr.wrapping_byte_offset((r * stride) as isize), recv.count);
-            }
-        }
-        Ok(())
-    }
-
-    /// Exchange `parts`, reduce part `part` of every rank in rank order into `count`
-    /// elements at `recv`.
-    #[allow(clippy::too_many_arguments)]
-    fn slot_reduce(&mut self, d: &mut Driver, comm: Handle, me: usize, n: usize, parts: &[&[u8]], part: usize, recv: *mut u8, count: usize, red: &Reduction) -> MpiResult<()> {
-        let len = red.dtype.packed_size(count);
-        let stride = len.div_ceil(16) * 16;
-        let base = scratch_for(&mut d.scratch, n, stride);
-        // SAFETY: scratch block `me` holds `stride >= len` bytes; the own part is `len` bytes
-        // (equal counts everywhere).
-        unsafe { std::ptr::copy_nonoverlapping(parts[part].as_ptr(), base.add(me * stride), len) };
-        let mut sink = Dests { base, stride, len, part };
-        self.slot_run(d, comm, parts, &mut sink)?;
-        if len == 0 {
-            return Ok(());
-        }
-        // SAFETY: every scratch block holds `count` elements; `recv` too. The result is
-        // v0 op (v1 op (... op v[n-1])), the same on every rank.
-        unsafe {
-            std::ptr::copy_nonoverlapping(base.add((n - 1) * stride), recv, len);
-            for r in (0..n - 1).rev() {
-                red.apply(base.add(r * stride), recv, count);
-            }
-        }
-        Ok(())
-    }
-
     /// Answer repair requests of the communicators' exchanges (idle progress).
     pub(crate) fn slots_service(&mut self) {
         if !self.coll.slots.retired.is_empty() {
@@ -640,6 +603,191 @@ impl Engine {
             }
         }
     }
+}
+
+/// A slot call: the communicator's driver (out of the map while the call runs), the
+/// contribution, where received parts go, and the local steps after.
+pub(crate) struct SlotOp {
+    ctx: u32,
+    comm: Handle,
+    d: Box<Driver>,
+    contribution: Contribution,
+    sink: Dests,
+    finish: Finish,
+    /// Doorbells rung for this rank's count of a held call.
+    drained: bool,
+    /// Corrupt parts seen and repairs served when the doorbells were last rung.
+    seen: (u64, u64),
+}
+
+// SAFETY: the pointers are the application's buffers of a call in progress and the driver's
+// scratch; the engine runs under one lock.
+unsafe impl Send for SlotOp {}
+
+/// This rank's contribution.
+struct Contribution {
+    /// The parts: slices of the application's buffers, or of `owned`. Valid while the call
+    /// runs (the application keeps its buffers, `owned` is not touched).
+    parts: Vec<&'static [u8]>,
+    /// Packed data (a non-contiguous send type, or an Alltoall in place).
+    _owned: Option<Vec<u8>>,
+    bytes: usize,
+}
+
+impl Contribution {
+    fn parts(&self) -> &[&[u8]] {
+        &self.parts
+    }
+
+    /// # Safety
+    /// `data` stays valid and unchanged while the call runs.
+    unsafe fn new(data: std::borrow::Cow<'_, [u8]>, lens: impl Iterator<Item = usize>) -> Contribution {
+        let (ptr, bytes, owned) = match data {
+            std::borrow::Cow::Borrowed(b) => (b.as_ptr(), b.len(), None),
+            std::borrow::Cow::Owned(v) => (v.as_ptr(), v.len(), Some(v)),
+        };
+        let mut parts = Vec::new();
+        let mut at = 0;
+        for l in lens {
+            let l = l.min(bytes - at);
+            parts.push(std::slice::from_raw_parts(ptr.add(at), l));
+            at += l;
+        }
+        Contribution { parts, _owned: owned, bytes }
+    }
+}
+
+/// What follows the exchange on this rank.
+enum Finish {
+    Nothing,
+    /// This rank's own part `part` into its receive block at `dst`.
+    Own { part: usize, dst: *mut u8 },
+    /// Every rank's block from the scratch (this rank's from its part unless in place) into
+    /// the non-contiguous receive blocks.
+    Unpack { recv: Buf, stride: usize, block: usize, part: usize, me: usize, n: usize, in_place: bool, scratch: *const u8 },
+    /// The scratch's `n` vectors reduced in rank order into `recv`.
+    Reduce { recv: *mut u8, count: usize, len: usize, stride: usize, n: usize, scratch: *const u8, red: Reduction },
+}
+
+impl Finish {
+    /// # Safety
+    /// The buffers planned for the call are valid; the call completed.
+    unsafe fn run(&self, parts: &[&[u8]]) {
+        match self {
+            Finish::Nothing => {}
+            Finish::Own { part, dst } => {
+                let p = parts[*part];
+                // May be the same memory (an Alltoall in place packs a copy, an Allgather in
+                // place plans nothing): `copy`, not `copy_nonoverlapping`.
+                std::ptr::copy(p.as_ptr(), *dst, p.len());
+            }
+            Finish::Unpack { recv, stride, block, part, me, n, in_place, scratch } => {
+                for r in 0..*n {
+                    if r == *me && *in_place {
+                        continue;
+                    }
+                    let src = if r == *me { parts[*part] } else { std::slice::from_raw_parts(scratch.add(r * block), *block) };
+                    recv.dtype.unpack(src, recv.ptr.wrapping_add(r * stride), recv.count);
+                }
+            }
+            Finish::Reduce { recv, count, len, stride, n, scratch, red } => {
+                if *len == 0 {
+                    return;
+                }
+                // v0 op (v1 op (... op v[n-1])), the same on every rank.
+                std::ptr::copy_nonoverlapping(scratch.add((n - 1) * stride), *recv, *len);
+                for r in (0..n - 1).rev() {
+                    red.apply(scratch.add(r * stride), *recv, *count);
+                }
+            }
+        }
+    }
+}
+
+/// The contribution, the destinations and the local steps of collective `c` on rank `me`
+/// of `n` (the rule picked the exchange for it).
+fn plan(d: &mut Driver, me: usize, n: usize, c: &Coll) -> MpiResult<(Contribution, Dests, Finish)> {
+    let none = || Dests { base: std::ptr::null_mut(), stride: 0, len: 0, part: 0 };
+    // SAFETY (every `Contribution::new` and raw slice below): the application's buffers of
+    // the sizes its arguments give, valid and unchanged while the call runs.
+    unsafe {
+        match c {
+            Coll::Barrier => Ok((Contribution::new(std::borrow::Cow::Borrowed(&[]), std::iter::empty()), none(), Finish::Nothing)),
+            Coll::Allreduce { buf, red } => {
+                let len = red.dtype.packed_size(buf.count);
+                let own = Contribution::new(std::borrow::Cow::Borrowed(own_bytes(buf, len)), std::iter::once(len));
+                Ok(reduce_plan(d, me, n, own, 0, buf.recv, buf.count, red))
+            }
+            Coll::ReduceScatterBlock { buf, red } => {
+                let block = red.dtype.packed_size(buf.count);
+                let own = Contribution::new(std::borrow::Cow::Borrowed(own_bytes(buf, block * n)), std::iter::repeat_n(block, n));
+                Ok(reduce_plan(d, me, n, own, me, buf.recv, buf.count, red))
+            }
+            Coll::ReduceScatter { buf, counts, red } => {
+                let size = red.dtype.packed_size(1);
+                let total: usize = counts.iter().sum();
+                let own = Contribution::new(std::borrow::Cow::Borrowed(own_bytes(buf, total * size)), counts.iter().map(|k| k * size));
+                Ok(reduce_plan(d, me, n, own, me, buf.recv, counts[me], red))
+            }
+            Coll::Allgather { send, recv } => {
+                let block = recv.dtype.packed_size(recv.count);
+                let stride = block_stride(recv);
+                let data = match send {
+                    None => packed(recv.ptr.wrapping_add(me * stride), recv.count, &recv.dtype),
+                    Some(s) => packed(s.ptr, s.count, &s.dtype),
+                };
+                if data.len() != block {
+                    return Err(MpiError::new(ErrorClass::Truncate, "allgather: the send data and a receive block differ in size"));
+                }
+                let own = Contribution::new(data, std::iter::once(block));
+                Ok(gather_plan(d, me, n, own, 0, recv, send.is_none()))
+            }
+            Coll::Alltoall { send, recv } => {
+                let block = recv.dtype.packed_size(recv.count);
+                // In place the receive buffer is also the send buffer: its blocks are packed
+                // into a copy first, since received blocks land there while this rank's are
+                // still served from it.
+                let data = match send {
+                    None => std::borrow::Cow::Owned(packed(recv.ptr, recv.count * n, &recv.dtype).into_owned()),
+                    Some(s) => packed(s.ptr, s.count * n, &s.dtype),
+                };
+                if data.len() != block * n {
+                    return Err(MpiError::new(ErrorClass::Truncate, "alltoall: the send blocks and the receive blocks differ in size"));
+                }
+                let own = Contribution::new(data, std::iter::repeat_n(block, n));
+                Ok(gather_plan(d, me, n, own, me, recv, false))
+            }
+            _ => Err(MpiError::new(ErrorClass::Intern, "slot exchange: not a collective it runs")),
+        }
+    }
+}
+
+/// Part `part` of every rank into the receive blocks of `recv` (block `r` from rank `r`;
+/// this rank's own from its contribution unless `in_place`).
+fn gather_plan(d: &mut Driver, me: usize, n: usize, own: Contribution, part: usize, recv: &Buf, in_place: bool) -> (Contribution, Dests, Finish) {
+    let block = recv.dtype.packed_size(recv.count);
+    let stride = block_stride(recv);
+    if recv.dtype.is_contiguous() {
+        let sink = Dests { base: recv.ptr, stride, len: block, part };
+        let finish = if in_place { Finish::Nothing } else { Finish::Own { part, dst: recv.ptr.wrapping_add(me * stride) } };
+        return (own, sink, finish);
+    }
+    let scratch = scratch_for(&mut d.scratch, n, block);
+    let sink = Dests { base: scratch, stride: block, len: block, part };
+    (own, sink, Finish::Unpack { recv: recv.clone(), stride, block, part, me, n, in_place, scratch })
+}
+
+/// Part `part` of every rank into the scratch, reduced into `count` elements at `recv`.
+#[allow(clippy::too_many_arguments)]
+fn reduce_plan(d: &mut Driver, me: usize, n: usize, own: Contribution, part: usize, recv: *mut u8, count: usize, red: &Reduction) -> (Contribution, Dests, Finish) {
+    let len = red.dtype.packed_size(count);
+    let stride = len.div_ceil(16) * 16;
+    let scratch = scratch_for(&mut d.scratch, n, stride);
+    // SAFETY: scratch block `me` holds `stride >= len` bytes; the own part is `len` bytes
+    // (equal counts everywhere).
+    unsafe { std::ptr::copy_nonoverlapping(own.parts[part].as_ptr(), scratch.add(me * stride), len) };
+    let sink = Dests { base: scratch, stride, len, part };
+    (own, sink, Finish::Reduce { recv, count, len, stride, n, scratch, red: red.clone() })
 }
 
 /// Bytes between the starts of two receive blocks.
