@@ -405,7 +405,7 @@ impl Engine {
 
     fn slot_start(&mut self, op: &mut SlotOp) -> MpiResult<()> {
         let parts = op.contribution.parts();
-        op.d.ex.start(&op.d.seg, &parts).map_err(slot_error)?;
+        op.d.ex.start(&op.d.seg, parts).map_err(slot_error)?;
         op.seen = (op.d.ex.counters.corrupt_detected, op.d.ex.counters.repairs_served);
         self.slot_wake(&op.d);
         Ok(())
@@ -415,7 +415,7 @@ impl Engine {
     fn slot_step(&mut self, op: &mut SlotOp) -> MpiResult<bool> {
         let parts = op.contribution.parts();
         let d = &mut op.d;
-        if d.ex.poll(&d.seg, &mut op.sink, &parts).map_err(slot_error)? {
+        if d.ex.poll(&d.seg, &mut op.sink, parts).map_err(slot_error)? {
             if d.ex.counters.repairs_served != op.seen.1 || op.contribution.bytes > KEEP_MAX {
                 // Ranks may sleep waiting for this rank's count of the call (a held
                 // contribution) or a rewrite it made.
