@@ -29,7 +29,7 @@ use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::op::Reduction;
 use crate::slab::Handle;
 
-const MAGIC: u64 = 0x5354_4446_534c_5431; // "STDFSLT1"
+const MAGIC: u64 = 0x5354_4446_534c_5432; // "STDFSLT2"
 const LINE: usize = 64;
 /// Contributions up to this many bytes are copied for repairs once published; larger ones
 /// are answered from the application's buffers, and their writer waits until every rank is
@@ -68,8 +68,10 @@ impl SlotsState {
     }
 }
 
-/// A communicator's segment: a header line, one line per rank (its repair counter), then
-/// two slots per rank, each a state line, a line-rounded array of part CRCs and the data.
+/// A communicator's segment: a header line, one line per rank (its repair counter and count
+/// of completed calls), then two line-aligned slots per rank, each the state word, the part
+/// CRCs and the data, packed: a small contribution shares the state's line, so a reader's
+/// poll that finds it published has already fetched it.
 struct Seg {
     base: *mut u8,
     len: usize,
@@ -93,7 +95,12 @@ fn seg_len(ranks: usize, cap: usize) -> usize {
 }
 
 fn slot_len(ranks: usize, cap: usize) -> usize {
-    LINE + round_line(ranks * 4) + round_line(cap)
+    round_line(data_offset(ranks) + cap)
+}
+
+/// Where a slot's data starts: after the state word and one CRC per rank, 8-byte aligned.
+fn data_offset(ranks: usize) -> usize {
+    (8 + 4 * ranks).div_ceil(8) * 8
 }
 
 fn map(f: &std::fs::File, len: usize) -> std::io::Result<*mut u8> {
@@ -155,13 +162,13 @@ impl Seg {
     fn crc_word(&self, r: usize, p: usize, j: usize) -> &AtomicU32 {
         assert!(j < self.ranks, "part {j} beyond the slot's CRCs");
         // SAFETY: CRC `j` < ranks of the slot's CRC array, 4-byte aligned.
-        unsafe { &*self.slot_base(r, p).add(LINE + 4 * j).cast::<AtomicU32>() }
+        unsafe { &*self.slot_base(r, p).add(8 + 4 * j).cast::<AtomicU32>() }
     }
 
     fn data(&self, r: usize, p: usize, off: usize, len: usize) -> *mut u8 {
         assert!(off + len <= self.cap, "slot data access beyond the capacity");
         // SAFETY: inside the slot's data area (checked above).
-        unsafe { self.slot_base(r, p).add(LINE + round_line(self.ranks * 4) + off) }
+        unsafe { self.slot_base(r, p).add(data_offset(self.ranks) + off) }
     }
 
     fn done_word(&self, r: usize) -> &AtomicU64 {
@@ -254,6 +261,8 @@ struct Driver {
     scratch: Vec<u128>,
     /// Repairs served, corrupt parts seen: the counts last reported.
     reported: (u64, u64),
+    /// The parts list of the last call, kept for the next (no allocation per call).
+    spare_parts: Vec<&'static [u8]>,
 }
 
 // SAFETY: the mapping is only touched through the engine, which one thread drives at a time.
@@ -491,6 +500,9 @@ impl Engine {
             // call, and the scratch blocks hold every rank's part.
             unsafe { finish.run(parts) }
         });
+        let mut spare = contribution.parts;
+        spare.clear();
+        d.spare_parts = spare;
         self.coll.slots.drivers.insert(ctx, Some(d));
         r
     }
@@ -559,7 +571,7 @@ impl Engine {
                 }
             }
         }
-        Ok(Some(Box::new(Driver { seg, ex: Exchange::new(rank as usize, size as usize, KEEP_MAX), group, scratch: Vec::new(), reported: (0, 0) })))
+        Ok(Some(Box::new(Driver { seg, ex: Exchange::new(rank as usize, size as usize, KEEP_MAX), group, scratch: Vec::new(), reported: (0, 0), spare_parts: Vec::new() })))
     }
 
     /// Ring the doorbells of the communicator's other ranks that sleep.
@@ -641,12 +653,13 @@ impl Contribution {
 
     /// # Safety
     /// `data` stays valid and unchanged while the call runs.
-    unsafe fn new(data: std::borrow::Cow<'_, [u8]>, lens: impl Iterator<Item = usize>) -> Contribution {
+    unsafe fn new(d: &mut Driver, data: std::borrow::Cow<'_, [u8]>, lens: impl Iterator<Item = usize>) -> Contribution {
         let (ptr, bytes, owned) = match data {
             std::borrow::Cow::Borrowed(b) => (b.as_ptr(), b.len(), None),
             std::borrow::Cow::Owned(v) => (v.as_ptr(), v.len(), Some(v)),
         };
-        let mut parts = Vec::new();
+        let mut parts = std::mem::take(&mut d.spare_parts);
+        parts.clear();
         let mut at = 0;
         for l in lens {
             let l = l.min(bytes - at);
@@ -712,21 +725,21 @@ fn plan(d: &mut Driver, me: usize, n: usize, c: &Coll) -> MpiResult<(Contributio
     // the sizes its arguments give, valid and unchanged while the call runs.
     unsafe {
         match c {
-            Coll::Barrier => Ok((Contribution::new(std::borrow::Cow::Borrowed(&[]), std::iter::empty()), none(), Finish::Nothing)),
+            Coll::Barrier => Ok((Contribution::new(d, std::borrow::Cow::Borrowed(&[]), std::iter::empty()), none(), Finish::Nothing)),
             Coll::Allreduce { buf, red } => {
                 let len = red.dtype.packed_size(buf.count);
-                let own = Contribution::new(std::borrow::Cow::Borrowed(own_bytes(buf, len)), std::iter::once(len));
+                let own = Contribution::new(d, std::borrow::Cow::Borrowed(own_bytes(buf, len)), std::iter::once(len));
                 Ok(reduce_plan(d, me, n, own, 0, buf.recv, buf.count, red))
             }
             Coll::ReduceScatterBlock { buf, red } => {
                 let block = red.dtype.packed_size(buf.count);
-                let own = Contribution::new(std::borrow::Cow::Borrowed(own_bytes(buf, block * n)), std::iter::repeat_n(block, n));
+                let own = Contribution::new(d, std::borrow::Cow::Borrowed(own_bytes(buf, block * n)), std::iter::repeat_n(block, n));
                 Ok(reduce_plan(d, me, n, own, me, buf.recv, buf.count, red))
             }
             Coll::ReduceScatter { buf, counts, red } => {
                 let size = red.dtype.packed_size(1);
                 let total: usize = counts.iter().sum();
-                let own = Contribution::new(std::borrow::Cow::Borrowed(own_bytes(buf, total * size)), counts.iter().map(|k| k * size));
+                let own = Contribution::new(d, std::borrow::Cow::Borrowed(own_bytes(buf, total * size)), counts.iter().map(|k| k * size));
                 Ok(reduce_plan(d, me, n, own, me, buf.recv, counts[me], red))
             }
             Coll::Allgather { send, recv } => {
@@ -739,7 +752,7 @@ fn plan(d: &mut Driver, me: usize, n: usize, c: &Coll) -> MpiResult<(Contributio
                 if data.len() != block {
                     return Err(MpiError::new(ErrorClass::Truncate, "allgather: the send data and a receive block differ in size"));
                 }
-                let own = Contribution::new(data, std::iter::once(block));
+                let own = Contribution::new(d, data, std::iter::once(block));
                 Ok(gather_plan(d, me, n, own, 0, recv, send.is_none()))
             }
             Coll::Alltoall { send, recv } => {
@@ -754,7 +767,7 @@ fn plan(d: &mut Driver, me: usize, n: usize, c: &Coll) -> MpiResult<(Contributio
                 if data.len() != block * n {
                     return Err(MpiError::new(ErrorClass::Truncate, "alltoall: the send blocks and the receive blocks differ in size"));
                 }
-                let own = Contribution::new(data, std::iter::repeat_n(block, n));
+                let own = Contribution::new(d, data, std::iter::repeat_n(block, n));
                 Ok(gather_plan(d, me, n, own, me, recv, false))
             }
             _ => Err(MpiError::new(ErrorClass::Intern, "slot exchange: not a collective it runs")),
