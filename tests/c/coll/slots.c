@@ -191,6 +191,32 @@ static void round_on(MPI_Comm comm, int it, MPI_Op op, MPI_Datatype aff)
         free(bs);
         free(br);
     }
+
+    /* Every few rounds an Allreduce too large for every rank to reduce every vector: a
+     * Reduce_scatter_block and an in-place Allgather through the slots (96000 doubles split
+     * into equal blocks on 3, 4, 5 and 8 ranks). */
+    if (it % 20 == 3 && n > 2) {
+        int big = 96000;
+        double *bs = malloc(sizeof(double) * (size_t)big), *br = malloc(sizeof(double) * (size_t)big);
+        for (int i = 0; i < big; i++)
+            bs[i] = me + (double)i;
+        MPI_Allreduce(bs, br, big, MPI_DOUBLE, MPI_SUM, comm);
+        for (int i = 0; i < big; i++)
+            if (br[i] != (double)n * (n - 1) / 2 + (double)n * i) {
+                CT_ERR("it %d large allreduce n=%d: br[%d]=%g", it, n, i, br[i]);
+                break;
+            }
+        for (int i = 0; i < big; i++)
+            br[i] = (i % n == me) ? 1000.0 + i : (double)i;
+        MPI_Allreduce(MPI_IN_PLACE, br, big, MPI_DOUBLE, MPI_MAX, comm);
+        for (int i = 0; i < big; i++)
+            if (br[i] != 1000.0 + i) {
+                CT_ERR("it %d large allreduce in place n=%d: br[%d]=%g", it, n, i, br[i]);
+                break;
+            }
+        free(bs);
+        free(br);
+    }
     free(s);
     free(r);
     free(ri);

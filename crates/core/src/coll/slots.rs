@@ -319,8 +319,15 @@ impl Engine {
     /// caller must run another algorithm.
     pub(crate) fn coll_slots(&mut self, comm: Handle, c: &Coll) -> MpiResult<bool> {
         let Some(mut op) = self.slot_prepare(comm, c)? else { return Ok(false) };
-        let r = self.slot_start(&mut op).and_then(|()| self.slot_wait(&mut op));
-        self.slot_finish(op, r).map(|()| true)
+        loop {
+            let r = self.slot_start(&mut op).and_then(|()| self.slot_wait(&mut op));
+            let follow = op.follow.take();
+            self.slot_finish(op, r)?;
+            match follow {
+                Some(next) => op = self.slot_prepare_picked(comm, &next)?.ok_or_else(|| MpiError::new(ErrorClass::Intern, "slot exchange: second step lost its driver"))?,
+                None => return Ok(true),
+            }
+        }
     }
 
     /// Start blocking collective `c` through the slots as a request (for callers that wait
@@ -354,9 +361,25 @@ impl Engine {
             };
             match r {
                 Some(r) => {
-                    let (_, op) = ops.swap_remove(i);
-                    let err = self.slot_finish(op, r).err().map(|e| e.class);
-                    self.coll_request_done(h, err);
+                    let (_, mut op) = ops.swap_remove(i);
+                    let follow = op.follow.take();
+                    let comm = op.comm;
+                    let mut r = self.slot_finish(op, r);
+                    if let (Ok(()), Some(next)) = (&r, follow) {
+                        // The second step of a split Allreduce, under the same request.
+                        match self.slot_prepare_picked(comm, &next) {
+                            Ok(Some(mut op)) => match self.slot_start(&mut op) {
+                                Ok(()) => {
+                                    ops.push((h, op));
+                                    continue;
+                                }
+                                Err(e) => r = self.slot_finish(op, Err(e)),
+                            },
+                            Ok(None) => r = Err(MpiError::new(ErrorClass::Intern, "slot exchange: second step lost its driver")),
+                            Err(e) => r = Err(e),
+                        }
+                    }
+                    self.coll_request_done(h, r.err().map(|e| e.class));
                     finished = true;
                 }
                 None => i += 1,
@@ -383,7 +406,7 @@ impl Engine {
             Coll::ReduceScatter { .. } | Coll::ReduceScatterBlock { .. } => "reduce_scatter",
             _ => return Ok(None),
         };
-        let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(None) };
+        let Some((rank, size, _)) = self.slot_target(comm) else { return Ok(None) };
         // Bytes of each rank's contribution: equal on every rank by the type-signature rule.
         let bytes = match c {
             Coll::Barrier => 0,
@@ -399,12 +422,37 @@ impl Engine {
             _ => return Ok(None),
         };
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        if let Coll::Allreduce { buf, red } = c {
+            if !select::slots(cfg, name, size, bytes) && select::slots_allreduce_split(cfg, size, bytes, buf.count) {
+                return self.slot_allreduce_split(comm, buf, red, rank as usize, size as usize);
+            }
+        }
         if !select::slots(cfg, name, size, bytes) {
             return Ok(None);
         }
+        self.slot_prepare_picked(comm, c)
+    }
+
+    /// An Allreduce too large to reduce every vector on every rank: a Reduce_scatter_block
+    /// into this rank's block of the result, then an Allgather of the blocks in place, both
+    /// through the slots (each rank reads n blocks of 1/n of the vector, twice).
+    fn slot_allreduce_split(&mut self, comm: Handle, buf: &RBuf, red: &Reduction, me: usize, n: usize) -> MpiResult<Option<SlotOp>> {
+        let block = buf.count / n;
+        let block_bytes = red.dtype.packed_size(block);
+        let input = buf.send.unwrap_or(buf.recv.cast_const());
+        let scatter = Coll::ReduceScatterBlock { buf: RBuf { send: Some(input), recv: buf.recv.wrapping_add(me * block_bytes), count: block }, red: red.clone() };
+        let gather = Coll::Allgather { send: None, recv: Buf { ptr: buf.recv, count: block, dtype: red.dtype.clone() } };
+        let Some(mut op) = self.slot_prepare_picked(comm, &scatter)? else { return Ok(None) };
+        op.follow = Some(gather);
+        Ok(Some(op))
+    }
+
+    /// [`Engine::slot_prepare`] for a call the rule already picked the exchange for.
+    fn slot_prepare_picked(&mut self, comm: Handle, c: &Coll) -> MpiResult<Option<SlotOp>> {
+        let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(None) };
         let Some(mut d) = self.slot_driver(comm, ctx, rank, size)? else { return Ok(None) };
         match plan(&mut d, rank as usize, size as usize, c) {
-            Ok((contribution, sink, finish)) => Ok(Some(SlotOp { ctx, comm, d, contribution, sink, finish, drained: false, seen: (0, 0) })),
+            Ok((contribution, sink, finish)) => Ok(Some(SlotOp { ctx, comm, d, contribution, sink, finish, drained: false, seen: (0, 0), follow: None })),
             Err(e) => {
                 self.coll.slots.drivers.insert(ctx, Some(d));
                 Err(e)
@@ -630,6 +678,8 @@ pub(crate) struct SlotOp {
     drained: bool,
     /// Corrupt parts seen and repairs served when the doorbells were last rung.
     seen: (u64, u64),
+    /// A second exchange that completes the collective (a split Allreduce's Allgather).
+    follow: Option<Coll>,
 }
 
 // SAFETY: the pointers are the application's buffers of a call in progress and the driver's
