@@ -450,9 +450,12 @@ impl Engine {
     /// [`Engine::slot_prepare`] for a call the rule already picked the exchange for.
     fn slot_prepare_picked(&mut self, comm: Handle, c: &Coll) -> MpiResult<Option<SlotOp>> {
         let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(None) };
+        // A barrier lets rank 0 out first, then the others (the reason is the message
+        // barrier's: docs/collectives.md, "Barrier on few ranks").
+        let rooted = matches!(c, Coll::Barrier).then_some(0);
         let Some(mut d) = self.slot_driver(comm, ctx, rank, size)? else { return Ok(None) };
         match plan(&mut d, rank as usize, size as usize, c) {
-            Ok((contribution, sink, finish)) => Ok(Some(SlotOp { ctx, comm, d, contribution, sink, finish, drained: false, seen: (0, 0), follow: None })),
+            Ok((contribution, sink, finish)) => Ok(Some(SlotOp { ctx, comm, d, contribution, sink, finish, drained: false, seen: (0, 0), follow: None, rooted, is_root: rooted == Some(rank as usize), rank: rank as usize })),
             Err(e) => {
                 self.coll.slots.drivers.insert(ctx, Some(d));
                 Err(e)
@@ -462,9 +465,22 @@ impl Engine {
 
     fn slot_start(&mut self, op: &mut SlotOp) -> MpiResult<()> {
         let parts = op.contribution.parts();
-        op.d.ex.start(&op.d.seg, parts).map_err(slot_error)?;
+        match op.rooted {
+            Some(root) => {
+                // Released down the binomial tree of the broadcast (`bcast_small`): a rank's
+                // parent there is the rank below it by its lowest set bit (relative to root).
+                let (me, n) = (op.rank, op.d.group.len());
+                let vr = (me + n - root) % n;
+                let parent = (vr != 0).then(|| (vr - (vr & vr.wrapping_neg()) + root) % n);
+                op.d.ex.start_rooted(&op.d.seg, root, parent).map_err(slot_error)?
+            }
+            None => op.d.ex.start(&op.d.seg, parts).map_err(slot_error)?,
+        }
         op.seen = (op.d.ex.counters.corrupt_detected, op.d.ex.counters.repairs_served);
-        self.slot_wake(&op.d);
+        if !op.is_root {
+            // An arrival (the root may sleep) or a call's publication.
+            self.slot_wake(&op.d);
+        }
         Ok(())
     }
 
@@ -473,9 +489,9 @@ impl Engine {
         let parts = op.contribution.parts();
         let d = &mut op.d;
         if d.ex.poll(&d.seg, &mut op.sink, parts).map_err(slot_error)? {
-            if d.ex.counters.repairs_served != op.seen.1 || op.contribution.bytes > KEEP_MAX {
+            if d.ex.counters.repairs_served != op.seen.1 || op.contribution.bytes > KEEP_MAX || op.rooted.is_some() {
                 // Ranks may sleep waiting for this rank's count of the call (a held
-                // contribution) or a rewrite it made.
+                // contribution or a rooted barrier's release), or a rewrite it made.
                 self.slot_wake(d);
             }
             return Ok(true);
@@ -680,6 +696,12 @@ pub(crate) struct SlotOp {
     seen: (u64, u64),
     /// A second exchange that completes the collective (a split Allreduce's Allgather).
     follow: Option<Coll>,
+    /// A barrier rooted at this rank (`Exchange::start_rooted`), and whether this rank is
+    /// the root (it publishes last).
+    rooted: Option<usize>,
+    is_root: bool,
+    /// This rank in the communicator.
+    rank: usize,
 }
 
 // SAFETY: the pointers are the application's buffers of a call in progress and the driver's

@@ -148,6 +148,9 @@ pub struct Exchange {
     keep_max: usize,
     /// The current call's contribution is not kept (above `keep_max`).
     held: bool,
+    /// The rank whose count of completed calls releases this one from the current call
+    /// (a rooted barrier's non-root rank: its parent in the tree).
+    wait_for: Option<usize>,
     pub counters: SlotCounters,
 }
 
@@ -171,6 +174,7 @@ impl Exchange {
             lens: Vec::new(),
             keep_max,
             held: false,
+            wait_for: None,
             counters: SlotCounters::default(),
         }
     }
@@ -222,6 +226,7 @@ impl Exchange {
             off += part.len();
         }
         self.write_slot(board, p, call + 1, parts);
+        self.wait_for = None;
         self.held = bytes > self.keep_max;
         let k = &mut self.kept[p];
         if self.held {
@@ -241,6 +246,48 @@ impl Exchange {
         self.damaged.iter_mut().for_each(|d| *d = None);
         self.got[self.me] = true;
         self.missing = self.size - 1;
+        Ok(())
+    }
+
+    /// Start the next call as a barrier rooted at `root` that releases the ranks down a
+    /// tree: every other rank publishes its arrival and waits until `parent` (its parent in
+    /// the tree) counts the call done; the root waits for every arrival and counts the call
+    /// done. The root leaves first, then each rank after its parent, as from a
+    /// fan-in/fan-out barrier, so data sent down the same tree right after (a broadcast) is
+    /// there when a rank looks. Two slots still suffice: only the root reads a slot in this
+    /// call, and a rank publishes call k + 2 after its parent, hence the root, counted
+    /// k + 1 done — after the root read every rank's k + 1, each published after its rank
+    /// finished call k.
+    pub fn start_rooted(&mut self, board: &impl Board, root: usize, parent: Option<usize>) -> Result<(), SlotError> {
+        if self.active {
+            return Err(SlotError::Busy);
+        }
+        if root >= self.size || parent.is_some_and(|q| q >= self.size || q == self.me) || (self.me == root) != parent.is_none() {
+            return Err(SlotError::NoPart(root));
+        }
+        self.serve(board, &[]);
+        let call = self.calls;
+        let p = (call & 1) as usize;
+        self.offsets.clear();
+        self.lens.clear();
+        self.held = false;
+        self.calls += 1;
+        self.active = true;
+        self.damaged.iter_mut().for_each(|d| *d = None);
+        self.wait_for = parent;
+        if self.me == root {
+            self.got.iter_mut().for_each(|g| *g = false);
+            self.got[self.me] = true;
+            self.missing = self.size - 1;
+        } else {
+            self.write_slot(board, p, call + 1, &[]);
+            let k = &mut self.kept[p];
+            k.call = call + 1;
+            k.lens.clear();
+            k.data.clear();
+            self.got.iter_mut().for_each(|g| *g = true);
+            self.missing = 0;
+        }
         Ok(())
     }
 
@@ -354,6 +401,12 @@ impl Exchange {
             self.missing -= 1;
         }
         if self.missing == 0 {
+            if let Some(q) = self.wait_for {
+                if board.done(q) < self.calls {
+                    return Ok(false);
+                }
+                self.wait_for = None;
+            }
             board.set_done(self.me, self.calls);
             if self.held {
                 return Ok(self.finish_held(board));
@@ -395,6 +448,9 @@ impl Exchange {
         }
         if self.draining() {
             return (0..self.size).all(|r| board.done(r) >= self.calls);
+        }
+        if let Some(q) = self.wait_for.filter(|_| self.missing == 0) {
+            return board.done(q) >= self.calls;
         }
         let p = ((self.calls - 1) & 1) as usize;
         self.missing().any(|r| {

@@ -109,6 +109,14 @@ struct Call {
     parts: usize,
     len: usize,
     all_to_all: bool,
+    /// A barrier rooted here (`Exchange::start_rooted`).
+    root: Option<usize>,
+}
+
+/// Parent of `r` in the binomial tree rooted at `root` (the broadcast's).
+fn parent(r: usize, root: usize, n: usize) -> Option<usize> {
+    let vr = (r + n - root) % n;
+    (vr != 0).then(|| (vr - (vr & vr.wrapping_neg()) + root) % n)
 }
 
 fn byte(seed: u64, call: usize, from: usize, part: usize, i: usize) -> u8 {
@@ -135,10 +143,11 @@ fn run(seed: u64) -> Result<Outcome, String> {
     let cap = 256;
     let ncalls = rng.gen_range(4..40usize);
     let calls: Vec<Call> = (0..ncalls)
-        .map(|_| match rng.gen_range(0..3) {
-            0 => Call { parts: 0, len: 0, all_to_all: false },
-            1 => Call { parts: 1, len: rng.gen_range(0..=cap), all_to_all: false },
-            _ => Call { parts: n, len: rng.gen_range(0..=cap / n), all_to_all: true },
+        .map(|_| match rng.gen_range(0..4) {
+            0 => Call { parts: 0, len: 0, all_to_all: false, root: None },
+            1 => Call { parts: 1, len: rng.gen_range(0..=cap), all_to_all: false, root: None },
+            2 => Call { parts: 0, len: 0, all_to_all: false, root: Some(rng.gen_range(0..n)) },
+            _ => Call { parts: n, len: rng.gen_range(0..=cap / n), all_to_all: true, root: None },
         })
         .collect();
     let faulty = rng.gen_bool(0.5);
@@ -200,7 +209,11 @@ fn run(seed: u64) -> Result<Outcome, String> {
             }
             owns[r] = (0..c.parts).map(|j| (0..c.len).map(|i| byte(seed, k, r, j, i)).collect()).collect();
             let parts: Vec<&[u8]> = owns[r].iter().map(|v| v.as_slice()).collect();
-            ex[r].start(&board, &parts).map_err(|e| format!("rank {r} call {k}: {e}"))?;
+            match c.root {
+                Some(root) => ex[r].start_rooted(&board, root, parent(r, root, n)),
+                None => ex[r].start(&board, &parts),
+            }
+            .map_err(|e| format!("rank {r} call {k}: {e}"))?;
             let len = if c.parts == 0 { 0 } else { c.len };
             bufs[r] = Some(Bufs((0..n).map(|_| vec![0; len]).collect(), r, c.all_to_all));
         }
@@ -208,6 +221,22 @@ fn run(seed: u64) -> Result<Outcome, String> {
         let parts: Vec<&[u8]> = owns[r].iter().map(|v| v.as_slice()).collect();
         let done = ex[r].poll(&board, b, &parts).map_err(|e| format!("rank {r} call {k}: {e}"))?;
         if done {
+            if let Some(root) = c.root {
+                // A rooted barrier: the root leaves only once everyone is in, the others only
+                // once the root is out.
+                let arrived = |q: usize| ex[q].calls() as usize > k;
+                if r == root && !(0..n).all(arrived) {
+                    return Err(format!("root {r} left call {k} before every rank arrived"));
+                }
+                if r != root && finished[root] <= k {
+                    return Err(format!("rank {r} left rooted call {k} before root {root}"));
+                }
+                if let Some(q) = parent(r, root, n) {
+                    if finished[q] <= k {
+                        return Err(format!("rank {r} left rooted call {k} before its parent {q}"));
+                    }
+                }
+            }
             let b = bufs[r].take().unwrap();
             for (from, got) in b.0.iter().enumerate() {
                 let part = if c.all_to_all { r } else { 0 };
