@@ -30,7 +30,6 @@
 //! channel broadcast or whenever it waits idle in any blocking call ([`Engine::channels_service`]).
 
 use rustc_hash::FxHashMap;
-use std::fs::OpenOptions;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -79,8 +78,8 @@ pub struct ChannelsState {
     /// (every rank then uses the tree on that communicator).
     drivers: FxHashMap<u32, Option<Box<Driver>>>,
     pub(crate) host: Option<Host>,
-    /// Segments this process created, for unique names.
-    created: u64,
+    /// Segments this process created (channels and slots), for unique names.
+    pub(super) created: u64,
     /// A multicast stream's probe never reached this rank (or it could not join one):
     /// it declines every later stream at once rather than make each communicator wait
     /// for the probes again.
@@ -120,17 +119,6 @@ fn slot_len(cap: usize) -> usize {
     (LINE + frame::HEADER + cap).div_ceil(LINE) * LINE
 }
 
-fn map(f: &std::fs::File, len: usize) -> std::io::Result<*mut u8> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a shared read-write mapping of a file of at least `len` bytes.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), 0) };
-    if p == libc::MAP_FAILED {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(p.cast())
-    }
-}
-
 /// Bytes of a segment: the header line, one synchronization line per rank, the slots.
 fn segment_len(channels: usize, cap: usize, ranks: usize) -> usize {
     LINE + ranks * LINE + channels * slot_len(cap)
@@ -140,44 +128,15 @@ impl Segment {
     /// Create the segment under a temporary name, initialise it, publish it as `path`.
     fn create(path: &FsPath, channels: usize, cap: usize, ranks: usize) -> std::io::Result<Segment> {
         let len = segment_len(channels, cap, ranks);
-        let tmp = path.with_extension("tmp");
-        let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
-        f.set_len(len as u64)?;
-        let base = map(&f, len)?;
-        let seg = Segment { base, len, channels, slot: slot_len(cap), cap, ranks };
-        // SAFETY: the header line lies inside the fresh mapping; nobody else sees it yet.
-        unsafe {
-            std::ptr::write(base.add(8).cast::<u32>(), channels as u32);
-            std::ptr::write(base.add(12).cast::<u32>(), cap as u32);
-            std::ptr::write(base.add(16).cast::<u32>(), ranks as u32);
-            std::ptr::write(base.cast::<u64>(), MAGIC);
-        }
-        std::fs::rename(&tmp, path)?;
-        Ok(seg)
+        let base = super::shmseg::create(path, len, MAGIC, &[channels as u32, cap as u32, ranks as u32])?;
+        Ok(Segment { base, len, channels, slot: slot_len(cap), cap, ranks })
     }
 
     /// Map the segment another rank created, checking it has the expected shape.
     fn open(path: &FsPath, channels: usize, cap: usize, ranks: usize) -> std::io::Result<Segment> {
         let len = segment_len(channels, cap, ranks);
-        let f = OpenOptions::new().read(true).write(true).open(path)?;
-        if f.metadata()?.len() < len as u64 {
-            return Err(std::io::Error::other("segment smaller than its channels"));
-        }
-        let base = map(&f, len)?;
-        let seg = Segment { base, len, channels, slot: slot_len(cap), cap, ranks };
-        // SAFETY: the header line lies inside the mapping.
-        let (magic, n, c, r) = unsafe {
-            (
-                std::ptr::read(base.cast::<u64>()),
-                std::ptr::read(base.add(8).cast::<u32>()),
-                std::ptr::read(base.add(12).cast::<u32>()),
-                std::ptr::read(base.add(16).cast::<u32>()),
-            )
-        };
-        if magic != MAGIC || n as usize != channels || c as usize != cap || r as usize != ranks {
-            return Err(std::io::Error::other("segment of another shape (channel settings differ between ranks?)"));
-        }
-        Ok(seg)
+        let base = super::shmseg::open(path, len, MAGIC, &[channels as u32, cap as u32, ranks as u32], "channel settings")?;
+        Ok(Segment { base, len, channels, slot: slot_len(cap), cap, ranks })
     }
 
     /// Where the slots start: after the header line and the synchronization lines.
@@ -459,34 +418,25 @@ fn call_error(e: CallError) -> MpiError {
 }
 
 impl Engine {
-    /// Where the channel path may apply: an intracommunicator of at least 2 ranks, all on
-    /// this host, outside the fault-tolerant modes (run-through: a failed rank would stall
-    /// every synchronization; message logging: a restarted rank replays what it received
-    /// from the log, and a broadcast written into a slot is in no log; coordinated
-    /// checkpointing: the segment is not in the image).
+    /// Where the channel path may apply (`Engine::segment_target`: an intracommunicator
+    /// outside the fault-tolerant modes) with its ranks on this host or on several hosts.
     /// `spans` says whether the ranks are on several hosts (then the primitive is a
     /// multicast stream, which needs this rank's address towards the other hosts).
     fn channel_target(&self, comm: Handle) -> Option<(i32, i32, u32, bool)> {
-        let host = self.coll.channels.host.as_ref()?;
-        if self.fast_paths_off() || self.coordinated() {
-            return None;
-        }
-        let c = self.comm(comm).ok()?;
-        if c.remote.is_some() || c.size() < 2 {
-            return None;
-        }
-        let me = self.rank;
-        if c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
-            return Some((c.rank, c.size(), c.ctx, false));
+        let (rank, size, ctx, local) = self.segment_target(comm)?;
+        if local {
+            return Some((rank, size, ctx, false));
         }
         // Multicast only where the host map (the same for every rank) puts the members on
         // several hosts: ranks of one host that do not share memory (`--path tcp`) use the tree.
+        let host = self.coll.channels.host.as_ref()?;
+        let c = self.comm(comm).ok()?;
         let host_of = |w: u32| host.hosts.get(w as usize).copied();
         let first = host_of(c.group[0])?;
         if c.group.iter().all(|&w| host_of(w) == Some(first)) {
             return None;
         }
-        Some((c.rank, c.size(), c.ctx, true))
+        Some((rank, size, ctx, true))
     }
 
     /// MPI_Bcast over the channels; false if the selection rule picks another path.
@@ -532,34 +482,23 @@ impl Engine {
             Some(spec) => Some(Faults::parse(spec).map_err(|e| MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_CHANNEL_FAULTS: {e}")))?),
             None => None,
         };
-        let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) else { return Ok(None) };
-        let mut name = Vec::new();
-        let mut mine = None;
-        if rank == 0 {
-            let n = format!("chb-{}-{}", self.rank, self.coll.channels.created);
-            self.coll.channels.created += 1;
-            match Segment::create(&jobdir.join(&n), channels, cap, size as usize) {
-                Ok(s) => {
-                    tracing::info!("channel broadcast: segment {n}, {channels} channels of {cap} bytes, {size} ranks");
-                    mine = Some(s);
-                    name = n.into_bytes();
-                }
-                Err(e) => tracing::warn!("channel broadcast segment {n}: {e}; using the tree on this communicator"),
-            }
-        }
-        self.bcast_bytes(comm, 0, &mut name)?;
-        if name.is_empty() {
+        let made = self.agree_segment(
+            comm,
+            rank,
+            "chb",
+            "channel broadcast",
+            |p| Segment::create(p, channels, cap, size as usize),
+            |p| Segment::open(p, channels, cap, size as usize),
+        )?;
+        let Some((seg, n)) = made else {
+            // The tree for good on this communicator.
             self.coll.channels.drivers.insert(ctx, None);
             return Ok(None);
-        }
-        let seg: Segment = match mine {
-            Some(s) => s,
-            None => {
-                let n = String::from_utf8_lossy(&name).into_owned();
-                Segment::open(&jobdir.join(&n), channels, cap, size as usize)
-                    .map_err(|e| MpiError::new(ErrorClass::Other, format!("opening channel broadcast segment {n}: {e}")))?
-            }
         };
+        if rank == 0 {
+            tracing::info!("channel broadcast: segment {n}, {channels} channels of {cap} bytes, {size} ranks");
+        }
+        let jobdir = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()).unwrap_or_default();
         let mcfg = ChbConfig { channels: channels as u32, sync_every, crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         let group = self.comm(comm)?.group.clone();

@@ -24,6 +24,7 @@ pub mod inter;
 pub mod reduce;
 pub mod sched;
 pub mod select;
+mod shmseg;
 mod slots;
 mod small;
 #[cfg(test)]

@@ -14,7 +14,6 @@
 //! checkpointing (the segment is not in the image).
 
 use std::cell::Cell;
-use std::fs::OpenOptions;
 use std::path::Path as FsPath;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 
@@ -48,8 +47,6 @@ pub struct SlotsState {
     drivers: FxHashMap<u32, Option<Box<Driver>>>,
     /// Doorbells of the ranks of this host, by world rank (shared by the communicators).
     wakers: FxHashMap<u32, ShmWaker>,
-    /// Segments this process created, for unique names.
-    created: u64,
     /// Drivers of freed communicators whose last call some rank may still be reading: they
     /// answer repairs until their exchange is quiet.
     #[allow(clippy::vec_box)]
@@ -103,48 +100,17 @@ fn data_offset(ranks: usize) -> usize {
     (8 + 4 * ranks).div_ceil(8) * 8
 }
 
-fn map(f: &std::fs::File, len: usize) -> std::io::Result<*mut u8> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: a shared read-write mapping of a file of at least `len` bytes.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), 0) };
-    if p == libc::MAP_FAILED {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(p.cast())
-    }
-}
-
 impl Seg {
     fn create(path: &FsPath, ranks: usize, cap: usize) -> std::io::Result<Seg> {
         let len = seg_len(ranks, cap);
-        let tmp = path.with_extension("tmp");
-        let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
-        f.set_len(len as u64)?;
-        let base = map(&f, len)?;
-        // SAFETY: the header line lies inside the fresh mapping; nobody else sees it yet.
-        unsafe {
-            std::ptr::write(base.add(8).cast::<u32>(), ranks as u32);
-            std::ptr::write(base.add(12).cast::<u32>(), cap as u32);
-            std::ptr::write(base.cast::<u64>(), MAGIC);
-        }
-        std::fs::rename(&tmp, path)?;
+        let base = super::shmseg::create(path, len, MAGIC, &[ranks as u32, cap as u32])?;
         Ok(Seg { base, len, ranks, cap, slot: slot_len(ranks, cap), faults: None })
     }
 
     fn open(path: &FsPath, ranks: usize, cap: usize) -> std::io::Result<Seg> {
         let len = seg_len(ranks, cap);
-        let f = OpenOptions::new().read(true).write(true).open(path)?;
-        if f.metadata()?.len() < len as u64 {
-            return Err(std::io::Error::other("segment smaller than its slots"));
-        }
-        let base = map(&f, len)?;
-        let seg = Seg { base, len, ranks, cap, slot: slot_len(ranks, cap), faults: None };
-        // SAFETY: the header line lies inside the mapping.
-        let (magic, r, c) = unsafe { (std::ptr::read(base.cast::<u64>()), std::ptr::read(base.add(8).cast::<u32>()), std::ptr::read(base.add(12).cast::<u32>())) };
-        if magic != MAGIC || r as usize != ranks || c as usize != cap {
-            return Err(std::io::Error::other("segment of another shape (slot settings differ between ranks?)"));
-        }
-        Ok(seg)
+        let base = super::shmseg::open(path, len, MAGIC, &[ranks as u32, cap as u32], "slot settings")?;
+        Ok(Seg { base, len, ranks, cap, slot: slot_len(ranks, cap), faults: None })
     }
 
     fn slot_base(&self, r: usize, p: usize) -> *mut u8 {
@@ -297,22 +263,13 @@ fn scratch_for(v: &mut Vec<u128>, n: usize, stride: usize) -> *mut u8 {
 }
 
 impl Engine {
-    /// Where the exchange may apply: an intracommunicator of 2 up to the rule's ranks, all
-    /// sharing memory with this one, outside the fault-tolerant modes.
+    /// Where the exchange may apply (`Engine::segment_target`): every rank shares memory
+    /// with this one.
     fn slot_target(&mut self, comm: Handle) -> Option<(i32, i32, u32)> {
-        let host = self.coll.channels.host.as_ref()?;
-        if self.fast_paths_off() || self.coordinated() {
-            return None;
+        match self.segment_target(comm)? {
+            (rank, size, ctx, true) => Some((rank, size, ctx)),
+            _ => None,
         }
-        let c = self.comm(comm).ok()?;
-        if c.remote.is_some() || c.size() < 2 {
-            return None;
-        }
-        let me = self.rank;
-        if !c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
-            return None;
-        }
-        Some((c.rank, c.size(), c.ctx))
     }
 
     /// Run blocking collective `c` through the slots if the rule picks them; false if the
@@ -594,33 +551,15 @@ impl Engine {
                 Some((Cell::new(0x9e37_79b9_7f4a_7c15 ^ u64::from(self.rank) << 32 | 1), (p * u64::MAX as f64) as u64))
             }
         };
-        let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) else { return Ok(None) };
-        let mut name = Vec::new();
-        let mut mine = None;
-        if rank == 0 {
-            let n = format!("slt-{}-{}", self.rank, self.coll.slots.created);
-            self.coll.slots.created += 1;
-            match Seg::create(&jobdir.join(&n), size as usize, cap) {
-                Ok(s) => {
-                    tracing::info!("slot collectives: segment {n}, {size} ranks, {cap} bytes a slot");
-                    mine = Some(s);
-                    name = n.into_bytes();
-                }
-                Err(e) => tracing::warn!("slot collectives segment {n}: {e}; using messages on this communicator"),
-            }
-        }
-        self.bcast_bytes(comm, 0, &mut name)?;
-        if name.is_empty() {
+        let made = self.agree_segment(comm, rank, "slt", "slot collectives", |p| Seg::create(p, size as usize, cap), |p| Seg::open(p, size as usize, cap))?;
+        let Some((mut seg, n)) = made else {
             self.coll.slots.drivers.insert(ctx, None);
             return Ok(None);
-        }
-        let mut seg = match mine {
-            Some(s) => s,
-            None => {
-                let n = String::from_utf8_lossy(&name).into_owned();
-                Seg::open(&jobdir.join(&n), size as usize, cap).map_err(|e| MpiError::new(ErrorClass::Other, format!("opening slot segment {n}: {e}")))?
-            }
         };
+        if rank == 0 {
+            tracing::info!("slot collectives: segment {n}, {size} ranks, {cap} bytes a slot");
+        }
+        let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) else { return Ok(None) };
         seg.faults = faults;
         let group = self.comm(comm)?.group.clone();
         for &w in group.iter() {

@@ -1,0 +1,131 @@
+//! Files in the job directory that the ranks of a communicator map shared: the channel
+//! broadcast's and the slot exchange's segments. The communicator's rank 0 creates one under
+//! a temporary name, initialises its header and publishes it by renaming; its name travels
+//! over the tree and the other ranks open it, checking the header. A header line is a magic
+//! word and shape words (u32 from byte 8) that every rank must agree on.
+
+use std::fs::OpenOptions;
+use std::path::Path as FsPath;
+
+use crate::engine::Engine;
+use crate::error::{ErrorClass, MpiError, MpiResult};
+use crate::slab::Handle;
+
+fn map(f: &std::fs::File, len: usize) -> std::io::Result<*mut u8> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a shared read-write mapping of a file of at least `len` bytes.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, f.as_raw_fd(), 0) };
+    if p == libc::MAP_FAILED {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(p.cast())
+    }
+}
+
+/// Create the segment `path` of `len` bytes with its header; returns the mapping (the caller
+/// unmaps it).
+pub(super) fn create(path: &FsPath, len: usize, magic: u64, shape: &[u32]) -> std::io::Result<*mut u8> {
+    assert!(8 + 4 * shape.len() <= len.min(64), "segment header beyond its first line");
+    let tmp = path.with_extension("tmp");
+    let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
+    f.set_len(len as u64)?;
+    let base = map(&f, len)?;
+    // SAFETY: the header line lies inside the fresh mapping; nobody else sees it yet.
+    unsafe {
+        for (i, &w) in shape.iter().enumerate() {
+            std::ptr::write(base.add(8 + 4 * i).cast::<u32>(), w);
+        }
+        std::ptr::write(base.cast::<u64>(), magic);
+    }
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        // SAFETY: the mapping just made, used by nobody.
+        unsafe { libc::munmap(base.cast(), len) };
+        return Err(e);
+    }
+    Ok(base)
+}
+
+/// Map the segment another rank created, checking its size and header; `what` names the
+/// settings that would differ between ranks if the shape does not match.
+pub(super) fn open(path: &FsPath, len: usize, magic: u64, shape: &[u32], what: &str) -> std::io::Result<*mut u8> {
+    let f = OpenOptions::new().read(true).write(true).open(path)?;
+    if f.metadata()?.len() < len as u64 {
+        return Err(std::io::Error::other(format!("segment smaller than its shape ({what} differ between ranks?)")));
+    }
+    let base = map(&f, len)?;
+    // SAFETY: the header line lies inside the mapping.
+    let ok = unsafe {
+        std::ptr::read(base.cast::<u64>()) == magic && shape.iter().enumerate().all(|(i, &w)| std::ptr::read(base.add(8 + 4 * i).cast::<u32>()) == w)
+    };
+    if !ok {
+        // SAFETY: the mapping just made, used by nobody.
+        unsafe { libc::munmap(base.cast(), len) };
+        return Err(std::io::Error::other(format!("segment of another shape ({what} differ between ranks?)")));
+    }
+    Ok(base)
+}
+
+impl Engine {
+    /// Where a segment may serve communicator `comm`: an intracommunicator of at least 2
+    /// ranks, outside the fault-tolerant modes (run-through: a failed rank would stall the
+    /// others' waits; message logging: a restarted rank replays what it received from the
+    /// log, and data written into a segment is in no log; coordinated checkpointing: the
+    /// segment is not in the image). Returns this rank, the size, the context and whether
+    /// every rank shares memory with this one.
+    pub(super) fn segment_target(&self, comm: Handle) -> Option<(i32, i32, u32, bool)> {
+        let host = self.coll.channels.host.as_ref()?;
+        if self.fast_paths_off() || self.coordinated() {
+            return None;
+        }
+        let c = self.comm(comm).ok()?;
+        if c.remote.is_some() || c.size() < 2 {
+            return None;
+        }
+        let me = self.rank;
+        let local = c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false));
+        Some((c.rank, c.size(), c.ctx, local))
+    }
+
+    /// Agree on a segment for communicator `comm` (this rank is `rank` there): rank 0 makes
+    /// `{prefix}-{world rank}-{n}` in the job directory with `make`, broadcasts its name over
+    /// the tree (empty when it could not), and the others `attach` to it. None on every rank
+    /// without a job directory or when rank 0 could not make it: the communicator then
+    /// uses messages for good. `what` names the feature in messages. Returns the segment and
+    /// its name.
+    pub(super) fn agree_segment<T>(
+        &mut self,
+        comm: Handle,
+        rank: i32,
+        prefix: &str,
+        what: &str,
+        make: impl FnOnce(&FsPath) -> std::io::Result<T>,
+        attach: impl FnOnce(&FsPath) -> std::io::Result<T>,
+    ) -> MpiResult<Option<(T, String)>> {
+        let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) else { return Ok(None) };
+        let mut name = Vec::new();
+        let mut mine = None;
+        if rank == 0 {
+            let n = format!("{prefix}-{}-{}", self.rank, self.coll.channels.created);
+            self.coll.channels.created += 1;
+            match make(&jobdir.join(&n)) {
+                Ok(s) => {
+                    mine = Some(s);
+                    name = n.into_bytes();
+                }
+                Err(e) => tracing::warn!("{what} segment {n}: {e}; using messages on this communicator"),
+            }
+        }
+        self.bcast_bytes(comm, 0, &mut name)?;
+        if name.is_empty() {
+            return Ok(None);
+        }
+        let n = String::from_utf8_lossy(&name).into_owned();
+        match mine {
+            Some(s) => Ok(Some((s, n))),
+            None => match attach(&jobdir.join(&n)) {
+                Ok(s) => Ok(Some((s, n))),
+                Err(e) => Err(MpiError::new(ErrorClass::Other, format!("opening {what} segment {n}: {e}"))),
+            },
+        }
+    }
+}
