@@ -290,7 +290,9 @@ pub fn slots_allreduce_split(cfg: &CollConfig, size: i32, bytes: usize, count: u
     size > 2
         && count.is_multiple_of(size as usize)
         && cfg.forced("allreduce").is_none_or(|f| f == "slots")
-        && slots(&CollConfig { force: Vec::new(), ..cfg.clone() }, "reduce_scatter", size, bytes)
+        && cfg.slots
+        && size as usize <= cfg.slot_ranks
+        && bytes <= cfg.slot_bytes
 }
 
 /// On two ranks (one CPU each, nobody waits for a CPU) the messages' pipelined copies win

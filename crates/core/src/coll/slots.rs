@@ -473,12 +473,14 @@ impl Engine {
                 return Ok(());
             }
             idle += 1;
-            // The other communicators' exchanges: a rank waiting in one of them may need a
-            // rewrite from this rank before it can come to this call.
-            self.slots_service();
-            // Other traffic of this process, every few polls while spinning.
-            if (idle >= spin || idle.is_multiple_of(16)) && self.progress()? {
-                continue;
+            // Every few polls while spinning: other traffic of this process, and the other
+            // communicators' exchanges (a rank waiting in one of them may need a rewrite
+            // from this rank before it can come to this call).
+            if idle >= spin || idle.is_multiple_of(16) {
+                self.slots_service();
+                if self.progress()? {
+                    continue;
+                }
             }
             if idle.is_multiple_of(256) {
                 self.poll_failures();

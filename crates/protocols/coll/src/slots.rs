@@ -189,18 +189,6 @@ impl Exchange {
         self.active
     }
 
-    /// Whether a contribution of `lens` fits `board`'s slots.
-    pub fn fits(board: &impl Board, lens: &[usize]) -> Result<(), SlotError> {
-        let bytes: usize = lens.iter().sum();
-        if bytes > board.capacity() {
-            return Err(SlotError::TooLarge { bytes, capacity: board.capacity() });
-        }
-        if lens.len() > board.ranks() {
-            return Err(SlotError::TooManyParts { parts: lens.len(), max: board.ranks() });
-        }
-        Ok(())
-    }
-
     /// Start the next call: write this rank's contribution, `parts` (every rank passes parts
     /// of the same lengths), and publish it. Then [`Exchange::poll`] until it returns true.
     pub fn start(&mut self, board: &impl Board, parts: &[&[u8]]) -> Result<(), SlotError> {
