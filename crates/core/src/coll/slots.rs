@@ -473,11 +473,13 @@ impl Engine {
                 return Ok(());
             }
             idle += 1;
-            // Every few polls while spinning: other traffic of this process, and the other
+            // Every few polls while spinning: other traffic of this process, the other
             // communicators' exchanges (a rank waiting in one of them may need a rewrite
-            // from this rank before it can come to this call).
+            // from this rank before it can come to this call) and channel broadcasts (a
+            // synchronization may wait for this rank), as the engine's own waits do.
             if idle >= spin || idle.is_multiple_of(16) {
                 self.slots_service();
+                self.channels_service()?;
                 if self.progress()? {
                     continue;
                 }
