@@ -29,6 +29,7 @@ pub mod io;
 pub mod mpi41;
 pub mod session;
 pub mod rma;
+mod rma_mail;
 mod rma_net;
 pub mod dynamic;
 pub mod part;

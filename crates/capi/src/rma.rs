@@ -16,7 +16,9 @@
 //!
 //! Transfers to members of this host complete when the call returns (except small puts and
 //! gets of fence epochs on MPI_Win_create windows within one host, staged in the target's
-//! inbox and applied at the closing fence: `STAGE_INBOX`); synchronization calls order them,
+//! inbox and applied at the closing fence: `STAGE_INBOX`; and puts of lock epochs on such
+//! windows, posted to the target's mailbox and completed by flush or unlock: `rma_mail`);
+//! synchronization calls order them,
 //! and flush what went to other hosts: fence is a barrier in the control segment within one
 //! host (`ShmBarrier`), a flush, a memory fence and a message-based barrier across hosts;
 //! post/start/complete/wait exchange zero-byte messages on the window's private
@@ -226,6 +228,8 @@ struct Fast {
     staged: AtomicBool,
     /// Gets staged in the open epoch: record data address, origin buffer, length.
     staged_gets: Mutex<Vec<(usize, usize, usize)>>,
+    /// Mailboxes of passive-target epochs (MPI_Win_create within one host; `rma_mail`).
+    mail: Option<Arc<crate::rma_mail::Mail>>,
     freed: AtomicBool,
 }
 
@@ -661,10 +665,13 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
     // the names.
     let staging = !spans && flavor == abi::MPI_WIN_FLAVOR_CREATE;
     let stage_len = n * 2 * STAGE_INBOX;
+    let mailboxes = staging && n <= crate::rma_mail::MAX_MEMBERS && std::env::var("STEADFAST_RMA_MAILBOX").map_or(true, |v| v != "0");
+    let mail_len = crate::rma_mail::segment_len(n);
     let mut first: R<()> = Ok(());
     let mut ctl = None;
     let mut data = None;
     let mut stage_seg = None;
+    let mut mail_seg = None;
     if me == leader {
         first = map_segment(id, "ctl", ctl_len, true).map(|s| ctl = Some(s));
         if first.is_ok() && library_memory {
@@ -672,6 +679,13 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         }
         if first.is_ok() && staging {
             first = map_segment(id, "stage", stage_len, true).map(|s| stage_seg = Some(s));
+        }
+        if first.is_ok() && mailboxes {
+            // Optional: without it the transfers take the system call.
+            mail_seg = map_segment(id, "mail", mail_len, true).ok();
+            if mail_seg.is_none() {
+                unlink_segment(id, "mail");
+            }
         }
     }
     let mut ok = first.is_ok() as c_int;
@@ -682,6 +696,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
             unlink_segment(id, "ctl");
             unlink_segment(id, "data");
             unlink_segment(id, "stage");
+            unlink_segment(id, "mail");
         }
         let e = first.err().unwrap_or_else(|| err(ErrorClass::NoMem, "a member could not create the window's segments"));
         return fail(&mut wcomm, e);
@@ -695,6 +710,11 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         if second.is_ok() && staging {
             second = map_segment(id, "stage", stage_len, false).map(|s| stage_seg = Some(s));
         }
+        // The host's first member decided (STEADFAST_RMA_MAILBOX may differ between
+        // processes): the others follow whatever it made.
+        if second.is_ok() && staging && n <= crate::rma_mail::MAX_MEMBERS {
+            mail_seg = map_segment(id, "mail", mail_len, false).ok();
+        }
     }
     ok = second.is_ok() as c_int;
     crate::coll::PMPI_Allreduce(&ok as *const c_int as *const c_void, &mut all_ok as *mut c_int as *mut c_void, 1, abi::MPI_INT as MPI_Datatype, abi::MPI_MIN as MPI_Op, wcomm);
@@ -702,6 +722,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         unlink_segment(id, "ctl");
         unlink_segment(id, "data");
         unlink_segment(id, "stage");
+        unlink_segment(id, "mail");
     }
     let (Some(ctl), true) = (ctl, all_ok != 0) else {
         let e = second.err().unwrap_or_else(|| err(ErrorClass::NoMem, "a member could not map the window's segments"));
@@ -744,6 +765,11 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         None
     };
     let handle = NEXT_WIN.fetch_add(0x1000, Ordering::Relaxed) as usize;
+    let mail = mail_seg.map(|seg| {
+        let (addr, my) = (seg.addr, &peers[me]);
+        // SAFETY: the segment is `mail_len` bytes, mapped by every member, kept by the Mail.
+        Arc::new(unsafe { crate::rma_mail::Mail::new(addr, n, me, my.base, my.size, Box::new(seg)) })
+    });
     let fast = Arc::new(Fast {
         id: handle,
         peers: peers.clone(),
@@ -760,8 +786,12 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         epoch_half: AtomicU32::new(0),
         staged: AtomicBool::new(false),
         staged_gets: Mutex::new(Vec::new()),
+        mail: mail.clone(),
         freed: AtomicBool::new(false),
     });
+    if let Some(m) = mail {
+        crate::rma_net::serve_mail(handle as u64, m);
+    }
     let win = Win {
         fast,
         comm: wcomm,
@@ -864,6 +894,25 @@ unsafe fn xfer(peer: &Peer, write: bool, runs: &[(usize, usize)], buf: *mut u8) 
         p = p.add(total);
     }
     Ok(())
+}
+
+/// Move `len` bytes between `buf` and `addr` of process `pid` with the cross-memory system
+/// call (a mailbox record its origin claimed, `rma_mail`).
+fn cma_move(pid: i32, write: bool, addr: usize, buf: *mut u8, len: usize) -> R<()> {
+    let peer = Peer { pid, base: 0, size: 0, disp_unit: 1, world_rank: 0, local: false, remote: false };
+    // SAFETY: `buf` is a mailbox slot's data of `len` bytes; the target range was checked
+    // against the target's window by the origin that posted the record.
+    unsafe { xfer(&peer, write, &[(addr, len)], buf) }
+}
+
+/// Complete the puts this process posted to the mailboxes of `win` towards `target` (every
+/// target: None), before a flush or unlock reports them complete.
+fn mail_drain(win: MPI_Win, target: Option<usize>) -> R<()> {
+    with_fast(win, |f| match &f.mail {
+        Some(m) if m.pending(target) => m.drain(target, &|t| f.peers.get(t).map_or(0, |p| p.pid), &cma_move),
+        _ => Ok(()),
+    })
+    .unwrap_or(Ok(()))
 }
 
 /// Where an operation lands at the target.
@@ -1151,6 +1200,9 @@ mpi_api! {
             let x = wins().as_mut().and_then(|m| m.remove(&(w as usize)));
             if let Some(mut x) = x {
                 x.fast.freed.store(true, Ordering::Relaxed);
+                if x.fast.mail.is_some() {
+                    crate::rma_net::withdraw_mail(w as u64);
+                }
                 if let Some(mut n) = x.net.take() {
                     // After the barrier no request is on its way here.
                     crate::rma_net::withdraw(n.h);
@@ -1322,6 +1374,11 @@ unsafe fn direct(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, len: u
         }
         if !peer.local && len <= STAGE_MAX && f.stage_ok.load(Ordering::Relaxed) && f.stage_transfer(r, start, buf, len, write) {
             return Ok(true);
+        }
+        if let (false, Some(m)) = (peer.local, &f.mail) {
+            if f.locked[r].load(Ordering::Relaxed) && m.transfer(r, peer.pid, start, buf, len, write, &cma_move)? {
+                return Ok(true);
+            }
         }
         xfer(peer, write, &[(start, len)], buf)?;
         Ok(true)
@@ -2178,7 +2235,13 @@ mpi_api! {
 
     fn Win_unlock(rank: c_int, win: MPI_Win) -> c_int {
         win_api("MPI_Win_unlock", win, || {
-            if rank == abi::MPI_PROC_NULL || unlock_fast(win, rank) {
+            if rank == abi::MPI_PROC_NULL {
+                return Ok(());
+            }
+            if let Ok(r) = usize::try_from(rank) {
+                mail_drain(win, Some(r))?;
+            }
+            if unlock_fast(win, rank) {
                 return Ok(());
             }
             let net = with_win(win, |w| {
@@ -2242,6 +2305,7 @@ mpi_api! {
 
     fn Win_unlock_all(win: MPI_Win) -> c_int {
         win_api("MPI_Win_unlock_all", win, || {
+            mail_drain(win, None)?;
             let net = with_win(win, |w| {
                 if !w.lock_all {
                     return Err(err(ErrorClass::RmaSync, "MPI_Win_unlock_all without MPI_Win_lock_all"));
@@ -2339,6 +2403,10 @@ fn flush_fast(rank: Option<c_int>, win: MPI_Win) -> bool {
             Some(r) => usize::try_from(r).ok().and_then(|r| f.locked.get(r)).is_some_and(|l| l.load(Ordering::Relaxed)),
             None => f.passive.load(Ordering::Relaxed) || (0..f.held.len()).any(|t| f.held(t)),
         };
+        // Puts waiting in mailboxes: the general path completes them.
+        if ok && f.mail.as_ref().is_some_and(|m| m.pending(rank.and_then(|r| usize::try_from(r).ok()))) {
+            return false;
+        }
         if ok && c.wrote.replace(false) {
             fence(Ordering::SeqCst);
         }
@@ -2349,6 +2417,14 @@ fn flush_fast(rank: Option<c_int>, win: MPI_Win) -> bool {
 #[inline(never)]
 fn flush(func: &str, rank: Option<c_int>, win: MPI_Win) -> c_int {
     win_api(func, win, || {
+        match rank {
+            Some(r) => {
+                if let Ok(r) = usize::try_from(r) {
+                    mail_drain(win, Some(r))?;
+                }
+            }
+            None => mail_drain(win, None)?,
+        }
         let local_only = with_fast(win, |f| {
             let ok = match rank {
                 Some(r) => r == abi::MPI_PROC_NULL || usize::try_from(r).ok().and_then(|r| f.locked.get(r)).is_some_and(|l| l.load(Ordering::Relaxed)),

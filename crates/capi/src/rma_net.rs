@@ -239,11 +239,17 @@ pub(crate) struct TargetWin {
 pub(crate) struct NetService {
     wins: HashMap<u64, TargetWin>,
     sends: Vec<(Handle, Vec<u8>)>,
+    /// Mailboxes of windows within one host this process is a target of (`rma_mail`), by
+    /// window handle.
+    mail: Vec<(u64, std::sync::Arc<crate::rma_mail::Mail>)>,
 }
 
 impl Service for NetService {
     fn serve(&mut self, eng: &mut Engine) -> bool {
         let mut moved = false;
+        for (_, m) in &self.mail {
+            moved |= m.serve();
+        }
         let sends = &mut self.sends;
         for w in self.wins.values_mut() {
             moved |= w.serve(eng, sends);
@@ -261,6 +267,10 @@ impl Service for NetService {
 
     fn as_any(&mut self) -> &mut dyn std::any::Any {
         self
+    }
+
+    fn awake(&self) -> bool {
+        self.mail.iter().any(|(_, m)| m.recently_served())
     }
 }
 
@@ -584,6 +594,26 @@ static SERVED: AtomicUsize = AtomicUsize::new(0);
 pub(crate) fn progress_if_serving() {
     if SERVED.load(Ordering::Relaxed) > 0 {
         poke();
+    }
+}
+
+/// Apply what origins post to this member's mailboxes of window `win` in every round of
+/// progress.
+pub(crate) fn serve_mail(win: u64, m: std::sync::Arc<crate::rma_mail::Mail>) {
+    let mut guard = lock();
+    let Some(g) = guard.as_mut() else { return };
+    match service(g) {
+        Ok(s) => s.mail.push((win, m)),
+        Err(e) => tracing::warn!("one-sided mailboxes: not served ({e}); origins will claim their records"),
+    }
+}
+
+/// Stop serving the mailboxes of window `win` (after a barrier: every epoch towards it ended).
+pub(crate) fn withdraw_mail(win: u64) {
+    let mut guard = lock();
+    let Some(g) = guard.as_mut() else { return };
+    if let Ok(s) = service(g) {
+        s.mail.retain(|(w, _)| *w != win);
     }
 }
 

@@ -261,6 +261,12 @@ pub trait Service: Send {
     fn serve(&mut self, eng: &mut Engine) -> bool;
     /// The service itself, for its owner to reach its state.
     fn as_any(&mut self) -> &mut dyn std::any::Any;
+    /// Work for it may arrive in shared memory that rings no doorbell (the one-sided
+    /// mailboxes of the C layer): the engine's waits then yield the CPU instead of sleeping
+    /// on the path.
+    fn awake(&self) -> bool {
+        false
+    }
 }
 
 /// The MPI engine of one process.
@@ -785,6 +791,11 @@ impl Engine {
     }
 
     /// Install (or remove) the [`Service`] run in every round of progress.
+    /// Whether the installed service asks the waits not to sleep ([`Service::awake`]).
+    pub(crate) fn service_awake(&self) -> bool {
+        self.service.as_ref().is_some_and(|s| s.awake())
+    }
+
     pub fn set_service(&mut self, s: Option<Box<dyn Service>>) {
         self.service = s;
     }
@@ -1586,6 +1597,13 @@ impl Engine {
                 std::thread::yield_now();
             } else if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() && self.net.is_none() {
                 continue;
+            } else if self.service_awake() {
+                // Poll as in the spin phase; yield where ranks outnumber CPUs (spin 0).
+                if self.cfg.spin > 0 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
             } else if self.st.logging && self.mlog_awaits_launcher() {
                 // The event logger's answer comes on the launcher link, which does not
                 // wake a sleep on the path.

@@ -492,7 +492,10 @@ impl Engine {
             }
             if idle < spin {
                 std::hint::spin_loop();
-            } else if idle < spin.saturating_add(yields) {
+            } else if self.service_awake() && spin > 0 {
+                // One-sided mailboxes in use (`Service::awake`): poll as in the spin phase.
+                std::hint::spin_loop();
+            } else if idle < spin.saturating_add(yields) || self.service_awake() {
                 std::thread::yield_now();
             } else {
                 let d = &op.d;
