@@ -1432,14 +1432,19 @@ unsafe fn mapped_fast(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, o
     CACHE.with(|c| {
         let Some((_, _, start)) = mapped_target(c, win, rank, disp, len) else { return false };
         // A member may put into or get from its own part: the areas may overlap.
+        let apart = (buf as usize).checked_add(len).is_some_and(|e| e <= start) || start + len <= buf as usize;
+        let (from, to) = if write { (buf as *const u8, start as *mut u8) } else { (start as *const u8, buf) };
         if write {
             c.wrote.set(true);
-            // SAFETY: the target range lies inside the member's mapped window memory; the
-            // origin buffer is the application's, of `len` bytes.
-            unsafe { std::ptr::copy(buf, start as *mut u8, len) };
-        } else {
-            // SAFETY: as above.
-            unsafe { std::ptr::copy(start as *const u8, buf, len) };
+        }
+        // SAFETY: the target range lies inside the member's mapped window memory; the
+        // origin buffer is the application's, of `len` bytes; `copy` only when apart.
+        unsafe {
+            if apart {
+                steadfast_paths::copy::copy(from, to, len);
+            } else {
+                std::ptr::copy(from, to, len);
+            }
         }
         true
     })

@@ -162,7 +162,7 @@ impl Ring {
             std::ptr::write_volatile((s + 8) as *mut u32, len as u32);
             std::ptr::write_volatile((s + 16) as *mut u64, addr as u64);
             if kind == PUT {
-                std::ptr::copy_nonoverlapping(data, (s + SLOT_HEAD) as *mut u8, len);
+                steadfast_paths::copy::copy(data, (s + SLOT_HEAD) as *mut u8, len);
             }
         }
         self.state(i).store(word(lap(i), READY), Ordering::Release);
@@ -348,9 +348,9 @@ impl Mail {
         // SAFETY: the range lies inside this member's window memory; the data in the slot.
         unsafe {
             if rec.kind == PUT {
-                std::ptr::copy_nonoverlapping(rec.data as *const u8, rec.addr as *mut u8, rec.len);
+                steadfast_paths::copy::copy(rec.data as *const u8, rec.addr as *mut u8, rec.len);
             } else {
-                std::ptr::copy_nonoverlapping(rec.addr as *const u8, rec.data as *mut u8, rec.len);
+                steadfast_paths::copy::copy(rec.addr as *const u8, rec.data as *mut u8, rec.len);
             }
         }
     }
@@ -390,7 +390,7 @@ impl Mail {
                 self.wait(&ring, target, i, pid, &mut out, mover)?;
                 // SAFETY: the record is done: the slot holds the target's data until this
                 // origin writes the slot again.
-                unsafe { std::ptr::copy_nonoverlapping((ring.slot(i) + SLOT_HEAD) as *const u8, buf.add(o), l) };
+                unsafe { steadfast_paths::copy::copy((ring.slot(i) + SLOT_HEAD) as *const u8, buf.add(o), l) };
             }
         }
         if write {

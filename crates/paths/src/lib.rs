@@ -13,6 +13,7 @@ pub mod checksum;
 pub mod cm;
 pub mod cma;
 pub mod composite;
+pub mod copy;
 pub mod fault;
 pub mod jobdir;
 pub mod linger;
