@@ -374,7 +374,13 @@ impl Mail {
         // Gets in flight: index, offset in `buf`, length.
         let mut gets: std::collections::VecDeque<(u32, usize, usize)> = Default::default();
         while off < len || !gets.is_empty() {
-            if off < len && gets.len() < SLOTS as usize {
+            if off < len && out.skip > 0 {
+                // A record was claimed: the target is not serving; the rest of the transfer
+                // goes by the system call at once rather than piece by piece after a wait.
+                // SAFETY: `buf + off` holds `len - off` bytes; the range is the caller's.
+                mover(pid, write, addr + off, unsafe { buf.add(off) }, len - off)?;
+                off = len;
+            } else if off < len && gets.len() < SLOTS as usize {
                 let i = out.head;
                 self.wait(&ring, target, i.wrapping_sub(SLOTS), pid, &mut out, mover)?;
                 let piece = (len - off).min(SLOT_DATA);
