@@ -204,6 +204,9 @@ struct Fast {
     peers: Vec<Peer>,
     dynamic: bool,
     spans_hosts: bool,
+    /// Flushes take the general path: the window spans hosts, or has mailboxes (whose puts
+    /// a flush waits for).
+    flush_general: bool,
     /// Per target: fence, lock_all, lock or start epoch open (what `check_epoch` asks).
     open: Vec<AtomicBool>,
     /// Per target: locked by lock or lock_all (what a flush needs).
@@ -775,6 +778,7 @@ unsafe fn build(comm: MPI_Comm, flavor: c_int, size: MPI_Aint, disp_unit: c_int,
         peers: peers.clone(),
         dynamic: flavor == abi::MPI_WIN_FLAVOR_DYNAMIC,
         spans_hosts: net.is_some(),
+        flush_general: net.is_some() || mail.is_some(),
         open: peers.iter().map(|_| AtomicBool::new(false)).collect(),
         locked: peers.iter().map(|_| AtomicBool::new(false)).collect(),
         passive: AtomicBool::new(false),
@@ -1431,16 +1435,18 @@ unsafe fn mapped_fast(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, o
     }
     CACHE.with(|c| {
         let Some((_, _, start)) = mapped_target(c, win, rank, disp, len) else { return false };
-        // A member may put into or get from its own part: the areas may overlap.
-        let apart = (buf as usize).checked_add(len).is_some_and(|e| e <= start) || start + len <= buf as usize;
         let (from, to) = if write { (buf as *const u8, start as *mut u8) } else { (start as *const u8, buf) };
         if write {
             c.wrote.set(true);
         }
+        // A member may put into or get from its own part: the areas may overlap, and
+        // `copy::copy` is for areas apart (asked only at its sizes: small copies are most
+        // of what a small put costs).
+        let wide = len >= steadfast_paths::copy::WIDE_MIN && ((buf as usize).checked_add(len).is_some_and(|e| e <= start) || start + len <= buf as usize);
         // SAFETY: the target range lies inside the member's mapped window memory; the
-        // origin buffer is the application's, of `len` bytes; `copy` only when apart.
+        // origin buffer is the application's, of `len` bytes.
         unsafe {
-            if apart {
+            if wide {
                 steadfast_paths::copy::copy(from, to, len);
             } else {
                 std::ptr::copy(from, to, len);
@@ -2387,7 +2393,8 @@ mpi_api! {
 /// orders memory; targets on other hosts answer a flush request once this origin's
 /// operations before it are applied. It is an error outside a passive-target epoch.
 /// The common flush, inlined into the MPI_Win_flush family: the thread's last window,
-/// within one host, with a lock open towards the target (or any, for the `_all` forms).
+/// within one host and without mailboxes, with a lock open towards the target (or any, for
+/// the `_all` forms).
 /// False leaves the call to `flush`.
 #[inline(always)]
 fn flush_fast(rank: Option<c_int>, win: MPI_Win) -> bool {
@@ -2401,17 +2408,13 @@ fn flush_fast(rank: Option<c_int>, win: MPI_Win) -> bool {
         }
         // SAFETY: the cache owns a strong count of the Arc it points to.
         let f = unsafe { &*cached };
-        if f.id != win as usize || f.freed.load(Ordering::Relaxed) || f.spans_hosts {
+        if f.id != win as usize || f.freed.load(Ordering::Relaxed) || f.flush_general {
             return false;
         }
         let ok = match rank {
             Some(r) => usize::try_from(r).ok().and_then(|r| f.locked.get(r)).is_some_and(|l| l.load(Ordering::Relaxed)),
             None => f.passive.load(Ordering::Relaxed) || (0..f.held.len()).any(|t| f.held(t)),
         };
-        // Puts waiting in mailboxes: the general path completes them.
-        if ok && f.mail.as_ref().is_some_and(|m| m.pending(rank.and_then(|r| usize::try_from(r).ok()))) {
-            return false;
-        }
         if ok && c.wrote.replace(false) {
             fence(Ordering::SeqCst);
         }
