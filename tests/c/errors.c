@@ -94,6 +94,17 @@ int main(int argc, char **argv)
     EXPECT(MPI_Send(ibuf, 1, MPI_DATATYPE_NULL, 0, 0, w), MPI_ERR_TYPE);
     EXPECT(MPI_Recv(ibuf, 1, MPI_DATATYPE_NULL, 0, 0, w, &st), MPI_ERR_TYPE);
     {
+        /* With count 0 it moves nothing and is accepted, as MPICH does (programs
+         * synchronize with MPI_Send(NULL, 0, MPI_DATATYPE_NULL, ...)). */
+        MPI_Request rq;
+        TC_MPI(MPI_Irecv(NULL, 0, MPI_DATATYPE_NULL, tc_rank, 7, w, &rq));
+        TC_MPI(MPI_Send(NULL, 0, MPI_DATATYPE_NULL, tc_rank, 7, w));
+        TC_MPI(MPI_Wait(&rq, &st));
+        int cnt = -1;
+        TC_MPI(MPI_Get_count(&st, MPI_BYTE, &cnt));
+        TC_CHECK(cnt == 0, "a count-0 MPI_DATATYPE_NULL message carried %d bytes", cnt);
+    }
+    {
         int sz;
         EXPECT(MPI_Type_size(MPI_DATATYPE_NULL, &sz), MPI_ERR_TYPE);
     }

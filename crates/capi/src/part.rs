@@ -5,9 +5,11 @@
 //! arms it, and the message leaves once the last partition is marked ready. A partitioned
 //! receive is a persistent receive of the whole buffer; MPI_Parrived reports a partition as
 //! arrived once the whole message has (which the standard permits: arrival may be reported
-//! late, never early). Partitioned messages travel on the communicator's point-to-point
-//! matching with their tag, so an MPI_ANY_TAG receive posted on the same communicator and
-//! source could match one: programs that mix the two should use distinct communicators.
+//! late, never early). Partitioned messages travel on a view of the communicator with its
+//! own context (`Engine::partitioned_view`), so ordinary receives, wildcards included,
+//! never match them. Several partitioned operations with the same peer and tag on one
+//! communicator match in the order they are started, not (as the standard asks) in the
+//! order of their initialization calls (docs/conformance.md, `part/multipart`).
 
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
@@ -30,6 +32,23 @@ enum Part {
 }
 
 static PARTS: Mutex<Option<HashMap<Handle, Part>>> = Mutex::new(None);
+
+/// The partitioned view of each communicator used so far (engine handles).
+static VIEWS: Mutex<Option<HashMap<Handle, Handle>>> = Mutex::new(None);
+
+/// The view partitioned operations on engine communicator `c` travel on.
+fn view(g: &mut Global, c: Handle) -> Result<Handle, MpiError> {
+    let mut guard = VIEWS.lock().unwrap_or_else(|p| p.into_inner());
+    let views = guard.get_or_insert_with(HashMap::new);
+    if let Some(&v) = views.get(&c) {
+        if g.eng.comm(v).is_ok() {
+            return Ok(v);
+        }
+    }
+    let v = g.eng.partitioned_view(c)?;
+    views.insert(c, v);
+    Ok(v)
+}
 
 fn with_parts<R>(f: impl FnOnce(&mut HashMap<Handle, Part>) -> R) -> R {
     let mut guard = PARTS.lock().unwrap_or_else(|p| p.into_inner());
@@ -69,7 +88,8 @@ unsafe fn psend_init(func: &str, buf: *const c_void, partitions: c_int, count: i
             return Err(err(ErrorClass::Arg, "request pointer is NULL"));
         }
         let total = count.checked_mul(parts as i64).ok_or_else(|| err(ErrorClass::Count, "partitions * count overflows"))?;
-        let spec = crate::pt2pt::send_spec(g, buf, total, datatype, dest, tag, comm, Mode::Standard)?;
+        let mut spec = crate::pt2pt::send_spec(g, buf, total, datatype, dest, tag, comm, Mode::Standard)?;
+        spec.comm = view(g, spec.comm)?;
         let h = g.eng.send_init(spec, true)?;
         with_parts(|m| m.insert(h, Part::Send { ready: vec![false; parts], armed: false }));
         *request = h.0 as MPI_Request;
@@ -90,7 +110,8 @@ unsafe fn precv_init(func: &str, buf: *mut c_void, partitions: c_int, count: i64
             return Err(err(ErrorClass::Arg, "partitioned receives name their source and tag (no wildcards)"));
         }
         let total = count.checked_mul(parts as i64).ok_or_else(|| err(ErrorClass::Count, "partitions * count overflows"))?;
-        let spec = crate::pt2pt::recv_spec(g, buf, total, datatype, source, tag, comm)?;
+        let mut spec = crate::pt2pt::recv_spec(g, buf, total, datatype, source, tag, comm)?;
+        spec.comm = view(g, spec.comm)?;
         let h = g.eng.recv_init(spec, true)?;
         with_parts(|m| m.insert(h, Part::Recv { partitions: parts }));
         *request = h.0 as MPI_Request;

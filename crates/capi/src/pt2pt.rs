@@ -2,6 +2,7 @@
 
 use std::ffi::{c_int, c_void};
 
+use steadfast_core::datatype::TypeRef;
 use steadfast_core::request::{Mode, RecvSpec, SendSpec, Status};
 use steadfast_core::{ErrorClass, Handle, MpiError};
 
@@ -31,6 +32,16 @@ fn check_buffer(buf: *const c_void, count: usize, t: &steadfast_core::datatype::
     Ok(())
 }
 
+/// The datatype of a point-to-point call: `MPI_DATATYPE_NULL` is accepted with count 0
+/// (as MPICH does; programs synchronize with `MPI_Send(NULL, 0, MPI_DATATYPE_NULL, ...)`)
+/// and moves nothing; otherwise as [`dtype`].
+fn pt2pt_dtype(g: &Global, datatype: MPI_Datatype, count: usize) -> Result<TypeRef, MpiError> {
+    if count == 0 && datatype as usize == abi::MPI_DATATYPE_NULL {
+        return dtype(g, abi::MPI_BYTE);
+    }
+    dtype(g, datatype as usize)
+}
+
 /// Validate a send's arguments and build its spec.
 pub fn send_spec(
     g: &Global,
@@ -44,7 +55,7 @@ pub fn send_spec(
 ) -> Result<SendSpec, MpiError> {
     let ch = comm_handle(g, comm as usize)?;
     let count = check_count(count)?;
-    let t = dtype(g, datatype as usize)?;
+    let t = pt2pt_dtype(g, datatype, count)?;
     if dest != abi::MPI_PROC_NULL && !(0..=TAG_UB).contains(&tag) {
         return Err(err(ErrorClass::Tag, format!("invalid tag {tag} (valid: 0..={TAG_UB})")));
     }
@@ -64,7 +75,7 @@ pub fn recv_spec(
 ) -> Result<RecvSpec, MpiError> {
     let ch = comm_handle(g, comm as usize)?;
     let count = check_count(count)?;
-    let t = dtype(g, datatype as usize)?;
+    let t = pt2pt_dtype(g, datatype, count)?;
     if tag != abi::MPI_ANY_TAG && !(0..=TAG_UB).contains(&tag) {
         return Err(err(ErrorClass::Tag, format!("invalid tag {tag} (valid: 0..={TAG_UB} or MPI_ANY_TAG)")));
     }

@@ -269,6 +269,10 @@ pub trait Service: Send {
     }
 }
 
+/// Set in the context id of partitioned communication ([`Engine::partitioned_view`]);
+/// agreed context ids stay below it.
+pub const PART_CTX_BIT: u32 = 1 << 31;
+
 /// The MPI engine of one process.
 pub struct Engine {
     pub rank: u32,
@@ -790,12 +794,12 @@ impl Engine {
         Ok(comm)
     }
 
-    /// Install (or remove) the [`Service`] run in every round of progress.
     /// Whether the installed service asks the waits not to sleep ([`Service::awake`]).
     pub(crate) fn service_awake(&self) -> bool {
         self.service.as_ref().is_some_and(|s| s.awake())
     }
 
+    /// Install (or remove) the [`Service`] run in every round of progress.
     pub fn set_service(&mut self, s: Option<Box<dyn Service>>) {
         self.service = s;
     }
@@ -822,8 +826,23 @@ impl Engine {
     pub fn new_context(&mut self, c: Handle) -> MpiResult<u32> {
         let mine = self.next_ctx as u64;
         let agreed = self.allreduce_max_u64(c, mine)? as u32;
+        if agreed >= PART_CTX_BIT - 4 {
+            return mpi_err!(Intern, "communicator context ids are exhausted");
+        }
         self.next_ctx = agreed + 2;
         Ok(agreed)
+    }
+
+    /// A view of communicator `c` whose point-to-point context is `c`'s with
+    /// [`PART_CTX_BIT`] set: partitioned communication travels there, so that ordinary
+    /// receives (wildcards included) never match it, as the standard requires. Every member
+    /// derives the same context without agreeing on it.
+    pub fn partitioned_view(&mut self, c: Handle) -> MpiResult<Handle> {
+        let mut v = self.comm(c)?.clone();
+        v.ctx |= PART_CTX_BIT;
+        v.local = None;
+        v.topo = None;
+        Ok(self.add_view(v))
     }
 
     /// The next context id this process would propose (every id in use here is below it).

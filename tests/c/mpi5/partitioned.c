@@ -1,7 +1,8 @@
 /* ranks: 2 4
  * Partitioned point-to-point (even ranks send to the next odd rank): partitions marked ready
  * out of order with Pready, Pready_range and Pready_list over several rounds of one
- * persistent request pair, MPI_Parrived, and argument errors. */
+ * persistent request pair, MPI_Parrived, and argument errors; partitioned messages do not
+ * match ordinary (wildcard) receives. */
 #include "../tc.h"
 
 #define PARTS 8
@@ -48,6 +49,33 @@ int main(int argc, char **argv)
             for (int i = 0; i < PARTS * COUNT; i++)
                 TC_CHECK(buf[i] == round * 100000 + i, "round %d: buf[%d] = %d", round, i, buf[i]);
     }
+    TC_MPI(MPI_Request_free(&req));
+
+    /* Partitioned messages never match ordinary receives: the sender's partitioned message
+     * leaves before an ordinary one with the same tag, and the receiver's wildcard receive
+     * still gets the ordinary one (and a count-0 MPI_DATATYPE_NULL handshake as in MPICH's
+     * part/nonblocking_pready works beside it). */
+    int one = 0, got = -1;
+    if (sender) {
+        TC_MPI(MPI_Psend_init(buf, 1, 1, MPI_INT, peer, 5, MPI_COMM_WORLD, MPI_INFO_NULL, &req));
+        TC_MPI(MPI_Start(&req));
+        buf[0] = 4242;
+        TC_MPI(MPI_Pready(0, req));
+        one = 99;
+        TC_MPI(MPI_Send(&one, 1, MPI_INT, peer, 5, MPI_COMM_WORLD));
+        TC_MPI(MPI_Send(NULL, 0, MPI_DATATYPE_NULL, peer, 5, MPI_COMM_WORLD));
+    } else {
+        MPI_Status st;
+        TC_MPI(MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+        TC_CHECK(got == 99, "an ordinary wildcard receive got %d, not the ordinary message", got);
+        TC_MPI(MPI_Recv(NULL, 0, MPI_DATATYPE_NULL, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        TC_MPI(MPI_Precv_init(buf, 1, 1, MPI_INT, peer, 5, MPI_COMM_WORLD, MPI_INFO_NULL, &req));
+        buf[0] = -1;
+        TC_MPI(MPI_Start(&req));
+    }
+    TC_MPI(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    if (!sender)
+        TC_CHECK(buf[0] == 4242, "the partitioned receive got %d", buf[0]);
     TC_MPI(MPI_Request_free(&req));
     return tc_finalize();
 }
