@@ -90,6 +90,30 @@ int main(int argc, char **argv)
         EXPECT(MPI_Comm_size(MPI_COMM_NULL, &r), MPI_ERR_COMM);
     }
 
+    /* NULL output arguments are MPI_ERR_ARG, checked before anything else (MPICH's
+     * errors/datatype and errors/group *_nullarg tests). */
+    {
+        MPI_Aint a;
+        MPI_Count c;
+        MPI_Group wg;
+        int range[1][3] = {{tc_size, tc_size + 5, 1}}; /* out of range too: the NULL wins */
+        EXPECT(MPI_Type_get_extent(MPI_INT, &a, NULL), MPI_ERR_ARG);
+        EXPECT(MPI_Type_get_true_extent(MPI_INT, NULL, &a), MPI_ERR_ARG);
+        EXPECT(MPI_Type_size_x(MPI_INT, NULL), MPI_ERR_ARG);
+        EXPECT(MPI_Type_get_extent_x(MPI_INT, &c, NULL), MPI_ERR_ARG);
+        TC_MPI(MPI_Comm_group(w, &wg));
+        EXPECT(MPI_Group_range_excl(wg, 1, range, NULL), MPI_ERR_ARG);
+        EXPECT(MPI_Group_range_incl(wg, 1, range, NULL), MPI_ERR_ARG);
+        TC_MPI(MPI_Group_free(&wg));
+    }
+    /* A Cart_create that fails leaves MPI_COMM_NULL (errors/topo/cartsmall). */
+    {
+        int dims[2] = {tc_size + 1, tc_size + 1}, periods[2] = {0, 0};
+        MPI_Comm cart = w;
+        EXPECT(MPI_Cart_create(w, 2, dims, periods, 0, &cart), MPI_ERR_TOPOLOGY);
+        TC_CHECK(cart == MPI_COMM_NULL, "a failed MPI_Cart_create left a communicator");
+    }
+
     /* Datatypes. */
     EXPECT(MPI_Send(ibuf, 1, MPI_DATATYPE_NULL, 0, 0, w), MPI_ERR_TYPE);
     EXPECT(MPI_Recv(ibuf, 1, MPI_DATATYPE_NULL, 0, 0, w, &st), MPI_ERR_TYPE);

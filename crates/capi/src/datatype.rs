@@ -822,6 +822,12 @@ unsafe fn size_impl(func: &str, t: MPI_Datatype, out: &mut i64) -> c_int {
     })
 }
 
+/// MPI_ERR_ARG for a NULL output argument of a call without a communicator (raised on the
+/// handler of such errors, MPI_COMM_WORLD's), before anything is looked up.
+fn null_arg(func: &str, what: &str) -> c_int {
+    api(func, None, |_| Err(err(ErrorClass::Arg, format!("{what} is NULL"))))
+}
+
 unsafe fn extent_impl(func: &str, t: MPI_Datatype, truth: bool, lb: &mut i64, extent: &mut i64) -> c_int {
     if let Some(d) = predefined_unlocked(t) {
         if crate::global::PHASE.load(std::sync::atomic::Ordering::Acquire) == crate::global::PHASE_LIVE {
@@ -1032,6 +1038,9 @@ mpi_api! {
     }
 
     fn Type_size(datatype: MPI_Datatype, size: *mut c_int) -> c_int {
+        if size.is_null() {
+            return null_arg("MPI_Type_size", "size");
+        }
         let mut s = 0;
         let rc = size_impl("MPI_Type_size", datatype, &mut s);
         if rc == abi::MPI_SUCCESS && !size.is_null() {
@@ -1040,6 +1049,9 @@ mpi_api! {
         rc
     }
     fn Type_size_c(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+        if size.is_null() {
+            return null_arg("MPI_Type_size_c", "size");
+        }
         let mut s = 0;
         let rc = size_impl("MPI_Type_size_c", datatype, &mut s);
         if rc == abi::MPI_SUCCESS && !size.is_null() {
@@ -1048,6 +1060,9 @@ mpi_api! {
         rc
     }
     fn Type_size_x(datatype: MPI_Datatype, size: *mut MPI_Count) -> c_int {
+        if size.is_null() {
+            return null_arg("MPI_Type_size_x", "size");
+        }
         let mut s = 0;
         let rc = size_impl("MPI_Type_size_x", datatype, &mut s);
         if rc == abi::MPI_SUCCESS && !size.is_null() {
@@ -1056,6 +1071,9 @@ mpi_api! {
         rc
     }
     fn Type_get_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent: *mut MPI_Aint) -> c_int {
+        if lb.is_null() || extent.is_null() {
+            return null_arg("MPI_Type_get_extent", "lb or extent");
+        }
         let (mut l, mut e) = (0, 0);
         let rc = extent_impl("MPI_Type_get_extent", datatype, false, &mut l, &mut e);
         if rc == abi::MPI_SUCCESS && !lb.is_null() && !extent.is_null() {
@@ -1065,6 +1083,9 @@ mpi_api! {
         rc
     }
     fn Type_get_extent_c(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
+        if lb.is_null() || extent.is_null() {
+            return null_arg("MPI_Type_get_extent_c", "lb or extent");
+        }
         let (mut l, mut e) = (0, 0);
         let rc = extent_impl("MPI_Type_get_extent_c", datatype, false, &mut l, &mut e);
         if rc == abi::MPI_SUCCESS && !lb.is_null() && !extent.is_null() {
@@ -1074,6 +1095,9 @@ mpi_api! {
         rc
     }
     fn Type_get_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
+        if lb.is_null() || extent.is_null() {
+            return null_arg("MPI_Type_get_extent_x", "lb or extent");
+        }
         let (mut l, mut e) = (0, 0);
         let rc = extent_impl("MPI_Type_get_extent_x", datatype, false, &mut l, &mut e);
         if rc == abi::MPI_SUCCESS && !lb.is_null() && !extent.is_null() {
@@ -1083,6 +1107,9 @@ mpi_api! {
         rc
     }
     fn Type_get_true_extent(datatype: MPI_Datatype, lb: *mut MPI_Aint, extent: *mut MPI_Aint) -> c_int {
+        if lb.is_null() || extent.is_null() {
+            return null_arg("MPI_Type_get_true_extent", "lb or extent");
+        }
         let (mut l, mut e) = (0, 0);
         let rc = extent_impl("MPI_Type_get_true_extent", datatype, true, &mut l, &mut e);
         if rc == abi::MPI_SUCCESS && !lb.is_null() && !extent.is_null() {
@@ -1092,6 +1119,9 @@ mpi_api! {
         rc
     }
     fn Type_get_true_extent_c(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
+        if lb.is_null() || extent.is_null() {
+            return null_arg("MPI_Type_get_true_extent_c", "lb or extent");
+        }
         let (mut l, mut e) = (0, 0);
         let rc = extent_impl("MPI_Type_get_true_extent_c", datatype, true, &mut l, &mut e);
         if rc == abi::MPI_SUCCESS && !lb.is_null() && !extent.is_null() {
@@ -1101,6 +1131,9 @@ mpi_api! {
         rc
     }
     fn Type_get_true_extent_x(datatype: MPI_Datatype, lb: *mut MPI_Count, extent: *mut MPI_Count) -> c_int {
+        if lb.is_null() || extent.is_null() {
+            return null_arg("MPI_Type_get_true_extent_x", "lb or extent");
+        }
         let (mut l, mut e) = (0, 0);
         let rc = extent_impl("MPI_Type_get_true_extent_x", datatype, true, &mut l, &mut e);
         if rc == abi::MPI_SUCCESS && !lb.is_null() && !extent.is_null() {
@@ -1401,6 +1434,9 @@ mpi_api! {
         PMPI_Get_address(location, address)
     }
     fn Type_extent(datatype: MPI_Datatype, extent: *mut MPI_Aint) -> c_int {
+        if extent.is_null() {
+            return null_arg("MPI_Type_extent", "extent");
+        }
         let (mut l, mut e) = (0, 0);
         let rc = extent_impl("MPI_Type_extent", datatype, false, &mut l, &mut e);
         if rc == abi::MPI_SUCCESS && !extent.is_null() {
@@ -1409,6 +1445,9 @@ mpi_api! {
         rc
     }
     fn Type_lb(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
+        if displacement.is_null() {
+            return null_arg("MPI_Type_lb", "displacement");
+        }
         let (mut l, mut e) = (0, 0);
         let rc = extent_impl("MPI_Type_lb", datatype, false, &mut l, &mut e);
         if rc == abi::MPI_SUCCESS && !displacement.is_null() {
@@ -1417,6 +1456,9 @@ mpi_api! {
         rc
     }
     fn Type_ub(datatype: MPI_Datatype, displacement: *mut MPI_Aint) -> c_int {
+        if displacement.is_null() {
+            return null_arg("MPI_Type_ub", "displacement");
+        }
         let (mut l, mut e) = (0, 0);
         let rc = extent_impl("MPI_Type_ub", datatype, false, &mut l, &mut e);
         if rc == abi::MPI_SUCCESS && !displacement.is_null() {

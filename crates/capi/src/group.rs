@@ -176,6 +176,10 @@ mpi_api! {
 
     fn Group_range_incl(group: MPI_Group, n: c_int, ranges: *mut [c_int; 3], newgroup: *mut MPI_Group) -> c_int {
         api("MPI_Group_range_incl", None, |g| {
+            // Argument checks before the ranges' (as MPICH orders them).
+            if newgroup.is_null() {
+                return Err(err(ErrorClass::Arg, "newgroup pointer is NULL"));
+            }
             let m = group_of(g, group)?;
             let r = ranges_slice(ranges, n)?;
             let out = group::range_incl(&m, r)?;
@@ -185,6 +189,10 @@ mpi_api! {
 
     fn Group_range_excl(group: MPI_Group, n: c_int, ranges: *mut [c_int; 3], newgroup: *mut MPI_Group) -> c_int {
         api("MPI_Group_range_excl", None, |g| {
+            // Argument checks before the ranges' (as MPICH orders them).
+            if newgroup.is_null() {
+                return Err(err(ErrorClass::Arg, "newgroup pointer is NULL"));
+            }
             let m = group_of(g, group)?;
             let r = ranges_slice(ranges, n)?;
             let out = group::range_excl(&m, r)?;

@@ -966,7 +966,11 @@ fn target_of(w: &Win, rank: c_int, disp: MPI_Aint, count: i64, ty: &TypeRef) -> 
 
 /// Check that the window has an epoch open towards `rank`.
 fn check_epoch(w: &Win, rank: c_int) -> R<()> {
-    let r = rank as usize;
+    // The rank first: a bad rank is MPI_ERR_RANK whatever the epoch.
+    let r = usize::try_from(rank)
+        .ok()
+        .filter(|&r| r < w.peers.len())
+        .ok_or_else(|| err(ErrorClass::Rank, format!("target rank {rank} is not in the window (size {})", w.peers.len())))?;
     if w.fence_epoch || w.lock_all || w.holds(r) || w.access.as_ref().is_some_and(|a| a.contains(&r)) {
         Ok(())
     } else {
@@ -1456,6 +1460,17 @@ unsafe fn mapped_fast(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, o
     })
 }
 
+/// Whether MPI_Compare_and_swap takes `t`: a predefined C or Fortran integer, logical,
+/// multi-language (MPI_AINT, MPI_OFFSET, MPI_COUNT) or byte type, as the standard lists;
+/// not a floating-point, complex or derived one.
+fn cas_type_ok(t: MPI_Datatype) -> bool {
+    match crate::op::predef_elem(t as usize) {
+        Some(Elem::Num(n)) => !n.is_float(),
+        Some(Elem::Bool(_) | Elem::Byte) => true,
+        _ => false,
+    }
+}
+
 /// What an accumulate-class call does at the target.
 #[derive(Clone, Copy)]
 enum AccKind {
@@ -1827,6 +1842,7 @@ mpi_api! {
     fn Compare_and_swap(origin_addr: *const c_void, compare_addr: *const c_void, result_addr: *mut c_void, datatype: MPI_Datatype,
                         target_rank: c_int, target_disp: MPI_Aint, win: MPI_Win) -> c_int {
         if !result_addr.is_null() && !compare_addr.is_null() && !origin_addr.is_null()
+            && cas_type_ok(datatype)
             && acc_fast(win, target_rank, target_disp, origin_addr as *const u8, result_addr as *mut u8, 1, datatype, AccKind::Swap { compare: compare_addr as *const u8 })
         {
             crate::rma_net::progress_if_serving();
@@ -1837,8 +1853,8 @@ mpi_api! {
                 return Ok(());
             }
             let t = types(datatype, datatype)?.0;
-            if !t.predefined {
-                return Err(err(ErrorClass::Type, "compare-and-swap takes a predefined datatype"));
+            if !cas_type_ok(datatype) {
+                return Err(err(ErrorClass::Type, format!("compare-and-swap takes a predefined integer, logical or byte datatype, not {}", t.name)));
             }
             let n = t.size;
             let new = std::slice::from_raw_parts(origin_addr as *const u8, n).to_vec();
@@ -2215,12 +2231,13 @@ mpi_api! {
                 if w.holds(r) || w.lock_all {
                     return Err(err(ErrorClass::RmaSync, format!("target {rank} is already locked by this process")));
                 }
-                let was_fence = w.fence_epoch;
-                if w.fence_epoch || w.access.is_some() {
-                    // A fence epoch ends at the next fence; a lock may follow a fence that
-                    // opened none, so only a post/start epoch conflicts.
-                    w.fence_epoch = false;
+                if w.access.is_some() {
+                    return Err(err(ErrorClass::RmaSync, "MPI_Win_lock inside an access epoch of MPI_Win_start (complete it first)"));
                 }
+                // A fence epoch ends at the next fence; a lock may follow a fence that
+                // opened none, so only a post/start epoch conflicts.
+                let was_fence = w.fence_epoch;
+                w.fence_epoch = false;
                 let far = w.peers[r].remote;
                 if take && !far {
                     acquire(w, r, lock_type);
@@ -2499,7 +2516,7 @@ fn flush_net(win: MPI_Win, only: Option<&[usize]>) -> R<()> {
 fn lock_fast(win: MPI_Win, rank: c_int, exclusive: bool) -> bool {
     with_fast(win, |f| {
         let Some(r) = usize::try_from(rank).ok().filter(|&r| r < f.held.len()) else { return false };
-        if f.spans_hosts || f.all_open.load(Ordering::Relaxed) || f.locked[r].load(Ordering::Relaxed) || f.held(r) {
+        if f.spans_hosts || f.all_open.load(Ordering::Relaxed) || f.open[r].load(Ordering::Relaxed) || f.locked[r].load(Ordering::Relaxed) || f.held(r) {
             return false;
         }
         let word = f.lock_word(r);

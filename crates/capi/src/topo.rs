@@ -283,6 +283,8 @@ mpi_api! {
             if comm_cart.is_null() {
                 return Err(err(ErrorClass::Arg, "comm_cart pointer is NULL"));
             }
+            // A call that fails leaves MPI_COMM_NULL, as MPICH does.
+            *comm_cart = abi::MPI_COMM_NULL as MPI_Comm;
             let d = ints(dims, ndims as usize, "dims")?;
             let p: Vec<bool> = ints(periods, ndims as usize, "periods")?.iter().map(|&x| x != 0).collect();
             let n = g.eng.cart_create(h, d, &p)?;

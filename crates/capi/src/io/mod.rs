@@ -801,7 +801,9 @@ fn call_handler(mut guard: MutexGuard<'static, Option<global::Global>>, handler:
                 let f2: FileErrhFn = std::mem::transmute::<usize, FileErrhFn>(func);
                 f2(&mut f, &mut c);
             }
-            code
+            // The call returns the code as the handler left it (a handler may clear it, as
+            // MPICH's errors/io/fileerrret expects).
+            c
         }
         _ => {
             let rank = g.eng.rank;
