@@ -117,10 +117,16 @@ impl Engine {
     /// MPI_Send in every mode but buffered (which the caller handles), through a request:
     /// returns once the send buffer may be reused. Callers try [`Engine::send_contig`] first.
     pub fn send(&mut self, spec: SendSpec) -> MpiResult<()> {
+        let dest = spec.dest;
         let h = self.isend(spec)?;
         let r = self.wait(h);
         self.release(h);
-        r.map(|_| ())
+        // A send that ended without delivering (its destination failed, its communicator
+        // was revoked) says so in its status: the call fails with that class.
+        match r?.error {
+            None => Ok(()),
+            Some(class) => Err(MpiError::new(class, format!("the send to rank {dest} did not complete ({class:?})"))),
+        }
     }
 
     /// Standard-mode send of `len` contiguous bytes at `buf` straight to the path, if it is

@@ -120,6 +120,7 @@ poll_case bcast_dead 16
 poll_case reduce_dead 5
 poll_case fence_dead 3
 poll_case fence_dead 4
+poll_case send_dead 3
 
 # relaunch_case PATH: `--on-failure relaunch` starts the killed rank again; the new
 # incarnation exchanges messages with the survivors (relaunch.c) and the job ends with 0.
