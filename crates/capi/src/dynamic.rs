@@ -149,8 +149,10 @@ mpi_api! {
     }
     fn Comm_accept(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
         let mut meeting = Meeting::default();
+        let mut at_root = false;
         let rc = api_blocking("MPI_Comm_accept", |_| Some(comm as usize), |c| {
             let Some(me) = root_check(c.g(), comm, root, newcomm)? else { return Ok(()) };
+            at_root = true;
             let port = parse_port(port_name)?;
             if port.owner != me || !open_ports().contains(&port.id) {
                 return Err(MpiError::new(ErrorClass::Port, "the port was not opened by this process, or was closed"));
@@ -179,14 +181,19 @@ mpi_api! {
         });
         if rc != abi::MPI_SUCCESS {
             drop_meeting(&meeting);
+            if at_root {
+                announce_failure(comm, root, newcomm);
+            }
             return rc;
         }
         meet("MPI_Comm_accept", comm, root, &mut meeting, newcomm)
     }
     fn Comm_connect(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
         let mut meeting = Meeting::default();
+        let mut at_root = false;
         let rc = api_blocking("MPI_Comm_connect", |_| Some(comm as usize), |c| {
             let Some(me) = root_check(c.g(), comm, root, newcomm)? else { return Ok(()) };
+            at_root = true;
             let port = parse_port(port_name)?;
             let ch = c.g().eng.port_channel(port.owner)?;
             meeting.channel = Some(ch);
@@ -204,6 +211,9 @@ mpi_api! {
         });
         if rc != abi::MPI_SUCCESS {
             drop_meeting(&meeting);
+            if at_root {
+                announce_failure(comm, root, newcomm);
+            }
             return rc;
         }
         meet("MPI_Comm_connect", comm, root, &mut meeting, newcomm)
@@ -588,12 +598,35 @@ fn drop_meeting(m: &Meeting) {
 
 /// The roots met: every member learns the port number, and both groups build the
 /// intercommunicator, the roots talking over their channel.
+/// What the root of accept/connect broadcasts instead of the peer and port when its part
+/// failed (a bad port name, a closed port): the others fail too instead of waiting.
+const MEETING_FAILED: [u32; 2] = [u32::MAX, u32::MAX];
+
+/// The root's part of accept/connect failed: tell the other ranks (they wait in `meet`),
+/// and leave MPI_COMM_NULL.
+unsafe fn announce_failure(comm: MPI_Comm, root: c_int, newcomm: *mut MPI_Comm) {
+    if !newcomm.is_null() {
+        *newcomm = abi::MPI_COMM_NULL as MPI_Comm;
+    }
+    let mut failed = MEETING_FAILED;
+    if crate::coll::PMPI_Bcast(failed.as_mut_ptr() as *mut c_void, 2, abi::MPI_INT as _, root, comm) != abi::MPI_SUCCESS {
+        tracing::debug!("accept/connect: telling the other ranks that the root failed did not work");
+    }
+}
+
 unsafe fn meet(func: &str, comm: MPI_Comm, root: c_int, meeting: &mut Meeting, newcomm: *mut MPI_Comm) -> c_int {
     let rc = crate::coll::PMPI_Bcast(meeting.peer_tag.as_mut_ptr() as *mut c_void, 2, abi::MPI_INT as _, root, comm);
     if rc != abi::MPI_SUCCESS {
         tracing::debug!("{func}: broadcasting the port number failed");
         drop_meeting(meeting);
         return rc;
+    }
+    if meeting.peer_tag == MEETING_FAILED {
+        drop_meeting(meeting);
+        if !newcomm.is_null() {
+            *newcomm = abi::MPI_COMM_NULL as MPI_Comm;
+        }
+        return api(func, Some(comm as usize), |_| Err(MpiError::new(ErrorClass::Port, format!("the root (rank {root}) could not make the connection"))));
     }
     // Only the root's peer communicator matters; elsewhere MPI_COMM_NULL is ignored.
     let peer = meeting.channel.map_or(abi::MPI_COMM_NULL as MPI_Comm, |h| h.0 as MPI_Comm);

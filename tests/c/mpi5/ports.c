@@ -3,7 +3,8 @@
  * the other ranks connect as one group, then the roles turn round (rank 1 opens the port,
  * its group accepts); a message goes through each intercommunicator both ways and its
  * sizes are checked. Then the port is published under a name, looked up and unpublished,
- * and ranks 0 and 1 join over a TCP socket on the loopback interface (MPI_Comm_join). */
+ * and ranks 0 and 1 join over a TCP socket on the loopback interface (MPI_Comm_join). A
+ * connect to a bogus port name fails on every rank. */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -125,5 +126,19 @@ int main(int argc, char **argv)
         close(fd);
     }
     TC_MPI(MPI_Comm_free(&rest));
+
+    /* A port name that is not ours (MPICH's errors/spawn/badport): the root's connect fails
+     * with MPI_ERR_PORT and the other ranks fail too instead of waiting for it, every rank
+     * left with MPI_COMM_NULL. */
+    {
+        MPI_Comm bad = MPI_COMM_WORLD;
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        int rc = MPI_Comm_connect((char *)"myhost:27", MPI_INFO_NULL, 0, MPI_COMM_WORLD, &bad);
+        int cls = -1;
+        MPI_Error_class(rc, &cls);
+        TC_CHECK(cls == MPI_ERR_PORT, "connect to a bogus port: class %d, want MPI_ERR_PORT", cls);
+        TC_CHECK(bad == MPI_COMM_NULL, "a failed connect left a communicator");
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    }
     return tc_finalize();
 }
