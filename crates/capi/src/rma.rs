@@ -1384,7 +1384,9 @@ unsafe fn direct(win: MPI_Win, rank: c_int, disp: MPI_Aint, buf: *mut u8, len: u
             return Ok(true);
         }
         if let (false, Some(m)) = (peer.local, &f.mail) {
-            if f.locked[r].load(Ordering::Relaxed) && m.transfer(r, peer.pid, start, buf, len, write, &cma_move)? {
+            // Lock epochs, and fence epochs for what is too large to stage (fence drains).
+            let epoch = f.locked[r].load(Ordering::Relaxed) || f.stage_ok.load(Ordering::Relaxed);
+            if epoch && m.transfer(r, peer.pid, start, buf, len, write, &cma_move)? {
                 return Ok(true);
             }
         }
@@ -1948,6 +1950,10 @@ struct ShmBarrier {
     members: usize,
     /// The sense this barrier completes with (the member's previous one, flipped).
     sense: u32,
+    /// The window's mailboxes (MPI_Win_create): a member waiting at the fence applies what
+    /// origins of the closing epoch still post to it (every few polls, not only at the
+    /// rounds of progress).
+    mail: Option<Arc<crate::rma_mail::Mail>>,
 }
 
 impl ShmBarrier {
@@ -1991,10 +1997,15 @@ impl ShmBarrier {
         // millisecond for the progress), each followed by yielding rounds again.
         let mut rounds = 0u32;
         loop {
-            for _ in 0..64 {
+            for i in 0..64 {
                 let r = released.load(Ordering::Acquire);
                 if r & 1 == self.sense {
                     return Ok(r & 2 != 0);
+                }
+                if i % 8 == 0 {
+                    if let Some(m) = &self.mail {
+                        m.serve();
+                    }
                 }
                 std::hint::spin_loop();
             }
@@ -2061,6 +2072,9 @@ mpi_api! {
     fn Win_fence(assert: c_int, win: MPI_Win) -> c_int {
         win_api("MPI_Win_fence", win, || {
             check_assert(assert)?;
+            // Puts of the closing epoch waiting in mailboxes are applied before this member
+            // arrives (the barrier then orders them before every member's next epoch).
+            mail_drain(win, None)?;
             let (comm, local) = with_win(win, |w| {
                 if w.access.is_some() || w.exposure.is_some() || w.any_lock() || w.lock_all {
                     return Err(err(ErrorClass::RmaSync, "MPI_Win_fence inside a post/start or lock epoch"));
@@ -2072,7 +2086,7 @@ mpi_api! {
                 if w.net.is_none() {
                     w.fence_sense ^= 1;
                     w.fences = w.fences.wrapping_add(1);
-                    let local = ShmBarrier { ctl: w.ctl.addr, members: w.peers.len(), sense: w.fence_sense };
+                    let local = ShmBarrier { ctl: w.ctl.addr, members: w.peers.len(), sense: w.fence_sense, mail: w.fast.mail.clone() };
                     w.fence_epoch = assert & abi::MPI_MODE_NOSUCCEED == 0;
                     let half = w.fences % 2;
                     if w.fast.stage != 0 {
@@ -2096,7 +2110,7 @@ mpi_api! {
                     fast.apply_inbox(me, half ^ 1);
                     let second = with_win(win, |w| {
                         w.fence_sense ^= 1;
-                        Ok(ShmBarrier { ctl: w.ctl.addr, members: w.peers.len(), sense: w.fence_sense })
+                        Ok(ShmBarrier { ctl: w.ctl.addr, members: w.peers.len(), sense: w.fence_sense, mail: None })
                     })?;
                     second.wait(comm, false)?;
                     fast.finish_gets();
