@@ -485,18 +485,16 @@ impl Mail {
 mod tests {
     use super::*;
 
-    /// A seeded generator (splitmix64): a failing seed replays.
-    struct Rng(u64);
+    use rand::{Rng as _, SeedableRng};
+
+    /// A seeded generator: a failing seed replays.
+    struct Rng(rand_chacha::ChaCha8Rng);
     impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
+        fn new(seed: u64) -> Rng {
+            Rng(rand_chacha::ChaCha8Rng::seed_from_u64(seed))
         }
         fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
+            self.0.gen_range(0..n)
         }
     }
 
@@ -506,7 +504,7 @@ mod tests {
     /// written while its record is not done; at the end every record was applied exactly
     /// once with its own bytes, and every get saw the data of the put before it.
     fn run(seed: u64, ops: u32, claims: bool) {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let mut mem = vec![0u64; RING / 8 + 1];
         let ring = Ring::at(mem.as_mut_ptr() as usize);
         // The target's memory: one word per record index, written by puts.
