@@ -3,7 +3,8 @@
  * the communicator usable: MPI_ERR_ROOT, MPI_ERR_COUNT, MPI_ERR_TYPE, MPI_ERR_OP (null op,
  * op not defined for the type, freeing a predefined op), MPI_ERR_BUFFER (aliased buffers,
  * MPI_IN_PLACE where not allowed, NULL data), MPI_ERR_COMM, MPI_ERR_ARG (NULL request).
- * Every rank makes the same mistakes, so no rank waits for another.
+ * Every rank makes the same mistakes, so no rank waits for another; except one broadcast whose
+ * non-roots pass a smaller count than the root: no rank may hang.
  */
 #include "ct.h"
 
@@ -70,6 +71,16 @@ int main(int argc, char **argv)
     expect(MPI_Bcast(a, 1, MPI_INT, 0, MPI_COMM_NULL), MPI_ERR_COMM, "Bcast MPI_COMM_NULL");
     expect(MPI_Ibarrier(MPI_COMM_WORLD, NULL), MPI_ERR_ARG, "Ibarrier NULL request");
     expect(MPI_Op_create(NULL, 1, &sum), MPI_ERR_ARG, "Op_create NULL function");
+    /* A broadcast whose non-roots pass a smaller count than the root (erroneous; MPICH's
+     * errors/coll/bcastlength): no rank hangs, the root's children report MPI_ERR_TRUNCATE
+     * (a rank passes on what it holds before it returns the error; its subtree waited
+     * forever before), and all still agree afterwards. */
+    if (n > 1) {
+        int rc = MPI_Bcast(a, ct_rank == 0 ? 4 : 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (ct_rank == 1)
+            expect(rc, MPI_ERR_TRUNCATE, "Bcast of 4 ints into 1 at the root's first child");
+        CT_MPI(MPI_Barrier(MPI_COMM_WORLD));
+    }
     /* still usable */
     a[0] = ct_rank;
     CT_MPI(MPI_Allreduce(a, b, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));

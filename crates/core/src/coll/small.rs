@@ -51,9 +51,16 @@ impl Engine {
         let tag = tag_of(self.next_tag(pctx), false, 0);
         let vr = (rank - root + size) % size;
         let mut mask = 1;
+        // A truncated receive (this rank's count is smaller than the root's: an erroneous
+        // call) is reported after this rank passed on what it holds: its subtree would wait
+        // forever otherwise.
+        let mut received = Ok(());
         while mask < size {
             if vr & mask != 0 {
-                self.small_recv(comm, ctx, (rank - mask + size) % size, tag, b.ptr, b.count, &b.dtype)?;
+                match self.small_recv(comm, ctx, (rank - mask + size) % size, tag, b.ptr, b.count, &b.dtype) {
+                    Err(e) if e.class == ErrorClass::Truncate => received = Err(e),
+                    other => other?,
+                }
                 break;
             }
             mask <<= 1;
@@ -67,6 +74,7 @@ impl Engine {
             mask >>= 1;
         }
         self.small_wait_all(pending)?;
+        received?;
         Ok(true)
     }
 
