@@ -17,7 +17,8 @@
 //! Transfers to members of this host complete when the call returns (except small puts and
 //! gets of fence epochs on MPI_Win_create windows within one host, staged in the target's
 //! inbox and applied at the closing fence: `STAGE_INBOX`; and puts of lock epochs on such
-//! windows, posted to the target's mailbox and completed by flush or unlock: `rma_mail`);
+//! windows, and larger ones of fence epochs, posted to the target's mailbox and completed by
+//! flush, unlock or fence: `rma_mail`);
 //! synchronization calls order them,
 //! and flush what went to other hosts: fence is a barrier in the control segment within one
 //! host (`ShmBarrier`), a flush, a memory fence and a message-based barrier across hosts;
@@ -231,7 +232,8 @@ struct Fast {
     staged: AtomicBool,
     /// Gets staged in the open epoch: record data address, origin buffer, length.
     staged_gets: Mutex<Vec<(usize, usize, usize)>>,
-    /// Mailboxes of passive-target epochs (MPI_Win_create within one host; `rma_mail`).
+    /// Mailboxes of lock epochs and of fence-epoch transfers too large to stage
+    /// (MPI_Win_create within one host; `rma_mail`).
     mail: Option<Arc<crate::rma_mail::Mail>>,
     freed: AtomicBool,
 }
@@ -2456,13 +2458,9 @@ fn flush_fast(rank: Option<c_int>, win: MPI_Win) -> bool {
 #[inline(never)]
 fn flush(func: &str, rank: Option<c_int>, win: MPI_Win) -> c_int {
     win_api(func, win, || {
-        match rank {
-            Some(r) => {
-                if let Ok(r) = usize::try_from(r) {
-                    mail_drain(win, Some(r))?;
-                }
-            }
-            None => mail_drain(win, None)?,
+        // (A negative rank drains nothing: MPI_PROC_NULL, or an error reported below.)
+        if rank.is_none_or(|r| r >= 0) {
+            mail_drain(win, rank.map(|r| r as usize))?;
         }
         let local_only = with_fast(win, |f| {
             let ok = match rank {

@@ -227,8 +227,6 @@ struct Outbox {
 struct Out {
     /// Index of the next record.
     head: u32,
-    /// Records below this index are done.
-    done: u32,
     /// Operations left to send by the system call after a claim.
     skip: u32,
 }
@@ -320,14 +318,11 @@ impl Mail {
                 applied += 1;
             }
         }
-        let moved = applied > 0;
-        if moved {
-            self.served_at.store(clock().max(1), Ordering::Relaxed);
-        }
         if applied > 0 {
+            self.served_at.store(clock().max(1), Ordering::Relaxed);
             self.applied(self.me).fetch_add(applied, Ordering::Relaxed);
         }
-        moved
+        applied > 0
     }
 
     /// Whether this member applied a record within `AWAKE_FOR`.
@@ -418,14 +413,13 @@ impl Mail {
             }
             let mut out = ob.st.lock().unwrap_or_else(|p| p.into_inner());
             let ring = self.ring(self.me, t);
-            // Records more than a ring behind the head are done (their slots were reused).
-            let behind = out.head.wrapping_sub(out.done).min(SLOTS);
-            let mut i = out.head.wrapping_sub(behind);
+            // Records more than a ring behind the head are done (their slots were reused);
+            // those before the first lap read as done (lap 0).
+            let mut i = out.head.wrapping_sub(SLOTS);
             while i != out.head {
                 self.wait(&ring, t, i, pid_of(t), &mut out, mover)?;
                 i = i.wrapping_add(1);
             }
-            out.done = out.head;
             ob.pending.store(false, Ordering::Relaxed);
         }
         Ok(())
