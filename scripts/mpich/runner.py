@@ -875,6 +875,14 @@ def on_signal(signum, _frame):
     raise SystemExit("interrupted by signal %d" % signum)
 
 
+# Testlist settings in MPICH's vocabulary whose counterpart in ours has the same meaning and
+# unit: both are set (the other MPI ignores the name it does not know).
+OUR_NAMES = {
+    "MPIR_CVAR_CH3_COMM_CONNECT_TIMEOUT": "STEADFAST_CONNECT_TIMEOUT",
+    "MPIR_CVAR_CH4_COMM_CONNECT_TIMEOUT": "STEADFAST_CONNECT_TIMEOUT",
+}
+
+
 def run_test(e, exe_dir, mpiexec, np_arg, timeout, pass_mpiexecargs, maxnp):
     np_ = e["np"]
     if maxnp and np_ > maxnp:
@@ -888,6 +896,8 @@ def run_test(e, exe_dir, mpiexec, np_arg, timeout, pass_mpiexecargs, maxnp):
     for kv in e["envs"]:
         k, _, v = kv.partition("=")
         env[k] = v
+        if k in OUR_NAMES:
+            env[OUR_NAMES[k]] = v
     env["MPIEXEC_TIMEOUT"] = str(int(-(-timeout // 1)))  # Hydra accepts whole seconds only
     env["MPICH_TESTS_RUN_ID"] = marker
     # Like runtests, the limit goes to the launcher as MPIEXEC_TIMEOUT (init/timeout checks that

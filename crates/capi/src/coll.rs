@@ -141,6 +141,20 @@ fn no_alias(send: *const c_void, recv: *const c_void, bytes: usize) -> Result<()
     Ok(())
 }
 
+/// MPI forbids the send and receive buffers of a collective to overlap (MPI_IN_PLACE is the
+/// way to share them). Checked on the bytes each side spans where both types are
+/// contiguous (e.g. a send block inside an allgather's receive buffer), else as equality.
+fn no_overlap(send: *const c_void, send_bytes: usize, send_contig: bool, recv: *const c_void, recv_bytes: usize, recv_contig: bool) -> Result<(), MpiError> {
+    if !(send_contig && recv_contig) {
+        return no_alias(send, recv, send_bytes.min(recv_bytes));
+    }
+    let (s, r) = (send as usize, recv as usize);
+    if send_bytes > 0 && recv_bytes > 0 && !send.is_null() && !recv.is_null() && s < r.saturating_add(recv_bytes) && r < s.saturating_add(send_bytes) {
+        return Err(err(ErrorClass::Buffer, "the send buffer overlaps the receive buffer (use MPI_IN_PLACE)"));
+    }
+    Ok(())
+}
+
 /// Integer types C passes counts and displacements in.
 trait AsI64: Copy {
     fn as_i64(self) -> i64;
@@ -399,7 +413,8 @@ unsafe fn allgather_impl(
         let send = if in_place(sendbuf) { None } else { Some(typed(g, sendbuf, sendcount, sendtype, "sendbuf")?) };
         let recv = typed(g, recvbuf, recvcount, recvtype, "recvbuf")?;
         if let Some(s) = &send {
-            no_alias(sendbuf, recvbuf, s.dtype.packed_size(s.count))?;
+            let all = recv.dtype.packed_size(recv.count).saturating_mul(c.peers());
+            no_overlap(sendbuf, s.dtype.packed_size(s.count), s.dtype.is_contiguous(), recvbuf, all, recv.dtype.is_contiguous())?;
         }
         let coll = if all_to_all { Coll::Alltoall { send, recv } } else { Coll::Allgather { send, recv } };
         launch(g, c.h, coll, mode)
@@ -425,7 +440,13 @@ unsafe fn allgatherv_impl<C: AsI64, D: AsI64>(
         let send = if in_place(sendbuf) { None } else { Some(typed(g, sendbuf, sendcount, sendtype, "sendbuf")?) };
         let recv = vtyped(g, recvbuf, recvcounts, displs, recvtype, c.peers(), "recvbuf")?;
         if let Some(s) = &send {
-            no_alias(sendbuf, recvbuf, s.dtype.packed_size(s.count))?;
+            // The blocks' span, in elements, when no displacement is negative.
+            let span = recv.counts.iter().zip(&recv.displs).try_fold(0usize, |m, (&n, &d)| usize::try_from(d).ok().map(|d| if n == 0 { m } else { m.max(d.saturating_add(n)) }));
+            let (all, contig) = match span {
+                Some(e) => (recv.dtype.packed_size(1).saturating_mul(e), recv.dtype.is_contiguous()),
+                None => (recv.dtype.packed_size(recv.counts.iter().sum()), false),
+            };
+            no_overlap(sendbuf, s.dtype.packed_size(s.count), s.dtype.is_contiguous(), recvbuf, all, contig)?;
         }
         launch(g, c.h, Coll::Allgatherv { send, recv }, mode)
     })

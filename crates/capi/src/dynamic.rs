@@ -20,6 +20,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use steadfast_core::{ErrorClass, Handle, MpiError};
 use steadfast_runtime::wire::SpawnCmd;
@@ -188,18 +189,30 @@ mpi_api! {
         }
         meet("MPI_Comm_accept", comm, root, &mut meeting, newcomm)
     }
-    fn Comm_connect(port_name: *const c_char, _info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    fn Comm_connect(port_name: *const c_char, info: MPI_Info, root: c_int, comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
         let mut meeting = Meeting::default();
         let mut at_root = false;
         let rc = api_blocking("MPI_Comm_connect", |_| Some(comm as usize), |c| {
             let Some(me) = root_check(c.g(), comm, root, newcomm)? else { return Ok(()) };
             at_root = true;
             let port = parse_port(port_name)?;
+            let timeout = connect_timeout(info)?;
             let ch = c.g().eng.port_channel(port.owner)?;
             meeting.channel = Some(ch);
             let mut buf = [0u8; 4];
             let h = c.g().eng.coll_irecv(ch, 0, TAG_ACCEPT + port.id, &mut buf)?;
             let s = c.g().eng.coll_isend(ch, 0, TAG_CONNECT + port.id, &me.to_le_bytes())?;
+            let answered = match timeout {
+                Some(t) => {
+                    let deadline = Instant::now() + t;
+                    c.until(|e| e.is_complete(h).unwrap_or(true) || Instant::now() >= deadline)?;
+                    c.g().eng.is_complete(h).unwrap_or(true) || !withdraw_request(c, s, h)?
+                }
+                None => true,
+            };
+            if !answered {
+                return Err(MpiError::new(ErrorClass::Port, format!("no MPI_Comm_accept on the port within {} s", timeout.map_or(0, |t| t.as_secs()))));
+            }
             let sent = c.wait(s);
             c.g().eng.release(s);
             let got = c.wait(h);
@@ -527,6 +540,37 @@ const TAG_JOIN: i32 = 0x7ffd_3000;
 
 static NEXT_PORT: AtomicI32 = AtomicI32::new(0);
 static OPEN_PORTS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// How long MPI_Comm_connect waits for an accept: the call's info key `timeout` (seconds),
+/// else STEADFAST_CONNECT_TIMEOUT; None (0) waits forever.
+fn connect_timeout(info: MPI_Info) -> Result<Option<Duration>, MpiError> {
+    let secs = match crate::info::requested_value(info, "timeout") {
+        Some(v) => v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).ok_or_else(|| {
+            MpiError::new(ErrorClass::InfoValue, format!("info key timeout = \"{v}\" is not a number of seconds"))
+        })?,
+        None => steadfast_config::parse_or("STEADFAST_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT, "a number of seconds"),
+    };
+    Ok((secs > 0.0).then(|| Duration::from_secs_f64(secs.min(1e9))))
+}
+
+/// MPI_Comm_connect's time-out in seconds unless configured (MPICH waits as long).
+const DEFAULT_CONNECT_TIMEOUT: f64 = 180.0;
+
+/// A connect timed out: withdraw its request from the port owner. Returns whether it was
+/// withdrawn (no accept took it; the answer receive `h` is cancelled and both requests are
+/// released); false when an accept took it in the meantime, so its answer is on the way.
+fn withdraw_request(c: &mut Call, s: Handle, h: Handle) -> Result<bool, MpiError> {
+    c.g().eng.cancel(s)?;
+    let st = c.wait(s);
+    if !st.as_ref().map_or(false, |st| st.cancelled) {
+        return Ok(false);
+    }
+    c.g().eng.release(s);
+    c.g().eng.cancel(h)?;
+    let _ = c.wait(h);
+    c.g().eng.release(h);
+    Ok(true)
+}
 
 fn open_ports() -> MutexGuard<'static, Vec<i32>> {
     OPEN_PORTS.lock().unwrap_or_else(|p| p.into_inner())

@@ -87,6 +87,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_COLL_CHANNEL_SYNC", Tunable, "half of STEADFAST_COLL_CHANNELS", "broadcasts one synchronization of the channel broadcast releases; 0 means every channel (the paper's delayed synchronization, started only when no channel is free), fewer start it while channels are still free (`docs/chbcast.md`)"),
     v("STEADFAST_COLL_CHANNEL_SLOT", Tunable, "65536", "data bytes one channel holds; larger broadcasts use the tree"),
     v("STEADFAST_COLL_CHANNEL_CRC", Tunable, "1", "0 to write channel broadcast frames without their CRC32C (reliability off; for measuring its cost)"),
+    v("STEADFAST_CONNECT_TIMEOUT", Tunable, "180", "seconds MPI_Comm_connect waits for an MPI_Comm_accept on the port before it fails with MPI_ERR_PORT (the standard's implementation-defined time-out; the info key `timeout` of one call overrides it; 0 waits forever)"),
     v("STEADFAST_RMA_MAILBOX", Tunable, "1", "0 turns off the one-sided mailboxes: puts and gets of lock epochs on MPI_Win_create windows within one host then use a cross-memory system call instead of shared-memory rings the target applies (docs/mpi5.md, \"Mailboxes\")"),
     v("STEADFAST_COLL_SLOTS", Tunable, "1", "0 turns off the slot exchange: Barrier, Allreduce, Allgather, Alltoall and Reduce_scatter of small data on a communicator whose ranks all share memory, each rank writing its contribution once into its slot of a shared segment and reading the others' from theirs"),
     v("STEADFAST_COLL_SLOT_RANKS", Tunable, "16", "largest communicator that uses the slot exchange"),

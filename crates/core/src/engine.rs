@@ -2177,6 +2177,7 @@ impl Engine {
         count: usize,
         dtype: TypeRef,
         err: &mut Option<ErrorClass>,
+        received: &mut u64,
     ) -> MpiResult<Option<Handle>> {
         let ctx = self.comm(c)?.coll_ctx();
         let Some(u) = self.st.take(ctx, src, tag) else {
@@ -2189,6 +2190,7 @@ impl Engine {
                 if truncated {
                     err.get_or_insert(ErrorClass::Truncate);
                 }
+                *received = data.len() as u64;
                 self.st.events += 1;
                 Ok(None)
             }

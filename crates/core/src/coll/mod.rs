@@ -422,6 +422,17 @@ fn bad(class: ErrorClass, msg: impl Into<String>) -> MpiError {
 }
 
 /// Write this rank's part of collective `c` into `s`.
+/// A uniform collective's send block must hold what a receive block holds (the same type
+/// signature on both sides); where this rank's differ, its schedule refuses the call.
+fn refuse_unequal(s: &mut Schedule, send: Option<&Buf>, block: usize) {
+    if let Some(sb) = send {
+        let sent = sb.dtype.packed_size(sb.count);
+        if sent != block {
+            s.refuse(if sent > block { ErrorClass::Truncate } else { ErrorClass::Count });
+        }
+    }
+}
+
 pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult<()> {
     if t.remote.is_some() {
         return inter::build(s, t, c, cfg);
@@ -460,12 +471,18 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
             check_v(send, size, rank == *root)?;
             gather::scatterv(s, rank, size, *root, send, recv.as_ref())
         }
-        Coll::Allgather { send, recv } => gather::allgather(s, rank, size, send.as_ref(), recv, cfg),
+        Coll::Allgather { send, recv } => {
+            refuse_unequal(s, send.as_ref(), recv.dtype.packed_size(recv.count));
+            gather::allgather(s, rank, size, send.as_ref(), recv, cfg)
+        }
         Coll::Allgatherv { send, recv } => {
             check_v(recv, size, true)?;
             gather::allgatherv(s, rank, size, send.as_ref(), recv)
         }
-        Coll::Alltoall { send, recv } => alltoall::alltoall(s, rank, size, send.as_ref(), recv, cfg),
+        Coll::Alltoall { send, recv } => {
+            refuse_unequal(s, send.as_ref(), recv.dtype.packed_size(recv.count));
+            alltoall::alltoall(s, rank, size, send.as_ref(), recv, cfg)
+        }
         Coll::Alltoallv { send, recv } => {
             check_v(recv, size, true)?;
             if let Some(sv) = send {

@@ -83,6 +83,14 @@ pub struct Schedule {
     blocking: bool,
     /// The receive step of the current round left for the slot.
     slot: Option<usize>,
+    /// Every receive must bring exactly the bytes its step expects (on by default: in a
+    /// collective every count follows from the ranks' equal arguments): a short message
+    /// means the ranks' counts differ, an erroneous call reported as MPI_ERR_COUNT.
+    pub(crate) exact: bool,
+    /// A receive of an exact schedule came short or truncated: later sends carry no data,
+    /// so every rank downstream sees the mismatch too instead of taking part of a message
+    /// for the whole.
+    poisoned: bool,
 }
 
 // SAFETY: the raw pointers are application buffers valid for the collective's lifetime (an
@@ -110,6 +118,8 @@ impl Default for Schedule {
             failure_seen: None,
             blocking: false,
             slot: None,
+            exact: true,
+            poisoned: false,
         }
     }
 }
@@ -137,6 +147,32 @@ impl Schedule {
         self.failure_seen = None;
         self.blocking = false;
         self.slot = None;
+        self.exact = true;
+        self.poisoned = false;
+    }
+
+    /// This rank's own arguments make the call erroneous (its send and receive sizes
+    /// differ): it still takes part, but sends no data, so the ranks it sends to fail too
+    /// rather than take a wrong block for a right one, and it reports `class` at the end.
+    pub(crate) fn refuse(&mut self, class: ErrorClass) {
+        self.error.get_or_insert(class);
+        self.poisoned = true;
+    }
+
+    /// Note a receive step's outcome in an exact schedule: a truncated or short message
+    /// is the ranks' disagreement (see [`Schedule::exact`]).
+    fn check_received(&mut self, i: usize, error: Option<ErrorClass>, bytes: u64) {
+        if !self.exact {
+            return;
+        }
+        let Some(Step::Recv { count, dtype, .. }) = self.steps.get(i) else { return };
+        let short = error.is_none() && bytes < dtype.packed_size(*count) as u64;
+        if short {
+            self.error.get_or_insert(ErrorClass::Count);
+        }
+        if short || error == Some(ErrorClass::Truncate) {
+            self.poisoned = true;
+        }
     }
 
     /// A temporary of `bytes` bytes owned by the schedule; its address never changes.
@@ -269,9 +305,10 @@ impl Engine {
                         return Ok(false);
                     }
                 }
-                for (h, i) in s.pending.drain(..).zip(s.pending_step.drain(..)) {
+                for (h, i) in std::mem::take(&mut s.pending).into_iter().zip(std::mem::take(&mut s.pending_step)) {
                     let st = self.status(h)?;
                     self.release(h);
+                    s.check_received(i, st.error, st.bytes);
                     match st.error {
                         Some(ErrorClass::ProcFailed) if s.tolerant && matches!(s.steps[i], Step::Recv { .. }) => {
                             s.missing.push(i);
@@ -360,13 +397,19 @@ impl Engine {
                         }
                         (Step::Recv { peer, local, sub, buf, count, dtype }, 0) => {
                             let tag = tag_of(s.tag_base, *local, *sub);
-                            match self.coll_recv_or_post(s.comm, *peer, tag, *buf, *count, dtype.clone(), &mut s.error)? {
+                            let mut bytes = 0;
+                            match self.coll_recv_or_post(s.comm, *peer, tag, *buf, *count, dtype.clone(), &mut s.error, &mut bytes)? {
                                 Some(h) => h,
-                                None => continue,
+                                None => {
+                                    let e = s.error;
+                                    s.check_received(i, e, bytes);
+                                    continue;
+                                }
                             }
                         }
                         (Step::Send { peer, local, sub, buf, count, dtype }, 1) => {
                             let tag = tag_of(s.tag_base, *local, *sub);
+                            let count = &if s.poisoned { 0 } else { *count };
                             if self.coll_send_now(s.comm, *peer, *local, tag, *buf, *count, dtype)? {
                                 continue;
                             }
@@ -449,6 +492,10 @@ impl Engine {
             self.coll_abort_notify(s.comm, s.tag_base);
         }
         match s.error {
+            Some(ErrorClass::Count) => Err(MpiError::new(
+                ErrorClass::Count,
+                "a message of the collective was shorter than this rank's count: the ranks' counts or type signatures differ",
+            )),
             Some(ErrorClass::Truncate) => Err(MpiError::new(ErrorClass::Truncate, "message truncated: a receive buffer was smaller than the data sent")),
             Some(ErrorClass::ProcFailed) if s.tolerant => {
                 Err(MpiError::new(ErrorClass::ProcFailed, "a member of the communicator failed; the result leaves out its contribution"))
@@ -473,6 +520,7 @@ impl Engine {
                 if let Some(e) = st.error {
                     s.error.get_or_insert(e);
                 }
+                s.check_received(i, st.error, st.bytes);
             }
             None => {
                 let h = self.coll_irecv_typed(s.comm, src, tag, buf, count, dtype)?;

@@ -28,7 +28,7 @@ use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::op::Reduction;
 use crate::slab::Handle;
 
-const MAGIC: u64 = 0x5354_4446_534c_5432; // "STDFSLT2"
+const MAGIC: u64 = 0x5354_4446_534c_5433; // "STDFSLT3"
 const LINE: usize = 64;
 /// Contributions up to this many bytes are copied for repairs once published; larger ones
 /// are answered from the application's buffers, and their writer waits until every rank is
@@ -95,9 +95,15 @@ fn slot_len(ranks: usize, cap: usize) -> usize {
     round_line(data_offset(ranks) + cap)
 }
 
-/// Where a slot's data starts: after the state word and one CRC per rank, 8-byte aligned.
-fn data_offset(ranks: usize) -> usize {
+/// Where a slot's contribution size is: after the state word and one CRC per rank, 8-byte
+/// aligned.
+fn total_offset(ranks: usize) -> usize {
     (8 + 4 * ranks).div_ceil(8) * 8
+}
+
+/// Where a slot's data starts: after its contribution size.
+fn data_offset(ranks: usize) -> usize {
+    total_offset(ranks) + 8
 }
 
 impl Seg {
@@ -129,6 +135,11 @@ impl Seg {
         assert!(j < self.ranks, "part {j} beyond the slot's CRCs");
         // SAFETY: CRC `j` < ranks of the slot's CRC array, 4-byte aligned.
         unsafe { &*self.slot_base(r, p).add(8 + 4 * j).cast::<AtomicU32>() }
+    }
+
+    fn total_word(&self, r: usize, p: usize) -> &AtomicU64 {
+        // SAFETY: the slot's size word, 8-byte aligned (`total_offset`), accessed atomically.
+        unsafe { &*self.slot_base(r, p).add(total_offset(self.ranks)).cast::<AtomicU64>() }
     }
 
     fn data(&self, r: usize, p: usize, off: usize, len: usize) -> *mut u8 {
@@ -202,6 +213,12 @@ impl Board for Seg {
     }
     fn set_crc(&self, r: usize, p: usize, j: usize, crc: u32) {
         self.crc_word(r, p, j).store(crc, Ordering::Relaxed);
+    }
+    fn total(&self, r: usize, p: usize) -> u64 {
+        self.total_word(r, p).load(Ordering::Relaxed)
+    }
+    fn set_total(&self, r: usize, p: usize, bytes: u64) {
+        self.total_word(r, p).store(bytes, Ordering::Relaxed);
     }
     fn repairs(&self, r: usize) -> u64 {
         self.repair_word(r).load(Ordering::Acquire)
@@ -522,6 +539,19 @@ impl Engine {
             );
             d.reported = (c.repairs_served, c.corrupt_detected);
         }
+        // Ranks whose contributions differ in size (their counts differ: an erroneous
+        // call) finished the call without each other's data; the result is not computed.
+        let r = r.and_then(|()| match (&finish, d.ex.mismatch()) {
+            (Finish::Refuse(e), _) => Err(e.clone()),
+            (_, None) => Ok(()),
+            (_, Some(m)) => Err(MpiError::new(
+                if m.theirs > m.mine { ErrorClass::Truncate } else { ErrorClass::Count },
+                format!(
+                    "rank {} contributed {} bytes to the collective, this rank {}: the ranks' counts or type signatures differ",
+                    m.rank, m.theirs, m.mine
+                ),
+            )),
+        });
         let r = r.map(|()| {
             let parts = contribution.parts();
             // SAFETY: as planned (`plan`): the buffers are the application's, valid for the
@@ -691,6 +721,8 @@ impl Contribution {
 /// What follows the exchange on this rank.
 enum Finish {
     Nothing,
+    /// Nothing, and the call fails with this rank's own argument error (see [`refused`]).
+    Refuse(MpiError),
     /// This rank's own part `part` into its receive block at `dst`.
     Own { part: usize, dst: *mut u8 },
     /// Every rank's block from the scratch (this rank's from its part unless in place) into
@@ -705,7 +737,7 @@ impl Finish {
     /// The buffers planned for the call are valid; the call completed.
     unsafe fn run(&self, parts: &[&[u8]]) {
         match self {
-            Finish::Nothing => {}
+            Finish::Nothing | Finish::Refuse(_) => {}
             Finish::Own { part, dst } => {
                 let p = parts[*part];
                 // May be the same memory (an Alltoall in place packs a copy, an Allgather in
@@ -768,7 +800,8 @@ fn plan(d: &mut Driver, me: usize, n: usize, c: &Coll) -> MpiResult<(Contributio
                     Some(s) => packed(s.ptr, s.count, &s.dtype),
                 };
                 if data.len() != block {
-                    return Err(MpiError::new(ErrorClass::Truncate, "allgather: the send data and a receive block differ in size"));
+                    let e = MpiError::new(ErrorClass::Truncate, "allgather: the send data and a receive block differ in size");
+                    return Ok(refused(d, n, data, 1, e));
                 }
                 let own = Contribution::new(d, data, std::iter::once(block));
                 Ok(gather_plan(d, me, n, own, 0, recv, send.is_none()))
@@ -783,7 +816,8 @@ fn plan(d: &mut Driver, me: usize, n: usize, c: &Coll) -> MpiResult<(Contributio
                     Some(s) => packed(s.ptr, s.count * n, &s.dtype),
                 };
                 if data.len() != block * n {
-                    return Err(MpiError::new(ErrorClass::Truncate, "alltoall: the send blocks and the receive blocks differ in size"));
+                    let e = MpiError::new(ErrorClass::Truncate, "alltoall: the send blocks and the receive blocks differ in size");
+                    return Ok(refused(d, n, data, n, e));
                 }
                 let own = Contribution::new(d, data, std::iter::repeat_n(block, n));
                 Ok(gather_plan(d, me, n, own, me, recv, false))
@@ -791,6 +825,19 @@ fn plan(d: &mut Driver, me: usize, n: usize, c: &Coll) -> MpiResult<(Contributio
             _ => Err(MpiError::new(ErrorClass::Intern, "slot exchange: not a collective it runs")),
         }
     }
+}
+
+/// A call this rank's own arguments make erroneous (its send and receive sizes differ): it
+/// still takes part, contributing what it has in `parts` equal parts so the other ranks
+/// see a contribution of another size and fail too rather than wait for it, takes nothing
+/// from anyone into the application's buffers, and reports `e`.
+fn refused(d: &mut Driver, n: usize, data: std::borrow::Cow<'_, [u8]>, parts: usize, e: MpiError) -> (Contribution, Dests, Finish) {
+    let part = data.len() / parts;
+    // SAFETY: `data` is the application's buffer (valid for the call) or owned by the
+    // contribution.
+    let own = unsafe { Contribution::new(d, std::borrow::Cow::Owned(data.into_owned()), std::iter::repeat_n(part, parts)) };
+    let scratch = scratch_for(&mut d.scratch, n, part);
+    (own, Dests { base: scratch, stride: part, len: part, part: 0 }, Finish::Refuse(e))
 }
 
 /// Part `part` of every rank into the receive blocks of `recv` (block `r` from rank `r`;

@@ -51,16 +51,14 @@ impl Engine {
         let tag = tag_of(self.next_tag(pctx), false, 0);
         let vr = (rank - root + size) % size;
         let mut mask = 1;
-        // A truncated receive (this rank's count is smaller than the root's: an erroneous
-        // call) is reported after this rank passed on what it holds: its subtree would wait
-        // forever otherwise.
-        let mut received = Ok(());
+        // A truncated or short receive (this rank's count differs from the root's: an
+        // erroneous call) is reported after this rank passed an empty message on, so its
+        // subtree, which would otherwise wait forever or take part of a message for the
+        // whole, fails too (as the schedule's `exact` mode does).
+        let mut mismatch = None;
         while mask < size {
             if vr & mask != 0 {
-                match self.small_recv(comm, ctx, (rank - mask + size) % size, tag, b.ptr, b.count, &b.dtype) {
-                    Err(e) if e.class == ErrorClass::Truncate => received = Err(e),
-                    other => other?,
-                }
+                self.small_recv(comm, ctx, (rank - mask + size) % size, tag, b.ptr, b.count, &b.dtype, &mut mismatch)?;
                 break;
             }
             mask <<= 1;
@@ -69,13 +67,12 @@ impl Engine {
         let mut pending = Vec::new();
         while mask > 0 {
             if vr + mask < size {
-                self.small_send(comm, (rank + mask) % size, tag, b.ptr, b.count, &b.dtype, &mut pending)?;
+                self.small_send(comm, (rank + mask) % size, tag, b.ptr, b.count, &b.dtype, &mut pending, &mismatch)?;
             }
             mask >>= 1;
         }
         self.small_wait_all(pending)?;
-        received?;
-        Ok(true)
+        mismatch.map_or(Ok(true), Err)
     }
 
     /// MPI_Allreduce of a small vector by recursive doubling; false if the general path must
@@ -105,13 +102,14 @@ impl Engine {
         let rem = size - pof2;
         let real = |n: i32| if n < rem { n * 2 + 1 } else { n + rem };
         let mut pending = Vec::new();
+        let mut mismatch = None;
         let newrank = if rank < 2 * rem {
             if rank % 2 == 0 {
-                self.small_send(comm, rank + 1, tag_of(base, false, SUB_FOLD as u16), acc, count, t, &mut pending)?;
+                self.small_send(comm, rank + 1, tag_of(base, false, SUB_FOLD as u16), acc, count, t, &mut pending, &mismatch)?;
                 self.small_wait_all(std::mem::take(&mut pending))?;
                 None
             } else {
-                self.small_recv(comm, ctx, rank - 1, tag_of(base, false, SUB_FOLD as u16), tmp, count, t)?;
+                self.small_recv(comm, ctx, rank - 1, tag_of(base, false, SUB_FOLD as u16), tmp, count, t, &mut mismatch)?;
                 // SAFETY: both hold `count` elements; the even neighbour is the lower rank.
                 unsafe { red.apply(tmp, acc, count) };
                 Some(rank / 2)
@@ -125,8 +123,8 @@ impl Engine {
             while mask < pof2 {
                 let dst = real(newrank ^ mask);
                 let tag = tag_of(base, false, k);
-                self.small_send(comm, dst, tag, acc, count, t, &mut pending)?;
-                self.small_recv(comm, ctx, dst, tag, tmp, count, t)?;
+                self.small_send(comm, dst, tag, acc, count, t, &mut pending, &mismatch)?;
+                self.small_recv(comm, ctx, dst, tag, tmp, count, t, &mut mismatch)?;
                 self.small_wait_all(std::mem::take(&mut pending))?;
                 // SAFETY: `acc` and `tmp` hold `count` elements each. The lower rank's data
                 // goes first for non-commutative operations.
@@ -144,10 +142,10 @@ impl Engine {
         }
         if rank < 2 * rem {
             if rank % 2 == 1 {
-                self.small_send(comm, rank - 1, tag_of(base, false, SUB_FINAL as u16), acc, count, t, &mut pending)?;
+                self.small_send(comm, rank - 1, tag_of(base, false, SUB_FINAL as u16), acc, count, t, &mut pending, &mismatch)?;
                 self.small_wait_all(std::mem::take(&mut pending))?;
             } else {
-                self.small_recv(comm, ctx, rank + 1, tag_of(base, false, SUB_FINAL as u16), recv, count, t)?;
+                self.small_recv(comm, ctx, rank + 1, tag_of(base, false, SUB_FINAL as u16), recv, count, t, &mut mismatch)?;
             }
         }
         if acc != recv {
@@ -155,7 +153,7 @@ impl Engine {
             unsafe { std::ptr::copy_nonoverlapping(acc, recv, bytes) };
         }
         drop(scratch);
-        Ok(true)
+        mismatch.map_or(Ok(true), Err)
     }
 
     /// MPI_Scan (inclusive) or MPI_Exscan of a small vector by recursive doubling, the
@@ -201,14 +199,15 @@ impl Engine {
         // Exscan: recv holds nothing valid until the first lower partner's data arrives.
         let mut have = !exclusive;
         let mut pending = Vec::new();
+        let mut mismatch = None;
         let mut mask = 1;
         let mut k = 0u16;
         while mask < size {
             let dst = rank ^ mask;
             if dst < size {
                 let tag = tag_of(base, false, k);
-                self.small_send(comm, dst, tag, partial, count, t, &mut pending)?;
-                self.small_recv(comm, ctx, dst, tag, tmp, count, t)?;
+                self.small_send(comm, dst, tag, partial, count, t, &mut pending, &mismatch)?;
+                self.small_recv(comm, ctx, dst, tag, tmp, count, t, &mut mismatch)?;
                 self.small_wait_all(std::mem::take(&mut pending))?;
                 // SAFETY: `tmp`, `partial` and `recv` hold `count` elements each; the lower
                 // ranks' data goes first for non-commutative operations.
@@ -233,7 +232,7 @@ impl Engine {
             k += 1;
         }
         drop(scratch);
-        Ok(true)
+        mismatch.map_or(Ok(true), Err)
     }
 
     /// The linear scan of [`super::reduce::scan_linear`] (same tags, peers and reduction
@@ -245,8 +244,9 @@ impl Engine {
         let bytes = t.packed_size(count);
         let tag = tag_of(base, false, 0);
         let mut pending = Vec::new();
+        let mut mismatch = None;
         for dst in rank + 1..size {
-            self.small_send(comm, dst, tag, own, count, t, &mut pending)?;
+            self.small_send(comm, dst, tag, own, count, t, &mut pending, &mismatch)?;
         }
         // The lower ranks' vectors, one block each, aligned for any element type.
         let r = rank as usize;
@@ -255,7 +255,7 @@ impl Engine {
         let lp = lower.as_mut_ptr().cast::<u8>();
         for src in 0..r {
             // SAFETY: block `src` of `lower` holds `stride >= bytes` bytes.
-            self.small_recv(comm, ctx, src as i32, tag, unsafe { lp.add(src * stride) }, count, t)?;
+            self.small_recv(comm, ctx, src as i32, tag, unsafe { lp.add(src * stride) }, count, t, &mut mismatch)?;
         }
         let recv = b.recv;
         // SAFETY: every block of `lower`, `own` and `recv` hold `count` elements; the lower
@@ -276,9 +276,14 @@ impl Engine {
             }
         }
         // `own` lives in the caller's scratch, which outlives these sends.
-        self.small_wait_all(pending)
+        self.small_wait_all(pending)?;
+        mismatch.map_or(Ok(()), Err)
     }
 
+    #[allow(clippy::too_many_arguments)]
+    /// Send `count` elements, or nothing once this rank's part of the collective saw the
+    /// ranks disagree (`mismatch`): the peer then sees the disagreement too instead of
+    /// taking part of a message for the whole.
     #[allow(clippy::too_many_arguments)]
     fn small_send(
         &mut self,
@@ -289,15 +294,21 @@ impl Engine {
         count: usize,
         t: &TypeRef,
         pending: &mut Vec<Handle>,
+        mismatch: &Option<MpiError>,
     ) -> MpiResult<()> {
+        let count = if mismatch.is_some() { 0 } else { count };
         if !self.coll_send_now(comm, peer, false, tag, buf, count, t)? {
             pending.push(self.coll_isend_typed(comm, peer, false, tag, buf, count, t.clone())?);
         }
         Ok(())
     }
 
+    /// Receive `count` elements. A message longer (truncated) or shorter than that means the
+    /// ranks' counts differ, an erroneous call: it is noted in `mismatch` (the first one
+    /// wins) and the algorithm goes on, so no rank waits forever for one that stopped; the
+    /// caller reports it at the end.
     #[allow(clippy::too_many_arguments)]
-    fn small_recv(&mut self, comm: Handle, ctx: u32, src: i32, tag: i32, buf: *mut u8, count: usize, t: &TypeRef) -> MpiResult<()> {
+    fn small_recv(&mut self, comm: Handle, ctx: u32, src: i32, tag: i32, buf: *mut u8, count: usize, t: &TypeRef, mismatch: &mut Option<MpiError>) -> MpiResult<()> {
         let status = match self.recv_slot(ctx, comm, buf, t.packed_size(count), src, tag)? {
             Some(s) => s,
             None => {
@@ -307,13 +318,17 @@ impl Engine {
                 s?
             }
         };
-        match status.error {
-            None => Ok(()),
-            Some(ErrorClass::Truncate) => {
-                Err(MpiError::new(ErrorClass::Truncate, "message truncated: a receive buffer was smaller than the data sent"))
-            }
-            Some(c) => Err(MpiError::new(c, "a transfer of the collective failed")),
-        }
+        let disagreement = match status.error {
+            None if status.bytes < t.packed_size(count) as u64 => MpiError::new(
+                ErrorClass::Count,
+                "a message of the collective was shorter than this rank's count: the ranks' counts or type signatures differ",
+            ),
+            None => return Ok(()),
+            Some(ErrorClass::Truncate) => MpiError::new(ErrorClass::Truncate, "message truncated: a receive buffer was smaller than the data sent"),
+            Some(c) => return Err(MpiError::new(c, "a transfer of the collective failed")),
+        };
+        mismatch.get_or_insert(disagreement);
+        Ok(())
     }
 
     fn small_wait_all(&mut self, pending: Vec<Handle>) -> MpiResult<()> {

@@ -378,19 +378,18 @@ impl Datatype {
     }
 
     /// Number of basic elements in `bytes` of packed data (Get_elements), or None
-    /// (MPI_UNDEFINED) when that is not defined: a basic predefined type and a byte count
-    /// that is not a multiple of its size, or a type without data and a non-zero byte count.
-    /// Otherwise (derived types, and the pair types, which count as structs of their two
-    /// members) a trailing partial basic element is not counted.
-    #[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than the MSRV
+    /// (MPI_UNDEFINED) when that is not defined: the bytes end inside a basic element (a
+    /// basic type and a byte count that is not a multiple of its size, or a derived type,
+    /// pair types included, whose last basic element is cut: no matching send makes such a
+    /// message, so the type is not the one the data was sent as), or a type without data and
+    /// a non-zero byte count. A trailing partial *derived* element is counted by its whole
+    /// basic elements.
     pub fn elements_in(&self, bytes: usize) -> Option<usize> {
         if self.size == 0 {
             return (bytes == 0).then_some(0);
         }
-        if self.predefined && self.basic_count == 1 && bytes % self.size > 0 {
-            return None;
-        }
-        Some(self.elements_prefix(bytes))
+        let n = self.elements_prefix(bytes);
+        (self.bytes_for_elements(n) == Some(bytes)).then_some(n)
     }
 
     /// Whole basic elements in the first `bytes` bytes of consecutive packed elements.

@@ -57,6 +57,10 @@ pub trait Board {
     /// The CRC of part `j` of slot `(r, p)`.
     fn crc(&self, r: usize, p: usize, j: usize) -> u32;
     fn set_crc(&self, r: usize, p: usize, j: usize, crc: u32);
+    /// Bytes of the contribution in slot `(r, p)`, and its writer's record of them: a reader
+    /// whose own contribution differs in size knows the ranks disagree (an erroneous call).
+    fn total(&self, r: usize, p: usize) -> u64;
+    fn set_total(&self, r: usize, p: usize, bytes: u64);
     /// Rank `r`'s repair counter (acquire load), and a request that it rewrites its slots.
     fn repairs(&self, r: usize) -> u64;
     fn ask_repair(&self, r: usize);
@@ -93,6 +97,17 @@ pub enum SlotError {
     NoPart(usize),
     #[error("destination of part {part} holds {len} bytes, the part {expected}")]
     PartLength { part: usize, len: usize, expected: usize },
+}
+
+/// The ranks of a call disagree on the size of their contributions (an erroneous program:
+/// their counts or type signatures differ). The call completes without the other rank's
+/// data, so nobody waits forever; [`Exchange::mismatch`] reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The first rank found to differ, its contribution's bytes, and this rank's.
+    pub rank: usize,
+    pub theirs: u64,
+    pub mine: u64,
 }
 
 /// Where the parts a rank needs go.
@@ -151,6 +166,10 @@ pub struct Exchange {
     /// The rank whose count of completed calls releases this one from the current call
     /// (a rooted barrier's non-root rank: its parent in the tree).
     wait_for: Option<usize>,
+    /// Bytes of this rank's contribution to the current call, and the first rank found to
+    /// have contributed a different number.
+    total: u64,
+    mismatch: Option<Mismatch>,
     pub counters: SlotCounters,
 }
 
@@ -175,6 +194,8 @@ impl Exchange {
             keep_max,
             held: false,
             wait_for: None,
+            total: 0,
+            mismatch: None,
             counters: SlotCounters::default(),
         }
     }
@@ -214,6 +235,8 @@ impl Exchange {
             off += part.len();
         }
         self.write_slot(board, p, call + 1, parts);
+        self.total = bytes as u64;
+        self.mismatch = None;
         self.wait_for = None;
         self.held = bytes > self.keep_max;
         let k = &mut self.kept[p];
@@ -259,6 +282,8 @@ impl Exchange {
         self.offsets.clear();
         self.lens.clear();
         self.held = false;
+        self.total = 0;
+        self.mismatch = None;
         self.calls += 1;
         self.active = true;
         self.damaged.iter_mut().for_each(|d| *d = None);
@@ -294,6 +319,7 @@ impl Exchange {
             board.set_crc(self.me, p, j, crc);
             off += part.len();
         }
+        board.set_total(self.me, p, off as u64);
         board.set_state(self.me, p, state_word(call_plus_one, done), false);
     }
 
@@ -334,6 +360,12 @@ impl Exchange {
         true
     }
 
+    /// The first rank of the current (or last) call whose contribution differed in size
+    /// from this rank's.
+    pub fn mismatch(&self) -> Option<Mismatch> {
+        self.mismatch
+    }
+
     /// Whether this rank has every part of the current call and waits, with its
     /// contribution held, for the others to be done with it.
     pub fn draining(&self) -> bool {
@@ -361,6 +393,18 @@ impl Exchange {
             }
             let s = board.state(r, p);
             if published(s) != Some(self.calls) || self.damaged[r] == Some(s) {
+                continue;
+            }
+            let theirs = board.total(r, p);
+            if theirs != self.total {
+                if board.state_again(r, p) != s {
+                    self.counters.torn_retries += 1;
+                    continue;
+                }
+                // Not copied: the parts' places differ. The call goes on without it.
+                self.mismatch.get_or_insert(Mismatch { rank: r, theirs, mine: self.total });
+                self.got[r] = true;
+                self.missing -= 1;
                 continue;
             }
             if self.offsets.is_empty() {

@@ -6,7 +6,9 @@
 //! - every call completes on every rank, in order, with exactly the bytes each writer
 //!   contributed (nothing damaged or stale is ever used);
 //! - the run ends (damage is repaired, nobody waits forever), although a rank done with the
-//!   scenario stops answering repairs once its exchange says it is quiet.
+//!   scenario stops answering repairs once its exchange says it is quiet;
+//! - in an erroneous call, where one rank's parts have another length, every rank finishes
+//!   and reports the disagreement (blaming that rank), and the others' parts still arrive.
 //!
 //! `STEADFAST_SIM_SEEDS=n` sets the number of seeds; a failure prints the replay command.
 
@@ -19,6 +21,7 @@ use steadfast_proto::sweep;
 
 struct Slot {
     state: u64,
+    total: u64,
     crcs: Vec<u32>,
     data: Vec<u8>,
 }
@@ -88,6 +91,13 @@ impl Board for SimBoard {
         let i = self.idx(r, p);
         self.slots.borrow_mut()[i].crcs[j] = crc;
     }
+    fn total(&self, r: usize, p: usize) -> u64 {
+        self.slots.borrow()[self.idx(r, p)].total
+    }
+    fn set_total(&self, r: usize, p: usize, bytes: u64) {
+        let i = self.idx(r, p);
+        self.slots.borrow_mut()[i].total = bytes;
+    }
     fn repairs(&self, r: usize) -> u64 {
         self.repairs.borrow()[r]
     }
@@ -150,11 +160,22 @@ fn run(seed: u64) -> Result<Outcome, String> {
             _ => Call { parts: n, len: rng.gen_range(0..=cap / n), all_to_all: true, root: None },
         })
         .collect();
+    // An erroneous call: one rank contributes parts of another length (its count differs).
+    // Every rank must still finish it, and report the disagreement.
+    let odd: Option<(usize, usize, usize)> = rng.gen_bool(0.3).then(|| {
+        let k = rng.gen_range(0..ncalls);
+        (k, rng.gen_range(0..n), rng.gen_range(0..=cap / n))
+    });
+    let odd = odd.filter(|&(k, _, len)| calls[k].parts > 0 && calls[k].len != len);
+    let len_of = |k: usize, r: usize| match odd {
+        Some((ok, or, olen)) if ok == k && or == r => olen,
+        _ => calls[k].len,
+    };
     let faulty = rng.gen_bool(0.5);
     let board = SimBoard {
         ranks: n,
         cap,
-        slots: RefCell::new((0..2 * n).map(|_| Slot { state: 0, crcs: vec![0; n], data: vec![0; cap] }).collect()),
+        slots: RefCell::new((0..2 * n).map(|_| Slot { state: 0, total: 0, crcs: vec![0; n], data: vec![0; cap] }).collect()),
         repairs: RefCell::new(vec![0; n]),
         done: RefCell::new(vec![0; n]),
         rng: RefCell::new(ChaCha8Rng::seed_from_u64(seed ^ 0x5107)),
@@ -207,14 +228,14 @@ fn run(seed: u64) -> Result<Outcome, String> {
                     return Err(format!("rank {r} starts call {k} while rank {q} has finished only {} calls", finished[q]));
                 }
             }
-            owns[r] = (0..c.parts).map(|j| (0..c.len).map(|i| byte(seed, k, r, j, i)).collect()).collect();
+            owns[r] = (0..c.parts).map(|j| (0..len_of(k, r)).map(|i| byte(seed, k, r, j, i)).collect()).collect();
             let parts: Vec<&[u8]> = owns[r].iter().map(|v| v.as_slice()).collect();
             match c.root {
                 Some(root) => ex[r].start_rooted(&board, root, parent(r, root, n)),
                 None => ex[r].start(&board, &parts),
             }
             .map_err(|e| format!("rank {r} call {k}: {e}"))?;
-            let len = if c.parts == 0 { 0 } else { c.len };
+            let len = if c.parts == 0 { 0 } else { len_of(k, r) };
             bufs[r] = Some(Bufs((0..n).map(|_| vec![0; len]).collect(), r, c.all_to_all));
         }
         let b = bufs[r].as_mut().unwrap();
@@ -238,7 +259,24 @@ fn run(seed: u64) -> Result<Outcome, String> {
                 }
             }
             let b = bufs[r].take().unwrap();
+            let odd_rank = odd.filter(|o| o.0 == k).map(|o| o.1);
+            let found = ex[r].mismatch();
+            match (odd_rank, found) {
+                (None, None) => {}
+                (None, Some(m)) => return Err(format!("rank {r} call {k}: a mismatch reported where there was none: {m:?}")),
+                (Some(_), None) => return Err(format!("rank {r} call {k}: the odd rank's contribution went unnoticed")),
+                (Some(o), Some(m)) if o != r && m.rank != o => return Err(format!("rank {r} call {k}: mismatch blamed on rank {} instead of {o}", m.rank)),
+                (Some(_), Some(_)) => {}
+            }
+            if odd_rank == Some(r) {
+                // The odd rank takes nobody's data.
+                finished[r] += 1;
+                continue;
+            }
             for (from, got) in b.0.iter().enumerate() {
+                if odd_rank == Some(from) {
+                    continue;
+                }
                 let part = if c.all_to_all { r } else { 0 };
                 let want: Vec<u8> = if c.parts == 0 { Vec::new() } else { (0..c.len).map(|i| byte(seed, k, from, part, i)).collect() };
                 if from != r && *got != want {
