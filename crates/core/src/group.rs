@@ -166,8 +166,8 @@ pub fn range_excl(g: &[u32], ranges: &[[i32; 3]]) -> MpiResult<Vec<u32>> {
 
 /// Tags on a communicator's collective context used by communicator construction.
 const TAG_ALLGATHER: i32 = 0x7ffe_0010;
-const TAG_BCAST_LEN: i32 = 0x7ffe_0040;
-const TAG_BCAST_DATA: i32 = 0x7ffe_0041;
+pub(crate) const TAG_BCAST_LEN: i32 = 0x7ffe_0040;
+pub(crate) const TAG_BCAST_DATA: i32 = 0x7ffe_0041;
 const TAG_GATHER: i32 = 0x7ffe_0042;
 const TAG_LEADERS: i32 = 0x7ffe_0050;
 

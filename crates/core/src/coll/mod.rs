@@ -161,7 +161,7 @@ impl CollState {
     /// Whether any nonblocking collective is in progress.
     #[inline]
     pub fn busy(&self) -> bool {
-        !self.active.is_empty() || !self.slots.ops.is_empty()
+        !self.active.is_empty() || !self.slots.ops.is_empty() || !self.slots.setups.is_empty()
     }
     /// Whether `h` is a persistent collective request.
     pub fn is_persistent(&self, h: Handle) -> bool {
@@ -358,7 +358,7 @@ impl Engine {
     /// Advance every nonblocking collective (called from `progress`). Returns whether any
     /// finished.
     pub(crate) fn coll_progress(&mut self) -> bool {
-        let slot_done = !self.coll.slots.ops.is_empty() && self.slots_progress();
+        let slot_done = !(self.coll.slots.ops.is_empty() && self.coll.slots.setups.is_empty()) && self.slots_progress();
         let mut active = std::mem::take(&mut self.coll.active);
         let mut finished = false;
         let mut i = 0;

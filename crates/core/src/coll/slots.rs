@@ -53,6 +53,50 @@ pub struct SlotsState {
     retired: Vec<Box<Driver>>,
     /// Slot calls started as requests (blocking calls of `MPI_THREAD_MULTIPLE` processes).
     pub(crate) ops: Vec<(Handle, SlotOp)>,
+    /// Segment agreements running as requests, each with the first call on its communicator
+    /// (`Engine::islot`: a blocking agreement would hold the library lock while it waits,
+    /// and the rank it waits for may wait for another thread of this process).
+    pub(crate) setups: Vec<Setup>,
+    /// Set while `islot` prepares a call: a communicator without a driver is noted in
+    /// `deferred` instead of agreeing on its segment there and then.
+    defer: bool,
+    deferred: Option<u32>,
+}
+
+/// Longest segment name a background agreement takes (names are "slt-RANK-COUNT").
+const SETUP_NAME_MAX: usize = 256;
+
+/// A segment agreement in the background: the messages of the blocking one
+/// (`Engine::bcast_bytes` from rank 0: the name's length, then the name, down the binomial
+/// tree, on the same tags, so ranks waiting with the lock held meet it), then the call.
+pub(crate) struct Setup {
+    /// The application's request, completed by the first call (or its message algorithm).
+    user: Handle,
+    comm: Handle,
+    ctx: u32,
+    coll: Coll,
+    rank: i32,
+    size: i32,
+    /// Rank 0's segment, made before it sent the name.
+    created: Option<Seg>,
+    /// Receive and send buffers of the requests below: boxed, so they stay put.
+    len: Box<[u8; 8]>,
+    name: Box<[u8; SETUP_NAME_MAX]>,
+    name_len: usize,
+    stage: SetupStage,
+}
+
+// SAFETY: the raw pointers of `coll` are the application's buffers of a call in progress;
+// the engine runs under one lock.
+unsafe impl Send for Setup {}
+
+enum SetupStage {
+    /// Waiting for the length from the parent.
+    Len(Handle),
+    /// Waiting for the name from the parent.
+    Name(Handle),
+    /// Sends to the children in flight.
+    Send(Vec<Handle>),
 }
 
 impl SlotsState {
@@ -305,9 +349,17 @@ impl Engine {
     }
 
     /// Start blocking collective `c` through the slots as a request (for callers that wait
-    /// with the library lock released), if the rule picks them.
+    /// with the library lock released), if the rule picks them. The first call on a
+    /// communicator agrees on its segment in the background (`Setup`).
     pub(crate) fn islot(&mut self, comm: Handle, c: &Coll) -> MpiResult<Option<Handle>> {
-        let Some(mut op) = self.slot_prepare(comm, c)? else { return Ok(None) };
+        self.coll.slots.defer = true;
+        let prepared = self.slot_prepare(comm, c);
+        self.coll.slots.defer = false;
+        if let Some(ctx) = self.coll.slots.deferred.take() {
+            prepared?;
+            return self.slot_setup(comm, ctx, c).map(Some);
+        }
+        let Some(mut op) = prepared? else { return Ok(None) };
         if let Err(e) = self.slot_start(&mut op) {
             self.slot_finish(op, Err(e.clone()))?;
             return Err(e);
@@ -361,7 +413,191 @@ impl Engine {
         }
         ops.append(&mut self.coll.slots.ops);
         self.coll.slots.ops = ops;
+        finished | self.setups_progress()
+    }
+
+    /// Start the background agreement of communicator `comm` (context `ctx`), whose first
+    /// slot call is `c`; returns the application's request.
+    fn slot_setup(&mut self, comm: Handle, ctx: u32, c: &Coll) -> MpiResult<Handle> {
+        let (rank, size) = {
+            let x = self.comm(comm)?;
+            (x.rank, x.size())
+        };
+        let user = self.coll_request(false);
+        let mut st = Setup {
+            user,
+            comm,
+            ctx,
+            coll: c.clone(),
+            rank,
+            size,
+            created: None,
+            len: Box::new([0; 8]),
+            name: Box::new([0; SETUP_NAME_MAX]),
+            name_len: 0,
+            stage: SetupStage::Send(Vec::new()),
+        };
+        let started = if rank == 0 {
+            let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
+            if let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) {
+                let n = format!("slt-{}-{}", self.rank, self.coll.channels.created);
+                self.coll.channels.created += 1;
+                match Seg::create(&jobdir.join(&n), size as usize, cap) {
+                    Ok(seg) if n.len() <= SETUP_NAME_MAX => {
+                        st.created = Some(seg);
+                        st.name[..n.len()].copy_from_slice(n.as_bytes());
+                        st.name_len = n.len();
+                    }
+                    Ok(_) => tracing::warn!("slot collectives segment {n}: name too long; using messages on this communicator"),
+                    Err(e) => tracing::warn!("slot collectives segment {n}: {e}; using messages on this communicator"),
+                }
+            }
+            self.setup_forward(&mut st)
+        } else {
+            let parent = rank - (rank & rank.wrapping_neg());
+            self.coll_irecv(comm, parent, super::super::group::TAG_BCAST_LEN, &mut st.len[..]).map(|h| st.stage = SetupStage::Len(h))
+        };
+        if let Err(e) = started {
+            self.coll_request_done(user, Some(e.class));
+            return Ok(user);
+        }
+        self.coll.slots.setups.push(st);
+        Ok(user)
+    }
+
+    /// Send the length and the name to this rank's children in the binomial tree from rank 0.
+    fn setup_forward(&mut self, st: &mut Setup) -> MpiResult<()> {
+        *st.len = (st.name_len as u64).to_le_bytes();
+        let (rank, size) = (st.rank, st.size);
+        let low = if rank == 0 { (size.max(1) as u32).next_power_of_two() as i32 } else { rank & rank.wrapping_neg() };
+        let mut sends = Vec::new();
+        let mut mask = low >> 1;
+        while mask > 0 {
+            if rank + mask < size {
+                sends.push(self.coll_isend(st.comm, rank + mask, super::super::group::TAG_BCAST_LEN, &st.len[..])?);
+                sends.push(self.coll_isend(st.comm, rank + mask, super::super::group::TAG_BCAST_DATA, &st.name[..st.name_len])?);
+            }
+            mask >>= 1;
+        }
+        st.stage = SetupStage::Send(sends);
+        Ok(())
+    }
+
+    /// Advance the background agreements; true if one finished (its call then runs as a
+    /// slot request, or by messages where no segment could be made).
+    fn setups_progress(&mut self) -> bool {
+        if self.coll.slots.setups.is_empty() {
+            return false;
+        }
+        let mut setups = std::mem::take(&mut self.coll.slots.setups);
+        let mut finished = false;
+        let mut i = 0;
+        while i < setups.len() {
+            match self.setup_step(&mut setups[i]) {
+                Ok(false) => i += 1,
+                Ok(true) => {
+                    let st = setups.swap_remove(i);
+                    self.setup_finish(st);
+                    finished = true;
+                }
+                Err(e) => {
+                    let st = setups.swap_remove(i);
+                    self.coll_request_done(st.user, Some(e.class));
+                    finished = true;
+                }
+            }
+        }
+        setups.append(&mut self.coll.slots.setups);
+        self.coll.slots.setups = setups;
         finished
+    }
+
+    /// One look at an agreement; true once this rank has the name and passed it on.
+    fn setup_step(&mut self, st: &mut Setup) -> MpiResult<bool> {
+        loop {
+            let done = |e: &mut Engine, h: Handle| -> MpiResult<Option<()>> {
+                if !e.is_complete(h)? {
+                    return Ok(None);
+                }
+                let s = e.status(h)?;
+                e.release(h);
+                match s.error {
+                    None => Ok(Some(())),
+                    Some(c) => Err(MpiError::new(c, "slot collectives: agreeing on the segment failed")),
+                }
+            };
+            match &mut st.stage {
+                SetupStage::Len(h) => {
+                    if done(self, *h)?.is_none() {
+                        return Ok(false);
+                    }
+                    let n = u64::from_le_bytes(*st.len) as usize;
+                    if n > SETUP_NAME_MAX {
+                        return Err(MpiError::new(ErrorClass::Intern, "slot collectives: segment name too long"));
+                    }
+                    st.name_len = n;
+                    let parent = st.rank - (st.rank & st.rank.wrapping_neg());
+                    let h = self.coll_irecv(st.comm, parent, super::super::group::TAG_BCAST_DATA, &mut st.name[..n])?;
+                    st.stage = SetupStage::Name(h);
+                }
+                SetupStage::Name(h) => {
+                    if done(self, *h)?.is_none() {
+                        return Ok(false);
+                    }
+                    self.setup_forward(st)?;
+                }
+                SetupStage::Send(hs) => {
+                    for h in hs.iter() {
+                        if !self.is_complete(*h)? {
+                            return Ok(false);
+                        }
+                    }
+                    for h in std::mem::take(hs) {
+                        done(self, h)?;
+                    }
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    /// The agreement ended: install the driver (none without a name) and run the call.
+    fn setup_finish(&mut self, mut st: Setup) {
+        let r = (|| -> MpiResult<()> {
+            let seg = match (st.created.take(), st.name_len) {
+                (_, 0) => None,
+                (Some(seg), _) => Some(seg),
+                (None, n) => {
+                    let name = String::from_utf8_lossy(&st.name[..n]).into_owned();
+                    let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
+                    let jobdir = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()).unwrap_or_default();
+                    let seg = Seg::open(&jobdir.join(&name), st.size as usize, cap)
+                        .map_err(|e| MpiError::new(ErrorClass::Other, format!("opening slot collectives segment {name}: {e}")))?;
+                    Some(seg)
+                }
+            };
+            let driver = match seg {
+                Some(seg) => Some(self.slot_driver_from(st.comm, st.rank, st.size, seg)?),
+                None => None,
+            };
+            self.coll.slots.drivers.insert(st.ctx, driver);
+            if let Some(mut op) = self.slot_prepare(st.comm, &st.coll)? {
+                if let Err(e) = self.slot_start(&mut op) {
+                    self.slot_finish(op, Err(e.clone()))?;
+                    return Err(e);
+                }
+                self.coll.slots.ops.push((st.user, op));
+                return Ok(());
+            }
+            // No segment: the call by messages, under the same request.
+            let s = self.prepare(st.comm, &st.coll, None)?;
+            self.coll_launch(st.user, s)
+        })();
+        if let Err(e) = r {
+            if self.is_complete(st.user).map_or(false, |c| !c) {
+                self.coll_request_done(st.user, Some(e.class));
+            }
+        }
     }
 
     /// Whether a slot call started as a request may go on now (a sleeping rank's last look).
@@ -576,8 +812,26 @@ impl Engine {
             }
             None => {}
         }
+        if self.coll.slots.defer {
+            // `islot`: agree in the background instead.
+            self.coll.slots.deferred = Some(ctx);
+            return Ok(None);
+        }
+        let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
+        let made = self.agree_segment(comm, rank, "slt", "slot collectives", |p| Seg::create(p, size as usize, cap), |p| Seg::open(p, size as usize, cap))?;
+        let Some((seg, n)) = made else {
+            self.coll.slots.drivers.insert(ctx, None);
+            return Ok(None);
+        };
+        if rank == 0 {
+            tracing::info!("slot collectives: segment {n}, {size} ranks, {cap} bytes a slot");
+        }
+        self.slot_driver_from(comm, rank, size, seg).map(Some)
+    }
+
+    /// The driver of an agreed segment: its fault hook, and the other ranks' doorbells.
+    fn slot_driver_from(&mut self, comm: Handle, rank: i32, size: i32, mut seg: Seg) -> MpiResult<Box<Driver>> {
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        let cap = cfg.slot_bytes;
         let faults = match cfg.slot_faults.as_deref() {
             None => None,
             Some(spec) => {
@@ -588,15 +842,9 @@ impl Engine {
                 Some((Cell::new(0x9e37_79b9_7f4a_7c15 ^ u64::from(self.rank) << 32 | 1), (p * u64::MAX as f64) as u64))
             }
         };
-        let made = self.agree_segment(comm, rank, "slt", "slot collectives", |p| Seg::create(p, size as usize, cap), |p| Seg::open(p, size as usize, cap))?;
-        let Some((mut seg, n)) = made else {
-            self.coll.slots.drivers.insert(ctx, None);
-            return Ok(None);
+        let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) else {
+            return Err(MpiError::new(ErrorClass::Intern, "slot collectives: a segment without a job directory"));
         };
-        if rank == 0 {
-            tracing::info!("slot collectives: segment {n}, {size} ranks, {cap} bytes a slot");
-        }
-        let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) else { return Ok(None) };
         seg.faults = faults;
         let group = self.comm(comm)?.group.clone();
         for &w in group.iter() {
@@ -611,7 +859,7 @@ impl Engine {
                 }
             }
         }
-        Ok(Some(Box::new(Driver { seg, ex: Exchange::new(rank as usize, size as usize, KEEP_MAX), group, scratch: Vec::new(), reported: (0, 0), spare_parts: Vec::new() })))
+        Ok(Box::new(Driver { seg, ex: Exchange::new(rank as usize, size as usize, KEEP_MAX), group, scratch: Vec::new(), reported: (0, 0), spare_parts: Vec::new() }))
     }
 
     /// Ring the doorbells of the communicator's other ranks that sleep.
