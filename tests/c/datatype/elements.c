@@ -1,7 +1,8 @@
 /* ranks: 2
  *
  * MPI_Get_count / MPI_Get_elements (_x, _c) for derived types: partial elements of a
- * derived type (count MPI_UNDEFINED, elements counted), struct types whose basic types
+ * derived type (count MPI_UNDEFINED, elements counted; MPI_UNDEFINED where the bytes end
+ * inside a basic element), struct types whose basic types
  * differ, pair types counting two basic elements each, zero-size types, and
  * MPI_Status_set_elements (_x, _c) giving back what Get_elements reads.
  */
@@ -70,8 +71,10 @@ int main(int argc, char **argv)
         DT_MPI(MPI_Get_count(&st, MPI_INT, &c));
         DT_MPI(MPI_Get_elements(&st, MPI_INT, &e));
         DT_CHECK(c == MPI_UNDEFINED && e == MPI_UNDEFINED, "3 bytes as MPI_INT: count %d elements %d", c, e);
+        /* ... nor as triples: the bytes end inside the first int, which no matching send
+         * makes (MPICH's errors/datatype/getcnterr wants an error or MPI_UNDEFINED) */
         DT_MPI(MPI_Get_elements(&st, tri, &e));
-        DT_CHECK(e == 0, "3 bytes as triples: %d elements", e);
+        DT_CHECK(e == MPI_UNDEFINED, "3 bytes as triples: %d elements, want MPI_UNDEFINED", e);
         /* nothing */
         DT_MPI(MPI_Recv(r, 4, id, peer, 4, MPI_COMM_WORLD, &st));
         DT_MPI(MPI_Get_count(&st, id, &c));
