@@ -409,11 +409,11 @@ impl Engine {
                         }
                         (Step::Send { peer, local, sub, buf, count, dtype }, 1) => {
                             let tag = tag_of(s.tag_base, *local, *sub);
-                            let count = &if s.poisoned { 0 } else { *count };
-                            if self.coll_send_now(s.comm, *peer, *local, tag, *buf, *count, dtype)? {
+                            let count = if s.poisoned { 0 } else { *count };
+                            if self.coll_send_now(s.comm, *peer, *local, tag, *buf, count, dtype)? {
                                 continue;
                             }
-                            self.coll_isend_typed(s.comm, *peer, *local, tag, *buf, *count, dtype.clone())?
+                            self.coll_isend_typed(s.comm, *peer, *local, tag, *buf, count, dtype.clone())?
                         }
                         _ => continue,
                     };

@@ -92,6 +92,13 @@ impl Engine {
     /// without a job directory or when rank 0 could not make it: the communicator then
     /// uses messages for good. `what` names the feature in messages. Returns the segment and
     /// its name.
+    /// A name for a segment this process makes, unique in the job directory.
+    pub(super) fn segment_name(&mut self, prefix: &str) -> String {
+        let n = format!("{prefix}-{}-{}", self.rank, self.coll.channels.created);
+        self.coll.channels.created += 1;
+        n
+    }
+
     pub(super) fn agree_segment<T>(
         &mut self,
         comm: Handle,
@@ -105,8 +112,7 @@ impl Engine {
         let mut name = Vec::new();
         let mut mine = None;
         if rank == 0 {
-            let n = format!("{prefix}-{}-{}", self.rank, self.coll.channels.created);
-            self.coll.channels.created += 1;
+            let n = self.segment_name(prefix);
             match make(&jobdir.join(&n)) {
                 Ok(s) => {
                     mine = Some(s);

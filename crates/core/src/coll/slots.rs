@@ -24,6 +24,7 @@ use steadfast_paths::shm::ShmWaker;
 use super::{select, Buf, Coll, RBuf};
 use crate::datatype::TypeRef;
 use crate::engine::Engine;
+use crate::group::{TAG_BCAST_DATA, TAG_BCAST_LEN};
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::op::Reduction;
 use crate::slab::Handle;
@@ -89,6 +90,11 @@ pub(crate) struct Setup {
 // SAFETY: the raw pointers of `coll` are the application's buffers of a call in progress;
 // the engine runs under one lock.
 unsafe impl Send for Setup {}
+
+/// Parent of non-zero `rank` in the binomial tree from rank 0 (`Engine::bcast_bytes`'s).
+fn setup_parent(rank: i32) -> i32 {
+    rank - (rank & rank.wrapping_neg())
+}
 
 enum SetupStage {
     /// Waiting for the length from the parent.
@@ -440,8 +446,7 @@ impl Engine {
         let started = if rank == 0 {
             let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
             if let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) {
-                let n = format!("slt-{}-{}", self.rank, self.coll.channels.created);
-                self.coll.channels.created += 1;
+                let n = self.segment_name("slt");
                 match Seg::create(&jobdir.join(&n), size as usize, cap) {
                     Ok(seg) if n.len() <= SETUP_NAME_MAX => {
                         st.created = Some(seg);
@@ -454,8 +459,7 @@ impl Engine {
             }
             self.setup_forward(&mut st)
         } else {
-            let parent = rank - (rank & rank.wrapping_neg());
-            self.coll_irecv(comm, parent, super::super::group::TAG_BCAST_LEN, &mut st.len[..]).map(|h| st.stage = SetupStage::Len(h))
+            self.coll_irecv(comm, setup_parent(rank), TAG_BCAST_LEN, &mut st.len[..]).map(|h| st.stage = SetupStage::Len(h))
         };
         if let Err(e) = started {
             self.coll_request_done(user, Some(e.class));
@@ -474,8 +478,8 @@ impl Engine {
         let mut mask = low >> 1;
         while mask > 0 {
             if rank + mask < size {
-                sends.push(self.coll_isend(st.comm, rank + mask, super::super::group::TAG_BCAST_LEN, &st.len[..])?);
-                sends.push(self.coll_isend(st.comm, rank + mask, super::super::group::TAG_BCAST_DATA, &st.name[..st.name_len])?);
+                sends.push(self.coll_isend(st.comm, rank + mask, TAG_BCAST_LEN, &st.len[..])?);
+                sends.push(self.coll_isend(st.comm, rank + mask, TAG_BCAST_DATA, &st.name[..st.name_len])?);
             }
             mask >>= 1;
         }
@@ -515,20 +519,9 @@ impl Engine {
     /// One look at an agreement; true once this rank has the name and passed it on.
     fn setup_step(&mut self, st: &mut Setup) -> MpiResult<bool> {
         loop {
-            let done = |e: &mut Engine, h: Handle| -> MpiResult<Option<()>> {
-                if !e.is_complete(h)? {
-                    return Ok(None);
-                }
-                let s = e.status(h)?;
-                e.release(h);
-                match s.error {
-                    None => Ok(Some(())),
-                    Some(c) => Err(MpiError::new(c, "slot collectives: agreeing on the segment failed")),
-                }
-            };
             match &mut st.stage {
                 SetupStage::Len(h) => {
-                    if done(self, *h)?.is_none() {
+                    if !self.setup_request_done(*h)? {
                         return Ok(false);
                     }
                     let n = u64::from_le_bytes(*st.len) as usize;
@@ -536,12 +529,11 @@ impl Engine {
                         return Err(MpiError::new(ErrorClass::Intern, "slot collectives: segment name too long"));
                     }
                     st.name_len = n;
-                    let parent = st.rank - (st.rank & st.rank.wrapping_neg());
-                    let h = self.coll_irecv(st.comm, parent, super::super::group::TAG_BCAST_DATA, &mut st.name[..n])?;
+                    let h = self.coll_irecv(st.comm, setup_parent(st.rank), TAG_BCAST_DATA, &mut st.name[..n])?;
                     st.stage = SetupStage::Name(h);
                 }
                 SetupStage::Name(h) => {
-                    if done(self, *h)?.is_none() {
+                    if !self.setup_request_done(*h)? {
                         return Ok(false);
                     }
                     self.setup_forward(st)?;
@@ -553,11 +545,25 @@ impl Engine {
                         }
                     }
                     for h in std::mem::take(hs) {
-                        done(self, h)?;
+                        self.setup_request_done(h)?;
                     }
                     return Ok(true);
                 }
             }
+        }
+    }
+
+    /// Whether request `h` of an agreement completed (it is then released); its failure is
+    /// the agreement's.
+    fn setup_request_done(&mut self, h: Handle) -> MpiResult<bool> {
+        if !self.is_complete(h)? {
+            return Ok(false);
+        }
+        let s = self.status(h)?;
+        self.release(h);
+        match s.error {
+            None => Ok(true),
+            Some(c) => Err(MpiError::new(c, "slot collectives: agreeing on the segment failed")),
         }
     }
 
@@ -594,7 +600,7 @@ impl Engine {
             self.coll_launch(st.user, s)
         })();
         if let Err(e) = r {
-            if self.is_complete(st.user).map_or(false, |c| !c) {
+            if matches!(self.is_complete(st.user), Ok(false)) {
                 self.coll_request_done(st.user, Some(e.class));
             }
         }
