@@ -11,7 +11,9 @@
  */
 #include "../coll/ct.h"
 
-static const int sizes[] = {1, 7, 8, 64, 100, 1000, 4096, 16384, 16385, 20000, 65536};
+/* Up to a channel's default capacity (1 MiB) and one byte past it (the tree). */
+static const int sizes[] = {1, 7, 8, 64, 100, 1000, 4096, 16384, 16385, 20000, 65536, 65537, 262144, 1048576, 1048577};
+#define MAXSIZE 1048577
 #define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
 
 static unsigned char pattern(int round, int root, int j)
@@ -43,7 +45,7 @@ int main(int argc, char **argv)
 {
     ct_init(&argc, &argv, "chbcast");
     int rounds = argc > 1 ? atoi(argv[1]) : 400;
-    unsigned char *buf = malloc(65536 + 1);
+    unsigned char *buf = malloc(MAXSIZE + 1);
     MPI_Comm dup, half;
     CT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
     CT_MPI(MPI_Comm_split(MPI_COMM_WORLD, ct_rank % 2, ct_size - ct_rank, &half));

@@ -44,7 +44,7 @@ pub struct CollConfig {
     /// of small vectors use the linear algorithm.
     pub scan_linear: usize,
     /// `STEADFAST_COLL_CHANNEL_MIN` and `STEADFAST_COLL_CHANNEL_MAX` (bytes, default 12288
-    /// and 65536): broadcasts of this many bytes on a communicator whose ranks are all on
+    /// and 1 MiB): broadcasts of this many bytes on a communicator whose ranks are all on
     /// one host use the shared-memory channels (where they beat the tree, see
     /// docs/collectives.md).
     pub channel_min: usize,
@@ -55,8 +55,10 @@ pub struct CollConfig {
     /// paper's delayed synchronization): broadcasts one synchronization releases; fewer
     /// than the channels start it while channels are still free.
     pub channel_sync: Option<u32>,
-    /// `STEADFAST_COLL_CHANNEL_SLOT` (bytes, default 65536): data capacity of a channel;
-    /// larger broadcasts never use the channels.
+    /// `STEADFAST_COLL_CHANNEL_SLOT` (bytes, default 1 MiB): data capacity of a channel;
+    /// larger broadcasts never use the channels. A segment is mapped at its full size but
+    /// only the pages broadcasts write are ever backed, so a communicator that broadcasts
+    /// only small messages costs a few pages per channel.
     pub channel_slot: usize,
     /// `STEADFAST_COLL_CHANNEL_CRC` (default 1): CRC32C on every channel frame.
     pub channel_crc: bool,
@@ -103,10 +105,10 @@ impl Default for CollConfig {
             scan_linear: 8,
             reduce_linear: 8,
             channel_min: 12288,
-            channel_max: 65536,
+            channel_max: 1 << 20,
             channels: 16,
             channel_sync: None,
-            channel_slot: 65536,
+            channel_slot: 1 << 20,
             channel_crc: true,
             channel_faults: None,
             slots: true,
@@ -330,13 +332,17 @@ pub enum Mcast {
     Off,
 }
 
+/// Largest broadcast the multicast stream carries, even forced: its datagram repair is
+/// measured and tested up to here; the shared-memory channels on one host go further.
+pub const MCAST_BYTES: usize = 64 << 10;
+
 /// Whether a broadcast of `bytes` bytes on `size` ranks spread over several hosts uses the
 /// channels over IP multicast (by default: at least 4 ranks, 12 KiB to 64 KiB) (the caller checked the fault-tolerance mode and that the
 /// job has a network address). `STEADFAST_COLL_MCAST=on` or `bcast=channels` forces them
-/// up to a channel's capacity; `STEADFAST_COLL_MCAST=off` or forcing another broadcast
+/// up to a channel's capacity or [`MCAST_BYTES`], whichever is smaller; `STEADFAST_COLL_MCAST=off` or forcing another broadcast
 /// algorithm turns them off.
 pub fn bcast_multicast(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
-    if size < 2 || bytes == 0 || bytes > cfg.channel_slot || cfg.mcast == Mcast::Off {
+    if size < 2 || bytes == 0 || bytes > cfg.channel_slot.min(MCAST_BYTES) || cfg.mcast == Mcast::Off {
         return false;
     }
     match cfg.forced("bcast") {
@@ -535,7 +541,8 @@ mod tests {
         assert!(!bcast_channels(&c, 4, 12287));
         assert!(bcast_channels(&c, 4, 12288));
         assert!(bcast_channels(&c, 8, 65536));
-        assert!(!bcast_channels(&c, 8, 65537));
+        assert!(bcast_channels(&c, 8, 1 << 20));
+        assert!(!bcast_channels(&c, 8, (1 << 20) + 1));
         assert!(!bcast_channels(&c, 1, 8));
         assert!(!bcast_channels(&c, 4, 0));
     }
@@ -556,8 +563,9 @@ mod tests {
         assert!(!bcast_multicast(&tree, 4, 8));
         let on = CollConfig { force: vec![("bcast".into(), "channels".into())], ..Default::default() };
         assert!(bcast_multicast(&on, 4, 8));
-        assert!(bcast_channels(&on, 4, 65536));
-        assert!(!bcast_channels(&on, 4, 65537));
+        assert!(bcast_channels(&on, 4, 1 << 20));
+        assert!(!bcast_channels(&on, 4, (1 << 20) + 1));
+        assert!(!bcast_multicast(&on, 4, 65537));
         let off = CollConfig { force: vec![("bcast".into(), "binomial".into())], ..Default::default() };
         assert!(!bcast_channels(&off, 4, 8));
     }
