@@ -123,6 +123,11 @@ pub struct Topo {
     pub size: i32,
     /// Size of the remote group for intercommunicators.
     pub remote: Option<i32>,
+    /// Every rank of the communicator is on this host, which runs more ranks of the job than
+    /// it has CPUs: the same on every rank of the communicator (one host, one count), so
+    /// rules may depend on it. There a rank waiting for a CPU is the cost that matters, and
+    /// algorithms that trade more data moved for parallel work lose (`select::reduce`).
+    pub crowded: bool,
 }
 
 /// A persistent collective: the call it repeats and its tag.
@@ -187,7 +192,21 @@ impl CollState {
 impl Engine {
     fn topo(&self, comm: Handle) -> MpiResult<(Topo, u32)> {
         let c = self.comm(comm)?;
-        Ok((Topo { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.len() as i32) }, c.ctx))
+        let crowded = c.remote.is_none() && self.crowded_host(&c.group);
+        Ok((Topo { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.len() as i32), crowded }, c.ctx))
+    }
+
+    /// Whether the world ranks `group` are all on this host and it runs more ranks of the
+    /// job than it has CPUs online (the host's count, not this process's affinity, so every
+    /// rank of the host agrees).
+    fn crowded_host(&self, group: &[u32]) -> bool {
+        let Some(host) = self.coll.channels.host.as_ref() else { return false };
+        let me = self.rank;
+        if !group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
+            return false;
+        }
+        let here = host.local.iter().enumerate().filter(|&(w, &l)| l || w as u32 == me).count();
+        here > host_cpus()
     }
 
     /// Tag base of the next blocking collective on `comm`.
@@ -500,7 +519,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         Coll::Reduce { buf, red, root } => {
             check_root(*root)?;
             s.red = Some(red.clone());
-            reduce::reduce(s, rank, size, *root, buf, red, cfg)
+            reduce::reduce(s, rank, size, *root, buf, red, cfg, t.crowded)
         }
         Coll::Allreduce { buf, red } => {
             s.red = Some(red.clone());
@@ -573,4 +592,11 @@ pub fn byte_type() -> TypeRef {
             vec![crate::datatype::Block { off: 0, len: 1 }]));
     }
     BYTE.with(|b| b.clone())
+}
+
+/// CPUs online on this host (the same for every process on it, whatever its affinity).
+fn host_cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    // SAFETY: sysconf has no preconditions.
+    *CPUS.get_or_init(|| usize::try_from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).ok().filter(|&n| n > 0).unwrap_or(1))
 }

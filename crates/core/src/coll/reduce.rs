@@ -20,12 +20,14 @@ pub(crate) const SUB_FINAL: u32 = 0xffe;
 pub(crate) const SUB_FOLD: u32 = 0xffd;
 
 /// MPI_Reduce on an intracommunicator.
-pub fn reduce(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RBuf, red: &Reduction, cfg: &CollConfig) -> MpiResult<()> {
+/// `crowded`: [`super::Topo::crowded`].
+#[allow(clippy::too_many_arguments)]
+pub fn reduce(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RBuf, red: &Reduction, cfg: &CollConfig, crowded: bool) -> MpiResult<()> {
     if b.count == 0 {
         return Ok(());
     }
     let bytes = red.dtype.packed_size(b.count);
-    match select::reduce(cfg, size, b.count, bytes, red.commutative()) {
+    match select::reduce(cfg, size, b.count, bytes, red.commutative(), crowded) {
         select::Reduce::Binomial => binomial(s, rank, size, root, b.send, b.recv, b.count, red),
         select::Reduce::ReduceScatterGather => reduce_scatter_gather(s, rank, size, root, b.send, b.recv, b.count, red),
         select::Reduce::Linear => linear(s, rank, size, root, b.send, b.recv, b.count, red),
@@ -496,7 +498,7 @@ pub fn reduce_scatter(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, counts: 
             let full = if rank == 0 { s.temp_typed(&t, total) } else { std::ptr::null_mut() };
             // The reduce to rank 0 by the Reduce rule's small-vector choice (linear on few
             // ranks: only rank 0 waits).
-            if select::reduce(cfg, size, total, t.packed_size(total), red.commutative()) == select::Reduce::Linear {
+            if select::reduce(cfg, size, total, t.packed_size(total), red.commutative(), false) == select::Reduce::Linear {
                 linear(s, rank, size, 0, Some(input), full, total, red);
             } else {
                 binomial(s, rank, size, 0, Some(input), full, total, red);
