@@ -539,11 +539,11 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         }
         Coll::Scan { buf, red } => {
             s.red = Some(red.clone());
-            reduce::scan(s, rank, size, buf, red, false, cfg)
+            reduce::scan(s, rank, size, buf, red, false, cfg, t.crowded)
         }
         Coll::Exscan { buf, red } => {
             s.red = Some(red.clone());
-            reduce::scan(s, rank, size, buf, red, true, cfg)
+            reduce::scan(s, rank, size, buf, red, true, cfg, t.crowded)
         }
         Coll::Neighbor { ins, outs, send, recv } => crate::topo::neighbor_schedule(s, ins, outs, send, recv),
     }

@@ -547,17 +547,81 @@ pub fn scan_linear(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduc
     s.round();
 }
 
+/// MPI_Scan (inclusive) or MPI_Exscan along the chain of ranks ([`select::Scan::Chain`]):
+/// rank r receives the prefix of ranks 0..r-1 from rank r-1 and sends the prefix of 0..r
+/// to rank r+1, the lower ranks' part first in every reduction.
+pub fn scan_chain(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, exclusive: bool) {
+    let t = red.dtype.clone();
+    let count = b.count;
+    let mine: *const u8 = b.send.unwrap_or(b.recv);
+    let last = rank + 1 == size;
+    if rank == 0 {
+        // Exscan leaves rank 0's buffer alone; an inclusive scan's result is its own vector.
+        let out = if exclusive {
+            mine
+        } else {
+            if let Some(sb) = b.send {
+                s.copy(sb, count, &t, b.recv, count, &t);
+                s.round();
+            }
+            b.recv.cast_const()
+        };
+        if !last {
+            s.send(1, 0, out, count, &t);
+            s.round();
+        }
+        return;
+    }
+    let prefix = s.temp_typed(&t, count);
+    s.recv(rank - 1, 0, prefix, count, &t);
+    s.round();
+    if !exclusive {
+        if let Some(sb) = b.send {
+            s.copy(sb, count, &t, b.recv, count, &t);
+            s.round();
+        }
+        s.reduce(prefix, b.recv, count);
+        s.round();
+        if !last {
+            s.send(rank + 1, 0, b.recv, count, &t);
+            s.round();
+        }
+        return;
+    }
+    if !last {
+        // The next prefix from a copy of this rank's vector: an in-place exscan's result
+        // overwrites the vector below.
+        let next = s.temp_typed(&t, count);
+        s.copy(mine, count, &t, next, count, &t);
+        s.round();
+        s.reduce(prefix, next, count);
+        s.round();
+        s.send(rank + 1, 0, next, count, &t);
+        s.round();
+    }
+    s.copy(prefix, count, &t, b.recv, count, &t);
+    s.round();
+}
+
 /// MPI_Scan (inclusive) or MPI_Exscan by recursive doubling: log2 n rounds; `partial` holds
 /// the reduction of the ranks this rank has heard of including itself, `recv` the prefix.
-pub fn scan(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, exclusive: bool, cfg: &CollConfig) -> MpiResult<()> {
+#[allow(clippy::too_many_arguments)]
+pub fn scan(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, exclusive: bool, cfg: &CollConfig, crowded: bool) -> MpiResult<()> {
     let t = red.dtype.clone();
     let count = b.count;
     if count == 0 {
         return Ok(());
     }
-    if select::scan(cfg, size, t.packed_size(count)) == select::Scan::Linear {
-        scan_linear(s, rank, size, b, red, exclusive);
-        return Ok(());
+    match select::scan(cfg, size, t.packed_size(count), crowded) {
+        select::Scan::Linear => {
+            scan_linear(s, rank, size, b, red, exclusive);
+            return Ok(());
+        }
+        select::Scan::Chain => {
+            scan_chain(s, rank, size, b, red, exclusive);
+            return Ok(());
+        }
+        select::Scan::RecursiveDoubling => {}
     }
     let commute = red.commutative();
     let mine: *const u8 = b.send.unwrap_or(b.recv);

@@ -384,6 +384,9 @@ pub enum Scan {
     /// Every rank sends its vector to every higher rank, then reduces what the lower ranks
     /// sent: n(n-1)/2 messages, but no rank waits for a rank that waits, and rank 0 not at all.
     Linear,
+    /// Rank r takes the prefix of ranks 0..r-1 from rank r-1, adds its vector and passes the
+    /// result to rank r+1: n-1 messages, one reduction per rank, each vector moves once.
+    Chain,
 }
 
 /// Vectors up to this many bytes may take the linear scan.
@@ -393,14 +396,24 @@ pub const SCAN_LINEAR_BYTES: usize = 16 << 10;
 /// for vectors up to [`SCAN_LINEAR_BYTES`], recursive doubling otherwise. Measured OSU-style
 /// on 2 CPUs (docs/collectives.md): 4-byte scan on 4 ranks 0.6-2 µs linear against 6-20 µs by
 /// recursive doubling, on 8 ranks 5-9 µs against 17-37 µs.
-pub fn scan(cfg: &CollConfig, size: i32, bytes: usize) -> Scan {
+///
+/// Longer vectors on a host that runs more ranks than it has CPUs (`crowded`,
+/// [`super::Topo::crowded`]) go along the chain: recursive doubling exchanges whole vectors
+/// both ways in every round and makes each rank reduce up to twice per round, and with
+/// ranks waiting for CPUs those exchanges stall. Measured OSU-style on 2 CPUs (fastest of 3
+/// batches, medians of 3 rounds), 64 KiB-1 MiB: recursive doubling 37-1208 µs on 4 ranks and
+/// 137-2565 µs on 8, Open MPI (which uses the chain) 18-209 and 49-515 µs.
+pub fn scan(cfg: &CollConfig, size: i32, bytes: usize, crowded: bool) -> Scan {
     match cfg.forced("scan") {
         Some("linear") => return Scan::Linear,
         Some("recursive_doubling") => return Scan::RecursiveDoubling,
+        Some("chain") => return Scan::Chain,
         _ => {}
     }
     if size as usize <= cfg.scan_linear && bytes <= SCAN_LINEAR_BYTES {
         Scan::Linear
+    } else if crowded {
+        Scan::Chain
     } else {
         Scan::RecursiveDoubling
     }

@@ -397,7 +397,7 @@ fn non_commutative_ops_keep_rank_order() {
             }
         }
         // Scan and exscan, by every algorithm.
-        for ((_, scan_cfg), exclusive) in configs("scan", &["linear", "recursive_doubling"]).into_iter().flat_map(|c| [(c.clone(), false), (c, true)]) {
+        for ((_, scan_cfg), exclusive) in configs("scan", &["linear", "recursive_doubling", "chain"]).into_iter().flat_map(|c| [(c.clone(), false), (c, true)]) {
             let mut send: Vec<Vec<Mat>> = (0..n).map(|r| mats(r, count)).collect();
             let mut recv: Vec<Vec<Mat>> = (0..n).map(|_| vec![[9; 4]; count]).collect();
             let sp: Vec<*mut u8> = send.iter_mut().map(|b| b.as_mut_ptr() as *mut u8).collect();
@@ -483,7 +483,7 @@ fn large_reduces_take_the_one_child_at_a_time_path() {
 fn scan_and_exscan_sum_in_place() {
     let t = int_type();
     let red = sum_reduction(&t);
-    for (algo, cfg) in configs("scan", &["linear", "recursive_doubling"]) {
+    for (algo, cfg) in configs("scan", &["linear", "recursive_doubling", "chain"]) {
         for &n in SIZES {
             for &count in COUNTS {
                 for exclusive in [false, true] {

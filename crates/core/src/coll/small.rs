@@ -167,6 +167,12 @@ impl Engine {
             return Ok(false);
         }
         let bytes = t.packed_size(count);
+        // The chain runs as a schedule (before a tag is taken: the schedule takes its own).
+        let crowded = self.topo(comm)?.0.crowded;
+        let algo = select::scan(self.small_cfg(), size, bytes, crowded);
+        if algo == select::Scan::Chain {
+            return Ok(false);
+        }
         let commute = red.commutative();
         let base = self.next_tag(pctx);
         let recv = b.recv;
@@ -191,7 +197,7 @@ impl Engine {
                 }
             }
         }
-        if select::scan(self.small_cfg(), size, bytes) == select::Scan::Linear {
+        if algo == select::Scan::Linear {
             self.scan_small_linear(comm, ctx, rank, size, base, partial, b, red, exclusive)?;
             drop(scratch);
             return Ok(true);
