@@ -139,6 +139,22 @@ fn send_fast(g: &mut Global, buf: *const c_void, count: i64, dt: MPI_Datatype, d
     g.eng.send_contig(ch, buf as *const u8, len, dest, tag)
 }
 
+/// MPI_Isend's common case (as [`send_fast`]): the message goes to the path at once and the
+/// request returned is complete. None (nothing done) sends it the general way. A null
+/// request pointer goes the general way too, which reports it.
+#[allow(clippy::too_many_arguments)]
+fn isend_fast(g: &mut Global, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> Result<Option<Handle>, MpiError> {
+    if !matches!(mode, Mode::Standard | Mode::Ready) || dest < 0 || !(0..=TAG_UB).contains(&tag) {
+        return Ok(None);
+    }
+    let Some(len) = contiguous_bytes(g, dt, count) else { return Ok(None) };
+    if buf.is_null() && len > 0 {
+        return Ok(None);
+    }
+    let Ok(ch) = comm_handle(g, comm as usize) else { return Ok(None) };
+    g.eng.isend_contig(ch, buf as *const u8, len, dest, tag)
+}
+
 /// MPI_Recv's common case through the engine's receive slot; None (nothing received) runs
 /// the general path, which also reports any argument error.
 #[allow(clippy::too_many_arguments)]
@@ -186,6 +202,11 @@ unsafe fn isend_impl(
     request: *mut MPI_Request,
 ) -> c_int {
     api(func, Some(comm as usize), |g| {
+        if !request.is_null() && !multiple() {
+            if let Some(h) = isend_fast(g, buf, count, dt, dest, tag, comm, mode)? {
+                return out_request(request, h);
+            }
+        }
         let spec = send_spec(g, buf, count, dt, dest, tag, comm, mode)?;
         let h = if mode == Mode::Buffered {
             let sent = g.eng.bsend(spec)?;
@@ -724,7 +745,18 @@ mpi_api! {
         api_blocking("MPI_Waitall", |_| None, |c| {
             let reqs = request_slice(count, array_of_requests)?;
             let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(c.g(), *r)).collect::<Result<_, _>>()?;
-            c.until(|e| handles.iter().flatten().all(|h| e.is_complete(*h).unwrap_or(true)))?;
+            // A request stays complete until it is released below: each round of progress
+            // looks again only from the first one still open, not at the whole array.
+            let mut open = 0;
+            c.until(|e| {
+                while let Some(h) = handles.get(open) {
+                    if h.is_some_and(|h| !e.is_complete(h).unwrap_or(true)) {
+                        return false;
+                    }
+                    open += 1;
+                }
+                true
+            })?;
             complete_all(c.g(), reqs, &handles, array_of_statuses)
         })
     }

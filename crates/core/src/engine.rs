@@ -903,10 +903,16 @@ impl Engine {
         Ok(h)
     }
 
-    /// Nonblocking receive: create and start.
+    /// Nonblocking receive: create and start (what [`Engine::start`] does to a new receive,
+    /// without taking a copy of the spec it just stored).
     pub fn irecv(&mut self, spec: RecvSpec) -> MpiResult<Handle> {
-        let h = self.recv_init(spec, false)?;
-        self.start(h)?;
+        let comm = self.comm(spec.comm)?;
+        self.check_peer(comm, spec.src, "source", true)?;
+        let (c, src, tag) = (spec.comm, spec.src, spec.tag);
+        let mut r = Request::new(Op::Recv(spec), false);
+        r.active = true;
+        let h = self.st.reqs.insert(r);
+        self.start_recv(h, c, src, tag)?;
         Ok(h)
     }
 
@@ -946,8 +952,8 @@ impl Engine {
                 Ok(())
             }
             Op::Recv(s) => {
-                let s = s.clone();
-                self.start_recv(h, &s)
+                let (c, src, tag) = (s.comm, s.src, s.tag);
+                self.start_recv(h, c, src, tag)
             }
             Op::Null => {
                 r.complete = true;
@@ -1093,28 +1099,28 @@ impl Engine {
         Ok(())
     }
 
-    fn start_recv(&mut self, h: Handle, s: &RecvSpec) -> MpiResult<()> {
-        if s.src == PROC_NULL {
+    fn start_recv(&mut self, h: Handle, comm: Handle, src: i32, tag: i32) -> MpiResult<()> {
+        if src == PROC_NULL {
             self.st.complete(h, status_null());
             return Ok(());
         }
-        let comm = self.comm(s.comm)?;
+        let comm = self.comm(comm)?;
         let ctx = comm.ctx;
         if self.st.ft.is_revoked(ctx) {
-            self.st.complete(h, revoked_status(s.src, s.tag));
+            self.st.complete(h, revoked_status(src, tag));
             return Ok(());
         }
-        if s.src != ANY_SOURCE && comm.peer_world(s.src).is_some_and(|w| self.st.ft.is_dead(w)) {
+        if src != ANY_SOURCE && comm.peer_world(src).is_some_and(|w| self.st.ft.is_dead(w)) {
             // Messages the dead process sent before failing may still be matched.
-            if self.st.matcher.peek(ctx, s.src, s.tag).is_none() {
-                self.st.complete(h, failed_status(s.src, s.tag));
+            if self.st.matcher.peek(ctx, src, tag).is_none() {
+                self.st.complete(h, failed_status(src, tag));
                 return Ok(());
             }
         }
         if let Some(r) = self.st.reqs.get_mut(h) {
             r.recv.ctx = ctx;
         }
-        match self.st.post(ctx, s.src, s.tag, h) {
+        match self.st.post(ctx, src, tag, h) {
             Some(u) => {
                 self.st.deliver(h, u.src, u.tag, u.body_into());
                 // A rendezvous read here queued its FIN: send it before the program can exit.

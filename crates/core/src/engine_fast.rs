@@ -6,6 +6,8 @@
 //! - **send**: a standard or ready mode, contiguous message up to the eager limit to a peer
 //!   whose output queue is empty goes straight to the path. If the path is full (or anything
 //!   else is unusual) the general request path runs instead, so nothing changes for it.
+//!   `MPI_Isend` of such a message does the same and returns a request that is already
+//!   complete (an eager send's request completes at once on the general path too).
 //! - **receive**: a contiguous receive on a context with no other receive posted waits in a
 //!   single slot ([`Waiting`]) that packet handling checks before the matcher. The slot is
 //!   logically the *earliest* posted receive of its context (nothing was posted when it was
@@ -132,26 +134,48 @@ impl Engine {
     /// Standard-mode send of `len` contiguous bytes at `buf` straight to the path, if it is
     /// small and the path takes it now; false (nothing sent) if the general path must run.
     pub fn send_contig(&mut self, comm: Handle, buf: *const u8, len: usize, dest: i32, tag: i32) -> MpiResult<bool> {
+        Ok(self.transmit_contig(comm, buf, len, dest, tag).is_some())
+    }
+
+    /// MPI_Isend's counterpart of [`Engine::send_contig`]: the message goes straight to the
+    /// path and the request returned is already complete, as the general path leaves an
+    /// eager send's (it keeps what a cancel needs: the message's identity). None (nothing
+    /// sent) if the general path must run.
+    pub fn isend_contig(&mut self, comm: Handle, buf: *const u8, len: usize, dest: i32, tag: i32) -> MpiResult<Option<Handle>> {
+        let Some(sent) = self.transmit_contig(comm, buf, len, dest, tag) else { return Ok(None) };
+        let spec = SendSpec { buf, count: len, dtype: crate::coll::byte_type(), comm, dest, tag, mode: Mode::Standard };
+        let mut r = Request::new(Op::Send(spec), false);
+        r.active = true;
+        r.complete = true;
+        r.status = Status { source: PROC_NULL, tag, error: None, bytes: 0, cancelled: false };
+        r.send.sent = Some(sent);
+        self.st.events += 1;
+        Ok(Some(self.st.reqs.insert(r)))
+    }
+
+    /// An eager message of `len` contiguous bytes at `buf` to `dest` on `comm`, handed to the
+    /// path if it is small and the path takes it now: its identity, or None (nothing sent).
+    fn transmit_contig(&mut self, comm: Handle, buf: *const u8, len: usize, dest: i32, tag: i32) -> Option<Sent> {
         if dest == PROC_NULL || self.fast_paths_off() || len > self.eager_limit {
-            return Ok(false);
+            return None;
         }
-        let Ok(c) = self.comm(comm) else { return Ok(false) };
-        let Some(peer) = c.peer_world(dest) else { return Ok(false) };
+        let c = self.comm(comm).ok()?;
+        let peer = c.peer_world(dest)?;
         let (ctx, src) = (c.ctx, c.rank);
         if peer == self.rank || !self.st.outq[peer as usize].is_empty() {
-            return Ok(false);
+            return None;
         }
-        let Some(net) = self.net.as_mut() else { return Ok(false) };
+        let net = self.net.as_mut()?;
         let hdr = self.st.door.message(peer, Kind::Eager, 0, ctx, src, tag, len as u64, 0);
         // SAFETY: the application's buffer holds `len` contiguous bytes.
         let payload = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { buf }, len) };
         match door::transmit(net.as_mut(), peer, &hdr.encode(), payload) {
             Ok(SendStatus::Done) => {
                 self.st.door.commit(peer, &hdr, payload);
-                Ok(true)
+                Some(Sent { peer, ctx, src, seq: hdr.a, id: 0, rendezvous: false, buffered: false })
             }
             // Full, or an error the general path reports the usual way.
-            _ => Ok(false),
+            _ => None,
         }
     }
 
