@@ -128,15 +128,22 @@ pub(crate) fn contiguous_bytes(g: &Global, dt: MPI_Datatype, count: i64) -> Opti
 /// way, which also reports any argument error.
 #[allow(clippy::too_many_arguments)]
 fn send_fast(g: &mut Global, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> Result<bool, MpiError> {
-    if !matches!(mode, Mode::Standard | Mode::Ready) || dest < 0 || !(0..=TAG_UB).contains(&tag) {
-        return Ok(false);
-    }
-    let Some(len) = contiguous_bytes(g, dt, count) else { return Ok(false) };
-    if buf.is_null() && len > 0 {
-        return Ok(false);
-    }
-    let Ok(ch) = comm_handle(g, comm as usize) else { return Ok(false) };
+    let Some((ch, len)) = fast_send_args(g, buf, count, dt, dest, tag, comm, mode) else { return Ok(false) };
     g.eng.send_contig(ch, buf as *const u8, len, dest, tag)
+}
+
+/// The communicator and byte count of a send the request-free path may take (valid
+/// arguments, a contiguous type, standard or ready mode); None for the general way.
+#[allow(clippy::too_many_arguments)]
+fn fast_send_args(g: &Global, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> Option<(Handle, usize)> {
+    if !matches!(mode, Mode::Standard | Mode::Ready) || dest < 0 || !(0..=TAG_UB).contains(&tag) {
+        return None;
+    }
+    let len = contiguous_bytes(g, dt, count)?;
+    if buf.is_null() && len > 0 {
+        return None;
+    }
+    Some((comm_handle(g, comm as usize).ok()?, len))
 }
 
 /// MPI_Isend's common case (as [`send_fast`]): the message goes to the path at once and the
@@ -144,14 +151,7 @@ fn send_fast(g: &mut Global, buf: *const c_void, count: i64, dt: MPI_Datatype, d
 /// request pointer goes the general way too, which reports it.
 #[allow(clippy::too_many_arguments)]
 fn isend_fast(g: &mut Global, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> Result<Option<Handle>, MpiError> {
-    if !matches!(mode, Mode::Standard | Mode::Ready) || dest < 0 || !(0..=TAG_UB).contains(&tag) {
-        return Ok(None);
-    }
-    let Some(len) = contiguous_bytes(g, dt, count) else { return Ok(None) };
-    if buf.is_null() && len > 0 {
-        return Ok(None);
-    }
-    let Ok(ch) = comm_handle(g, comm as usize) else { return Ok(None) };
+    let Some((ch, len)) = fast_send_args(g, buf, count, dt, dest, tag, comm, mode) else { return Ok(None) };
     g.eng.isend_contig(ch, buf as *const u8, len, dest, tag)
 }
 
