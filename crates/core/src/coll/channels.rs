@@ -47,6 +47,8 @@ use crate::slab::Handle;
 pub(crate) const TAG: i32 = 0x7ffe_0060;
 const MAGIC: u64 = 0x5354_4446_4348_4231; // "STDFCHB1"
 const LINE: usize = 64;
+/// Bytes of each channel backed when its segment is made: its word and small frames.
+const FIRST_BACKED: usize = 4096;
 /// Frames above this many bytes of data are written as two copies, data then header.
 const SPLIT: usize = 16 << 10;
 const MAX_SLEEP: Duration = Duration::from_millis(1);
@@ -103,6 +105,16 @@ struct Segment {
     cap: usize,
     /// Ranks with a line in the synchronization area (0: none, a multicast host's segment).
     ranks: usize,
+    /// The segment's file, to back a channel's pages before a root first writes them.
+    file: std::fs::File,
+    /// Free bytes a channel's backing must leave on the file system: half of what was free
+    /// when this process mapped the segment. The shared-memory rings are sized to fit half
+    /// the free space at start-up but are backed only as traffic touches them, so channels
+    /// must not take their share (a ring store into a page the file system cannot back is
+    /// a SIGBUS).
+    floor: u64,
+    /// Bytes from the start of each channel's slot this process knows are backed.
+    backed: Vec<std::cell::Cell<usize>>,
 }
 
 // SAFETY: the mapping is only touched through the engine, which one thread drives at a time.
@@ -126,17 +138,45 @@ fn segment_len(channels: usize, cap: usize, ranks: usize) -> usize {
 
 impl Segment {
     /// Create the segment under a temporary name, initialise it, publish it as `path`.
+    ///
+    /// The file is sparse: a channel's pages are backed when a root first writes that far
+    /// into it ([`Segment::write`]), so a communicator that broadcasts only small messages
+    /// costs a few pages. The header, the synchronization lines and each channel's first
+    /// page (its word, which every reader polls) are backed here: with the file system full,
+    /// creation fails and the communicator uses the tree, instead of a SIGBUS later.
     fn create(path: &FsPath, channels: usize, cap: usize, ranks: usize) -> std::io::Result<Segment> {
         let len = segment_len(channels, cap, ranks);
         let base = super::shmseg::create(path, len, MAGIC, &[channels as u32, cap as u32, ranks as u32])?;
-        Ok(Segment { base, len, channels, slot: slot_len(cap), cap, ranks })
+        let seg = Segment::mapped(path, base, len, channels, cap, ranks)?;
+        super::shmseg::reserve(&seg.file, 0, seg.slots())?;
+        for ch in 0..channels {
+            super::shmseg::reserve(&seg.file, seg.slots() + ch * seg.slot, FIRST_BACKED.min(seg.slot))?;
+        }
+        Ok(seg)
+    }
+
+    /// The segment at `base` (mapped from `path`), with its file open for [`Segment::write`];
+    /// the mapping is undone if the file cannot be opened.
+    fn mapped(path: &FsPath, base: *mut u8, len: usize, channels: usize, cap: usize, ranks: usize) -> std::io::Result<Segment> {
+        let file = match std::fs::OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => f,
+            Err(e) => {
+                // SAFETY: the mapping just made, used by nobody.
+                unsafe { libc::munmap(base.cast(), len) };
+                return Err(e);
+            }
+        };
+        let slot = slot_len(cap);
+        let backed = (0..channels).map(|_| std::cell::Cell::new(FIRST_BACKED.min(slot))).collect();
+        let floor = super::shmseg::free_bytes(&file).unwrap_or(0) / 2;
+        Ok(Segment { base, len, channels, slot, cap, ranks, file, floor, backed })
     }
 
     /// Map the segment another rank created, checking it has the expected shape.
     fn open(path: &FsPath, channels: usize, cap: usize, ranks: usize) -> std::io::Result<Segment> {
         let len = segment_len(channels, cap, ranks);
         let base = super::shmseg::open(path, len, MAGIC, &[channels as u32, cap as u32, ranks as u32], "channel settings")?;
-        Ok(Segment { base, len, channels, slot: slot_len(cap), cap, ranks })
+        Segment::mapped(path, base, len, channels, cap, ranks)
     }
 
     /// Where the slots start: after the header line and the synchronization lines.
@@ -172,9 +212,27 @@ impl Segment {
     }
 
     /// Write `frame` (broadcast `seq`) into channel `ch` and publish it.
+    /// False, having written nothing, if the frame does not fit or its pages cannot be
+    /// backed (the file system is full): the caller reports the primitive failed, and the
+    /// broadcasts move to the point-to-point tree.
     fn write(&self, ch: usize, seq: u64, frame: &[u8]) -> bool {
         if ch >= self.channels || frame.len() > frame::HEADER + self.cap {
             return false;
+        }
+        let need = LINE + frame.len();
+        let backed = self.backed[ch].get();
+        if need > backed {
+            let grow = (need - backed) as u64;
+            if super::shmseg::free_bytes(&self.file).is_some_and(|free| free < self.floor.saturating_add(grow)) {
+                tracing::warn!("channel broadcast: {grow} more bytes for channel {ch} would leave less than half the shared memory free at the start; using the tree");
+                return false;
+            }
+            let start = self.slots() + ch * self.slot;
+            if let Err(e) = super::shmseg::reserve(&self.file, start, need) {
+                tracing::warn!("channel broadcast: backing {need} bytes of channel {ch}: {e}; using the tree");
+                return false;
+            }
+            self.backed[ch].set(need);
         }
         let w = self.word(ch);
         w.store(0, Ordering::Relaxed);
