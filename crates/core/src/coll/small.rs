@@ -168,8 +168,15 @@ impl Engine {
         }
         let bytes = t.packed_size(count);
         // The chain runs as a schedule (before a tag is taken: the schedule takes its own).
-        let crowded = self.topo(comm)?.0.crowded;
-        let algo = select::scan(self.small_cfg(), size, bytes, crowded);
+        // Whether the host is crowded only matters where the linear scan is not taken, and
+        // finding out walks the group: small vectors on few ranks skip it.
+        let algo = match select::scan(self.small_cfg(), size, bytes, false) {
+            select::Scan::Linear => select::Scan::Linear,
+            _ => {
+                let crowded = self.topo(comm)?.0.crowded;
+                select::scan(self.small_cfg(), size, bytes, crowded)
+            }
+        };
         if algo == select::Scan::Chain {
             return Ok(false);
         }
