@@ -573,7 +573,9 @@ impl Engine {
                 Some(std::net::IpAddr::V4(ip)) => Some(ip),
                 _ => None,
             };
-            eng.coll.channels.host = Some(crate::coll::channels::Host { jobdir, local: shm_peer, net_ip, hosts });
+            let here = shm_peer.iter().enumerate().filter(|&(w, &l)| l || w == rank as usize).count();
+            let crowded = here > crate::coll::host_cpus();
+            eng.coll.channels.host = Some(crate::coll::channels::Host { jobdir, local: shm_peer, net_ip, hosts, crowded });
         }
         if let Some(j) = &job {
             eng.proc_base = j.proc_base;
@@ -906,12 +908,11 @@ impl Engine {
     /// Nonblocking receive: create and start (what [`Engine::start`] does to a new receive,
     /// without taking a copy of the spec it just stored).
     pub fn irecv(&mut self, spec: RecvSpec) -> MpiResult<Handle> {
-        let comm = self.comm(spec.comm)?;
-        self.check_peer(comm, spec.src, "source", true)?;
         let (c, src, tag) = (spec.comm, spec.src, spec.tag);
-        let mut r = Request::new(Op::Recv(spec), false);
-        r.active = true;
-        let h = self.st.reqs.insert(r);
+        let h = self.recv_init(spec, false)?;
+        if let Some(r) = self.st.reqs.get_mut(h) {
+            r.active = true;
+        }
         self.start_recv(h, c, src, tag)?;
         Ok(h)
     }

@@ -71,6 +71,9 @@ pub(crate) struct Host {
     /// The host of every world rank (from the host map; empty without one). Not the same
     /// as `local`: with `--path tcp` ranks of one host reach each other over tcp.
     pub hosts: Vec<u32>,
+    /// This host runs more ranks of the job (`local`, this one included) than it has CPUs
+    /// online (`coll::Topo::crowded`).
+    pub crowded: bool,
 }
 
 /// Channel broadcast state of the engine.

@@ -200,13 +200,9 @@ impl Engine {
     /// job than it has CPUs online (the host's count, not this process's affinity, so every
     /// rank of the host agrees).
     fn crowded_host(&self, group: &[u32]) -> bool {
-        let Some(host) = self.coll.channels.host.as_ref() else { return false };
+        let Some(host) = self.coll.channels.host.as_ref().filter(|h| h.crowded) else { return false };
         let me = self.rank;
-        if !group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false)) {
-            return false;
-        }
-        let here = host.local.iter().enumerate().filter(|&(w, &l)| l || w as u32 == me).count();
-        here > host_cpus()
+        group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false))
     }
 
     /// Tag base of the next blocking collective on `comm`.
@@ -595,7 +591,7 @@ pub fn byte_type() -> TypeRef {
 }
 
 /// CPUs online on this host (the same for every process on it, whatever its affinity).
-fn host_cpus() -> usize {
+pub(crate) fn host_cpus() -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     // SAFETY: sysconf has no preconditions.
     *CPUS.get_or_init(|| usize::try_from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).ok().filter(|&n| n > 0).unwrap_or(1))

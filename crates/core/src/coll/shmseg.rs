@@ -118,12 +118,6 @@ impl Engine {
         Some((c.rank, c.size(), c.ctx, local))
     }
 
-    /// Agree on a segment for communicator `comm` (this rank is `rank` there): rank 0 makes
-    /// `{prefix}-{world rank}-{n}` in the job directory with `make`, broadcasts its name over
-    /// the tree (empty when it could not), and the others `attach` to it. None on every rank
-    /// without a job directory or when rank 0 could not make it: the communicator then
-    /// uses messages for good. `what` names the feature in messages. Returns the segment and
-    /// its name.
     /// A name for a segment this process makes, unique in the job directory.
     pub(super) fn segment_name(&mut self, prefix: &str) -> String {
         let n = format!("{prefix}-{}-{}", self.rank, self.coll.channels.created);
@@ -131,6 +125,12 @@ impl Engine {
         n
     }
 
+    /// Agree on a segment for communicator `comm` (this rank is `rank` there): rank 0 makes
+    /// `{prefix}-{world rank}-{n}` in the job directory with `make`, broadcasts its name over
+    /// the tree (empty when it could not), and the others `attach` to it. None on every rank
+    /// without a job directory or when rank 0 could not make it: the communicator then
+    /// uses messages for good. `what` names the feature in messages. Returns the segment and
+    /// its name.
     pub(super) fn agree_segment<T>(
         &mut self,
         comm: Handle,

@@ -170,13 +170,11 @@ impl Engine {
         // The chain runs as a schedule (before a tag is taken: the schedule takes its own).
         // Whether the host is crowded only matters where the linear scan is not taken, and
         // finding out walks the group: small vectors on few ranks skip it.
-        let algo = match select::scan(self.small_cfg(), size, bytes, false) {
-            select::Scan::Linear => select::Scan::Linear,
-            _ => {
-                let crowded = self.topo(comm)?.0.crowded;
-                select::scan(self.small_cfg(), size, bytes, crowded)
-            }
-        };
+        let mut algo = select::scan(self.small_cfg(), size, bytes, false);
+        if algo != select::Scan::Linear {
+            let crowded = self.topo(comm)?.0.crowded;
+            algo = select::scan(self.small_cfg(), size, bytes, crowded);
+        }
         if algo == select::Scan::Chain {
             return Ok(false);
         }
