@@ -29,6 +29,8 @@ pub(super) fn create(path: &FsPath, len: usize, magic: u64, shape: &[u32]) -> st
     let tmp = path.with_extension("tmp");
     let f = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&tmp)?;
     f.set_len(len as u64)?;
+    // The header's page is written below: backed first, a full file system fails here.
+    reserve(&f, 0, len.min(4096))?;
     let base = map(&f, len)?;
     // SAFETY: the header line lies inside the fresh mapping; nobody else sees it yet.
     unsafe {
