@@ -257,11 +257,29 @@ unsafe fn barrier_impl(func: &str, comm: MPI_Comm, mode: Mode) -> c_int {
 
 unsafe fn bcast_impl(func: &str, buf: *mut c_void, count: i64, dt: MPI_Datatype, root: c_int, comm: MPI_Comm, mode: Mode) -> c_int {
     api(func, Some(comm as usize), |g| {
+        if matches!(mode, Mode::Blocking) && bcast_fast(g, buf, count, dt, root, comm)? {
+            return Ok(());
+        }
         let c = ctx(g, comm)?;
         let r = role(&c, root)?;
         let b = if r == Role::Idle { unused() } else { typed(g, buf, count, dt, "buffer")? };
         launch(g, c.h, Coll::Bcast { buf: b, root }, mode)
     })
+}
+
+/// A blocking MPI_Bcast of a contiguous type straight to the engine's channel broadcast,
+/// where that applies ([`steadfast_core::Engine::bcast_contig`]); Ok(false), nothing done,
+/// sends it the general way, which also reports any argument error.
+fn bcast_fast(g: &mut Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Result<bool, MpiError> {
+    if crate::global::multiple() {
+        return Ok(false);
+    }
+    let Some(len) = crate::pt2pt::contiguous_bytes(g, dt, count) else { return Ok(false) };
+    if buf.is_null() && len > 0 {
+        return Ok(false);
+    }
+    let Ok(h) = comm_handle(g, comm as usize) else { return Ok(false) };
+    g.eng.bcast_contig(h, buf.cast(), len, root)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -81,7 +81,7 @@ pub(crate) struct Host {
 pub struct ChannelsState {
     /// Per communicator context: its driver, or None when the segment could not be made
     /// (every rank then uses the tree on that communicator).
-    drivers: FxHashMap<u32, Option<Box<Driver>>>,
+    drivers: Drivers,
     pub(crate) host: Option<Host>,
     /// Segments this process created (channels and slots), for unique names.
     pub(super) created: u64,
@@ -89,13 +89,64 @@ pub struct ChannelsState {
     /// it declines every later stream at once rather than make each communicator wait
     /// for the probes again.
     mcast_deaf: bool,
+    /// Groups of communicators asked about lately and whether each lies on this host
+    /// (`Engine::segment_target`).
+    pub(super) local_memo: std::cell::RefCell<Vec<(std::sync::Arc<Vec<u32>>, bool)>>,
 }
 
 impl ChannelsState {
     /// Forget the driver of a freed communicator (its segment stays in the job directory,
     /// which the launcher removes: a member may still be opening it).
     pub(crate) fn forget(&mut self, ctx: u32) {
-        self.drivers.remove(&ctx);
+        self.drivers.take(ctx);
+    }
+}
+
+/// The drivers by communicator context: None for a communicator on the tree for good. The
+/// one used last is kept out of the map, where a program broadcasting on one communicator
+/// finds it without a hash look-up on every call.
+#[derive(Default)]
+struct Drivers {
+    hot: Option<(u32, Option<Box<Driver>>)>,
+    map: FxHashMap<u32, Option<Box<Driver>>>,
+}
+
+impl Drivers {
+    /// Take the entry of `ctx` out (None: the communicator has none yet).
+    fn take(&mut self, ctx: u32) -> Option<Option<Box<Driver>>> {
+        if self.hot.as_ref().is_some_and(|(c, _)| *c == ctx) {
+            return self.hot.take().map(|(_, d)| d);
+        }
+        self.map.remove(&ctx)
+    }
+
+    /// Put the entry of `ctx` (back) in, as the one used last.
+    fn put(&mut self, ctx: u32, d: Option<Box<Driver>>) {
+        if let Some((c, old)) = self.hot.replace((ctx, d)) {
+            if c != ctx {
+                self.map.insert(c, old);
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.hot.is_none() && self.map.is_empty()
+    }
+
+    fn drivers_mut(&mut self) -> impl Iterator<Item = &mut Box<Driver>> {
+        self.hot.iter_mut().map(|(_, d)| d).chain(self.map.values_mut()).flatten()
+    }
+
+    /// Add the entries of `other`, which replace this one's of the same context.
+    fn merge(&mut self, other: Drivers) {
+        for (ctx, d) in other.hot.into_iter().chain(other.map) {
+            match &mut self.hot {
+                Some((c, here)) if *c == ctx => *here = d,
+                _ => {
+                    self.map.insert(ctx, d);
+                }
+            }
+        }
     }
 }
 
@@ -266,13 +317,12 @@ impl Segment {
             return false;
         }
         let body = self.body(ch);
-        let mut head = [0u8; frame::HEADER];
         // SAFETY: the header and `bytes` <= cap data bytes lie inside the slot; `dst` holds
         // `bytes` bytes (the caller's buffer of the broadcast's size).
-        let data = unsafe {
-            std::ptr::copy_nonoverlapping(body, head.as_mut_ptr(), frame::HEADER);
+        let (head, data) = unsafe {
+            let head = std::ptr::read_unaligned(body.cast::<[u8; frame::HEADER]>());
             std::ptr::copy_nonoverlapping(body.add(frame::HEADER), dst, bytes);
-            std::slice::from_raw_parts(dst.cast_const(), bytes)
+            (head, std::slice::from_raw_parts(dst.cast_const(), bytes))
         };
         frame::decode_parts(&head, data).is_ok_and(|h| h.seq == seq && h.root == root)
     }
@@ -379,6 +429,9 @@ struct McastPrim {
 /// The driver of one communicator.
 struct Driver {
     comm: Handle,
+    /// The communicator's group when the driver was made: a communicator at `comm` with
+    /// this very group (and the driver's context) is the one the driver serves.
+    group: std::sync::Arc<Vec<u32>>,
     machine: Machine,
     prim: Prim,
     /// Data bytes a channel holds.
@@ -397,6 +450,17 @@ struct Driver {
     mail: Option<Mailbox>,
     /// Calls so far (every few run the whole pump at once, see [`Engine::channel_bcast`]).
     calls: u32,
+    /// The last reading of [`Driver::now`].
+    clock: Duration,
+}
+
+/// The caller's buffer of a channel broadcast.
+#[derive(Clone, Copy)]
+enum Dest<'a> {
+    /// That many contiguous bytes at this address (the broadcast's size).
+    Contig(*mut u8),
+    /// Elements of a datatype: packed at the root, unpacked at a receiver.
+    Typed(&'a Buf),
 }
 
 /// The synchronization's `Up` and `Down` through words of the shared segment instead of
@@ -465,8 +529,9 @@ impl Mailbox {
 }
 
 impl Driver {
-    fn now(&self) -> Duration {
-        self.epoch.elapsed()
+    fn now(&mut self) -> Duration {
+        self.clock = self.epoch.elapsed();
+        self.clock
     }
 }
 
@@ -513,19 +578,59 @@ impl Engine {
             return Ok(false);
         }
         let Some(mut d) = self.channel_driver(comm, ctx, rank, size, spans)? else { return Ok(false) };
-        let r = self.channel_bcast(&mut d, b, rank, root, bytes);
-        self.coll.channels.drivers.insert(ctx, Some(d));
+        let dest = if b.dtype.is_contiguous() { Dest::Contig(b.ptr) } else { Dest::Typed(b) };
+        let r = self.channel_bcast(&mut d, dest, rank, root, bytes);
+        self.coll.channels.drivers.put(ctx, Some(d));
+        r.map(|()| true)
+    }
+
+    /// MPI_Bcast of `bytes` contiguous bytes at `ptr` over the shared-memory channels of a
+    /// communicator that already has its driver: the application's common case without the
+    /// general dispatch (no datatype, no collective description). False, having done
+    /// nothing, wherever [`Engine::bcast_channels`] might decide otherwise or has work to
+    /// do first (the driver's set-up, multicast, a root out of range): the caller then takes
+    /// the general path, which applies the same rule.
+    pub fn bcast_contig(&mut self, comm: Handle, ptr: *mut u8, bytes: usize, root: i32) -> MpiResult<bool> {
+        if self.fast_paths_off() || self.coordinated() {
+            return Ok(false);
+        }
+        let Ok(c) = self.comm(comm) else { return Ok(false) };
+        let (ctx, rank, size) = (c.ctx, c.rank, c.size());
+        // The driver used last serves this communicator if it was made for it: then the
+        // communicator lies on this host (`channel_target`) without looking at its group.
+        let hot = self.coll.channels.drivers.hot.as_ref().is_some_and(|(hc, d)| {
+            *hc == ctx && d.as_ref().is_some_and(|d| d.comm == comm && std::sync::Arc::ptr_eq(&d.group, &c.group) && matches!(d.prim, Prim::Shm(_)))
+        });
+        if !hot && self.channel_target(comm) != Some((rank, size, ctx, false)) {
+            return Ok(false);
+        }
+        if !(0..size).contains(&root) || !self.coll.cfg.as_ref().is_some_and(|cfg| select::bcast_channels(cfg, size, bytes)) {
+            return Ok(false);
+        }
+        // Out of the table for the call (the broadcast may drive the engine, whose idle
+        // waits service every other driver) and back after.
+        let mut d = match self.coll.channels.drivers.take(ctx) {
+            Some(Some(d)) if matches!(d.prim, Prim::Shm(_)) => d,
+            other => {
+                if let Some(entry) = other {
+                    self.coll.channels.drivers.put(ctx, entry);
+                }
+                return Ok(false);
+            }
+        };
+        let r = self.channel_bcast(&mut d, Dest::Contig(ptr), rank, root, bytes);
+        self.coll.channels.drivers.put(ctx, Some(d));
         r.map(|()| true)
     }
 
     /// The communicator's driver; at the first use, rank 0 creates the segment and
     /// broadcasts its name over the tree (empty: none, every rank uses the tree).
     fn channel_driver(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32, spans: bool) -> MpiResult<Option<Box<Driver>>> {
-        match self.coll.channels.drivers.remove(&ctx) {
+        match self.coll.channels.drivers.take(ctx) {
             Some(Some(d)) => return Ok(Some(d)),
             Some(None) => {
                 // The tree for good on this communicator: keep saying so.
-                self.coll.channels.drivers.insert(ctx, None);
+                self.coll.channels.drivers.put(ctx, None);
                 return Ok(None);
             }
             None => {}
@@ -533,7 +638,7 @@ impl Engine {
         if spans {
             let d = self.mcast_driver(comm, rank, size)?;
             if d.is_none() {
-                self.coll.channels.drivers.insert(ctx, None);
+                self.coll.channels.drivers.put(ctx, None);
             }
             return Ok(d);
         }
@@ -553,7 +658,7 @@ impl Engine {
         )?;
         let Some((seg, n)) = made else {
             // The tree for good on this communicator.
-            self.coll.channels.drivers.insert(ctx, None);
+            self.coll.channels.drivers.put(ctx, None);
             return Ok(None);
         };
         if rank == 0 {
@@ -564,7 +669,7 @@ impl Engine {
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         let group = self.comm(comm)?.group.clone();
         let mail = Mailbox::new(&jobdir, rank as usize, size as usize, &group);
-        Ok(Some(Box::new(Driver { comm, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail, calls: 0 })))
+        Ok(Some(Box::new(Driver { comm, group, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail, calls: 0, clock: Duration::ZERO })))
     }
 
     /// The driver of a communicator spread over hosts: rank 0 draws the stream (group,
@@ -710,52 +815,70 @@ impl Engine {
         let mcfg = ChbConfig { channels: channels as u32, sync_every: select::channel_sync(&cfg), crc: cfg.channel_crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         let prim = Prim::Mcast(McastPrim { m, leader, host, relayed: Default::default() });
-        Ok(Some(Box::new(Driver { comm, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail: None, calls: 0 })))
+        let group = self.comm(comm)?.group.clone();
+        Ok(Some(Box::new(Driver { comm, group, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail: None, calls: 0, clock: Duration::ZERO })))
     }
 
-    fn channel_bcast(&mut self, d: &mut Driver, b: &Buf, rank: i32, root: i32, bytes: usize) -> MpiResult<()> {
-        let contiguous = b.dtype.is_contiguous();
+    fn channel_bcast(&mut self, d: &mut Driver, dest: Dest, rank: i32, root: i32, bytes: usize) -> MpiResult<()> {
         let packed;
         let data: Option<&[u8]> = if rank == root {
-            if contiguous {
+            match dest {
                 // SAFETY: the root's buffer holds `bytes` bytes of a contiguous type.
-                Some(unsafe { std::slice::from_raw_parts(b.ptr, bytes) })
-            } else {
-                let mut v = vec![0u8; bytes];
-                // SAFETY: the buffer holds `count` elements of its type.
-                unsafe { b.dtype.pack(b.ptr, b.count, &mut v) };
-                packed = v;
-                Some(&packed[..])
+                Dest::Contig(ptr) => Some(unsafe { std::slice::from_raw_parts(ptr, bytes) }),
+                Dest::Typed(b) => {
+                    let mut v = vec![0u8; bytes];
+                    // SAFETY: the buffer holds `count` elements of its type.
+                    unsafe { b.dtype.pack(b.ptr, b.count, &mut v) };
+                    packed = v;
+                    Some(&packed[..])
+                }
             }
         } else {
             None
         };
-        let now = d.now();
-        let seq = d.machine.bcast(now, root as u32, data).map_err(call_error)?;
-        let ch = d.machine.channel_of(seq) as usize;
+        // The clock only sets the machine's deadlines: read it where a synchronization
+        // starts (its backoff) and every few calls, else pass the last reading.
         d.calls = d.calls.wrapping_add(1);
-        let full = d.calls % FULL_PUMP_EVERY == 0;
-        // A receiver whose broadcast is already in its channel (the common case once the
-        // root runs ahead) checks it and copies it straight into the buffer: no frame copy,
-        // no event, no message poll. The machine learns it as a delivery; its
-        // synchronization's words and anything it queued go out as usual, the messages and
-        // timers are looked at every few calls.
-        if rank != root && contiguous && d.faults.is_none() && !d.machine.failed() {
-            if let Prim::Shm(seg) = &d.prim {
-                if seg.read_into(ch, seq, root as u32, b.ptr, bytes) && d.machine.delivered_in_place(now, seq, root as u32) {
-                    // Only `Released` can be queued here (this call's broadcast was the next
-                    // due, no later call exists): taken so they do not pile up.
-                    while d.machine.poll_event().is_some() {}
-                    if full {
-                        self.channel_pump(d)?;
-                    } else {
-                        Self::channel_mail(d);
-                        self.channel_flush(d)?;
+        let full = d.calls.is_multiple_of(FULL_PUMP_EVERY);
+        let now = if full || d.machine.next_call_starts_sync() { d.now() } else { d.clock };
+        // The common case on one host, where nothing waits: a root whose channel is free
+        // writes its frame straight into it and returns; a receiver whose broadcast is
+        // already in its channel (the root ran ahead) checks it and copies it straight into
+        // the buffer. No queued write, no event, no frame copy, no message poll: the
+        // synchronization's words and anything the machine queued go out as usual, the
+        // messages and timers are looked at every few calls.
+        if let (Dest::Contig(ptr), Prim::Shm(seg), None) = (dest, &d.prim, &d.faults) {
+            let direct = match data {
+                Some(data) => match d.machine.bcast_root_now(now, data).map_err(call_error)? {
+                    Some((seq, ch, frame)) => {
+                        if !seg.write(ch as usize, seq, &frame) {
+                            d.machine.primitive_failed();
+                        }
+                        true
                     }
-                    return Ok(());
+                    None => false,
+                },
+                None => d.machine.bcast_in_place(now, root as u32, |seq, ch| seg.read_into(ch as usize, seq, root as u32, ptr, bytes)).map_err(call_error)?.is_some(),
+            };
+            if direct {
+                // Only `Released` and `FailedOver` can be queued here (this call was the
+                // next due, no later call exists): taken so they do not pile up.
+                while let Some(ev) = d.machine.poll_event() {
+                    if ev == Event::FailedOver {
+                        tracing::info!("channel broadcast: primitive abandoned, using the point-to-point tree");
+                    }
                 }
+                if full {
+                    self.channel_pump(d)?;
+                } else {
+                    Self::channel_mail(d);
+                    self.channel_flush(d)?;
+                }
+                return Ok(());
             }
         }
+        let seq = d.machine.bcast(now, root as u32, data).map_err(call_error)?;
+        let ch = d.machine.channel_of(seq) as usize;
         let mut idle = 0u32;
         let mut sleep = Duration::from_micros(10);
         // The first round of a call only moves what the call itself needs (its write, the
@@ -788,10 +911,11 @@ impl Engine {
                         }
                         // SAFETY: the buffer holds `count` elements of its type, `bytes` packed.
                         unsafe {
-                            if contiguous {
-                                std::ptr::copy_nonoverlapping(data.as_ptr(), b.ptr, bytes);
-                            } else {
-                                b.dtype.unpack(&data, b.ptr, b.count);
+                            match dest {
+                                Dest::Contig(ptr) => std::ptr::copy_nonoverlapping(data.as_ptr(), ptr, bytes),
+                                Dest::Typed(b) => {
+                                    b.dtype.unpack(&data, b.ptr, b.count);
+                                }
                             }
                         }
                         done = true;
@@ -1047,14 +1171,14 @@ impl Engine {
         // kept with them. No allocation: this runs on every idle round of a blocking call.
         let mut drivers = std::mem::take(&mut self.coll.channels.drivers);
         let mut result = Ok(());
-        for d in drivers.values_mut().flatten() {
+        for d in drivers.drivers_mut() {
             if let Err(e) = self.channel_pump(d) {
                 result = Err(e);
                 break;
             }
         }
         let added = std::mem::replace(&mut self.coll.channels.drivers, drivers);
-        self.coll.channels.drivers.extend(added);
+        self.coll.channels.drivers.merge(added);
         result
     }
 }

@@ -6,10 +6,14 @@
 
 use std::fs::OpenOptions;
 use std::path::Path as FsPath;
+use std::sync::Arc;
 
 use crate::engine::Engine;
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::slab::Handle;
+
+/// Groups whose answer [`Engine::segment_target`] remembers.
+const LOCAL_MEMO: usize = 4;
 
 fn map(f: &std::fs::File, len: usize) -> std::io::Result<*mut u8> {
     use std::os::fd::AsRawFd;
@@ -115,8 +119,22 @@ impl Engine {
         if c.remote.is_some() || c.size() < 2 {
             return None;
         }
-        let me = self.rank;
-        let local = c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false));
+        // Whether a group shares this host is remembered for the last few groups: every
+        // barrier and broadcast asks it. A group is known by its allocation, which the memo
+        // keeps alive, so a new group never takes an old one's answer.
+        let mut memo = self.coll.channels.local_memo.borrow_mut();
+        let local = match memo.iter().find(|(g, _)| Arc::ptr_eq(g, &c.group)) {
+            Some(&(_, local)) => local,
+            None => {
+                let me = self.rank;
+                let local = c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false));
+                if memo.len() == LOCAL_MEMO {
+                    memo.remove(0);
+                }
+                memo.push((c.group.clone(), local));
+                local
+            }
+        };
         Some((c.rank, c.size(), c.ctx, local))
     }
 

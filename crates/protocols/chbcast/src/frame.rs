@@ -70,7 +70,10 @@ pub fn encode_shared(seq: Seq, root: Rank, data: &[u8], crc: bool) -> std::sync:
 }
 
 /// Writes the frame of `data` into `out`, which is exactly `HEADER + data.len()` bytes.
-fn encode_into(out: &mut [u8], seq: Seq, root: Rank, data: &[u8], crc: bool) {
+///
+/// # Panics
+/// If `out` has another length, or `data` is 4 GiB or more.
+pub fn encode_into(out: &mut [u8], seq: Seq, root: Rank, data: &[u8], crc: bool) {
     let len = u32::try_from(data.len()).expect("channel broadcast data under 4 GiB");
     let flags = if crc { FLAG_CRC } else { 0 };
     out[..8].copy_from_slice(&seq.to_le_bytes());

@@ -34,6 +34,10 @@ pub enum Event {
     FailedOver,
 }
 
+/// A root's broadcast to write at once ([`Machine::bcast_root_now`]): its sequence number,
+/// channel and frame.
+pub type DirectWrite = (Seq, u32, Arc<[u8]>);
+
 /// Counters, for tests and the reproduction.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -127,8 +131,15 @@ pub struct Machine {
     /// Intact frames of broadcasts not yet called here.
     early: BTreeMap<Seq, Vec<u8>>,
     sync: Option<Sync>,
-    /// Children's reports per (synchronization, attempt).
-    ups: BTreeMap<(u64, u32), Agg>,
+    /// Children's reports per (synchronization, attempt): a handful at most, in a vector
+    /// that keeps its room (a map would allocate a node at every synchronization).
+    ups: Vec<((u64, u32), Agg)>,
+    /// This rank's children and parent in the synchronization's tree (rooted at the manager).
+    sync_children: Vec<Rank>,
+    sync_parent: Option<Rank>,
+    /// Frames of released broadcasts no write holds any more, reused for later frames of
+    /// the same length (a root broadcasting one size allocates nothing once warm).
+    spare: Vec<Arc<[u8]>>,
     failed: bool,
     out: VecDeque<Transmit>,
     events: VecDeque<Event>,
@@ -183,7 +194,10 @@ impl Machine {
             base: 0,
             early: BTreeMap::new(),
             sync: None,
-            ups: BTreeMap::new(),
+            ups: Vec::new(),
+            sync_children: tree_children(MANAGER, me, n),
+            sync_parent: tree_parent(MANAGER, me, n),
+            spare: Vec::new(),
             failed: false,
             out: VecDeque::new(),
             events: VecDeque::new(),
@@ -248,7 +262,7 @@ impl Machine {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let frame = data.map(|d| frame::encode_shared(seq, root, d, self.cfg.crc));
+        let frame = data.map(|d| self.encode(seq, root, d));
         let mut call = Call {
             root,
             frame,
@@ -278,6 +292,98 @@ impl Machine {
         self.flush_events();
         self.maybe_start_sync(now);
         Ok(seq)
+    }
+
+    /// [`Machine::bcast`] for a root whose broadcast can be written at once: its channel is
+    /// free, every earlier call completed and nothing waits to go out. Returns its sequence
+    /// number, channel and frame, which the driver writes now (what `bcast` would queue as a
+    /// [`Transmit::Write`]); the call is complete (no [`Event::Sent`] follows; the events of
+    /// earlier calls may still be queued before). `Ok(None)`, nothing changed, where `bcast`
+    /// must take it.
+    pub fn bcast_root_now(&mut self, now: Time, data: &[u8]) -> Result<Option<DirectWrite>, CallError> {
+        if u32::try_from(data.len()).is_err() {
+            return Err(CallError::TooLarge);
+        }
+        let seq = self.next_seq;
+        if self.failed || !self.out.is_empty() || self.cursor != seq || seq >= self.released + self.channels() {
+            return Ok(None);
+        }
+        self.next_seq += 1;
+        let frame = self.encode(seq, self.me, data);
+        if self.calls.is_empty() {
+            self.base = seq;
+        }
+        self.calls.push_back(Call {
+            root: self.me,
+            frame: Some(frame.clone()),
+            data: None,
+            have: false,
+            written: true,
+            repair_at: None,
+            repairs: 0,
+        });
+        self.stats.writes += 1;
+        self.cursor += 1;
+        self.maybe_start_sync(now);
+        self.maybe_report(now);
+        Ok(Some((seq, self.channel_of(seq), frame)))
+    }
+
+    /// [`Machine::bcast`] for a receiver whose broadcast may already be in its channel:
+    /// `read(seq, channel)` copies it from there to the caller and says whether it was
+    /// there intact (checked as [`Machine::frame_arrived`] would). Then the call is complete
+    /// (no [`Event::Delivered`] follows; the events of earlier calls may still be queued
+    /// before) and its sequence number is returned; `Ok(None)`,
+    /// nothing changed, where `bcast` must take it (also when `read` found nothing).
+    pub fn bcast_in_place(&mut self, now: Time, root: Rank, read: impl FnOnce(Seq, u32) -> bool) -> Result<Option<Seq>, CallError> {
+        if root >= self.n {
+            return Err(CallError::Root);
+        }
+        if root == self.me {
+            return Err(CallError::Data);
+        }
+        let seq = self.next_seq;
+        if self.failed || self.cursor != seq || seq >= self.released + self.channels() || self.early.contains_key(&seq) || !read(seq, self.channel_of(seq)) {
+            return Ok(None);
+        }
+        self.next_seq += 1;
+        if self.calls.is_empty() {
+            self.base = seq;
+        }
+        self.calls.push_back(Call {
+            root,
+            frame: None,
+            data: None,
+            have: true,
+            written: false,
+            repair_at: None,
+            repairs: 0,
+        });
+        self.cursor += 1;
+        self.maybe_start_sync(now);
+        self.maybe_report(now);
+        Ok(Some(seq))
+    }
+
+    /// The frame of broadcast `seq`, in a spare frame of its length if one is free.
+    fn encode(&mut self, seq: Seq, root: Rank, data: &[u8]) -> Arc<[u8]> {
+        let len = HEADER + data.len();
+        if let Some(i) = self.spare.iter().position(|f| f.len() == len) {
+            let mut f = self.spare.swap_remove(i);
+            if let Some(out) = Arc::get_mut(&mut f) {
+                frame::encode_into(out, seq, root, data, self.cfg.crc);
+                return f;
+            }
+        }
+        frame::encode_shared(seq, root, data, self.cfg.crc)
+    }
+
+    /// Whether the next call starts a synchronization, which reads the time to set its
+    /// backoff: a driver may pass a time some calls old to every other call (the time only
+    /// sets deadlines, which an older time makes earlier: a repair request sent early is
+    /// answered like any other, while a synchronization's backoff must not start in the past).
+    pub fn next_call_starts_sync(&self) -> bool {
+        self.sync.is_none() && self.next_seq + 1 > self.released + self.sync_step()
     }
 
     /// The channel of `seq` is free: the root writes, a receiver starts its repair clock.
@@ -381,27 +487,6 @@ impl Machine {
         }
     }
 
-    /// The driver found broadcast `seq` of `root` intact in its channel (the frame checked
-    /// as [`Machine::frame_arrived`] would) and gave its data to the caller itself: the
-    /// next call's completion without an event or a copy. Accepted only for the next
-    /// broadcast due here, as a receiver that does not have it yet; otherwise nothing
-    /// changes and the driver takes the usual way.
-    pub fn delivered_in_place(&mut self, now: Time, seq: Seq, root: Rank) -> bool {
-        if seq != self.cursor || seq < self.released || root == self.me {
-            return false;
-        }
-        let Some(call) = self.call_mut(seq) else { return false };
-        if call.have || call.root != root {
-            return false;
-        }
-        call.have = true;
-        call.repair_at = None;
-        self.cursor += 1;
-        self.flush_events();
-        self.maybe_report(now);
-        true
-    }
-
     fn flush_events(&mut self) {
         let me = self.me;
         loop {
@@ -434,11 +519,19 @@ impl Machine {
                 ok,
                 failed,
             } => {
-                let a = self.ups.entry((sync, attempt)).or_insert(Agg {
-                    children: 0,
-                    ok: true,
-                    failed: false,
-                });
+                let i = match self.ups.iter().position(|(key, _)| *key == (sync, attempt)) {
+                    Some(i) => i,
+                    None => {
+                        let fresh = Agg {
+                            children: 0,
+                            ok: true,
+                            failed: false,
+                        };
+                        self.ups.push(((sync, attempt), fresh));
+                        self.ups.len() - 1
+                    }
+                };
+                let a = &mut self.ups[i].1;
                 a.children += 1;
                 a.ok &= ok;
                 a.failed |= failed;
@@ -554,21 +647,28 @@ impl Machine {
         if s.reported || !(complete || s.timed_out) {
             return;
         }
-        let children = tree_children(MANAGER, self.me, self.n).len() as u32;
-        let agg = self.ups.get(&(s.k, s.attempt)).copied().unwrap_or(Agg {
-            children: 0,
-            ok: true,
-            failed: false,
-        });
+        let children = self.sync_children.len() as u32;
+        let key = (s.k, s.attempt);
+        let at = self.ups.iter().position(|(k, _)| *k == key);
+        let agg = at.map_or(
+            Agg {
+                children: 0,
+                ok: true,
+                failed: false,
+            },
+            |i| self.ups[i].1,
+        );
         if agg.children < children {
             return;
         }
         s.reported = true;
-        let (k, attempt) = (s.k, s.attempt);
-        self.ups.remove(&(k, attempt));
+        let (k, attempt) = key;
+        if let Some(i) = at {
+            self.ups.swap_remove(i);
+        }
         let ok = agg.ok && complete;
         let failed = agg.failed || self.failed;
-        match tree_parent(MANAGER, self.me, self.n) {
+        match self.sync_parent {
             Some(p) => self.out.push_back(Transmit::Send {
                 to: p,
                 message: Message::Up {
@@ -592,7 +692,7 @@ impl Machine {
         {
             return;
         }
-        for c in tree_children(MANAGER, self.me, self.n) {
+        for &c in &self.sync_children {
             self.out.push_back(Transmit::Send {
                 to: c,
                 message: Message::Down {
@@ -610,8 +710,14 @@ impl Machine {
             self.sync = None;
             let upto = k * self.sync_step();
             self.released = upto;
-            while self.base < upto && self.calls.pop_front().is_some() {
+            while self.base < upto {
+                let Some(call) = self.calls.pop_front() else { break };
                 self.base += 1;
+                if let Some(f) = call.frame.filter(|f| Arc::strong_count(f) == 1) {
+                    if self.spare.len() < self.cfg.channels as usize {
+                        self.spare.push(f);
+                    }
+                }
             }
             if self.calls.is_empty() {
                 self.base = self.next_seq;

@@ -49,6 +49,10 @@ pub struct Params {
     /// many bytes ([`crate::datagram`]), each lost, damaged, duplicated and delayed on its
     /// own, and every receiver reassembles them (as the multicast driver does).
     pub fragment: Option<u32>,
+    /// Ranks take the shared-memory driver's direct calls where they apply
+    /// ([`Machine::bcast_root_now`], [`Machine::bcast_in_place`]): a frame lands in its
+    /// channel and a receiver reads it only once it calls that broadcast.
+    pub direct: bool,
 }
 
 fn us(n: u64) -> Duration {
@@ -93,6 +97,7 @@ impl Params {
             slow_by: us(r.range(10, 500)),
             max_len: *[8u32, 64, 4096].get(r.below(3) as usize).unwrap_or(&8),
             fragment: r.chance(500).then(|| r.range(16, 1500) as u32),
+            direct: r.chance(500),
         }
     }
 }
@@ -119,6 +124,10 @@ pub struct Outcome {
     pub bad_datagrams: u64,
     /// Frames of several datagrams put back together.
     pub reassembled: u64,
+    /// Calls completed the direct way: roots that wrote at once, receivers that found
+    /// their broadcast in its channel.
+    pub direct_writes: u64,
+    pub direct_reads: u64,
 }
 
 /// A run that broke an invariant or did not finish.
@@ -171,6 +180,9 @@ pub struct Sim {
     timer_at: Vec<Option<Time>>,
     trace: VecDeque<String>,
     out: Outcome,
+    /// Direct runs: per rank, the last frame that landed in each channel before that rank
+    /// called its broadcast.
+    slots: Vec<Vec<Option<Vec<u8>>>>,
     /// Multicast runs: the datagrams' key and each rank's reassembly.
     key: crate::datagram::Key,
     reasm: Vec<crate::datagram::Reassembly>,
@@ -212,6 +224,7 @@ impl Sim {
             out: Outcome::default(),
             key: crate::datagram::Key::from_job_key(seed),
             reasm: (0..n).map(|_| crate::datagram::Reassembly::new(2 * p.config.channels as usize + 2)).collect(),
+            slots: vec![vec![None; p.config.channels as usize]; n as usize],
             p,
         };
         for i in 0..n {
@@ -315,6 +328,10 @@ impl Sim {
                     let seq = self.called[r];
                     let (root, len) = self.list[seq as usize];
                     let data = (root == rank).then(|| payload(self.seed, seq, len));
+                    // A blocking call's driver: only with no earlier call outstanding.
+                    if self.p.direct && self.called[r] == self.done[r] && self.call_direct(rank, seq, root, data.as_deref())? {
+                        continue;
+                    }
                     let got = self.machines[r].bcast(now, root, data.as_deref());
                     if got != Ok(seq) {
                         return Err(self.fail(format!("rank {rank} call {seq}: {got:?}")));
@@ -323,11 +340,16 @@ impl Sim {
                         "{now:?} r{rank} calls bcast {seq} root {root} len {len}"
                     ));
                     self.called[r] += 1;
+                    // The driver now waits for it, reading its channel.
+                    let ch = (seq % u64::from(self.p.config.channels)) as usize;
+                    if let Some(f) = self.slots[r][ch].take() {
+                        self.machines[r].frame_arrived(now, &f);
+                    }
                 }
             }
             Input::Frame(f) => {
                 self.note(format!("{now:?} r{rank} frame {:?}", frame::decode(&f)));
-                self.machines[r].frame_arrived(now, &f);
+                self.arrive(rank, f);
             }
             Input::Datagram(d) => match crate::datagram::parse(&self.key, &d) {
                 Err(e) => {
@@ -340,7 +362,7 @@ impl Sim {
                             self.out.reassembled += 1;
                         }
                         self.note(format!("{now:?} r{rank} frame {:?} from datagrams", frame::decode(&f)));
-                        self.machines[r].frame_arrived(now, &f);
+                        self.arrive(rank, f);
                     }
                 }
             },
@@ -357,6 +379,152 @@ impl Sim {
             }
         }
         self.drain(rank)
+    }
+
+    /// A frame reaches `rank`'s channel buffer. In a direct run one for a broadcast this
+    /// rank has not called yet stays in its channel (the sequence number as written, which
+    /// damage may change: such a frame lands in another channel, like one lost) until the
+    /// call; anything else goes to the machine, as the waiting driver reads it.
+    fn arrive(&mut self, rank: Rank, f: Vec<u8>) {
+        let r = rank as usize;
+        if self.p.direct {
+            if let Some(head) = f.first_chunk::<8>() {
+                let seq = u64::from_le_bytes(*head);
+                if seq >= self.called[r] {
+                    let ch = (seq % u64::from(self.p.config.channels)) as usize;
+                    self.slots[r][ch] = Some(f);
+                    return;
+                }
+            }
+        }
+        self.machines[r].frame_arrived(self.now, &f);
+    }
+
+    /// Call broadcast `seq` the driver's direct way; whether it completed so (else nothing
+    /// changed and the call goes the usual way).
+    fn call_direct(&mut self, rank: Rank, seq: Seq, root: Rank, data: Option<&[u8]>) -> Result<bool, Failure> {
+        let (r, now) = (rank as usize, self.now);
+        if let Some(data) = data {
+            let got = self.machines[r].bcast_root_now(now, data);
+            let Some((s, channel, f)) = got.map_err(|e| self.fail(format!("rank {rank} direct call {seq}: {e:?}")))? else {
+                return Ok(false);
+            };
+            if s != seq || s != self.done[r] {
+                return Err(self.fail(format!("rank {rank} wrote broadcast {s} directly at call {seq} with {} done", self.done[r])));
+            }
+            self.note(format!("{now:?} r{rank} calls bcast {seq} as root, written at once"));
+            self.called[r] += 1;
+            self.done[r] += 1;
+            self.out.direct_writes += 1;
+            self.write(rank, channel, &f)?;
+            return Ok(true);
+        }
+        let ch = (seq % u64::from(self.p.config.channels)) as usize;
+        let slot = self.slots[r][ch].take();
+        let mut read = None;
+        let got = self.machines[r].bcast_in_place(now, root, |s, c| {
+            let Some(f) = slot.as_deref() else { return false };
+            let ok = c as usize == ch && frame::decode(f).is_ok_and(|h| h.seq == s && h.root == root);
+            if ok {
+                read = Some(f[frame::HEADER..].to_vec());
+            }
+            ok
+        });
+        match got {
+            Ok(Some(s)) => {
+                let (_, len) = self.list[seq as usize];
+                if s != seq || s != self.done[r] || read.as_deref() != Some(&payload(self.seed, seq, len)[..]) {
+                    return Err(self.fail(format!("rank {rank} delivered broadcast {s} from its channel at call {seq} ({} done) with other data", self.done[r])));
+                }
+                self.note(format!("{now:?} r{rank} calls bcast {seq} root {root}, found in its channel"));
+                self.out.deliveries += 1;
+                self.out.direct_reads += 1;
+                self.called[r] += 1;
+                self.done[r] += 1;
+                Ok(true)
+            }
+            Ok(None) => {
+                self.slots[r][ch] = slot;
+                Ok(false)
+            }
+            Err(e) => Err(self.fail(format!("rank {rank} direct call {seq}: {e:?}"))),
+        }
+    }
+
+    /// `rank` writes frame `f` into `channel` with the primitive (faults applied here).
+    fn write(&mut self, rank: Rank, channel: u32, f: &[u8]) -> Result<(), Failure> {
+        let n = self.p.ranks;
+        let h = frame::decode(f).map_err(|e| self.fail(format!("rank {rank} wrote a bad frame: {e:?}")))?;
+        let nch = u64::from(self.p.config.channels);
+        if u64::from(channel) != h.seq % nch || h.root != rank {
+            return Err(self.fail(format!(
+                "rank {rank} wrote broadcast {} to channel {channel}",
+                h.seq
+            )));
+        }
+        // The channel held broadcast seq - N: every rank must have completed it.
+        if h.seq >= nch {
+            if let Some(j) = (0..n as usize).find(|&j| self.done[j] <= h.seq - nch) {
+                return Err(self.fail(format!(
+                    "rank {rank} wrote broadcast {} into channel {channel} while rank {j} had completed only {} broadcasts (channel reused before released)",
+                    h.seq, self.done[j]
+                )));
+            }
+        }
+        self.note(format!(
+            "{:?} r{rank} writes {} ch {channel}",
+            self.now, h.seq
+        ));
+        if self.cut() {
+            self.out.lost_after_cut += 1;
+            if self.p.cut_reported && !self.machines[rank as usize].failed() {
+                self.out.failovers_reported += 1;
+                self.machines[rank as usize].primitive_failed();
+            }
+            return Ok(());
+        }
+        if let Some(frag) = self.p.fragment {
+            let Some(ds) = crate::datagram::fragments(&self.key, 1, rank, h.seq, f, frag as usize) else {
+                return Err(self.fail(format!("broadcast {} does not fit the datagrams", h.seq)));
+            };
+            // Losses and damage per datagram: a frame of k datagrams is lost
+            // more often than one of a single datagram.
+            for j in (0..n).filter(|&j| j != rank) {
+                for d in &ds {
+                    self.out.datagrams += 1;
+                    if self.rng.chance(self.p.loss / 2) {
+                        continue;
+                    }
+                    let copies = if self.rng.chance(self.p.dup) { 2 } else { 1 };
+                    for _ in 0..copies {
+                        let mut g = d.clone();
+                        if self.rng.chance(self.p.corrupt / 2) {
+                            let bit = self.rng.below(g.len() as u64 * 8) as usize;
+                            g[bit / 8] ^= 1 << (bit % 8);
+                        }
+                        let at = self.now + self.rng.duration(us(1), us(40));
+                        self.push(at, j, Input::Datagram(g));
+                    }
+                }
+            }
+            return Ok(());
+        }
+        for j in 0..n {
+            if j == rank || self.rng.chance(self.p.loss) {
+                continue;
+            }
+            let copies = if self.rng.chance(self.p.dup) { 2 } else { 1 };
+            for _ in 0..copies {
+                let mut g = f.to_vec();
+                if self.rng.chance(self.p.corrupt) {
+                    let bit = self.rng.below(g.len() as u64 * 8) as usize;
+                    g[bit / 8] ^= 1 << (bit % 8);
+                }
+                let at = self.now + self.rng.duration(us(1), us(40));
+                self.push(at, j, Input::Frame(g));
+            }
+        }
+        Ok(())
     }
 
     fn drain(&mut self, rank: Rank) -> Result<(), Failure> {
@@ -405,79 +573,7 @@ impl Sim {
         }
         while let Some(t) = self.machines[r].poll_transmit() {
             match t {
-                Transmit::Write { channel, frame: f } => {
-                    let h = frame::decode(&f)
-                        .map_err(|e| self.fail(format!("rank {rank} wrote a bad frame: {e:?}")))?;
-                    let nch = u64::from(self.p.config.channels);
-                    if u64::from(channel) != h.seq % nch || h.root != rank {
-                        return Err(self.fail(format!(
-                            "rank {rank} wrote broadcast {} to channel {channel}",
-                            h.seq
-                        )));
-                    }
-                    // The channel held broadcast seq - N: every rank must have completed it.
-                    if h.seq >= nch {
-                        if let Some(j) = (0..n as usize).find(|&j| self.done[j] <= h.seq - nch) {
-                            return Err(self.fail(format!(
-                                "rank {rank} wrote broadcast {} into channel {channel} while rank {j} had completed only {} broadcasts (channel reused before released)",
-                                h.seq, self.done[j]
-                            )));
-                        }
-                    }
-                    self.note(format!(
-                        "{:?} r{rank} writes {} ch {channel}",
-                        self.now, h.seq
-                    ));
-                    if self.cut() {
-                        self.out.lost_after_cut += 1;
-                        if self.p.cut_reported && !self.machines[r].failed() {
-                            self.out.failovers_reported += 1;
-                            self.machines[r].primitive_failed();
-                        }
-                        continue;
-                    }
-                    if let Some(frag) = self.p.fragment {
-                        let Some(ds) = crate::datagram::fragments(&self.key, 1, rank, h.seq, &f, frag as usize) else {
-                            return Err(self.fail(format!("broadcast {} does not fit the datagrams", h.seq)));
-                        };
-                        // Losses and damage per datagram: a frame of k datagrams is lost
-                        // more often than one of a single datagram.
-                        for j in (0..n).filter(|&j| j != rank) {
-                            for d in &ds {
-                                self.out.datagrams += 1;
-                                if self.rng.chance(self.p.loss / 2) {
-                                    continue;
-                                }
-                                let copies = if self.rng.chance(self.p.dup) { 2 } else { 1 };
-                                for _ in 0..copies {
-                                    let mut g = d.clone();
-                                    if self.rng.chance(self.p.corrupt / 2) {
-                                        let bit = self.rng.below(g.len() as u64 * 8) as usize;
-                                        g[bit / 8] ^= 1 << (bit % 8);
-                                    }
-                                    let at = self.now + self.rng.duration(us(1), us(40));
-                                    self.push(at, j, Input::Datagram(g));
-                                }
-                            }
-                        }
-                        continue;
-                    }
-                    for j in 0..n {
-                        if j == rank || self.rng.chance(self.p.loss) {
-                            continue;
-                        }
-                        let copies = if self.rng.chance(self.p.dup) { 2 } else { 1 };
-                        for _ in 0..copies {
-                            let mut g = f.to_vec();
-                            if self.rng.chance(self.p.corrupt) {
-                                let bit = self.rng.below(g.len() as u64 * 8) as usize;
-                                g[bit / 8] ^= 1 << (bit % 8);
-                            }
-                            let at = self.now + self.rng.duration(us(1), us(40));
-                            self.push(at, j, Input::Frame(g));
-                        }
-                    }
-                }
+                Transmit::Write { channel, frame: f } => self.write(rank, channel, &f)?,
                 Transmit::Send { to, message } => {
                     if to >= n || to == rank {
                         return Err(self.fail(format!("rank {rank} sent to {to}")));

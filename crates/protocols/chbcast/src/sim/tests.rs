@@ -38,6 +38,8 @@ fn total(outs: &[Outcome]) -> Outcome {
         t.datagrams += o.datagrams;
         t.bad_datagrams += o.bad_datagrams;
         t.reassembled += o.reassembled;
+        t.direct_writes += o.direct_writes;
+        t.direct_reads += o.direct_reads;
     }
     t
 }
@@ -71,6 +73,8 @@ fn sweep() {
         ("multicast datagrams", t.datagrams),
         ("damaged datagrams refused", t.bad_datagrams),
         ("frames reassembled from datagrams", t.reassembled),
+        ("roots' direct writes", t.direct_writes),
+        ("receivers' reads from their channel", t.direct_reads),
     ] {
         assert!(n > 0, "no seed exercised {what}: {t:#?}");
     }
