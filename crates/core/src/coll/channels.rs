@@ -29,7 +29,6 @@
 //! Repair requests addressed to a root that already returned are answered in its next
 //! channel broadcast or whenever it waits idle in any blocking call ([`Engine::channels_service`]).
 
-use rustc_hash::FxHashMap;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -81,7 +80,7 @@ pub(crate) struct Host {
 pub struct ChannelsState {
     /// Per communicator context: its driver, or None when the segment could not be made
     /// (every rank then uses the tree on that communicator).
-    drivers: Drivers,
+    drivers: super::shmseg::DriverTable<Driver>,
     pub(crate) host: Option<Host>,
     /// Segments this process created (channels and slots), for unique names.
     pub(super) created: u64,
@@ -99,54 +98,6 @@ impl ChannelsState {
     /// which the launcher removes: a member may still be opening it).
     pub(crate) fn forget(&mut self, ctx: u32) {
         self.drivers.take(ctx);
-    }
-}
-
-/// The drivers by communicator context: None for a communicator on the tree for good. The
-/// one used last is kept out of the map, where a program broadcasting on one communicator
-/// finds it without a hash look-up on every call.
-#[derive(Default)]
-struct Drivers {
-    hot: Option<(u32, Option<Box<Driver>>)>,
-    map: FxHashMap<u32, Option<Box<Driver>>>,
-}
-
-impl Drivers {
-    /// Take the entry of `ctx` out (None: the communicator has none yet).
-    fn take(&mut self, ctx: u32) -> Option<Option<Box<Driver>>> {
-        if self.hot.as_ref().is_some_and(|(c, _)| *c == ctx) {
-            return self.hot.take().map(|(_, d)| d);
-        }
-        self.map.remove(&ctx)
-    }
-
-    /// Put the entry of `ctx` (back) in, as the one used last.
-    fn put(&mut self, ctx: u32, d: Option<Box<Driver>>) {
-        if let Some((c, old)) = self.hot.replace((ctx, d)) {
-            if c != ctx {
-                self.map.insert(c, old);
-            }
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.hot.is_none() && self.map.is_empty()
-    }
-
-    fn drivers_mut(&mut self) -> impl Iterator<Item = &mut Box<Driver>> {
-        self.hot.iter_mut().map(|(_, d)| d).chain(self.map.values_mut()).flatten()
-    }
-
-    /// Add the entries of `other`, which replace this one's of the same context.
-    fn merge(&mut self, other: Drivers) {
-        for (ctx, d) in other.hot.into_iter().chain(other.map) {
-            match &mut self.hot {
-                Some((c, here)) if *c == ctx => *here = d,
-                _ => {
-                    self.map.insert(ctx, d);
-                }
-            }
-        }
     }
 }
 
@@ -598,9 +549,7 @@ impl Engine {
         let (ctx, rank, size) = (c.ctx, c.rank, c.size());
         // The driver used last serves this communicator if it was made for it: then the
         // communicator lies on this host (`channel_target`) without looking at its group.
-        let hot = self.coll.channels.drivers.hot.as_ref().is_some_and(|(hc, d)| {
-            *hc == ctx && d.as_ref().is_some_and(|d| d.comm == comm && std::sync::Arc::ptr_eq(&d.group, &c.group) && matches!(d.prim, Prim::Shm(_)))
-        });
+        let hot = self.coll.channels.drivers.get(ctx).is_some_and(|d| d.comm == comm && std::sync::Arc::ptr_eq(&d.group, &c.group) && matches!(d.prim, Prim::Shm(_)));
         if !hot && self.channel_target(comm) != Some((rank, size, ctx, false)) {
             return Ok(false);
         }
@@ -868,10 +817,15 @@ impl Engine {
                         tracing::info!("channel broadcast: primitive abandoned, using the point-to-point tree");
                     }
                 }
+                // Outside a synchronization no word is due: a parent's `Down` answers this
+                // rank's `Up`, and a child's `Up` waits in its word until this rank
+                // synchronizes too (a child writes its next one only after that `Down`).
                 if full {
                     self.channel_pump(d)?;
-                } else {
+                } else if d.machine.syncing() {
                     Self::channel_mail(d);
+                    self.channel_flush(d)?;
+                } else if d.machine.has_output() || !d.sends.is_empty() {
                     self.channel_flush(d)?;
                 }
                 return Ok(());
@@ -1171,7 +1125,7 @@ impl Engine {
         // kept with them. No allocation: this runs on every idle round of a blocking call.
         let mut drivers = std::mem::take(&mut self.coll.channels.drivers);
         let mut result = Ok(());
-        for d in drivers.drivers_mut() {
+        for (_, d) in drivers.iter_mut() {
             if let Err(e) = self.channel_pump(d) {
                 result = Err(e);
                 break;

@@ -8,6 +8,8 @@ use std::fs::OpenOptions;
 use std::path::Path as FsPath;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use crate::engine::Engine;
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::slab::Handle;
@@ -185,5 +187,112 @@ impl Engine {
                 Err(e) => Err(MpiError::new(ErrorClass::Other, format!("opening {what} segment {n}: {e}"))),
             },
         }
+    }
+}
+
+/// Per-communicator drivers of a shared-segment collective, by context: None for a
+/// communicator that uses messages for good. The one used last is kept out of the map, where
+/// a program calling collectives on one communicator finds it without a hash look-up on
+/// every call. A call takes its driver out ([`DriverTable::take`]) while it runs (it may
+/// drive the engine, whose idle waits serve every other driver) and puts it back after.
+pub(super) struct DriverTable<D> {
+    hot: Option<(u32, Option<Box<D>>)>,
+    map: FxHashMap<u32, Option<Box<D>>>,
+}
+
+impl<D> Default for DriverTable<D> {
+    fn default() -> Self {
+        DriverTable { hot: None, map: FxHashMap::default() }
+    }
+}
+
+impl<D> DriverTable<D> {
+    /// Take the entry of `ctx` out (None: the communicator has none yet).
+    pub(super) fn take(&mut self, ctx: u32) -> Option<Option<Box<D>>> {
+        if self.hot.as_ref().is_some_and(|(c, _)| *c == ctx) {
+            return self.hot.take().map(|(_, d)| d);
+        }
+        self.map.remove(&ctx)
+    }
+
+    /// Put the entry of `ctx` (back) in, as the one used last.
+    pub(super) fn put(&mut self, ctx: u32, d: Option<Box<D>>) {
+        if let Some((c, old)) = self.hot.replace((ctx, d)) {
+            if c != ctx {
+                self.map.insert(c, old);
+            }
+        }
+    }
+
+    /// The driver of `ctx`, if it has one and it is in the table.
+    pub(super) fn get(&self, ctx: u32) -> Option<&D> {
+        match &self.hot {
+            Some((c, d)) if *c == ctx => d.as_deref(),
+            _ => self.map.get(&ctx).and_then(|d| d.as_deref()),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.hot.is_none() && self.map.is_empty()
+    }
+
+    /// Every driver in the table, with its context.
+    pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = (u32, &mut D)> {
+        let hot = self.hot.iter_mut().map(|(c, d)| (*c, d));
+        hot.chain(self.map.iter_mut().map(|(c, d)| (*c, d))).filter_map(|(c, d)| d.as_deref_mut().map(|d| (c, d)))
+    }
+
+    /// Add the entries of `other` (taken out earlier), which replace this one's of the same
+    /// context.
+    pub(super) fn merge(&mut self, other: DriverTable<D>) {
+        for (ctx, d) in other.hot.into_iter().chain(other.map) {
+            match &mut self.hot {
+                Some((c, here)) if *c == ctx => *here = d,
+                _ => {
+                    self.map.insert(ctx, d);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DriverTable;
+
+    #[test]
+    fn driver_table_keeps_every_entry_whichever_is_hot() {
+        let mut t: DriverTable<u32> = DriverTable::default();
+        assert!(t.is_empty());
+        assert_eq!(t.take(7), None, "no entry yet");
+        t.put(1, Some(Box::new(10)));
+        t.put(2, None);
+        t.put(3, Some(Box::new(30)));
+        // 3 is hot, 1 and 2 in the map: all are found, the tree-for-good marker too.
+        assert_eq!(t.get(1), Some(&10));
+        assert_eq!(t.get(2), None);
+        assert_eq!(t.get(3), Some(&30));
+        let mut seen: Vec<(u32, u32)> = t.iter_mut().map(|(c, d)| (c, *d)).collect();
+        seen.sort();
+        assert_eq!(seen, [(1, 10), (3, 30)]);
+        // Taking a map entry and putting it back makes it hot without losing the old one.
+        let one = t.take(1).expect("present");
+        assert_eq!(one.as_deref(), Some(&10));
+        assert_eq!(t.get(1), None, "out while taken");
+        t.put(1, one);
+        assert_eq!((t.get(1), t.get(3)), (Some(&10), Some(&30)));
+        assert_eq!(t.take(2), Some(None), "the marker survives the moves");
+        // What was added while the table was taken out stays, replacing older entries.
+        let mut taken = std::mem::take(&mut t);
+        assert!(t.is_empty());
+        t.put(3, Some(Box::new(33)));
+        t.put(4, Some(Box::new(40)));
+        let added = std::mem::replace(&mut t, std::mem::take(&mut taken));
+        t.merge(added);
+        let mut all: Vec<(u32, u32)> = t.iter_mut().map(|(c, d)| (c, *d)).collect();
+        all.sort();
+        assert_eq!(all, [(1, 10), (3, 33), (4, 40)]);
+        assert_eq!(t.take(3).flatten().as_deref(), Some(&33));
+        assert_eq!(t.take(3), None);
     }
 }

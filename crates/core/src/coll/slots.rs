@@ -45,7 +45,7 @@ fn round_line(n: usize) -> usize {
 pub struct SlotsState {
     /// Per communicator context: its driver, or None when no segment could be made (every
     /// rank then uses the message algorithms on that communicator).
-    drivers: FxHashMap<u32, Option<Box<Driver>>>,
+    drivers: super::shmseg::DriverTable<Driver>,
     /// Doorbells of the ranks of this host, by world rank (shared by the communicators).
     wakers: FxHashMap<u32, ShmWaker>,
     /// Drivers of freed communicators whose last call some rank may still be reading: they
@@ -107,7 +107,7 @@ enum SetupStage {
 
 impl SlotsState {
     pub(crate) fn forget(&mut self, ctx: u32) {
-        if let Some(Some(d)) = self.drivers.remove(&ctx) {
+        if let Some(Some(d)) = self.drivers.take(ctx) {
             if !d.ex.quiet(&d.seg) {
                 self.retired.push(d);
             }
@@ -586,7 +586,7 @@ impl Engine {
                 Some(seg) => Some(self.slot_driver_from(st.comm, st.rank, st.size, seg)?),
                 None => None,
             };
-            self.coll.slots.drivers.insert(st.ctx, driver);
+            self.coll.slots.drivers.put(st.ctx, driver);
             if let Some(mut op) = self.slot_prepare(st.comm, &st.coll)? {
                 if let Err(e) = self.slot_start(&mut op) {
                     self.slot_finish(op, Err(e.clone()))?;
@@ -673,7 +673,7 @@ impl Engine {
         match plan(&mut d, rank as usize, size as usize, c) {
             Ok((contribution, sink, finish)) => Ok(Some(SlotOp { ctx, comm, d, contribution, sink, finish, drained: false, seen: (0, 0), follow: None, rooted, is_root: rooted == Some(rank as usize), rank: rank as usize })),
             Err(e) => {
-                self.coll.slots.drivers.insert(ctx, Some(d));
+                self.coll.slots.drivers.put(ctx, Some(d));
                 Err(e)
             }
         }
@@ -803,17 +803,17 @@ impl Engine {
         let mut spare = contribution.parts;
         spare.clear();
         d.spare_parts = spare;
-        self.coll.slots.drivers.insert(ctx, Some(d));
+        self.coll.slots.drivers.put(ctx, Some(d));
         r
     }
 
     /// The communicator's driver; at the first use rank 0 creates the segment and
     /// broadcasts its name over the tree (empty: none, every rank uses the messages).
     fn slot_driver(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32) -> MpiResult<Option<Box<Driver>>> {
-        match self.coll.slots.drivers.remove(&ctx) {
+        match self.coll.slots.drivers.take(ctx) {
             Some(Some(d)) => return Ok(Some(d)),
             Some(None) => {
-                self.coll.slots.drivers.insert(ctx, None);
+                self.coll.slots.drivers.put(ctx, None);
                 return Ok(None);
             }
             None => {}
@@ -826,7 +826,7 @@ impl Engine {
         let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
         let made = self.agree_segment(comm, rank, "slt", "slot collectives", |p| Seg::create(p, size as usize, cap), |p| Seg::open(p, size as usize, cap))?;
         let Some((seg, n)) = made else {
-            self.coll.slots.drivers.insert(ctx, None);
+            self.coll.slots.drivers.put(ctx, None);
             return Ok(None);
         };
         if rank == 0 {
@@ -897,14 +897,12 @@ impl Engine {
         }
         let mut served = Vec::new();
         for (ctx, d) in self.coll.slots.drivers.iter_mut() {
-            if let Some(d) = d {
-                if d.ex.serve(&d.seg, &[]) {
-                    served.push(*ctx);
-                }
+            if d.ex.serve(&d.seg, &[]) {
+                served.push(ctx);
             }
         }
         for ctx in served {
-            if let Some(Some(d)) = self.coll.slots.drivers.get(&ctx) {
+            if let Some(d) = self.coll.slots.drivers.get(ctx) {
                 self.slot_wake(d);
             }
         }

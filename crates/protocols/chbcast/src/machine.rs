@@ -247,6 +247,11 @@ impl Machine {
         self.sync.is_some()
     }
 
+    /// Whether a write or a message waits for [`Machine::poll_transmit`].
+    pub fn has_output(&self) -> bool {
+        !self.out.is_empty()
+    }
+
     /// The next broadcast: every rank of the group calls it in the same order with the same
     /// `root` (MPI's collective ordering); the root gives `data`. Returns its sequence
     /// number; [`Event::Sent`] / [`Event::Delivered`] completes it.
