@@ -547,13 +547,14 @@ impl Engine {
         }
         let Ok(c) = self.comm(comm) else { return Ok(false) };
         let (ctx, rank, size) = (c.ctx, c.rank, c.size());
+        // The size first: the rule keeps small broadcasts on the tree by default.
+        if !(0..size).contains(&root) || !self.coll.cfg.as_ref().is_some_and(|cfg| select::bcast_channels(cfg, size, bytes)) {
+            return Ok(false);
+        }
         // The driver used last serves this communicator if it was made for it: then the
         // communicator lies on this host (`channel_target`) without looking at its group.
         let hot = self.coll.channels.drivers.get(ctx).is_some_and(|d| d.comm == comm && std::sync::Arc::ptr_eq(&d.group, &c.group) && matches!(d.prim, Prim::Shm(_)));
         if !hot && self.channel_target(comm) != Some((rank, size, ctx, false)) {
-            return Ok(false);
-        }
-        if !(0..size).contains(&root) || !self.coll.cfg.as_ref().is_some_and(|cfg| select::bcast_channels(cfg, size, bytes)) {
             return Ok(false);
         }
         // Out of the table for the call (the broadcast may drive the engine, whose idle
