@@ -1,7 +1,7 @@
 /* ranks: 2 3 4 5 7 8
  * timeout: 120
- * Small blocking Bcast and Allreduce take a path without schedules; larger ones, and
- * nonblocking ones, use schedules. This mixes them: every root, sizes from one element to
+ * Small blocking Bcast, Allreduce, Scatter and Gather take a path without schedules; larger
+ * ones, and nonblocking ones, use schedules. This mixes them: every root, sizes from one element to
  * past the eager limit, a nonblocking Iallreduce in flight around blocking calls, and ranks
  * with different eager limits (odd ranks set STEADFAST_EAGER_LIMIT=64 before MPI_Init), so
  * one side of a message may take the small path while the other builds a schedule.
@@ -40,6 +40,43 @@ int main(int argc, char **argv)
                     break;
                 }
         }
+        /* Scatter and Gather of n doubles per rank from every root, with and without
+         * MPI_IN_PLACE at the root. */
+        double *all = malloc((size_t)n * ct_size * sizeof(double));
+        if (!all)
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        for (int root = 0; root < ct_size; root++) {
+            for (int inplace = 0; inplace < 2; inplace++) {
+                for (int j = 0; j < ct_size; j++)
+                    fill(all + (size_t)j * n, n, ct_rank == root ? j + k : -1);
+                fill(b, n, -1);
+                void *rbuf = inplace && ct_rank == root ? MPI_IN_PLACE : (void *)b;
+                MPI_Scatter(all, n, MPI_DOUBLE, rbuf, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
+                const double *got = inplace && ct_rank == root ? all + (size_t)root * n : b;
+                for (int i = 0; i < n; i++)
+                    if (got[i] != (ct_rank + k) * 1000.0 + i) {
+                        CT_ERR("scatter n=%d root=%d in place %d: [%d]=%g", n, root, inplace, i, got[i]);
+                        break;
+                    }
+                fill(b, n, ct_rank + 2 * k);
+                for (int j = 0; j < ct_size; j++)
+                    fill(all + (size_t)j * n, n, -1);
+                if (inplace && ct_rank == root)
+                    fill(all + (size_t)root * n, n, root + 2 * k);
+                const void *sbuf = inplace && ct_rank == root ? MPI_IN_PLACE : (const void *)b;
+                MPI_Gather(sbuf, n, MPI_DOUBLE, all, n, MPI_DOUBLE, root, MPI_COMM_WORLD);
+                if (ct_rank == root)
+                    for (int j = 0; j < ct_size; j++)
+                        for (int i = 0; i < n; i++)
+                            if (all[(size_t)j * n + i] != (j + 2 * k) * 1000.0 + i) {
+                                CT_ERR("gather n=%d root=%d in place %d: block %d [%d]=%g", n, root, inplace, j, i,
+                                       all[(size_t)j * n + i]);
+                                j = ct_size;
+                                break;
+                            }
+            }
+        }
+        free(all);
         /* An Iallreduce stays in flight across a blocking Allreduce and Bcast. */
         MPI_Request req;
         for (int i = 0; i < n; i++)

@@ -272,6 +272,8 @@ impl Engine {
             Coll::Bcast { buf, root } => self.bcast_channels(comm, buf, *root)? || self.bcast_small(comm, buf, *root)?,
             Coll::Allreduce { buf, red } => self.allreduce_small(comm, buf, red)?,
             Coll::Scan { buf, red } => self.scan_small(comm, buf, red, false)?,
+            Coll::Scatter { send, recv, root } => self.scatter_small(comm, send, recv.as_ref(), *root)?,
+            Coll::Gather { send, recv, root } => self.gather_small(comm, send.as_ref(), recv, *root)?,
             Coll::Exscan { buf, red } => self.scan_small(comm, buf, red, true)?,
             _ => false,
         };

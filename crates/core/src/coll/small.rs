@@ -1,4 +1,4 @@
-//! Small blocking broadcasts, allreduces and scans without a schedule.
+//! Small blocking broadcasts, allreduces, scans, scatters and gathers without a schedule.
 //!
 //! For a few bytes the cost of a collective is instructions, and with more ranks than cores
 //! every rank's instructions add up on the shared CPUs. Building a [`Schedule`](super::sched)
@@ -11,8 +11,9 @@
 //! a rank on the schedule path (a different eager limit on another host) still match.
 //!
 //! They apply outside run-through mode, on intracommunicators, for contiguous buffers up to
-//! the eager limit, and only where the selection rule picks these algorithms; otherwise the
-//! caller builds the schedule as before.
+//! the eager limit, and only where the selection rule picks these algorithms (Scatter and
+//! Gather are always linear, [`super::gather::scatterv`] and [`super::gather::gatherv`]);
+//! otherwise the caller builds the schedule as before.
 
 use super::reduce::{SUB_FINAL, SUB_FOLD};
 use super::sched::tag_of;
@@ -72,6 +73,86 @@ impl Engine {
             mask >>= 1;
         }
         self.small_wait_all(pending)?;
+        mismatch.map_or(Ok(true), Err)
+    }
+
+    /// MPI_Scatter of small contiguous blocks, linear as [`super::gather::scatterv`] (one
+    /// message from the root to every other rank, the same tag); false if the general path
+    /// must run.
+    pub(crate) fn scatter_small(&mut self, comm: Handle, send: &Buf, recv: Option<&Buf>, root: i32) -> MpiResult<bool> {
+        let Ok(c) = self.comm(comm) else { return Ok(false) };
+        let is_root = c.rank == root;
+        let mine = match (is_root, recv) {
+            (true, _) => send,
+            (false, Some(r)) => r,
+            (false, None) => return Ok(false),
+        };
+        let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, &mine.dtype, mine.count) else { return Ok(false) };
+        let bytes = mine.dtype.packed_size(mine.count);
+        if bytes == 0 || !(0..size).contains(&root) {
+            return Ok(false);
+        }
+        // The root's own block: a plain copy, or the schedule's typed one.
+        if is_root && recv.is_some_and(|r| !r.dtype.is_contiguous() || r.dtype.packed_size(r.count) != bytes) {
+            return Ok(false);
+        }
+        let tag = tag_of(self.next_tag(pctx), false, 0);
+        let mut mismatch = None;
+        if rank == root {
+            let mut pending = Vec::new();
+            for i in (0..size).filter(|&i| i != root) {
+                // Block `i` of the root's buffer: `count` contiguous elements per rank.
+                let block = send.ptr.wrapping_add(i as usize * bytes);
+                self.small_send(comm, i, tag, block, send.count, &send.dtype, &mut pending, &mismatch)?;
+            }
+            if let Some(r) = recv {
+                // SAFETY: the root's block and its receive buffer hold `bytes` bytes each (checked
+                // above); they may overlap only if the application passed aliased buffers.
+                unsafe { std::ptr::copy(send.ptr.add(root as usize * bytes), r.ptr, bytes) };
+            }
+            self.small_wait_all(pending)?;
+        } else {
+            self.small_recv(comm, ctx, root, tag, mine.ptr, mine.count, &mine.dtype, &mut mismatch)?;
+        }
+        mismatch.map_or(Ok(true), Err)
+    }
+
+    /// MPI_Gather of small contiguous blocks, linear as [`super::gather::gatherv`] (one
+    /// message from every other rank to the root, the same tag); false if the general path
+    /// must run.
+    pub(crate) fn gather_small(&mut self, comm: Handle, send: Option<&Buf>, recv: &Buf, root: i32) -> MpiResult<bool> {
+        let Ok(c) = self.comm(comm) else { return Ok(false) };
+        let is_root = c.rank == root;
+        let mine = match (is_root, send) {
+            (true, _) => recv,
+            (false, Some(s)) => s,
+            (false, None) => return Ok(false),
+        };
+        let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, &mine.dtype, mine.count) else { return Ok(false) };
+        let bytes = mine.dtype.packed_size(mine.count);
+        if bytes == 0 || !(0..size).contains(&root) {
+            return Ok(false);
+        }
+        if is_root && send.is_some_and(|s| !s.dtype.is_contiguous() || s.dtype.packed_size(s.count) != bytes) {
+            return Ok(false);
+        }
+        let tag = tag_of(self.next_tag(pctx), false, 0);
+        let mut mismatch = None;
+        if rank == root {
+            if let Some(s) = send {
+                // SAFETY: the root's send buffer and its block of the receive buffer hold
+                // `bytes` bytes each (checked above).
+                unsafe { std::ptr::copy(s.ptr, recv.ptr.add(root as usize * bytes), bytes) };
+            }
+            for i in (0..size).filter(|&i| i != root) {
+                let block = recv.ptr.wrapping_add(i as usize * bytes);
+                self.small_recv(comm, ctx, i, tag, block, recv.count, &recv.dtype, &mut mismatch)?;
+            }
+        } else {
+            let mut pending = Vec::new();
+            self.small_send(comm, root, tag, mine.ptr, mine.count, &mine.dtype, &mut pending, &mismatch)?;
+            self.small_wait_all(pending)?;
+        }
         mismatch.map_or(Ok(true), Err)
     }
 
