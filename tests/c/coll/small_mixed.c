@@ -1,7 +1,7 @@
 /* ranks: 2 3 4 5 7 8
  * timeout: 120
- * Small blocking Bcast, Allreduce, Scatter and Gather take a path without schedules; larger
- * ones, and nonblocking ones, use schedules. This mixes them: every root, sizes from one element to
+ * Small blocking Bcast, Allreduce, Reduce, Scatter and Gather take a path without schedules;
+ * larger ones, and nonblocking ones, use schedules. This mixes them: every root, sizes from one element to
  * past the eager limit, a nonblocking Iallreduce in flight around blocking calls, and ranks
  * with different eager limits (odd ranks set STEADFAST_EAGER_LIMIT=64 before MPI_Init), so
  * one side of a message may take the small path while the other builds a schedule.
@@ -77,6 +77,22 @@ int main(int argc, char **argv)
             }
         }
         free(all);
+        /* Reduce to every root, with MPI_IN_PLACE at the root every other time. */
+        for (int root = 0; root < ct_size; root++) {
+            int inplace = root % 2;
+            fill(a, n, ct_rank);
+            fill(b, n, -1);
+            if (inplace && ct_rank == root)
+                fill(b, n, ct_rank);
+            const void *sbuf = inplace && ct_rank == root ? MPI_IN_PLACE : (const void *)a;
+            MPI_Reduce(sbuf, b, n, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD);
+            if (ct_rank == root)
+                for (int i = 0; i < n; i++)
+                    if (b[i] != 1000.0 * ct_size * (ct_size - 1) / 2 + (double)ct_size * i) {
+                        CT_ERR("reduce n=%d root=%d in place %d: b[%d]=%g", n, root, inplace, i, b[i]);
+                        break;
+                    }
+        }
         /* An Iallreduce stays in flight across a blocking Allreduce and Bcast. */
         MPI_Request req;
         for (int i = 0; i < n; i++)

@@ -274,6 +274,7 @@ impl Engine {
             Coll::Scan { buf, red } => self.scan_small(comm, buf, red, false)?,
             Coll::Scatter { send, recv, root } => self.scatter_small(comm, send, recv.as_ref(), *root)?,
             Coll::Gather { send, recv, root } => self.gather_small(comm, send.as_ref(), recv, *root)?,
+            Coll::Reduce { buf, red, root } => self.reduce_small(comm, buf, red, *root)?,
             Coll::Exscan { buf, red } => self.scan_small(comm, buf, red, true)?,
             _ => false,
         };

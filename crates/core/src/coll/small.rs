@@ -1,4 +1,5 @@
-//! Small blocking broadcasts, allreduces, scans, scatters and gathers without a schedule.
+//! Small blocking broadcasts, allreduces, reduces, scans, scatters and gathers without a
+//! schedule.
 //!
 //! For a few bytes the cost of a collective is instructions, and with more ranks than cores
 //! every rank's instructions add up on the shared CPUs. Building a [`Schedule`](super::sched)
@@ -11,9 +12,9 @@
 //! a rank on the schedule path (a different eager limit on another host) still match.
 //!
 //! They apply outside run-through mode, on intracommunicators, for contiguous buffers up to
-//! the eager limit, and only where the selection rule picks these algorithms (Scatter and
-//! Gather are always linear, [`super::gather::scatterv`] and [`super::gather::gatherv`]);
-//! otherwise the caller builds the schedule as before.
+//! the eager limit, and only where the selection rule picks these algorithms (Reduce only
+//! where it is linear; Scatter and Gather are always linear, [`super::gather::scatterv`]
+//! and [`super::gather::gatherv`]); otherwise the caller builds the schedule as before.
 
 use super::reduce::{SUB_FINAL, SUB_FOLD};
 use super::sched::tag_of;
@@ -153,6 +154,55 @@ impl Engine {
             self.small_send(comm, root, tag, mine.ptr, mine.count, &mine.dtype, &mut pending, &mismatch)?;
             self.small_wait_all(pending)?;
         }
+        mismatch.map_or(Ok(true), Err)
+    }
+
+    /// MPI_Reduce of a small vector, linear as [`super::reduce::linear`] (every other rank
+    /// sends its vector to the root, which reduces them in rank order: `v_i op acc` from the
+    /// highest rank down); false if the general path must run.
+    pub(crate) fn reduce_small(&mut self, comm: Handle, b: &RBuf, red: &Reduction, root: i32) -> MpiResult<bool> {
+        let t = &red.dtype;
+        let count = b.count;
+        let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, t, count) else { return Ok(false) };
+        let bytes = t.packed_size(count);
+        if count == 0 || !(0..size).contains(&root) {
+            return Ok(false);
+        }
+        // The rule looks at whether the host is crowded only for vectors long enough to split.
+        let crowded = self.topo(comm)?.0.crowded;
+        if select::reduce(self.small_cfg(), size, count, bytes, red.commutative(), crowded) != select::Reduce::Linear {
+            return Ok(false);
+        }
+        let tag = tag_of(self.next_tag(pctx), false, 0);
+        let mine: *const u8 = b.send.unwrap_or(b.recv);
+        let mut mismatch = None;
+        if rank != root {
+            let mut pending = Vec::new();
+            self.small_send(comm, root, tag, mine, count, t, &mut pending, &mismatch)?;
+            self.small_wait_all(pending)?;
+            return mismatch.map_or(Ok(true), Err);
+        }
+        // Every rank's vector in a block of its own (the root's too: in place, the result
+        // overwrites it), aligned for any element type.
+        let stride = bytes.div_ceil(16) * 16;
+        let mut parts = vec![0u128; size as usize * stride / 16];
+        let base = parts.as_mut_ptr().cast::<u8>();
+        let block = |r: i32| base.wrapping_add(r as usize * stride);
+        // SAFETY: the root's vector holds `count` elements, its block `stride >= bytes` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(mine, block(root), bytes) };
+        for r in (0..size).filter(|&r| r != root) {
+            self.small_recv(comm, ctx, r, tag, block(r), count, t, &mut mismatch)?;
+        }
+        let recv = b.recv;
+        // SAFETY: every block and `recv` hold `count` elements; the lower ranks' data goes
+        // first (non-commutative operations keep rank order).
+        unsafe {
+            std::ptr::copy_nonoverlapping(block(size - 1), recv, bytes);
+            for r in (0..size - 1).rev() {
+                red.apply(block(r), recv, count);
+            }
+        }
+        drop(parts);
         mismatch.map_or(Ok(true), Err)
     }
 
