@@ -7,7 +7,8 @@
  *   chbcast [ROUNDS]
  * Also: a non-contiguous type on the root against a contiguous one elsewhere (same type
  * signature), a duplicated and a split communicator used in turn (each has its own
- * channels), and other collectives and an MPI_Ibcast between channel broadcasts.
+ * channels), other collectives and an MPI_Ibcast between channel broadcasts, and
+ * communicators made and freed in turn (a new one may take a freed one's handle).
  */
 #include "../coll/ct.h"
 
@@ -98,6 +99,28 @@ int main(int argc, char **argv)
         }
     }
     MPI_Type_free(&vec);
+    /* Communicators made and freed in turn, their ranks in another order each time: a new
+     * one may take a freed one's handle and must use channels of its own. Small broadcasts
+     * only, so the freed ones' segments (kept until the job ends) stay small. */
+    for (int r = 0; r < 24; r++) {
+        MPI_Comm c;
+        CT_MPI(MPI_Comm_split(MPI_COMM_WORLD, r % 4 == 3 ? ct_rank % 2 : 0, (ct_rank + r) % ct_size, &c));
+        int cr, cs;
+        MPI_Comm_rank(c, &cr);
+        MPI_Comm_size(c, &cs);
+        for (int k = 0; k < 20 && cs > 1; k++) {
+            int n = 1 + (r * 131 + k * 17) % 3000, root = (r + k) % cs;
+            for (int j = 0; j < n; j++)
+                buf[j] = cr == root ? pattern(r, k, j) : 0xEE;
+            CT_MPI(MPI_Bcast(buf, n, MPI_BYTE, root, c));
+            for (int j = 0; j < n; j++)
+                if (buf[j] != pattern(r, k, j)) {
+                    CT_ERR("churn %d call %d root %d size %d: byte %d is %d", r, k, root, n, j, buf[j]);
+                    break;
+                }
+        }
+        MPI_Comm_free(&c);
+    }
     MPI_Comm_free(&dup);
     MPI_Comm_free(&half);
     free(buf);
