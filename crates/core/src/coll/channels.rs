@@ -535,21 +535,33 @@ impl Engine {
         r.map(|()| true)
     }
 
-    /// MPI_Bcast of `bytes` contiguous bytes at `ptr` over the shared-memory channels of a
-    /// communicator that already has its driver: the application's common case without the
-    /// general dispatch (no datatype, no collective description). False, having done
-    /// nothing, wherever [`Engine::bcast_channels`] might decide otherwise or has work to
-    /// do first (the driver's set-up, multicast, a root out of range): the caller then takes
-    /// the general path, which applies the same rule.
+    /// MPI_Bcast of `bytes` contiguous bytes at `ptr`, the application's common case without
+    /// the general dispatch (no datatype, no collective description): over the shared-memory
+    /// channels of a communicator that already has its driver, or, where neither channel
+    /// rule picks the size, the small tree of [`Engine::bcast_small`]. False, having done
+    /// nothing, wherever the general path might decide otherwise or has work to do first
+    /// (the driver's set-up, multicast, a root out of range): the caller then takes the
+    /// general path, which applies the same rules.
     pub fn bcast_contig(&mut self, comm: Handle, ptr: *mut u8, bytes: usize, root: i32) -> MpiResult<bool> {
         if self.fast_paths_off() || self.coordinated() {
             return Ok(false);
         }
         let Ok(c) = self.comm(comm) else { return Ok(false) };
         let (ctx, rank, size) = (c.ctx, c.rank, c.size());
-        // The size first: the rule keeps small broadcasts on the tree by default.
-        if !(0..size).contains(&root) || !self.coll.cfg.as_ref().is_some_and(|cfg| select::bcast_channels(cfg, size, bytes)) {
+        let Some(cfg) = self.coll.cfg.as_ref() else { return Ok(false) };
+        if !(0..size).contains(&root) {
             return Ok(false);
+        }
+        // The size first: the rule keeps small broadcasts on the tree by default.
+        if !select::bcast_channels(cfg, size, bytes) {
+            if select::bcast_multicast(cfg, size, bytes) {
+                return Ok(false);
+            }
+            // No channel rule picks it, on this host or across hosts: the general path would
+            // come to the small tree next (Bcast is never a slot collective, and run-through
+            // is off).
+            let b = Buf { ptr, count: bytes, dtype: super::byte_type() };
+            return self.bcast_small(comm, &b, root);
         }
         // The driver used last serves this communicator if it was made for it: then the
         // communicator lies on this host (`channel_target`) without looking at its group.
