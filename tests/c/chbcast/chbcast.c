@@ -101,8 +101,15 @@ int main(int argc, char **argv)
     MPI_Type_free(&vec);
     /* Communicators made and freed in turn, their ranks in another order each time: a new
      * one may take a freed one's handle and must use channels of its own. Small broadcasts
-     * only, so the freed ones' segments (kept until the job ends) stay small. */
-    for (int r = 0; r < 24; r++) {
+     * only, so the freed ones' segments (kept until the job ends) stay small. On one host
+     * only: across hosts each would set up a multicast stream of its own (hosts.sh counts
+     * the streams). */
+    MPI_Comm node;
+    int node_size;
+    CT_MPI(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    for (int r = 0; r < 24 && node_size == ct_size; r++) {
         MPI_Comm c;
         CT_MPI(MPI_Comm_split(MPI_COMM_WORLD, r % 4 == 3 ? ct_rank % 2 : 0, (ct_rank + r) % ct_size, &c));
         int cr, cs;

@@ -77,26 +77,32 @@ impl Engine {
         mismatch.map_or(Ok(true), Err)
     }
 
+    /// Where a small linear Scatter or Gather applies: this rank's messages go from or to
+    /// `at_root` at the root, which copies its own block to or from `local` (None: in
+    /// place), and from or to `elsewhere` at the other ranks (None there is an error the
+    /// general path reports). Returns the rank, the size, the two contexts and the bytes of
+    /// one block.
+    fn linear_small_target(&mut self, comm: Handle, root: i32, at_root: &Buf, local: Option<&Buf>, elsewhere: Option<&Buf>) -> Option<(i32, i32, u32, u32, usize)> {
+        let is_root = self.comm(comm).ok()?.rank == root;
+        let mine = if is_root { at_root } else { elsewhere? };
+        let (rank, size, pctx, ctx) = self.small_coll_target(comm, &mine.dtype, mine.count)?;
+        let bytes = mine.dtype.packed_size(mine.count);
+        if bytes == 0 || !(0..size).contains(&root) {
+            return None;
+        }
+        // The root's own block: a plain copy, or the schedule's typed one.
+        if is_root && local.is_some_and(|l| !l.dtype.is_contiguous() || l.dtype.packed_size(l.count) != bytes) {
+            return None;
+        }
+        Some((rank, size, pctx, ctx, bytes))
+    }
+
     /// MPI_Scatter of small contiguous blocks, linear as [`super::gather::scatterv`] (one
     /// message from the root to every other rank, the same tag); false if the general path
     /// must run.
     pub(crate) fn scatter_small(&mut self, comm: Handle, send: &Buf, recv: Option<&Buf>, root: i32) -> MpiResult<bool> {
-        let Ok(c) = self.comm(comm) else { return Ok(false) };
-        let is_root = c.rank == root;
-        let mine = match (is_root, recv) {
-            (true, _) => send,
-            (false, Some(r)) => r,
-            (false, None) => return Ok(false),
-        };
-        let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, &mine.dtype, mine.count) else { return Ok(false) };
-        let bytes = mine.dtype.packed_size(mine.count);
-        if bytes == 0 || !(0..size).contains(&root) {
-            return Ok(false);
-        }
-        // The root's own block: a plain copy, or the schedule's typed one.
-        if is_root && recv.is_some_and(|r| !r.dtype.is_contiguous() || r.dtype.packed_size(r.count) != bytes) {
-            return Ok(false);
-        }
+        let Some((rank, size, pctx, ctx, bytes)) = self.linear_small_target(comm, root, send, recv, recv) else { return Ok(false) };
+        let mine = if rank == root { send } else { recv.unwrap_or(send) };
         let tag = tag_of(self.next_tag(pctx), false, 0);
         let mut mismatch = None;
         if rank == root {
@@ -122,21 +128,8 @@ impl Engine {
     /// message from every other rank to the root, the same tag); false if the general path
     /// must run.
     pub(crate) fn gather_small(&mut self, comm: Handle, send: Option<&Buf>, recv: &Buf, root: i32) -> MpiResult<bool> {
-        let Ok(c) = self.comm(comm) else { return Ok(false) };
-        let is_root = c.rank == root;
-        let mine = match (is_root, send) {
-            (true, _) => recv,
-            (false, Some(s)) => s,
-            (false, None) => return Ok(false),
-        };
-        let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, &mine.dtype, mine.count) else { return Ok(false) };
-        let bytes = mine.dtype.packed_size(mine.count);
-        if bytes == 0 || !(0..size).contains(&root) {
-            return Ok(false);
-        }
-        if is_root && send.is_some_and(|s| !s.dtype.is_contiguous() || s.dtype.packed_size(s.count) != bytes) {
-            return Ok(false);
-        }
+        let Some((rank, size, pctx, ctx, bytes)) = self.linear_small_target(comm, root, recv, send, send) else { return Ok(false) };
+        let mine = if rank == root { recv } else { send.unwrap_or(recv) };
         let tag = tag_of(self.next_tag(pctx), false, 0);
         let mut mismatch = None;
         if rank == root {
