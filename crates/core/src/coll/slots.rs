@@ -622,7 +622,7 @@ impl Engine {
             Coll::ReduceScatter { .. } | Coll::ReduceScatterBlock { .. } => "reduce_scatter",
             _ => return Ok(None),
         };
-        let Some((rank, size, _)) = self.slot_target(comm) else { return Ok(None) };
+        let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(None) };
         // Bytes of each rank's contribution: equal on every rank by the type-signature rule.
         let bytes = match c {
             Coll::Barrier => 0,
@@ -638,15 +638,16 @@ impl Engine {
             _ => return Ok(None),
         };
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        let picked = select::slots(cfg, name, size, bytes);
         if let Coll::Allreduce { buf, red } = c {
-            if !select::slots(cfg, name, size, bytes) && select::slots_allreduce_split(cfg, size, bytes, buf.count) {
+            if !picked && select::slots_allreduce_split(cfg, size, bytes, buf.count) {
                 return self.slot_allreduce_split(comm, buf, red, rank as usize, size as usize);
             }
         }
-        if !select::slots(cfg, name, size, bytes) {
+        if !picked {
             return Ok(None);
         }
-        self.slot_prepare_picked(comm, c)
+        self.slot_prepare_at(comm, c, rank, size, ctx)
     }
 
     /// An Allreduce too large to reduce every vector on every rank: a Reduce_scatter_block
@@ -666,6 +667,12 @@ impl Engine {
     /// [`Engine::slot_prepare`] for a call the rule already picked the exchange for.
     fn slot_prepare_picked(&mut self, comm: Handle, c: &Coll) -> MpiResult<Option<SlotOp>> {
         let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(None) };
+        self.slot_prepare_at(comm, c, rank, size, ctx)
+    }
+
+    /// [`Engine::slot_prepare_picked`] where the caller already has the communicator's
+    /// rank, size and context (`Engine::slot_target`).
+    fn slot_prepare_at(&mut self, comm: Handle, c: &Coll, rank: i32, size: i32, ctx: u32) -> MpiResult<Option<SlotOp>> {
         // A barrier lets rank 0 out first, then the others (the reason is the message
         // barrier's: docs/collectives.md, "Barrier on few ranks").
         let rooted = matches!(c, Coll::Barrier).then_some(0);
