@@ -267,9 +267,9 @@ unsafe fn bcast_impl(func: &str, buf: *mut c_void, count: i64, dt: MPI_Datatype,
     })
 }
 
-/// A blocking MPI_Bcast of a contiguous type straight to the engine's channel broadcast,
-/// where that applies ([`steadfast_core::Engine::bcast_contig`]); Ok(false), nothing done,
-/// sends it the general way, which also reports any argument error.
+/// A blocking MPI_Bcast of a contiguous type straight to the engine's channel broadcast or
+/// small tree, where that applies ([`steadfast_core::Engine::bcast_contig`]); Ok(false),
+/// nothing done, sends it the general way, which also reports any argument error.
 fn bcast_fast(g: &mut Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, root: c_int, comm: MPI_Comm) -> Result<bool, MpiError> {
     if crate::global::multiple() {
         return Ok(false);

@@ -199,10 +199,8 @@ impl Engine {
     /// Whether the world ranks `group` are all on this host and it runs more ranks of the
     /// job than it has CPUs online (the host's count, not this process's affinity, so every
     /// rank of the host agrees).
-    fn crowded_host(&self, group: &[u32]) -> bool {
-        let Some(host) = self.coll.channels.host.as_ref().filter(|h| h.crowded) else { return false };
-        let me = self.rank;
-        group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false))
+    fn crowded_host(&self, group: &Arc<Vec<u32>>) -> bool {
+        self.coll.channels.host.as_ref().is_some_and(|h| h.crowded) && self.group_on_host(group)
     }
 
     /// Tag base of the next blocking collective on `comm`.

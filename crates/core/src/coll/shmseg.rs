@@ -113,7 +113,7 @@ impl Engine {
     /// segment is not in the image). Returns this rank, the size, the context and whether
     /// every rank shares memory with this one.
     pub(super) fn segment_target(&self, comm: Handle) -> Option<(i32, i32, u32, bool)> {
-        let host = self.coll.channels.host.as_ref()?;
+        self.coll.channels.host.as_ref()?;
         if self.fast_paths_off() || self.coordinated() {
             return None;
         }
@@ -121,23 +121,27 @@ impl Engine {
         if c.remote.is_some() || c.size() < 2 {
             return None;
         }
-        // Whether a group shares this host is remembered for the last few groups: every
-        // barrier and broadcast asks it. A group is known by its allocation, which the memo
-        // keeps alive, so a new group never takes an old one's answer.
-        let mut memo = self.coll.channels.local_memo.borrow_mut();
-        let local = match memo.iter().find(|(g, _)| Arc::ptr_eq(g, &c.group)) {
-            Some(&(_, local)) => local,
-            None => {
-                let me = self.rank;
-                let local = c.group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false));
-                if memo.len() == LOCAL_MEMO {
-                    memo.remove(0);
-                }
-                memo.push((c.group.clone(), local));
-                local
-            }
-        };
+        let local = self.group_on_host(&c.group);
         Some((c.rank, c.size(), c.ctx, local))
+    }
+
+    /// Whether every world rank of `group` shares memory with this process (false without
+    /// a host map). Remembered for the last few groups: every barrier, broadcast and
+    /// collective rule asks it. A group is known by its allocation, which the memo keeps
+    /// alive, so a new group never takes an old one's answer.
+    pub(super) fn group_on_host(&self, group: &Arc<Vec<u32>>) -> bool {
+        let Some(host) = self.coll.channels.host.as_ref() else { return false };
+        let mut memo = self.coll.channels.local_memo.borrow_mut();
+        if let Some(&(_, local)) = memo.iter().find(|(g, _)| Arc::ptr_eq(g, group)) {
+            return local;
+        }
+        let me = self.rank;
+        let local = group.iter().all(|&w| w == me || host.local.get(w as usize).copied().unwrap_or(false));
+        if memo.len() == LOCAL_MEMO {
+            memo.remove(0);
+        }
+        memo.push((group.clone(), local));
+        local
     }
 
     /// A name for a segment this process makes, unique in the job directory.

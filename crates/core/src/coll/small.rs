@@ -80,9 +80,10 @@ impl Engine {
     /// Where a small linear Scatter or Gather applies: this rank's messages go from or to
     /// `at_root` at the root, which copies its own block to or from `local` (None: in
     /// place), and from or to `elsewhere` at the other ranks (None there is an error the
-    /// general path reports). Returns the rank, the size, the two contexts and the bytes of
-    /// one block.
-    fn linear_small_target(&mut self, comm: Handle, root: i32, at_root: &Buf, local: Option<&Buf>, elsewhere: Option<&Buf>) -> Option<(i32, i32, u32, u32, usize)> {
+    /// general path reports). Returns this rank's buffer, the rank, the size, the two
+    /// contexts and the bytes of one block.
+    #[allow(clippy::type_complexity)]
+    fn linear_small_target<'a>(&mut self, comm: Handle, root: i32, at_root: &'a Buf, local: Option<&Buf>, elsewhere: Option<&'a Buf>) -> Option<(&'a Buf, i32, i32, u32, u32, usize)> {
         let is_root = self.comm(comm).ok()?.rank == root;
         let mine = if is_root { at_root } else { elsewhere? };
         let (rank, size, pctx, ctx) = self.small_coll_target(comm, &mine.dtype, mine.count)?;
@@ -94,15 +95,14 @@ impl Engine {
         if is_root && local.is_some_and(|l| !l.dtype.is_contiguous() || l.dtype.packed_size(l.count) != bytes) {
             return None;
         }
-        Some((rank, size, pctx, ctx, bytes))
+        Some((mine, rank, size, pctx, ctx, bytes))
     }
 
     /// MPI_Scatter of small contiguous blocks, linear as [`super::gather::scatterv`] (one
     /// message from the root to every other rank, the same tag); false if the general path
     /// must run.
     pub(crate) fn scatter_small(&mut self, comm: Handle, send: &Buf, recv: Option<&Buf>, root: i32) -> MpiResult<bool> {
-        let Some((rank, size, pctx, ctx, bytes)) = self.linear_small_target(comm, root, send, recv, recv) else { return Ok(false) };
-        let mine = if rank == root { send } else { recv.unwrap_or(send) };
+        let Some((mine, rank, size, pctx, ctx, bytes)) = self.linear_small_target(comm, root, send, recv, recv) else { return Ok(false) };
         let tag = tag_of(self.next_tag(pctx), false, 0);
         let mut mismatch = None;
         if rank == root {
@@ -128,8 +128,7 @@ impl Engine {
     /// message from every other rank to the root, the same tag); false if the general path
     /// must run.
     pub(crate) fn gather_small(&mut self, comm: Handle, send: Option<&Buf>, recv: &Buf, root: i32) -> MpiResult<bool> {
-        let Some((rank, size, pctx, ctx, bytes)) = self.linear_small_target(comm, root, recv, send, send) else { return Ok(false) };
-        let mine = if rank == root { recv } else { send.unwrap_or(recv) };
+        let Some((mine, rank, size, pctx, ctx, bytes)) = self.linear_small_target(comm, root, recv, send, send) else { return Ok(false) };
         let tag = tag_of(self.next_tag(pctx), false, 0);
         let mut mismatch = None;
         if rank == root {

@@ -111,6 +111,15 @@ struct Agg {
     failed: bool,
 }
 
+impl Agg {
+    /// No child reported yet.
+    const NONE: Agg = Agg {
+        children: 0,
+        ok: true,
+        failed: false,
+    };
+}
+
 /// One rank's channel-broadcast machine for one communicator.
 #[derive(Debug)]
 pub struct Machine {
@@ -285,10 +294,7 @@ impl Machine {
                 }
             }
         }
-        if self.calls.is_empty() {
-            self.base = seq;
-        }
-        self.calls.push_back(call);
+        self.push_call(seq, call);
         if seq < self.released + self.channels() {
             self.bind(now, seq);
         } else if root == self.me {
@@ -315,18 +321,18 @@ impl Machine {
         }
         self.next_seq += 1;
         let frame = self.encode(seq, self.me, data);
-        if self.calls.is_empty() {
-            self.base = seq;
-        }
-        self.calls.push_back(Call {
-            root: self.me,
-            frame: Some(frame.clone()),
-            data: None,
-            have: false,
-            written: true,
-            repair_at: None,
-            repairs: 0,
-        });
+        self.push_call(
+            seq,
+            Call {
+                root: self.me,
+                frame: Some(frame.clone()),
+                data: None,
+                have: false,
+                written: true,
+                repair_at: None,
+                repairs: 0,
+            },
+        );
         self.stats.writes += 1;
         self.cursor += 1;
         self.maybe_start_sync(now);
@@ -352,22 +358,30 @@ impl Machine {
             return Ok(None);
         }
         self.next_seq += 1;
-        if self.calls.is_empty() {
-            self.base = seq;
-        }
-        self.calls.push_back(Call {
-            root,
-            frame: None,
-            data: None,
-            have: true,
-            written: false,
-            repair_at: None,
-            repairs: 0,
-        });
+        self.push_call(
+            seq,
+            Call {
+                root,
+                frame: None,
+                data: None,
+                have: true,
+                written: false,
+                repair_at: None,
+                repairs: 0,
+            },
+        );
         self.cursor += 1;
         self.maybe_start_sync(now);
         self.maybe_report(now);
         Ok(Some(seq))
+    }
+
+    /// Add the call of broadcast `seq`, the next sequence number (calls are held in order).
+    fn push_call(&mut self, seq: Seq, call: Call) {
+        if self.calls.is_empty() {
+            self.base = seq;
+        }
+        self.calls.push_back(call);
     }
 
     /// The frame of broadcast `seq`, in a spare frame of its length if one is free.
@@ -527,12 +541,7 @@ impl Machine {
                 let i = match self.ups.iter().position(|(key, _)| *key == (sync, attempt)) {
                     Some(i) => i,
                     None => {
-                        let fresh = Agg {
-                            children: 0,
-                            ok: true,
-                            failed: false,
-                        };
-                        self.ups.push(((sync, attempt), fresh));
+                        self.ups.push(((sync, attempt), Agg::NONE));
                         self.ups.len() - 1
                     }
                 };
@@ -655,14 +664,7 @@ impl Machine {
         let children = self.sync_children.len() as u32;
         let key = (s.k, s.attempt);
         let at = self.ups.iter().position(|(k, _)| *k == key);
-        let agg = at.map_or(
-            Agg {
-                children: 0,
-                ok: true,
-                failed: false,
-            },
-            |i| self.ups[i].1,
-        );
+        let agg = at.map_or(Agg::NONE, |i| self.ups[i].1);
         if agg.children < children {
             return;
         }
