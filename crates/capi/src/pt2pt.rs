@@ -448,14 +448,16 @@ fn live(g: &Global, r: MPI_Request) -> Result<Option<Handle>, MpiError> {
     }
 }
 
-/// Record the completion of `reqs[i]`: fill the status, release the request.
-/// `out` is where the caller writes the status (null: ignored): a generalized request's
-/// query_fn fills it once the lock is released (`greq::on_complete`).
+/// Record the completion of `reqs[i]`: fill the status, release the request (an inactive
+/// persistent request has nothing to complete: an empty status). `out` is where the
+/// caller writes the status (null: ignored): a generalized request's query_fn fills it
+/// once the lock is released (`greq::on_complete`; generalized requests are never
+/// persistent).
 unsafe fn finish(g: &mut Global, reqs: &mut [MPI_Request], i: usize, out: *mut MPI_Status) -> Result<Status, MpiError> {
     let h = req_of(reqs[i]).ok_or_else(|| err(ErrorClass::Intern, "finishing a null request"))?;
     crate::greq::on_complete(g, h, out);
-    let s = g.eng.status(h)?;
-    if g.eng.release(h) {
+    let Some((s, released)) = g.eng.take_status(h)? else { return Ok(empty_status()) };
+    if released {
         reqs[i] = abi::MPI_REQUEST_NULL as MPI_Request;
         crate::greq::on_release(g, h);
     }
@@ -744,20 +746,24 @@ mpi_api! {
     fn Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
         api_blocking("MPI_Waitall", |_| None, |c| {
             let reqs = request_slice(count, array_of_requests)?;
-            let handles: Vec<Option<Handle>> = reqs.iter().map(|r| live(c.g(), *r)).collect::<Result<_, _>>()?;
+            // Every handle is checked before waiting; nothing is allocated: the array is
+            // looked at again where needed (its requests stay until completed below).
+            for r in reqs.iter() {
+                live(c.g(), *r)?;
+            }
             // A request stays complete until it is released below: each round of progress
             // looks again only from the first one still open, not at the whole array.
             let mut open = 0;
             c.until(|e| {
-                while let Some(h) = handles.get(open) {
-                    if h.is_some_and(|h| !e.is_complete(h).unwrap_or(true)) {
+                while let Some(r) = reqs.get(open) {
+                    if req_of(*r).is_some_and(|h| e.request(h).is_ok_and(|q| !q.complete && (q.active || !q.persistent))) {
                         return false;
                     }
                     open += 1;
                 }
                 true
             })?;
-            complete_all(c.g(), reqs, &handles, array_of_statuses)
+            complete_all(c.g(), reqs, array_of_statuses)
         })
     }
 
@@ -773,7 +779,7 @@ mpi_api! {
             if !all {
                 return Ok(());
             }
-            complete_all(g, reqs, &handles, array_of_statuses)
+            complete_all(g, reqs, array_of_statuses)
         })
     }
 
@@ -1110,27 +1116,27 @@ unsafe fn get_count_impl(func: &str, status: *const MPI_Status, datatype: MPI_Da
     })
 }
 
-unsafe fn complete_all(
-    g: &mut Global,
-    reqs: &mut [MPI_Request],
-    handles: &[Option<Handle>],
-    statuses: *mut MPI_Status,
-) -> Result<(), MpiError> {
+/// Finish every request of `reqs` (all complete; null and inactive ones report an empty
+/// status) and write the statuses. Their error fields are written only if some request
+/// failed (MPI_ERR_IN_STATUS), and then all of them.
+unsafe fn complete_all(g: &mut Global, reqs: &mut [MPI_Request], statuses: *mut MPI_Status) -> Result<(), MpiError> {
     let mut any_error = false;
-    let mut out = Vec::with_capacity(reqs.len());
-    for (i, h) in handles.iter().enumerate() {
-        let s = match h {
-            Some(_) => finish(g, reqs, i, if statuses.is_null() { statuses } else { statuses.add(i) })?,
+    for i in 0..reqs.len() {
+        let out = if statuses.is_null() { statuses } else { statuses.add(i) };
+        let s = match req_of(reqs[i]) {
+            Some(_) => finish(g, reqs, i, out)?,
             None => empty_status(),
         };
-        any_error |= s.error.is_some();
-        out.push(s);
-    }
-    if !statuses.is_null() {
-        for (i, s) in out.iter().enumerate() {
-            let e = if any_error { Some(error_code_of(s)) } else { None };
-            put_status(statuses.add(i), s, e);
+        if s.error.is_some() && !any_error {
+            any_error = true;
+            // The statuses written before this one all succeeded: now their error fields say so.
+            for j in 0..i {
+                if !statuses.is_null() {
+                    (*statuses.add(j)).MPI_ERROR = abi::MPI_SUCCESS;
+                }
+            }
         }
+        put_status(out, &s, any_error.then(|| error_code_of(&s)));
     }
     if any_error {
         return Err(err(ErrorClass::InStatus, "one or more requests failed; see the statuses"));

@@ -909,11 +909,33 @@ impl Engine {
     /// without taking a copy of the spec it just stored).
     pub fn irecv(&mut self, spec: RecvSpec) -> MpiResult<Handle> {
         let (c, src, tag) = (spec.comm, spec.src, spec.tag);
-        let h = self.recv_init(spec, false)?;
-        if let Some(r) = self.st.reqs.get_mut(h) {
-            r.active = true;
+        let comm = self.comm(c)?;
+        self.check_peer(comm, src, "source", true)?;
+        let ctx = comm.ctx;
+        let ft = &self.st.ft;
+        if src == PROC_NULL || ft.is_revoked(ctx) || (src != ANY_SOURCE && comm.peer_world(src).is_some_and(|w| ft.is_dead(w))) {
+            let h = self.st.reqs.insert(Request::new(Op::Recv(spec), false));
+            if let Some(r) = self.st.reqs.get_mut(h) {
+                r.active = true;
+            }
+            self.start_recv(h, c, src, tag)?;
+            return Ok(h);
         }
-        self.start_recv(h, c, src, tag)?;
+        // The common case (no revoked communicator or dead source, which can complete the
+        // receive at once): the request is stored already posted, with one lookup of the
+        // communicator. A message that matches at once completes it, which clears `posted`.
+        let mut r = Request::new(Op::Recv(spec), false);
+        r.active = true;
+        r.recv.ctx = ctx;
+        r.recv.posted = true;
+        let h = self.st.reqs.insert(r);
+        if let Some(u) = self.st.post(ctx, src, tag, h) {
+            self.st.deliver(h, u.src, u.tag, u.body_into());
+            // A rendezvous read here queued its FIN: send it before the program can exit.
+            if !self.st.busy_peers.is_empty() {
+                self.flush()?;
+            }
+        }
         Ok(h)
     }
 
@@ -1157,11 +1179,29 @@ impl Engine {
                 false
             }
             Some(_) => {
-                self.st.reqs.remove(h);
+                self.st.reqs.discard(h);
                 true
             }
             None => true,
         }
+    }
+
+    /// What the application's completion of `h` leaves: its status, and whether the handle
+    /// is gone (false: a persistent request, now inactive). [`Engine::status`] and
+    /// [`Engine::release`] in one lookup, for the completion calls. None for a persistent
+    /// request that is not active: there is nothing to complete (its status is empty).
+    pub fn take_status(&mut self, h: Handle) -> MpiResult<Option<(Status, bool)>> {
+        let Some(r) = self.st.reqs.get_mut(h) else { return mpi_err!(Request, "invalid request handle") };
+        let s = r.status;
+        if r.persistent && !r.active {
+            return Ok(None);
+        }
+        if r.persistent {
+            r.active = false;
+            return Ok(Some((s, false)));
+        }
+        self.st.reqs.discard(h);
+        Ok(Some((s, true)))
     }
 
     /// Whether `h` is a persistent request that is not active (waits on it return at once).
@@ -2688,10 +2728,11 @@ impl State {
     }
 
     fn deliver_bytes(&mut self, h: Handle, src: i32, tag: i32, data: &[u8], total: u64) {
-        let Some((buf, count, dtype)) = self.recv_target(h) else { return };
+        // The receive's type is borrowed, not cloned: no reference count changes per message.
+        let Some(Op::Recv(s)) = self.reqs.get(h).map(|r| &r.op) else { return };
         // SAFETY: the receive request's buffer holds `count` elements of `dtype`.
-        let (n, _) = unsafe { copy_into(data, buf, count, &dtype) };
-        let error = (total > dtype.packed_size(count) as u64).then_some(ErrorClass::Truncate);
+        let (n, _) = unsafe { copy_into(data, s.buf, s.count, &s.dtype) };
+        let error = (total > s.dtype.packed_size(s.count) as u64).then_some(ErrorClass::Truncate);
         self.complete(h, Status { source: src, tag, error, bytes: n as u64, cancelled: false });
     }
 

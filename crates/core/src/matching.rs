@@ -57,13 +57,23 @@ impl<R, U> Default for Matcher<R, U> {
     }
 }
 
+/// `VecDeque::remove`, with the common case (the head of the queue matched) as a plain pop.
+#[inline]
+fn remove_at<T>(q: &mut VecDeque<T>, i: usize) -> Option<T> {
+    if i == 0 {
+        q.pop_front()
+    } else {
+        q.remove(i)
+    }
+}
+
 impl<R: Copy + PartialEq, U> Matcher<R, U> {
     /// Post receive `id` for (src, tag) on `ctx`. If an unexpected message matches, it is
     /// removed and returned, and the receive is not queued.
     pub fn post(&mut self, ctx: u32, src: i32, tag: i32, id: R) -> Option<Unexpected<U>> {
         let q = self.ctxs.entry(ctx).or_default();
         if let Some(i) = q.unexpected.iter().position(|u| accepts(src, tag, u.src, u.tag)) {
-            return q.unexpected.remove(i);
+            return remove_at(&mut q.unexpected, i);
         }
         q.posted.push_back(Posted { src, tag, id });
         None
@@ -85,7 +95,7 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
     pub fn arrive(&mut self, ctx: u32, src: i32, tag: i32, make: impl FnOnce() -> U) -> Option<R> {
         let q = self.ctxs.entry(ctx).or_default();
         if let Some(i) = q.posted.iter().position(|p| accepts(p.src, p.tag, src, tag)) {
-            if let Some(p) = q.posted.remove(i) {
+            if let Some(p) = remove_at(&mut q.posted, i) {
                 return Some(p.id);
             }
         }
@@ -134,7 +144,7 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
     pub fn take(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected<U>> {
         let q = self.ctxs.get_mut(&ctx)?;
         let i = q.unexpected.iter().position(|u| accepts(src, tag, u.src, u.tag))?;
-        q.unexpected.remove(i)
+        remove_at(&mut q.unexpected, i)
     }
 
     /// Withdraw posted receive `id`; true if it was still posted (i.e. the cancel succeeded).

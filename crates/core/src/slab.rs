@@ -89,6 +89,20 @@ impl<T> Slab<T> {
             Slot::Free(..) => None,
         }
     }
+    /// Drop the entry behind `h` where it lies (no move out, unlike [`Slab::remove`]);
+    /// whether `h` was live.
+    pub fn discard(&mut self, h: Handle) -> bool {
+        let Some((i, g)) = h.parts() else { return false };
+        let Some(slot) = self.slots.get_mut(i) else { return false };
+        if !matches!(slot, Slot::Used(sg, _) if *sg == g) {
+            return false;
+        }
+        // Assignment drops the old entry in place.
+        *slot = Slot::Free(g, self.free);
+        self.free = Some(i);
+        self.len -= 1;
+        true
+    }
     /// Handles of all live entries (for sweeps such as failing requests to a dead peer).
     pub fn handles(&self) -> Vec<Handle> {
         self.slots
@@ -125,5 +139,19 @@ mod tests {
         assert_eq!(s.get(b), Some(&2));
         assert!(s.get(Handle(0x101)).is_none());
         assert!(s.get(Handle(0)).is_none());
+    }
+    #[test]
+    fn discarded_entries_are_dropped_and_their_slot_reused() {
+        let mut s = Slab::default();
+        let v = std::rc::Rc::new(());
+        let a = s.insert(v.clone());
+        assert!(s.discard(a));
+        assert_eq!(std::rc::Rc::strong_count(&v), 1, "the entry was dropped");
+        assert!(!s.discard(a), "a stale handle discards nothing");
+        assert!(s.is_empty());
+        let b = s.insert(v.clone());
+        assert_ne!(a, b);
+        assert!(s.get(b).is_some());
+        assert_eq!(s.len(), 1);
     }
 }
