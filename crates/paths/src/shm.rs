@@ -775,6 +775,10 @@ impl ShmPath {
 
 impl Path for ShmPath {
     fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        if self.faults.is_none() {
+            // No injector (every run but a fault test): nothing to take out and put back.
+            return self.send_with(peer, hdr, payload, &mut None, false);
+        }
         let mut faults = self.faults.take();
         let r = self.send_with(peer, hdr, payload, &mut faults, false);
         self.faults = faults;
@@ -782,6 +786,10 @@ impl Path for ShmPath {
     }
 
     unsafe fn send_held(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
+        if self.faults.is_none() {
+            // No injector (every run but a fault test): nothing to take out and put back.
+            return self.send_with(peer, hdr, payload, &mut None, true);
+        }
         let mut faults = self.faults.take();
         let r = self.send_with(peer, hdr, payload, &mut faults, true);
         self.faults = faults;
