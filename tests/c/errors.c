@@ -157,6 +157,22 @@ int main(int argc, char **argv)
         MPI_Request two[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
         EXPECT(MPI_Startall(2, two), MPI_ERR_REQUEST);
     }
+    /* A stale request in MPI_Waitall fails the call before it waits (the receive next to it
+       has no message yet) and completes nothing. */
+    {
+        MPI_Request arr[2], done;
+        int x = 0, y = 7, z = 0;
+        TC_MPI(MPI_Irecv(&z, 1, MPI_INT, tc_rank, 10, w, &done));
+        arr[1] = done; /* kept: stale once the receive is completed below */
+        TC_MPI(MPI_Send(&y, 1, MPI_INT, tc_rank, 10, w));
+        TC_MPI(MPI_Wait(&done, &st));
+        TC_MPI(MPI_Irecv(&x, 1, MPI_INT, tc_rank, 9, w, &arr[0]));
+        EXPECT(MPI_Waitall(2, arr, MPI_STATUSES_IGNORE), MPI_ERR_REQUEST);
+        TC_CHECK(arr[0] != MPI_REQUEST_NULL, "MPI_Waitall released a request although it failed");
+        TC_MPI(MPI_Send(&y, 1, MPI_INT, tc_rank, 9, w));
+        TC_MPI(MPI_Wait(&arr[0], &st));
+        TC_CHECK(x == 7 && z == 7, "received %d and %d, expected 7 and 7", x, z);
+    }
 
     /* Truncation: the receive reports MPI_ERR_TRUNCATE. */
     {

@@ -441,6 +441,12 @@ unsafe fn request_comm(g: &Global, r: *const MPI_Request) -> Option<usize> {
     })
 }
 
+/// Whether a wait must still wait for this request: not complete, and not an inactive
+/// persistent request (a wait on which returns at once).
+fn still_open(q: &steadfast_core::request::Request) -> bool {
+    !q.complete && (q.active || !q.persistent)
+}
+
 fn live(g: &Global, r: MPI_Request) -> Result<Option<Handle>, MpiError> {
     match req_of(r) {
         None => Ok(None),
@@ -746,23 +752,48 @@ mpi_api! {
     fn Waitall(count: c_int, array_of_requests: *mut MPI_Request, array_of_statuses: *mut MPI_Status) -> c_int {
         api_blocking("MPI_Waitall", |_| None, |c| {
             let reqs = request_slice(count, array_of_requests)?;
-            // Every handle is checked before waiting; nothing is allocated: the array is
-            // looked at again where needed (its requests stay until completed below).
-            for r in reqs.iter() {
-                live(c.g(), *r)?;
-            }
-            // A request stays complete until it is released below: each round of progress
-            // looks again only from the first one still open, not at the whole array.
-            let mut open = 0;
+            // Nothing is allocated: the array is looked at again where needed (its requests
+            // stay until completed below). The first look, before any progress, checks every
+            // handle (an invalid one fails the call before it waits) and finds the first
+            // request still open; a request stays complete until it is released below, so
+            // each later round looks again only from there, not at the whole array.
+            let mut open = None;
+            let mut invalid = None;
             c.until(|e| {
-                while let Some(r) = reqs.get(open) {
-                    if req_of(*r).is_some_and(|h| e.request(h).is_ok_and(|q| !q.complete && (q.active || !q.persistent))) {
+                let from = match open {
+                    Some(i) => i,
+                    None => {
+                        let mut first_open = reqs.len();
+                        for (i, r) in reqs.iter().enumerate() {
+                            let Some(h) = req_of(*r) else { continue };
+                            match e.request(h) {
+                                Ok(q) => {
+                                    if first_open == reqs.len() && still_open(q) {
+                                        first_open = i;
+                                    }
+                                }
+                                Err(x) => {
+                                    invalid = Some(x);
+                                    return true;
+                                }
+                            }
+                        }
+                        first_open
+                    }
+                };
+                let mut i = from;
+                while let Some(r) = reqs.get(i) {
+                    if req_of(*r).is_some_and(|h| e.request(h).is_ok_and(still_open)) {
+                        open = Some(i);
                         return false;
                     }
-                    open += 1;
+                    i += 1;
                 }
                 true
             })?;
+            if let Some(x) = invalid {
+                return Err(x);
+            }
             complete_all(c.g(), reqs, array_of_statuses)
         })
     }
