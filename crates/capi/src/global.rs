@@ -260,7 +260,21 @@ where
 
 /// The end of every locked entry point: adopt communicators built in the background, run
 /// deferred callbacks without the lock, report an error through the error handler.
-fn tail(mut guard: Guard, func: &str, comm: Option<usize>, r: Result<(), MpiError>) -> c_int {
+#[inline]
+fn tail(guard: Guard, func: &str, comm: Option<usize>, r: Result<(), MpiError>) -> c_int {
+    // The common end, inlined into every entry point: a success with nothing to adopt or
+    // call back.
+    if let (Ok(()), Some(g)) = (&r, guard.as_ref()) {
+        if !g.eng.run_through() && g.tables.deferred.is_empty() {
+            drop(guard);
+            return abi::MPI_SUCCESS;
+        }
+    }
+    tail_general(guard, func, comm, r)
+}
+
+#[inline(never)]
+fn tail_general(mut guard: Guard, func: &str, comm: Option<usize>, r: Result<(), MpiError>) -> c_int {
     let g = live(&mut guard, func);
     if g.eng.run_through() {
         adopt_background_comms(g);
@@ -584,16 +598,31 @@ where
 
 // ---- handle translation --------------------------------------------------------------------
 
-/// Engine handle of communicator `c`.
+/// Engine handle of communicator `c`. Inlined where it is called (every communication call
+/// makes it); the errors are built out of line.
+#[inline]
 pub fn comm_handle(g: &Global, c: usize) -> Result<Handle, MpiError> {
     match c {
         abi::MPI_COMM_WORLD => Ok(g.eng.world),
         abi::MPI_COMM_SELF => Ok(g.eng.self_comm),
-        abi::MPI_COMM_NULL => Err(MpiError::new(ErrorClass::Comm, "MPI_COMM_NULL is not a valid communicator here")),
         v => {
             let h = Handle(v as u64);
-            g.eng.comm(h).map(|_| h).map_err(|_| MpiError::new(ErrorClass::Comm, format!("invalid communicator handle {v:#x}")))
+            if v != abi::MPI_COMM_NULL && g.eng.comm(h).is_ok() {
+                Ok(h)
+            } else {
+                Err(bad_comm(v))
+            }
         }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_comm(v: usize) -> MpiError {
+    if v == abi::MPI_COMM_NULL {
+        MpiError::new(ErrorClass::Comm, "MPI_COMM_NULL is not a valid communicator here")
+    } else {
+        MpiError::new(ErrorClass::Comm, format!("invalid communicator handle {v:#x}"))
     }
 }
 

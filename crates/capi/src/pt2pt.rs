@@ -83,7 +83,18 @@ pub fn recv_spec(
     Ok(RecvSpec { buf: buf as *mut u8, count, dtype: t, comm: ch, src, tag })
 }
 
+/// The error a completed receive's status carries; inlined, the message built out of line.
+#[inline]
 fn truncated(s: &Status) -> Result<(), MpiError> {
+    match s.error {
+        None => Ok(()),
+        Some(_) => status_error(s),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn status_error(s: &Status) -> Result<(), MpiError> {
     match s.error {
         Some(ErrorClass::Truncate) => Err(err(
             ErrorClass::Truncate,
@@ -113,6 +124,7 @@ fn req_of(r: MPI_Request) -> Option<Handle> {
 
 /// Bytes of `count` elements of `dt` when the handle is a committed contiguous datatype,
 /// looked up without taking a reference to it (the fast paths below touch no refcount).
+#[inline]
 pub(crate) fn contiguous_bytes(g: &Global, dt: MPI_Datatype, count: i64) -> Option<usize> {
     let t = dt as usize;
     let ty = if abi::is_predefined_handle(t) {
@@ -135,6 +147,7 @@ fn send_fast(g: &mut Global, buf: *const c_void, count: i64, dt: MPI_Datatype, d
 /// The communicator and byte count of a send the request-free path may take (valid
 /// arguments, a contiguous type, standard or ready mode); None for the general way.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn fast_send_args(g: &Global, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> Option<(Handle, usize)> {
     if !matches!(mode, Mode::Standard | Mode::Ready) || dest < 0 || !(0..=TAG_UB).contains(&tag) {
         return None;
