@@ -97,15 +97,28 @@ fn bytes_buf(g: &Global, p: *mut u8, len: usize) -> Buf {
     Buf { ptr: p, count: len, dtype: g.eng.byte_type() }
 }
 
+/// Whether the communicator constructors take their nonblocking form (an agreement by a
+/// nonblocking duplicate, allgathers as requests), waited for with the lock released under
+/// THREAD_MULTIPLE, rather than the engine's blocking form. The two forms exchange different
+/// messages, so every member of a communicator must take the same one: the choice depends
+/// on the job (its fault-tolerance mode), not on the thread level each process asked for —
+/// processes of one job may ask for different levels, and a constructor that chose by the
+/// level hung when they did. Run-through mode keeps the blocking forms (their failure
+/// handling is what the run-through tests cover) except under THREAD_MULTIPLE, so there
+/// the processes of a job must agree on the thread level (docs/mpi5.md).
+fn nonblocking_constructors(g: &crate::global::Global) -> bool {
+    crate::global::multiple() || !g.eng.run_through()
+}
+
 /// MPI_Comm_split and MPI_Comm_split_type on `h` (after argument checks): the engine's
-/// blocking split, or under THREAD_MULTIPLE one whose waits release the lock, so threads
-/// splitting different communicators do not wait for each other across processes. The
+/// blocking split, or one whose waits release the lock ([`nonblocking_constructors`]), so
+/// threads splitting different communicators do not wait for each other across processes. The
 /// (color, key) pairs travel by an allgather numbered with the parent's blocking collectives
 /// (over the local group and across, for an intercommunicator), a nonblocking duplicate of
 /// the parent agrees on the contexts, and it becomes the new communicator.
 fn split(c: &mut crate::global::Call, h: Handle, color: c_int, key: c_int) -> Result<Option<Handle>, MpiError> {
     let g = c.g();
-    if !crate::global::multiple() {
+    if !nonblocking_constructors(g) {
         return g.eng.comm_split(h, color, key);
     }
     if color < 0 && color != abi::MPI_UNDEFINED {
@@ -264,7 +277,7 @@ unsafe fn dup(func: &str, comm: MPI_Comm, info: Option<MPI_Info>, newcomm: *mut 
                 *r = req.0 as MPI_Request;
                 n
             }
-            None if crate::global::multiple() => {
+            None if nonblocking_constructors(g) => {
                 // The context agreement runs in the background while this thread waits
                 // with the lock released, so other threads' calls (perhaps the matching
                 // dup on another communicator) go on.
@@ -493,7 +506,7 @@ mpi_api! {
             check_out(newcomm)?;
             let members = group_of(g, group)?;
             let parent = g.eng.comm(h)?.clone();
-            if !crate::global::multiple() {
+            if !nonblocking_constructors(g) {
                 let n = g.eng.comm_create(h, &members)?;
                 return adopt(g, n, newcomm);
             }
@@ -542,7 +555,7 @@ mpi_api! {
                 return Err(err(ErrorClass::Tag, format!("invalid tag {tag}")));
             }
             let members = group_of(g, group)?;
-            if !crate::global::multiple() {
+            if !nonblocking_constructors(g) {
                 let n = g.eng.comm_create_group(h, &members, tag)?;
                 return adopt(g, n, newcomm);
             }
@@ -614,7 +627,7 @@ mpi_api! {
             } else {
                 comm_handle(g, peer_comm as usize).ok()
             };
-            if !crate::global::multiple() {
+            if !nonblocking_constructors(g) {
                 let n = g.eng.intercomm_create(l, local_leader, peer, remote_leader, tag)?;
                 return adopt(g, Some(n), newintercomm);
             }
@@ -634,7 +647,7 @@ mpi_api! {
                 return Err(err(ErrorClass::Group, "the calling process is not a member of the group"));
             }
             let world = g.eng.world;
-            let n = if crate::global::multiple() {
+            let n = if nonblocking_constructors(g) {
                 // As MPI_Comm_create_group: agreed in the background, waited for with the
                 // lock released, so threads creating from different tags do not block
                 // each other across processes.
@@ -679,7 +692,7 @@ mpi_api! {
             // collective context. Under THREAD_MULTIPLE both steps wait with the lock
             // released, as MPI_Comm_create_group and MPI_Intercomm_create do.
             let world = g.eng.world;
-            let multiple = crate::global::multiple();
+            let multiple = nonblocking_constructors(g);
             let lc = if multiple {
                 match g.eng.comm_icreate_group(world, &local, tag)? {
                     Some((n, req)) => {
@@ -710,7 +723,7 @@ mpi_api! {
             let g = c.g();
             let h = comm_handle(g, intercomm as usize)?;
             check_out(newintracomm)?;
-            if !crate::global::multiple() {
+            if !nonblocking_constructors(g) {
                 let n = g.eng.intercomm_merge(h, high != 0)?;
                 return adopt(g, Some(n), newintracomm);
             }
