@@ -8,10 +8,15 @@ use std::path::Path;
 use crate::abi;
 use crate::mpix_api;
 
-/// Runs when the dynamic loader loads the library, before `main`: restores the image named
+/// Runs when the dynamic loader loads the library, before `main`: binds the process to its
+/// CPUs under `STEADFAST_BIND_TO`; restores the image named
 /// by `STEADFAST_RESTORE_IMAGE`, or re-executes the program with randomization off when
 /// `STEADFAST_NORANDMAPS=1` (see `docs/checkpoint.md`); otherwise does nothing.
 extern "C" fn restore_before_main(_argc: c_int, argv: *const *const c_char, envp: *const *const c_char) {
+    // `--bind-to`: bound before any thread exists, so every thread started later inherits it.
+    if let Err(msg) = steadfast_runtime::binding::apply_from_env() {
+        eprintln!("steadfast: {msg}");
+    }
     // A rank restored by `--ft coordinated` whose copy on this host is gone or damaged gets
     // the checkpoint server's first. Only a restored process takes this path; it runs
     // before any thread exists, and the restore replaces whatever memory it used.

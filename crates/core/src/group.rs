@@ -723,6 +723,13 @@ pub(crate) struct Idup {
     acc: Box<u64>,
     /// Schedules of the current phase still to run, in order.
     stages: std::collections::VecDeque<crate::coll::Schedule>,
+    /// MPI_Comm_create_group: the members' ranks in the parent, in group order, and this
+    /// process's index among them. The agreement runs among the members but its messages
+    /// name their senders by parent rank, so a member still agreeing on one group never
+    /// takes a message of another group's agreement that a process already started (the
+    /// groups of successive calls differ, and a rank of one group is another's rank of the
+    /// other).
+    among: Option<(Arc<Vec<i32>>, i32)>,
 }
 
 // SAFETY: schedules hold pointers into `acc` (owned here) only; the engine runs under one lock.
@@ -770,7 +777,7 @@ impl Engine {
         let seq = self.idups.seqs.entry(old.ctx).or_insert(0);
         let this = *seq;
         *seq = seq.wrapping_add(1);
-        let req = self.idup_start(c, new, new_local, this, IDUP_TAG_BASE, Vec::new(), (old.ctx, this))?;
+        let req = self.idup_start(c, new, new_local, this, IDUP_TAG_BASE, Vec::new(), (old.ctx, this), None)?;
         Ok((new, req))
     }
 
@@ -778,6 +785,7 @@ impl Engine {
     /// messages tagged from `tag_base` + `seq`, colliding candidates ordered by `prio`;
     /// returns its request. On failure it forgets `views` and releases `new`, which the
     /// caller made for it.
+    #[allow(clippy::too_many_arguments)]
     #[allow(clippy::too_many_arguments)]
     fn idup_start(
         &mut self,
@@ -788,6 +796,7 @@ impl Engine {
         tag_base: i32,
         views: Vec<Handle>,
         prio: (u32, u32),
+        among: Option<(Arc<Vec<i32>>, i32)>,
     ) -> MpiResult<Handle> {
         let proposal = self.idup_proposal();
         let req = self.coll_request(false);
@@ -805,6 +814,7 @@ impl Engine {
             phase: Phase::Propose,
             acc: Box::new(proposal as u64),
             stages: Default::default(),
+            among,
         };
         if let Err(e) = self.idup_phase(&mut d) {
             for &v in &d.views {
@@ -835,12 +845,14 @@ impl Engine {
         }
         let Some(me) = rank_of(group, self.rank) else { return Ok(None) };
         let members = Arc::new(group.to_vec());
-        // Messages of the view travel on the parent's context with ranks of the group.
-        let view = self.add_view(Comm { ctx: parent.ctx, rank: me, group: members.clone(), errhandler: parent.errhandler, ..Default::default() });
+        let ranks: Vec<i32> = group.iter().filter_map(|w| parent.group.iter().position(|p| p == w).map(|r| r as i32)).collect();
+        // Messages of the view travel on the parent's context with ranks of the parent
+        // (see `Idup::among`).
+        let view = self.add_view(Comm { ctx: parent.ctx, rank: parent.rank, group: parent.group.clone(), errhandler: parent.errhandler, ..Default::default() });
         let new = self.add_comm(Comm { ctx: PENDING_CTX, rank: me, group: members, errhandler: parent.errhandler, ..Default::default() });
         let seq = tag as u32 & 0x3fff;
         // Below every duplication's priority on the same parent (seq there counts up).
-        let req = self.idup_start(view, new, None, seq, CREATE_GROUP_TAG_BASE, vec![view], (parent.ctx, u32::MAX - seq))?;
+        let req = self.idup_start(view, new, None, seq, CREATE_GROUP_TAG_BASE, vec![view], (parent.ctx, u32::MAX - seq), Some((Arc::new(ranks), me)))?;
         Ok(Some((new, req)))
     }
 
@@ -955,7 +967,7 @@ impl Engine {
         let seq = tag as u32 & 0x3fff;
         // The priority is the same at every member of both groups; apart from the
         // duplications' and group creations' priorities on the same context.
-        let req = self.idup_start(iv, new, Some(nl), seq, INTERCOMM_TAG_BASE, vec![iv, lv], (prio_ctx, u32::MAX / 2 - seq))?;
+        let req = self.idup_start(iv, new, Some(nl), seq, INTERCOMM_TAG_BASE, vec![iv, lv], (prio_ctx, u32::MAX / 2 - seq), None)?;
         Ok((new, req))
     }
 
@@ -1067,7 +1079,20 @@ impl Engine {
         match parent.local {
             None => {
                 let mut s = mk(d.parent, tag(0));
-                reduce::recursive_doubling(&mut s, parent.rank, parent.size(), acc, 1, &red);
+                match &d.among {
+                    None => reduce::recursive_doubling(&mut s, parent.rank, parent.size(), acc, 1, &red),
+                    Some((ranks, me)) => {
+                        // Run among the members, then address them by parent rank.
+                        reduce::recursive_doubling(&mut s, *me, ranks.len() as i32, acc, 1, &red);
+                        for st in &mut s.steps {
+                            if let crate::coll::sched::Step::Send { peer, .. } | crate::coll::sched::Step::Recv { peer, .. } = st {
+                                if let Some(&r) = ranks.get(*peer as usize) {
+                                    *peer = r;
+                                }
+                            }
+                        }
+                    }
+                }
                 d.stages.push_back(s);
             }
             Some(local) => {

@@ -15,6 +15,8 @@ pub const RANK: &str = "STEADFAST_RANK";
 pub const SIZE: &str = "STEADFAST_SIZE";
 /// This process's index among the ranks on its host.
 pub const LOCAL_RANK: &str = "STEADFAST_LOCAL_RANK";
+/// CPU binding policy of the ranks (`none`, `core`, `hwthread`; `steadfast run --bind-to`).
+pub const BIND_TO: &str = "STEADFAST_BIND_TO";
 /// Number of ranks on this host.
 pub const LOCAL_SIZE: &str = "STEADFAST_LOCAL_SIZE";
 /// Random hex string unique to the job.

@@ -12,6 +12,7 @@
 //!   Slurm's PMI-2, PMIx), chosen from the environment ([`pmi::from_env`]).
 //! - [`ft`]: the failure detector and the membership control thread each rank runs.
 
+pub mod binding;
 pub mod channel_memory;
 pub mod ckpt_store;
 pub mod client;

@@ -162,6 +162,13 @@ pub struct RunArgs {
     #[arg(long = "kill-grace", value_name = "SECS", value_parser = parse_secs, default_value = "2")]
     pub kill_grace: Duration,
 
+    /// Bind each rank to CPUs: `core` (one core, all its hardware threads) or `hwthread`
+    /// (one hardware thread), local rank i of a host to unit i of the CPUs it may use,
+    /// wrapping around when ranks outnumber them; `none` (the default) leaves placement to
+    /// the kernel. The rank binds itself as the MPI library loads (STEADFAST_BIND_TO).
+    #[arg(long = "bind-to", value_enum, value_name = "WHAT")]
+    pub bind_to: Option<BindArg>,
+
     /// Accepted for Open MPI compatibility; oversubscription is always allowed.
     #[arg(long = "oversubscribe", hide = true)]
     pub oversubscribe: bool,
@@ -177,6 +184,17 @@ pub struct RunArgs {
         allow_hyphen_values = true
     )]
     pub args: Vec<OsString>,
+}
+
+/// `--bind-to` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BindArg {
+    /// No binding.
+    None,
+    /// One core per rank.
+    Core,
+    /// One hardware thread per rank.
+    Hwthread,
 }
 
 /// `--path` values.
@@ -269,6 +287,7 @@ const SINGLE_DASH_LONG: &[(&str, &str)] = &[
     ("-timeout", "--timeout"),
     ("-usize", "--universe-size"),
     ("-oversubscribe", "--oversubscribe"),
+    ("-bind-to", "--bind-to"),
 ];
 
 /// Options that take values, with how many, so normalisation can find the program.
@@ -285,6 +304,7 @@ const VALUE_OPTS: &[(&str, usize)] = &[
     ("--agent", 1),
     ("--control-addr", 1),
     ("--ft", 1),
+    ("--bind-to", 1),
     ("--on-failure", 1),
     ("--max-restarts", 1),
     ("--ckpt-interval", 1),
@@ -365,6 +385,15 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
     let mut cfg = LaunchConfig::new(args.np, args.program, args.args);
     cfg.wdir = args.wdir;
     cfg.env = env;
+    if let Some(b) = args.bind_to {
+        let name = match b {
+            BindArg::None => "none",
+            BindArg::Core => "core",
+            BindArg::Hwthread => "hwthread",
+        };
+        // First, so that an explicit -x/--env STEADFAST_BIND_TO still decides.
+        cfg.env.insert(0, (steadfast_runtime::env::BIND_TO.into(), name.into()));
+    }
     cfg.path = match args.path {
         Some(PathArg::Shm) => PathKind::Shm,
         Some(PathArg::Tcp) => PathKind::Tcp,
