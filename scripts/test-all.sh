@@ -26,6 +26,9 @@ if [ -x bench/npb/test.sh ]; then
     # Our own CG, IS, MG and FT (bench/npb/README.md), checked against the published values.
     suite "NPB kernels (classes S and W)" bench/npb/test.sh "$prefix"
 fi
+if [ -x tests/c/coll/small-shm.sh ]; then
+    suite "slot collectives on a small /dev/shm (skips without root)" tests/c/coll/small-shm.sh "$prefix"
+fi
 if [ -x tests/c/bind/run.sh ]; then
     suite "CPU binding (mpiexec --bind-to none, core, hwthread)" tests/c/bind/run.sh "$prefix"
 fi

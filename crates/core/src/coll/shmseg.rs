@@ -85,6 +85,32 @@ pub(super) fn free_bytes(f: &std::fs::File) -> Option<u64> {
     Some(u64::from(v.f_bavail).saturating_mul(v.f_frsize))
 }
 
+/// Bytes free to unprivileged users on the file system holding `dir` (None if unknown).
+pub(super) fn free_bytes_at(dir: &FsPath) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs writes into the zeroed struct; `c` is a valid C string.
+    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut v) } != 0 {
+        return None;
+    }
+    Some(u64::from(v.f_bavail).saturating_mul(v.f_frsize))
+}
+
+/// The first `n` shape words of the segment `path` after checking its magic (what
+/// [`create`] wrote), read without mapping it.
+pub(super) fn read_shape(path: &FsPath, magic: u64, n: usize) -> std::io::Result<Vec<u32>> {
+    use std::os::unix::fs::FileExt;
+    let f = OpenOptions::new().read(true).open(path)?;
+    let mut head = vec![0u8; 8 + 4 * n];
+    f.read_exact_at(&mut head, 0)?;
+    let (m, rest) = head.split_at(8);
+    let m: [u8; 8] = m.try_into().map_err(|_| std::io::Error::other("segment header"))?;
+    if u64::from_ne_bytes(m) != magic {
+        return Err(std::io::Error::other("not a segment of this kind"));
+    }
+    Ok(rest.chunks_exact(4).map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]])).collect())
+}
+
 /// Map the segment another rank created, checking its size and header; `what` names the
 /// settings that would differ between ranks if the shape does not match.
 pub(super) fn open(path: &FsPath, len: usize, magic: u64, shape: &[u32], what: &str) -> std::io::Result<*mut u8> {

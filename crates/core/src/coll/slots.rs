@@ -156,17 +156,44 @@ fn data_offset(ranks: usize) -> usize {
     total_offset(ranks) + 8
 }
 
+/// The largest slot capacity, at most `cap`, whose segment for `ranks` ranks takes at most
+/// a quarter of `free` bytes. The segment is a sparse file whose pages are backed as slots
+/// are first written: on a small `/dev/shm` (a container's default is 64 MiB) a segment
+/// sized by the setting alone ran out of memory part way through a large collective, and
+/// the store that found no page killed the rank with SIGBUS. A quarter leaves room for the
+/// shm rings (sized to half the free space at start-up) and for other communicators'
+/// segments (each a quarter of what is left when it is made).
+fn fitted_cap(ranks: usize, cap: usize, free: Option<u64>) -> usize {
+    let Some(free) = free else { return cap };
+    let budget = usize::try_from(free / 4).unwrap_or(usize::MAX);
+    let per_slot = budget.saturating_sub(LINE + ranks * LINE) / (2 * ranks.max(1));
+    // A slot is its header and data rounded up to lines (`slot_len`).
+    let fit = (per_slot / LINE * LINE).saturating_sub(round_line(data_offset(ranks)));
+    cap.min(fit)
+}
+
 impl Seg {
+    /// Rank 0 makes the segment, its capacity `cap` or less where memory is short
+    /// ([`fitted_cap`]); the header says which.
     fn create(path: &FsPath, ranks: usize, cap: usize) -> std::io::Result<Seg> {
+        let free = path.parent().and_then(super::shmseg::free_bytes_at);
+        let cap = fitted_cap(ranks, cap, free);
         let len = seg_len(ranks, cap);
         let base = super::shmseg::create(path, len, MAGIC, &[ranks as u32, cap as u32])?;
         Ok(Seg { base, len, ranks, cap, slot: slot_len(ranks, cap), faults: None })
     }
 
+    /// The other ranks take the capacity rank 0 chose, which is `cap` (their setting) or
+    /// less: every rank then decides by the same capacity which calls fit.
     fn open(path: &FsPath, ranks: usize, cap: usize) -> std::io::Result<Seg> {
-        let len = seg_len(ranks, cap);
-        let base = super::shmseg::open(path, len, MAGIC, &[ranks as u32, cap as u32], "slot settings")?;
-        Ok(Seg { base, len, ranks, cap, slot: slot_len(ranks, cap), faults: None })
+        let shape = super::shmseg::read_shape(path, MAGIC, 2)?;
+        let made = shape.get(1).map_or(usize::MAX, |&c| c as usize);
+        if made > cap || shape.first().map(|&r| r as usize) != Some(ranks) {
+            return Err(std::io::Error::other("segment of another shape (slot settings differ between ranks?)"));
+        }
+        let len = seg_len(ranks, made);
+        let base = super::shmseg::open(path, len, MAGIC, &[ranks as u32, made as u32], "slot settings")?;
+        Ok(Seg { base, len, ranks, cap: made, slot: slot_len(ranks, made), faults: None })
     }
 
     fn slot_base(&self, r: usize, p: usize) -> *mut u8 {
@@ -623,20 +650,7 @@ impl Engine {
             _ => return Ok(None),
         };
         let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(None) };
-        // Bytes of each rank's contribution: equal on every rank by the type-signature rule.
-        let bytes = match c {
-            Coll::Barrier => 0,
-            Coll::Allreduce { buf, red } if red.dtype.is_contiguous() => red.dtype.packed_size(buf.count),
-            Coll::Allgather { send: Some(s), .. } => s.dtype.packed_size(s.count),
-            Coll::Allgather { send: None, recv } => recv.dtype.packed_size(recv.count),
-            Coll::Alltoall { send: Some(s), .. } => s.dtype.packed_size(s.count).saturating_mul(size as usize),
-            Coll::Alltoall { send: None, recv } => recv.dtype.packed_size(recv.count).saturating_mul(size as usize),
-            Coll::ReduceScatter { counts, red, .. } if red.dtype.is_contiguous() && counts.len() == size as usize => {
-                red.dtype.packed_size(counts.iter().sum())
-            }
-            Coll::ReduceScatterBlock { buf, red } if red.dtype.is_contiguous() => red.dtype.packed_size(buf.count).saturating_mul(size as usize),
-            _ => return Ok(None),
-        };
+        let Some(bytes) = contribution_bytes(c, size) else { return Ok(None) };
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
         let picked = select::slots(cfg, name, size, bytes);
         if let Coll::Allreduce { buf, red } = c {
@@ -677,6 +691,12 @@ impl Engine {
         // barrier's: docs/collectives.md, "Barrier on few ranks").
         let rooted = matches!(c, Coll::Barrier).then_some(0);
         let Some(mut d) = self.slot_driver(comm, ctx, rank, size)? else { return Ok(None) };
+        // The segment's capacity may be below the setting the rule went by (`fitted_cap`);
+        // every rank reads the same one, so all of them take the messages for this call.
+        if contribution_bytes(c, size).is_none_or(|b| b > d.seg.cap) {
+            self.coll.slots.drivers.put(ctx, Some(d));
+            return Ok(None);
+        }
         match plan(&mut d, rank as usize, size as usize, c) {
             Ok((contribution, sink, finish)) => Ok(Some(SlotOp { ctx, comm, d, contribution, sink, finish, drained: false, seen: (0, 0), follow: None, rooted, is_root: rooted == Some(rank as usize), rank: rank as usize })),
             Err(e) => {
@@ -837,7 +857,8 @@ impl Engine {
             return Ok(None);
         };
         if rank == 0 {
-            tracing::info!("slot collectives: segment {n}, {size} ranks, {cap} bytes a slot");
+            let fitted = if seg.cap < cap { format!(" (of {cap}: the file system is short of memory)") } else { String::new() };
+            tracing::info!("slot collectives: segment {n}, {size} ranks, {} bytes a slot{fitted}", seg.cap);
         }
         self.slot_driver_from(comm, rank, size, seg).map(Some)
     }
@@ -1028,6 +1049,24 @@ impl Finish {
 
 /// The contribution, the destinations and the local steps of collective `c` on rank `me`
 /// of `n` (the rule picked the exchange for it).
+/// Bytes of each rank's contribution to slot collective `c` on `size` ranks (equal on every
+/// rank by the type-signature rule); None for a call the exchange does not serve.
+fn contribution_bytes(c: &Coll, size: i32) -> Option<usize> {
+    Some(match c {
+        Coll::Barrier => 0,
+        Coll::Allreduce { buf, red } if red.dtype.is_contiguous() => red.dtype.packed_size(buf.count),
+        Coll::Allgather { send: Some(s), .. } => s.dtype.packed_size(s.count),
+        Coll::Allgather { send: None, recv } => recv.dtype.packed_size(recv.count),
+        Coll::Alltoall { send: Some(s), .. } => s.dtype.packed_size(s.count).saturating_mul(size as usize),
+        Coll::Alltoall { send: None, recv } => recv.dtype.packed_size(recv.count).saturating_mul(size as usize),
+        Coll::ReduceScatter { counts, red, .. } if red.dtype.is_contiguous() && counts.len() == size as usize => {
+            red.dtype.packed_size(counts.iter().sum())
+        }
+        Coll::ReduceScatterBlock { buf, red } if red.dtype.is_contiguous() => red.dtype.packed_size(buf.count).saturating_mul(size as usize),
+        _ => return None,
+    })
+}
+
 fn plan(d: &mut Driver, me: usize, n: usize, c: &Coll) -> MpiResult<(Contribution, Dests, Finish)> {
     let none = || Dests { base: std::ptr::null_mut(), stride: 0, len: 0, part: 0 };
     // SAFETY (every `Contribution::new` and raw slice below): the application's buffers of
@@ -1152,4 +1191,26 @@ unsafe fn packed<'a>(p: *const u8, count: usize, t: &TypeRef) -> std::borrow::Co
     let mut v = vec![0; n];
     t.pack(p, count, &mut v);
     std::borrow::Cow::Owned(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_segment_fits_a_quarter_of_the_free_space() {
+        let cap = 2 << 20;
+        // Plenty of room, or unknown: the setting.
+        assert_eq!(fitted_cap(4, cap, Some(1 << 40)), cap);
+        assert_eq!(fitted_cap(4, cap, None), cap);
+        // 4 MiB free: the whole segment within 1 MiB, slots line-sized.
+        for ranks in [2, 4, 8, 16] {
+            let c = fitted_cap(ranks, cap, Some(4 << 20));
+            assert!(c < cap && c % LINE == 0, "{ranks} ranks: {c}");
+            assert!(seg_len(ranks, c) <= 1 << 20, "{ranks} ranks: segment {}", seg_len(ranks, c));
+            assert!(seg_len(ranks, c + LINE) > 1 << 20, "{ranks} ranks: {c} is not the largest");
+        }
+        // Nothing free: no data at all (a barrier still fits).
+        assert_eq!(fitted_cap(8, cap, Some(0)), 0);
+    }
 }

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The slot collectives on a /dev/shm too small for a segment of the configured capacity (a
+# container's is often 64 MiB; here 4 MiB, in a private mount namespace): big_slots.c on 4
+# and 8 ranks must pass, its large calls taking the messages (docs/collectives.md).
+#   tests/c/coll/small-shm.sh [PREFIX]      (needs root for the mount namespace; skips otherwise)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+prefix=${1:-$root/install}
+build=${CT_BUILD:-$root/tests/c/build/coll-small-shm}
+mkdir -p "$build"
+if [ "$(id -u)" != 0 ] || ! unshare -m --propagation private true 2>/dev/null; then
+    echo "SKIP small-shm: a private mount namespace needs root"; exit 0
+fi
+if ! "$prefix/bin/mpicc" -O2 -g -Wall -Wextra -Werror -o "$build/big_slots" "$here/big_slots.c" 2>"$build/cc.log"; then
+    echo "FAIL big_slots: does not compile"; sed 's/^/    /' "$build/cc.log" | head -20; exit 1
+fi
+pass=0; fail=0
+for np in 4 8; do
+    log="$build/small-shm.$np.log"
+    unshare -m --propagation private sh -c 'mount -t tmpfs -o size=4m tmpfs /dev/shm && exec "$@"' sh \
+        env STEADFAST_LOG=steadfast_core::coll::slots=info timeout -k 5 120 "$prefix/bin/mpiexec" -n "$np" "$build/big_slots" >"$log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q " No Errors" "$log"; then
+        echo "PASS small-shm np=$np"; pass=$((pass+1))
+    else
+        echo "FAIL small-shm np=$np (exit $rc)"; tail -15 "$log" | sed 's/^/    /'; fail=$((fail+1))
+    fi
+done
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
