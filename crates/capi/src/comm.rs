@@ -106,7 +106,7 @@ fn bytes_buf(g: &Global, p: *mut u8, len: usize) -> Buf {
 /// level hung when they did. Run-through mode keeps the blocking forms (their failure
 /// handling is what the run-through tests cover) except under THREAD_MULTIPLE, so there
 /// the processes of a job must agree on the thread level (docs/mpi5.md).
-fn nonblocking_constructors(g: &crate::global::Global) -> bool {
+pub(crate) fn nonblocking_constructors(g: &crate::global::Global) -> bool {
     crate::global::multiple() || !g.eng.run_through()
 }
 

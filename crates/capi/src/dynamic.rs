@@ -26,7 +26,7 @@ use steadfast_core::{ErrorClass, Handle, MpiError};
 use steadfast_runtime::wire::SpawnCmd;
 
 use crate::abi::{self, MPI_Comm, MPI_Info};
-use crate::global::{api, api_blocking, comm_handle, multiple, Call, Global};
+use crate::global::{api, api_blocking, comm_handle, Call, Global};
 use crate::mpi_api;
 
 mpi_api! {
@@ -332,13 +332,18 @@ unsafe fn spawn_cmd(g: &Global, command: *const c_char, argv: *mut *mut c_char, 
 /// the root ask the launcher, tell every member the outcome, reach the children and build
 /// the intercommunicator. `cmds` is Some at the root only.
 ///
-/// Under MPI_THREAD_MULTIPLE the waits for the other parents (the context agreement and the
-/// root's outcome) release the library lock, so threads of one process may spawn over
-/// different communicators at once; the launcher's answer and the children's addresses are
-/// still waited for under the lock (neither needs anything of this process).
+/// The context agreement and the root's outcome take the nonblocking forms the
+/// communicator constructors take (`comm::nonblocking_constructors`: the same on every
+/// parent whatever thread level it asked for). Under MPI_THREAD_MULTIPLE their waits release
+/// the library lock, so threads of one process may spawn over different communicators at
+/// once; the launcher's answer and the children's addresses are still waited for under the
+/// lock (neither needs anything of this process).
 unsafe fn spawn_world(c: &mut Call, comm: MPI_Comm, root: c_int, cmds: Option<Vec<SpawnCmd>>, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> Result<(), MpiError> {
     let h = comm_handle(c.g(), comm as usize)?;
-    let ctx = if multiple() {
+    // The parents' messages must not depend on the thread level each asked for (see
+    // `comm::nonblocking_constructors`).
+    let nonblocking = crate::comm::nonblocking_constructors(c.g());
+    let ctx = if nonblocking {
         // A nonblocking duplication agrees on a block of four contexts in the background;
         // the block then serves the intercommunicator (the duplicate is forgotten, and
         // whatever the children send on the block stays queued).
@@ -392,7 +397,7 @@ unsafe fn spawn_world(c: &mut Call, comm: MPI_Comm, root: c_int, cmds: Option<Ve
             }
         }
     }
-    if multiple() {
+    if nonblocking {
         bcast_released(c, h, root, &mut msg)?;
     } else {
         c.g().eng.bcast_bytes(h, root, &mut msg)?;

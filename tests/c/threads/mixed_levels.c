@@ -6,7 +6,8 @@
  * must still meet across them: MPI_Comm_dup, MPI_Comm_idup, MPI_Comm_split (with
  * MPI_UNDEFINED on one rank), MPI_Comm_split_type, MPI_Comm_create, MPI_Comm_create_group,
  * MPI_Intercomm_create, MPI_Intercomm_merge, MPI_Comm_create_from_group,
- * MPI_Intercomm_create_from_groups and MPI_Cart_create. These hung when a constructor chose
+ * MPI_Intercomm_create_from_groups, MPI_Cart_create and MPI_Comm_spawn (the parents'
+ * agreement). These hung when a constructor chose
  * its messages by the caller's thread level. Each result's size and rank are checked and
  * used by an allreduce; the collectives on MPI_COMM_WORLD are checked too. */
 #include <stdlib.h>
@@ -48,6 +49,15 @@ int main(int argc, char **argv)
     TC_MPI(MPI_Comm_rank(MPI_COMM_WORLD, &tc_rank));
     TC_MPI(MPI_Comm_size(MPI_COMM_WORLD, &tc_size));
     setvbuf(stdout, NULL, _IOLBF, 0);
+    MPI_Comm parent;
+    TC_MPI(MPI_Comm_get_parent(&parent));
+    if (parent != MPI_COMM_NULL) {
+        /* A child of the spawn below: meet the parents once, then go. */
+        TC_MPI(MPI_Barrier(parent));
+        TC_MPI(MPI_Comm_disconnect(&parent));
+        TC_MPI(MPI_Finalize());
+        return tc_errs ? 1 : 0;
+    }
     const int me = tc_rank, n = tc_size, half = n / 2;
     MPI_Comm w = MPI_COMM_WORLD, c;
     MPI_Group wg;
@@ -155,6 +165,20 @@ int main(int argc, char **argv)
         TC_MPI(MPI_Cart_create(w, 1, dims, periods, 0, &c));
         check_comm(c, n, me, "MPI_Cart_create");
         TC_MPI(MPI_Comm_free(&c));
+    }
+
+    /* The parents agree on the children's intercommunicator and pass the root's outcome
+     * on among themselves. */
+    {
+        MPI_Comm inter;
+        int codes[2], rsize = 0;
+        char *cargs[] = {"child", NULL};
+        TC_MPI(MPI_Comm_spawn(argv[0], cargs, 2, MPI_INFO_NULL, 0, w, &inter, codes));
+        TC_CHECK(codes[0] == MPI_SUCCESS && codes[1] == MPI_SUCCESS, "MPI_Comm_spawn: codes %d %d", codes[0], codes[1]);
+        TC_MPI(MPI_Comm_remote_size(inter, &rsize));
+        TC_CHECK(rsize == 2, "MPI_Comm_spawn: %d children", rsize);
+        TC_MPI(MPI_Barrier(inter));
+        TC_MPI(MPI_Comm_disconnect(&inter));
     }
 
     TC_MPI(MPI_Group_free(&wg));
