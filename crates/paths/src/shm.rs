@@ -167,10 +167,12 @@ pub fn default_ring_size(nranks: u32) -> usize {
     per.clamp(128 << 10, 2 << 20).next_power_of_two()
 }
 
-/// Largest power-of-two ring size (at least 64 KiB) whose rings for every pair of `nranks`
-/// ranks fill at most half the free space of the file system holding `jobdir`: the segments
-/// are sparse, but a job that streams between all pairs touches every ring, and a small
-/// `/dev/shm` (a container's default 64 MiB) must not run out (SIGBUS on a write).
+/// Largest power-of-two ring size whose rings for every pair of `nranks` ranks fill at most
+/// half the free space of the file system holding `jobdir`: the segments are sparse, but a
+/// job that streams between all pairs touches every ring, and a small `/dev/shm` (a
+/// container's default 64 MiB) must not run out (SIGBUS on a write). Not below
+/// [`RING_MIN`]; it was 64 KiB, whose rings for 8 ranks did not fit a 2 MiB `/dev/shm` (nor
+/// those of 23 ranks a container's 64 MiB), and a large all-to-all killed a rank with SIGBUS.
 pub fn ring_size_fitting(jobdir: &FsPath, nranks: u32) -> usize {
     let Ok(c) = std::ffi::CString::new(jobdir.as_os_str().as_encoded_bytes()) else { return usize::MAX };
     // SAFETY: statvfs writes into the zeroed struct; `c` is a valid C string.
@@ -181,12 +183,25 @@ pub fn ring_size_fitting(jobdir: &FsPath, nranks: u32) -> usize {
     let free = (v.f_bavail as u128).saturating_mul(v.f_frsize as u128);
     let n = u128::from(nranks.max(1));
     let per = (free / 2 / (n * n)).min(usize::MAX as u128) as usize;
-    let mut size = 64 << 10;
+    let mut size = RING_MIN;
     while size * 2 <= per {
         size *= 2;
     }
+    if size > per {
+        tracing::warn!(
+            "shared memory: {} free in {}, less than {} rings of {} bytes need; a job streaming between every pair of ranks may run out",
+            free,
+            jobdir.display(),
+            n * n,
+            RING_MIN
+        );
+    }
     size
 }
+
+/// The smallest ring [`ring_size_fitting`] picks: a quarter of it (less the record's
+/// header) is the largest record, so the eager limit becomes about 1 KiB.
+pub const RING_MIN: usize = 4 << 10;
 
 /// Records start on cache lines.
 const LINE: usize = 64;
@@ -1192,7 +1207,7 @@ mod tests {
             let r = default_ring_size(n);
             assert!(r.is_power_of_two() && (128 << 10..=2 << 20).contains(&r), "{n}: {r}");
             let f = ring_size_fitting(&std::env::temp_dir(), n);
-            assert!(f.is_power_of_two() && f >= 64 << 10, "{n}: {f}");
+            assert!(f.is_power_of_two() && f >= RING_MIN, "{n}: {f}");
         }
         assert!(default_ring_size(2) >= default_ring_size(64));
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The slot collectives on a /dev/shm too small for a segment of the configured capacity (a
-# container's is often 64 MiB; here 4 MiB, in a private mount namespace): big_slots.c on 4
-# and 8 ranks must pass, its large calls taking the messages (docs/collectives.md).
+# The slot collectives and the shm rings on a /dev/shm too small for their default sizes (a
+# container's is often 64 MiB; here 4 and 2 MiB, in a private mount namespace): big_slots.c
+# on 4 and 8 ranks must pass, its large calls taking the messages through rings sized to
+# what fits (docs/collectives.md, STEADFAST_SHM_RING in docs/configuration.md).
 #   tests/c/coll/small-shm.sh [PREFIX]      (needs root for the mount namespace; skips otherwise)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,15 +17,16 @@ if ! "$prefix/bin/mpicc" -O2 -g -Wall -Wextra -Werror -o "$build/big_slots" "$he
     echo "FAIL big_slots: does not compile"; sed 's/^/    /' "$build/cc.log" | head -20; exit 1
 fi
 pass=0; fail=0
-for np in 4 8; do
-    log="$build/small-shm.$np.log"
-    unshare -m --propagation private sh -c 'mount -t tmpfs -o size=4m tmpfs /dev/shm && exec "$@"' sh \
+for run in 4:4m 8:4m 8:2m; do
+    np=${run%%:*} size=${run#*:}
+    log="$build/small-shm.$np.$size.log"
+    unshare -m --propagation private sh -c "mount -t tmpfs -o size=$size tmpfs /dev/shm && exec \"\$@\"" sh \
         env STEADFAST_LOG=steadfast_core::coll::slots=info timeout -k 5 120 "$prefix/bin/mpiexec" -n "$np" "$build/big_slots" >"$log" 2>&1
     rc=$?
     if [ $rc -eq 0 ] && grep -q " No Errors" "$log"; then
-        echo "PASS small-shm np=$np"; pass=$((pass+1))
+        echo "PASS small-shm np=$np /dev/shm=$size"; pass=$((pass+1))
     else
-        echo "FAIL small-shm np=$np (exit $rc)"; tail -15 "$log" | sed 's/^/    /'; fail=$((fail+1))
+        echo "FAIL small-shm np=$np /dev/shm=$size (exit $rc)"; tail -15 "$log" | sed 's/^/    /'; fail=$((fail+1))
     fi
 done
 echo "$pass passed, $fail failed"
