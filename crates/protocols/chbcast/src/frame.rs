@@ -89,8 +89,7 @@ pub fn encode_into(out: &mut [u8], seq: Seq, root: Rank, data: &[u8], crc: bool)
 pub fn checksum(head: &[u8], data: &[u8]) -> u32 {
     // The reliable layer's CRC: one short chain for small frames, where the general
     // routine's set-up would cost more than the bytes (one broadcast per call).
-    use steadfast_reliable::crc::{crc32c, crc32c_append};
-    crc32c_append(crc32c(head), data)
+    steadfast_reliable::crc::crc32c_parts(head, data)
 }
 
 /// Decodes and checks `frame`; never panics whatever the bytes.
