@@ -692,8 +692,8 @@ mpi_api! {
             // collective context. Under THREAD_MULTIPLE both steps wait with the lock
             // released, as MPI_Comm_create_group and MPI_Intercomm_create do.
             let world = g.eng.world;
-            let multiple = nonblocking_constructors(g);
-            let lc = if multiple {
+            let nonblocking = nonblocking_constructors(g);
+            let lc = if nonblocking {
                 match g.eng.comm_icreate_group(world, &local, tag)? {
                     Some((n, req)) => {
                         wait_agreement(c, n, req)?;
@@ -705,7 +705,7 @@ mpi_api! {
                 g.eng.comm_create_group(world, &local, tag)?
             };
             let lc = lc.ok_or_else(|| err(ErrorClass::Intern, "local group communicator not created"))?;
-            let r = if multiple {
+            let r = if nonblocking {
                 intercomm_create_released(c, lc, local_leader, Some(world), remote_world as c_int, tag)
             } else {
                 c.g().eng.intercomm_create(lc, local_leader, Some(world), remote_world as c_int, tag)

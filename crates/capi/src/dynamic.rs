@@ -340,8 +340,6 @@ unsafe fn spawn_cmd(g: &Global, command: *const c_char, argv: *mut *mut c_char, 
 /// lock (neither needs anything of this process).
 unsafe fn spawn_world(c: &mut Call, comm: MPI_Comm, root: c_int, cmds: Option<Vec<SpawnCmd>>, intercomm: *mut MPI_Comm, errcodes: *mut c_int) -> Result<(), MpiError> {
     let h = comm_handle(c.g(), comm as usize)?;
-    // The parents' messages must not depend on the thread level each asked for (see
-    // `comm::nonblocking_constructors`).
     let nonblocking = crate::comm::nonblocking_constructors(c.g());
     let ctx = if nonblocking {
         // A nonblocking duplication agrees on a block of four contexts in the background;

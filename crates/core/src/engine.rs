@@ -913,19 +913,18 @@ impl Engine {
         self.check_peer(comm, src, "source", true)?;
         let ctx = comm.ctx;
         let ft = &self.st.ft;
-        if src == PROC_NULL || ft.is_revoked(ctx) || (src != ANY_SOURCE && comm.peer_world(src).is_some_and(|w| ft.is_dead(w))) {
-            let h = self.st.reqs.insert(Request::new(Op::Recv(spec), false));
-            if let Some(r) = self.st.reqs.get_mut(h) {
-                r.active = true;
-            }
+        let special = src == PROC_NULL || ft.is_revoked(ctx) || (src != ANY_SOURCE && comm.peer_world(src).is_some_and(|w| ft.is_dead(w)));
+        let mut r = Request::new(Op::Recv(spec), false);
+        r.active = true;
+        if special {
+            // A null source, a revoked communicator or a dead source can complete the
+            // receive at once: the general start decides.
+            let h = self.st.reqs.insert(r);
             self.start_recv(h, c, src, tag)?;
             return Ok(h);
         }
-        // The common case (no revoked communicator or dead source, which can complete the
-        // receive at once): the request is stored already posted, with one lookup of the
+        // The common case: the request is stored already posted, with one lookup of the
         // communicator. A message that matches at once completes it, which clears `posted`.
-        let mut r = Request::new(Op::Recv(spec), false);
-        r.active = true;
         r.recv.ctx = ctx;
         r.recv.posted = true;
         let h = self.st.reqs.insert(r);

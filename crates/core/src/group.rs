@@ -786,7 +786,6 @@ impl Engine {
     /// returns its request. On failure it forgets `views` and releases `new`, which the
     /// caller made for it.
     #[allow(clippy::too_many_arguments)]
-    #[allow(clippy::too_many_arguments)]
     fn idup_start(
         &mut self,
         parent: Handle,

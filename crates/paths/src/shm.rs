@@ -678,6 +678,19 @@ fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
 }
 
 impl ShmPath {
+    /// [`ShmPath::send_with`] with this path's fault injector, taken out for the call.
+    #[inline]
+    fn send_faulted(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8], held: bool) -> Result<SendStatus, PathError> {
+        if self.faults.is_none() {
+            // No injector (every run but a fault test): nothing to take out and put back.
+            return self.send_with(peer, hdr, payload, &mut None, held);
+        }
+        let mut faults = self.faults.take();
+        let r = self.send_with(peer, hdr, payload, &mut faults, held);
+        self.faults = faults;
+        r
+    }
+
     /// With `held`, the caller keeps `payload` valid and unchanged until the peer confirmed
     /// the message ([`Path::send_held`]): a large payload is then kept by reference.
     fn send_with(
@@ -790,25 +803,11 @@ impl ShmPath {
 
 impl Path for ShmPath {
     fn send(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
-        if self.faults.is_none() {
-            // No injector (every run but a fault test): nothing to take out and put back.
-            return self.send_with(peer, hdr, payload, &mut None, false);
-        }
-        let mut faults = self.faults.take();
-        let r = self.send_with(peer, hdr, payload, &mut faults, false);
-        self.faults = faults;
-        r
+        self.send_faulted(peer, hdr, payload, false)
     }
 
     unsafe fn send_held(&mut self, peer: u32, hdr: &RawHeader, payload: &[u8]) -> Result<SendStatus, PathError> {
-        if self.faults.is_none() {
-            // No injector (every run but a fault test): nothing to take out and put back.
-            return self.send_with(peer, hdr, payload, &mut None, true);
-        }
-        let mut faults = self.faults.take();
-        let r = self.send_with(peer, hdr, payload, &mut faults, true);
-        self.faults = faults;
-        r
+        self.send_faulted(peer, hdr, payload, true)
     }
 
     fn holds_references(&self, _peer: u32) -> bool {

@@ -386,11 +386,13 @@ pub fn execute(args: RunArgs, matches: Option<&ArgMatches>) -> i32 {
     cfg.wdir = args.wdir;
     cfg.env = env;
     if let Some(b) = args.bind_to {
+        use steadfast_runtime::binding::BindTo;
         let name = match b {
-            BindArg::None => "none",
-            BindArg::Core => "core",
-            BindArg::Hwthread => "hwthread",
-        };
+            BindArg::None => BindTo::None,
+            BindArg::Core => BindTo::Core,
+            BindArg::Hwthread => BindTo::Hwthread,
+        }
+        .name();
         // First, so that an explicit -x/--env STEADFAST_BIND_TO still decides.
         cfg.env.insert(0, (steadfast_runtime::env::BIND_TO.into(), name.into()));
     }

@@ -691,9 +691,11 @@ impl Engine {
         // barrier's: docs/collectives.md, "Barrier on few ranks").
         let rooted = matches!(c, Coll::Barrier).then_some(0);
         let Some(mut d) = self.slot_driver(comm, ctx, rank, size)? else { return Ok(None) };
-        // The segment's capacity may be below the setting the rule went by (`fitted_cap`);
-        // every rank reads the same one, so all of them take the messages for this call.
-        if contribution_bytes(c, size).is_none_or(|b| b > d.seg.cap) {
+        // The rule let no contribution above the setting through; a segment made smaller
+        // (`fitted_cap`) is checked again. Every rank reads the same capacity, so all of them
+        // take the messages for a call that does not fit.
+        let short = self.coll.cfg.as_ref().is_none_or(|cfg| d.seg.cap < cfg.slot_bytes);
+        if short && contribution_bytes(c, size).is_none_or(|b| b > d.seg.cap) {
             self.coll.slots.drivers.put(ctx, Some(d));
             return Ok(None);
         }
@@ -1047,8 +1049,6 @@ impl Finish {
     }
 }
 
-/// The contribution, the destinations and the local steps of collective `c` on rank `me`
-/// of `n` (the rule picked the exchange for it).
 /// Bytes of each rank's contribution to slot collective `c` on `size` ranks (equal on every
 /// rank by the type-signature rule); None for a call the exchange does not serve.
 fn contribution_bytes(c: &Coll, size: i32) -> Option<usize> {
@@ -1067,6 +1067,8 @@ fn contribution_bytes(c: &Coll, size: i32) -> Option<usize> {
     })
 }
 
+/// The contribution, the destinations and the local steps of collective `c` on rank `me`
+/// of `n` (the rule picked the exchange for it).
 fn plan(d: &mut Driver, me: usize, n: usize, c: &Coll) -> MpiResult<(Contribution, Dests, Finish)> {
     let none = || Dests { base: std::ptr::null_mut(), stride: 0, len: 0, part: 0 };
     // SAFETY (every `Contribution::new` and raw slice below): the application's buffers of
