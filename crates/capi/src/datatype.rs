@@ -6,7 +6,6 @@
 //! handles and lays envelopes out the way get_contents returns them.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
-use std::sync::Arc;
 
 use steadfast_core::datatype::{Args, BasicKind, Combiner, DarrayDim, Datatype, Distrib, Ext32, Order, Part, TypeRef};
 use steadfast_core::{ErrorClass, Handle, MpiError};
@@ -23,8 +22,14 @@ fn err(class: ErrorClass, msg: impl Into<String>) -> MpiError {
 
 // ---- the predefined table ------------------------------------------------------------------
 
-/// Every predefined datatype, indexed by handle value.
+/// Every predefined datatype, indexed by handle value. Made once per process and kept
+/// ([`TypeRef::forever`]): an engine started again (sessions) gets the same types.
 pub fn predefined_table() -> Vec<Option<TypeRef>> {
+    static TABLE: std::sync::OnceLock<Vec<Option<TypeRef>>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(make_predefined_table).clone()
+}
+
+fn make_predefined_table() -> Vec<Option<TypeRef>> {
     let mut table = vec![None; abi::PREDEFINED_HANDLE_MAX + 1];
     for p in abi::PREDEFINED_TYPES {
         // C `long` (alone or as the value of MPI_LONG_INT) is 4 bytes in external32.
@@ -37,7 +42,7 @@ pub fn predefined_table() -> Vec<Option<TypeRef>> {
         debug_assert_eq!(t.size, p.size, "{}", p.name);
         t.predefined_handle = Some(p.handle);
         if p.handle < table.len() {
-            table[p.handle] = Some(Arc::new(t));
+            table[p.handle] = Some(TypeRef::forever(t));
         }
     }
     table
@@ -157,21 +162,21 @@ fn type_mut(g: &mut Global, t: MPI_Datatype) -> Result<&mut Datatype, MpiError> 
         g.types.get_mut(Handle(h as u64))
     };
     let slot = slot.ok_or_else(|| err(ErrorClass::Type, format!("invalid datatype handle {h:#x}")))?;
-    Ok(Arc::make_mut(slot))
+    Ok(TypeRef::make_mut(slot))
 }
 
 /// Register a new derived type and return its handle.
 fn register(g: &mut Global, t: Datatype) -> MPI_Datatype {
-    g.types.insert(Arc::new(t)).0 as MPI_Datatype
+    g.types.insert(TypeRef::new(t)).0 as MPI_Datatype
 }
 
 /// Register a type the application may not free (Fortran-kind and value-index types).
 fn register_permanent(g: &mut Global, mut t: Datatype) -> MPI_Datatype {
     t.predefined = true;
     t.committed = true;
-    let h = g.types.insert(Arc::new(t));
+    let h = g.types.insert(TypeRef::new(t));
     if let Some(x) = g.types.get_mut(h) {
-        Arc::make_mut(x).predefined_handle = Some(h.0 as usize);
+        TypeRef::make_mut(x).predefined_handle = Some(h.0 as usize);
     }
     h.0 as MPI_Datatype
 }

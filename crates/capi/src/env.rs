@@ -282,6 +282,9 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
     // lock released between rounds of progress (global::wait_released).
     let provided = required.clamp(abi::MPI_THREAD_SINGLE, abi::MPI_THREAD_MULTIPLE);
     global::MULTIPLE.store(provided == abi::MPI_THREAD_MULTIPLE, Ordering::Relaxed);
+    // From the next entry on, the lock is a formality below MPI_THREAD_MULTIPLE (this
+    // call's guard still releases the lock word it took).
+    global::SOLO.store(provided != abi::MPI_THREAD_MULTIPLE, Ordering::Relaxed);
     *guard = Some(Global {
         eng,
         predef_types: global::predefined_types(),
@@ -310,6 +313,7 @@ pub fn stop_engine(func: &str) -> c_int {
     let rc = api(func, None, |g| g.eng.finalize());
     if rc == abi::MPI_SUCCESS {
         *lock() = None;
+        global::SOLO.store(false, Ordering::Relaxed);
         WORLD_ACTIVE.store(false, Ordering::Release);
         PHASE.store(PHASE_DONE, Ordering::Release);
     }

@@ -175,7 +175,7 @@ impl UserErrors {
 /// MPI_ERRORS_RETURN, a user handler called through `invoke(func_address, &mut code)`,
 /// the job ended otherwise (MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ABORT).
 pub fn report_to_object_handler(
-    mut guard: std::sync::MutexGuard<'static, Option<Global>>,
+    mut guard: crate::global::Guard,
     func: &str,
     handler: usize,
     e: MpiError,

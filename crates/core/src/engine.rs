@@ -914,20 +914,24 @@ impl Engine {
         let ctx = comm.ctx;
         let ft = &self.st.ft;
         let special = src == PROC_NULL || ft.is_revoked(ctx) || (src != ANY_SOURCE && comm.peer_world(src).is_some_and(|w| ft.is_dead(w)));
-        let mut r = Request::new(Op::Recv(spec), false);
-        r.active = true;
         if special {
             // A null source, a revoked communicator or a dead source can complete the
             // receive at once: the general start decides.
+            let mut r = Request::new(Op::Recv(spec), false);
+            r.active = true;
             let h = self.st.reqs.insert(r);
             self.start_recv(h, c, src, tag)?;
             return Ok(h);
         }
         // The common case: the request is stored already posted, with one lookup of the
         // communicator. A message that matches at once completes it, which clears `posted`.
-        r.recv.ctx = ctx;
-        r.recv.posted = true;
-        let h = self.st.reqs.insert(r);
+        let h = self.st.reqs.insert_with(|| {
+            let mut r = Request::new(Op::Recv(spec), false);
+            r.active = true;
+            r.recv.ctx = ctx;
+            r.recv.posted = true;
+            r
+        });
         if let Some(u) = self.st.post(ctx, src, tag, h) {
             self.st.deliver(h, u.src, u.tag, u.body_into());
             // A rendezvous read here queued its FIN: send it before the program can exit.
@@ -2336,12 +2340,7 @@ impl Engine {
     }
 
     pub fn byte_type(&self) -> TypeRef {
-        thread_local! {
-            static BYTE: TypeRef = Arc::new(crate::datatype::Datatype::predefined(
-                "byte", 1, 1, crate::datatype::BasicKind::Opaque,
-                vec![crate::datatype::Block { off: 0, len: 1 }]));
-        }
-        BYTE.with(|b| b.clone())
+        crate::coll::byte_type()
     }
 
     /// Maximum of one u64 over the members of `c` (used to agree on context ids).

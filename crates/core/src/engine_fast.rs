@@ -144,13 +144,15 @@ impl Engine {
     pub fn isend_contig(&mut self, comm: Handle, buf: *const u8, len: usize, dest: i32, tag: i32) -> MpiResult<Option<Handle>> {
         let Some(sent) = self.transmit_contig(comm, buf, len, dest, tag) else { return Ok(None) };
         let spec = SendSpec { buf, count: len, dtype: crate::coll::byte_type(), comm, dest, tag, mode: Mode::Standard };
-        let mut r = Request::new(Op::Send(spec), false);
-        r.active = true;
-        r.complete = true;
-        r.status = Status { source: PROC_NULL, tag, error: None, bytes: 0, cancelled: false };
-        r.send.sent = Some(sent);
         self.st.events += 1;
-        Ok(Some(self.st.reqs.insert(r)))
+        Ok(Some(self.st.reqs.insert_with(|| {
+            let mut r = Request::new(Op::Send(spec), false);
+            r.active = true;
+            r.complete = true;
+            r.status = Status { source: PROC_NULL, tag, error: None, bytes: 0, cancelled: false };
+            r.send.sent = Some(sent);
+            r
+        })))
     }
 
     /// An eager message of `len` contiguous bytes at `buf` to `dest` on `comm`, handed to the

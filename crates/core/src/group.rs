@@ -745,11 +745,11 @@ pub(crate) struct Idups {
 
 fn u64_reduction(op: crate::op::PredefOp) -> MpiResult<crate::op::Reduction> {
     use crate::datatype::{BasicKind, Block, Datatype};
-    thread_local! {
-        static U64: crate::datatype::TypeRef = Arc::new(Datatype::predefined(
-            "MPI_UINT64_T", 8, 8, BasicKind::Int { bytes: 8, signed: false }, vec![Block { off: 0, len: 8 }]));
-    }
-    let t = U64.with(|t| t.clone());
+    static U64: std::sync::LazyLock<crate::datatype::TypeRef> = std::sync::LazyLock::new(|| {
+        crate::datatype::TypeRef::forever(Datatype::predefined(
+            "MPI_UINT64_T", 8, 8, BasicKind::Int { bytes: 8, signed: false }, vec![Block { off: 0, len: 8 }]))
+    });
+    let t = U64.clone();
     crate::op::Reduction::new(crate::op::Op::Predef(op), t, crate::op::Elem::Num(crate::op::Num::U64), 0)
 }
 

@@ -919,7 +919,7 @@ mod tests {
 
     #[test]
     fn op_not_defined_for_type_is_err_op() {
-        let t: TypeRef = Arc::new(Datatype::predefined("MPI_FLOAT", 4, 4, BasicKind::Float { bytes: 4 }, vec![Block { off: 0, len: 4 }]));
+        let t: TypeRef = TypeRef::new(Datatype::predefined("MPI_FLOAT", 4, 4, BasicKind::Float { bytes: 4 }, vec![Block { off: 0, len: 4 }]));
         let e = Reduction::new(Op::Predef(PredefOp::Band), t.clone(), Elem::Num(Num::F32), 0).unwrap_err();
         assert_eq!(e.class, ErrorClass::Op);
         assert!(e.msg.contains("MPI_BAND") && e.msg.contains("MPI_FLOAT"), "{}", e.msg);
@@ -929,7 +929,7 @@ mod tests {
 
     #[test]
     fn replace_and_no_op() {
-        let t: TypeRef = Arc::new(Datatype::predefined("MPI_INT", 4, 4, BasicKind::Int { bytes: 4, signed: true }, vec![Block { off: 0, len: 4 }]));
+        let t: TypeRef = TypeRef::new(Datatype::predefined("MPI_INT", 4, 4, BasicKind::Int { bytes: 4, signed: true }, vec![Block { off: 0, len: 4 }]));
         let a = [1i32, 2, 3];
         let mut b = [7i32, 8, 9];
         let r = Reduction::new(Op::Predef(PredefOp::NoOp), t.clone(), Elem::Num(Num::I32), 0).unwrap();
@@ -952,7 +952,7 @@ mod tests {
         );
         d.basic = None;
         d.basic_count = 2;
-        let t: TypeRef = Arc::new(d);
+        let t: TypeRef = TypeRef::new(d);
         #[repr(C)]
         #[derive(Clone, Copy, Debug, PartialEq)]
         struct SI {
@@ -975,7 +975,7 @@ mod tests {
                 *b.add(i) = *a.add(i) * 10 + *b.add(i) + *t as i32;
             }
         }
-        let t: TypeRef = Arc::new(Datatype::predefined("MPI_INT", 4, 4, BasicKind::Int { bytes: 4, signed: true }, vec![Block { off: 0, len: 4 }]));
+        let t: TypeRef = TypeRef::new(Datatype::predefined("MPI_INT", 4, 4, BasicKind::Int { bytes: 4, signed: true }, vec![Block { off: 0, len: 4 }]));
         let op = Op::User(Arc::new(UserOp { func: UserFn::Int(f), commute: false }));
         assert!(!op.commutative());
         let r = Reduction::new(op, t, Elem::None, 1000).unwrap();

@@ -787,7 +787,7 @@ fn raise(func: &str, fh: Option<usize>, e: IoErr) -> c_int {
     call_handler(guard, handler, fh.unwrap_or(abi::MPI_FILE_NULL), code, &text)
 }
 
-fn call_handler(mut guard: MutexGuard<'static, Option<global::Global>>, handler: usize, fh: usize, code: c_int, text: &str) -> c_int {
+fn call_handler(mut guard: global::Guard, handler: usize, fh: usize, code: c_int, text: &str) -> c_int {
     let Some(g) = guard.as_mut() else { return code };
     match handler {
         abi::MPI_ERRORS_RETURN => code,

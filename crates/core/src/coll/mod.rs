@@ -583,12 +583,13 @@ pub(crate) fn pof2_floor(n: i32) -> i32 {
 
 /// The MPI_BYTE datatype used for packed data.
 pub fn byte_type() -> TypeRef {
-    thread_local! {
-        static BYTE: TypeRef = Arc::new(crate::datatype::Datatype::predefined(
+    // Made once and kept: copying it into a request is a pointer copy.
+    static BYTE: std::sync::LazyLock<TypeRef> = std::sync::LazyLock::new(|| {
+        TypeRef::forever(crate::datatype::Datatype::predefined(
             "MPI_BYTE", 1, 1, crate::datatype::BasicKind::Opaque,
-            vec![crate::datatype::Block { off: 0, len: 1 }]));
-    }
-    BYTE.with(|b| b.clone())
+            vec![crate::datatype::Block { off: 0, len: 1 }]))
+    });
+    BYTE.clone()
 }
 
 /// CPUs online on this host (the same for every process on it, whatever its affinity).

@@ -250,7 +250,7 @@ impl Schedule {
 }
 
 fn same_layout(a: &TypeRef, b: &TypeRef, ac: usize, bc: usize) -> bool {
-    std::sync::Arc::ptr_eq(a, b) && ac == bc
+    TypeRef::ptr_eq(a, b) && ac == bc
 }
 
 /// (lowest, highest) byte offset touched by `count` elements of `t`, relative to the buffer.

@@ -138,19 +138,19 @@ fn run_groups(scheds: &mut [Schedule], groups: &[usize]) -> Result<(), String> {
 }
 
 fn int_type() -> TypeRef {
-    Arc::new(Datatype::predefined("MPI_INT", 4, 4, BasicKind::Int { bytes: 4, signed: true }, vec![Block { off: 0, len: 4 }]))
+    TypeRef::new(Datatype::predefined("MPI_INT", 4, 4, BasicKind::Int { bytes: 4, signed: true }, vec![Block { off: 0, len: 4 }]))
 }
 
 /// Two ints every three ints (a vector(2, 1, 3) resized to 8 ints): non-contiguous.
 fn strided_type() -> TypeRef {
     // Two ints at offsets 0 and 12, extent 32: size 8, true extent 16.
     let pair = Datatype::hindexed(&[1, 1], &[0, 12], &int_type(), false).expect("valid type");
-    Arc::new(Datatype::resized(&Arc::new(pair), 0, 32, false).expect("valid type"))
+    TypeRef::new(Datatype::resized(&TypeRef::new(pair), 0, 32, false).expect("valid type"))
 }
 
 /// A 2x2 matrix of wrapping i64: 32 bytes.
 fn mat_type() -> TypeRef {
-    Arc::new(Datatype::predefined("mat", 32, 32, BasicKind::Opaque, vec![Block { off: 0, len: 32 }]))
+    TypeRef::new(Datatype::predefined("mat", 32, 32, BasicKind::Opaque, vec![Block { off: 0, len: 32 }]))
 }
 
 type Mat = [i64; 4];

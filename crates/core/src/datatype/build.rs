@@ -362,7 +362,7 @@ impl Datatype {
         for i in fastest_first(n, order) {
             let e = t.extent;
             let inner = Datatype::hindexed_with(vec![(scaled(starts[i] as isize, e)?, subsizes[i])], &t, Envelope::named())?;
-            t = Arc::new(Datatype::resized(&Arc::new(inner), 0, scaled(sizes[i] as isize, e)?, false)?);
+            t = TypeRef::new(Datatype::resized(&TypeRef::new(inner), 0, scaled(sizes[i] as isize, e)?, false)?);
         }
         let mut out = Datatype::clone(&t);
         out.envelope = env(
@@ -396,7 +396,7 @@ impl Datatype {
         }
         let mut t = old.clone();
         for i in fastest_first(n, order) {
-            t = Arc::new(darray_dim(&t, &dims[i], coords[i], i)?);
+            t = TypeRef::new(darray_dim(&t, &dims[i], coords[i], i)?);
         }
         let mut out = Datatype::clone(&t);
         out.envelope = env(Args::Darray { size, rank, dims: dims.to_vec(), order }, vec![old.clone()], large);
@@ -462,12 +462,12 @@ fn darray_dim(child: &TypeRef, d: &DarrayDim, coord: usize, i: usize) -> MpiResu
         if full > 0 {
             let stride = fit(blk as i128 * psize as i128 * e)?;
             let v = Datatype::hvector_with(full, blk, stride, child, Envelope::named())?;
-            fields.push((fit(coord as i128 * blk as i128 * e)?, 1, Arc::new(v)));
+            fields.push((fit(coord as i128 * blk as i128 * e)?, 1, TypeRef::new(v)));
         }
         if last_len < blk {
             fields.push((fit(last as i128 * blk as i128 * e)?, last_len, child.clone()));
         }
     }
-    let placed = Arc::new(Datatype::struct_with(fields, false, Envelope::named())?);
+    let placed = TypeRef::new(Datatype::struct_with(fields, false, Envelope::named())?);
     Datatype::resized(&placed, 0, fit(d.gsize as i128 * e)?, false)
 }

@@ -2,7 +2,6 @@
 //! entry by entry from MPI's definitions (independent of layouts and shapes), on fixed cases
 //! and on random nested constructors (proptest).
 
-use std::sync::Arc;
 
 use proptest::prelude::*;
 
@@ -12,7 +11,7 @@ use crate::MpiResult;
 // ---- basic types ---------------------------------------------------------------------------
 
 fn int() -> TypeRef {
-    Arc::new(Datatype::basic(
+    TypeRef::new(Datatype::basic(
         "int",
         4,
         vec![Part { off: 0, size: 4, kind: BasicKind::Int { bytes: 4, signed: true }, ext32: Ext32::Swap { unit: 4 } }],
@@ -20,7 +19,7 @@ fn int() -> TypeRef {
     ))
 }
 fn double() -> TypeRef {
-    Arc::new(Datatype::basic(
+    TypeRef::new(Datatype::basic(
         "double",
         8,
         vec![Part { off: 0, size: 8, kind: BasicKind::Float { bytes: 8 }, ext32: Ext32::Swap { unit: 8 } }],
@@ -28,10 +27,10 @@ fn double() -> TypeRef {
     ))
 }
 fn char_t() -> TypeRef {
-    Arc::new(Datatype::basic("char", 1, vec![Part { off: 0, size: 1, kind: BasicKind::Opaque, ext32: Ext32::Raw }], 1))
+    TypeRef::new(Datatype::basic("char", 1, vec![Part { off: 0, size: 1, kind: BasicKind::Opaque, ext32: Ext32::Raw }], 1))
 }
 fn short() -> TypeRef {
-    Arc::new(Datatype::basic(
+    TypeRef::new(Datatype::basic(
         "short",
         2,
         vec![Part { off: 0, size: 2, kind: BasicKind::Int { bytes: 2, signed: true }, ext32: Ext32::Swap { unit: 2 } }],
@@ -39,7 +38,7 @@ fn short() -> TypeRef {
     ))
 }
 fn long() -> TypeRef {
-    Arc::new(Datatype::basic(
+    TypeRef::new(Datatype::basic(
         "long",
         8,
         vec![Part { off: 0, size: 8, kind: BasicKind::Int { bytes: 8, signed: true }, ext32: Ext32::Int { signed: true, ext: 4 } }],
@@ -47,7 +46,7 @@ fn long() -> TypeRef {
     ))
 }
 fn double_int() -> TypeRef {
-    Arc::new(Datatype::basic(
+    TypeRef::new(Datatype::basic(
         "double_int",
         16,
         vec![
@@ -58,7 +57,7 @@ fn double_int() -> TypeRef {
     ))
 }
 fn long_double() -> TypeRef {
-    Arc::new(Datatype::basic(
+    TypeRef::new(Datatype::basic(
         "long double",
         16,
         vec![Part { off: 0, size: 16, kind: BasicKind::Float { bytes: 16 }, ext32: Ext32::X87 { n: 1 } }],
@@ -170,7 +169,7 @@ fn build(r: &Recipe) -> MpiResult<(TypeRef, Ref)> {
         Recipe::Contig(n, c) => {
             let (t, rf) = build(c)?;
             let copies: Vec<_> = (0..*n as i64).map(|i| (i * rf.extent(), &rf)).collect();
-            (Arc::new(Datatype::contiguous(*n, &t, false)?), Ref::combine(&copies, false))
+            (TypeRef::new(Datatype::contiguous(*n, &t, false)?), Ref::combine(&copies, false))
         }
         Recipe::Vector(n, bl, s, c) | Recipe::Hvector(n, bl, s, c) => {
             let (t, rf) = build(c)?;
@@ -183,7 +182,7 @@ fn build(r: &Recipe) -> MpiResult<(TypeRef, Ref)> {
                 }
             }
             let t2 = if hv { Datatype::hvector(*n, *bl, *s, &t, false)? } else { Datatype::vector(*n, *bl, *s, &t, false)? };
-            (Arc::new(t2), Ref::combine(&copies, false))
+            (TypeRef::new(t2), Ref::combine(&copies, false))
         }
         Recipe::Indexed(blocks, c) | Recipe::Hindexed(blocks, c) => {
             let (t, rf) = build(c)?;
@@ -198,7 +197,7 @@ fn build(r: &Recipe) -> MpiResult<(TypeRef, Ref)> {
             let bls: Vec<usize> = blocks.iter().map(|b| b.0).collect();
             let ds: Vec<isize> = blocks.iter().map(|b| b.1).collect();
             let t2 = if h { Datatype::hindexed(&bls, &ds, &t, false)? } else { Datatype::indexed(&bls, &ds, &t, false)? };
-            (Arc::new(t2), Ref::combine(&copies, false))
+            (TypeRef::new(t2), Ref::combine(&copies, false))
         }
         Recipe::IndexedBlock(bl, ds, c) => {
             let (t, rf) = build(c)?;
@@ -208,7 +207,7 @@ fn build(r: &Recipe) -> MpiResult<(TypeRef, Ref)> {
                     copies.push((*d as i64 * rf.extent() + j * rf.extent(), &rf));
                 }
             }
-            (Arc::new(Datatype::indexed_block(*bl, ds, &t, false)?), Ref::combine(&copies, false))
+            (TypeRef::new(Datatype::indexed_block(*bl, ds, &t, false)?), Ref::combine(&copies, false))
         }
         Recipe::Struct(fields) => {
             let built: Vec<(TypeRef, Ref)> = fields.iter().map(|f| build(&f.2)).collect::<MpiResult<_>>()?;
@@ -221,7 +220,7 @@ fn build(r: &Recipe) -> MpiResult<(TypeRef, Ref)> {
             let bls: Vec<usize> = fields.iter().map(|f| f.0).collect();
             let ds: Vec<isize> = fields.iter().map(|f| f.1).collect();
             let ts: Vec<TypeRef> = built.iter().map(|b| b.0.clone()).collect();
-            (Arc::new(Datatype::create_struct(&bls, &ds, &ts, false)?), Ref::combine(&copies, true))
+            (TypeRef::new(Datatype::create_struct(&bls, &ds, &ts, false)?), Ref::combine(&copies, true))
         }
         Recipe::Resized(lb, ext, c) => {
             let (t, mut rf) = build(c)?;
@@ -229,11 +228,11 @@ fn build(r: &Recipe) -> MpiResult<(TypeRef, Ref)> {
             rf.ub = (*lb + *ext) as i64;
             rf.sticky_lb = true;
             rf.sticky_ub = true;
-            (Arc::new(Datatype::resized(&t, *lb, *ext, false)?), rf)
+            (TypeRef::new(Datatype::resized(&t, *lb, *ext, false)?), rf)
         }
         Recipe::Dup(c) => {
             let (t, rf) = build(c)?;
-            (Arc::new(Datatype::dup(&t)), rf)
+            (TypeRef::new(Datatype::dup(&t)), rf)
         }
         Recipe::Subarray(dims, c_order, c) => {
             let (t, rf) = build(c)?;
@@ -243,7 +242,7 @@ fn build(r: &Recipe) -> MpiResult<(TypeRef, Ref)> {
             let order = if *c_order { Order::C } else { Order::Fortran };
             let owned = |dim: usize, idx: usize| idx >= starts[dim] && idx < starts[dim] + subs[dim];
             let rf2 = array_ref(&sizes, order, &rf, owned);
-            (Arc::new(Datatype::subarray(&sizes, &subs, &starts, order, &t, false)?), rf2)
+            (TypeRef::new(Datatype::subarray(&sizes, &subs, &starts, order, &t, false)?), rf2)
         }
         Recipe::Darray(size, rank, dims, c_order, c) => {
             let (t, rf) = build(c)?;
@@ -274,7 +273,7 @@ fn build(r: &Recipe) -> MpiResult<(TypeRef, Ref)> {
                 }
             };
             let sizes: Vec<usize> = dd.iter().map(|d| d.gsize).collect();
-            (Arc::new(t2), array_ref(&sizes, order, &rf, owned))
+            (TypeRef::new(t2), array_ref(&sizes, order, &rf, owned))
         }
     })
 }
@@ -504,14 +503,14 @@ fn struct_is_padded_like_c() {
     assert_eq!((s.size, s.lb, s.extent), (5, 0, 8));
     assert_eq!((s.true_lb, s.true_extent), (0, 5));
     // Explicit bounds turn padding off.
-    let r = Arc::new(Datatype::resized(&int(), 0, 6, false).unwrap());
+    let r = TypeRef::new(Datatype::resized(&int(), 0, 6, false).unwrap());
     let s = Datatype::create_struct(&[1, 1], &[0, 6], &[r, char_t()], false).unwrap();
     assert_eq!(s.extent, 6);
 }
 
 #[test]
 fn sticky_bounds_win_over_data() {
-    let r = Arc::new(Datatype::resized(&int(), -4, 16, false).unwrap());
+    let r = TypeRef::new(Datatype::resized(&int(), -4, 16, false).unwrap());
     let s = Datatype::create_struct(&[1, 1], &[0, 100], &[r.clone(), double()], false).unwrap();
     assert_eq!((s.lb, s.extent), (-4, 16));
     assert_eq!((s.true_lb, s.true_extent), (0, 108));
@@ -647,13 +646,13 @@ fn subarray_and_darray_bounds() {
 fn errors_for_bad_arguments_and_overflow() {
     assert!(Datatype::subarray(&[4], &[5], &[0], Order::C, &int(), false).is_err());
     assert!(Datatype::subarray(&[4], &[2], &[3], Order::C, &int(), false).is_err());
-    let big = Arc::new(Datatype::contiguous(1 << 40, &int(), false).unwrap());
+    let big = TypeRef::new(Datatype::contiguous(1 << 40, &int(), false).unwrap());
     assert!(Datatype::contiguous(1 << 40, &big, false).is_err(), "2^82 bytes cannot be a type");
 }
 
 #[test]
 fn dup_and_resized_keep_data_and_envelopes() {
-    let v = Arc::new(Datatype::vector(3, 2, 4, &int(), false).unwrap());
+    let v = TypeRef::new(Datatype::vector(3, 2, 4, &int(), false).unwrap());
     assert_eq!(v.combiner(), Combiner::Vector);
     let d = Datatype::dup(&v);
     assert_eq!(d.combiner(), Combiner::Dup);
@@ -661,7 +660,7 @@ fn dup_and_resized_keep_data_and_envelopes() {
     let r = Datatype::resized(&v, 0, 100, true).unwrap();
     assert!(r.envelope.large);
     assert_eq!(r.envelope.args, Args::Resized { lb: 0, extent: 100 });
-    assert!(Arc::ptr_eq(&r.envelope.types[0], &v));
+    assert!(TypeRef::ptr_eq(&r.envelope.types[0], &v));
 }
 
 // ---- micro-benchmark -----------------------------------------------------------------------
