@@ -183,6 +183,23 @@ fn recv_fast(g: &mut Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, src
     g.eng.recv_contig(ch, buf as *mut u8, cap, src, tag)
 }
 
+/// MPI_Irecv's common case (valid arguments, a contiguous type) straight to
+/// [`steadfast_core::Engine::irecv_contig`]; None (nothing done) for the general path, which
+/// also reports any argument error.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn irecv_fast(g: &mut Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, src: c_int, tag: c_int, comm: MPI_Comm) -> Result<Option<Handle>, MpiError> {
+    if src < 0 && src != abi::MPI_ANY_SOURCE || (tag != abi::MPI_ANY_TAG && !(0..=TAG_UB).contains(&tag)) {
+        return Ok(None);
+    }
+    let Some(cap) = contiguous_bytes(g, dt, count) else { return Ok(None) };
+    if buf.is_null() && cap > 0 {
+        return Ok(None);
+    }
+    let Ok(ch) = comm_handle(g, comm as usize) else { return Ok(None) };
+    g.eng.irecv_contig(ch, buf as *mut u8, cap, src, tag)
+}
+
 unsafe fn send_impl(func: &str, buf: *const c_void, count: i64, dt: MPI_Datatype, dest: c_int, tag: c_int, comm: MPI_Comm, mode: Mode) -> c_int {
     api(func, Some(comm as usize), |g| {
         if !multiple() && send_fast(g, buf, count, dt, dest, tag, comm, mode)? {
@@ -296,6 +313,11 @@ unsafe fn irecv_impl(
     persistent: bool,
 ) -> c_int {
     api(func, Some(comm as usize), |g| {
+        if !persistent && !request.is_null() {
+            if let Some(h) = irecv_fast(g, buf, count, dt, src, tag, comm)? {
+                return out_request(request, h);
+            }
+        }
         let spec = recv_spec(g, buf, count, dt, src, tag, comm)?;
         let h = if persistent { g.eng.recv_init(spec, true)? } else { g.eng.irecv(spec)? };
         out_request(request, h)

@@ -533,12 +533,17 @@ impl Engine {
     pub fn init(job: Option<JobInfo>, mut boot: Option<Box<dyn Bootstrap>>) -> MpiResult<Engine> {
         let mut cfg = Config::from_env();
         let (rank, size) = job.as_ref().map_or((0, 1), |j| (j.rank, j.size));
-        // More ranks than CPUs: a spinning rank holds the CPU the peer it waits for needs,
-        // so yield at once, as Open MPI does when oversubscribed (an 8-byte allreduce on
-        // 4 ranks / 2 CPUs went from ~1.5 ms to ~40 us). An explicit STEADFAST_SPIN wins.
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if size as usize > cpus && !steadfast_config::is_set("STEADFAST_SPIN") {
+        // More ranks on this host than CPUs for them: a spinning rank holds the CPU the peer
+        // it waits for needs, so yield at once, as Open MPI does when oversubscribed (an
+        // 8-byte allreduce on 4 ranks / 2 CPUs went from ~1.5 ms to ~40 us). The CPUs are
+        // those before `--bind-to` (a bound rank sees one). An explicit STEADFAST_SPIN wins.
+        let local = steadfast_runtime::binding::local_ranks(size);
+        let cpus = steadfast_runtime::binding::shared_cpus();
+        if local as usize > cpus && !steadfast_config::is_set("STEADFAST_SPIN") {
             cfg.spin = cfg.spin.min(OVERSUBSCRIBED_SPIN);
+            tracing::debug!("{local} ranks on this host, {cpus} CPUs for them: oversubscribed, waits yield at once");
+        } else {
+            tracing::debug!("{local} ranks on this host, {cpus} CPUs for them: waits spin {} rounds first", cfg.spin);
         }
         let mut net: Option<Box<dyn Path>> = None;
         let mut pids = vec![0u32; size as usize];
@@ -925,13 +930,15 @@ impl Engine {
         }
         // The common case: the request is stored already posted, with one lookup of the
         // communicator. A message that matches at once completes it, which clears `posted`.
-        let h = self.st.reqs.insert_with(|| {
-            let mut r = Request::new(Op::Recv(spec), false);
-            r.active = true;
-            r.recv.ctx = ctx;
-            r.recv.posted = true;
-            r
-        });
+        let h = self.st.reqs.insert_with(|| posted_recv(spec, ctx));
+        self.post_stored(h, ctx, src, tag)?;
+        Ok(h)
+    }
+
+    /// Post receive request `h`, stored already posted ([`posted_recv`]) on context `ctx`:
+    /// an unexpected message that matches completes it at once.
+    #[inline]
+    pub(crate) fn post_stored(&mut self, h: Handle, ctx: u32, src: i32, tag: i32) -> MpiResult<()> {
         if let Some(u) = self.st.post(ctx, src, tag, h) {
             self.st.deliver(h, u.src, u.tag, u.body_into());
             // A rendezvous read here queued its FIN: send it before the program can exit.
@@ -939,7 +946,7 @@ impl Engine {
                 self.flush()?;
             }
         }
-        Ok(h)
+        Ok(())
     }
 
     /// Start request `h` (MPI_Start for persistent requests; used by isend/irecv too).
@@ -2883,4 +2890,15 @@ impl State {
         }
         true
     }
+}
+
+/// An active receive request for `spec`, already posted on context `ctx` (the common case
+/// of MPI_Irecv; a message that matches at once completes it, which clears `posted`).
+#[inline]
+pub(crate) fn posted_recv(spec: RecvSpec, ctx: u32) -> Request {
+    let mut r = Request::new(Op::Recv(spec), false);
+    r.active = true;
+    r.recv.ctx = ctx;
+    r.recv.posted = true;
+    r
 }

@@ -157,6 +157,11 @@ impl Engine {
 
     /// An eager message of `len` contiguous bytes at `buf` to `dest` on `comm`, handed to the
     /// path if it is small and the path takes it now: its identity, or None (nothing sent).
+    // Inlined: the identity it returns then stays in registers. Returned through memory,
+    // it was read back with wider loads than it was written with, a store-forwarding
+    // failure that waited for every earlier store to drain, the ring's included (about half
+    // of MPI_Isend's time).
+    #[inline(always)]
     fn transmit_contig(&mut self, comm: Handle, buf: *const u8, len: usize, dest: i32, tag: i32) -> Option<Sent> {
         if dest == PROC_NULL || self.fast_paths_off() || len > self.eager_limit {
             return None;
@@ -198,6 +203,30 @@ impl Engine {
                 other
             }
         }
+    }
+
+    /// MPI_Irecv of `cap` contiguous bytes at `buf`, the request built from the arguments
+    /// where it is stored (no receive description passed down by value through the layers,
+    /// whose copies stalled on their own stores); None (nothing done) for the general path:
+    /// a null or invalid source, a dead source or revoked communicator, the fault-tolerant
+    /// modes.
+    pub fn irecv_contig(&mut self, comm: Handle, buf: *mut u8, cap: usize, src: i32, tag: i32) -> MpiResult<Option<Handle>> {
+        if self.fast_paths_off() {
+            return Ok(None);
+        }
+        let Ok(c) = self.comm(comm) else { return Ok(None) };
+        let ctx = c.ctx;
+        if src != ANY_SOURCE && c.peer_world(src).is_none_or(|w| self.st.ft.is_dead(w)) {
+            return Ok(None);
+        }
+        if self.st.ft.is_revoked(ctx) {
+            return Ok(None);
+        }
+        let h = self.st.reqs.insert_with(|| {
+            super::posted_recv(RecvSpec { buf, count: cap, dtype: crate::coll::byte_type(), comm, src, tag }, ctx)
+        });
+        self.post_stored(h, ctx, src, tag)?;
+        Ok(Some(h))
     }
 
     /// Blocking receive into `cap` contiguous bytes at `buf` through the receive slot; None

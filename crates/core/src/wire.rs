@@ -88,14 +88,17 @@ pub const FLAG_SYNC: u8 = 2;
 
 impl Header {
     /// Encode into raw bytes.
+    ///
+    /// Written as five 8-byte words: the paths copy a header with 8-byte loads right after
+    /// this, and a load that needs bytes of several narrower stores cannot take them from
+    /// the store buffer, so it waited for every earlier store to reach the cache, the
+    /// previous message's ring writes included.
     pub fn encode(&self) -> RawHeader {
         let mut h = [0u8; HDR_LEN];
-        h[0] = self.kind as u8;
-        h[1] = self.flags;
-        h[2..4].copy_from_slice(&self.incarnation.to_le_bytes());
-        h[4..8].copy_from_slice(&self.ctx.to_le_bytes());
-        h[8..12].copy_from_slice(&self.src.to_le_bytes());
-        h[12..16].copy_from_slice(&self.tag.to_le_bytes());
+        let w0 = u64::from(self.kind as u8) | u64::from(self.flags) << 8 | u64::from(self.incarnation) << 16 | u64::from(self.ctx) << 32;
+        let w1 = u64::from(self.src as u32) | u64::from(self.tag as u32) << 32;
+        h[0..8].copy_from_slice(&w0.to_le_bytes());
+        h[8..16].copy_from_slice(&w1.to_le_bytes());
         h[16..24].copy_from_slice(&self.len.to_le_bytes());
         h[24..32].copy_from_slice(&self.a.to_le_bytes());
         h[32..40].copy_from_slice(&self.b.to_le_bytes());
@@ -130,6 +133,14 @@ mod tests {
     fn roundtrip() {
         let h = Header { kind: Kind::Rts, flags: 1, incarnation: 3, ctx: 7, src: -3, tag: 99, len: 1 << 40, a: 5, b: u64::MAX };
         assert_eq!(Header::decode(&h.encode()), Some(h));
+        // The layout: kind, flags, incarnation, then each field little-endian in turn.
+        let mut want = vec![Kind::Rts as u8, 1, 3, 0, 7, 0, 0, 0];
+        want.extend_from_slice(&(-3i32).to_le_bytes());
+        want.extend_from_slice(&99i32.to_le_bytes());
+        want.extend_from_slice(&(1u64 << 40).to_le_bytes());
+        want.extend_from_slice(&5u64.to_le_bytes());
+        want.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(h.encode().to_vec(), want);
         let mut bad = h.encode();
         bad[0] = 77;
         assert_eq!(Header::decode(&bad), None);

@@ -126,7 +126,29 @@ pub fn apply_from_env() -> Result<Option<Vec<usize>>, String> {
         return Ok(None);
     }
     bind_to(&cpus).map_err(|e| format!("cannot bind to CPUs {cpus:?}: {e}"))?;
+    CPUS_BEFORE_BINDING.store(allowed.len(), std::sync::atomic::Ordering::Relaxed);
     Ok(Some(cpus))
+}
+
+/// The CPUs this process could use before [`apply_from_env`] bound it (0: not bound).
+static CPUS_BEFORE_BINDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The CPUs the ranks of this host share: the process's own (its affinity and CPU quota),
+/// or, once this module bound it to one unit, what it could use before. Bound, a rank sees
+/// one CPU, and comparing its host's ranks with that would call every bound job
+/// oversubscribed (a bound 2-rank ping-pong took three times as long, yielding instead of
+/// spinning).
+pub fn shared_cpus() -> usize {
+    match CPUS_BEFORE_BINDING.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+/// The ranks on this host: `STEADFAST_LOCAL_SIZE` where a launcher set it, else `size`
+/// (the whole job, as if it ran on one host).
+pub fn local_ranks(size: u32) -> u32 {
+    std::env::var(crate::env::LOCAL_SIZE).ok().and_then(|v| v.trim().parse::<u32>().ok()).filter(|&n| n >= 1).unwrap_or(size)
 }
 
 #[cfg(test)]

@@ -47,5 +47,27 @@ for np in 2 3 5; do
 done
 case_ hwthread-single-dash 3 hwthread -bind-to hwthread
 case_ hwthread-env 3 hwthread -x STEADFAST_BIND_TO=hwthread
+# A bound rank sees one CPU; its waits must still spin when the host has a CPU for every
+# rank (they yielded at once, as if oversubscribed: a ping-pong three times as slow), and
+# yield at once when it has not.
+# spin_case NAME NP EXPECTED WHAT LAUNCHER-ARGS...
+spin_case() {
+    local name=$1 np=$2 want=$3 what=$4; shift 4
+    local log="$build/spin-$name.$np.log"
+    local units=$ncpus
+    [ "$what" = core ] && units=$ncores
+    timeout -k 5 60 "$prefix/bin/mpiexec" -n "$np" -x STEADFAST_LOG=steadfast_core=debug "$@" "$build/bind" "$what" "$ncpus" "$units" >"$log" 2>&1
+    local got
+    got=$(grep -c "ranks on this host, $ncpus CPUs for them: $want" "$log")
+    if [ "$got" -eq "$np" ]; then
+        echo "PASS spin-$name np=$np"; pass=$((pass+1))
+    else
+        echo "FAIL spin-$name np=$np: $got of $np ranks say \"$want\""; grep -E 'ranks on this host|Error' "$log" | head -5 | sed 's/^/    /'; fail=$((fail+1))
+    fi
+}
+spin_case unbound "$ncpus" "waits spin" none
+spin_case core "$ncores" "waits spin" core --bind-to core
+spin_case hwthread "$ncpus" "waits spin" hwthread --bind-to hwthread
+spin_case over $((ncpus + 1)) "oversubscribed" hwthread --bind-to hwthread
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
