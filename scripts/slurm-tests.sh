@@ -135,6 +135,22 @@ for p in $built; do
     done
 done
 
+# Tasks Slurm binds one CPU each (SLURM_CPU_BIND_TYPE set, as task/affinity does; here
+# taskset stands in for the binding, the test cluster runs task/none) must still spin in
+# their waits when the host has a CPU for each: they saw one CPU and yielded at once (a
+# 1-byte ping-pong three times as slow). The engine's debug log says which it chose.
+if [ $slurm = yes ] && [ -x ring ] && [ "$(nproc)" -ge 2 ]; then
+    log="$build/logs/spin_slurm_bound.log"
+    timeout -k 5 60 env STEADFAST_LOG=steadfast_core=debug SLURM_CPU_BIND_TYPE=mask_cpu: \
+        srun -n 2 --mpi=pmi2 --export=ALL sh -c 'exec taskset -c "$SLURM_LOCALID" ./ring' >"$log" 2>&1 </dev/null
+    n=$(grep -c 'ranks on this host, [0-9]* CPUs for them: waits spin' "$log")
+    if [ "$n" -eq 2 ] && grep -q '^ No Errors$' "$log"; then
+        echo "PASS ring np=2 srun, tasks bound one CPU each: waits spin"; passed=$((passed + 1))
+    else
+        echo "FAIL ring np=2 srun, tasks bound one CPU each: $n of 2 ranks spin"; grep -E 'ranks on this host|Error' "$log" | head -4 | sed 's/^/    | /'; failed=$((failed + 1))
+    fi
+fi
+
 if [ $short = no ] && [ -x ring ]; then
     # Without Slurm's libpmi2 the library speaks PMI-1 to the same pmi2 plugin.
     [ $slurm = yes ] && run "ring np=4 srun --mpi=pmi2, libpmi2 missing (PMI-1 fallback)" 60 \

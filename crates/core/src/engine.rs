@@ -440,6 +440,20 @@ struct BuiltNet {
 /// This rank's address towards the other hosts of a job spanning several, and the host of
 /// every rank from the host map (empty when there is none), as `build_net` reads the path
 /// settings: for the multicast channel broadcast.
+/// The ranks of the job on this host: our launcher says (`STEADFAST_LOCAL_SIZE`), else the
+/// host map counts them (PMI jobs across hosts), else the whole job is taken to be here.
+fn ranks_on_this_host(job: &JobInfo, cfg: &Config) -> u32 {
+    if let Some(n) = steadfast_runtime::binding::local_size() {
+        return n;
+    }
+    let hostmap = job.path_overrides.as_ref().and_then(|o| o.hostmap.clone()).or_else(|| cfg.paths.hostmap.clone());
+    let hosts = hostmap.as_deref().and_then(|m| steadfast_paths::setup::parse_hostmap(m, job.size).ok()).unwrap_or_default();
+    match hosts.get(job.rank as usize) {
+        Some(&mine) => hosts.iter().filter(|&&h| h == mine).count() as u32,
+        None => job.size,
+    }
+}
+
 fn network_ip(job: &JobInfo, cfg: &Config) -> (Option<std::net::IpAddr>, Vec<u32>) {
     let mut st = cfg.paths.clone();
     if let Some(o) = &job.path_overrides {
@@ -537,7 +551,7 @@ impl Engine {
         // it waits for needs, so yield at once, as Open MPI does when oversubscribed (an
         // 8-byte allreduce on 4 ranks / 2 CPUs went from ~1.5 ms to ~40 us). The CPUs are
         // those before `--bind-to` (a bound rank sees one). An explicit STEADFAST_SPIN wins.
-        let local = steadfast_runtime::binding::local_ranks(size);
+        let local = job.as_ref().map_or(1, |j| ranks_on_this_host(j, &cfg));
         let cpus = steadfast_runtime::binding::shared_cpus();
         if local as usize > cpus && !steadfast_config::is_set("STEADFAST_SPIN") {
             cfg.spin = cfg.spin.min(OVERSUBSCRIBED_SPIN);

@@ -134,21 +134,42 @@ pub fn apply_from_env() -> Result<Option<Vec<usize>>, String> {
 static CPUS_BEFORE_BINDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The CPUs the ranks of this host share: the process's own (its affinity and CPU quota),
-/// or, once this module bound it to one unit, what it could use before. Bound, a rank sees
-/// one CPU, and comparing its host's ranks with that would call every bound job
+/// or what it could use before it was bound to one unit of them, by this module or by
+/// Slurm's task binding (`SLURM_CPU_BIND_TYPE`, then the host's online CPUs). Bound, a
+/// rank sees one CPU, and comparing its host's ranks with that would call every bound job
 /// oversubscribed (a bound 2-rank ping-pong took three times as long, yielding instead of
 /// spinning).
 pub fn shared_cpus() -> usize {
-    match CPUS_BEFORE_BINDING.load(std::sync::atomic::Ordering::Relaxed) {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
+    let own = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let slurm = std::env::var(SLURM_CPU_BIND_TYPE).ok();
+    cpus_for_ranks(CPUS_BEFORE_BINDING.load(std::sync::atomic::Ordering::Relaxed), own, slurm.as_deref(), host_cpus())
+}
+
+/// Slurm's record of how it bound a task (`none`, `mask_cpu:`, `map_cpu:`, ...).
+const SLURM_CPU_BIND_TYPE: &str = "SLURM_CPU_BIND_TYPE";
+
+/// [`shared_cpus`] from its inputs: the count before this module bound the process (0: it
+/// did not), the process's own, Slurm's binding type and the host's online CPUs.
+fn cpus_for_ranks(before_binding: usize, own: usize, slurm_bind: Option<&str>, host: usize) -> usize {
+    if before_binding > 0 {
+        return before_binding;
+    }
+    match slurm_bind.map(str::trim) {
+        Some(t) if !t.is_empty() && !t.starts_with("none") => host.max(own),
+        _ => own,
     }
 }
 
-/// The ranks on this host: `STEADFAST_LOCAL_SIZE` where a launcher set it, else `size`
-/// (the whole job, as if it ran on one host).
-pub fn local_ranks(size: u32) -> u32 {
-    std::env::var(crate::env::LOCAL_SIZE).ok().and_then(|v| v.trim().parse::<u32>().ok()).filter(|&n| n >= 1).unwrap_or(size)
+/// CPUs online on this host (the same for every process on it, whatever its affinity).
+pub fn host_cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    // SAFETY: sysconf has no preconditions.
+    *CPUS.get_or_init(|| usize::try_from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).ok().filter(|&n| n > 0).unwrap_or(1))
+}
+
+/// `STEADFAST_LOCAL_SIZE`, the ranks on this host, where our launcher set it.
+pub fn local_size() -> Option<u32> {
+    std::env::var(crate::env::LOCAL_SIZE).ok().and_then(|v| v.trim().parse::<u32>().ok()).filter(|&n| n >= 1)
 }
 
 #[cfg(test)]
@@ -161,6 +182,19 @@ mod tests {
             assert_eq!(BindTo::parse(p.name()), Some(p));
         }
         assert_eq!(BindTo::parse("socket"), None);
+    }
+
+    #[test]
+    fn bound_ranks_count_the_cpus_they_had_before() {
+        // Bound here: what the process had before.
+        assert_eq!(cpus_for_ranks(2, 1, None, 2), 2);
+        // Unbound: its own CPUs (affinity, quota), Slurm saying it did not bind either.
+        assert_eq!(cpus_for_ranks(0, 2, None, 64), 2);
+        assert_eq!(cpus_for_ranks(0, 2, Some("none"), 64), 2);
+        assert_eq!(cpus_for_ranks(0, 4, Some("none,quiet"), 64), 4);
+        // Bound by Slurm, one CPU each: the host's.
+        assert_eq!(cpus_for_ranks(0, 1, Some("mask_cpu:"), 16), 16);
+        assert_eq!(cpus_for_ranks(0, 1, Some("cores"), 2), 2);
     }
 
     #[test]

@@ -594,7 +594,5 @@ pub fn byte_type() -> TypeRef {
 
 /// CPUs online on this host (the same for every process on it, whatever its affinity).
 pub(crate) fn host_cpus() -> usize {
-    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    // SAFETY: sysconf has no preconditions.
-    *CPUS.get_or_init(|| usize::try_from(unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }).ok().filter(|&n| n > 0).unwrap_or(1))
+    steadfast_runtime::binding::host_cpus()
 }
