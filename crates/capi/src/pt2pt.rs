@@ -168,35 +168,33 @@ fn isend_fast(g: &mut Global, buf: *const c_void, count: i64, dt: MPI_Datatype, 
     g.eng.isend_contig(ch, buf as *const u8, len, dest, tag)
 }
 
-/// MPI_Recv's common case through the engine's receive slot; None (nothing received) runs
-/// the general path, which also reports any argument error.
-#[allow(clippy::too_many_arguments)]
-fn recv_fast(g: &mut Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, src: c_int, tag: c_int, comm: MPI_Comm) -> Result<Option<Status>, MpiError> {
+/// The communicator and byte capacity of a receive the request-free paths may take (valid
+/// source and tag, a contiguous type); None for the general way, which also reports any
+/// argument error.
+#[inline]
+fn fast_recv_args(g: &Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, src: c_int, tag: c_int, comm: MPI_Comm) -> Option<(Handle, usize)> {
     if (src < 0 && src != abi::MPI_ANY_SOURCE) || (tag != abi::MPI_ANY_TAG && !(0..=TAG_UB).contains(&tag)) {
-        return Ok(None);
+        return None;
     }
-    let Some(cap) = contiguous_bytes(g, dt, count) else { return Ok(None) };
+    let cap = contiguous_bytes(g, dt, count)?;
     if buf.is_null() && cap > 0 {
-        return Ok(None);
+        return None;
     }
-    let Ok(ch) = comm_handle(g, comm as usize) else { return Ok(None) };
+    Some((comm_handle(g, comm as usize).ok()?, cap))
+}
+
+/// MPI_Recv's common case through the engine's receive slot; None (nothing received) runs
+/// the general path.
+fn recv_fast(g: &mut Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, src: c_int, tag: c_int, comm: MPI_Comm) -> Result<Option<Status>, MpiError> {
+    let Some((ch, cap)) = fast_recv_args(g, buf, count, dt, src, tag, comm) else { return Ok(None) };
     g.eng.recv_contig(ch, buf as *mut u8, cap, src, tag)
 }
 
-/// MPI_Irecv's common case (valid arguments, a contiguous type) straight to
-/// [`steadfast_core::Engine::irecv_contig`]; None (nothing done) for the general path, which
-/// also reports any argument error.
-#[allow(clippy::too_many_arguments)]
+/// MPI_Irecv's common case straight to [`steadfast_core::Engine::irecv_contig`]; None
+/// (nothing done) for the general path.
 #[inline]
 fn irecv_fast(g: &mut Global, buf: *mut c_void, count: i64, dt: MPI_Datatype, src: c_int, tag: c_int, comm: MPI_Comm) -> Result<Option<Handle>, MpiError> {
-    if src < 0 && src != abi::MPI_ANY_SOURCE || (tag != abi::MPI_ANY_TAG && !(0..=TAG_UB).contains(&tag)) {
-        return Ok(None);
-    }
-    let Some(cap) = contiguous_bytes(g, dt, count) else { return Ok(None) };
-    if buf.is_null() && cap > 0 {
-        return Ok(None);
-    }
-    let Ok(ch) = comm_handle(g, comm as usize) else { return Ok(None) };
+    let Some((ch, cap)) = fast_recv_args(g, buf, count, dt, src, tag, comm) else { return Ok(None) };
     g.eng.irecv_contig(ch, buf as *mut u8, cap, src, tag)
 }
 
