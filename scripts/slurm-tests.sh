@@ -143,11 +143,11 @@ if [ $slurm = yes ] && [ -x ring ] && [ "$(nproc)" -ge 2 ]; then
     log="$build/logs/spin_slurm_bound.log"
     timeout -k 5 60 env STEADFAST_LOG=steadfast_core=debug SLURM_CPU_BIND_TYPE=mask_cpu: \
         srun -n 2 --mpi=pmi2 --export=ALL sh -c 'exec taskset -c "$SLURM_LOCALID" ./ring' >"$log" 2>&1 </dev/null
-    n=$(grep -c 'ranks on this host, [0-9]* CPUs for them: waits spin' "$log")
+    n=$(grep -c 'ranks, [0-9]* CPUs for them: waits spin' "$log")
     if [ "$n" -eq 2 ] && grep -q '^ No Errors$' "$log"; then
         echo "PASS ring np=2 srun, tasks bound one CPU each: waits spin"; passed=$((passed + 1))
     else
-        echo "FAIL ring np=2 srun, tasks bound one CPU each: $n of 2 ranks spin"; grep -E 'ranks on this host|Error' "$log" | head -4 | sed 's/^/    | /'; failed=$((failed + 1))
+        echo "FAIL ring np=2 srun, tasks bound one CPU each: $n of 2 ranks spin"; grep -E 'CPUs for them|Error' "$log" | head -4 | sed 's/^/    | /'; failed=$((failed + 1))
     fi
 fi
 

@@ -547,17 +547,22 @@ impl Engine {
     pub fn init(job: Option<JobInfo>, mut boot: Option<Box<dyn Bootstrap>>) -> MpiResult<Engine> {
         let mut cfg = Config::from_env();
         let (rank, size) = job.as_ref().map_or((0, 1), |j| (j.rank, j.size));
-        // More ranks on this host than CPUs for them: a spinning rank holds the CPU the peer
-        // it waits for needs, so yield at once, as Open MPI does when oversubscribed (an
-        // 8-byte allreduce on 4 ranks / 2 CPUs went from ~1.5 ms to ~40 us). The CPUs are
-        // those before `--bind-to` (a bound rank sees one). An explicit STEADFAST_SPIN wins.
-        let local = job.as_ref().map_or(1, |j| ranks_on_this_host(j, &cfg));
-        let cpus = steadfast_runtime::binding::shared_cpus();
+        // More ranks than CPUs for them: a spinning rank holds the CPU the peer it waits
+        // for needs, so yield at once, as Open MPI does when oversubscribed (an 8-byte
+        // allreduce on 4 ranks / 2 CPUs went from ~1.5 ms to ~40 us). A rank bound to one
+        // unit of CPUs (`--bind-to`, Slurm) sees one: then the ranks of its host count
+        // against the CPUs they had before. Unbound, the whole job counts against the
+        // process's CPUs: hosts emulated in network namespaces share one machine's CPUs,
+        // which nothing in a rank can tell from separate hosts. An explicit STEADFAST_SPIN wins.
+        let (local, cpus) = match steadfast_runtime::binding::bound_cpus() {
+            Some(cpus) => (job.as_ref().map_or(1, |j| ranks_on_this_host(j, &cfg)), cpus),
+            None => (size, std::thread::available_parallelism().map_or(1, |n| n.get())),
+        };
         if local as usize > cpus && !steadfast_config::is_set("STEADFAST_SPIN") {
             cfg.spin = cfg.spin.min(OVERSUBSCRIBED_SPIN);
-            tracing::debug!("{local} ranks on this host, {cpus} CPUs for them: oversubscribed, waits yield at once");
+            tracing::debug!("{local} ranks, {cpus} CPUs for them: oversubscribed, waits yield at once");
         } else {
-            tracing::debug!("{local} ranks on this host, {cpus} CPUs for them: waits spin {} rounds first", cfg.spin);
+            tracing::debug!("{local} ranks, {cpus} CPUs for them: waits spin {} rounds first", cfg.spin);
         }
         let mut net: Option<Box<dyn Path>> = None;
         let mut pids = vec![0u32; size as usize];

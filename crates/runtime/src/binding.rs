@@ -133,30 +133,29 @@ pub fn apply_from_env() -> Result<Option<Vec<usize>>, String> {
 /// The CPUs this process could use before [`apply_from_env`] bound it (0: not bound).
 static CPUS_BEFORE_BINDING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// The CPUs the ranks of this host share: the process's own (its affinity and CPU quota),
-/// or what it could use before it was bound to one unit of them, by this module or by
-/// Slurm's task binding (`SLURM_CPU_BIND_TYPE`, then the host's online CPUs). Bound, a
-/// rank sees one CPU, and comparing its host's ranks with that would call every bound job
-/// oversubscribed (a bound 2-rank ping-pong took three times as long, yielding instead of
-/// spinning).
-pub fn shared_cpus() -> usize {
-    let own = std::thread::available_parallelism().map_or(1, |n| n.get());
+/// For a process bound to one unit of CPUs, by this module or by Slurm's task binding
+/// (`SLURM_CPU_BIND_TYPE`), the CPUs its host's ranks share: what it could use before, or
+/// the host's online CPUs. None when it is not bound: then its own CPUs (affinity, quota)
+/// are what it shares. Bound, a rank sees one CPU, and comparing its host's ranks with that
+/// called every bound job oversubscribed (a bound 2-rank ping-pong took three times as
+/// long, yielding instead of spinning).
+pub fn bound_cpus() -> Option<usize> {
     let slurm = std::env::var(SLURM_CPU_BIND_TYPE).ok();
-    cpus_for_ranks(CPUS_BEFORE_BINDING.load(std::sync::atomic::Ordering::Relaxed), own, slurm.as_deref(), host_cpus())
+    bound_cpus_from(CPUS_BEFORE_BINDING.load(std::sync::atomic::Ordering::Relaxed), slurm.as_deref(), host_cpus())
 }
 
 /// Slurm's record of how it bound a task (`none`, `mask_cpu:`, `map_cpu:`, ...).
 const SLURM_CPU_BIND_TYPE: &str = "SLURM_CPU_BIND_TYPE";
 
-/// [`shared_cpus`] from its inputs: the count before this module bound the process (0: it
-/// did not), the process's own, Slurm's binding type and the host's online CPUs.
-fn cpus_for_ranks(before_binding: usize, own: usize, slurm_bind: Option<&str>, host: usize) -> usize {
+/// [`bound_cpus`] from its inputs: the count before this module bound the process (0: it
+/// did not), Slurm's binding type and the host's online CPUs.
+fn bound_cpus_from(before_binding: usize, slurm_bind: Option<&str>, host: usize) -> Option<usize> {
     if before_binding > 0 {
-        return before_binding;
+        return Some(before_binding);
     }
     match slurm_bind.map(str::trim) {
-        Some(t) if !t.is_empty() && !t.starts_with("none") => host.max(own),
-        _ => own,
+        Some(t) if !t.is_empty() && !t.starts_with("none") => Some(host),
+        _ => None,
     }
 }
 
@@ -187,14 +186,14 @@ mod tests {
     #[test]
     fn bound_ranks_count_the_cpus_they_had_before() {
         // Bound here: what the process had before.
-        assert_eq!(cpus_for_ranks(2, 1, None, 2), 2);
-        // Unbound: its own CPUs (affinity, quota), Slurm saying it did not bind either.
-        assert_eq!(cpus_for_ranks(0, 2, None, 64), 2);
-        assert_eq!(cpus_for_ranks(0, 2, Some("none"), 64), 2);
-        assert_eq!(cpus_for_ranks(0, 4, Some("none,quiet"), 64), 4);
+        assert_eq!(bound_cpus_from(2, None, 2), Some(2));
+        // Unbound, Slurm saying it did not bind either.
+        assert_eq!(bound_cpus_from(0, None, 64), None);
+        assert_eq!(bound_cpus_from(0, Some("none"), 64), None);
+        assert_eq!(bound_cpus_from(0, Some("none,quiet"), 64), None);
         // Bound by Slurm, one CPU each: the host's.
-        assert_eq!(cpus_for_ranks(0, 1, Some("mask_cpu:"), 16), 16);
-        assert_eq!(cpus_for_ranks(0, 1, Some("cores"), 2), 2);
+        assert_eq!(bound_cpus_from(0, Some("mask_cpu:"), 16), Some(16));
+        assert_eq!(bound_cpus_from(0, Some("cores"), 2), Some(2));
     }
 
     #[test]

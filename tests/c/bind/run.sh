@@ -58,11 +58,11 @@ spin_case() {
     [ "$what" = core ] && units=$ncores
     timeout -k 5 60 "$prefix/bin/mpiexec" -n "$np" -x STEADFAST_LOG=steadfast_core=debug "$@" "$build/bind" "$what" "$ncpus" "$units" >"$log" 2>&1
     local got
-    got=$(grep -c "ranks on this host, $ncpus CPUs for them: $want" "$log")
+    got=$(grep -c "ranks, $ncpus CPUs for them: $want" "$log")
     if [ "$got" -eq "$np" ]; then
         echo "PASS spin-$name np=$np"; pass=$((pass+1))
     else
-        echo "FAIL spin-$name np=$np: $got of $np ranks say \"$want\""; grep -E 'ranks on this host|Error' "$log" | head -5 | sed 's/^/    /'; fail=$((fail+1))
+        echo "FAIL spin-$name np=$np: $got of $np ranks say \"$want\""; grep -E "ranks, [0-9]* CPUs|Error" "$log" | head -5 | sed 's/^/    /'; fail=$((fail+1))
     fi
 }
 spin_case unbound "$ncpus" "waits spin" none
