@@ -437,34 +437,41 @@ struct BuiltNet {
 }
 
 /// Connect to the job's peers: publish this rank's addresses, fence, open the path.
-/// This rank's address towards the other hosts of a job spanning several, and the host of
-/// every rank from the host map (empty when there is none), as `build_net` reads the path
-/// settings: for the multicast channel broadcast.
 /// The ranks of the job on this host: our launcher says (`STEADFAST_LOCAL_SIZE`), else the
 /// host map counts them (PMI jobs across hosts), else the whole job is taken to be here.
 fn ranks_on_this_host(job: &JobInfo, cfg: &Config) -> u32 {
     if let Some(n) = steadfast_runtime::binding::local_size() {
         return n;
     }
-    let hostmap = job.path_overrides.as_ref().and_then(|o| o.hostmap.clone()).or_else(|| cfg.paths.hostmap.clone());
-    let hosts = hostmap.as_deref().and_then(|m| steadfast_paths::setup::parse_hostmap(m, job.size).ok()).unwrap_or_default();
+    let hosts = host_of_each_rank(job, &path_settings(job, cfg));
     match hosts.get(job.rank as usize) {
         Some(&mine) => hosts.iter().filter(|&&h| h == mine).count() as u32,
         None => job.size,
     }
 }
 
-fn network_ip(job: &JobInfo, cfg: &Config) -> (Option<std::net::IpAddr>, Vec<u32>) {
+/// The path settings as `build_net` reads them: the environment's, with what the bootstrap
+/// derived itself (PMI jobs) in place of the host map and routes.
+fn path_settings(job: &JobInfo, cfg: &Config) -> steadfast_paths::setup::Settings {
     let mut st = cfg.paths.clone();
     if let Some(o) = &job.path_overrides {
         st.hostmap = o.hostmap.clone();
         st.routes = o.routes.clone().or(st.routes);
     }
-    let hosts = st
-        .hostmap
-        .as_deref()
-        .and_then(|m| steadfast_paths::setup::parse_hostmap(m, job.size).ok())
-        .unwrap_or_default();
+    st
+}
+
+/// The host of every rank from the host map (empty when there is none).
+fn host_of_each_rank(job: &JobInfo, st: &steadfast_paths::setup::Settings) -> Vec<u32> {
+    st.hostmap.as_deref().and_then(|m| steadfast_paths::setup::parse_hostmap(m, job.size).ok()).unwrap_or_default()
+}
+
+/// This rank's address towards the other hosts of a job spanning several, and the host of
+/// every rank from the host map (empty when there is none), as `build_net` reads the path
+/// settings: for the multicast channel broadcast.
+fn network_ip(job: &JobInfo, cfg: &Config) -> (Option<std::net::IpAddr>, Vec<u32>) {
+    let st = path_settings(job, cfg);
+    let hosts = host_of_each_rank(job, &st);
     (steadfast_paths::setup::remote_ip(&st, job.size), hosts)
 }
 

@@ -174,13 +174,8 @@ pub fn default_ring_size(nranks: u32) -> usize {
 /// [`RING_MIN`]; it was 64 KiB, whose rings for 8 ranks did not fit a 2 MiB `/dev/shm` (nor
 /// those of 23 ranks a container's 64 MiB), and a large all-to-all killed a rank with SIGBUS.
 pub fn ring_size_fitting(jobdir: &FsPath, nranks: u32) -> usize {
-    let Ok(c) = std::ffi::CString::new(jobdir.as_os_str().as_encoded_bytes()) else { return usize::MAX };
-    // SAFETY: statvfs writes into the zeroed struct; `c` is a valid C string.
-    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut v) } != 0 {
-        return usize::MAX;
-    }
-    let free = (v.f_bavail as u128).saturating_mul(v.f_frsize as u128);
+    let Some(free) = free_bytes_at(jobdir) else { return usize::MAX };
+    let free = u128::from(free);
     let n = u128::from(nranks.max(1));
     let per = (free / 2 / (n * n)).min(usize::MAX as u128) as usize;
     let mut size = RING_MIN;
@@ -197,6 +192,17 @@ pub fn ring_size_fitting(jobdir: &FsPath, nranks: u32) -> usize {
         );
     }
     size
+}
+
+/// Bytes free to unprivileged users on the file system holding `dir` (None if unknown).
+pub fn free_bytes_at(dir: &FsPath) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs writes into the zeroed struct; `c` is a valid C string.
+    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut v) } != 0 {
+        return None;
+    }
+    Some(u64::from(v.f_bavail).saturating_mul(v.f_frsize))
 }
 
 /// The smallest ring [`ring_size_fitting`] picks: a quarter of it (less the record's

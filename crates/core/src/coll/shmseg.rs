@@ -85,17 +85,6 @@ pub(super) fn free_bytes(f: &std::fs::File) -> Option<u64> {
     Some(u64::from(v.f_bavail).saturating_mul(v.f_frsize))
 }
 
-/// Bytes free to unprivileged users on the file system holding `dir` (None if unknown).
-pub(super) fn free_bytes_at(dir: &FsPath) -> Option<u64> {
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: statvfs writes into the zeroed struct; `c` is a valid C string.
-    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut v) } != 0 {
-        return None;
-    }
-    Some(u64::from(v.f_bavail).saturating_mul(v.f_frsize))
-}
-
 /// The first `n` shape words of the segment `path` after checking its magic (what
 /// [`create`] wrote), read without mapping it.
 pub(super) fn read_shape(path: &FsPath, magic: u64, n: usize) -> std::io::Result<Vec<u32>> {

@@ -176,7 +176,7 @@ impl Seg {
     /// Rank 0 makes the segment, its capacity `cap` or less where memory is short
     /// ([`fitted_cap`]); the header says which.
     fn create(path: &FsPath, ranks: usize, cap: usize) -> std::io::Result<Seg> {
-        let free = path.parent().and_then(super::shmseg::free_bytes_at);
+        let free = path.parent().and_then(steadfast_paths::shm::free_bytes_at);
         let cap = fitted_cap(ranks, cap, free);
         let len = seg_len(ranks, cap);
         let base = super::shmseg::create(path, len, MAGIC, &[ranks as u32, cap as u32])?;
