@@ -229,6 +229,7 @@ mod tests {
         let key = cm::key_of_job(7);
         let server = CmServer::bind("127.0.0.1:0".parse().unwrap(), key, 2, vec![0, 1]).unwrap();
         let addr = server.local_addr().unwrap().to_string();
+        let stats = server.stats_reader();
         server.spawn().unwrap();
         let mut a = CmPath::connect(0, 0, key, vec![addr.clone()], 0).unwrap();
         let mut b = CmPath::connect(1, 0, key, vec![addr.clone()], 0).unwrap();
@@ -257,6 +258,15 @@ mod tests {
         // An image of rank 1 that had read both frames is kept: they are released, and no
         // later process may read from before them.
         b2.release_stream(2).unwrap();
+        // The release travels on b2's connection; a process of rank 1 admitted before the
+        // server read it would make it stale (and rightly ignored), so wait for it.
+        for _ in 0..400 {
+            if stats().is_some_and(|s| s.released == 2) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(stats().map(|s| s.released), Some(2), "the release was not applied");
         drop(b2);
         let mut refused = None;
         for _ in 0..200 {
