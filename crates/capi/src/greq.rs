@@ -62,11 +62,17 @@ unsafe fn call_free(gr: &Greq) -> c_int {
 
 /// A wait or test completes request `h`, whose status goes to `out`: queue query_fn if it
 /// is a generalized request (before [`on_release`] queues its free_fn).
+#[inline]
 pub fn on_complete(g: &mut Global, h: Handle, out: *mut MPI_Status) {
-    // Every completed request passes here: skip the hash when there are no generalized ones.
-    if g.tables.greqs.is_empty() {
-        return;
+    // Every completed request passes here: skip the hash (and the call) when there are no
+    // generalized ones.
+    if !g.tables.greqs.is_empty() {
+        query_later(g, h, out);
     }
+}
+
+#[inline(never)]
+fn query_later(g: &mut Global, h: Handle, out: *mut MPI_Status) {
     if let Some(gr) = g.tables.greqs.get(&h).copied() {
         g.tables.deferred.push(Deferred::Query(gr, out as usize));
     }
@@ -93,10 +99,15 @@ unsafe fn call_query(gr: &Greq, out: *mut MPI_Status) -> c_int {
 
 /// The completion code path (wait, test, their array forms) releases request `h`: queue
 /// free_fn if it is a generalized request.
+#[inline]
 pub fn on_release(g: &mut Global, h: Handle) {
-    if g.tables.greqs.is_empty() {
-        return;
+    if !g.tables.greqs.is_empty() {
+        free_later(g, h);
     }
+}
+
+#[inline(never)]
+fn free_later(g: &mut Global, h: Handle) {
     if let Some(gr) = g.tables.greqs.remove(&h) {
         g.tables.deferred.push(Deferred::Free(gr));
     }

@@ -492,6 +492,10 @@ fn live(g: &Global, r: MPI_Request) -> Result<Option<Handle>, MpiError> {
 /// caller writes the status (null: ignored): a generalized request's query_fn fills it
 /// once the lock is released (`greq::on_complete`; generalized requests are never
 /// persistent).
+// Inlined with the engine's `take_status`: returned through memory, the status was written
+// a field at a time and read back a word at a time, a store-forwarding failure on every
+// completed request.
+#[inline(always)]
 unsafe fn finish(g: &mut Global, reqs: &mut [MPI_Request], i: usize, out: *mut MPI_Status) -> Result<Status, MpiError> {
     let h = req_of(reqs[i]).ok_or_else(|| err(ErrorClass::Intern, "finishing a null request"))?;
     crate::greq::on_complete(g, h, out);

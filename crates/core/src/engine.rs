@@ -25,7 +25,7 @@ use crate::ft::state::FtState;
 use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::matching::{Matcher, Unexpected, ANY_SOURCE, ANY_TAG};
 use crate::mpi_err;
-use crate::request::{Mode, Op, RecvSpec, Request, SendSpec, Sent, Status};
+use crate::request::{MaybeRank, Mode, Op, RecvSpec, Request, SendSpec, Sent, Status};
 use crate::slab::{Handle, Slab};
 use crate::wire::{Header, Kind, FLAG_CMA};
 pub use crate::ft::Ft;
@@ -900,10 +900,11 @@ impl Engine {
     // ---- requests ---------------------------------------------------------------------------
 
     /// The request behind `h`.
+    #[inline]
     pub fn request(&self, h: Handle) -> MpiResult<&Request> {
         match self.st.reqs.get(h) {
             Some(r) => Ok(r),
-            None => mpi_err!(Request, "invalid request handle"),
+            None => Err(invalid_request()),
         }
     }
 
@@ -1226,6 +1227,7 @@ impl Engine {
     /// is gone (false: a persistent request, now inactive). [`Engine::status`] and
     /// [`Engine::release`] in one lookup, for the completion calls. None for a persistent
     /// request that is not active: there is nothing to complete (its status is empty).
+    #[inline]
     pub fn take_status(&mut self, h: Handle) -> MpiResult<Option<(Status, bool)>> {
         let Some(r) = self.st.reqs.get_mut(h) else { return mpi_err!(Request, "invalid request handle") };
         let s = r.status;
@@ -2514,12 +2516,25 @@ impl State {
         q.push_back(op);
     }
 
+    // Inlined: its callers build the status field by field, and passed through memory it
+    // was read back a word at a time (a store-forwarding failure on every completion).
+    #[inline(always)]
     fn complete(&mut self, h: Handle, status: Status) {
         self.events += 1;
         let Some(r) = self.reqs.get_mut(h) else { return };
         r.complete = true;
         r.status = status;
         r.recv.posted = false;
+        if r.send.bsend_reserved > 0 || r.send.owned.is_some() || r.freed {
+            self.complete_rest(h);
+        }
+    }
+
+    /// The less common part of [`State::complete`]: buffer space and packed data to give
+    /// back, a freed request to drop.
+    #[inline(never)]
+    fn complete_rest(&mut self, h: Handle) {
+        let Some(r) = self.reqs.get_mut(h) else { return };
         if r.send.bsend_reserved > 0 {
             self.bsend_used -= r.send.bsend_reserved;
             r.send.bsend_reserved = 0;
@@ -2552,7 +2567,7 @@ impl State {
                     s.dest != PROC_NULL && self.comms.get(s.comm).and_then(|c| c.peer_world(s.dest)) == Some(w)
                 }
                 Op::Recv(s) => {
-                    r.recv.peer == Some(w)
+                    r.recv.peer.get() == Some(w)
                         || (r.recv.posted
                             && s.src != ANY_SOURCE
                             && self.comms.get(s.comm).and_then(|c| c.peer_world(s.src)) == Some(w))
@@ -2828,14 +2843,14 @@ impl State {
         // Pipelined: ask the sender to stream the data.
         let logging = self.logging;
         if let Some(r) = self.reqs.get_mut(h) {
-            r.recv.peer = Some(peer);
+            r.recv.peer = MaybeRank::some(peer);
             r.recv.seq = from.seq;
             r.recv.expected = len;
             r.recv.received = 0;
             r.recv.sreq = if logging { sreq } else { 0 };
             r.status = Status { source: src, tag, error, bytes: n as u64, cancelled: false };
             if !dtype.is_contiguous() {
-                r.recv.temp = Some(vec![0u8; n]);
+                r.recv.temp = vec![0u8; n];
             }
         }
         if stale {
@@ -2879,11 +2894,12 @@ impl State {
         let mut crc = check.map(|(seed, _)| seed);
         if off < cap {
             let n = (data.len() as u64).min(cap - off) as usize;
-            let dst: &mut [u8] = match r.recv.temp.as_mut() {
-                Some(t) => &mut t[off as usize..off as usize + n],
+            let dst: &mut [u8] = if !r.recv.temp.is_empty() {
+                &mut r.recv.temp[off as usize..off as usize + n]
+            } else {
                 // SAFETY: off + n <= cap, the size of the receive buffer, which MPI owns
                 // until this request completes.
-                None => unsafe { std::slice::from_raw_parts_mut(buf.add(off as usize), n) },
+                unsafe { std::slice::from_raw_parts_mut(buf.add(off as usize), n) }
             };
             match crc {
                 Some(c) => crc = Some(copy_with_crc32c_append(c, dst, &data[..n])),
@@ -2902,12 +2918,13 @@ impl State {
         }
         r.recv.received += data.len() as u64;
         if r.recv.received == r.recv.expected {
-            if let Some(t) = r.recv.temp.take() {
+            let t = std::mem::take(&mut r.recv.temp);
+            if !t.is_empty() {
                 // SAFETY: buf is valid for `count` elements of dtype.
                 unsafe { dtype.unpack(&t, buf, count) };
             }
             let status = r.status;
-            let peer = r.recv.peer;
+            let peer = r.recv.peer.get();
             self.complete(h, status);
             if let (true, Some(p)) = (fin != 0, peer) {
                 let hdr = self.door.control(Kind::Fin, 0, 0, 0, 0, 0, fin.wrapping_sub(1));
@@ -2927,4 +2944,12 @@ pub(crate) fn posted_recv(spec: RecvSpec, ctx: u32) -> Request {
     r.recv.ctx = ctx;
     r.recv.posted = true;
     r
+}
+
+/// The error of a handle that names no request (kept out of line: the lookups that may
+/// return it are on every completion's path).
+#[cold]
+#[inline(never)]
+fn invalid_request() -> MpiError {
+    MpiError::new(ErrorClass::Request, "invalid request handle")
 }

@@ -98,15 +98,43 @@ pub struct RecvState {
     pub expected: u64,
     /// Bytes arrived so far (rendezvous data).
     pub received: u64,
-    /// Staging buffer for non-contiguous receive types.
-    pub temp: Option<Vec<u8>>,
+    /// Staging buffer for non-contiguous receive types; empty when there is none (an
+    /// `Option` would leave bytes undefined, see [`MaybeRank`]).
+    pub temp: Vec<u8>,
     /// World rank streaming rendezvous data to us, once the receive matched.
-    pub peer: Option<u32>,
+    pub peer: MaybeRank,
     /// The sender's sequence number of that rendezvous message.
     pub seq: u64,
     /// Logging modes: the sender's request this receive asked for the data (its `Cts`
     /// named it).
     pub sreq: u64,
+}
+
+/// A world rank or none. An `Option<u32>` leaves four bytes undefined when it is `None`;
+/// the compiler then assembled a new request's receive state on the stack and copied it
+/// in with loads wider than the stores that built it (a store-forwarding failure on every
+/// request made).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaybeRank(u32);
+
+impl MaybeRank {
+    pub const NONE: MaybeRank = MaybeRank(u32::MAX);
+
+    /// World rank `w` (which is never `u32::MAX`: no job has that many ranks).
+    pub fn some(w: u32) -> MaybeRank {
+        debug_assert_ne!(w, u32::MAX);
+        MaybeRank(w)
+    }
+
+    pub fn get(self) -> Option<u32> {
+        (self != MaybeRank::NONE).then_some(self.0)
+    }
+}
+
+impl Default for MaybeRank {
+    fn default() -> MaybeRank {
+        MaybeRank::NONE
+    }
 }
 
 /// A request.

@@ -582,6 +582,7 @@ pub(crate) fn pof2_floor(n: i32) -> i32 {
 }
 
 /// The MPI_BYTE datatype used for packed data.
+#[inline]
 pub fn byte_type() -> TypeRef {
     // Made once and kept: copying it into a request is a pointer copy.
     static BYTE: std::sync::LazyLock<TypeRef> = std::sync::LazyLock::new(|| {

@@ -331,17 +331,20 @@ impl Datatype {
     }
 
     /// Offset of the single run `count` elements form, for any count, if they form one.
+    #[inline]
     pub fn contiguous_offset(&self) -> Option<isize> {
         let b = self.layout.single_run()?;
         (b.len as isize == self.extent).then_some(b.off)
     }
 
     /// Whether `count` elements occupy one contiguous run starting at the buffer address.
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
         self.size == 0 || self.contiguous_offset() == Some(0)
     }
 
     /// Bytes of data in `count` elements.
+    #[inline]
     pub fn packed_size(&self, count: usize) -> usize {
         self.size.saturating_mul(count)
     }

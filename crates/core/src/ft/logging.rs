@@ -459,7 +459,7 @@ impl Engine {
             }
             reqs.push(match &r.op {
                 Op::Send(sp) => format!("send to {} tag {} sent {:?}", sp.dest, sp.tag, r.send.sent.map(|s| (s.peer, s.seq, s.rendezvous))),
-                Op::Recv(rp) => format!("recv from {} tag {} posted {} peer {:?} seq {} {}/{}", rp.src, rp.tag, r.recv.posted, r.recv.peer, r.recv.seq, r.recv.received, r.recv.expected),
+                Op::Recv(rp) => format!("recv from {} tag {} posted {} peer {:?} seq {} {}/{}", rp.src, rp.tag, r.recv.posted, r.recv.peer.get(), r.recv.seq, r.recv.received, r.recv.expected),
                 Op::Null => "null".into(),
             });
         }
@@ -801,7 +801,7 @@ impl super::State {
             }
             match &r.op {
                 Op::Send(_) if r.send.sent.is_some_and(|s| s.peer == w) => sends.push(h),
-                Op::Recv(_) if r.recv.peer == Some(w) && r.recv.expected > 0 => receives.push((h, r.recv.seq)),
+                Op::Recv(_) if r.recv.peer.get() == Some(w) && r.recv.expected > 0 => receives.push((h, r.recv.seq)),
                 _ => {}
             }
         }
@@ -854,7 +854,7 @@ impl super::State {
         // this announcement's request instead.
         let waiting = self.reqs.handles().into_iter().find(|&r| {
             self.reqs.get(r).is_some_and(|r| {
-                !r.complete && r.recv.peer == Some(peer) && r.recv.seq == seq && r.recv.expected > 0 && r.recv.received == 0 && r.recv.sreq != h.b
+                !r.complete && r.recv.peer.get() == Some(peer) && r.recv.seq == seq && r.recv.expected > 0 && r.recv.received == 0 && r.recv.sreq != h.b
             })
         });
         if let Some(rreq) = waiting {

@@ -228,7 +228,7 @@ impl Engine {
         }
         for h in self.st.reqs.handles() {
             let Some(r) = self.st.reqs.get(h) else { continue };
-            if let (false, Some(w)) = (r.complete, r.recv.peer) {
+            if let (false, Some(w)) = (r.complete, r.recv.peer.get()) {
                 if r.recv.expected > 0 {
                     incomplete(w, r.recv.seq);
                 }
