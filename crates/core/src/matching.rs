@@ -7,6 +7,7 @@
 //! - together with in-order delivery per sender by the paths, this gives non-overtaking
 //!   order: two messages from one sender that both match a receive are received in send order.
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 
 use rustc_hash::FxHashMap;
@@ -47,13 +48,70 @@ impl<R, U> Default for Queues<R, U> {
 
 /// Posted-receive and unexpected-message queues of every context.
 pub struct Matcher<R, U> {
-    /// Keyed by context id: a fast non-cryptographic hash (ids are our own, not an attacker's).
-    ctxs: FxHashMap<u32, Queues<R, U>>,
+    /// Where each context's queues are in `queues`, by context id: a fast non-cryptographic
+    /// hash (ids are our own, not an attacker's).
+    index: FxHashMap<u32, usize>,
+    /// The queues; a dropped context's (empty) entry is reused from `free`.
+    queues: Vec<Queues<R, U>>,
+    free: Vec<usize>,
+    /// The context looked up last and its entry. Messages and receives come in runs on one
+    /// context; a hit skips the hash table (two lookups of it were a sixth of a small
+    /// receive's time).
+    last: Cell<Option<(u32, usize)>>,
 }
 
 impl<R, U> Default for Matcher<R, U> {
     fn default() -> Self {
-        Matcher { ctxs: FxHashMap::default() }
+        Matcher { index: FxHashMap::default(), queues: Vec::new(), free: Vec::new(), last: Cell::new(None) }
+    }
+}
+
+impl<R, U> Matcher<R, U> {
+    /// The entry of `ctx`'s queues, if it has one.
+    #[inline]
+    fn slot(&self, ctx: u32) -> Option<usize> {
+        if let Some((c, i)) = self.last.get() {
+            if c == ctx {
+                return Some(i);
+            }
+        }
+        let i = *self.index.get(&ctx)?;
+        self.last.set(Some((ctx, i)));
+        Some(i)
+    }
+
+    #[inline]
+    fn queues(&self, ctx: u32) -> Option<&Queues<R, U>> {
+        self.slot(ctx).map(|i| &self.queues[i])
+    }
+
+    #[inline]
+    fn queues_mut(&mut self, ctx: u32) -> Option<&mut Queues<R, U>> {
+        self.slot(ctx).map(|i| &mut self.queues[i])
+    }
+
+    /// `ctx`'s queues, made empty if it has none yet.
+    #[inline]
+    fn queues_or_new(&mut self, ctx: u32) -> &mut Queues<R, U> {
+        let i = match self.slot(ctx) {
+            Some(i) => i,
+            None => self.new_slot(ctx),
+        };
+        &mut self.queues[i]
+    }
+
+    #[inline(never)]
+    fn new_slot(&mut self, ctx: u32) -> usize {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.queues.push(Queues::default());
+                self.queues.len() - 1
+            }
+        };
+        self.index.insert(ctx, i);
+        self.last.set(Some((ctx, i)));
+        i
     }
 }
 
@@ -71,7 +129,7 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
     /// Post receive `id` for (src, tag) on `ctx`. If an unexpected message matches, it is
     /// removed and returned, and the receive is not queued.
     pub fn post(&mut self, ctx: u32, src: i32, tag: i32, id: R) -> Option<Unexpected<U>> {
-        let q = self.ctxs.entry(ctx).or_default();
+        let q = self.queues_or_new(ctx);
         if let Some(i) = q.unexpected.iter().position(|u| accepts(src, tag, u.src, u.tag)) {
             return remove_at(&mut q.unexpected, i);
         }
@@ -82,18 +140,18 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
     /// Post receive `id` ahead of every receive posted on `ctx` (it was logically posted
     /// before them). The caller knows no unexpected message matches it.
     pub fn post_first(&mut self, ctx: u32, src: i32, tag: i32, id: R) {
-        self.ctxs.entry(ctx).or_default().posted.push_front(Posted { src, tag, id });
+        self.queues_or_new(ctx).posted.push_front(Posted { src, tag, id });
     }
 
     /// Whether any receive is posted on `ctx`.
     pub fn has_posted(&self, ctx: u32) -> bool {
-        self.ctxs.get(&ctx).is_some_and(|q| !q.posted.is_empty())
+        self.queues(ctx).is_some_and(|q| !q.posted.is_empty())
     }
 
     /// A message from `src` with `tag` arrived on `ctx`. Returns the receive it matched, or
     /// queues it as unexpected (built by `make`, so a matched message costs no allocation).
     pub fn arrive(&mut self, ctx: u32, src: i32, tag: i32, make: impl FnOnce() -> U) -> Option<R> {
-        let q = self.ctxs.entry(ctx).or_default();
+        let q = self.queues_or_new(ctx);
         if let Some(i) = q.posted.iter().position(|p| accepts(p.src, p.tag, src, tag)) {
             if let Some(p) = remove_at(&mut q.posted, i) {
                 return Some(p.id);
@@ -106,7 +164,7 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
     /// Remove the first unexpected message of context `ctx` that `pred` selects; true if
     /// there was one (a cancelled send).
     pub fn remove_unexpected(&mut self, ctx: u32, pred: impl Fn(&Unexpected<U>) -> bool) -> bool {
-        let Some(q) = self.ctxs.get_mut(&ctx) else { return false };
+        let Some(q) = self.queues_mut(ctx) else { return false };
         match q.unexpected.iter().position(pred) {
             Some(i) => q.unexpected.remove(i).is_some(),
             None => false,
@@ -117,7 +175,7 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
     /// many went.
     pub fn remove_unexpected_all(&mut self, pred: impl Fn(&Unexpected<U>) -> bool) -> usize {
         let mut n = 0;
-        for q in self.ctxs.values_mut() {
+        for q in &mut self.queues {
             let before = q.unexpected.len();
             q.unexpected.retain(|u| !pred(u));
             n += before - q.unexpected.len();
@@ -127,29 +185,29 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
 
     /// Every unexpected message, of every context.
     pub fn unexpected_all(&self) -> impl Iterator<Item = &Unexpected<U>> {
-        self.ctxs.values().flat_map(|q| q.unexpected.iter())
+        self.queues.iter().flat_map(|q| q.unexpected.iter())
     }
 
     /// The first unexpected message of context `ctx` that `pred` selects, to change in place.
     pub fn find_unexpected_mut(&mut self, ctx: u32, pred: impl Fn(&Unexpected<U>) -> bool) -> Option<&mut Unexpected<U>> {
-        self.ctxs.get_mut(&ctx)?.unexpected.iter_mut().find(|u| pred(u))
+        self.queues_mut(ctx)?.unexpected.iter_mut().find(|u| pred(u))
     }
 
     /// Look, without removing, at the first unexpected message `(src, tag)` would match.
     pub fn peek(&self, ctx: u32, src: i32, tag: i32) -> Option<&Unexpected<U>> {
-        self.ctxs.get(&ctx)?.unexpected.iter().find(|u| accepts(src, tag, u.src, u.tag))
+        self.queues(ctx)?.unexpected.iter().find(|u| accepts(src, tag, u.src, u.tag))
     }
 
     /// Remove and return the first unexpected message `(src, tag)` would match (matched probe).
     pub fn take(&mut self, ctx: u32, src: i32, tag: i32) -> Option<Unexpected<U>> {
-        let q = self.ctxs.get_mut(&ctx)?;
+        let q = self.queues_mut(ctx)?;
         let i = q.unexpected.iter().position(|u| accepts(src, tag, u.src, u.tag))?;
         remove_at(&mut q.unexpected, i)
     }
 
     /// Withdraw posted receive `id`; true if it was still posted (i.e. the cancel succeeded).
     pub fn cancel(&mut self, ctx: u32, id: R) -> bool {
-        let Some(q) = self.ctxs.get_mut(&ctx) else { return false };
+        let Some(q) = self.queues_mut(ctx) else { return false };
         match q.posted.iter().position(|p| p.id == id) {
             Some(i) => {
                 q.posted.remove(i);
@@ -161,15 +219,17 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
 
     /// Number of posted receives and unexpected messages on `ctx`.
     pub fn depth(&self, ctx: u32) -> (usize, usize) {
-        self.ctxs.get(&ctx).map_or((0, 0), |q| (q.posted.len(), q.unexpected.len()))
+        self.queues(ctx).map_or((0, 0), |q| (q.posted.len(), q.unexpected.len()))
     }
 
     /// Forget a context whose communicator was freed (queues must be empty by then).
     pub fn drop_context(&mut self, ctx: u32) {
-        if let Some(q) = self.ctxs.get(&ctx) {
-            if q.posted.is_empty() && q.unexpected.is_empty() {
-                self.ctxs.remove(&ctx);
-            }
+        let Some(i) = self.slot(ctx) else { return };
+        let q = &self.queues[i];
+        if q.posted.is_empty() && q.unexpected.is_empty() {
+            self.index.remove(&ctx);
+            self.free.push(i);
+            self.last.set(None);
         }
     }
 }
@@ -290,5 +350,30 @@ mod tests {
         assert_eq!(m.peek(0, ANY_SOURCE, ANY_TAG).map(|u| u.msg), Some("b"));
         assert_eq!(m.take(0, 2, ANY_TAG).map(|u| u.msg), Some("b"));
         assert!(m.take(0, 2, ANY_TAG).is_none());
+    }
+
+    #[test]
+    fn dropped_contexts_keep_nothing_and_their_entries_are_reused() {
+        let mut m: Matcher<u32, &str> = Matcher::default();
+        assert!(m.post(1, 0, 5, 10).is_none());
+        assert_eq!(m.arrive(2, 0, 5, || "on 2"), None);
+        // Not empty: kept.
+        m.drop_context(1);
+        assert!(m.has_posted(1));
+        assert_eq!(m.arrive(1, 0, 5, || "x"), Some(10));
+        m.drop_context(1);
+        assert!(!m.has_posted(1));
+        assert_eq!(m.depth(1), (0, 0));
+        // A new context takes the freed entry and starts empty; the others are untouched.
+        assert!(m.post(3, 0, 7, 30).is_none());
+        assert_eq!(m.depth(3), (1, 0));
+        assert_eq!(m.depth(2), (0, 1));
+        assert_eq!(m.queues.len(), 2);
+        // Looked up again after the last lookup went elsewhere.
+        assert_eq!(m.take(2, 0, 5).map(|u| u.msg), Some("on 2"));
+        assert_eq!(m.arrive(3, 0, 7, || "y"), Some(30));
+        assert!(m.post(1, ANY_SOURCE, ANY_TAG, 11).is_none());
+        assert_eq!(m.depth(1), (1, 0));
+        assert_eq!(m.queues.len(), 3);
     }
 }
