@@ -40,9 +40,12 @@
 //! and a record is there once it is non-zero, so a small message costs the receiver one cache
 //! line (length, header and up to 8 payload bytes) instead of a shared tail counter plus the
 //! record. For that, the word at the position after the last record is always 0: before
-//! publishing a record, the producer zeroes the length word of the line that follows it
-//! (which it will write next anyway) and keeps one line of the ring free for it. Record
-//! starts are line-aligned, so a zeroed word is never one a later record's payload overwrote.
+//! publishing a record, the producer makes sure the length word of the line that follows it
+//! is zero and keeps one line of the ring free for it. After a small record it zeroes the
+//! words of a run of free lines ahead (up to 1 KiB, within the hot window) at once, so the
+//! line the consumer polls next is not written twice per message. Record starts are
+//! line-aligned, and the producer writes the ring in order, so a zeroed word stays zero
+//! until the record that starts there (or a payload that covers it) is written.
 //!
 //! Sleeping is race-free by a Dekker-style handshake: the sleeper stores `waiting = 1`, then
 //! re-checks its rings, then sleeps on the doorbell value it read before; a producer publishes
@@ -212,6 +215,9 @@ pub const RING_MIN: usize = 4 << 10;
 /// Records start on cache lines.
 const LINE: usize = 64;
 
+/// How far ahead of its last record a producer zeroes the rings' length words.
+const ZERO_AHEAD: usize = 1024;
+
 fn align_line(n: usize) -> usize {
     (n + LINE - 1) & !(LINE - 1)
 }
@@ -324,6 +330,9 @@ struct Outbound {
     fence_free: bool,
     tail: u64,
     cached_head: u64,
+    /// Every line of positions `tail..zeroed_to` (byte counters, like `tail`) has a zero
+    /// length word (see `send_with`).
+    zeroed_to: u64,
     /// Private copy of every record at its ring offset, kept until the consumer moved
     /// `head` past it (it does only after the record passed its check), so a damaged
     /// record can be rewritten. Empty while checksums are off (nothing is verified).
@@ -443,7 +452,23 @@ impl ShmPath {
         self.outbound(peer).map(|o| o.seg.pid())
     }
 
+    #[inline]
     fn outbound(&mut self, peer: u32) -> Result<&mut Outbound, PathError> {
+        match self.out.get_mut(peer as usize) {
+            Some(Some(_)) => {}
+            _ => return self.open_outbound(peer),
+        }
+        // Split so that the borrow checker sees the early return's borrow end.
+        match self.out.get_mut(peer as usize) {
+            Some(Some(o)) => Ok(o),
+            _ => Err(PathError::Shm("unreachable".into())),
+        }
+    }
+
+    /// The first send to `peer` maps its segment (kept out of line: every send passes the
+    /// check above).
+    #[inline(never)]
+    fn open_outbound(&mut self, peer: u32) -> Result<&mut Outbound, PathError> {
         if peer >= self.nranks {
             return Err(PathError::Shm(format!("no such peer {peer}")));
         }
@@ -457,7 +482,7 @@ impl ShmPath {
             let tail = ring.tail().load(Ordering::Acquire);
             let cached_head = ring.head().load(Ordering::Acquire);
             let fence_free = self.asym && seg.asym();
-            *slot = Some(Outbound { seg, ring, fence_free, tail, cached_head, shadow: Vec::new() });
+            *slot = Some(Outbound { seg, ring, fence_free, tail, cached_head, zeroed_to: tail, shadow: Vec::new() });
         }
         slot.as_mut().ok_or_else(|| PathError::Shm("unreachable".into()))
     }
@@ -745,7 +770,24 @@ impl ShmPath {
         unsafe {
             let at = if skip { 0 } else { pos as usize };
             // The next record's length word must read 0 until that record is published.
-            len_word(data, (at + rec as usize) & (size as usize - 1)).store(0, Ordering::Relaxed);
+            // After small records, a run of lines ahead is zeroed at a time (as far as they
+            // are free): zeroing the one next line with every record wrote to the line the
+            // consumer polls next, which then crossed between the CPUs twice per message
+            // instead of once. A large record's successor starts beyond such a run anyway.
+            let end = o.tail + used;
+            if end >= o.zeroed_to {
+                let free_to = o.cached_head + size;
+                let ahead = if rec as usize <= ZERO_AHEAD / 4 { ZERO_AHEAD } else { LINE } as u64;
+                // Not past the hot window's end, whose lines small records do not reach.
+                let window_end = (end & !(hot - 1)) + hot;
+                let to = (end + ahead).min(free_to).min(window_end.max(end + LINE as u64));
+                let mut z = end;
+                while z < to {
+                    len_word(data, (z & (size - 1)) as usize).store(0, Ordering::Relaxed);
+                    z += LINE as u64;
+                }
+                o.zeroed_to = to;
+            }
             let p = data.add(at);
             let plen = payload.len() as u32;
             (p.add(4) as *mut u32).write(if checksum { plen } else { plen | REC_NO_CRC });
