@@ -55,7 +55,7 @@ THROUGHPUT = {"bw", "bibw", "mr"}  # bigger is better; everything else is µs
 UNITS = {"bw": "MB/s", "bibw": "MB/s", "mr": "msg/s"}
 
 # CI subset: what runs, where, and at which sizes (osu -M lo -m hi -f factor).
-CI_TESTS = {2: ["latency", "bw"],
+CI_TESTS = {2: ["latency", "bw", "mr"],
             4: ["barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather",
                 "alltoall", "reduce_scatter", "scan"]}
 CI_SIZES = (4, 65536, 16)  # 4 B, 64 B, 1 KiB, 16 KiB, 64 KiB
