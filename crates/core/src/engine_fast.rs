@@ -105,11 +105,7 @@ impl State {
         }
         // The buffer is contiguous: receiving its bytes as MPI_BYTE is the same receive.
         let spec = RecvSpec { buf: w.buf, count: w.cap, dtype: crate::coll::byte_type(), comm: w.comm, src: w.src, tag: w.tag };
-        let mut r = Request::new(Op::Recv(spec), false);
-        r.active = true;
-        r.recv.ctx = ctx;
-        r.recv.posted = true;
-        let h = self.reqs.insert(r);
+        let h = self.reqs.insert_with(|| super::posted_recv(spec, ctx));
         self.matcher.post_first(ctx, w.src, w.tag, h);
         w.promoted = Some(h);
     }

@@ -37,7 +37,7 @@ const NO_SLOT: u32 = u32::MAX;
 ///
 /// Values live in a plain array of possibly uninitialised slots, with the generations and
 /// the free list beside them, so an entry is written where it will stay: a slab of
-/// enum slots built each value on the stack and copied it in (a request is 224 bytes, and
+/// enum slots built each value on the stack and copied it in (a request is over 200 bytes, and
 /// one is stored for every nonblocking call).
 pub struct Slab<T> {
     /// Per slot: generation and [`USED`].
