@@ -10,14 +10,23 @@ the configurations round by round (--rounds, medians over the rounds):
              the default early one (half the channels)
   sizes      8 B ... 64 KiB: Steadfast channels (forced on), Steadfast tree (forced off),
              Steadfast default rule, Open MPI (vader), MPICH (paper Fig. 5)
+  ranks      8 B and 4 KiB against the number of ranks (--fig6-ranks, 2 to 16): Steadfast
+             channels, tree and default rule, Open MPI, MPICH (paper Fig. 6)
   crc        channels forced on with and without CRC, 8 B and 64 KiB (paper Fig. 8)
   loop       bench/bcast_loop.c: broadcasts back to back (no barrier), 8 B and 32 KiB:
              channels delayed and early, tree, default, Open MPI, MPICH
+  target     issue 20's target, 8-byte MPI_Bcast <= 0.7x Open MPI's latency: channels
+             forced on, the default rule and Open MPI, alternating, --target-rounds rounds
+             (15: Open MPI's time moves 10-fold from launch to launch when ranks outnumber
+             CPUs, so a median needs more rounds than the figures); every round's numbers
+             in target.csv, the verdict printed
 
-on 4 and 8 ranks (--ranks). Writes docs/reproduction/channel-bcast/{channels,sizes,crc}.csv,
-one PNG per figure (matplotlib) and load.txt (load average before and after).
+on 4 and 8 ranks (--ranks). Writes docs/reproduction/channel-bcast/{channels,sizes,ranks,crc,loop}.csv,
+one PNG per figure (matplotlib), load.txt (load average before and after), target.csv and
+target-load.txt.
 
   python3 bench/chbcast.py [--prefix install] [--rounds 5] [--ranks 4,8] [--quick]
+                           [--target-rounds 15] [--target-only]
 """
 
 import argparse
@@ -54,7 +63,7 @@ def build(cc, out, extra, src=SRC):
     return r.returncode == 0
 
 
-def run(launch, env, np, argv, timeout=300):
+def run(launch, env, np, argv, timeout=300, spread=False):
     e = dict(os.environ)
     e.update(env)
     try:
@@ -70,7 +79,8 @@ def run(launch, env, np, argv, timeout=300):
     for line in r.stdout.splitlines():
         f = line.split()
         if len(f) >= 3 and f[0] in ("bcast", "loop"):
-            res[int(f[1])] = float(f[2])
+            # osu.c prints the mean over the ranks, then the fastest and slowest rank.
+            res[int(f[1])] = tuple(float(x) for x in f[2:5]) if spread else float(f[2])
     return res
 
 
@@ -86,15 +96,19 @@ def main():
     ap.add_argument("--prefix", default=str(ROOT / "install"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--ranks", default="4,8")
-    ap.add_argument("--quick", action="store_true", help="3 rounds, fewer channel counts")
+    ap.add_argument("--quick", action="store_true", help="3 rounds, fewer channel counts, 5 target rounds")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("--plot-only", action="store_true", help="draw the PNG files from the CSV files")
+    ap.add_argument("--fig6-ranks", default="2,4,8,16", help="rank counts of the ranks figure")
+    ap.add_argument("--target-rounds", type=int, default=15, help="rounds of the target check (0: none)")
+    ap.add_argument("--target-only", action="store_true", help="only the target check")
     a = ap.parse_args()
     if a.plot_only:
-        plot(Path(a.out), [int(x) for x in a.ranks.split(",")])
+        plot(Path(a.out), [int(x) for x in a.ranks.split(",")], [int(x) for x in a.fig6_ranks.split(",")])
         return
     rounds = 3 if a.quick else a.rounds
     ranks = [int(x) for x in a.ranks.split(",")]
+    fig6_ranks = [int(x) for x in a.fig6_ranks.split(",")]
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     bins = ROOT / "build" / "chbcast"
@@ -140,14 +154,25 @@ def main():
             jobs.append(("loop", "open mpi", OMPI, {}, loop))
         if loop_ok["mpich"]:
             jobs.append(("loop", "mpich", MPICH, {}, loop))
+    # Fig. 6: on its own rank counts, so it is a job list of its own.
+    fig6_args = ["-M", "8", "-m", "4096", "-f", "512", "-k", "3"]
+    fig6 = [("ranks", "steadfast channels", sf_exec, on, fig6_args),
+            ("ranks", "steadfast tree", sf_exec, {"STEADFAST_COLL_FORCE": "bcast=binomial"}, fig6_args),
+            ("ranks", "steadfast default", sf_exec, {}, fig6_args)]
+    if have["ompi"]:
+        fig6.append(("ranks", "open mpi", OMPI, {}, fig6_args))
+    if have["mpich"]:
+        fig6.append(("ranks", "mpich", MPICH, {}, fig6_args))
     binary = {"steadfast": bins / "osu-sf", "open mpi": bins / "osu-ompi", "mpich": bins / "osu-mpich"}
     loop_binary = {"steadfast": bins / "loop-sf", "open mpi": bins / "loop-ompi", "mpich": bins / "loop-mpich"}
     samples = {}  # (figure, label, np, size) -> [µs]
     loads = [f"start {time.strftime('%Y-%m-%d %H:%M:%S')} load {loadavg()} cpus {os.cpu_count()}"]
+    if a.target_only:
+        rounds = 0
     for r in range(rounds):
         log(f"round {r + 1}/{rounds} (load {loadavg()})")
-        for np in ranks:
-            for fig, label, launch, env, argv in jobs:
+        for np, js in [(np, jobs) for np in ranks] + [(np, fig6) for np in fig6_ranks]:
+            for fig, label, launch, env, argv in js:
                 fam = "open mpi" if label == "open mpi" else "mpich" if label == "mpich" else "steadfast"
                 if argv[0] == "LOOP":
                     res = run(launch, env, np, [str(loop_binary[fam])] + argv[1:])
@@ -156,8 +181,14 @@ def main():
                 for size, us in res.items():
                     samples.setdefault((fig, label, np, size), []).append(us)
         loads.append(f"after round {r + 1}: load {loadavg()}")
+    verdict = []
+    if a.target_rounds > 0 and have["ompi"]:
+        verdict = target(min(a.target_rounds, 5) if a.quick else a.target_rounds, ranks, sf_exec, on, binary, out)
+    if a.target_only:
+        print("\n".join(verdict))
+        return
     (out / "load.txt").write_text("\n".join(loads) + "\n")
-    for fig in ("channels", "sizes", "crc", "loop"):
+    for fig in ("channels", "sizes", "ranks", "crc", "loop"):
         rows = sorted((k, v) for k, v in samples.items() if k[0] == fig)
         with open(out / f"{fig}.csv", "w", newline="") as f:
             w = csv.writer(f)
@@ -165,11 +196,58 @@ def main():
             for (_, label, np, size), v in rows:
                 w.writerow([label, np, size, f"{statistics.median(v):.3f}", f"{min(v):.3f}",
                             f"{max(v):.3f}", len(v)])
-    plot(out, ranks)
+    plot(out, ranks, fig6_ranks)
     for k, v in sorted(samples.items()):
         print(f"{k[0]:8} {k[1]:20} np={k[2]} {k[3]:>6} B  median {statistics.median(v):9.3f} us  "
               f"(min {min(v):.3f}, max {max(v):.3f}, {len(v)} rounds)")
     print("\n".join(loads))
+    print("\n".join(verdict))
+
+
+def target(rounds, ranks, sf_exec, on, binary, out):
+    """Issue 20's target: 8-byte MPI_Bcast at most 0.7 times Open MPI's latency in the same
+    run, CRC on. Alternating rounds of the channels (forced on), the default rule and Open
+    MPI on every rank count; writes every round to target.csv (the load to
+    target-load.txt) and returns the verdict."""
+    loads = [f"start {time.strftime('%Y-%m-%d %H:%M:%S')} load {loadavg()} cpus {os.cpu_count()}"]
+    configs = [("channels", sf_exec, on, "steadfast"), ("default", sf_exec, {}, "steadfast"),
+               ("open mpi", OMPI, {}, "open mpi")]
+    got = {}  # (config, np) -> [(round, mean, fastest rank, slowest rank)]
+    for r in range(rounds):
+        log(f"target round {r + 1}/{rounds} (load {loadavg()})")
+        for np in ranks:
+            for label, launch, env, fam in configs:
+                res = run(launch, env, np, [str(binary[fam]), "-b", "bcast", "-M", "8", "-m", "8", "-k", "3"], spread=True)
+                if 8 in res:
+                    got.setdefault((label, np), []).append((r + 1,) + res[8])
+        loads.append(f"after target round {r + 1}: load {loadavg()}")
+    with open(out / "target.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["config", "ranks", "round", "mean_us", "fastest_rank_us", "slowest_rank_us"])
+        for (label, np), rows in sorted(got.items()):
+            for row in rows:
+                w.writerow([label, np] + [row[0]] + [f"{x:.3f}" for x in row[1:]])
+    (out / "target-load.txt").write_text("\n".join(loads) + "\n")
+    verdict = []
+    for np in ranks:
+        ompi = got.get(("open mpi", np), [])
+        if not ompi:
+            verdict.append(f"target, {np} ranks: no Open MPI result")
+            continue
+        o = statistics.median(x[1] for x in ompi)
+        for label in ("channels", "default"):
+            mine = got.get((label, np), [])
+            if not mine:
+                verdict.append(f"target, {np} ranks, {label}: no result")
+                continue
+            m = statistics.median(x[1] for x in mine)
+            by_round = {x[0]: x[1] for x in ompi}
+            faster = sum(1 for x in mine if x[0] in by_round and x[1] < by_round[x[0]])
+            verdict.append(f"target, {np} ranks, {label}: median {m:.3f} us against Open MPI's {o:.3f} us = "
+                           f"{m / o:.2f}x ({'met' if m <= 0.7 * o else 'NOT met'}: <= 0.7x); faster than Open MPI "
+                           f"in {faster} of {len(mine)} rounds; ours {min(x[1] for x in mine):.3f}-{max(x[1] for x in mine):.3f}, "
+                           f"Open MPI {min(x[1] for x in ompi):.3f}-{max(x[1] for x in ompi):.3f} us")
+    return verdict
 
 
 def read_csv(path):
@@ -182,7 +260,7 @@ def read_csv(path):
     return rows
 
 
-def plot(out, ranks):
+def plot(out, ranks, fig6_ranks):
     """PNG files from the CSV files (Debian's python3-matplotlib; when the running Python
     lacks it, /usr/bin/python3 is asked to draw them with --plot-only)."""
     try:
@@ -193,7 +271,7 @@ def plot(out, ranks):
         system = "/usr/bin/python3"
         if Path(system).exists() and Path(sys.executable).resolve() != Path(system).resolve():
             subprocess.run([system, __file__, "--plot-only", "--out", str(out),
-                            "--ranks", ",".join(map(str, ranks))])
+                            "--ranks", ",".join(map(str, ranks)), "--fig6-ranks", ",".join(map(str, fig6_ranks))])
         else:
             log("matplotlib missing (python3-matplotlib): no PNG")
         return
@@ -232,6 +310,27 @@ def plot(out, ranks):
     fig.tight_layout()
     fig.savefig(out / "sizes.png", dpi=100)
     plt.close(fig)
+    by_ranks = read_csv(out / "ranks.csv")
+    if by_ranks:
+        sizes6 = sorted({k[2] for k in by_ranks})
+        fig, axes = plt.subplots(1, len(sizes6), figsize=(5 * len(sizes6), 4), squeeze=False)
+        labels = sorted({k[0] for k in by_ranks})
+        for ax, size in zip(axes[0], sizes6):
+            for label in labels:
+                pts = sorted((k[1], v) for k, v in by_ranks.items() if k[0] == label and k[2] == size)
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label=label)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xticks(fig6_ranks, [str(x) for x in fig6_ranks])
+            ax.set_xlabel("ranks (2 CPUs)")
+            ax.set_ylabel("MPI_Bcast latency (µs, median)")
+            ax.set_title(f"{size} bytes")
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / "ranks.png", dpi=100)
+        plt.close(fig)
 
 
 if __name__ == "__main__":
