@@ -91,7 +91,28 @@ pub struct ChannelsState {
     /// Groups of communicators asked about lately and whether each lies on this host
     /// (`Engine::segment_target`).
     pub(super) local_memo: std::cell::RefCell<Vec<(std::sync::Arc<Vec<u32>>, bool)>>,
+    /// Broadcasts of a rank at `MPI_THREAD_MULTIPLE` under way as requests ([`ChannelOp`]).
+    pub(super) ops: Vec<ChannelOp>,
 }
+
+/// A blocking `MPI_Bcast` of a rank at `MPI_THREAD_MULTIPLE` that the channel rule picks:
+/// the very broadcast the ranks that wait with the library lock held run in
+/// `Engine::channel_bcast` (they cannot tell this rank's thread level, so every rank must
+/// take the channels where the rule says so), as a request that `Engine::coll_progress`
+/// advances one round at a time while the caller waits with the lock released.
+pub(crate) struct ChannelOp {
+    user: Handle,
+    ctx: u32,
+    seq: u64,
+    rank: i32,
+    root: i32,
+    bytes: usize,
+    buf: Buf,
+}
+
+// SAFETY: `buf` points into the application's buffer of the call in progress; the engine
+// runs under one lock.
+unsafe impl Send for ChannelOp {}
 
 impl ChannelsState {
     /// Forget the driver of a freed communicator (its segment stays in the job directory,
@@ -102,7 +123,7 @@ impl ChannelsState {
 }
 
 /// A per-communicator segment of `channels` slots mapped shared.
-struct Segment {
+pub(super) struct Segment {
     base: *mut u8,
     len: usize,
     channels: usize,
@@ -604,12 +625,9 @@ impl Engine {
             }
             return Ok(d);
         }
-        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        let (channels, cap, crc, sync_every) = (cfg.channels.max(1) as usize, cfg.channel_slot, cfg.channel_crc, select::channel_sync(cfg));
-        let faults = match &cfg.channel_faults {
-            Some(spec) => Some(Faults::parse(spec).map_err(|e| MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_CHANNEL_FAULTS: {e}")))?),
-            None => None,
-        };
+        let (channels, cap) = self.shm_channel_shape();
+        // Checked before the agreement, so that a bad setting fails every rank alike.
+        self.channel_faults()?;
         let made = self.agree_segment(
             comm,
             rank,
@@ -623,15 +641,205 @@ impl Engine {
             self.coll.channels.drivers.put(ctx, None);
             return Ok(None);
         };
+        self.shm_channel_driver(comm, rank, size, seg, &n).map(Some)
+    }
+
+    /// Channels and bytes per channel of a communicator's segment (the settings).
+    fn shm_channel_shape(&mut self) -> (usize, usize) {
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        (cfg.channels.max(1) as usize, cfg.channel_slot)
+    }
+
+    /// The fault injection of the channel writes (`STEADFAST_COLL_CHANNEL_FAULTS`), if set.
+    fn channel_faults(&mut self) -> MpiResult<Option<Faults>> {
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        match &cfg.channel_faults {
+            Some(spec) => Faults::parse(spec).map(Some).map_err(|e| MpiError::new(ErrorClass::Arg, format!("STEADFAST_COLL_CHANNEL_FAULTS: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    /// The driver of a communicator whose ranks agreed on segment `seg` (named `name`).
+    fn shm_channel_driver(&mut self, comm: Handle, rank: i32, size: i32, seg: Segment, name: &str) -> MpiResult<Box<Driver>> {
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        let (channels, cap, crc, sync_every) = (cfg.channels.max(1) as usize, cfg.channel_slot, cfg.channel_crc, select::channel_sync(cfg));
+        let faults = self.channel_faults()?;
         if rank == 0 {
-            tracing::info!("channel broadcast: segment {n}, {channels} channels of {cap} bytes, {size} ranks");
+            tracing::info!("channel broadcast: segment {name}, {channels} channels of {cap} bytes, {size} ranks");
         }
         let jobdir = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()).unwrap_or_default();
         let mcfg = ChbConfig { channels: channels as u32, sync_every, crc, ..ChbConfig::default() };
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         let group = self.comm(comm)?.group.clone();
         let mail = Mailbox::new(&jobdir, rank as usize, size as usize, &group);
-        Ok(Some(Box::new(Driver { comm, group, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail, calls: 0, clock: Duration::ZERO })))
+        Ok(Box::new(Driver { comm, group, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail, calls: 0, clock: Duration::ZERO }))
+    }
+
+    /// Rank 0's segment for the background agreement of a rank at `MPI_THREAD_MULTIPLE`
+    /// (what `agree_segment`'s `make` does): None, and a warning, where it cannot be made.
+    pub(super) fn shm_channel_create(&mut self, size: i32) -> Option<(Segment, String)> {
+        let (channels, cap) = self.shm_channel_shape();
+        let jobdir = self.coll.channels.host.as_ref()?.jobdir.clone();
+        let n = self.segment_name("chb");
+        match Segment::create(&jobdir.join(&n), channels, cap, size as usize) {
+            Ok(seg) => Some((seg, n)),
+            Err(e) => {
+                tracing::warn!("channel broadcast segment {n}: {e}; using messages on this communicator");
+                None
+            }
+        }
+    }
+
+    /// The background agreement of a rank at `MPI_THREAD_MULTIPLE` ended: install the
+    /// driver (rank 0's `created` segment, the one named `name`, or none for good when the
+    /// name is empty) and start the broadcast `c` under the application's request `user`,
+    /// over the channels or, without them, by messages.
+    pub(super) fn channel_setup_finish(&mut self, user: Handle, comm: Handle, ctx: u32, created: Option<Segment>, name: &str, c: &super::Coll) -> MpiResult<()> {
+        let (rank, size) = {
+            let x = self.comm(comm)?;
+            (x.rank, x.size())
+        };
+        let seg = match created {
+            _ if name.is_empty() => None,
+            Some(seg) => Some(seg),
+            None => {
+                let (channels, cap) = self.shm_channel_shape();
+                let jobdir = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()).unwrap_or_default();
+                Some(Segment::open(&jobdir.join(name), channels, cap, size as usize).map_err(|e| MpiError::new(ErrorClass::Other, format!("opening channel broadcast segment {name}: {e}")))?)
+            }
+        };
+        let Some(seg) = seg else {
+            self.coll.channels.drivers.put(ctx, None);
+            let s = self.prepare(comm, c, None)?;
+            return self.coll_launch(user, s);
+        };
+        let d = self.shm_channel_driver(comm, rank, size, seg, name)?;
+        self.coll.channels.drivers.put(ctx, Some(d));
+        let super::Coll::Bcast { buf, root } = c else { return Err(MpiError::new(ErrorClass::Intern, "channel broadcast set-up for another collective")) };
+        self.ichannel_start(user, ctx, rank, *root, buf.clone())
+    }
+
+    /// [`Engine::bcast_channels`] for a rank at `MPI_THREAD_MULTIPLE`, which waits for its
+    /// blocking calls with the library lock released: where the rule picks the channels,
+    /// the broadcast as a request (the communicator's first one after a background
+    /// agreement on its segment); None where the caller takes the messages, as every other
+    /// rank then does.
+    pub(crate) fn ichannel(&mut self, comm: Handle, c: &super::Coll) -> MpiResult<Option<Handle>> {
+        let super::Coll::Bcast { buf, root } = c else { return Ok(None) };
+        let root = *root;
+        let Some((rank, size, ctx, spans)) = self.channel_target(comm) else { return Ok(None) };
+        let bytes = buf.dtype.packed_size(buf.count);
+        if !(0..size).contains(&root) || self.use_corrected_bcast(comm, bytes) {
+            return Ok(None);
+        }
+        let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
+        let picked = if spans { select::bcast_multicast(cfg, size, bytes) } else { select::bcast_channels(cfg, size, bytes) };
+        if !picked {
+            return Ok(None);
+        }
+        match self.coll.channels.drivers.take(ctx) {
+            Some(None) => {
+                self.coll.channels.drivers.put(ctx, None);
+                Ok(None)
+            }
+            Some(Some(d)) => {
+                self.coll.channels.drivers.put(ctx, Some(d));
+                let user = self.coll_request(false);
+                if let Err(e) = self.ichannel_start(user, ctx, rank, root, buf.clone()) {
+                    self.coll_request_done(user, Some(e.class));
+                }
+                Ok(Some(user))
+            }
+            None if spans => {
+                // The multicast stream's set-up (draw, join, probe, every host's answer)
+                // has no background form: it runs here, with the lock held, as on the
+                // other ranks (docs/chbcast.md); the broadcasts after it are requests.
+                let user = self.coll_request(false);
+                match self.bcast_channels(comm, buf, root) {
+                    Ok(true) => self.coll_request_done(user, None),
+                    Ok(false) => {
+                        let s = self.prepare(comm, c, None)?;
+                        self.coll_launch(user, s)?;
+                    }
+                    Err(e) => self.coll_request_done(user, Some(e.class)),
+                }
+                Ok(Some(user))
+            }
+            None => {
+                self.channel_faults()?;
+                self.channel_setup(comm, ctx, c).map(Some)
+            }
+        }
+    }
+
+    /// Start broadcast `buf` from `root` on the driver of `ctx` as the request `user`.
+    fn ichannel_start(&mut self, user: Handle, ctx: u32, rank: i32, root: i32, buf: Buf) -> MpiResult<()> {
+        let Some(Some(mut d)) = self.coll.channels.drivers.take(ctx) else {
+            return Err(MpiError::new(ErrorClass::Intern, "channel broadcast: the communicator has no driver"));
+        };
+        let bytes = buf.dtype.packed_size(buf.count);
+        let started = (|| {
+            let packed;
+            let data: Option<&[u8]> = if rank == root {
+                let mut v = vec![0u8; bytes];
+                // SAFETY: the root's buffer holds `count` elements of its type.
+                unsafe { buf.dtype.pack(buf.ptr, buf.count, &mut v) };
+                packed = v;
+                Some(&packed[..])
+            } else {
+                None
+            };
+            let now = d.now();
+            d.machine.bcast(now, root as u32, data).map_err(call_error)
+        })();
+        self.coll.channels.drivers.put(ctx, Some(d));
+        let seq = started?;
+        self.coll.channels.ops.push(ChannelOp { user, ctx, seq, rank, root, bytes, buf });
+        Ok(())
+    }
+
+    /// One round of every broadcast started as a request; whether any completed.
+    pub(crate) fn channel_ops_progress(&mut self) -> bool {
+        if self.coll.channels.ops.is_empty() {
+            return false;
+        }
+        let mut ops = std::mem::take(&mut self.coll.channels.ops);
+        let mut finished = false;
+        let mut i = 0;
+        while i < ops.len() {
+            let op = &ops[i];
+            let r = match self.coll.channels.drivers.take(op.ctx) {
+                Some(Some(mut d)) => {
+                    let dest = if op.buf.dtype.is_contiguous() { Dest::Contig(op.buf.ptr) } else { Dest::Typed(&op.buf) };
+                    let r = self.channel_round(&mut d, op.seq, op.rank, op.root, op.bytes, dest, false);
+                    self.coll.channels.drivers.put(op.ctx, Some(d));
+                    r.map(|(_, done)| done)
+                }
+                other => {
+                    if let Some(entry) = other {
+                        self.coll.channels.drivers.put(op.ctx, entry);
+                    }
+                    Err(MpiError::new(ErrorClass::Intern, "channel broadcast: the communicator's driver is gone"))
+                }
+            };
+            match r {
+                Ok(false) => i += 1,
+                Ok(true) => {
+                    let op = ops.swap_remove(i);
+                    self.coll_request_done(op.user, None);
+                    finished = true;
+                }
+                Err(e) => {
+                    let op = ops.swap_remove(i);
+                    tracing::warn!("channel broadcast {} (root {}): {e}", op.seq, op.root);
+                    self.coll_request_done(op.user, Some(e.class));
+                    finished = true;
+                }
+            }
+        }
+        ops.append(&mut self.coll.channels.ops);
+        self.coll.channels.ops = ops;
+        finished
     }
 
     /// The driver of a communicator spread over hosts: rank 0 draws the stream (group,
@@ -845,7 +1053,6 @@ impl Engine {
             }
         }
         let seq = d.machine.bcast(now, root as u32, data).map_err(call_error)?;
-        let ch = d.machine.channel_of(seq) as usize;
         let mut idle = 0u32;
         let mut sleep = Duration::from_micros(10);
         // The first round of a call only moves what the call itself needs (its write, the
@@ -853,46 +1060,7 @@ impl Engine {
         // and in the first round of every few calls.
         let mut light = !full;
         loop {
-            let mut busy = if std::mem::take(&mut light) {
-                Self::channel_mail(d) | self.channel_flush(d)?
-            } else {
-                self.channel_pump(d)?
-            };
-            let seg = match &d.prim {
-                Prim::Shm(seg) => Some(seg),
-                Prim::Mcast(p) => p.host.as_ref(),
-            };
-            if let Some(seg) = seg {
-                if rank != root && seg.read(ch, seq, &mut d.scratch, &mut d.last_read) {
-                    let now = d.now();
-                    d.machine.frame_arrived(now, &d.scratch);
-                }
-            }
-            let mut done = false;
-            while let Some(ev) = d.machine.poll_event() {
-                match ev {
-                    Event::Sent { seq: s } if s == seq => done = true,
-                    Event::Delivered { seq: s, data, .. } if s == seq => {
-                        if data.len() != bytes {
-                            return Err(MpiError::new(ErrorClass::Truncate, format!("broadcast of {} bytes into a buffer of {bytes}", data.len())));
-                        }
-                        // SAFETY: the buffer holds `count` elements of its type, `bytes` packed.
-                        unsafe {
-                            match dest {
-                                Dest::Contig(ptr) => std::ptr::copy_nonoverlapping(data.as_ptr(), ptr, bytes),
-                                Dest::Typed(b) => {
-                                    b.dtype.unpack(&data, b.ptr, b.count);
-                                }
-                            }
-                        }
-                        done = true;
-                    }
-                    Event::FailedOver => tracing::info!("channel broadcast: primitive abandoned, using the point-to-point tree"),
-                    _ => {}
-                }
-            }
-            // What the events caused (a synchronization's result passed down) leaves now.
-            busy |= self.channel_flush(d)?;
+            let (busy, done) = self.channel_round(d, seq, rank, root, bytes, dest, std::mem::take(&mut light))?;
             if done {
                 return Ok(());
             }
@@ -943,6 +1111,52 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// One round of broadcast `seq`, started with `Machine::bcast`: move what the driver
+    /// has (with `light`, only the synchronization's words and the queued output), read the
+    /// frame at a receiver, and take the machine's events, a delivered broadcast into
+    /// `dest`; returns whether anything moved and whether the broadcast is complete.
+    #[allow(clippy::too_many_arguments)]
+    fn channel_round(&mut self, d: &mut Driver, seq: u64, rank: i32, root: i32, bytes: usize, dest: Dest, light: bool) -> MpiResult<(bool, bool)> {
+        let mut busy = if light { Self::channel_mail(d) | self.channel_flush(d)? } else { self.channel_pump(d)? };
+        let ch = d.machine.channel_of(seq) as usize;
+        let seg = match &d.prim {
+            Prim::Shm(seg) => Some(seg),
+            Prim::Mcast(p) => p.host.as_ref(),
+        };
+        if let Some(seg) = seg {
+            if rank != root && seg.read(ch, seq, &mut d.scratch, &mut d.last_read) {
+                let now = d.now();
+                d.machine.frame_arrived(now, &d.scratch);
+            }
+        }
+        let mut done = false;
+        while let Some(ev) = d.machine.poll_event() {
+            match ev {
+                Event::Sent { seq: s } if s == seq => done = true,
+                Event::Delivered { seq: s, data, .. } if s == seq => {
+                    if data.len() != bytes {
+                        return Err(MpiError::new(ErrorClass::Truncate, format!("broadcast of {} bytes into a buffer of {bytes}", data.len())));
+                    }
+                    // SAFETY: the buffer holds `count` elements of its type, `bytes` packed.
+                    unsafe {
+                        match dest {
+                            Dest::Contig(ptr) => std::ptr::copy_nonoverlapping(data.as_ptr(), ptr, bytes),
+                            Dest::Typed(b) => {
+                                b.dtype.unpack(&data, b.ptr, b.count);
+                            }
+                        }
+                    }
+                    done = true;
+                }
+                Event::FailedOver => tracing::info!("channel broadcast: primitive abandoned, using the point-to-point tree"),
+                _ => {}
+            }
+        }
+        // What the events caused (a synchronization's result passed down) leaves now.
+        busy |= self.channel_flush(d)?;
+        Ok((busy, done))
     }
 
     /// The synchronization's words of the tree neighbours, into the machine; whether any

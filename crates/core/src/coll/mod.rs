@@ -166,7 +166,7 @@ impl CollState {
     /// Whether any nonblocking collective is in progress.
     #[inline]
     pub fn busy(&self) -> bool {
-        !self.active.is_empty() || !self.slots.ops.is_empty() || !self.slots.setups.is_empty()
+        !self.active.is_empty() || !self.slots.ops.is_empty() || !self.slots.setups.is_empty() || !self.channels.ops.is_empty()
     }
     /// Whether `h` is a persistent collective request.
     pub fn is_persistent(&self, h: Handle) -> bool {
@@ -309,13 +309,17 @@ impl Engine {
     }
 
     /// An application's blocking collective `c` on `comm` as a request the caller waits for
-    /// with the library lock released: [`Engine::icoll_blocking`], or the slot exchange where
-    /// the rule picks it — as [`Engine::coll`] does for a rank that waits with the lock held
-    /// (another thread level), so both meet in the same exchange. (The library's own
+    /// with the library lock released: [`Engine::icoll_blocking`], or the slot exchange or
+    /// the channel broadcast where the rule picks it — as [`Engine::coll`] does for a rank
+    /// that waits with the lock held (another thread level), so both meet in the same
+    /// exchange or broadcast. (The library's own
     /// collectives inside other calls keep `icoll_blocking`: they must match the engine's
     /// message-based helpers.)
     pub fn icoll_blocking_user(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
         if let Some(h) = self.islot(comm, &c)? {
+            return Ok(h);
+        }
+        if let Some(h) = self.ichannel(comm, &c)? {
             return Ok(h);
         }
         self.icoll_blocking(comm, c)
@@ -375,6 +379,7 @@ impl Engine {
     /// finished.
     pub(crate) fn coll_progress(&mut self) -> bool {
         let slot_done = !(self.coll.slots.ops.is_empty() && self.coll.slots.setups.is_empty()) && self.slots_progress();
+        let slot_done = self.channel_ops_progress() | slot_done;
         let mut active = std::mem::take(&mut self.coll.active);
         let mut finished = false;
         let mut i = 0;

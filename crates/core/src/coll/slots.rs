@@ -80,6 +80,9 @@ pub(crate) struct Setup {
     size: i32,
     /// Rank 0's segment, made before it sent the name.
     created: Option<Seg>,
+    /// The agreement is a channel broadcast's (`coll` its `Bcast`), not a slot call's; rank
+    /// 0's channel segment.
+    channels: Option<Option<super::channels::Segment>>,
     /// Receive and send buffers of the requests below: boxed, so they stay put.
     len: Box<[u8; 8]>,
     name: Box<[u8; SETUP_NAME_MAX]>,
@@ -465,6 +468,7 @@ impl Engine {
             rank,
             size,
             created: None,
+            channels: None,
             len: Box::new([0; 8]),
             name: Box::new([0; SETUP_NAME_MAX]),
             name_len: 0,
@@ -483,6 +487,51 @@ impl Engine {
                     Ok(_) => tracing::warn!("slot collectives segment {n}: name too long; using messages on this communicator"),
                     Err(e) => tracing::warn!("slot collectives segment {n}: {e}; using messages on this communicator"),
                 }
+            }
+            self.setup_forward(&mut st)
+        } else {
+            self.coll_irecv(comm, setup_parent(rank), TAG_BCAST_LEN, &mut st.len[..]).map(|h| st.stage = SetupStage::Len(h))
+        };
+        if let Err(e) = started {
+            self.coll_request_done(user, Some(e.class));
+            return Ok(user);
+        }
+        self.coll.slots.setups.push(st);
+        Ok(user)
+    }
+
+    /// [`Engine::slot_setup`] for the channel broadcast `c` of a rank at
+    /// `MPI_THREAD_MULTIPLE` on communicator `comm` (context `ctx`): the agreement on its
+    /// channel segment in the background, then the broadcast under the returned request.
+    pub(super) fn channel_setup(&mut self, comm: Handle, ctx: u32, c: &Coll) -> MpiResult<Handle> {
+        let (rank, size) = {
+            let x = self.comm(comm)?;
+            (x.rank, x.size())
+        };
+        let user = self.coll_request(false);
+        let mut st = Setup {
+            user,
+            comm,
+            ctx,
+            coll: c.clone(),
+            rank,
+            size,
+            created: None,
+            channels: Some(None),
+            len: Box::new([0; 8]),
+            name: Box::new([0; SETUP_NAME_MAX]),
+            name_len: 0,
+            stage: SetupStage::Send(Vec::new()),
+        };
+        let started = if rank == 0 {
+            match self.shm_channel_create(size) {
+                Some((seg, n)) if n.len() <= SETUP_NAME_MAX => {
+                    st.channels = Some(Some(seg));
+                    st.name[..n.len()].copy_from_slice(n.as_bytes());
+                    st.name_len = n.len();
+                }
+                Some((_, n)) => tracing::warn!("channel broadcast segment {n}: name too long; using messages on this communicator"),
+                None => {}
             }
             self.setup_forward(&mut st)
         } else {
@@ -596,6 +645,15 @@ impl Engine {
 
     /// The agreement ended: install the driver (none without a name) and run the call.
     fn setup_finish(&mut self, mut st: Setup) {
+        if let Some(created) = st.channels.take() {
+            let name = String::from_utf8_lossy(&st.name[..st.name_len]).into_owned();
+            if let Err(e) = self.channel_setup_finish(st.user, st.comm, st.ctx, created, &name, &st.coll) {
+                if matches!(self.is_complete(st.user), Ok(false)) {
+                    self.coll_request_done(st.user, Some(e.class));
+                }
+            }
+            return;
+        }
         let r = (|| -> MpiResult<()> {
             let seg = match (st.created.take(), st.name_len) {
                 (_, 0) => None,
