@@ -12,7 +12,8 @@
 #   6. the same cut in the middle of the run: failover, no broadcast lost;
 #   7. the default rule (4 ranks, 12 KiB to 64 KiB): streams made;
 #   8. forced off (STEADFAST_COLL_MCAST=off): no stream;
-#   9. every program of tests/c/coll (1 to 8 ranks over the 3 hosts) with multicast forced on.
+#   9. every program of tests/c/coll (1 to 8 ranks over the 3 hosts) with multicast forced on;
+#  10. ranks of different thread levels (tests/c/threads/mixed_bcast.c), multicast forced on.
 # Each case must print " No Errors". Skips (exit 0) where namespaces cannot be made.
 #   tests/c/chbcast/hosts.sh [PREFIX]      (about 50 s)
 set -u
@@ -129,6 +130,21 @@ if STEADFAST_COLL_MCAST=on CT_BUILD="$build/coll" "$root/tests/c/coll/run.sh" --
 else
     echo "FAIL tests/c/coll on 3 hosts, multicast forced on"; grep FAIL "$build/hosts-coll.log" | sed 's/^/    /'
     fail=$((fail+1))
+fi
+
+# Ranks of different thread levels (even ranks at MPI_THREAD_MULTIPLE, which run their
+# blocking broadcasts as requests) in multicast broadcasts, 4 ranks over the 3 hosts.
+log="$build/hosts-mixed.log"
+start=$(date +%s.%N)
+if ! "$prefix/bin/mpicc" -O2 -g -Wall -Wextra -Werror -o "$build/mixed_bcast" "$root/tests/c/threads/mixed_bcast.c" 2>"$log"; then
+    echo "FAIL mixed thread levels: threads/mixed_bcast.c does not compile"; fail=$((fail+1))
+elif STEADFAST_COLL_MCAST=on STEADFAST_LOG=steadfast_core::coll::channels=info timeout -k 5 120 \
+    "$build/hosts-mpiexec" -n 4 "$build/mixed_bcast" >"$log" 2>&1 && grep -q " No Errors" "$log" &&
+    grep -q "multicast stream" "$log"; then
+    printf "PASS mixed thread levels, multicast forced on (%.1f s)\n" "$(echo "$(date +%s.%N) - $start" | bc)"
+    pass=$((pass+1))
+else
+    echo "FAIL mixed thread levels, multicast forced on"; tail -15 "$log" | sed 's/^/    /'; fail=$((fail+1))
 fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
