@@ -85,6 +85,19 @@ static void tc_err_at(const char *file, int line, const char *fmt, ...)
         }                                                                   \
     } while (0)
 
+/* This process's rank as the launcher gives it, readable before MPI is initialised (to
+ * choose the thread level per rank); 0 when no known variable is set. */
+static inline int tc_launcher_rank(void)
+{
+    const char *names[] = {"STEADFAST_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
+    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return 0;
+}
+
 /* Byte i of a message identified by seed. Mixes the bits so that shifted
  * or truncated data never matches. */
 static inline unsigned char tc_pat(uint64_t seed, size_t i)

@@ -498,6 +498,12 @@ pub fn wait_released(
             Ok(Some(true)) => idle = 0,
             Ok(Some(false)) => idle = idle.saturating_add(1),
         }
+        if idle == spin.max(1) {
+            // Idle, as the engine's own wait serves them (Engine::block_until).
+            if let Err(e) = g.eng.serve_collectives() {
+                return (guard, Err(e));
+            }
+        }
         if idle >= spin.saturating_add(yields) && g.eng.size > 1 {
             // Idle for a while: sleep on the path's doorbell, which a peer's packet rings,
             // for at most DOORBELL_NAP with the lock held (other threads of this process wait

@@ -1663,6 +1663,17 @@ impl Engine {
         Ok(())
     }
 
+    /// What a rank with nothing to do owes the other ranks' shared-segment collectives:
+    /// the channel broadcasts' synchronization words and repairs, the slot exchanges'
+    /// rewrites. A blocking wait calls it once idle (here, and `MPI_THREAD_MULTIPLE`'s wait
+    /// with the lock released): a rank's next channel broadcast may otherwise wait for this
+    /// one to pass a synchronization's result on, while this one waits for that rank.
+    pub fn serve_collectives(&mut self) -> MpiResult<()> {
+        self.channels_service()?;
+        self.slots_service();
+        Ok(())
+    }
+
     /// Make progress until `done` holds: spin, then yield, then sleep on the path.
     pub fn block_until(&mut self, mut done: impl FnMut(&Engine) -> bool) -> MpiResult<()> {
         let mut idle = 0u32;
@@ -1691,9 +1702,7 @@ impl Engine {
                 }
             }
             if idle == self.cfg.spin.max(1) {
-                // Idle: answer what other ranks' channel broadcasts wait for from this one.
-                self.channels_service()?;
-                self.slots_service();
+                self.serve_collectives()?;
             }
             if idle < self.cfg.spin {
                 std::hint::spin_loop();

@@ -15,18 +15,6 @@
 
 #define BYTES 65536
 
-/* The rank as the launcher gives it, before MPI_Init (0 when no known variable is set). */
-static int launcher_rank(void)
-{
-    const char *names[] = {"STEADFAST_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
-    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const char *v = getenv(names[i]);
-        if (v && *v)
-            return atoi(v);
-    }
-    return 0;
-}
-
 static unsigned char value(int call, int i)
 {
     return (unsigned char)(call * 131 + i * 7 + (i >> 9));
@@ -71,7 +59,7 @@ int main(int argc, char **argv)
 {
     tc_name = "mixed_bcast";
     int provided = MPI_THREAD_SINGLE;
-    if (launcher_rank() % 2 == 0)
+    if (tc_launcher_rank() % 2 == 0)
         TC_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
     else
         TC_MPI(MPI_Init(&argc, &argv));

@@ -13,18 +13,6 @@
 #include <stdlib.h>
 #include "../tc.h"
 
-/* The rank as the launcher gives it, before MPI_Init (0 when no known variable is set). */
-static int launcher_rank(void)
-{
-    const char *names[] = {"STEADFAST_RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
-    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const char *v = getenv(names[i]);
-        if (v && *v)
-            return atoi(v);
-    }
-    return 0;
-}
-
 /* An allreduce of 1 over `c` must give its size. */
 static void check_comm(MPI_Comm c, int want_size, int want_rank, const char *what)
 {
@@ -42,7 +30,7 @@ int main(int argc, char **argv)
 {
     tc_name = "mixed_levels";
     int provided = MPI_THREAD_SINGLE;
-    if (launcher_rank() % 2 == 0)
+    if (tc_launcher_rank() % 2 == 0)
         TC_MPI(MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided));
     else
         TC_MPI(MPI_Init(&argc, &argv));

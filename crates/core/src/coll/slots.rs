@@ -94,6 +94,14 @@ pub(crate) struct Setup {
 // the engine runs under one lock.
 unsafe impl Send for Setup {}
 
+impl Setup {
+    /// Rank 0's segment name, at most [`SETUP_NAME_MAX`] bytes (checked by the caller).
+    fn set_name(&mut self, n: &str) {
+        self.name[..n.len()].copy_from_slice(n.as_bytes());
+        self.name_len = n.len();
+    }
+}
+
 /// Parent of non-zero `rank` in the binomial tree from rank 0 (`Engine::bcast_bytes`'s).
 fn setup_parent(rank: i32) -> i32 {
     rank - (rank & rank.wrapping_neg())
@@ -455,13 +463,52 @@ impl Engine {
     /// Start the background agreement of communicator `comm` (context `ctx`), whose first
     /// slot call is `c`; returns the application's request.
     fn slot_setup(&mut self, comm: Handle, ctx: u32, c: &Coll) -> MpiResult<Handle> {
+        let mut st = self.setup_new(comm, ctx, c)?;
+        if st.rank == 0 {
+            let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
+            if let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) {
+                let n = self.segment_name("slt");
+                match Seg::create(&jobdir.join(&n), st.size as usize, cap) {
+                    Ok(seg) if n.len() <= SETUP_NAME_MAX => {
+                        st.created = Some(seg);
+                        st.set_name(&n);
+                    }
+                    Ok(_) => tracing::warn!("slot collectives segment {n}: name too long; using messages on this communicator"),
+                    Err(e) => tracing::warn!("slot collectives segment {n}: {e}; using messages on this communicator"),
+                }
+            }
+        }
+        self.setup_launch(st)
+    }
+
+    /// [`Engine::slot_setup`] for the channel broadcast `c` of a rank at
+    /// `MPI_THREAD_MULTIPLE` on communicator `comm` (context `ctx`): the agreement on its
+    /// channel segment in the background, then the broadcast under the returned request.
+    pub(super) fn channel_setup(&mut self, comm: Handle, ctx: u32, c: &Coll) -> MpiResult<Handle> {
+        let mut st = self.setup_new(comm, ctx, c)?;
+        st.channels = Some(None);
+        if st.rank == 0 {
+            match self.shm_channel_create(st.size) {
+                Some((seg, n)) if n.len() <= SETUP_NAME_MAX => {
+                    st.channels = Some(Some(seg));
+                    st.set_name(&n);
+                }
+                Some((_, n)) => tracing::warn!("channel broadcast segment {n}: name too long; using messages on this communicator"),
+                None => {}
+            }
+        }
+        self.setup_launch(st)
+    }
+
+    /// An agreement on `comm` (context `ctx`) for call `c`, with the application's request,
+    /// nothing made or received yet.
+    fn setup_new(&mut self, comm: Handle, ctx: u32, c: &Coll) -> MpiResult<Setup> {
         let (rank, size) = {
             let x = self.comm(comm)?;
             (x.rank, x.size())
         };
-        let user = self.coll_request(false);
-        let mut st = Setup {
-            user,
+        Ok(Setup {
+            user: self.coll_request(false),
             comm,
             ctx,
             coll: c.clone(),
@@ -473,69 +520,17 @@ impl Engine {
             name: Box::new([0; SETUP_NAME_MAX]),
             name_len: 0,
             stage: SetupStage::Send(Vec::new()),
-        };
-        let started = if rank == 0 {
-            let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
-            if let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) {
-                let n = self.segment_name("slt");
-                match Seg::create(&jobdir.join(&n), size as usize, cap) {
-                    Ok(seg) if n.len() <= SETUP_NAME_MAX => {
-                        st.created = Some(seg);
-                        st.name[..n.len()].copy_from_slice(n.as_bytes());
-                        st.name_len = n.len();
-                    }
-                    Ok(_) => tracing::warn!("slot collectives segment {n}: name too long; using messages on this communicator"),
-                    Err(e) => tracing::warn!("slot collectives segment {n}: {e}; using messages on this communicator"),
-                }
-            }
-            self.setup_forward(&mut st)
-        } else {
-            self.coll_irecv(comm, setup_parent(rank), TAG_BCAST_LEN, &mut st.len[..]).map(|h| st.stage = SetupStage::Len(h))
-        };
-        if let Err(e) = started {
-            self.coll_request_done(user, Some(e.class));
-            return Ok(user);
-        }
-        self.coll.slots.setups.push(st);
-        Ok(user)
+        })
     }
 
-    /// [`Engine::slot_setup`] for the channel broadcast `c` of a rank at
-    /// `MPI_THREAD_MULTIPLE` on communicator `comm` (context `ctx`): the agreement on its
-    /// channel segment in the background, then the broadcast under the returned request.
-    pub(super) fn channel_setup(&mut self, comm: Handle, ctx: u32, c: &Coll) -> MpiResult<Handle> {
-        let (rank, size) = {
-            let x = self.comm(comm)?;
-            (x.rank, x.size())
-        };
-        let user = self.coll_request(false);
-        let mut st = Setup {
-            user,
-            comm,
-            ctx,
-            coll: c.clone(),
-            rank,
-            size,
-            created: None,
-            channels: Some(None),
-            len: Box::new([0; 8]),
-            name: Box::new([0; SETUP_NAME_MAX]),
-            name_len: 0,
-            stage: SetupStage::Send(Vec::new()),
-        };
-        let started = if rank == 0 {
-            match self.shm_channel_create(size) {
-                Some((seg, n)) if n.len() <= SETUP_NAME_MAX => {
-                    st.channels = Some(Some(seg));
-                    st.name[..n.len()].copy_from_slice(n.as_bytes());
-                    st.name_len = n.len();
-                }
-                Some((_, n)) => tracing::warn!("channel broadcast segment {n}: name too long; using messages on this communicator"),
-                None => {}
-            }
+    /// Start agreement `st` (rank 0 made its segment and set its name, or left it empty):
+    /// rank 0 sends the name to its children, every other rank waits for its parent's.
+    fn setup_launch(&mut self, mut st: Setup) -> MpiResult<Handle> {
+        let user = st.user;
+        let started = if st.rank == 0 {
             self.setup_forward(&mut st)
         } else {
-            self.coll_irecv(comm, setup_parent(rank), TAG_BCAST_LEN, &mut st.len[..]).map(|h| st.stage = SetupStage::Len(h))
+            self.coll_irecv(st.comm, setup_parent(st.rank), TAG_BCAST_LEN, &mut st.len[..]).map(|h| st.stage = SetupStage::Len(h))
         };
         if let Err(e) = started {
             self.coll_request_done(user, Some(e.class));
