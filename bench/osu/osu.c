@@ -3,7 +3,7 @@
  * built with each MPI's own mpicc so that the same loops run on every implementation.
  *
  *   mpiexec -n N ./osu -b LIST [-m MAXBYTES] [-M MINBYTES] [-f FACTOR] [-t MS_PER_SIZE]
- *                   [-k BATCHES] [-p]
+ *                   [-k BATCHES] [-p] [-T]
  *
  * LIST is a comma-separated list of tests, run in that order in one launch:
  *   latency   ping-pong between ranks 0 and 1 (osu_latency): half round trip, µs
@@ -31,7 +31,8 @@
  * every rank runs that count (it is broadcast, untimed). With -k K (default 1) the timed loop
  * runs K times and each rank keeps its fastest batch: steadier on a machine shared with other
  * work (the regression check uses it), no longer quite OSU's single average. With -p, rank r pins itself to the
- * (r mod n)-th allowed CPU (launcher binding should then be off).
+ * (r mod n)-th allowed CPU (launcher binding should then be off). With -T every rank asks
+ * for MPI_THREAD_MULTIPLE (MPI_Init_thread), as mpi4py does by default.
  *
  * Output on rank 0, one line per test and size:
  *   test size value [min max]      (value: µs, MB/s or messages/s as above)
@@ -378,7 +379,18 @@ static void run_test(const char *name, size_t lo, size_t hi)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* -T: initialise with MPI_THREAD_MULTIPLE (as mpi4py does by default); read before
+     * MPI_Init_thread, the other options after. */
+    int multiple = 0;
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "-T"))
+            multiple = 1;
+    if (multiple) {
+        int provided = 0;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nproc);
     const char *list = "latency";
@@ -392,9 +404,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "-t") && i + 1 < argc) ms_per_size = atof(argv[++i]);
         else if (!strcmp(argv[i], "-k") && i + 1 < argc) batches = atoi(argv[++i]);
         else if (!strcmp(argv[i], "-p")) pin = 1;
+        else if (!strcmp(argv[i], "-T")) continue;
         else {
             if (rank == 0)
-                fprintf(stderr, "usage: osu -b TEST[,TEST...] [-m MAX] [-M MIN] [-f FACTOR] [-t MS] [-k BATCHES] [-p]\n");
+                fprintf(stderr, "usage: osu -b TEST[,TEST...] [-m MAX] [-M MIN] [-f FACTOR] [-t MS] [-k BATCHES] [-p] [-T]\n");
             MPI_Finalize();
             return 2;
         }
