@@ -1492,7 +1492,7 @@ impl Launcher {
                 Ok((stream, peer)) => {
                     let id = self.next_conn;
                     self.next_conn += 1;
-                    if self.conns.len() >= 4 * self.cfg.np as usize + 64 {
+                    if self.conns.len() >= 4 * self.ranks_started() + 64 {
                         tracing::warn!(%peer, "too many control connections; refusing");
                         self.refusals.over_limit(id);
                         self.core.unauthenticated_closed(id);
@@ -1526,15 +1526,23 @@ impl Launcher {
         }
     }
 
+    /// Ranks of the job so far, the ones `MPI_Comm_spawn` started included (at least the
+    /// launch's `-n`): the control connections' limits grow with them. Counted against the
+    /// launch's `-n` alone, a spawn-heavy job (mpi4py's tests on 8 ranks) had a spawned
+    /// rank's connection refused, and that rank failed to join.
+    fn ranks_started(&self) -> usize {
+        self.ranks.len().max(self.cfg.np as usize)
+    }
+
     /// Keeps unauthenticated connections within budget by closing the oldest one that,
     /// once read, still has not authenticated. Connections that sent a `Hello` and were
     /// challenged (a rank's proof follows one round trip later) have their own budget of
-    /// `np + UNAUTH_BUDGET`, so a whole job starting at once is never evicted while it
+    /// the ranks started plus `UNAUTH_BUDGET`, so a whole job starting at once is never evicted while it
     /// answers, and strangers that only connect cannot crowd them out; strangers that
     /// also send a `Hello` compete with the ranks only past that budget, oldest first.
     fn make_unauth_room(&mut self) {
         for challenged in [false, true] {
-            let budget = if challenged { self.cfg.np as usize + UNAUTH_BUDGET } else { UNAUTH_BUDGET };
+            let budget = if challenged { self.ranks_started() + UNAUTH_BUDGET } else { UNAUTH_BUDGET };
             for _ in 0..budget {
                 let candidates = || {
                     self.conns.iter().filter(|(id, c)| {
