@@ -661,8 +661,9 @@ impl Engine {
 
     /// The driver of a communicator whose ranks agreed on segment `seg` (named `name`).
     fn shm_channel_driver(&mut self, comm: Handle, rank: i32, size: i32, seg: Segment, name: &str) -> MpiResult<Box<Driver>> {
+        let (channels, cap) = self.shm_channel_shape();
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        let (channels, cap, crc, sync_every) = (cfg.channels.max(1) as usize, cfg.channel_slot, cfg.channel_crc, select::channel_sync(cfg));
+        let (crc, sync_every) = (cfg.channel_crc, select::channel_sync(cfg));
         let faults = self.channel_faults()?;
         if rank == 0 {
             tracing::info!("channel broadcast: segment {name}, {channels} channels of {cap} bytes, {size} ranks");
@@ -694,11 +695,8 @@ impl Engine {
     /// driver (rank 0's `created` segment, the one named `name`, or none for good when the
     /// name is empty) and start the broadcast `c` under the application's request `user`,
     /// over the channels or, without them, by messages.
-    pub(super) fn channel_setup_finish(&mut self, user: Handle, comm: Handle, ctx: u32, created: Option<Segment>, name: &str, c: &super::Coll) -> MpiResult<()> {
-        let (rank, size) = {
-            let x = self.comm(comm)?;
-            (x.rank, x.size())
-        };
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn channel_setup_finish(&mut self, user: Handle, comm: Handle, ctx: u32, rank: i32, size: i32, created: Option<Segment>, name: &str, c: &super::Coll) -> MpiResult<()> {
         let seg = match created {
             _ if name.is_empty() => None,
             Some(seg) => Some(seg),
@@ -780,14 +778,17 @@ impl Engine {
         let bytes = buf.dtype.packed_size(buf.count);
         let started = (|| {
             let packed;
-            let data: Option<&[u8]> = if rank == root {
+            let data: Option<&[u8]> = if rank != root {
+                None
+            } else if buf.dtype.is_contiguous() {
+                // SAFETY: the root's buffer holds `bytes` bytes of a contiguous type.
+                Some(unsafe { std::slice::from_raw_parts(buf.ptr, bytes) })
+            } else {
                 let mut v = vec![0u8; bytes];
                 // SAFETY: the root's buffer holds `count` elements of its type.
                 unsafe { buf.dtype.pack(buf.ptr, buf.count, &mut v) };
                 packed = v;
                 Some(&packed[..])
-            } else {
-                None
             };
             let now = d.now();
             d.machine.bcast(now, root as u32, data).map_err(call_error)

@@ -378,8 +378,10 @@ impl Engine {
     /// Advance every nonblocking collective (called from `progress`). Returns whether any
     /// finished.
     pub(crate) fn coll_progress(&mut self) -> bool {
-        let slot_done = !(self.coll.slots.ops.is_empty() && self.coll.slots.setups.is_empty()) && self.slots_progress();
-        let slot_done = self.channel_ops_progress() | slot_done;
+        // The shared-segment collectives started as requests: slot calls and their
+        // agreements, channel broadcasts.
+        let segment_done = !(self.coll.slots.ops.is_empty() && self.coll.slots.setups.is_empty()) && self.slots_progress();
+        let segment_done = self.channel_ops_progress() | segment_done;
         let mut active = std::mem::take(&mut self.coll.active);
         let mut finished = false;
         let mut i = 0;
@@ -429,7 +431,7 @@ impl Engine {
         // Collectives started while we advanced (none today) go after the old ones.
         active.append(&mut self.coll.active);
         self.coll.active = active;
-        finished || slot_done
+        finished || segment_done
     }
 
     /// MPI_Barrier.

@@ -642,7 +642,7 @@ impl Engine {
     fn setup_finish(&mut self, mut st: Setup) {
         if let Some(created) = st.channels.take() {
             let name = String::from_utf8_lossy(&st.name[..st.name_len]).into_owned();
-            if let Err(e) = self.channel_setup_finish(st.user, st.comm, st.ctx, created, &name, &st.coll) {
+            if let Err(e) = self.channel_setup_finish(st.user, st.comm, st.ctx, st.rank, st.size, created, &name, &st.coll) {
                 if matches!(self.is_complete(st.user), Ok(false)) {
                     self.coll_request_done(st.user, Some(e.class));
                 }
