@@ -251,6 +251,8 @@ struct State {
     /// Channel memory: `SyncAck`s that came before the send they answer (a re-executing
     /// rank reads its stream ahead of its program).
     sync_early: std::collections::HashSet<(u32, u64)>,
+    /// Buffers of unexpected eager messages, recycled once matched.
+    spares: crate::spare::Spares,
 }
 
 /// Work a layer above the engine does in every round of progress, so that it advances
@@ -646,6 +648,7 @@ impl Engine {
             sync_from: Default::default(),
             sync_pending: Default::default(),
             sync_early: Default::default(),
+            spares: Default::default(),
             door: Door::new(rank, incarnation, size),
             rejoined: Vec::new(),
         };
@@ -2285,6 +2288,7 @@ impl Engine {
                     err.get_or_insert(ErrorClass::Truncate);
                 }
                 *received = data.len() as u64;
+                self.st.spares.put(data);
                 self.st.events += 1;
                 Ok(None)
             }
@@ -2640,7 +2644,7 @@ impl State {
                     self.sync_matched(from);
                     return;
                 }
-                if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: payload.to_vec(), from }) {
+                if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, || Body::Eager { data: self.spares.filled(payload), from }) {
                     self.door.matched(from, h.ctx, h.src, h.tag);
                     self.sync_matched(from);
                     self.deliver_bytes(r, h.src, h.tag, payload, h.len);
@@ -2769,7 +2773,8 @@ impl State {
         match body {
             Body::Eager { data, .. } => {
                 let len = data.len() as u64;
-                self.deliver_bytes(h, src, tag, &data, len)
+                self.deliver_bytes(h, src, tag, &data, len);
+                self.spares.put(data);
             }
             Body::Rts { from, len, addr, sreq, flags } => self.start_rndv(h, src, tag, from, len, addr, sreq, flags),
         }

@@ -253,6 +253,7 @@ impl Engine {
                 // SAFETY: the buffer holds `cap` bytes.
                 unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, n) };
                 let error = (data.len() > cap).then_some(ErrorClass::Truncate);
+                self.st.spares.put(data);
                 self.st.events += 1;
                 return Ok(Some(Status { source: u.src, tag: u.tag, error, bytes: n as u64, cancelled: false }));
             }

@@ -20,6 +20,7 @@ pub mod matching;
 pub mod op;
 pub mod request;
 pub mod slab;
+mod spare;
 pub mod topo;
 pub mod wire;
 
