@@ -51,7 +51,7 @@ pub static VARS: &[Var] = &[
     // Paths and the engine.
     v("STEADFAST_PATH", Tunable, "shm", "path between ranks on one host: `shm`, `tcp` or `udp` (set by `mpiexec --path`)"),
     v("STEADFAST_NET_PATH", Tunable, "udp", "path between ranks on different hosts when `STEADFAST_PATH=shm` (`udp` or `tcp`)"),
-    v("STEADFAST_CHECKSUM", Tunable, "crc32c", "end-to-end CRC32C of every udp/tcp frame and shm ring record; `none`, or per path (`udp=crc32c,shm=none`). shm messages moved by the optional single-copy CMA are not checksummed"),
+    v("STEADFAST_CHECKSUM", Tunable, "crc32c", "end-to-end CRC32C of every udp/tcp frame and shm ring record; `none`, or per path (`udp=crc32c,shm=none`). shm messages moved by the optional single-copy CMA carry the sender's CRC32C of their data, checked after the read"),
     v("STEADFAST_FAULTS", Tunable, "unset", "seeded fault injection, e.g. `path=udp,drop=0.01,dup=0.01,reorder=0.05,corrupt=0.001,bus=0.0001,seed=7` (also `after=N` frames); shm/tcp take only `corrupt`/`bus`"),
     v("STEADFAST_ROUTES", Tunable, "job interface", "udp routes, one socket each: subnets, interface names or addresses (`10.77.1.0/24,10.77.2.0/24`), or `auto` (every shared subnet)"),
     v("STEADFAST_UDP_FRAG", Tunable, "8192 (32768 on loopback)", "udp fragment payload bytes"),

@@ -50,6 +50,9 @@ pub const PROC_NULL: i32 = -3;
 
 /// Idle polls before yielding when the job has more ranks than the host has CPUs.
 const OVERSUBSCRIBED_SPIN: u32 = 0;
+/// Single-copy reads of one message whose copy fails its CRC32C before the pipelined copy
+/// takes over.
+const CMA_READS: u32 = 3;
 
 /// The launcher services the engine needs (implemented over the runtime's bootstrap client).
 pub trait Bootstrap: Send {
@@ -167,7 +170,7 @@ pub struct PathOverrides {
 /// An unexpected message's body.
 pub enum Body {
     Eager { data: Vec<u8>, from: Ident },
-    Rts { from: Ident, len: u64, addr: u64, sreq: u64, flags: u8 },
+    Rts { from: Ident, len: u64, addr: u64, sreq: u64, flags: u8, crc: Option<u32> },
 }
 
 impl Body {
@@ -253,6 +256,12 @@ struct State {
     sync_early: std::collections::HashSet<(u32, u64)>,
     /// Buffers of unexpected eager messages, recycled once matched.
     spares: crate::spare::Spares,
+    /// Single-copy reads are checked against the sender's CRC32C (the shm checksum is on).
+    cma_crc: bool,
+    /// Single-copy reads whose copy failed that check (read again).
+    cma_damaged: u64,
+    /// `STEADFAST_FAULTS` `bus` on shm: damage to single-copy reads after the copy.
+    cma_faults: Option<steadfast_paths::fault::Injector>,
 }
 
 /// Work a layer above the engine does in every round of progress, so that it advances
@@ -623,6 +632,10 @@ impl Engine {
         let Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit } = parts;
         let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
         let eager_limit = eager_limit.min(chunk);
+        // Single-copy reads are checked and damaged as the shm path's records are.
+        let cma_crc = steadfast_paths::checksum::for_path(cfg.paths.checksum.as_deref(), "shm").map_or(true, |c| c.enabled());
+        let cma_faults = cfg.paths.faults.as_deref().and_then(|f| steadfast_paths::fault::FaultSpec::parse(f).ok());
+        let cma_faults = cma_faults.filter(|f| f.applies_to("shm") && f.bus > 0.0).map(|f| steadfast_paths::fault::Injector::new(f, rank));
         let mut st = State {
             rank,
             reqs: Slab::default(),
@@ -649,6 +662,9 @@ impl Engine {
             sync_pending: Default::default(),
             sync_early: Default::default(),
             spares: Default::default(),
+            cma_crc,
+            cma_damaged: 0,
+            cma_faults,
             door: Door::new(rank, incarnation, size),
             rejoined: Vec::new(),
         };
@@ -751,10 +767,10 @@ impl Engine {
             if let Some(line) = self.mlog_stats() {
                 eprintln!("steadfast stats rank {}: {line}", self.rank);
             }
-            if let Some(n) = &self.net {
-                let mut c = n.counters();
-                c.frames_dropped += self.st.dropped;
+            if let Some((c, _)) = self.path_counters() {
                 eprintln!("steadfast stats rank {}: {c}", self.rank);
+            }
+            if let Some(n) = &self.net {
                 for line in n.stats_detail() {
                     eprintln!("steadfast stats rank {}: {line}", self.rank);
                 }
@@ -771,7 +787,14 @@ impl Engine {
         let n = self.net.as_ref()?;
         let mut total = n.counters();
         total.frames_dropped += self.st.dropped;
-        Some((total, n.counters_by_path()))
+        let mut by_path = n.counters_by_path();
+        // Single-copy reads are shm traffic outside the path.
+        let injected = self.st.cma_faults.as_ref().map_or(0, |f| f.counts.injected_bus);
+        for c in std::iter::once(&mut total).chain(by_path.iter_mut().filter(|(k, _)| *k == "shm").map(|(_, c)| c)) {
+            c.corrupt_detected += self.st.cma_damaged;
+            c.injected_bus += injected;
+        }
+        Some((total, by_path))
     }
 
     /// Ask the launcher to tear the job down with `code`; exits if there is no launcher.
@@ -1103,7 +1126,17 @@ impl Engine {
             }
             self.st.complete(h, Status { source: PROC_NULL, tag: s.tag, error: None, bytes: 0, cancelled: false });
         } else {
-            let flags = if self.st.cma_ok[peer as usize] || peer == self.rank { FLAG_CMA } else { 0 };
+            let cma = self.st.cma_ok[peer as usize];
+            let mut flags = if cma || peer == self.rank { FLAG_CMA } else { 0 };
+            // A single-copy read bypasses the ring and its records' checksums: the data's
+            // own CRC32C goes with the announcement for the receiver to check its copy.
+            let crc = (cma && self.st.cma_crc && len > 0).then(|| {
+                // SAFETY: data_ptr is valid for len bytes (user buffer or our packed copy).
+                steadfast_paths::checksum::crc32c_append(0, unsafe { std::slice::from_raw_parts(data_ptr, len) })
+            });
+            if crc.is_some() {
+                flags |= crate::wire::FLAG_CRC;
+            }
             let hdr = self.st.door.message(peer, Kind::Rts, flags, ctx, src, s.tag, len as u64, h.0);
             let sent = Sent { peer, ctx, src, seq: hdr.a, id: h.0, rendezvous: true, buffered: false };
             self.st.last_sent = Some(sent);
@@ -1115,7 +1148,8 @@ impl Engine {
                 let data = unsafe { std::slice::from_raw_parts(if len == 0 { [].as_ptr() } else { data_ptr }, len) };
                 self.mlog_keep(peer, &hdr, data)?;
             }
-            self.emit_message(peer, &hdr, &(data_ptr as u64).to_le_bytes())?;
+            let (payload, n) = crate::wire::encode_rts(data_ptr as u64, crc);
+            self.emit_message(peer, &hdr, &payload[..n])?;
         }
         Ok(())
     }
@@ -2657,12 +2691,12 @@ impl State {
                 if self.waiting.is_some() {
                     self.promote_waiting(h.ctx, h.src, h.tag);
                 }
-                let Ok(addr) = <[u8; 8]>::try_from(payload).map(u64::from_le_bytes) else {
+                let Some((addr, crc)) = crate::wire::decode_rts(h.flags, payload) else {
                     self.dropped += 1;
                     return;
                 };
                 let from = self.door.ident(peer, h.a);
-                let body = || Body::Rts { from, len: h.len, addr, sreq: h.b, flags: h.flags };
+                let body = || Body::Rts { from, len: h.len, addr, sreq: h.b, flags: h.flags, crc };
                 if let Some(r) = self.matcher.arrive(h.ctx, h.src, h.tag, body) {
                     self.door.matched(from, h.ctx, h.src, h.tag);
                     self.deliver(r, h.src, h.tag, body());
@@ -2776,7 +2810,7 @@ impl State {
                 self.deliver_bytes(h, src, tag, &data, len);
                 self.spares.put(data);
             }
-            Body::Rts { from, len, addr, sreq, flags } => self.start_rndv(h, src, tag, from, len, addr, sreq, flags),
+            Body::Rts { from, len, addr, sreq, flags, crc } => self.start_rndv(h, src, tag, from, len, addr, sreq, flags, crc),
         }
     }
 
@@ -2797,7 +2831,7 @@ impl State {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn start_rndv(&mut self, h: Handle, src: i32, tag: i32, from: Ident, len: u64, addr: u64, sreq: u64, flags: u8) {
+    fn start_rndv(&mut self, h: Handle, src: i32, tag: i32, from: Ident, len: u64, addr: u64, sreq: u64, flags: u8, crc: Option<u32>) {
         let peer = from.world;
         let Some((buf, count, dtype)) = self.recv_target(h) else { return };
         let cap = dtype.packed_size(count);
@@ -2820,33 +2854,21 @@ impl State {
         // Logging modes: announced by a process that failed since. Its restarted process
         // announces the message again, and the data is asked of it then.
         let stale = self.logging && from.incarnation < self.door.incarnation_of(peer);
-        if !stale && (len == 0 || (flags & FLAG_CMA != 0 && self.cma_ok[peer as usize])) {
+        // A checked single copy reads the whole message: a truncated one takes the pipeline.
+        let whole = crc.is_none() || n as u64 == len;
+        if !stale && (len == 0 || (flags & FLAG_CMA != 0 && self.cma_ok[peer as usize] && whole)) {
             let ok = if n == 0 {
                 true
             } else if dtype.is_contiguous() {
-                // SAFETY: buf holds cap >= n bytes.
-                match unsafe { cma::read_from(self.pids[peer as usize], addr, buf, n) } {
-                    Ok(()) => true,
-                    Err(e) => {
-                        tracing::info!("single-copy read from rank {peer} failed ({e}); using pipelined copy");
-                        self.cma_ok[peer as usize] = false;
-                        false
-                    }
-                }
+                self.cma_read(peer, addr, buf, n, crc)
             } else {
                 let mut tmp = vec![0u8; n];
-                // SAFETY: tmp holds n bytes.
-                match unsafe { cma::read_from(self.pids[peer as usize], addr, tmp.as_mut_ptr(), n) } {
-                    Ok(()) => {
-                        // SAFETY: buf is valid for `count` elements of dtype.
-                        unsafe { dtype.unpack(&tmp, buf, count) };
-                        true
-                    }
-                    Err(_) => {
-                        self.cma_ok[peer as usize] = false;
-                        false
-                    }
+                let ok = self.cma_read(peer, addr, tmp.as_mut_ptr(), n, crc);
+                if ok {
+                    // SAFETY: buf is valid for `count` elements of dtype.
+                    unsafe { dtype.unpack(&tmp, buf, count) };
                 }
+                ok
             };
             if ok {
                 self.queue(peer, OutOp::Packet { hdr: fin, payload: Vec::new() });
@@ -2873,6 +2895,34 @@ impl State {
         }
         let cts = self.door.control(Kind::Cts, 0, 0, 0, len, h.0, sreq);
         self.queue(peer, OutOp::Packet { hdr: cts, payload: Vec::new() });
+    }
+
+    /// Read `n` bytes of rank `peer`'s memory at `addr` into `dst` with one copy, checked
+    /// against the sender's CRC32C of them when it sent one. False when the read failed
+    /// (single copy is then off for that peer) or its copy kept failing the check: the
+    /// pipelined copy through the ring, checked record by record, moves the data instead.
+    fn cma_read(&mut self, peer: u32, addr: u64, dst: *mut u8, n: usize, crc: Option<u32>) -> bool {
+        for _ in 0..CMA_READS {
+            // SAFETY: the caller's `dst` holds `n` bytes; the sender's request keeps `addr`
+            // valid for them until our FIN.
+            if let Err(e) = unsafe { cma::read_from(self.pids[peer as usize], addr, dst, n) } {
+                tracing::info!("single-copy read from rank {peer} failed ({e}); using pipelined copy");
+                self.cma_ok[peer as usize] = false;
+                return false;
+            }
+            let Some(want) = crc else { return true };
+            // SAFETY: as above; the read filled them.
+            let got = unsafe { std::slice::from_raw_parts_mut(dst, n) };
+            if let Some(inj) = self.cma_faults.as_mut() {
+                inj.bus_error(got, 0);
+            }
+            if steadfast_paths::checksum::crc32c_append(0, got) == want {
+                return true;
+            }
+            self.cma_damaged += 1;
+            tracing::warn!("single-copy read of {n} bytes from rank {peer} failed its CRC32C; reading again");
+        }
+        false
     }
 
     /// A piece of rendezvous data. With `check = Some((seed, expected))` the payload is not

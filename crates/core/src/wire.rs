@@ -85,6 +85,33 @@ pub const FLAG_CMA: u8 = 1;
 /// Flag on Eager (`--ft channel-memory`, where every message travels whole): a synchronous
 /// send; the receiver answers `SyncAck` when it matches it.
 pub const FLAG_SYNC: u8 = 2;
+/// Flag on Rts: its payload also carries the CRC32C of the message's data, which a
+/// single-copy read checks (the ring's records carry their own).
+pub const FLAG_CRC: u8 = 4;
+
+/// The payload of an Rts: the address of the sender's data, then (with [`FLAG_CRC`]) the
+/// CRC32C of that data.
+pub fn encode_rts(addr: u64, crc: Option<u32>) -> ([u8; 12], usize) {
+    let mut p = [0u8; 12];
+    p[..8].copy_from_slice(&addr.to_le_bytes());
+    match crc {
+        Some(c) => {
+            p[8..].copy_from_slice(&c.to_le_bytes());
+            (p, 12)
+        }
+        None => (p, 8),
+    }
+}
+
+/// Parse an Rts payload (see [`encode_rts`]); None if its length does not match its flags.
+pub fn decode_rts(flags: u8, payload: &[u8]) -> Option<(u64, Option<u32>)> {
+    let addr = u64::from_le_bytes(payload.get(..8)?.try_into().ok()?);
+    match (flags & FLAG_CRC != 0, payload.len()) {
+        (false, 8) => Some((addr, None)),
+        (true, 12) => Some((addr, Some(u32::from_le_bytes(payload[8..12].try_into().ok()?)))),
+        _ => None,
+    }
+}
 
 impl Header {
     /// Encode into raw bytes.
@@ -128,6 +155,19 @@ impl Header {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn rts_payload_round_trips_and_rejects_a_wrong_length() {
+        let (p, n) = encode_rts(0x1234_5678_9abc, None);
+        assert_eq!(decode_rts(0, &p[..n]), Some((0x1234_5678_9abc, None)));
+        let (p, n) = encode_rts(42, Some(0xdead_beef));
+        assert_eq!(decode_rts(FLAG_CMA | FLAG_CRC, &p[..n]), Some((42, Some(0xdead_beef))));
+        // A length that does not match the flags is refused, never half read.
+        assert_eq!(decode_rts(FLAG_CMA, &p[..n]), None);
+        assert_eq!(decode_rts(FLAG_CRC, &p[..8]), None);
+        assert_eq!(decode_rts(0, &p[..5]), None);
+        assert_eq!(decode_rts(0, &[]), None);
+    }
     use super::*;
     #[test]
     fn roundtrip() {

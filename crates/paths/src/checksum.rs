@@ -7,10 +7,11 @@
 //!   receiver before anything is delivered (the UDP/TCP checksums are 16-bit, computed by
 //!   the NIC or kernel, and do not cover the bus between memory and NIC).
 //! - **shm**: every ring record carries a CRC32C of its header and payload, computed
-//!   while copying into the ring (one fused pass) and checked before delivery. Large
-//!   messages moved by single-copy `process_vm_readv` (`STEADFAST_CMA=1`) are a kernel
-//!   memory-to-memory copy on one host, with no device or I/O bus in between, and are
-//!   not checksummed: checking them would cost a separate pass over the sender's buffer.
+//!   while copying into the ring (one fused pass) and checked before delivery. A large
+//!   message moved by single-copy `process_vm_readv` (`STEADFAST_CMA=1`) bypasses the
+//!   ring: its sender sends the CRC32C of its data with the announcement (a separate pass
+//!   over its buffer), and the receiver checks its copy against it (another pass) and
+//!   reads again on a mismatch (the engine does this, `start_rndv`).
 
 use crate::PathError;
 

@@ -835,17 +835,17 @@ impl super::State {
         if h.kind != Kind::Rts {
             return true;
         }
-        let Ok(addr) = <[u8; 8]>::try_from(payload).map(u64::from_le_bytes) else { return true };
+        let Some((addr, crc)) = crate::wire::decode_rts(h.flags, payload) else { return true };
         let from = self.door.ident(peer, h.a);
         if let Some(rreq) = self.awaiting.remove(&(peer, h.a)) {
             // Matched already; its data was coming from the failed process: ask again.
-            self.start_rndv(rreq, h.src, h.tag, from, h.len, addr, h.b, h.flags);
+            self.start_rndv(rreq, h.src, h.tag, from, h.len, addr, h.b, h.flags, crc);
             return true;
         }
         let seq = h.a;
         if let Some(u) = self.matcher.find_unexpected_mut(h.ctx, |u| matches!(&u.msg, super::Body::Rts { from, .. } if from.world == peer && from.seq == seq)) {
             // Not matched yet: the data will come from the new process.
-            u.msg = super::Body::Rts { from, len: h.len, addr, sreq: h.b, flags: h.flags };
+            u.msg = super::Body::Rts { from, len: h.len, addr, sreq: h.b, flags: h.flags, crc };
             return true;
         }
         // Matched, and its data asked of a sender's request that may be gone (a restored
@@ -859,7 +859,7 @@ impl super::State {
         });
         if let Some(rreq) = waiting {
             tracing::debug!(peer, seq, "rendezvous announced again while its data was awaited: asking the new announcement");
-            self.start_rndv(rreq, h.src, h.tag, from, h.len, addr, h.b, h.flags);
+            self.start_rndv(rreq, h.src, h.tag, from, h.len, addr, h.b, h.flags, crc);
             return true;
         }
         // Received completely before: the re-executed send is done.
