@@ -1,6 +1,9 @@
 /* oversub: 8 ranks (on a machine with fewer cores) do all-pairs exchanges
- * with nonblocking and blocking calls, then a ring; ranks that wait must
- * yield the CPU so that the job finishes in seconds.
+ * with nonblocking and blocking calls, a stream of large messages that arrive
+ * before their receives, then a ring; ranks that wait must yield the CPU so
+ * that the job finishes in seconds. Where ranks outnumber CPUs a message above
+ * the eager limit goes eagerly while the ring has room for it, and by the
+ * handshake once it does not: the stream mixes both, in order.
  * ranks: 8
  * timeout: 30
  */
@@ -58,6 +61,33 @@ int main(int argc, char **argv)
                                 150 + step, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             tc_verify(rb, n, tc_seed(from, tc_rank, 150 + step, (long)s), "shift step %d size %zu", step, n);
         }
+    }
+
+    /* A window of large messages to the right neighbour, sent before the
+     * neighbour posts its receives (they arrive unexpected); more than the ring
+     * holds, of sizes around the eager limits, with one tag so that only their
+     * order matches them. */
+    {
+        enum { W = 48 };
+        static const size_t stream[] = { 20000, 65536, 40000, 65536, 16384, 70000 };
+        const int right = (tc_rank + 1) % tc_size, left = (tc_rank + tc_size - 1) % tc_size;
+        const size_t ns = sizeof stream / sizeof stream[0];
+        unsigned char *ssb = tc_malloc(70000 * (size_t)W), *srb = tc_malloc(70000 * (size_t)W);
+        MPI_Request *srq = tc_malloc(sizeof(MPI_Request) * 2 * W);
+        for (int w = 0; w < W; w++) {
+            size_t n = stream[w % ns];
+            tc_fill(ssb + 70000 * (size_t)w, n, tc_seed(tc_rank, right, 300, w));
+            TC_MPI(MPI_Isend(ssb + 70000 * (size_t)w, (int)n, MPI_BYTE, right, 300, MPI_COMM_WORLD, &srq[w]));
+        }
+        TC_MPI(MPI_Barrier(MPI_COMM_WORLD));
+        for (int w = 0; w < W; w++)
+            TC_MPI(MPI_Irecv(srb + 70000 * (size_t)w, (int)stream[w % ns], MPI_BYTE, left, 300, MPI_COMM_WORLD, &srq[W + w]));
+        TC_MPI(MPI_Waitall(2 * W, srq, MPI_STATUSES_IGNORE));
+        for (int w = 0; w < W; w++)
+            tc_verify(srb + 70000 * (size_t)w, stream[w % ns], tc_seed(left, tc_rank, 300, w), "stream message %d", w);
+        free(ssb);
+        free(srb);
+        free(srq);
     }
 
     /* Token ring, many laps: each hop needs the previous rank to run. */

@@ -36,7 +36,7 @@ const TUNABLES: &[(&str, &str, &str)] = &[
     ("STEADFAST_UDP_WINDOW", "1 MiB (4 MiB on loopback), at most what the socket buffers hold", "unacknowledged udp bytes in flight per peer (no congestion control: keep it near the bandwidth-delay product)"),
     ("STEADFAST_PROBE_MS", "50", "route heartbeat / fail-back probe interval"),
     ("STEADFAST_RETRIES", "6", "sends of a fragment on one route before that route is declared failed"),
-    ("STEADFAST_EAGER_LIMIT", "16 KiB shm, 64 KiB tcp", "largest message sent eagerly"),
+    ("STEADFAST_EAGER_LIMIT", "16 KiB shm, 64 KiB tcp", "largest message sent eagerly (more ranks than CPUs: shm up to 64 KiB while the ring has room)"),
     ("STEADFAST_SHM_RING", "128 MiB / ranks², 128 KiB–2 MiB (less, down to 4 KiB, when half the free space of `/dev/shm` holds no more)", "bytes per sender→receiver shared-memory ring (large messages stream through it in quarter-ring chunks of at most 256 KiB)"),
     ("STEADFAST_CMA", "0", "1: single-copy process_vm_readv for large shm messages instead of the pipelined copy through the ring (measured about half as fast here)"),
     ("STEADFAST_SPIN", "2000 (0 when ranks outnumber CPUs)", "idle progress polls before yielding the CPU"),

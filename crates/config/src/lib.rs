@@ -58,7 +58,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_UDP_WINDOW", Tunable, "1 MiB (4 MiB on loopback)", "unacknowledged udp bytes in flight per peer, at most what the socket buffers hold (no congestion control: keep it near the bandwidth-delay product)"),
     v("STEADFAST_PROBE_MS", Tunable, "50", "route heartbeat / fail-back probe interval; 3 missed heartbeats fail a route over"),
     v("STEADFAST_RETRIES", Tunable, "6", "sends of a fragment on one route before that route is declared failed"),
-    v("STEADFAST_EAGER_LIMIT", Tunable, "16 KiB shm, 64 KiB tcp", "largest message sent eagerly; larger ones use rendezvous"),
+    v("STEADFAST_EAGER_LIMIT", Tunable, "16 KiB shm, 64 KiB tcp", "largest message sent eagerly; larger ones use rendezvous. Unset, where a host runs more ranks than it has CPUs, a shm message of up to 64 KiB also goes eagerly while the ring to its receiver has room for it"),
     v("STEADFAST_SHM_RING", Tunable, "128 MiB / ranks², 128 KiB-2 MiB (less, down to 4 KiB, when half the free space of `/dev/shm` holds no more)", "bytes per sender-receiver shared-memory ring (large messages stream through it in quarter-ring chunks of at most 256 KiB)"),
     v("STEADFAST_CMA", Tunable, "0", "1: single-copy `process_vm_readv` for large shm messages instead of the pipelined copy through the ring"),
     v("STEADFAST_BIND_TO", Tunable, "none", "`core` or `hwthread`: each rank binds itself as the library loads to one core or hardware thread of the CPUs it may use, local rank i to unit i mod units (`steadfast run --bind-to`; needs the local rank our launcher sets)"),

@@ -136,6 +136,13 @@ impl Path for Bridged {
         unsafe { self.tcp.send_held(r, hdr, payload) }
     }
 
+    fn room(&self, peer: u32) -> usize {
+        if peer < self.world {
+            return self.inner.as_ref().map_or(0, |p| p.room(peer));
+        }
+        self.remote_of(peer).map_or(0, |r| self.tcp.room(r))
+    }
+
     fn holds_references(&self, peer: u32) -> bool {
         if peer < self.world {
             return self.inner.as_ref().is_some_and(|p| p.holds_references(peer));

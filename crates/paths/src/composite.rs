@@ -89,6 +89,13 @@ impl Path for CompositePath {
         }
     }
 
+    fn room(&self, peer: u32) -> usize {
+        match self.via.get(peer as usize).copied().flatten() {
+            Some(i) => self.parts[i].1.room(peer),
+            None => 0,
+        }
+    }
+
     fn backlog(&self) -> usize {
         self.parts.iter().map(|(_, p)| p.backlog()).sum()
     }

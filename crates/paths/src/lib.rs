@@ -243,6 +243,12 @@ pub trait Path: Send {
     }
     /// Packets this path still holds for sending (0 when everything reached the peer's queue).
     fn backlog(&self) -> usize;
+    /// Payload bytes one packet to `peer` could take now without waiting for the peer to
+    /// read (0 when the path cannot tell): where ranks outnumber CPUs the engine sends a
+    /// message above its eager limit eagerly when it fits.
+    fn room(&self, _peer: u32) -> usize {
+        0
+    }
     /// Counters for the statistics report.
     fn counters(&self) -> PathCounters;
     /// The counters of each kind of path this one is made of, by name (`shm`, `tcp`, `udp`),

@@ -862,6 +862,14 @@ impl Path for ShmPath {
         self.checksum.enabled()
     }
 
+    fn room(&self, peer: u32) -> usize {
+        let Some(Some(o)) = self.out.get(peer as usize) else { return 0 };
+        let free = o.ring.size as u64 - (o.tail - o.ring.head().load(Ordering::Acquire));
+        // A record that does not fit before the ring's end skips to its start: half of what
+        // is free always takes one, less its prefix, header and the line zeroed after it.
+        (free / 2).saturating_sub((REC_PREFIX + HDR_LEN + 2 * LINE) as u64) as usize
+    }
+
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError> {
         if self.me.repair_flag().load(Ordering::Relaxed) != 0 {
             self.serve_repairs(); // cold
@@ -1132,6 +1140,49 @@ mod tests {
         }
         b.poll(&mut got).unwrap();
         assert_all_from_rank_0(&got, &expect);
+        drop(a);
+        drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `room` is a promise: a record of at most that much payload is taken at once, wherever
+    /// the ring's end falls; it shrinks as records go in and grows as the consumer reads.
+    #[test]
+    fn room_is_never_more_than_a_send_takes() {
+        let dir = std::env::temp_dir().join(format!("sf-shm-room-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ring = 256 << 10;
+        let mut a = ShmPath::create(&dir, 0, 2, ring).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, ring).unwrap();
+        let hdr = [0u8; HDR_LEN];
+        // Nothing is known of a ring not opened yet.
+        assert_eq!(a.room(1), 0);
+        a.send(1, &hdr, &[]).unwrap();
+        let mut got = Collect(Vec::new());
+        b.poll(&mut got).unwrap();
+        let empty = a.room(1);
+        assert!(empty >= ring / 2 - 256 && empty < ring / 2, "room of an empty ring: {empty}");
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let (mut taken, mut polls) = (0, 0);
+        while taken < 3000 {
+            let room = a.room(1);
+            // Small records too, so that large ones meet the ring's end anywhere.
+            let len = if rng.gen_bool(0.5) { rng.gen_range(0..200) } else { rng.gen_range(0..=room.min(a.max_payload())) };
+            if len > room {
+                continue;
+            }
+            let payload = vec![taken as u8; len];
+            assert!(matches!(a.send(1, &hdr, &payload).unwrap(), SendStatus::Done), "a record of {len} bytes refused with room {room}");
+            taken += 1;
+            assert!(a.room(1) <= room, "room grew by a send");
+            if a.room(1) < 64 << 10 || rng.gen_bool(0.05) {
+                let before = a.room(1);
+                b.poll(&mut got).unwrap();
+                polls += 1;
+                assert!(a.room(1) >= before, "room shrank by a read");
+            }
+        }
+        assert!(polls > 10, "the ring filled only {polls} times");
         drop(a);
         drop(b);
         let _ = std::fs::remove_dir_all(&dir);

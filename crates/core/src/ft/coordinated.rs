@@ -694,6 +694,7 @@ impl Engine {
         // the host now): never stream chunks it cannot take.
         self.chunk = self.chunk.min(built.net.max_payload());
         self.eager_limit = self.eager_limit.min(self.chunk);
+        self.room_eager = self.room_eager.min(self.chunk);
         self.net = Some(built.net);
         self.boot = Some(boot);
         self.rejoin_rollback(wave)?;

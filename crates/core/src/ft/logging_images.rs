@@ -302,6 +302,7 @@ impl Engine {
         }
         self.chunk = self.chunk.min(built.net.max_payload());
         self.eager_limit = self.eager_limit.min(self.chunk);
+        self.room_eager = self.room_eager.min(self.chunk);
         self.net = Some(built.net);
         // Our addresses are published: the others may reconnect now.
         boot.rejoin().map_err(|e| other(format!("rejoining the job: {e}")))?;
