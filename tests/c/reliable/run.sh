@@ -76,6 +76,21 @@ fi
 # it. The job must end with correct results, and the counters must show the damage
 # injected, detected and repaired (single copy off: everything goes through the checked
 # path).
+# Whether a damaged run ended well, every byte verified by the program; fails it and says
+# why if not.
+survived() {   # survived EXIT LOG WHAT
+    local rc=$1 log=$2 what=$3
+    if [ "$rc" -ne 0 ] || ! grep -q '^ No Errors$' "$log"; then
+        fail "$what: exit $rc, damage not survived"
+        tail -n 10 "$log" | sed 's/^/    | /'
+        return 1
+    fi
+    if grep -qE 'bytes wrong|words wrong' "$log"; then
+        fail "$what: damaged bytes reached the application"
+        return 1
+    fi
+}
+
 repaired() {   # [RESYNC=1] repaired PATH FAULTS PROGRAM ARGS...  (RESYNC=1: resyncs required)
     local path=$1 f=$2 prog=$3 need_resync=${RESYNC:-0}
     shift 3
@@ -91,12 +106,8 @@ repaired() {   # [RESYNC=1] repaired PATH FAULTS PROGRAM ARGS...  (RESYNC=1: res
         grep -oE '(corrupt|bus)=[0-9]+' | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }')
     det=$(counter corrupt_detected "$log")
     re=$(counter retransmitted "$log")
-    if [ $rc -ne 0 ] || ! grep -q '^ No Errors$' "$log"; then
-        fail "$prog over $path with $f: exit $rc, damage not survived"
-        tail -n 10 "$log" | sed 's/^/    | /'
-    elif grep -qE 'bytes wrong|words wrong' "$log"; then
-        fail "$prog over $path with $f: damaged bytes reached the application"
-    elif [ "$inj" -eq 0 ] || [ "$det" -eq 0 ] || [ "$re" -eq 0 ]; then
+    survived $rc "$log" "$prog over $path with $f" || return 0
+    if [ "$inj" -eq 0 ] || [ "$det" -eq 0 ] || [ "$re" -eq 0 ]; then
         fail "$prog over $path with $f: counters do not show the repair (injected $inj, detected $det, resent $re)"
         tail -n 10 "$log" | sed 's/^/    | /'
     elif [ "$need_resync" = 1 ] && [ "$rs" -eq 0 ]; then
@@ -140,12 +151,8 @@ single_copy() {   # single_copy FAULTS PROGRAM ARGS...
     inj=$(grep -oE 'injected drop=[0-9]+ dup=[0-9]+ reorder=[0-9]+ corrupt=[0-9]+ bus=[0-9]+' "$log" |
         grep -oE 'bus=[0-9]+' | cut -d= -f2 | awk '{ s += $1 } END { print s + 0 }')
     det=$(counter corrupt_detected "$log")
-    if [ $rc -ne 0 ] || ! grep -q '^ No Errors$' "$log"; then
-        fail "$prog single copy with $f: exit $rc, damage not survived"
-        tail -n 10 "$log" | sed 's/^/    | /'
-    elif grep -qE 'bytes wrong|words wrong' "$log"; then
-        fail "$prog single copy with $f: damaged bytes reached the application"
-    elif [ "$inj" -eq 0 ] || [ "$det" -lt "$inj" ]; then
+    survived $rc "$log" "$prog single copy with $f" || return 0
+    if [ "$inj" -eq 0 ] || [ "$det" -lt "$inj" ]; then
         fail "$prog single copy with $f: counters do not show every damaged copy caught (injected $inj, detected $det)"
         tail -n 10 "$log" | sed 's/^/    | /'
     else
