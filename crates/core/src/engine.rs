@@ -618,8 +618,8 @@ impl Engine {
         let mut eng = Engine::assemble(Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit });
         // More ranks than CPUs: each step of a rendezvous (announcement, answer, data) waits
         // for the other process to be scheduled, so a message that fits the path now goes
-        // eagerly (Scan, Scatter, Gather and Reduce of 64 KiB on 4 and 8 ranks on 2 CPUs
-        // 1.9-4.8 times faster; docs/performance.md). Only what fits: a stream of them
+        // eagerly (Scan, Gather, and on 4 ranks Scatter and Alltoall, of 64 KiB on 2 CPUs 1.7-3.6
+        // times faster; docs/performance.md). Only what fits: a stream of them
         // falls back to the handshake, its flow control, once the ring is half full.
         if oversubscribed && !eager_set && eng.net.is_some() {
             eng.room_eager = OVERSUBSCRIBED_EAGER.min(eng.chunk);
