@@ -1773,6 +1773,10 @@ impl Engine {
                 std::hint::spin_loop();
             } else if idle < self.cfg.spin + self.cfg.yields {
                 std::thread::yield_now();
+            } else if !self.coll.channels.ops.is_empty() && sleeps == 0 && idle < self.cfg.spin + crate::coll::channels::FRAME_YIELDS {
+                // A channel broadcast's slot write rings no doorbell: wait for its frame as
+                // the blocking broadcast does, the root a yield away.
+                std::thread::yield_now();
             } else if !self.st.loopback.is_empty() || !self.st.busy_peers.is_empty() && self.net.is_none() {
                 continue;
             } else if self.service_awake() {
@@ -1788,7 +1792,12 @@ impl Engine {
                 std::thread::yield_now();
             } else if let Some(net) = self.net.as_mut() {
                 // Failure notices do not ring the doorbell: sleep shorter in run-through mode.
-                let sleep = if self.st.ft.run_through { self.cfg.sleep.min(std::time::Duration::from_millis(5)) } else { self.cfg.sleep };
+                let mut sleep = if self.st.ft.run_through { self.cfg.sleep.min(std::time::Duration::from_millis(5)) } else { self.cfg.sleep };
+                if !self.coll.channels.ops.is_empty() {
+                    // Nor does its frame wake a sleep on the path: look again soon, then
+                    // less often, as the blocking broadcast does.
+                    sleep = sleep.min(crate::coll::channels::frame_sleep(sleeps));
+                }
                 if self.coll.slots.ops.is_empty() {
                     net.wait(sleep).map_err(|e| MpiError::new(ErrorClass::Other, e.to_string()))?;
                 } else {

@@ -7,8 +7,9 @@
  *   chbcast [ROUNDS]
  * Also: a non-contiguous type on the root against a contiguous one elsewhere (same type
  * signature), a duplicated and a split communicator used in turn (each has its own
- * channels), other collectives and an MPI_Ibcast between channel broadcasts, and
- * communicators made and freed in turn (a new one may take a freed one's handle).
+ * channels), other collectives and an MPI_Ibcast between channel broadcasts, up to 5
+ * MPI_Ibcasts outstanding with a blocking MPI_Bcast among them, and communicators made
+ * and freed in turn (a new one may take a freed one's handle).
  */
 #include "../coll/ct.h"
 
@@ -99,6 +100,83 @@ int main(int argc, char **argv)
         }
     }
     MPI_Type_free(&vec);
+    /* Up to 5 MPI_Ibcasts outstanding at once, with a blocking MPI_Bcast started between
+     * them, each of its own root and size, completed together, last first or by testing:
+     * they take the channels wherever MPI_Bcast does, so they outnumber the channels of
+     * the few-channel cases and synchronizations run while they are outstanding. */
+    enum { OUT = 5 };
+    unsigned char *ib[OUT];
+    for (int k = 0; k < OUT; k++)
+        ib[k] = malloc(MAXSIZE + 1);
+    for (int r = 0; r < rounds / 4; r++) {
+        int nreq = 1 + r % OUT, n[OUT], root[OUT];
+        MPI_Request q[OUT];
+        for (int k = 0; k < nreq; k++) {
+            n[k] = sizes[(r * 3 + k * 5) % NSIZES];
+            root[k] = (r + 2 * k) % ct_size;
+            for (int j = 0; j < n[k]; j++)
+                ib[k][j] = ct_rank == root[k] ? pattern(r, root[k] + k, j) : 0xEE;
+            ib[k][n[k]] = 0x5A;
+            CT_MPI(MPI_Ibcast(ib[k], n[k], MPI_BYTE, root[k], MPI_COMM_WORLD, &q[k]));
+            if (k == 1)
+                one(MPI_COMM_WORLD, buf, r + 3, "blocking among ibcasts");
+        }
+        if (r % 3 == 0) {
+            CT_MPI(MPI_Waitall(nreq, q, MPI_STATUSES_IGNORE));
+        } else if (r % 3 == 1) {
+            for (int k = nreq - 1; k >= 0; k--)
+                CT_MPI(MPI_Wait(&q[k], MPI_STATUS_IGNORE));
+        } else {
+            int done = 0;
+            while (!done)
+                CT_MPI(MPI_Testall(nreq, q, &done, MPI_STATUSES_IGNORE));
+        }
+        for (int k = 0; k < nreq; k++) {
+            for (int j = 0; j < n[k]; j++)
+                if (ib[k][j] != pattern(r, root[k] + k, j)) {
+                    CT_ERR("ibcast round %d call %d root %d size %d: byte %d is %d", r, k, root[k], n[k], j, ib[k][j]);
+                    break;
+                }
+            CT_CHECK(ib[k][n[k]] == 0x5A, "ibcast round %d call %d: byte past the end was written", r, k);
+        }
+    }
+    /* A communicator's first channel broadcasts are MPI_Ibcasts: its ranks agree on the
+     * segment in the background. MPI_Ibcast is local: the ranks other than 0 start theirs
+     * and then wait in MPI_Recv for rank 0, which starts its own only after MPI_Ssend. More
+     * calls on the communicator follow before those complete: two more MPI_Ibcasts, a
+     * blocking MPI_Bcast and an MPI_Comm_split. */
+    for (int r = 0; r < 6; r++) {
+        MPI_Comm fresh, sub;
+        CT_MPI(MPI_Comm_dup(MPI_COMM_WORLD, &fresh));
+        int token = r, n[3] = {16384, 65536 + r, 20000};
+        MPI_Request q[3];
+        for (int k = 0; k < 3; k++)
+            for (int j = 0; j < n[k]; j++)
+                ib[k][j] = ct_rank == k % ct_size ? pattern(r, 50 + k, j) : 0xEE;
+        if (ct_rank == 0)
+            for (int p = 1; p < ct_size; p++)
+                CT_MPI(MPI_Ssend(&token, 1, MPI_INT, p, 7, MPI_COMM_WORLD));
+        CT_MPI(MPI_Ibcast(ib[0], n[0], MPI_BYTE, 0, fresh, &q[0]));
+        if (ct_rank != 0) {
+            CT_MPI(MPI_Recv(&token, 1, MPI_INT, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            CT_CHECK(token == r, "first ibcast round %d: token %d", r, token);
+        }
+        CT_MPI(MPI_Ibcast(ib[1], n[1], MPI_BYTE, 1 % ct_size, fresh, &q[1]));
+        one(fresh, buf, r + 7, "blocking after first ibcasts");
+        CT_MPI(MPI_Comm_split(fresh, ct_rank % 2, ct_rank, &sub));
+        CT_MPI(MPI_Ibcast(ib[2], n[2], MPI_BYTE, 2 % ct_size, fresh, &q[2]));
+        CT_MPI(MPI_Waitall(3, q, MPI_STATUSES_IGNORE));
+        for (int k = 0; k < 3; k++)
+            for (int j = 0; j < n[k]; j++)
+                if (ib[k][j] != pattern(r, 50 + k, j)) {
+                    CT_ERR("first ibcasts round %d call %d: byte %d is %d", r, k, j, ib[k][j]);
+                    break;
+                }
+        MPI_Comm_free(&sub);
+        MPI_Comm_free(&fresh);
+    }
+    for (int k = 0; k < OUT; k++)
+        free(ib[k]);
     /* Communicators made and freed in turn, their ranks in another order each time: a new
      * one may take a freed one's handle and must use channels of its own. Small broadcasts
      * only, so the freed ones' segments (kept until the job ends) stay small. On one host

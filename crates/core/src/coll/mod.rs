@@ -166,7 +166,7 @@ impl CollState {
     /// Whether any nonblocking collective is in progress.
     #[inline]
     pub fn busy(&self) -> bool {
-        !self.active.is_empty() || !self.slots.ops.is_empty() || !self.slots.setups.is_empty() || !self.channels.ops.is_empty()
+        !self.active.is_empty() || !self.slots.ops.is_empty() || !self.slots.setups.is_empty() || !self.channels.ops.is_empty() || !self.channels.waiting.is_empty()
     }
     /// Whether `h` is a persistent collective request.
     pub fn is_persistent(&self, h: Handle) -> bool {
@@ -293,6 +293,17 @@ impl Engine {
     pub fn icoll(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
         let (_, ctx) = self.topo(comm)?;
         let tag = self.next_nb_tag(ctx);
+        // MPI_Ibcast takes the channels wherever the rule picks them, as MPI_Bcast does: the
+        // root's request completes once its frame is in the slot. Every rank decides alike
+        // (the rule sees only the size and the communicator), and the channels number
+        // their broadcasts in call order, which MPI makes the same on every rank for
+        // blocking and nonblocking collectives together. The tag stays reserved for the
+        // messages should the communicator's first one find no segment.
+        if matches!(c, Coll::Bcast { .. }) {
+            if let Some(h) = self.ichannel(comm, &c, Some(tag))? {
+                return Ok(h);
+            }
+        }
         let s = self.prepare(comm, &c, Some(tag))?;
         let h = self.coll_request(false);
         self.coll_launch(h, s)?;
@@ -319,7 +330,7 @@ impl Engine {
         if let Some(h) = self.islot(comm, &c)? {
             return Ok(h);
         }
-        if let Some(h) = self.ichannel(comm, &c)? {
+        if let Some(h) = self.ichannel(comm, &c, None)? {
             return Ok(h);
         }
         self.icoll_blocking(comm, c)

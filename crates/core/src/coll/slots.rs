@@ -78,6 +78,9 @@ pub(crate) struct Setup {
     coll: Coll,
     rank: i32,
     size: i32,
+    /// The tag reserved for `coll` by messages if no segment is agreed: an `MPI_Ibcast`'s,
+    /// taken when it was called (None: a blocking call's, taken when the agreement ends).
+    tag: Option<i32>,
     /// Rank 0's segment, made before it sent the name.
     created: Option<Seg>,
     /// The agreement is a channel broadcast's (`coll` its `Bcast`), not a slot call's; rank
@@ -484,9 +487,10 @@ impl Engine {
     /// [`Engine::slot_setup`] for the channel broadcast `c` of a rank at
     /// `MPI_THREAD_MULTIPLE` on communicator `comm` (context `ctx`): the agreement on its
     /// channel segment in the background, then the broadcast under the returned request.
-    pub(super) fn channel_setup(&mut self, comm: Handle, ctx: u32, c: &Coll) -> MpiResult<Handle> {
+    pub(super) fn channel_setup(&mut self, comm: Handle, ctx: u32, c: &Coll, tag: Option<i32>) -> MpiResult<Handle> {
         let mut st = self.setup_new(comm, ctx, c)?;
         st.channels = Some(None);
+        st.tag = tag;
         if st.rank == 0 {
             match self.shm_channel_create(st.size) {
                 Some((seg, n)) if n.len() <= SETUP_NAME_MAX => {
@@ -514,6 +518,7 @@ impl Engine {
             coll: c.clone(),
             rank,
             size,
+            tag: None,
             created: None,
             channels: None,
             len: Box::new([0; 8]),
@@ -568,15 +573,23 @@ impl Engine {
         let mut finished = false;
         let mut i = 0;
         while i < setups.len() {
+            // Agreements of one communicator (an MPI_Ibcast's, then a slot call's of another
+            // thread) share the tags: each posts its receive for the name only after the
+            // ones started before it, kept in call order, so each gets its own.
+            let (comm, early) = (setups[i].comm, &setups[..i]);
+            if early.iter().any(|e| e.comm == comm && !matches!(e.stage, SetupStage::Send(_))) {
+                i += 1;
+                continue;
+            }
             match self.setup_step(&mut setups[i]) {
                 Ok(false) => i += 1,
                 Ok(true) => {
-                    let st = setups.swap_remove(i);
+                    let st = setups.remove(i);
                     self.setup_finish(st);
                     finished = true;
                 }
                 Err(e) => {
-                    let st = setups.swap_remove(i);
+                    let st = setups.remove(i);
                     self.coll_request_done(st.user, Some(e.class));
                     finished = true;
                 }
@@ -642,7 +655,7 @@ impl Engine {
     fn setup_finish(&mut self, mut st: Setup) {
         if let Some(created) = st.channels.take() {
             let name = String::from_utf8_lossy(&st.name[..st.name_len]).into_owned();
-            if let Err(e) = self.channel_setup_finish(st.user, st.comm, st.ctx, st.rank, st.size, created, &name, &st.coll) {
+            if let Err(e) = self.channel_setup_finish(st.user, st.comm, st.ctx, st.rank, st.size, created, &name, &st.coll, st.tag) {
                 if matches!(self.is_complete(st.user), Ok(false)) {
                     self.coll_request_done(st.user, Some(e.class));
                 }
@@ -684,6 +697,16 @@ impl Engine {
                 self.coll_request_done(st.user, Some(e.class));
             }
         }
+    }
+
+    /// Whether an agreement on a segment of communicator `comm` runs in the background.
+    pub(crate) fn setup_running(&self, comm: Handle) -> bool {
+        self.coll.slots.setups.iter().any(|st| st.comm == comm)
+    }
+
+    /// Whether the agreement on the channel segment of context `ctx` runs in the background.
+    pub(super) fn channel_setup_running(&self, ctx: u32) -> bool {
+        self.coll.slots.setups.iter().any(|st| st.ctx == ctx && st.channels.is_some())
     }
 
     /// Whether a slot call started as a request may go on now (a sleeping rank's last look).

@@ -376,6 +376,31 @@ impl Machine {
         Ok(Some(seq))
     }
 
+    /// For a receiver's call `seq`, made with [`Machine::bcast`], whose broadcast has not
+    /// arrived: `read(channel)` copies it from its channel straight to the caller and says
+    /// whether it was there intact (checked as [`Machine::frame_arrived`] would). Then the
+    /// call is complete (no [`Event::Delivered`] follows for it) and true is returned;
+    /// false, nothing changed, where the frame must come through `frame_arrived`: it is
+    /// not there, the call is not the next to complete (its event would overtake earlier
+    /// ones), or the primitive failed.
+    pub fn take_in_place(&mut self, now: Time, seq: Seq, read: impl FnOnce(u32) -> bool) -> bool {
+        if self.failed || seq != self.cursor || seq >= self.released + self.channels() {
+            return false;
+        }
+        let me = self.me;
+        if !self.call(seq).is_some_and(|c| c.root != me && !c.have) || !read(self.channel_of(seq)) {
+            return false;
+        }
+        if let Some(call) = self.call_mut(seq) {
+            call.have = true;
+            call.repair_at = None;
+        }
+        self.cursor += 1;
+        self.flush_events();
+        self.maybe_report(now);
+        true
+    }
+
     /// Add the call of broadcast `seq`, the next sequence number (calls are held in order).
     fn push_call(&mut self, seq: Seq, call: Call) {
         if self.calls.is_empty() {

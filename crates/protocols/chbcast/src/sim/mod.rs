@@ -128,6 +128,9 @@ pub struct Outcome {
     /// their broadcast in its channel.
     pub direct_writes: u64,
     pub direct_reads: u64,
+    /// Broadcasts called before their frame came, read straight to the caller when it did
+    /// ([`Machine::take_in_place`]).
+    pub in_place: u64,
 }
 
 /// A run that broke an invariant or did not finish.
@@ -343,13 +346,13 @@ impl Sim {
                     // The driver now waits for it, reading its channel.
                     let ch = (seq % u64::from(self.p.config.channels)) as usize;
                     if let Some(f) = self.slots[r][ch].take() {
-                        self.machines[r].frame_arrived(now, &f);
+                        self.arrive(rank, f)?;
                     }
                 }
             }
             Input::Frame(f) => {
                 self.note(format!("{now:?} r{rank} frame {:?}", frame::decode(&f)));
-                self.arrive(rank, f);
+                self.arrive(rank, f)?;
             }
             Input::Datagram(d) => match crate::datagram::parse(&self.key, &d) {
                 Err(e) => {
@@ -362,7 +365,7 @@ impl Sim {
                             self.out.reassembled += 1;
                         }
                         self.note(format!("{now:?} r{rank} frame {:?} from datagrams", frame::decode(&f)));
-                        self.arrive(rank, f);
+                        self.arrive(rank, f)?;
                     }
                 }
             },
@@ -385,7 +388,7 @@ impl Sim {
     /// rank has not called yet stays in its channel (the sequence number as written, which
     /// damage may change: such a frame lands in another channel, like one lost) until the
     /// call; anything else goes to the machine, as the waiting driver reads it.
-    fn arrive(&mut self, rank: Rank, f: Vec<u8>) {
+    fn arrive(&mut self, rank: Rank, f: Vec<u8>) -> Result<(), Failure> {
         let r = rank as usize;
         if self.p.direct {
             if let Some(head) = f.first_chunk::<8>() {
@@ -393,11 +396,38 @@ impl Sim {
                 if seq >= self.called[r] {
                     let ch = (seq % u64::from(self.p.config.channels)) as usize;
                     self.slots[r][ch] = Some(f);
-                    return;
+                    return Ok(());
+                }
+                // A broadcast called and waited for: the driver reads the frame straight
+                // into the caller's buffer where the machine lets it (the next to complete).
+                let want = self.done[r];
+                let (root, len) = self.list.get(want as usize).copied().unwrap_or((u32::MAX, 0));
+                let ch = (want % u64::from(self.p.config.channels)) as u32;
+                let mut read = None;
+                let now = self.now;
+                let took = root != rank
+                    && self.machines[r].take_in_place(now, want, |c| {
+                        let ok = c == ch && frame::decode(&f).is_ok_and(|h| h.seq == want && h.root == root);
+                        if ok {
+                            read = Some(f[frame::HEADER..].to_vec());
+                        }
+                        ok
+                    });
+                if took {
+                    if read.as_deref() != Some(&payload(self.seed, want, len)[..]) {
+                        return Err(self.fail(format!("rank {rank} delivered broadcast {want} in place with other data")));
+                    }
+                    self.note(format!("{now:?} r{rank} took {want} in place"));
+                    self.out.deliveries += 1;
+                    self.out.in_place += 1;
+                    self.done[r] += 1;
+                    self.push(now, rank, Input::Call);
+                    return Ok(());
                 }
             }
         }
         self.machines[r].frame_arrived(self.now, &f);
+        Ok(())
     }
 
     /// Call broadcast `seq` the driver's direct way; whether it completed so (else nothing

@@ -40,6 +40,7 @@ fn total(outs: &[Outcome]) -> Outcome {
         t.reassembled += o.reassembled;
         t.direct_writes += o.direct_writes;
         t.direct_reads += o.direct_reads;
+        t.in_place += o.in_place;
     }
     t
 }
@@ -75,6 +76,7 @@ fn sweep() {
         ("frames reassembled from datagrams", t.reassembled),
         ("roots' direct writes", t.direct_writes),
         ("receivers' reads from their channel", t.direct_reads),
+        ("receivers' reads in place after the call", t.in_place),
     ] {
         assert!(n > 0, "no seed exercised {what}: {t:#?}");
     }
