@@ -291,7 +291,7 @@ impl Engine {
 
     /// Start nonblocking collective `c` on `comm`; returns its request.
     pub fn icoll(&mut self, comm: Handle, c: Coll) -> MpiResult<Handle> {
-        let (_, ctx) = self.topo(comm)?;
+        let ctx = self.comm(comm)?.ctx;
         let tag = self.next_nb_tag(ctx);
         // MPI_Ibcast takes the channels wherever the rule picks them, as MPI_Bcast does: the
         // root's request completes once its frame is in the slot. Every rank decides alike
