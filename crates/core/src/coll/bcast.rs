@@ -105,12 +105,12 @@ pub fn dissemination(s: &mut Schedule, rank: i32, size: i32) -> MpiResult<()> {
 }
 
 /// MPI_Bcast on an intracommunicator.
-pub fn bcast(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &Buf, cfg: &CollConfig) -> MpiResult<()> {
+pub fn bcast(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &Buf, cfg: &CollConfig, crowded: bool) -> MpiResult<()> {
     let bytes = b.dtype.packed_size(b.count);
     if bytes == 0 || size == 1 {
         return Ok(());
     }
-    match select::bcast(cfg, size, bytes) {
+    match select::bcast(cfg, size, bytes, crowded) {
         select::Bcast::Binomial => binomial(s, rank, size, root, b.ptr, b.count, &b.dtype),
         select::Bcast::Linear => linear(s, rank, size, root, b.ptr, b.count, &b.dtype),
         select::Bcast::ScatterAllgather => scatter_allgather(s, rank, size, root, b.ptr, b.count, &b.dtype),

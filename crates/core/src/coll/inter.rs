@@ -62,7 +62,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
                         s.round();
                     }
                     s.local = true;
-                    bcast::bcast(s, rank, size, 0, buf, cfg)?;
+                    bcast::bcast(s, rank, size, 0, buf, cfg, false)?;
                     s.local = false;
                 }
             }
@@ -164,7 +164,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
             }
             s.local = true;
             let b = Buf { ptr: buf.recv, count: buf.count, dtype: red.dtype.clone() };
-            bcast::bcast(s, rank, size, 0, &b, cfg)?;
+            bcast::bcast(s, rank, size, 0, &b, cfg, false)?;
             s.local = false;
         }
         Coll::ReduceScatterBlock { buf, red } => {

@@ -483,7 +483,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         Coll::Barrier => bcast::barrier(s, rank, size, cfg),
         Coll::Bcast { buf, root } => {
             check_root(*root)?;
-            bcast::bcast(s, rank, size, *root, buf, cfg)
+            bcast::bcast(s, rank, size, *root, buf, cfg, t.crowded)
         }
         Coll::Gather { send, recv, root } => {
             check_root(*root)?;

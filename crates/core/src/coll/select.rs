@@ -235,8 +235,14 @@ pub enum Bcast {
     ScatterAllgather,
 }
 
-/// Choose the broadcast algorithm for `bytes` bytes on `size` ranks.
-pub fn bcast(cfg: &CollConfig, size: i32, bytes: usize) -> Bcast {
+/// Choose the broadcast algorithm for `bytes` bytes on `size` ranks. On a host that runs
+/// more ranks than it has CPUs (`crowded`), the binomial tree at every size: the scatter
+/// and the ring's n - 1 steps each wait for a rank to be scheduled, where the tree's few
+/// large messages stream through the rings. Measured OSU-style on 2 CPUs: MPI_Bcast of 4
+/// MiB (above the channels) 4 ranks 470 µs against 725, 8 ranks 1836 against 2339;
+/// MPI_Ibcast of 16 KiB (before it took the channels) 4 ranks 9.7 against 151, 8 ranks 25
+/// against 427.
+pub fn bcast(cfg: &CollConfig, size: i32, bytes: usize, crowded: bool) -> Bcast {
     // Scatter needs at least one byte per rank.
     let can_scatter = bytes >= size as usize && size > 2;
     match cfg.forced("bcast") {
@@ -245,17 +251,13 @@ pub fn bcast(cfg: &CollConfig, size: i32, bytes: usize) -> Bcast {
         Some("scatter_allgather") if can_scatter => return Bcast::ScatterAllgather,
         _ => {}
     }
-    if can_scatter && size >= 4 && bytes >= cfg.bcast_long {
+    if can_scatter && size >= 4 && bytes >= cfg.bcast_long && !crowded {
         Bcast::ScatterAllgather
     } else {
         Bcast::Binomial
     }
 }
 
-/// Whether a broadcast of `bytes` bytes on `size` ranks, all on this host, uses the
-/// shared-memory channels (the caller checked the host and the fault-tolerance mode).
-/// `bcast=channels` forces them up to a channel's capacity; forcing any other broadcast
-/// algorithm turns them off.
 /// Broadcasts one synchronization of the channel broadcast releases (`Config::sync_every`):
 /// `STEADFAST_COLL_CHANNEL_SYNC`, else half the channels (at least one). Measured in
 /// docs/reproduction/channel-bcast.md: starting the synchronization at half the channels
@@ -265,6 +267,14 @@ pub fn channel_sync(cfg: &CollConfig) -> u32 {
     cfg.channel_sync.unwrap_or((cfg.channels / 2).max(1))
 }
 
+/// Whether a broadcast of `bytes` bytes on `size` ranks, all on this host, uses the
+/// shared-memory channels (the caller checked the host and the fault-tolerance mode).
+/// `bcast=channels` forces them up to a channel's capacity; forcing any other broadcast
+/// algorithm turns them off.
+/// Not on 2 ranks unless forced: a broadcast to one receiver is one message, and the
+/// point-to-point copy, pipelined through the ring, beats the slot's two copies (OSU timing,
+/// one CPU each: 16 KiB 0.78 µs against 1.15, 256 KiB 9.9 against 17.5, 1 MiB 29 against
+/// 120; MPI_Ibcast 1 MiB 56 against 252).
 pub fn bcast_channels(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
     if size < 2 || bytes == 0 || bytes > cfg.channel_slot {
         return false;
@@ -272,7 +282,7 @@ pub fn bcast_channels(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
     match cfg.forced("bcast") {
         Some("channels") => true,
         Some(_) => false,
-        None => (cfg.channel_min..=cfg.channel_max).contains(&bytes),
+        None => size > 2 && (cfg.channel_min..=cfg.channel_max).contains(&bytes),
     }
 }
 
@@ -542,9 +552,10 @@ mod tests {
     #[test]
     fn defaults_follow_the_documented_rule() {
         let c = CollConfig::default();
-        assert_eq!(bcast(&c, 4, 8), Bcast::Binomial);
-        assert_eq!(bcast(&c, 4, 1 << 20), Bcast::ScatterAllgather);
-        assert_eq!(bcast(&c, 2, 1 << 20), Bcast::Binomial);
+        assert_eq!(bcast(&c, 4, 8, false), Bcast::Binomial);
+        assert_eq!(bcast(&c, 4, 1 << 20, false), Bcast::ScatterAllgather);
+        assert_eq!(bcast(&c, 4, 1 << 20, true), Bcast::Binomial);
+        assert_eq!(bcast(&c, 2, 1 << 20, false), Bcast::Binomial);
         assert_eq!(allreduce(&c, 4, 1, 8, true), Allreduce::RecursiveDoubling);
         assert_eq!(allreduce(&c, 4, 1 << 16, 1 << 19, true), Allreduce::Rabenseifner);
         assert_eq!(allreduce(&c, 4, 1 << 16, 1 << 19, false), Allreduce::RecursiveDoubling);
@@ -567,6 +578,8 @@ mod tests {
         assert!(bcast_channels(&c, 8, 1 << 20));
         assert!(!bcast_channels(&c, 8, (1 << 20) + 1));
         assert!(!bcast_channels(&c, 1, 8));
+        assert!(!bcast_channels(&c, 2, 65536));
+        assert!(bcast_channels(&CollConfig { force: vec![("bcast".into(), "channels".into())], ..Default::default() }, 2, 65536));
         assert!(!bcast_channels(&c, 4, 0));
     }
 

@@ -47,8 +47,16 @@ impl Engine {
     pub(crate) fn bcast_small(&mut self, comm: Handle, b: &Buf, root: i32) -> MpiResult<bool> {
         let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, &b.dtype, b.count) else { return Ok(false) };
         let bytes = b.dtype.packed_size(b.count);
-        if bytes == 0 || !(0..size).contains(&root) || select::bcast(self.small_cfg(), size, bytes) != select::Bcast::Binomial {
+        if bytes == 0 || !(0..size).contains(&root) {
             return Ok(false);
+        }
+        // Whether the host is crowded only matters for broadcasts long enough to scatter,
+        // and finding out walks the group: the common small ones skip it.
+        if select::bcast(self.small_cfg(), size, bytes, false) != select::Bcast::Binomial {
+            let crowded = self.topo(comm)?.0.crowded;
+            if select::bcast(self.small_cfg(), size, bytes, crowded) != select::Bcast::Binomial {
+                return Ok(false);
+            }
         }
         let tag = tag_of(self.next_tag(pctx), false, 0);
         let vr = (rank - root + size) % size;
