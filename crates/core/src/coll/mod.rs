@@ -160,6 +160,9 @@ pub struct CollState {
     pub(crate) channels: channels::ChannelsState,
     /// Slot-exchange drivers (small collectives of ranks sharing memory).
     pub(crate) slots: slots::SlotsState,
+    /// Scratch buffers of the request-free small collectives (`small.rs`), kept between
+    /// calls.
+    pub(crate) small_scratch: Vec<Vec<u128>>,
 }
 
 impl CollState {

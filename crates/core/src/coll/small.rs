@@ -25,6 +25,10 @@ use crate::error::{ErrorClass, MpiError, MpiResult};
 use crate::op::Reduction;
 use crate::slab::Handle;
 
+/// Scratch buffers kept between small collectives, and the largest one kept.
+const SCRATCH_KEPT: usize = 2;
+const SCRATCH_MAX_BYTES: usize = 1 << 20;
+
 impl Engine {
     /// Where the small path applies: the communicator's rank and size, its point-to-point
     /// context (which numbers its collectives) and its collective context.
@@ -37,6 +41,26 @@ impl Engine {
             return None;
         }
         Some((c.rank, c.size(), c.ctx, c.coll_ctx()))
+    }
+
+    /// A scratch buffer of at least `words` 16-byte words (aligned for any element type) for
+    /// one call, holding whatever an earlier call left: every use writes a block before it
+    /// reads it. Given back with [`Engine::small_scratch_put`]. A fresh zeroed buffer per
+    /// call cost more than the call's messages: on 2 ranks, calloc and memset took half of
+    /// a 1 KiB MPI_Scan's instructions.
+    fn small_scratch(&mut self, words: usize) -> Vec<u128> {
+        let mut v = self.coll.small_scratch.pop().unwrap_or_default();
+        if v.len() < words {
+            v.resize(words, 0);
+        }
+        v
+    }
+
+    /// Keep `v` for the next call (a few, and none of more than 1 MiB).
+    fn small_scratch_put(&mut self, v: Vec<u128>) {
+        if self.coll.small_scratch.len() < SCRATCH_KEPT && v.len() * 16 <= SCRATCH_MAX_BYTES {
+            self.coll.small_scratch.push(v);
+        }
     }
 
     fn small_cfg(&mut self) -> &CollConfig {
@@ -185,7 +209,7 @@ impl Engine {
         // Every rank's vector in a block of its own (the root's too: in place, the result
         // overwrites it), aligned for any element type.
         let stride = bytes.div_ceil(16) * 16;
-        let mut parts = vec![0u128; size as usize * stride / 16];
+        let mut parts = self.small_scratch(size as usize * stride / 16);
         let base = parts.as_mut_ptr().cast::<u8>();
         let block = |r: i32| base.wrapping_add(r as usize * stride);
         // SAFETY: the root's vector holds `count` elements, its block `stride >= bytes` bytes.
@@ -202,7 +226,7 @@ impl Engine {
                 red.apply(block(r), recv, count);
             }
         }
-        drop(parts);
+        self.small_scratch_put(parts);
         mismatch.map_or(Ok(true), Err)
     }
 
@@ -226,7 +250,7 @@ impl Engine {
             }
         }
         // Temporary for the partner's vector, aligned for any element type.
-        let mut scratch = vec![0u128; bytes.div_ceil(16)];
+        let mut scratch = self.small_scratch(bytes.div_ceil(16));
         let mut tmp = scratch.as_mut_ptr().cast::<u8>();
         let mut acc = recv;
         let pof2 = pof2_floor(size);
@@ -283,7 +307,7 @@ impl Engine {
             // SAFETY: `acc` is the scratch block here, `count` elements like `recv`.
             unsafe { std::ptr::copy_nonoverlapping(acc, recv, bytes) };
         }
-        drop(scratch);
+        self.small_scratch_put(scratch);
         mismatch.map_or(Ok(true), Err)
     }
 
@@ -315,7 +339,7 @@ impl Engine {
         let mine: *const u8 = b.send.unwrap_or(recv);
         // `partial`: the reduction of the ranks heard of, this one included; `tmp`: the
         // partner's. Aligned for any element type.
-        let mut scratch = vec![0u128; 2 * bytes.div_ceil(16)];
+        let mut scratch = self.small_scratch(2 * bytes.div_ceil(16));
         let half = bytes.div_ceil(16) * 16;
         let base_ptr = scratch.as_mut_ptr().cast::<u8>();
         let mut partial = base_ptr;
@@ -335,7 +359,7 @@ impl Engine {
         }
         if algo == select::Scan::Linear {
             self.scan_small_linear(comm, ctx, rank, size, base, partial, b, red, exclusive)?;
-            drop(scratch);
+            self.small_scratch_put(scratch);
             return Ok(true);
         }
         // Exscan: recv holds nothing valid until the first lower partner's data arrives.
@@ -373,7 +397,7 @@ impl Engine {
             mask <<= 1;
             k += 1;
         }
-        drop(scratch);
+        self.small_scratch_put(scratch);
         mismatch.map_or(Ok(true), Err)
     }
 
@@ -393,7 +417,7 @@ impl Engine {
         // The lower ranks' vectors, one block each, aligned for any element type.
         let r = rank as usize;
         let stride = bytes.div_ceil(16) * 16;
-        let mut lower = vec![0u128; (r * stride / 16).max(1)];
+        let mut lower = self.small_scratch((r * stride / 16).max(1));
         let lp = lower.as_mut_ptr().cast::<u8>();
         for src in 0..r {
             // SAFETY: block `src` of `lower` holds `stride >= bytes` bytes.
@@ -417,6 +441,7 @@ impl Engine {
                 }
             }
         }
+        self.small_scratch_put(lower);
         // `own` lives in the caller's scratch, which outlives these sends.
         self.small_wait_all(pending)?;
         mismatch.map_or(Ok(()), Err)
