@@ -285,9 +285,12 @@ pub fn start_engine(required: c_int, world: bool) -> Result<c_int, c_int> {
     // From the next entry on, the lock is a formality below MPI_THREAD_MULTIPLE (this
     // call's guard still releases the lock word it took).
     global::SOLO.store(provided != abi::MPI_THREAD_MULTIPLE, Ordering::Relaxed);
+    let predef_types = global::predefined_types();
+    let predef_contig = global::predefined_contig(&predef_types);
     *guard = Some(Global {
         eng,
-        predef_types: global::predefined_types(),
+        predef_types,
+        predef_contig,
         types: Default::default(),
         errors: Default::default(),
         thread_level: provided,

@@ -37,6 +37,9 @@ pub const PHASE_DONE: u8 = 2;
 pub struct Global {
     pub eng: Engine,
     pub predef_types: Vec<Option<TypeRef>>,
+    /// By predefined handle: the element size of a contiguous type, `usize::MAX` for the
+    /// others (the fast paths' byte count without a look at the type's layout).
+    pub predef_contig: Vec<usize>,
     pub types: Slab<TypeRef>,
     pub errors: ErrorLog,
     pub thread_level: c_int,
@@ -782,6 +785,12 @@ pub fn dtype(g: &Global, t: usize) -> Result<TypeRef, MpiError> {
 /// Build the predefined datatype table from the ABI description.
 pub fn predefined_types() -> Vec<Option<TypeRef>> {
     crate::datatype::predefined_table()
+}
+
+/// [`Global::predef_contig`] of the predefined types `types` (their layouts never change;
+/// only names and attributes do).
+pub fn predefined_contig(types: &[Option<TypeRef>]) -> Vec<usize> {
+    types.iter().map(|t| t.as_ref().filter(|t| t.committed && t.is_contiguous()).map_or(usize::MAX, |t| t.size)).collect()
 }
 
 // ---- status ---------------------------------------------------------------------------------

@@ -127,11 +127,12 @@ fn req_of(r: MPI_Request) -> Option<Handle> {
 #[inline]
 pub(crate) fn contiguous_bytes(g: &Global, dt: MPI_Datatype, count: i64) -> Option<usize> {
     let t = dt as usize;
-    let ty = if abi::is_predefined_handle(t) {
-        g.predef_types.get(t)?.as_ref()?
-    } else {
-        g.types.get(Handle(t as u64))?
-    };
+    if abi::is_predefined_handle(t) {
+        // A table lookup: the layout walk took 88 of a send's 630 instructions.
+        let size = *g.predef_contig.get(t)?;
+        return (size != usize::MAX && count >= 0).then(|| size.saturating_mul(count as usize));
+    }
+    let ty = g.types.get(Handle(t as u64))?;
     (ty.committed && ty.is_contiguous() && count >= 0).then(|| ty.packed_size(count as usize))
 }
 
