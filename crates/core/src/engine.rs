@@ -857,6 +857,21 @@ impl Engine {
         h
     }
 
+    /// Whether point-to-point requests on communicator `c` are active and not complete.
+    pub(crate) fn requests_on(&self, c: Handle) -> bool {
+        self.st.reqs.handles().into_iter().any(|h| {
+            self.st.reqs.get(h).is_some_and(|r| {
+                r.active
+                    && !r.complete
+                    && match &r.op {
+                        Op::Send(s) => s.comm == c,
+                        Op::Recv(spec) => spec.comm == c,
+                        Op::Null => false,
+                    }
+            })
+        })
+    }
+
     /// Remove communicator `c`.
     pub fn free_comm(&mut self, c: Handle) -> MpiResult<Comm> {
         if c == self.world || c == self.self_comm {

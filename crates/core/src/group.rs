@@ -465,7 +465,19 @@ impl Engine {
     }
 
     /// Free communicator `c` and, for an intercommunicator, its hidden local communicator.
+    /// Operations in progress on it complete normally (MPI_Comm_free): then it stays until
+    /// they have ([`Engine::release_deferred`]); the returned description is the same.
     pub fn release_comm(&mut self, c: Handle) -> MpiResult<Comm> {
+        if self.comm_in_use(c) {
+            let comm = self.comm(c)?.clone();
+            self.coll.freed_later.push(c);
+            return Ok(comm);
+        }
+        self.release_comm_now(c)
+    }
+
+    /// [`Engine::release_comm`] with nothing in progress on `c`.
+    pub(crate) fn release_comm_now(&mut self, c: Handle) -> MpiResult<Comm> {
         let comm = self.free_comm(c)?;
         if let Some(l) = comm.local {
             self.free_comm(l)?;

@@ -107,7 +107,7 @@ pub struct ChannelsState {
 /// A broadcast waiting for its communicator's segment (`ChannelsState::waiting`).
 pub(crate) struct Waiting {
     user: Handle,
-    comm: Handle,
+    pub(crate) comm: Handle,
     ctx: u32,
     coll: super::Coll,
     /// The tag for it by messages should no segment be agreed (see `Setup::tag`).
@@ -124,7 +124,7 @@ unsafe impl Send for Waiting {}
 /// take the channels where the rule says so) while the caller waits with the lock released.
 pub(crate) struct ChannelOp {
     user: Handle,
-    ctx: u32,
+    pub(crate) ctx: u32,
     seq: u64,
     rank: i32,
     root: i32,

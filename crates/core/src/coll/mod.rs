@@ -163,13 +163,17 @@ pub struct CollState {
     /// Scratch buffers of the request-free small collectives (`small.rs`), kept between
     /// calls.
     pub(crate) small_scratch: Vec<Vec<u128>>,
+    /// Communicators the application freed while operations on them were in progress, and
+    /// progress rounds since [`Engine::release_deferred`] last looked at them.
+    pub(crate) freed_later: Vec<Handle>,
+    freed_rounds: u32,
 }
 
 impl CollState {
     /// Whether any nonblocking collective is in progress.
     #[inline]
     pub fn busy(&self) -> bool {
-        !self.active.is_empty() || !self.slots.ops.is_empty() || !self.slots.setups.is_empty() || !self.channels.ops.is_empty() || !self.channels.waiting.is_empty()
+        !self.active.is_empty() || !self.slots.ops.is_empty() || !self.slots.setups.is_empty() || !self.channels.ops.is_empty() || !self.channels.waiting.is_empty() || !self.freed_later.is_empty()
     }
     /// Whether `h` is a persistent collective request.
     pub fn is_persistent(&self, h: Handle) -> bool {
@@ -445,7 +449,40 @@ impl Engine {
         // Collectives started while we advanced (none today) go after the old ones.
         active.append(&mut self.coll.active);
         self.coll.active = active;
+        if !self.coll.freed_later.is_empty() {
+            self.coll.freed_rounds += 1;
+            if finished || segment_done || self.coll.freed_rounds.is_multiple_of(64) {
+                self.release_deferred();
+            }
+        }
         finished || segment_done
+    }
+
+    /// Whether operations in progress use communicator `c`: nonblocking collectives (their
+    /// schedules, channel broadcasts, slot calls, segment agreements) and point-to-point
+    /// requests not yet complete.
+    pub(crate) fn comm_in_use(&self, c: Handle) -> bool {
+        let Ok(comm) = self.comm(c) else { return false };
+        let ctx = comm.ctx;
+        let coll = &self.coll;
+        coll.active.iter().any(|(_, s)| s.comm == c)
+            || coll.channels.ops.iter().any(|op| op.ctx == ctx)
+            || coll.channels.waiting.iter().any(|w| w.comm == c)
+            || self.setup_running(c)
+            || self.slot_ops_on(c)
+            || self.requests_on(c)
+    }
+
+    /// Free the communicators of `freed_later` whose operations have all completed.
+    pub(crate) fn release_deferred(&mut self) {
+        let pending = std::mem::take(&mut self.coll.freed_later);
+        for c in pending {
+            if self.comm_in_use(c) {
+                self.coll.freed_later.push(c);
+            } else if let Err(e) = self.release_comm_now(c) {
+                tracing::warn!("freeing a communicator after its last operation: {e}");
+            }
+        }
     }
 
     /// MPI_Barrier.

@@ -699,6 +699,11 @@ impl Engine {
         }
     }
 
+    /// Whether slot calls started as requests run on communicator `comm`.
+    pub(crate) fn slot_ops_on(&self, comm: Handle) -> bool {
+        self.coll.slots.ops.iter().any(|(_, op)| op.comm == comm)
+    }
+
     /// Whether an agreement on a segment of communicator `comm` runs in the background.
     pub(crate) fn setup_running(&self, comm: Handle) -> bool {
         self.coll.slots.setups.iter().any(|st| st.comm == comm)
