@@ -446,10 +446,9 @@ struct Driver {
     calls: u32,
     /// The last reading of [`Driver::now`].
     clock: Duration,
-    /// Completions of other broadcasts than the one a round polled for (several
-    /// `MPI_Ibcast`s outstanding): the sequence number, and the data of a delivery (None:
-    /// this rank's own broadcast is written).
-    early: Vec<(u64, Option<Vec<u8>>)>,
+    /// Completions (`Sent`, `Delivered`) of other broadcasts than the one a round polled
+    /// for (several `MPI_Ibcast`s outstanding), kept for their own rounds.
+    early: Vec<Event>,
 }
 
 /// The caller's buffer of a channel broadcast.
@@ -751,7 +750,7 @@ impl Engine {
     /// over the channels or, without them, by messages.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn channel_setup_finish(&mut self, user: Handle, comm: Handle, ctx: u32, rank: i32, size: i32, created: Option<Segment>, name: &str, c: &super::Coll, tag: Option<i32>) -> MpiResult<()> {
-        let r = self.channel_setup_install(user, comm, ctx, rank, size, created, name, c, tag);
+        let r = self.channel_setup_install(comm, ctx, rank, size, created, name).and_then(|()| self.channel_start_or_send(user, comm, ctx, rank, c, tag));
         // The broadcasts called meanwhile, in call order, whatever became of this one.
         let (waiting, rest) = std::mem::take(&mut self.coll.channels.waiting).into_iter().partition(|w| w.ctx == ctx);
         self.coll.channels.waiting = rest;
@@ -784,9 +783,9 @@ impl Engine {
         }
     }
 
-    /// [`Engine::channel_setup_finish`] for the broadcast that started the agreement.
-    #[allow(clippy::too_many_arguments)]
-    fn channel_setup_install(&mut self, user: Handle, comm: Handle, ctx: u32, rank: i32, size: i32, created: Option<Segment>, name: &str, c: &super::Coll, tag: Option<i32>) -> MpiResult<()> {
+    /// The driver of `ctx` once its agreement ended: rank 0's `created` segment, the one
+    /// named `name`, or none for good when the name is empty.
+    fn channel_setup_install(&mut self, comm: Handle, ctx: u32, rank: i32, size: i32, created: Option<Segment>, name: &str) -> MpiResult<()> {
         let seg = match created {
             _ if name.is_empty() => None,
             Some(seg) => Some(seg),
@@ -796,15 +795,12 @@ impl Engine {
                 Some(Segment::open(&jobdir.join(name), channels, cap, size as usize).map_err(|e| MpiError::new(ErrorClass::Other, format!("opening channel broadcast segment {name}: {e}")))?)
             }
         };
-        let Some(seg) = seg else {
-            self.coll.channels.drivers.put(ctx, None);
-            let s = self.prepare(comm, c, tag)?;
-            return self.coll_launch(user, s);
+        let d = match seg {
+            Some(seg) => Some(self.shm_channel_driver(comm, rank, size, seg, name)?),
+            None => None,
         };
-        let d = self.shm_channel_driver(comm, rank, size, seg, name)?;
-        self.coll.channels.drivers.put(ctx, Some(d));
-        let super::Coll::Bcast { buf, root } = c else { return Err(MpiError::new(ErrorClass::Intern, "channel broadcast set-up for another collective")) };
-        self.ichannel_start(user, ctx, rank, *root, buf.clone())
+        self.coll.channels.drivers.put(ctx, d);
+        Ok(())
     }
 
     /// [`Engine::bcast_channels`] as a request, for `MPI_Ibcast` (`tag` reserved for it) and
@@ -859,7 +855,6 @@ impl Engine {
                 }
                 Ok(Some(user))
             }
-
             None if spans => {
                 // The multicast stream's set-up (draw, join, probe, every host's answer)
                 // has no background form: it runs here, with the lock held, as on the
@@ -1258,18 +1253,13 @@ impl Engine {
                 d.machine.frame_arrived(now, &d.scratch);
             }
         }
-        let mut early = None;
-        if let Some(i) = d.early.iter().position(|(s, _)| *s == seq) {
-            early = Some(d.early.swap_remove(i));
-        }
-        while let Some(ev) = early.take().map(|(s, data)| match data {
-            Some(data) => Event::Delivered { seq: s, root: root as u32, data },
-            None => Event::Sent { seq: s },
-        }).or_else(|| d.machine.poll_event()) {
+        let kept = d.early.iter().position(|e| matches!(e, Event::Sent { seq: s } | Event::Delivered { seq: s, .. } if *s == seq));
+        let mut kept = kept.map(|i| d.early.swap_remove(i));
+        while let Some(ev) = kept.take().or_else(|| d.machine.poll_event()) {
             match ev {
                 Event::Sent { seq: s } if s == seq => done = true,
-                Event::Sent { seq: s } => d.early.push((s, None)),
-                Event::Delivered { seq: s, data, .. } if s != seq => d.early.push((s, Some(data))),
+                Event::Sent { .. } => d.early.push(ev),
+                Event::Delivered { seq: s, .. } if s != seq => d.early.push(ev),
                 Event::Delivered { seq: s, data, .. } if s == seq => {
                     if data.len() != bytes {
                         return Err(MpiError::new(ErrorClass::Truncate, format!("broadcast of {} bytes into a buffer of {bytes}", data.len())));
