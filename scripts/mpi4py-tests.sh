@@ -52,7 +52,9 @@ libsum=$(sha256sum "$lib" | cut -c1-16)
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv" || skip "cannot create a virtual environment"
 fi
-if [ "$(cat "$stamp" 2>/dev/null)" != "$libsum" ]; then
+# Rebuilt when the library changed, or when an interrupted run left the stamp without the
+# package (pip uninstalls it first).
+if [ "$(cat "$stamp" 2>/dev/null)" != "$libsum" ] || ! "$venv/bin/python" -c 'import mpi4py' 2>/dev/null; then
     sdist=$workdir/sdist
     mkdir -p "$sdist"
     if [ ! -e "$sdist/mpi4py-$version.tar.gz" ]; then
