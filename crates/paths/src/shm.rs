@@ -208,6 +208,56 @@ pub fn free_bytes_at(dir: &FsPath) -> Option<u64> {
     Some(u64::from(v.f_bavail).saturating_mul(v.f_frsize))
 }
 
+/// Back `len` bytes at `offset` of the file `f` with memory now (fallocate), so that a full
+/// file system is an error here rather than a SIGBUS at the first store into the mapping.
+pub fn back(f: &std::fs::File, offset: usize, len: usize) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(std::io::Error::other("range beyond the file offsets"));
+    };
+    loop {
+        // SAFETY: fallocate on a descriptor this process owns; mode 0 only allocates.
+        if unsafe { libc::fallocate(f.as_raw_fd(), 0, off, n) } == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Bytes the job directory `dir` has promised but not yet backed: for each of its files
+/// whose name does not start with `except`, its size less what it occupies. The rings'
+/// segments and the slot collectives' are sparse files whose pages are taken only when first
+/// written, so free space alone does not tell what is left: several communicators' slot
+/// segments, each sized to a share of the same free space, together promised more than a
+/// small `/dev/shm` held, and the store that found no page killed a rank with SIGBUS
+/// (`tests/c/coll/many_segments.c`). Space for a new segment is what is free less this.
+pub fn unbacked_bytes(dir: &FsPath, except: &str) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let mut total = 0u64;
+    for e in entries.flatten() {
+        if e.file_name().as_encoded_bytes().starts_with(except.as_bytes()) && !except.is_empty() {
+            continue;
+        }
+        // A file removed meanwhile is simply not counted.
+        let Ok(m) = e.metadata() else { continue };
+        if m.is_file() {
+            total = total.saturating_add(m.size().saturating_sub(m.blocks().saturating_mul(512)));
+        }
+    }
+    total
+}
+
+/// Space on the file system of job directory `dir` for a new sparse segment: what is free
+/// less what the directory's files (other than those named `except*`) already promised
+/// ([`unbacked_bytes`]). None if the file system does not say.
+pub fn unpromised_bytes(dir: &FsPath, except: &str) -> Option<u64> {
+    free_bytes_at(dir).map(|free| free.saturating_sub(unbacked_bytes(dir, except)))
+}
+
 /// The smallest ring [`ring_size_fitting`] picks: a quarter of it (less the record's
 /// header) is the largest record, so the eager limit becomes about 1 KiB.
 pub const RING_MIN: usize = 4 << 10;
@@ -266,6 +316,13 @@ impl Segment {
         Ring { base: unsafe { self.base().add(off) }, size: self.ring_size }
     }
     fn open(path: &FsPath) -> Result<Segment, PathError> {
+        Segment::open_backing(path, None)
+    }
+
+    /// [`Segment::open`], first backing the ring of sender `ring` with memory if given: the
+    /// file is sparse, and with the file system full a store into the ring would be a
+    /// SIGBUS; here it is an error of the first send instead.
+    fn open_backing(path: &FsPath, ring: Option<u32>) -> Result<Segment, PathError> {
         let f = OpenOptions::new()
             .read(true)
             .write(true)
@@ -287,6 +344,12 @@ impl Segment {
         let need = CTRL_LEN + nranks as usize * (RING_META + ring_size);
         if map.len() < need || !ring_size.is_power_of_two() {
             return Err(PathError::Shm(format!("{} has an inconsistent layout", path.display())));
+        }
+        if let Some(sender) = ring.filter(|&r| r < nranks) {
+            let off = CTRL_LEN + sender as usize * (RING_META + ring_size);
+            back(&f, off, RING_META + ring_size).map_err(|e| {
+                PathError::Shm(format!("backing the {ring_size}-byte ring of rank {sender} in {}: {e} (shared memory full?)", path.display()))
+            })?;
         }
         Ok(Segment { map, ring_size, nranks })
     }
@@ -474,7 +537,7 @@ impl ShmPath {
         }
         let slot = &mut self.out[peer as usize];
         if slot.is_none() {
-            let seg = Segment::open(&segment_path(&self.jobdir, peer))?;
+            let seg = Segment::open_backing(&segment_path(&self.jobdir, peer), Some(self.rank))?;
             if seg.nranks != self.nranks {
                 return Err(PathError::Shm(format!("peer {peer} segment is for {} ranks", seg.nranks)));
             }
@@ -1308,6 +1371,30 @@ mod tests {
             assert!(f.is_power_of_two() && f >= RING_MIN, "{n}: {f}");
         }
         assert!(default_ring_size(2) >= default_ring_size(64));
+    }
+
+    /// A sparse file counts with its unwritten bytes; backed ranges and the excepted
+    /// prefix do not.
+    #[test]
+    fn unbacked_bytes_count_unwritten_pages() {
+        use std::os::unix::fs::FileExt;
+        let dir = std::env::temp_dir().join(format!("sf-shm-unbacked-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let len = 1usize << 20;
+        let f = std::fs::File::create(dir.join("slt-0-0")).unwrap();
+        f.set_len(len as u64).unwrap();
+        assert!(unbacked_bytes(&dir, "chb") >= len as u64 - 4096);
+        f.write_all_at(&[1u8; 8192], 0).unwrap();
+        back(&f, 256 << 10, 256 << 10).unwrap();
+        let left = unbacked_bytes(&dir, "chb");
+        assert!(left <= (len - (256 << 10) - 8192) as u64 && left >= (len / 4) as u64, "{left}");
+        let g = std::fs::File::create(dir.join("chb-0-1")).unwrap();
+        g.set_len(len as u64).unwrap();
+        assert_eq!(unbacked_bytes(&dir, "chb"), left);
+        assert!(unbacked_bytes(&dir, "") >= left + len as u64 - 4096);
+        let free = free_bytes_at(&dir).unwrap();
+        assert!(unpromised_bytes(&dir, "chb").unwrap() <= free);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Both sides sleep whenever they cannot go on (the producer on a full ring, the consumer

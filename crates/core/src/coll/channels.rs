@@ -46,6 +46,10 @@ use crate::slab::Handle;
 pub(crate) const TAG: i32 = 0x7ffe_0060;
 const MAGIC: u64 = 0x5354_4446_4348_4231; // "STDFCHB1"
 const LINE: usize = 64;
+/// Names of the segments in the job directory: `{prefix}-{world rank}-{n}`. Their growth is
+/// checked against the free space ([`Segment::write`]), so other segments' budgets leave
+/// their unwritten pages out.
+pub(super) const SEGMENT_PREFIX: &str = "chb";
 /// Bytes of each channel backed when its segment is made: its word and small frames.
 const FIRST_BACKED: usize = 4096;
 /// Frames above this many bytes of data are written as two copies, data then header.
@@ -155,11 +159,15 @@ pub(super) struct Segment {
     ranks: usize,
     /// The segment's file, to back a channel's pages before a root first writes them.
     file: std::fs::File,
-    /// Free bytes a channel's backing must leave on the file system: half of what was free
-    /// when this process mapped the segment. The shared-memory rings are sized to fit half
-    /// the free space at start-up but are backed only as traffic touches them, so channels
-    /// must not take their share (a ring store into a page the file system cannot back is
-    /// a SIGBUS).
+    /// The job directory holding the segment, whose other files' promises a channel's
+    /// backing must respect.
+    dir: PathBuf,
+    /// Bytes a channel's backing must leave unpromised on the file system: half of what was
+    /// unpromised when this process mapped the segment. The shared-memory rings and the slot
+    /// collectives' segments are sparse files backed only as traffic touches them, so the
+    /// channels must not take their pages (a store into a page the file system cannot back
+    /// is a SIGBUS): what they may take is the free space less those files' unwritten bytes
+    /// (`steadfast_paths::shm::unpromised_bytes`).
     floor: u64,
     /// Bytes from the start of each channel's slot this process knows are backed.
     backed: Vec<std::cell::Cell<usize>>,
@@ -216,8 +224,9 @@ impl Segment {
         };
         let slot = slot_len(cap);
         let backed = (0..channels).map(|_| std::cell::Cell::new(FIRST_BACKED.min(slot))).collect();
-        let floor = super::shmseg::free_bytes(&file).unwrap_or(0) / 2;
-        Ok(Segment { base, len, channels, slot, cap, ranks, file, floor, backed })
+        let dir = path.parent().map(FsPath::to_path_buf).unwrap_or_default();
+        let floor = steadfast_paths::shm::unpromised_bytes(&dir, SEGMENT_PREFIX).unwrap_or(0) / 2;
+        Ok(Segment { base, len, channels, slot, cap, ranks, file, dir, floor, backed })
     }
 
     /// Map the segment another rank created, checking it has the expected shape.
@@ -271,8 +280,8 @@ impl Segment {
         let backed = self.backed[ch].get();
         if need > backed {
             let grow = (need - backed) as u64;
-            if super::shmseg::free_bytes(&self.file).is_some_and(|free| free < self.floor.saturating_add(grow)) {
-                tracing::warn!("channel broadcast: {grow} more bytes for channel {ch} would leave less than half the shared memory free at the start; using the tree");
+            if steadfast_paths::shm::unpromised_bytes(&self.dir, SEGMENT_PREFIX).is_some_and(|free| free < self.floor.saturating_add(grow)) {
+                tracing::warn!("channel broadcast: {grow} more bytes for channel {ch} would leave less than half the shared memory unpromised at the start; using the tree");
                 return false;
             }
             let start = self.slots() + ch * self.slot;
@@ -684,7 +693,7 @@ impl Engine {
         let made = self.agree_segment(
             comm,
             rank,
-            "chb",
+            SEGMENT_PREFIX,
             "channel broadcast",
             |p| Segment::create(p, channels, cap, size as usize),
             |p| Segment::open(p, channels, cap, size as usize),
@@ -734,7 +743,7 @@ impl Engine {
     pub(super) fn shm_channel_create(&mut self, size: i32) -> Option<(Segment, String)> {
         let (channels, cap) = self.shm_channel_shape();
         let jobdir = self.coll.channels.host.as_ref()?.jobdir.clone();
-        let n = self.segment_name("chb");
+        let n = self.segment_name(SEGMENT_PREFIX);
         match Segment::create(&jobdir.join(&n), channels, cap, size as usize) {
             Ok(seg) => Some((seg, n)),
             Err(e) => {

@@ -57,32 +57,7 @@ pub(super) fn create(path: &FsPath, len: usize, magic: u64, shape: &[u32]) -> st
 /// system is an error here rather than a SIGBUS at the first store into a page of the
 /// mapping. Ranges already backed cost nothing more.
 pub(super) fn reserve(f: &std::fs::File, offset: usize, len: usize) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let (Ok(off), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
-        return Err(std::io::Error::other("segment range beyond the file offsets"));
-    };
-    loop {
-        // SAFETY: fallocate on a descriptor this process owns; mode 0 only allocates.
-        let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, off, n) };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-}
-
-/// Bytes free to unprivileged users on the file system holding `f` (None if unknown).
-pub(super) fn free_bytes(f: &std::fs::File) -> Option<u64> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: fstatvfs writes into the zeroed struct; the descriptor is open.
-    let mut v: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstatvfs(f.as_raw_fd(), &mut v) } != 0 {
-        return None;
-    }
-    Some(u64::from(v.f_bavail).saturating_mul(v.f_frsize))
+    steadfast_paths::shm::back(f, offset, len)
 }
 
 /// The first `n` shape words of the segment `path` after checking its magic (what

@@ -31,6 +31,8 @@ use crate::slab::Handle;
 
 const MAGIC: u64 = 0x5354_4446_534c_5433; // "STDFSLT3"
 const LINE: usize = 64;
+/// Names of the segments in the job directory: `{prefix}-{world rank}-{n}`.
+const SEGMENT_PREFIX: &str = "slt";
 /// Contributions up to this many bytes are copied for repairs once published; larger ones
 /// are answered from the application's buffers, and their writer waits until every rank is
 /// done with the call (a copy of 1 MiB on each of 8 ranks costs more than that wait).
@@ -171,12 +173,14 @@ fn data_offset(ranks: usize) -> usize {
 }
 
 /// The largest slot capacity, at most `cap`, whose segment for `ranks` ranks takes at most
-/// a quarter of `free` bytes. The segment is a sparse file whose pages are backed as slots
-/// are first written: on a small `/dev/shm` (a container's default is 64 MiB) a segment
-/// sized by the setting alone ran out of memory part way through a large collective, and
-/// the store that found no page killed the rank with SIGBUS. A quarter leaves room for the
-/// shm rings (sized to half the free space at start-up) and for other communicators'
-/// segments (each a quarter of what is left when it is made).
+/// a quarter of `free` bytes: the space free less what the job directory's sparse files
+/// already promised (`steadfast_paths::shm::unpromised_bytes`). The segment is a sparse file
+/// whose pages are backed as slots are first written: on a small `/dev/shm` (a container's
+/// default is 64 MiB) a segment sized by the setting alone ran out of memory part way
+/// through a large collective, and the store that found no page killed the rank with
+/// SIGBUS; so did several communicators' segments sized by free space alone, each counting
+/// on the same unwritten pages. A quarter leaves room for the channel broadcast and for
+/// other communicators' segments (each a quarter of what is left when it is made).
 fn fitted_cap(ranks: usize, cap: usize, free: Option<u64>) -> usize {
     let Some(free) = free else { return cap };
     let budget = usize::try_from(free / 4).unwrap_or(usize::MAX);
@@ -190,7 +194,7 @@ impl Seg {
     /// Rank 0 makes the segment, its capacity `cap` or less where memory is short
     /// ([`fitted_cap`]); the header says which.
     fn create(path: &FsPath, ranks: usize, cap: usize) -> std::io::Result<Seg> {
-        let free = path.parent().and_then(steadfast_paths::shm::free_bytes_at);
+        let free = path.parent().and_then(|dir| steadfast_paths::shm::unpromised_bytes(dir, super::channels::SEGMENT_PREFIX));
         let cap = fitted_cap(ranks, cap, free);
         let len = seg_len(ranks, cap);
         let base = super::shmseg::create(path, len, MAGIC, &[ranks as u32, cap as u32])?;
@@ -470,7 +474,7 @@ impl Engine {
         if st.rank == 0 {
             let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
             if let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) {
-                let n = self.segment_name("slt");
+                let n = self.segment_name(SEGMENT_PREFIX);
                 match Seg::create(&jobdir.join(&n), st.size as usize, cap) {
                     Ok(seg) if n.len() <= SETUP_NAME_MAX => {
                         st.created = Some(seg);
@@ -934,7 +938,7 @@ impl Engine {
             return Ok(None);
         }
         let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
-        let made = self.agree_segment(comm, rank, "slt", "slot collectives", |p| Seg::create(p, size as usize, cap), |p| Seg::open(p, size as usize, cap))?;
+        let made = self.agree_segment(comm, rank, SEGMENT_PREFIX, "slot collectives", |p| Seg::create(p, size as usize, cap), |p| Seg::open(p, size as usize, cap))?;
         let Some((seg, n)) = made else {
             self.coll.slots.drivers.put(ctx, None);
             return Ok(None);
