@@ -305,8 +305,18 @@ impl Engine {
                         return Ok(false);
                     }
                 }
-                for (h, i) in std::mem::take(&mut s.pending).into_iter().zip(std::mem::take(&mut s.pending_step)) {
-                    let st = self.status(h)?;
+                // By index, then cleared: the vectors keep their capacity for the next round
+                // (taking them freed and regrew both at every round of every call).
+                for k in 0..s.pending.len().min(s.pending_step.len()) {
+                    let (h, i) = (s.pending[k], s.pending_step[k]);
+                    let st = match self.status(h) {
+                        Ok(st) => st,
+                        Err(e) => {
+                            s.pending.clear();
+                            s.pending_step.clear();
+                            return Err(e);
+                        }
+                    };
                     self.release(h);
                     s.check_received(i, st.error, st.bytes);
                     match st.error {
@@ -325,6 +335,8 @@ impl Engine {
                         None => {}
                     }
                 }
+                s.pending.clear();
+                s.pending_step.clear();
                 if matches!(s.error, Some(ErrorClass::Revoked))
                     || (!s.tolerant && matches!(s.error, Some(ErrorClass::ProcFailed)))
                 {
