@@ -363,7 +363,7 @@ fn states(g: &mut Global, reqs: &[MPI_Request]) -> Result<Vec<Option<bool>>, Mpi
     if first.iter().all(|s| *s != Some(false)) {
         return Ok(first);
     }
-    g.eng.progress()?;
+    g.eng.poll_progress()?;
     done(g)
 }
 

@@ -204,7 +204,7 @@ mpi_api! {
                 return Ok(());
             }
             if !g.eng.is_complete(h)? {
-                g.eng.progress()?;
+                g.eng.poll_progress()?;
             }
             *flag = g.eng.is_complete(h)? as c_int;
             Ok(())

@@ -910,7 +910,7 @@ mpi_api! {
                 return Ok(());
             };
             if !g.eng.is_complete(h)? {
-                g.eng.progress()?;
+                g.eng.poll_progress()?;
             }
             *flag = g.eng.is_complete(h)? as c_int;
             if *flag != 0 {

@@ -83,7 +83,7 @@ impl Engine {
             }
         }
         if !self.is_complete(h)? {
-            self.progress()?;
+            self.poll_progress()?;
         }
         let done = self.is_complete(h)?;
         self.report(CompletionCall::Test, if done { &[0] } else { &[] });
@@ -98,7 +98,7 @@ impl Engine {
                 return Ok(idx.first().copied());
             }
         }
-        self.progress()?;
+        self.poll_progress()?;
         let first = hs.iter().position(|h| h.is_some_and(|h| self.done(h)));
         self.report(CompletionCall::Testany, first.as_slice());
         Ok(first)
@@ -132,7 +132,7 @@ impl Engine {
                 return Ok(idx);
             }
         }
-        self.progress()?;
+        self.poll_progress()?;
         let done = self.completed_indices(hs);
         self.report(CompletionCall::Testsome, &done);
         Ok(done)
@@ -160,7 +160,7 @@ impl Engine {
                 return Ok(!idx.is_empty());
             }
         }
-        self.progress()?;
+        self.poll_progress()?;
         let all = hs.iter().flatten().all(|h| self.done(*h));
         let indices: Vec<usize> = if all { hs.iter().enumerate().filter(|(_, h)| h.is_some()).map(|(i, _)| i).collect() } else { Vec::new() };
         if all && indices.is_empty() {

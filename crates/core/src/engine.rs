@@ -55,6 +55,10 @@ const OVERSUBSCRIBED_EAGER: usize = 64 << 10;
 /// Single-copy reads of one message whose copy fails its CRC32C before the pipelined copy
 /// takes over.
 const CMA_READS: u32 = 3;
+/// A polling call serves the other ranks' collectives ([`Engine::serve_collectives`]) once
+/// in this many rounds of progress (a pump of every channel broadcast driver costs about a
+/// microsecond, a multicast socket's read included).
+const POLL_SERVE_EVERY: u32 = 64;
 
 /// The launcher services the engine needs (implemented over the runtime's bootstrap client).
 pub trait Bootstrap: Send {
@@ -332,6 +336,8 @@ pub struct Engine {
     mlog: Option<Box<logging::MsgLog>>,
     /// Rounds of progress under way (a call made from inside one must not block).
     progress_depth: u32,
+    /// Rounds of progress made by calls that poll ([`Engine::poll_progress`]).
+    polls: u32,
     /// Job-wide process index of this world's rank 0 (`engine_worlds.rs`).
     proc_base: u32,
     /// Job-wide process indices of the peers of other worlds, by local index - `size`.
@@ -730,6 +736,7 @@ impl Engine {
             coord: None,
             mlog: None,
             progress_depth: 0,
+            polls: 0,
             launcher_incarnation: vec![0; size as usize],
             proc_base: 0,
             others: Vec::new(),
@@ -1471,7 +1478,7 @@ impl Engine {
             self.st.door.completed_probe(crate::door::CompletionCall::Iprobe, &[0], probed);
             return Ok(Some(s));
         }
-        self.progress()?;
+        self.poll_progress()?;
         let s = found(self);
         match s {
             Some(_) => {
@@ -1527,7 +1534,7 @@ impl Engine {
             }
         }
         if self.st.matcher.peek(ctx, src, tag).is_none() {
-            self.progress()?;
+            self.poll_progress()?;
         }
         match self.st.matcher.peek(ctx, src, tag).map(|u| u.msg.from()) {
             Some(probed) => self.st.door.completed_probe(crate::door::CompletionCall::Improbe, &[0], Some(probed)),
@@ -1563,6 +1570,24 @@ impl Engine {
         let r = self.progress_round();
         self.progress_depth -= 1;
         r
+    }
+
+    /// One round of progress for a call that polls (the test family, `MPI_Iprobe`,
+    /// `MPI_Request_get_status`): [`Engine::progress`], and every [`POLL_SERVE_EVERY`]th
+    /// time what a blocking wait serves once idle ([`Engine::serve_collectives`]). A
+    /// program that polls instead of waiting must still answer the other ranks'
+    /// shared-segment and multicast collectives: a root that returned from a channel
+    /// broadcast and then polls `MPI_Testall` on requests that need the other ranks was
+    /// never asked for the frames they lost, and they waited for it in that broadcast
+    /// (`tests/c/chbcast/hosts.sh`, "faults", which runs `chbcast.c`'s `MPI_Ibcast`
+    /// phases).
+    pub fn poll_progress(&mut self) -> MpiResult<bool> {
+        let moved = self.progress()?;
+        self.polls = self.polls.wrapping_add(1);
+        if self.polls.is_multiple_of(POLL_SERVE_EVERY) {
+            self.serve_collectives()?;
+        }
+        Ok(moved)
     }
 
     fn progress_round(&mut self) -> MpiResult<bool> {

@@ -831,10 +831,9 @@ impl Engine {
         }
         let Some((rank, size, ctx, spans)) = self.channel_target(comm) else { return Ok(None) };
         if spans && tag.is_some() {
-            // MPI_Ibcast across hosts keeps the schedule: over the multicast stream with lost
-            // and damaged datagrams (`tests/c/chbcast/hosts.sh`, "faults") requests hung,
-            // not yet understood; the stream's set-up would also have to run in the
-            // background (it waits for every host).
+            // MPI_Ibcast across hosts keeps the schedule: the stream's set-up would have to
+            // run in the background (it waits for every host), and a communicator's first
+            // MPI_Ibcast may be called while another rank blocks elsewhere (docs/chbcast.md).
             return Ok(None);
         }
         if !(0..size).contains(&root) || self.use_corrected_bcast(comm, bytes) {
