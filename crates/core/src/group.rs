@@ -269,10 +269,10 @@ impl Engine {
     /// Broadcast a byte vector of any length from `root` over intracomm `c` (binomial tree;
     /// the length travels first).
     pub fn bcast_bytes(&mut self, c: Handle, root: i32, data: &mut Vec<u8>) -> MpiResult<()> {
-        if self.setup_running(c) {
+        if self.setup_running_shared(c) {
             // An agreement on a segment of `c` in the background (an earlier MPI_Ibcast's)
             // takes these tags too: it ends first, or this call could take its name.
-            self.block_until(|e| !e.setup_running(c))?;
+            self.block_until(|e| !e.setup_running_shared(c))?;
         }
         let comm = self.comm(c)?;
         let (rank, n) = (comm.rank, comm.size());

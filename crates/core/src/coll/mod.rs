@@ -193,6 +193,7 @@ impl CollState {
         self.nb_seqs.remove(&ctx);
         self.channels.forget(ctx);
         self.slots.forget(ctx);
+        self.slots.forget(slots::nb_key(ctx));
     }
 }
 
@@ -308,6 +309,13 @@ impl Engine {
         // messages should the communicator's first one find no segment.
         if matches!(c, Coll::Bcast { .. }) {
             if let Some(h) = self.ichannel(comm, &c, Some(tag))? {
+                return Ok(h);
+            }
+        }
+        // MPI_Iallreduce through the slots where MPI_Allreduce takes them, on the
+        // communicator's second exchange (`slots::nb_key`).
+        if matches!(c, Coll::Allreduce { .. }) {
+            if let Some(h) = self.islot_nb(comm, &c, tag)? {
                 return Ok(h);
             }
         }
@@ -470,6 +478,7 @@ impl Engine {
             || coll.channels.waiting.iter().any(|w| w.comm == c)
             || self.setup_running(c)
             || self.slot_ops_on(c)
+            || self.nb_waiting_on(c)
             || self.requests_on(c)
     }
 

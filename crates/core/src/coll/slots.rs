@@ -64,7 +64,42 @@ pub struct SlotsState {
     /// `deferred` instead of agreeing on its segment there and then.
     defer: bool,
     deferred: Option<u32>,
+    /// Set while a nonblocking call is prepared: it takes the communicator's second
+    /// exchange ([`nb_key`]).
+    nb: bool,
+    /// Nonblocking calls waiting, in call order, for their communicator's second exchange:
+    /// an exchange runs one call at a time, and MPI lets a program start several.
+    nb_waiting: Vec<NbWaiting>,
 }
+
+/// A nonblocking call that waits for its exchange ([`SlotsState::nb_waiting`]).
+struct NbWaiting {
+    user: Handle,
+    comm: Handle,
+    key: u32,
+    coll: Coll,
+    tag: i32,
+}
+
+// SAFETY: as for `Setup`: the application's buffers of a call in progress.
+unsafe impl Send for NbWaiting {}
+
+/// The key of a communicator's second exchange, which serves its nonblocking collectives.
+/// They are numbered apart from the blocking ones, as their messages are (`NONBLOCKING_BIT`):
+/// a program may start one on some ranks while the others are still in a blocking
+/// collective (mpi4py's `Comm.Iagree` does, `tests/c/mpi5/iagree_order.c`), and one slot
+/// sequence for both would pair different calls. Communicator contexts are even (`ctx + 1`
+/// carries the collective messages), so the odd key names no other communicator.
+pub(crate) fn nb_key(ctx: u32) -> u32 {
+    ctx | 1
+}
+
+/// Sub-codes of a nonblocking call's tag that carry its background agreement on the second
+/// exchange's segment (the blocking agreements use `TAG_BCAST_LEN`/`TAG_BCAST_DATA`, which
+/// a nonblocking one started in another order on another rank could take); schedules use
+/// small sub-codes.
+const NB_SETUP_LEN_SUB: u16 = 4094;
+const NB_SETUP_DATA_SUB: u16 = 4095;
 
 /// Longest segment name a background agreement takes (names are "slt-RANK-COUNT").
 const SETUP_NAME_MAX: usize = 256;
@@ -83,6 +118,9 @@ pub(crate) struct Setup {
     /// The tag reserved for `coll` by messages if no segment is agreed: an `MPI_Ibcast`'s,
     /// taken when it was called (None: a blocking call's, taken when the agreement ends).
     tag: Option<i32>,
+    /// A nonblocking call's agreement on the second exchange: its messages go on its own
+    /// tags ([`NB_SETUP_LEN_SUB`]), not on the blocking agreements'.
+    nb: bool,
     /// Rank 0's segment, made before it sent the name.
     created: Option<Seg>,
     /// The agreement is a channel broadcast's (`coll` its `Bcast`), not a slot call's; rank
@@ -100,6 +138,14 @@ pub(crate) struct Setup {
 unsafe impl Send for Setup {}
 
 impl Setup {
+    /// The tags of the name's length and of the name.
+    fn tags(&self) -> (i32, i32) {
+        match (self.nb, self.tag) {
+            (true, Some(t)) => (super::sched::tag_of(t, false, NB_SETUP_LEN_SUB), super::sched::tag_of(t, false, NB_SETUP_DATA_SUB)),
+            _ => (TAG_BCAST_LEN, TAG_BCAST_DATA),
+        }
+    }
+
     /// Rank 0's segment name, at most [`SETUP_NAME_MAX`] bytes (checked by the caller).
     fn set_name(&mut self, n: &str) {
         self.name[..n.len()].copy_from_slice(n.as_bytes());
@@ -379,9 +425,17 @@ impl Engine {
     /// with this one.
     fn slot_target(&mut self, comm: Handle) -> Option<(i32, i32, u32)> {
         match self.segment_target(comm)? {
-            (rank, size, ctx, true) => Some((rank, size, ctx)),
+            (rank, size, ctx, true) => Some((rank, size, if self.coll.slots.nb { nb_key(ctx) } else { ctx })),
             _ => None,
         }
+    }
+
+    /// `f` with the calls it prepares taking the second exchange if `nb`.
+    fn slot_keyed<T>(&mut self, nb: bool, f: impl FnOnce(&mut Self) -> T) -> T {
+        let was = std::mem::replace(&mut self.coll.slots.nb, nb);
+        let r = f(self);
+        self.coll.slots.nb = was;
+        r
     }
 
     /// Run blocking collective `c` through the slots if the rule picks them; false if the
@@ -408,7 +462,7 @@ impl Engine {
         self.coll.slots.defer = false;
         if let Some(ctx) = self.coll.slots.deferred.take() {
             prepared?;
-            return self.slot_setup(comm, ctx, c).map(Some);
+            return self.slot_setup(comm, ctx, c, None).map(Some);
         }
         let Some(mut op) = prepared? else { return Ok(None) };
         if let Err(e) = self.slot_start(&mut op) {
@@ -416,6 +470,90 @@ impl Engine {
             return Err(e);
         }
         let h = self.coll_request(false);
+        self.coll.slots.ops.push((h, op));
+        Ok(Some(h))
+    }
+
+    /// Start nonblocking collective `c` (its tag `tag`, reserved by the caller) through the
+    /// communicator's second exchange ([`nb_key`]) if the rule picks the slots for it. The
+    /// first such call on a communicator agrees on the segment in the background, on its
+    /// own tags; where none can be made the call goes by messages with `tag`.
+    pub(crate) fn islot_nb(&mut self, comm: Handle, c: &Coll, tag: i32) -> MpiResult<Option<Handle>> {
+        let Some(key) = self.slot_keyed(true, |e| e.slot_target(comm)).map(|t| t.2) else { return Ok(None) };
+        if self.nb_busy(key) {
+            // Decided when its turn comes: the slots, or the messages on `tag` if the rule or
+            // the agreement says so (every rank decides alike, in the same order).
+            let user = self.coll_request(false);
+            self.coll.slots.nb_waiting.push(NbWaiting { user, comm, key, coll: c.clone(), tag });
+            return Ok(Some(user));
+        }
+        self.islot_nb_now(comm, c, tag, None)
+    }
+
+    /// Whether the second exchange `key` has a call or an agreement under way, or calls
+    /// waiting for it.
+    fn nb_busy(&self, key: u32) -> bool {
+        let s = &self.coll.slots;
+        s.ops.iter().any(|(_, op)| op.ctx == key) || s.setups.iter().any(|st| st.ctx == key) || s.nb_waiting.iter().any(|w| w.key == key)
+    }
+
+    /// Start the calls waiting for exchange `key` while it is free.
+    fn nb_next(&mut self, key: u32) {
+        loop {
+            let s = &self.coll.slots;
+            if s.ops.iter().any(|(_, op)| op.ctx == key) || s.setups.iter().any(|st| st.ctx == key) {
+                return;
+            }
+            let Some(i) = s.nb_waiting.iter().position(|w| w.key == key) else { return };
+            let w = self.coll.slots.nb_waiting.remove(i);
+            let r = (|| -> MpiResult<()> {
+                match self.islot_nb_now(w.comm, &w.coll, w.tag, Some(w.user))? {
+                    Some(_) => Ok(()),
+                    None => {
+                        let s = self.prepare(w.comm, &w.coll, Some(w.tag))?;
+                        self.coll_launch(w.user, s)
+                    }
+                }
+            })();
+            if let Err(e) = r {
+                if matches!(self.is_complete(w.user), Ok(false)) {
+                    self.coll_request_done(w.user, Some(e.class));
+                }
+            }
+        }
+    }
+
+    /// [`Engine::islot_nb`] on a free exchange; the call runs under request `user` if given
+    /// (a call that waited), else under a new one.
+    fn islot_nb_now(&mut self, comm: Handle, c: &Coll, tag: i32, user: Option<Handle>) -> MpiResult<Option<Handle>> {
+        self.coll.slots.defer = true;
+        let prepared = self.slot_keyed(true, |e| e.slot_prepare(comm, c));
+        self.coll.slots.defer = false;
+        if let Some(key) = self.coll.slots.deferred.take() {
+            prepared?;
+            let h = self.slot_setup(comm, key, c, Some(tag))?;
+            let Some(user) = user else { return Ok(Some(h)) };
+            // The agreement answers the waiting call's request instead.
+            if let Some(st) = self.coll.slots.setups.iter_mut().find(|st| st.user == h) {
+                st.user = user;
+                self.release(h);
+                return Ok(Some(user));
+            }
+            // It ended at once (its request completed with an error): pass that on.
+            let err = self.status(h).ok().and_then(|st| st.error);
+            self.release(h);
+            self.coll_request_done(user, Some(err.unwrap_or(ErrorClass::Intern)));
+            return Ok(Some(user));
+        }
+        let Some(mut op) = prepared? else { return Ok(None) };
+        if let Err(e) = self.slot_start(&mut op) {
+            self.slot_finish(op, Err(e.clone()))?;
+            return Err(e);
+        }
+        let h = match user {
+            Some(u) => u,
+            None => self.coll_request(false),
+        };
         self.coll.slots.ops.push((h, op));
         Ok(Some(h))
     }
@@ -440,11 +578,11 @@ impl Engine {
                 Some(r) => {
                     let (_, mut op) = ops.swap_remove(i);
                     let follow = op.follow.take();
-                    let comm = op.comm;
+                    let (comm, nb, key) = (op.comm, op.ctx & 1 == 1, op.ctx);
                     let mut r = self.slot_finish(op, r);
                     if let (Ok(()), Some(next)) = (&r, follow) {
                         // The second step of a split Allreduce, under the same request.
-                        match self.slot_prepare_picked(comm, &next) {
+                        match self.slot_keyed(nb, |e| e.slot_prepare_picked(comm, &next)) {
                             Ok(Some(mut op)) => match self.slot_start(&mut op) {
                                 Ok(()) => {
                                     ops.push((h, op));
@@ -458,6 +596,13 @@ impl Engine {
                     }
                     self.coll_request_done(h, r.err().map(|e| e.class));
                     finished = true;
+                    if nb {
+                        // The exchange is free: the next call waiting for it starts (into
+                        // `self.coll.slots.ops`, appended below).
+                        std::mem::swap(&mut ops, &mut self.coll.slots.ops);
+                        self.nb_next(key);
+                        std::mem::swap(&mut ops, &mut self.coll.slots.ops);
+                    }
                 }
                 None => i += 1,
             }
@@ -469,8 +614,10 @@ impl Engine {
 
     /// Start the background agreement of communicator `comm` (context `ctx`), whose first
     /// slot call is `c`; returns the application's request.
-    fn slot_setup(&mut self, comm: Handle, ctx: u32, c: &Coll) -> MpiResult<Handle> {
+    fn slot_setup(&mut self, comm: Handle, ctx: u32, c: &Coll, tag: Option<i32>) -> MpiResult<Handle> {
         let mut st = self.setup_new(comm, ctx, c)?;
+        st.nb = tag.is_some();
+        st.tag = tag;
         if st.rank == 0 {
             let cap = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env).slot_bytes;
             if let Some(jobdir) = self.coll.channels.host.as_ref().map(|h| h.jobdir.clone()) {
@@ -523,6 +670,7 @@ impl Engine {
             rank,
             size,
             tag: None,
+            nb: false,
             created: None,
             channels: None,
             len: Box::new([0; 8]),
@@ -539,7 +687,8 @@ impl Engine {
         let started = if st.rank == 0 {
             self.setup_forward(&mut st)
         } else {
-            self.coll_irecv(st.comm, setup_parent(st.rank), TAG_BCAST_LEN, &mut st.len[..]).map(|h| st.stage = SetupStage::Len(h))
+            let (len_tag, _) = st.tags();
+            self.coll_irecv(st.comm, setup_parent(st.rank), len_tag, &mut st.len[..]).map(|h| st.stage = SetupStage::Len(h))
         };
         if let Err(e) = started {
             self.coll_request_done(user, Some(e.class));
@@ -556,10 +705,11 @@ impl Engine {
         let low = if rank == 0 { (size.max(1) as u32).next_power_of_two() as i32 } else { rank & rank.wrapping_neg() };
         let mut sends = Vec::new();
         let mut mask = low >> 1;
+        let (len_tag, data_tag) = st.tags();
         while mask > 0 {
             if rank + mask < size {
-                sends.push(self.coll_isend(st.comm, rank + mask, TAG_BCAST_LEN, &st.len[..])?);
-                sends.push(self.coll_isend(st.comm, rank + mask, TAG_BCAST_DATA, &st.name[..st.name_len])?);
+                sends.push(self.coll_isend(st.comm, rank + mask, len_tag, &st.len[..])?);
+                sends.push(self.coll_isend(st.comm, rank + mask, data_tag, &st.name[..st.name_len])?);
             }
             mask >>= 1;
         }
@@ -580,8 +730,8 @@ impl Engine {
             // Agreements of one communicator (an MPI_Ibcast's, then a slot call's of another
             // thread) share the tags: each posts its receive for the name only after the
             // ones started before it, kept in call order, so each gets its own.
-            let (comm, early) = (setups[i].comm, &setups[..i]);
-            if early.iter().any(|e| e.comm == comm && !matches!(e.stage, SetupStage::Send(_))) {
+            let (comm, nb, early) = (setups[i].comm, setups[i].nb, &setups[..i]);
+            if !nb && early.iter().any(|e| e.comm == comm && !e.nb && !matches!(e.stage, SetupStage::Send(_))) {
                 i += 1;
                 continue;
             }
@@ -617,7 +767,8 @@ impl Engine {
                         return Err(MpiError::new(ErrorClass::Intern, "slot collectives: segment name too long"));
                     }
                     st.name_len = n;
-                    let h = self.coll_irecv(st.comm, setup_parent(st.rank), TAG_BCAST_DATA, &mut st.name[..n])?;
+                    let (_, data_tag) = st.tags();
+                    let h = self.coll_irecv(st.comm, setup_parent(st.rank), data_tag, &mut st.name[..n])?;
                     st.stage = SetupStage::Name(h);
                 }
                 SetupStage::Name(h) => {
@@ -656,7 +807,15 @@ impl Engine {
     }
 
     /// The agreement ended: install the driver (none without a name) and run the call.
-    fn setup_finish(&mut self, mut st: Setup) {
+    fn setup_finish(&mut self, st: Setup) {
+        let (nb, key) = (st.nb, st.ctx);
+        self.setup_finish_call(st);
+        if nb {
+            self.nb_next(key);
+        }
+    }
+
+    fn setup_finish_call(&mut self, mut st: Setup) {
         if let Some(created) = st.channels.take() {
             let name = String::from_utf8_lossy(&st.name[..st.name_len]).into_owned();
             if let Err(e) = self.channel_setup_finish(st.user, st.comm, st.ctx, st.rank, st.size, created, &name, &st.coll, st.tag) {
@@ -684,7 +843,8 @@ impl Engine {
                 None => None,
             };
             self.coll.slots.drivers.put(st.ctx, driver);
-            if let Some(mut op) = self.slot_prepare(st.comm, &st.coll)? {
+            let nb = st.nb;
+            if let Some(mut op) = self.slot_keyed(nb, |e| e.slot_prepare(st.comm, &st.coll))? {
                 if let Err(e) = self.slot_start(&mut op) {
                     self.slot_finish(op, Err(e.clone()))?;
                     return Err(e);
@@ -693,7 +853,7 @@ impl Engine {
                 return Ok(());
             }
             // No segment: the call by messages, under the same request.
-            let s = self.prepare(st.comm, &st.coll, None)?;
+            let s = self.prepare(st.comm, &st.coll, st.tag)?;
             self.coll_launch(st.user, s)
         })();
         if let Err(e) = r {
@@ -701,6 +861,11 @@ impl Engine {
                 self.coll_request_done(st.user, Some(e.class));
             }
         }
+    }
+
+    /// Whether nonblocking calls on communicator `comm` wait for its second exchange.
+    pub(crate) fn nb_waiting_on(&self, comm: Handle) -> bool {
+        self.coll.slots.nb_waiting.iter().any(|w| w.comm == comm)
     }
 
     /// Whether slot calls started as requests run on communicator `comm`.
@@ -711,6 +876,12 @@ impl Engine {
     /// Whether an agreement on a segment of communicator `comm` runs in the background.
     pub(crate) fn setup_running(&self, comm: Handle) -> bool {
         self.coll.slots.setups.iter().any(|st| st.comm == comm)
+    }
+
+    /// Whether an agreement on the blocking agreements' tags (`TAG_BCAST_LEN`) runs in the
+    /// background on communicator `comm`.
+    pub(crate) fn setup_running_shared(&self, comm: Handle) -> bool {
+        self.coll.slots.setups.iter().any(|st| st.comm == comm && !st.nb)
     }
 
     /// Whether the agreement on the channel segment of context `ctx` runs in the background.
