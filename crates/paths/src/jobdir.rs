@@ -86,9 +86,23 @@ impl Hold {
     }
 }
 
+/// How long a job directory's `.live` file must be unchanged before ranks that make their
+/// host's directory themselves count an unheld one as stale ([`sweep_stale`]): a process
+/// takes its hold in two steps (create the file, then lock it), and between them the
+/// directory looks unheld.
+pub const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Removes this user's job directories under `base` that nobody holds any more (their
-/// launcher or ranks were killed). Returns how many were removed.
-pub fn sweep_stale(base: &Path) -> usize {
+/// launcher or ranks were killed) and whose hold file is at least `min_age` old, except
+/// `own`, the directory the caller is about to use. Returns how many were removed.
+///
+/// Ranks that make their host's directory themselves (`srun`, a host the launcher reached
+/// through its agent) pass `own` and [`STALE_AFTER`]. Without them, a rank of a job under
+/// `srun --mpi=pmix` swept the directory another rank of its host had just made, between
+/// that rank's creating its hold file and locking it; the other rank then found no
+/// directory for its segment and `MPI_Init` failed with ENOENT (once in a CI run of
+/// `scripts/slurm-cluster-tests.sh`).
+pub fn sweep_stale(base: &Path, own: &Path, min_age: std::time::Duration) -> usize {
     let Ok(entries) = std::fs::read_dir(base) else { return 0 };
     let mut removed = 0;
     for e in entries.flatten() {
@@ -96,11 +110,17 @@ pub fn sweep_stale(base: &Path) -> usize {
             continue;
         }
         let dir = e.path();
-        if check_private(&dir).is_err() {
-            continue; // not ours (or not a plain private directory): never touched
+        if dir == own || check_private(&dir).is_err() {
+            continue; // ours to use, or not ours (or not a plain private directory)
         }
         // A directory without the file is being set up, or predates it: left alone.
         let Ok(live) = open_live(&dir, false) else { continue };
+        if !min_age.is_zero() {
+            let young = live.metadata().and_then(|m| m.modified()).map_or(true, |t| t.elapsed().map_or(true, |age| age < min_age));
+            if young {
+                continue;
+            }
+        }
         if flock(&live, libc::LOCK_EX | libc::LOCK_NB) && std::fs::remove_dir_all(&dir).is_ok() {
             tracing::debug!(dir = %dir.display(), "removed a stale job directory");
             removed += 1;
@@ -134,11 +154,18 @@ mod tests {
         let live = private_dir(&b, "live");
         let dead = private_dir(&b, "dead");
         let fresh = private_dir(&b, "fresh"); // no .live yet: left alone
+        let young = private_dir(&b, "young"); // .live made, not locked yet: left alone
+        let own = private_dir(&b, "own"); // the caller's: left alone
         let hold = Hold::take(&live).unwrap();
-        drop(Hold::take(&dead).unwrap()); // as a killed process: lock gone, dir stays
+        let old = std::time::SystemTime::now() - 2 * STALE_AFTER;
+        for d in [&dead, &own] {
+            drop(Hold::take(d).unwrap()); // as a killed process: lock gone, dir stays
+            open_live(d, false).unwrap().set_modified(old).unwrap();
+        }
+        drop(open_live(&young, true).unwrap());
         std::fs::write(dead.join("shm-0"), b"segment").unwrap();
-        assert_eq!(sweep_stale(&b), 1);
-        assert!(live.exists() && fresh.exists() && !dead.exists());
+        assert_eq!(sweep_stale(&b, &own, STALE_AFTER), 1);
+        assert!(live.exists() && fresh.exists() && young.exists() && own.exists() && !dead.exists());
         // The last holder removes the directory; an earlier one does not.
         let other = Hold::take(&live).unwrap();
         hold.release_and_remove_if_last();
@@ -161,7 +188,7 @@ mod tests {
             let theirs = private_dir(&b, "theirs");
             std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
             assert!(Hold::take(&theirs).is_err());
-            assert_eq!(sweep_stale(&b), 0);
+            assert_eq!(sweep_stale(&b, &b, std::time::Duration::ZERO), 0);
             assert!(theirs.exists());
         }
         let _ = std::fs::remove_dir_all(&b);

@@ -253,7 +253,7 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         // On a remote host (multi-host job) the launcher's job directory does not exist.
         // Directories of this user's earlier jobs whose ranks were all killed go first.
         if let Some(base) = p.jobdir.parent() {
-            crate::jobdir::sweep_stale(base);
+            crate::jobdir::sweep_stale(base, p.jobdir, crate::jobdir::STALE_AFTER);
         }
         use std::os::unix::fs::DirBuilderExt;
         match std::fs::DirBuilder::new().recursive(false).mode(0o700).create(p.jobdir) {

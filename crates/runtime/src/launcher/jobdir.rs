@@ -26,8 +26,8 @@ impl JobDir {
         for base in bases.iter().filter(|b| sys::is_writable_dir(b)) {
             // Directories of this user's jobs whose launcher was killed (`kill -9`
             // leaves no teardown) go first.
-            steadfast_paths::jobdir::sweep_stale(base);
             let path = base.join(format!("steadfast-{jobid}"));
+            steadfast_paths::jobdir::sweep_stale(base, &path, std::time::Duration::ZERO);
             // `create` (not `create_all`) fails if the name exists: never reuse a
             // directory someone else prepared.
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
