@@ -466,11 +466,9 @@ impl Engine {
 
     /// Free communicator `c` and, for an intercommunicator, its hidden local communicator.
     /// Operations in progress on it complete normally (MPI_Comm_free): then it stays until
-    /// they have ([`Engine::release_deferred`]); the returned description is the same. So
-    /// does a communicator whose channel broadcasts other ranks may still need this rank
-    /// for ([`Engine::channel_retiring`]).
+    /// they have ([`Engine::release_deferred`]); the returned description is the same.
     pub fn release_comm(&mut self, c: Handle) -> MpiResult<Comm> {
-        if self.comm_in_use(c) || self.channel_retiring(c) {
+        if self.comm_in_use(c) {
             let comm = self.comm(c)?.clone();
             self.coll.freed_later.push(c);
             return Ok(comm);
