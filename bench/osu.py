@@ -8,6 +8,9 @@ turn (alternating, --rounds times, medians over the rounds):
   2, 4, 8 ranks  mr (multi-pair message rate), barrier, bcast, reduce, allreduce, gather,
                  scatter, allgather, alltoall, reduce_scatter, scan (4 B ... max, a barrier
                  between calls as OSU times them), iallreduce and ibcast (overlap test)
+  4, 8 ranks     pairs (every rank ping-pongs with rank r xor 1, all at once) and ring (one
+                 message round the ranks), 0 B ... 1 KiB, unpinned: latency with more ranks
+                 than CPUs, where each hop hands a CPU from one process to another
 
 and prints a markdown report: a summary of Steadfast / other ratios per test and rank count
 (geometric mean and worst over sizes), then the full tables. Every ratio is a ratio of times
@@ -51,6 +54,9 @@ COLL = ["barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgath
         "reduce_scatter", "scan"]
 NBC = ["iallreduce", "ibcast"]
 MULTI = ["mr"] + COLL + NBC
+# Ping-pong among more ranks than two (time per hop of the slowest rank), up to PINGS_MAX bytes.
+PINGS = ["pairs", "ring"]
+PINGS_MAX = 1024
 THROUGHPUT = {"bw", "bibw", "mr"}  # bigger is better; everything else is µs
 UNITS = {"bw": "MB/s", "bibw": "MB/s", "mr": "msg/s"}
 
@@ -152,6 +158,10 @@ def jobs_for(args):
             p2p = [t for t in P2P if t in args.tests]
             if p2p:
                 out.append((2, p2p, ["-M", "0", "-p"] + size))
+        pings = [t for t in PINGS if t in args.tests]
+        if n > 2 and pings:
+            out.append((n, pings, ["-M", "0", "-m", str(min(args.max_size, PINGS_MAX)),
+                                   "-f", str(args.factor)]))
         if tests:
             out.append((n, tests, ["-M", "4"] + size))
     return out
@@ -223,7 +233,7 @@ def ratios(med, a, b):
 
 def test_order(key):
     ranks, test = key
-    order = P2P + MULTI
+    order = P2P + PINGS + MULTI
     return (test not in P2P, ranks, order.index(test) if test in order else 99)
 
 
@@ -296,7 +306,7 @@ def plots(args, cfgs, med, out):
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for ranks in sorted({r for k in med for r in med[k]}):
-        tests = [t for t in P2P + MULTI
+        tests = [t for t in P2P + PINGS + MULTI
                  if any(t in med[k].get(ranks, {}) for k in med)]
         if not tests:
             continue
@@ -381,7 +391,7 @@ def main():
     ap.add_argument("--ab", default="", help="also run Steadfast shm with these variables "
                     "(VAR=VALUE,...) as config sf-ab, e.g. STEADFAST_COLL_FORCE=barrier=dissemination")
     ap.add_argument("--tests", default="", help="comma-separated subset of "
-                    + ",".join(P2P + MULTI))
+                    + ",".join(P2P + PINGS + MULTI))
     ap.add_argument("--ranks", default="", help="rank counts (default 2,4,8)")
     ap.add_argument("--rounds", type=int, default=0, help="alternating rounds (default 5)")
     ap.add_argument("--max-size", type=int, default=1 << 20)
@@ -415,8 +425,8 @@ def main():
         if not getattr(args, k):
             setattr(args, k, v)
     args.ranks = [int(x) for x in str(args.ranks).split(",")]
-    args.tests = set(args.tests.split(",")) if args.tests else set(P2P + MULTI)
-    unknown = args.tests - set(P2P + MULTI)
+    args.tests = set(args.tests.split(",")) if args.tests else set(P2P + PINGS + MULTI)
+    unknown = args.tests - set(P2P + PINGS + MULTI)
     if unknown:
         ap.error("unknown test(s): " + ", ".join(sorted(unknown)))
 

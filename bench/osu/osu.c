@@ -12,6 +12,11 @@
  *   bibw      both ranks stream windows of 64 at each other (osu_bibw): MB/s, both directions
  *   mr        N/2 pairs (rank i sends to i + N/2) stream windows of 64 (osu_mbw_mr): total
  *             messages per second
+ *   pairs     every rank ping-pongs with rank r xor 1, all pairs at once (with more ranks than
+ *             CPUs, each hop hands a CPU from one process to another): half round trip of the
+ *             slowest rank, µs
+ *   ring      one message passed round the ranks 0 -> 1 -> ... -> N-1 -> 0: time per hop of
+ *             the slowest rank, µs
  *   barrier bcast reduce allreduce gather scatter allgather alltoall reduce_scatter scan
  *             blocking collectives, timed as osu_<name> does: every call timed on its own with
  *             a barrier between calls, µs per call averaged over the ranks (min and max too)
@@ -152,6 +157,40 @@ static double t_mr(size_t n, int reps)
         return 0;
     int from = rank < half ? rank : rank - half;
     return stream(n, reps, from, from + half);
+}
+
+static double t_pairs(size_t n, int reps)
+{
+    int peer = rank ^ 1;
+    if (peer >= nproc)
+        return 0;
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < reps; i++) {
+        if (rank < peer) {
+            MPI_Send(sbuf, (int)n, MPI_CHAR, peer, TAG, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, (int)n, MPI_CHAR, peer, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(rbuf, (int)n, MPI_CHAR, peer, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(sbuf, (int)n, MPI_CHAR, peer, TAG, MPI_COMM_WORLD);
+        }
+    }
+    return MPI_Wtime() - t0;
+}
+
+static double t_ring(size_t n, int reps)
+{
+    int next = (rank + 1) % nproc, prev = (rank + nproc - 1) % nproc;
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < reps; i++) {
+        if (rank == 0) {
+            MPI_Send(sbuf, (int)n, MPI_CHAR, next, TAG, MPI_COMM_WORLD);
+            MPI_Recv(rbuf, (int)n, MPI_CHAR, prev, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(rbuf, (int)n, MPI_CHAR, prev, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(sbuf, (int)n, MPI_CHAR, next, TAG, MPI_COMM_WORLD);
+        }
+    }
+    return MPI_Wtime() - t0;
 }
 
 enum { BARRIER, BCAST, REDUCE, ALLREDUCE, GATHER, SCATTER, ALLGATHER, ALLTOALL, RSCATTER, SCAN,
@@ -303,7 +342,8 @@ static int maxreps_for(size_t n)
 static void run_test(const char *name, size_t lo, size_t hi)
 {
     int pt2pt = !strcmp(name, "latency") || !strcmp(name, "bw") || !strcmp(name, "bibw");
-    if ((pt2pt && nproc < 2) || (!strcmp(name, "mr") && nproc < 2)) {
+    int multi = !strcmp(name, "mr") || !strcmp(name, "pairs") || !strcmp(name, "ring");
+    if ((pt2pt || multi) && nproc < 2) {
         if (rank == 0)
             printf("# %s needs at least 2 ranks; skipped\n", name);
         return;
@@ -318,6 +358,8 @@ static void run_test(const char *name, size_t lo, size_t hi)
     else if (!strcmp(name, "bw")) f = t_bw;
     else if (!strcmp(name, "bibw")) f = t_bibw;
     else if (!strcmp(name, "mr")) f = t_mr;
+    else if (!strcmp(name, "pairs")) f = t_pairs;
+    else if (!strcmp(name, "ring")) f = t_ring;
     else if (c >= 0) { f = t_coll; cur_coll = c; }
     else if (nbc >= 0) cur_nbc = nbc;
     else {
@@ -364,7 +406,11 @@ static void run_test(const char *name, size_t lo, size_t hi)
                     /* the slowest pair sets the aggregate rate */
                     double msgs = (double)WINDOW * (nproc / 2);
                     printf("%s %zu %.0f\n", name, n, mx > 0 ? msgs / mx : 0);
-                } else
+                } else if (f == t_pairs)
+                    printf("%s %zu %.3f\n", name, n, mx * 1e6 / 2);
+                else if (f == t_ring)
+                    printf("%s %zu %.3f\n", name, n, mx * 1e6 / nproc);
+                else
                     printf("%s %zu %.3f %.3f %.3f\n", name, n, avg * 1e6, mn * 1e6, mx * 1e6);
             }
         }
