@@ -8,6 +8,7 @@ use super::sched::{at, Schedule};
 use super::select::{self, CollConfig};
 use super::{gather, pof2_floor, Buf, RBuf, VBuf};
 use crate::error::MpiResult;
+use crate::datatype::TypeRef;
 use crate::op::Reduction;
 
 /// A binomial reduce posts every child's receive at once while the data of all children
@@ -550,57 +551,83 @@ pub fn scan_linear(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduc
 /// MPI_Scan (inclusive) or MPI_Exscan along the chain of ranks ([`select::Scan::Chain`]):
 /// rank r receives the prefix of ranks 0..r-1 from rank r-1 and sends the prefix of 0..r
 /// to rank r+1, the lower ranks' part first in every reduction.
-pub fn scan_chain(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, exclusive: bool) {
+///
+/// Long vectors go down the chain in segments of about `segment` bytes (0: whole), one per
+/// round: while rank r reduces segment j, rank r-1 reduces segment j+1 and rank r+1 segment
+/// j-1, so the chain keeps more than one CPU busy instead of handing one vector down rank
+/// after rank, and each segment's copy, reduction and send stay in the cache.
+pub fn scan_chain(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, exclusive: bool, segment: usize) {
     let t = red.dtype.clone();
     let count = b.count;
     let mine: *const u8 = b.send.unwrap_or(b.recv);
     let last = rank + 1 == size;
+    let per = chain_segment(&t, count, segment);
+    let segs: Vec<(usize, usize)> = (0..count).step_by(per).map(|off| (off, per.min(count - off))).collect();
+    let seg = |buf: *const u8, j: usize| at(buf, &t, segs[j].0);
     if rank == 0 {
-        // Exscan leaves rank 0's buffer alone; an inclusive scan's result is its own vector.
-        let out = if exclusive {
-            mine
-        } else {
+        // Exscan leaves rank 0's buffer alone; an inclusive scan's result is its own vector,
+        // sent from where it is while the copy into the receive buffer follows.
+        if !last {
+            for (j, &(_, n)) in segs.iter().enumerate() {
+                s.send(1, j as u32, seg(mine, j), n, &t);
+            }
+        }
+        if !exclusive {
             if let Some(sb) = b.send {
                 s.copy(sb, count, &t, b.recv, count, &t);
-                s.round();
             }
-            b.recv.cast_const()
-        };
-        if !last {
-            s.send(1, 0, out, count, &t);
-            s.round();
         }
+        s.round();
         return;
     }
-    let prefix = s.temp_typed(&t, count);
-    s.recv(rank - 1, 0, prefix, count, &t);
-    s.round();
-    if !exclusive {
-        if let Some(sb) = b.send {
-            s.copy(sb, count, &t, b.recv, count, &t);
-            s.round();
+    // Where the result of an inclusive scan is `prefix op mine` and the operation commutes,
+    // the prefix arrives in the receive buffer and `mine` is reduced into it: no copy.
+    let direct = !exclusive && red.commutative() && b.send.is_some();
+    // The last rank of an Exscan only keeps the prefix: it too arrives where it belongs.
+    let prefix = if direct || exclusive && last { b.recv } else { s.temp_typed(&t, count) };
+    // What goes to rank r+1: the inclusive result itself, or for Exscan `prefix op mine`
+    // built in a copy of this rank's vector (an in-place exscan's result overwrites it).
+    let out = if exclusive && !last { s.temp_typed(&t, count) } else { b.recv };
+    for (j, &(_, n)) in segs.iter().enumerate() {
+        s.recv(rank - 1, j as u32, seg(prefix, j), n, &t);
+        if j > 0 && !last {
+            s.send(rank + 1, j as u32 - 1, seg(out, j - 1), segs[j - 1].1, &t);
         }
-        s.reduce(prefix, b.recv, count);
+        // The round's local steps run once its messages are done.
+        if exclusive {
+            if !last {
+                s.copy(seg(mine, j), n, &t, seg(out, j), n, &t);
+                s.reduce(seg(prefix, j), seg(out, j), n);
+            }
+            s.copy(seg(prefix, j), n, &t, seg(b.recv, j), n, &t);
+        } else if direct {
+            if let Some(sb) = b.send {
+                s.reduce(seg(sb, j), seg(b.recv, j), n);
+            }
+        } else {
+            if let Some(sb) = b.send {
+                s.copy(seg(sb, j), n, &t, seg(b.recv, j), n, &t);
+            }
+            s.reduce(seg(prefix, j), seg(b.recv, j), n);
+        }
         s.round();
-        if !last {
-            s.send(rank + 1, 0, b.recv, count, &t);
-            s.round();
-        }
-        return;
     }
     if !last {
-        // The next prefix from a copy of this rank's vector: an in-place exscan's result
-        // overwrites the vector below.
-        let next = s.temp_typed(&t, count);
-        s.copy(mine, count, &t, next, count, &t);
-        s.round();
-        s.reduce(prefix, next, count);
-        s.round();
-        s.send(rank + 1, 0, next, count, &t);
+        let j = segs.len() - 1;
+        s.send(rank + 1, j as u32, seg(out, j), segs[j].1, &t);
         s.round();
     }
-    s.copy(prefix, count, &t, b.recv, count, &t);
-    s.round();
+}
+
+/// Most segments a chained scan cuts a vector into (each is a round and a tag sub-code).
+const CHAIN_MAX_SEGMENTS: usize = 64;
+
+/// Elements per segment of a chained scan of `count` elements of `t` cut at about `segment`
+/// bytes (0: one segment).
+fn chain_segment(t: &TypeRef, count: usize, segment: usize) -> usize {
+    let elem = t.packed_size(1).max(1);
+    let per = if segment == 0 { count } else { (segment / elem).max(1) };
+    per.max(count.div_ceil(CHAIN_MAX_SEGMENTS)).max(1)
 }
 
 /// MPI_Scan (inclusive) or MPI_Exscan by recursive doubling: log2 n rounds; `partial` holds
@@ -618,7 +645,7 @@ pub fn scan(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, red: &Reduction, e
             return Ok(());
         }
         select::Scan::Chain => {
-            scan_chain(s, rank, size, b, red, exclusive);
+            scan_chain(s, rank, size, b, red, exclusive, cfg.scan_segment);
             return Ok(());
         }
         select::Scan::RecursiveDoubling => {}

@@ -43,6 +43,9 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_SCAN_LINEAR` (default 8): largest communicator whose Scan and Exscan
     /// of small vectors use the linear algorithm.
     pub scan_linear: usize,
+    /// `STEADFAST_COLL_SCAN_SEGMENT` (bytes, default 65536; 0: whole vectors): the chained
+    /// Scan and Exscan pass long vectors down the chain in segments of about this size.
+    pub scan_segment: usize,
     /// `STEADFAST_COLL_CHANNEL_MIN` and `STEADFAST_COLL_CHANNEL_MAX` (bytes, default 12288
     /// and 1 MiB): broadcasts of this many bytes on a communicator whose ranks are all on
     /// one host use the shared-memory channels (where they beat the tree, see
@@ -103,6 +106,7 @@ impl Default for CollConfig {
             reduce_scatter_long: 65536,
             barrier_tree: 8,
             scan_linear: 8,
+            scan_segment: 64 << 10,
             reduce_linear: 8,
             channel_min: 12288,
             channel_max: 1 << 20,
@@ -152,6 +156,7 @@ impl CollConfig {
             reduce_scatter_long: env_usize("STEADFAST_COLL_REDUCE_SCATTER_LONG", d.reduce_scatter_long),
             barrier_tree: steadfast_config::parse_or("STEADFAST_COLL_BARRIER_TREE", d.barrier_tree, "a number of ranks"),
             scan_linear: env_usize("STEADFAST_COLL_SCAN_LINEAR", d.scan_linear),
+            scan_segment: env_usize("STEADFAST_COLL_SCAN_SEGMENT", d.scan_segment),
             reduce_linear: env_usize("STEADFAST_COLL_REDUCE_LINEAR", d.reduce_linear),
             channel_min: env_usize("STEADFAST_COLL_CHANNEL_MIN", d.channel_min),
             channel_max: env_usize("STEADFAST_COLL_CHANNEL_MAX", d.channel_max),

@@ -215,6 +215,16 @@ fn configs(coll: &str, algos: &[&str]) -> Vec<(String, CollConfig)> {
     v
 }
 
+/// The scan configurations, with the chain also cut into segments of one element and
+/// larger (1 byte asks for one element; 64 segments at most, so 100 elements go by twos).
+fn scan_configs() -> Vec<(String, CollConfig)> {
+    let mut v = configs("scan", &["linear", "recursive_doubling", "chain"]);
+    for segment in [1, 12] {
+        v.push((format!("chain/{segment}"), CollConfig { scan_segment: segment, ..forced(&[("scan", "chain")]) }));
+    }
+    v
+}
+
 const SIZES: &[usize] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16];
 const COUNTS: &[usize] = &[0, 1, 3, 17, 100];
 
@@ -397,7 +407,7 @@ fn non_commutative_ops_keep_rank_order() {
             }
         }
         // Scan and exscan, by every algorithm.
-        for ((_, scan_cfg), exclusive) in configs("scan", &["linear", "recursive_doubling", "chain"]).into_iter().flat_map(|c| [(c.clone(), false), (c, true)]) {
+        for ((_, scan_cfg), exclusive) in scan_configs().into_iter().flat_map(|c| [(c.clone(), false), (c, true)]) {
             let mut send: Vec<Vec<Mat>> = (0..n).map(|r| mats(r, count)).collect();
             let mut recv: Vec<Vec<Mat>> = (0..n).map(|_| vec![[9; 4]; count]).collect();
             let sp: Vec<*mut u8> = send.iter_mut().map(|b| b.as_mut_ptr() as *mut u8).collect();
@@ -480,18 +490,20 @@ fn large_reduces_take_the_one_child_at_a_time_path() {
 }
 
 #[test]
-fn scan_and_exscan_sum_in_place() {
+fn scan_and_exscan_sum() {
     let t = int_type();
     let red = sum_reduction(&t);
-    for (algo, cfg) in configs("scan", &["linear", "recursive_doubling", "chain"]) {
+    for (algo, cfg) in scan_configs() {
         for &n in SIZES {
             for &count in COUNTS {
-                for exclusive in [false, true] {
-                    let (send, _) = reduce_inputs(n, count);
-                    let mut recv = send.clone();
+                for (exclusive, in_place) in [(false, true), (true, true), (false, false), (true, false)] {
+                    let (mut send, _) = reduce_inputs(n, count);
+                    // Out of place, the receive buffers start as garbage (Exscan's rank 0 keeps it).
+                    let mut recv = if in_place { send.clone() } else { vec![vec![0x5a; count * 4]; n] };
+                    let sp: Vec<*mut u8> = send.iter_mut().map(|b| b.as_mut_ptr()).collect();
                     let rp: Vec<*mut u8> = recv.iter_mut().map(|b| b.as_mut_ptr()).collect();
                     run_all(n, &cfg, |r| {
-                        let buf = RBuf { send: None, recv: rp[r], count };
+                        let buf = RBuf { send: (!in_place).then_some(sp[r].cast_const()), recv: rp[r], count };
                         if exclusive {
                             Coll::Exscan { buf, red: red.clone() }
                         } else {
@@ -505,7 +517,13 @@ fn scan_and_exscan_sum_in_place() {
                         }
                         let hi = if exclusive { r } else { r + 1 };
                         let want: Vec<i32> = (0..count).map(|i| (0..hi).map(|q| val(q, i)).fold(0i32, |a, b| a.wrapping_add(b))).collect();
-                        assert_eq!(as_ints(&b[..count * 4]), want, "scan {algo} n={n} count={count} rank={r} exclusive={exclusive}");
+                        assert_eq!(as_ints(&b[..count * 4]), want, "scan {algo} n={n} count={count} rank={r} exclusive={exclusive} in_place={in_place}");
+                    }
+                    for (r, b) in send.iter().enumerate() {
+                        if !in_place {
+                            let mine: Vec<i32> = (0..count).map(|i| val(r, i)).collect();
+                            assert_eq!(as_ints(&b[..count * 4]), mine, "scan {algo} n={n} rank={r}: the send buffer is untouched");
+                        }
                     }
                 }
             }
