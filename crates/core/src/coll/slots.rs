@@ -490,21 +490,25 @@ impl Engine {
         self.islot_nb_now(comm, c, tag, None)
     }
 
+    /// Whether the second exchange `key` has a call or an agreement under way.
+    fn nb_running(&self, key: u32) -> bool {
+        let s = &self.coll.slots;
+        s.ops.iter().any(|(_, op)| op.ctx == key) || s.setups.iter().any(|st| st.ctx == key)
+    }
+
     /// Whether the second exchange `key` has a call or an agreement under way, or calls
     /// waiting for it.
     fn nb_busy(&self, key: u32) -> bool {
-        let s = &self.coll.slots;
-        s.ops.iter().any(|(_, op)| op.ctx == key) || s.setups.iter().any(|st| st.ctx == key) || s.nb_waiting.iter().any(|w| w.key == key)
+        self.nb_running(key) || self.coll.slots.nb_waiting.iter().any(|w| w.key == key)
     }
 
     /// Start the calls waiting for exchange `key` while it is free.
     fn nb_next(&mut self, key: u32) {
         loop {
-            let s = &self.coll.slots;
-            if s.ops.iter().any(|(_, op)| op.ctx == key) || s.setups.iter().any(|st| st.ctx == key) {
+            if self.nb_running(key) {
                 return;
             }
-            let Some(i) = s.nb_waiting.iter().position(|w| w.key == key) else { return };
+            let Some(i) = self.coll.slots.nb_waiting.iter().position(|w| w.key == key) else { return };
             let w = self.coll.slots.nb_waiting.remove(i);
             let r = (|| -> MpiResult<()> {
                 match self.islot_nb_now(w.comm, &w.coll, w.tag, Some(w.user))? {
@@ -562,6 +566,9 @@ impl Engine {
     pub(crate) fn slots_progress(&mut self) -> bool {
         let mut ops = std::mem::take(&mut self.coll.slots.ops);
         let mut finished = false;
+        // Second exchanges whose call finished: the next call waiting for each starts once
+        // `ops` is back in place (so that it sees what still runs).
+        let mut freed = Vec::new();
         let mut i = 0;
         while i < ops.len() {
             let (h, op) = &mut ops[i];
@@ -597,11 +604,7 @@ impl Engine {
                     self.coll_request_done(h, r.err().map(|e| e.class));
                     finished = true;
                     if nb {
-                        // The exchange is free: the next call waiting for it starts (into
-                        // `self.coll.slots.ops`, appended below).
-                        std::mem::swap(&mut ops, &mut self.coll.slots.ops);
-                        self.nb_next(key);
-                        std::mem::swap(&mut ops, &mut self.coll.slots.ops);
+                        freed.push(key);
                     }
                 }
                 None => i += 1,
@@ -609,6 +612,9 @@ impl Engine {
         }
         ops.append(&mut self.coll.slots.ops);
         self.coll.slots.ops = ops;
+        for key in freed {
+            self.nb_next(key);
+        }
         finished | self.setups_progress()
     }
 
