@@ -62,7 +62,7 @@ UNITS = {"bw": "MB/s", "bibw": "MB/s", "mr": "msg/s"}
 
 # CI subset: what runs, where, and at which sizes (osu -M lo -m hi -f factor).
 CI_TESTS = {2: ["latency", "bw", "mr"],
-            4: ["barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather",
+            4: ["pairs", "ring", "barrier", "bcast", "reduce", "allreduce", "gather", "scatter", "allgather",
                 "alltoall", "reduce_scatter", "scan"]}
 CI_SIZES = (4, 65536, 16)  # 4 B, 64 B, 1 KiB, 16 KiB, 64 KiB
 
