@@ -159,21 +159,24 @@ static double t_mr(size_t n, int reps)
     return stream(n, reps, from, from + half);
 }
 
+/* One hop of a ping-pong: send to `to` then receive from `from`, or the other way round. */
+static void hop(size_t n, int to, int from, int send_first)
+{
+    if (send_first)
+        MPI_Send(sbuf, (int)n, MPI_CHAR, to, TAG, MPI_COMM_WORLD);
+    MPI_Recv(rbuf, (int)n, MPI_CHAR, from, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (!send_first)
+        MPI_Send(sbuf, (int)n, MPI_CHAR, to, TAG, MPI_COMM_WORLD);
+}
+
 static double t_pairs(size_t n, int reps)
 {
     int peer = rank ^ 1;
     if (peer >= nproc)
         return 0;
     double t0 = MPI_Wtime();
-    for (int i = 0; i < reps; i++) {
-        if (rank < peer) {
-            MPI_Send(sbuf, (int)n, MPI_CHAR, peer, TAG, MPI_COMM_WORLD);
-            MPI_Recv(rbuf, (int)n, MPI_CHAR, peer, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Recv(rbuf, (int)n, MPI_CHAR, peer, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(sbuf, (int)n, MPI_CHAR, peer, TAG, MPI_COMM_WORLD);
-        }
-    }
+    for (int i = 0; i < reps; i++)
+        hop(n, peer, peer, rank < peer);
     return MPI_Wtime() - t0;
 }
 
@@ -181,15 +184,8 @@ static double t_ring(size_t n, int reps)
 {
     int next = (rank + 1) % nproc, prev = (rank + nproc - 1) % nproc;
     double t0 = MPI_Wtime();
-    for (int i = 0; i < reps; i++) {
-        if (rank == 0) {
-            MPI_Send(sbuf, (int)n, MPI_CHAR, next, TAG, MPI_COMM_WORLD);
-            MPI_Recv(rbuf, (int)n, MPI_CHAR, prev, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Recv(rbuf, (int)n, MPI_CHAR, prev, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(sbuf, (int)n, MPI_CHAR, next, TAG, MPI_COMM_WORLD);
-        }
-    }
+    for (int i = 0; i < reps; i++)
+        hop(n, next, prev, rank == 0);
     return MPI_Wtime() - t0;
 }
 
