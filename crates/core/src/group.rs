@@ -466,9 +466,11 @@ impl Engine {
 
     /// Free communicator `c` and, for an intercommunicator, its hidden local communicator.
     /// Operations in progress on it complete normally (MPI_Comm_free): then it stays until
-    /// they have ([`Engine::release_deferred`]); the returned description is the same.
+    /// they have ([`Engine::release_deferred`]); the returned description is the same. So
+    /// does a communicator whose channel broadcasts other ranks may still need this rank
+    /// for ([`Engine::channel_retiring`]).
     pub fn release_comm(&mut self, c: Handle) -> MpiResult<Comm> {
-        if self.comm_in_use(c) {
+        if self.comm_in_use(c) || self.channel_retiring(c) {
             let comm = self.comm(c)?.clone();
             self.coll.freed_later.push(c);
             return Ok(comm);

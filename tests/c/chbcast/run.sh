@@ -47,6 +47,13 @@ for np in 4 8; do
     case_ forced "$np" channels $on
     case_ faults "$np" channels $on STEADFAST_COLL_CHANNEL_FAULTS=drop=0.02,corrupt=0.02,seed=$np
 done
+# A communicator freed right after its last broadcasts (chbcast.c's churn phase) while a
+# rank still waits for a frame it lost: its root must keep answering (the freed
+# communicator's driver stays until its last synchronization). Both seeds hung in
+# MPI_Bcast on the freed communicator, its roots in the next MPI_Comm_split.
+for seed in 8 9; do
+    case_ free-faults-seed$seed 4 channels $on STEADFAST_COLL_CHANNEL_FAULTS=drop=0.02,corrupt=0.02,seed=$seed
+done
 case_ rule 4 channels
 case_ forced-off 4 tree STEADFAST_COLL_FORCE=bcast=binomial
 case_ two-channels 8 channels $on STEADFAST_COLL_CHANNELS=2

@@ -27,7 +27,9 @@
 //! short (at most 1 ms).
 //!
 //! Repair requests addressed to a root that already returned are answered in its next
-//! channel broadcast or whenever it waits idle in any blocking call ([`Engine::channels_service`]).
+//! channel broadcast or whenever it waits idle in any blocking call ([`Engine::channels_service`]),
+//! also once it freed the communicator: a freed communicator's driver stays until every
+//! broadcast called on it is released everywhere ([`Engine::channel_retiring`]).
 
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{fence, AtomicU64, Ordering};
@@ -106,6 +108,9 @@ pub struct ChannelsState {
     /// Broadcasts called while their communicator's agreement on its segment runs in the
     /// background, in call order: started when it ends.
     pub(crate) waiting: Vec<Waiting>,
+    /// Set while [`Engine::channels_service`] has every driver out of the table: a freed
+    /// communicator's driver cannot be looked at then ([`Engine::channel_retiring`]).
+    servicing: bool,
 }
 
 /// A broadcast waiting for its communicator's segment (`ChannelsState::waiting`).
@@ -142,9 +147,13 @@ unsafe impl Send for ChannelOp {}
 
 impl ChannelsState {
     /// Forget the driver of a freed communicator (its segment stays in the job directory,
-    /// which the launcher removes: a member may still be opening it).
+    /// which the launcher removes: a member may still be opening it). The communicator is
+    /// only released once its driver is quiet ([`Engine::channel_retiring`]), so no rank
+    /// needs this one any more.
     pub(crate) fn forget(&mut self, ctx: u32) {
-        self.drivers.take(ctx);
+        if let Some(Some(d)) = self.drivers.take(ctx) {
+            tracing::debug!("channel broadcast: driver of freed context {ctx} dropped, {} broadcasts released", d.machine.released());
+        }
     }
 }
 
@@ -1484,6 +1493,7 @@ impl Engine {
         // services the channels again: it then finds none); whatever was added meanwhile is
         // kept with them. No allocation: this runs on every idle round of a blocking call.
         let mut drivers = std::mem::take(&mut self.coll.channels.drivers);
+        let was = std::mem::replace(&mut self.coll.channels.servicing, true);
         let mut result = Ok(());
         for (_, d) in drivers.iter_mut() {
             if let Err(e) = self.channel_pump(d) {
@@ -1491,9 +1501,57 @@ impl Engine {
                 break;
             }
         }
+        self.coll.channels.servicing = was;
         let added = std::mem::replace(&mut self.coll.channels.drivers, drivers);
         self.coll.channels.drivers.merge(added);
         result
+    }
+
+    /// Communicator `c` is freed and nothing is in progress on it ([`Engine::comm_in_use`]):
+    /// whether its channel driver must stay for now, the communicator with it
+    /// (`Engine::release_comm` keeps it among the ones freed later).
+    ///
+    /// A root returns from its last broadcasts as soon as its frames are written, and may
+    /// free the communicator while another rank still waits for one of them (lost or
+    /// damaged: it asks the root again), for the synchronization its last call needs, or,
+    /// after a failover, for a frame this rank passes on over the tree. So the driver is
+    /// closed ([`Machine::close`]: a last synchronization releases every broadcast called,
+    /// which completes only once every rank has every one of them and freed the
+    /// communicator too) and stays, answering as before whenever this rank waits idle
+    /// (`Engine::channels_service`) and at each look at the freed communicators
+    /// (`Engine::release_deferred`, which pumps it once here), until it is quiet. A
+    /// communicator without a driver (the tree for good, or none made yet) goes at once.
+    pub(crate) fn channel_retiring(&mut self, c: Handle) -> bool {
+        let Ok(ctx) = self.comm(c).map(|c| c.ctx) else { return false };
+        if self.coll.channels.servicing {
+            // Its driver, if any, is out of the table, being pumped: look again later.
+            return true;
+        }
+        let mut d = match self.coll.channels.drivers.take(ctx) {
+            Some(Some(d)) => d,
+            Some(None) => {
+                self.coll.channels.drivers.put(ctx, None);
+                return false;
+            }
+            None => return false,
+        };
+        let quiet = |d: &Driver| d.machine.quiet() && d.sends.is_empty();
+        if !d.machine.closing() {
+            let now = d.now();
+            d.machine.close(now);
+        }
+        let mut keep = !quiet(&d);
+        if keep {
+            match self.channel_pump(&mut d) {
+                Ok(_) => keep = !quiet(&d),
+                Err(e) => {
+                    tracing::warn!("channel broadcast on a freed communicator: {e}; dropping its driver");
+                    keep = false;
+                }
+            }
+        }
+        self.coll.channels.drivers.put(ctx, Some(d));
+        keep
     }
 }
 

@@ -482,11 +482,12 @@ impl Engine {
             || self.requests_on(c)
     }
 
-    /// Free the communicators of `freed_later` whose operations have all completed.
+    /// Free the communicators of `freed_later` whose operations have all completed and whose
+    /// channel driver no rank needs any more ([`Engine::channel_retiring`]).
     pub(crate) fn release_deferred(&mut self) {
         let pending = std::mem::take(&mut self.coll.freed_later);
         for c in pending {
-            if self.comm_in_use(c) {
+            if self.comm_in_use(c) || self.channel_retiring(c) {
                 self.coll.freed_later.push(c);
             } else if let Err(e) = self.release_comm_now(c) {
                 tracing::warn!("freeing a communicator after its last operation: {e}");

@@ -150,6 +150,9 @@ pub struct Machine {
     /// the same length (a root broadcasting one size allocates nothing once warm).
     spare: Vec<Arc<[u8]>>,
     failed: bool,
+    /// No call follows (the communicator was freed, [`Machine::close`]): the
+    /// synchronizations go on until every broadcast called is released.
+    closing: bool,
     out: VecDeque<Transmit>,
     events: VecDeque<Event>,
     stats: Stats,
@@ -208,6 +211,7 @@ impl Machine {
             sync_parent: tree_parent(MANAGER, me, n),
             spare: Vec::new(),
             failed: false,
+            closing: false,
             out: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
@@ -259,6 +263,33 @@ impl Machine {
     /// Whether a write or a message waits for [`Machine::poll_transmit`].
     pub fn has_output(&self) -> bool {
         !self.out.is_empty()
+    }
+
+    /// No broadcast follows the ones called (the communicator was freed): every rank of the
+    /// group closes its machine after the same calls (MPI's collective ordering), and the
+    /// synchronizations go on past the last of them, the last one releasing a window the
+    /// calls do not fill, until every broadcast called is released, that is, complete at
+    /// every rank. Until then the machine must keep being driven (repair requests, the
+    /// synchronization's messages, forwarding over the tree after a failover): a receiver
+    /// that lost one of the last frames still asks the root for it, and every rank's
+    /// report is part of the synchronization. [`Machine::quiet`] says when it may go.
+    pub fn close(&mut self, now: Time) {
+        if !self.closing {
+            self.closing = true;
+            self.maybe_start_sync(now);
+            self.maybe_report(now);
+        }
+    }
+
+    /// Whether [`Machine::close`] was called.
+    pub fn closing(&self) -> bool {
+        self.closing
+    }
+
+    /// Whether no other rank can need this machine any more: every broadcast called is
+    /// released (complete everywhere) and nothing waits to go out.
+    pub fn quiet(&self) -> bool {
+        self.released >= self.next_seq && self.out.is_empty()
     }
 
     /// The next broadcast: every rank of the group calls it in the same order with the same
@@ -654,7 +685,7 @@ impl Machine {
     /// with the default step, when the channels run out (the paper's delayed
     /// synchronization); with a smaller one, while channels are still free.
     fn maybe_start_sync(&mut self, now: Time) {
-        if self.sync.is_none() && self.next_seq > self.released + self.sync_step() {
+        if self.sync.is_none() && (self.next_seq > self.released + self.sync_step() || self.closing && self.next_seq > self.released) {
             let k = self.released / self.sync_step() + 1;
             self.sync = Some(Sync {
                 k,
@@ -668,8 +699,10 @@ impl Machine {
         }
     }
 
+    /// Whether this rank completed the broadcasts the running synchronization releases (once
+    /// closing, the window may end at the last call).
     fn window_complete(&self) -> bool {
-        self.cursor >= self.released + self.sync_step()
+        self.cursor >= self.released + self.sync_step() || self.closing && self.cursor >= self.next_seq
     }
 
     fn backoff(&self, attempt: u32) -> Duration {

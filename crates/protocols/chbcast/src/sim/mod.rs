@@ -53,6 +53,22 @@ pub struct Params {
     /// ([`Machine::bcast_root_now`], [`Machine::bcast_in_place`]): a frame lands in its
     /// channel and a receiver reads it only once it calls that broadcast.
     pub direct: bool,
+    /// What a rank does once it completed every broadcast (the application frees the
+    /// communicator).
+    pub free: Free,
+}
+
+/// A rank's machine after its last broadcast ([`Params::free`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Free {
+    /// Kept and driven until every rank is done (the communicator is not freed).
+    Never,
+    /// Dropped at once: the rank takes no more input (what the driver did before
+    /// [`Machine::close`]); a rank still waiting for a lost frame may be stranded.
+    AtOnce,
+    /// Closed ([`Machine::close`]) and driven until [`Machine::quiet`], then dropped; every
+    /// rank must get there.
+    WhenQuiet,
 }
 
 fn us(n: u64) -> Duration {
@@ -98,6 +114,7 @@ impl Params {
             max_len: *[8u32, 64, 4096].get(r.below(3) as usize).unwrap_or(&8),
             fragment: r.chance(500).then(|| r.range(16, 1500) as u32),
             direct: r.chance(500),
+            free: Free::Never,
         }
     }
 }
@@ -189,6 +206,8 @@ pub struct Sim {
     /// Multicast runs: the datagrams' key and each rank's reassembly.
     key: crate::datagram::Key,
     reasm: Vec<crate::datagram::Reassembly>,
+    /// Ranks whose machine was dropped ([`Params::free`]): their inputs are lost.
+    gone: Vec<bool>,
 }
 
 const TRACE: usize = 60;
@@ -228,6 +247,7 @@ impl Sim {
             key: crate::datagram::Key::from_job_key(seed),
             reasm: (0..n).map(|_| crate::datagram::Reassembly::new(2 * p.config.channels as usize + 2)).collect(),
             slots: vec![vec![None; p.config.channels as usize]; n as usize],
+            gone: vec![false; n as usize],
             p,
         };
         for i in 0..n {
@@ -277,7 +297,7 @@ impl Sim {
                     self.now
                 )));
             }
-            if self.done.iter().all(|d| *d == total) {
+            if self.done.iter().all(|d| *d == total) && (self.p.free == Free::Never || self.gone.iter().all(|g| *g)) {
                 break;
             }
             if at > LIMIT {
@@ -297,6 +317,16 @@ impl Sim {
                     self.machines[i].failed()
                 )));
             }
+        }
+        if let Some(i) = self.gone.iter().position(|g| !*g).filter(|_| self.p.free == Free::WhenQuiet) {
+            let m = &self.machines[i];
+            return Err(self.fail(format!(
+                "rank {i} completed every broadcast but its closed machine never became quiet by {:?}: released {}, syncing {}, failed {}",
+                self.now,
+                m.released(),
+                m.syncing(),
+                m.failed()
+            )));
         }
         for m in &self.machines {
             let s = m.stats();
@@ -322,6 +352,15 @@ impl Sim {
     fn step(&mut self, rank: Rank, input: Input) -> Result<(), Failure> {
         let now = self.now;
         let r = rank as usize;
+        if self.gone[r] {
+            let what = match &input {
+                Input::Msg(from, m) => format!("message from r{from}: {}", short(m)),
+                Input::Frame(_) | Input::Datagram(_) => "frame".into(),
+                Input::Call | Input::Timer => "call".into(),
+            };
+            self.note(format!("{now:?} r{rank} gone: {what} lost"));
+            return Ok(());
+        }
         match input {
             Input::Call => {
                 let total = u64::from(self.p.bcasts);
@@ -601,6 +640,19 @@ impl Sim {
                 Event::FailedOver => self.note(format!("{:?} r{rank} failed over", self.now)),
             }
         }
+        if self.p.free == Free::WhenQuiet && self.done[r] == u64::from(self.p.bcasts) && !self.machines[r].closing() {
+            // The application frees the communicator: only `Released` (or `FailedOver`)
+            // can follow.
+            self.note(format!("{:?} r{rank} closes its machine", self.now));
+            self.machines[r].close(self.now);
+            while let Some(ev) = self.machines[r].poll_event() {
+                match ev {
+                    Event::Released { upto } => self.note(format!("{:?} r{rank} released below {upto}", self.now)),
+                    Event::FailedOver => self.note(format!("{:?} r{rank} failed over", self.now)),
+                    other => return Err(self.fail(format!("rank {rank} closed its machine, then {other:?}"))),
+                }
+            }
+        }
         while let Some(t) = self.machines[r].poll_transmit() {
             match t {
                 Transmit::Write { channel, frame: f } => self.write(rank, channel, &f)?,
@@ -620,6 +672,17 @@ impl Sim {
         }
         if more_calls {
             self.push(self.now, rank, Input::Call);
+        }
+        let finished = self.done[r] == u64::from(self.p.bcasts);
+        let drop = match self.p.free {
+            Free::Never => false,
+            Free::AtOnce => finished,
+            Free::WhenQuiet => finished && self.machines[r].closing() && self.machines[r].quiet(),
+        };
+        if drop {
+            self.note(format!("{:?} r{rank} drops its machine", self.now));
+            self.gone[r] = true;
+            return Ok(());
         }
         if let Some(t) = self.machines[r].poll_timeout() {
             if self.timer_at[r].map_or(true, |q| t < q) {

@@ -219,3 +219,57 @@ fn without_crc_damage_is_caught_by_the_checker() {
         "only {caught} of 100 runs without CRC went wrong"
     );
 }
+
+/// A communicator freed after its last broadcast: a rank that drops its machine at once
+/// (without [`Machine::close`]) strands the others whose copy of one of the last frames was
+/// lost or damaged: nobody answers their repair requests, nor takes part in the
+/// synchronization their last calls wait for (`MPI_Bcast` on a freed communicator hung so).
+/// This is the model of that bug, kept to show the test below can fail.
+#[test]
+fn freeing_at_once_strands_a_receiver() {
+    let mut stranded = 0;
+    for seed in 0..100 {
+        let mut p = Params::from_seed(seed);
+        (p.ranks, p.bcasts, p.loss, p.corrupt, p.dup, p.cut_at, p.slow) = (4, 20, 100, 100, 0, None, None);
+        p.free = Free::AtOnce;
+        if let Err(f) = Sim::new(p, seed).run() {
+            assert!(f.reason.contains("stuck"), "{f}");
+            stranded += 1;
+        }
+    }
+    assert!(stranded > 10, "only {stranded} of 100 lossy runs stranded a rank with the machines dropped at once");
+}
+
+/// Every rank closes its machine after its last broadcast and drops it once quiet: every
+/// rank still completes every broadcast (the closed machines answer the repairs, the
+/// failover's tree and the synchronizations), and every closed machine becomes quiet, so
+/// the driver goes (checked by the simulation), with lost, damaged and repeated frames, a
+/// slow rank, a primitive that fails and multicast datagrams.
+#[test]
+fn freed_machines_stay_until_quiet() {
+    let seeds = harness::seeds(300, |i| harness::spread(i, 51));
+    let replay = "cargo test --release -p steadfast-chbcast --lib sim::tests::freed_machines_stay_until_quiet";
+    let outs = harness::sweep("chbcast free", replay, &seeds, |seed| {
+        run_one(seed, |p| {
+            p.free = Free::WhenQuiet;
+        })
+    });
+    if harness::replay().is_none() {
+        let t = total(&outs);
+        assert!(t.repairs > 0 && t.retransmits > 0 && t.tree_sends > 0, "{t:?}");
+    }
+    // A clean primitive: the last synchronization is the only one added.
+    let seeds = harness::seeds(100, |i| harness::spread(i, 53));
+    harness::sweep("chbcast free clean", replay, &seeds, |seed| {
+        let mut p = Params::from_seed(seed);
+        (p.loss, p.corrupt, p.dup, p.cut_at, p.slow) = (0, 0, 0, None, None);
+        p.config.repair_timeout = Duration::from_secs(1);
+        p.config.sync_backoff = Duration::from_secs(1);
+        p.free = Free::WhenQuiet;
+        let o = run_one(seed, |q| *q = p.clone())?;
+        if o.retransmits != 0 || o.repairs != 0 || o.sync_nacks != 0 {
+            return Err(format!("clean run with the machines closed: {o:?}"));
+        }
+        Ok(())
+    });
+}
