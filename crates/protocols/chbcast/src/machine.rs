@@ -638,6 +638,9 @@ impl Machine {
                 }
             }
             Message::Data { forward, frame } => {
+                // Taken first: if it completes this rank's window, the synchronization may
+                // release it here and then, and nobody needs it passed on.
+                self.frame_arrived(now, &frame);
                 if forward {
                     if let Ok(h) = frame::decode(&frame) {
                         // Below `released` every rank has it already.
@@ -654,7 +657,6 @@ impl Machine {
                         }
                     }
                 }
-                self.frame_arrived(now, &frame);
             }
         }
     }
@@ -768,9 +770,6 @@ impl Machine {
                 },
             });
         }
-        if failed && !self.failed {
-            self.fail_over();
-        }
         if ok {
             self.sync = None;
             let upto = k * self.sync_step();
@@ -788,6 +787,14 @@ impl Machine {
                 self.base = self.next_seq;
             }
             self.early.retain(|s, _| *s >= upto);
+            // A failure reported with the release: the failover resends only what lies past
+            // the window (the window's broadcasts are complete everywhere; sent again over
+            // the tree they were only late traffic, at the end of a job too: the last
+            // synchronization of a freed communicator), and the window the release opens
+            // goes over the tree from the start.
+            if failed && !self.failed {
+                self.fail_over();
+            }
             self.events.push_back(Event::Released { upto });
             let window = upto.max(self.base)..(upto + self.channels()).min(self.next_seq);
             for s in window {
@@ -796,6 +803,9 @@ impl Machine {
             self.flush_events();
             self.maybe_start_sync(now);
         } else {
+            if failed && !self.failed {
+                self.fail_over();
+            }
             self.stats.sync_nacks += 1;
             // The manager does not say which broadcast failed: every root retransmits all of
             // its broadcasts of the window; receivers that have them ignore the repeats. Over

@@ -598,7 +598,6 @@ impl Sim {
 
     fn drain(&mut self, rank: Rank) -> Result<(), Failure> {
         let r = rank as usize;
-        let n = self.p.ranks;
         let mut more_calls = false;
         while let Some(ev) = self.machines[r].poll_event() {
             match ev {
@@ -641,8 +640,10 @@ impl Sim {
             }
         }
         if self.p.free == Free::WhenQuiet && self.done[r] == u64::from(self.p.bcasts) && !self.machines[r].closing() {
-            // The application frees the communicator: only `Released` (or `FailedOver`)
-            // can follow.
+            // What the last completion queued leaves first (the call returned before the
+            // free); then the application frees the communicator: only `Released` (or
+            // `FailedOver`) can follow.
+            self.transmit(rank)?;
             self.note(format!("{:?} r{rank} closes its machine", self.now));
             self.machines[r].close(self.now);
             while let Some(ev) = self.machines[r].poll_event() {
@@ -653,23 +654,7 @@ impl Sim {
                 }
             }
         }
-        while let Some(t) = self.machines[r].poll_transmit() {
-            match t {
-                Transmit::Write { channel, frame: f } => self.write(rank, channel, &f)?,
-                Transmit::Send { to, message } => {
-                    if to >= n || to == rank {
-                        return Err(self.fail(format!("rank {rank} sent to {to}")));
-                    }
-                    // Through its encoding, as on the wire.
-                    let m = Message::decode(&message.encode())
-                        .map_err(|e| self.fail(format!("{message:?} does not decode: {e:?}")))?;
-                    let k = (rank * n + to) as usize;
-                    let at = (self.now + self.rng.duration(us(2), us(60))).max(self.fifo[k]);
-                    self.fifo[k] = at;
-                    self.push(at, to, Input::Msg(rank, m));
-                }
-            }
-        }
+        self.transmit(rank)?;
         if more_calls {
             self.push(self.now, rank, Input::Call);
         }
@@ -692,6 +677,45 @@ impl Sim {
                 self.queue
                     .push(Reverse((t.max(self.now), self.order, rank)));
                 self.inputs.insert(self.order, Input::Timer);
+            }
+        }
+        Ok(())
+    }
+
+    /// Carries out what `rank`'s machine queued: its writes and messages.
+    fn transmit(&mut self, rank: Rank) -> Result<(), Failure> {
+        let r = rank as usize;
+        let n = self.p.ranks;
+        while let Some(t) = self.machines[r].poll_transmit() {
+            // A released broadcast is complete at every rank: a frame of it sent again is
+            // traffic nobody needs, which may still be on its way when the job ends (a rank
+            // in MPI_Finalize receiving such a frame over the tree hung a job). A rank alone
+            // releases its broadcast as soon as it is called, before its write goes out.
+            let released = if n > 1 { self.machines[r].released() } else { 0 };
+            let bytes: Option<&[u8]> = match &t {
+                Transmit::Write { frame: f, .. } => Some(f),
+                Transmit::Send { message: Message::Data { frame: f, .. }, .. } => Some(f),
+                Transmit::Send { .. } => None,
+            };
+            let resent = bytes.and_then(|f| frame::decode(f).ok()).map(|h| h.seq).filter(|s| *s < released);
+            if let Some(seq) = resent {
+                let how = if matches!(t, Transmit::Write { .. }) { "wrote" } else { "sent over the tree" };
+                return Err(self.fail(format!("rank {rank} {how} a frame of broadcast {seq}, which it released (below {released})")));
+            }
+            match t {
+                Transmit::Write { channel, frame: f } => self.write(rank, channel, &f)?,
+                Transmit::Send { to, message } => {
+                    if to >= n || to == rank {
+                        return Err(self.fail(format!("rank {rank} sent to {to}")));
+                    }
+                    // Through its encoding, as on the wire.
+                    let m = Message::decode(&message.encode())
+                        .map_err(|e| self.fail(format!("{message:?} does not decode: {e:?}")))?;
+                    let k = (rank * n + to) as usize;
+                    let at = (self.now + self.rng.duration(us(2), us(60))).max(self.fifo[k]);
+                    self.fifo[k] = at;
+                    self.push(at, to, Input::Msg(rank, m));
+                }
             }
         }
         Ok(())
