@@ -762,6 +762,9 @@ impl Engine {
                 let _ = self.block_until(|e| e.is_complete(req).unwrap_or(true) || !e.ft.failed().is_empty());
                 if self.is_complete(req).unwrap_or(false) {
                     self.release(req);
+                    // Every rank is here: no channel broadcast driver is needed any more,
+                    // nor must one's late traffic hold the wait below.
+                    self.channels_end();
                 }
             }
         }

@@ -111,6 +111,9 @@ pub struct ChannelsState {
     /// Set while [`Engine::channels_service`] has every driver out of the table: a freed
     /// communicator's driver cannot be looked at then ([`Engine::channel_retiring`]).
     servicing: bool,
+    /// Every rank of the job reached MPI_Finalize ([`Engine::channels_end`]): no driver is
+    /// served any more, and a freed communicator's goes with it.
+    ended: bool,
 }
 
 /// A broadcast waiting for its communicator's segment (`ChannelsState::waiting`).
@@ -457,6 +460,9 @@ struct Driver {
     last_read: Option<(u64, u64)>,
     /// Sends too large for one eager packet, kept until complete.
     sends: Vec<(Handle, Vec<u8>)>,
+    /// A message too large for one eager packet (a frame over the tree), being received:
+    /// the machine takes it once complete, and the driver's later messages after it.
+    incoming: Option<Incoming>,
     faults: Option<Faults>,
     /// The synchronization through the segment's lines (one host), if set up.
     mail: Option<Mailbox>,
@@ -467,6 +473,14 @@ struct Driver {
     /// Completions (`Sent`, `Delivered`) of other broadcasts than the one a round polled
     /// for (several `MPI_Ibcast`s outstanding), kept for their own rounds.
     early: Vec<Event>,
+}
+
+/// A driver's message announced by its sender and received without waiting
+/// ([`Engine::channel_pump`]): its request, the buffer it lands in, its sender.
+struct Incoming {
+    req: Handle,
+    buf: Vec<u8>,
+    src: i32,
 }
 
 /// The caller's buffer of a channel broadcast.
@@ -744,7 +758,7 @@ impl Engine {
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         let group = self.comm(comm)?.group.clone();
         let mail = Mailbox::new(&jobdir, rank as usize, size as usize, &group);
-        Ok(Box::new(Driver { comm, group, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail, calls: 0, clock: Duration::ZERO, early: Vec::new() }))
+        Ok(Box::new(Driver { comm, group, machine, prim: Prim::Shm(seg), cap, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), incoming: None, faults, mail, calls: 0, clock: Duration::ZERO, early: Vec::new() }))
     }
 
     /// Rank 0's segment for the background agreement of a rank at `MPI_THREAD_MULTIPLE`
@@ -1113,7 +1127,7 @@ impl Engine {
         let machine = Machine::new(rank as u32, size as u32, mcfg);
         let prim = Prim::Mcast(McastPrim { m, leader, host, relayed: Default::default() });
         let group = self.comm(comm)?.group.clone();
-        Ok(Some(Box::new(Driver { comm, group, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), faults, mail: None, calls: 0, clock: Duration::ZERO, early: Vec::new() })))
+        Ok(Some(Box::new(Driver { comm, group, machine, prim, cap: cfg.channel_slot, epoch: Instant::now(), scratch: Vec::new(), last_read: None, rounds: 0, sends: Vec::new(), incoming: None, faults, mail: None, calls: 0, clock: Duration::ZERO, early: Vec::new() })))
     }
 
     fn channel_bcast(&mut self, d: &mut Driver, dest: Dest, rank: i32, root: i32, bytes: usize) -> MpiResult<()> {
@@ -1363,27 +1377,30 @@ impl Engine {
             }
         }
         busy |= Self::channel_mail(d);
-        while let Some(a) = self.next_arrived(ctx, TAG) {
+        // A large message is received without waiting for it here: its sender may never
+        // stream it while this rank waits (it returned from its broadcast and went on; at
+        // the end of the job it sits in MPI_Finalize's fence, which runs no progress, while
+        // this rank, still in its own MPI_Finalize, pumps a freed communicator's driver: a
+        // late copy of a frame over the tree hung a job so). The receive goes on with the
+        // engine's progress; the messages after it wait for it, so the machine sees them in
+        // the order they came.
+        let waited = d.incoming.is_some();
+        let mut intake = self.channel_incoming(d);
+        busy |= waited && intake;
+        while intake {
+            let Some(a) = self.next_arrived(ctx, TAG) else { break };
             busy = true;
-            let (src, bytes) = match a {
-                Arrived::Data { src, data } => (src, data),
+            match a {
+                Arrived::Data { src, data } => self.channel_message(d, src, &data),
                 Arrived::Announced { src, len } => {
                     let mut buf = vec![0u8; usize::try_from(len).unwrap_or(usize::MAX).min(frame::HEADER + d.cap + 64)];
                     let byte = self.byte_type();
-                    let h = self.coll_irecv_typed(d.comm, src, TAG, buf.as_mut_ptr(), buf.len(), byte)?;
-                    let st = self.wait(h);
-                    self.release(h);
-                    let st = st?;
-                    buf.truncate(st.bytes as usize);
-                    (src, buf)
+                    let req = self.coll_irecv_typed(d.comm, src, TAG, buf.as_mut_ptr(), buf.len(), byte)?;
+                    // The buffer moves with its vector, not its bytes: the request's pointer
+                    // stays valid while the driver holds it.
+                    d.incoming = Some(Incoming { req, buf, src });
+                    intake = self.channel_incoming(d);
                 }
-            };
-            match Message::decode(&bytes) {
-                Ok(m) => {
-                    let now = d.now();
-                    d.machine.handle(now, src as u32, m);
-                }
-                Err(_) => self.dropped_packet(),
             }
         }
         // The machine's timers are milliseconds long: look at them every few rounds only
@@ -1398,6 +1415,39 @@ impl Engine {
         }
         busy |= self.channel_flush(d)?;
         Ok(busy)
+    }
+
+    /// A message from `src` of the driver's, into its machine (a malformed one is counted
+    /// and dropped).
+    fn channel_message(&mut self, d: &mut Driver, src: i32, bytes: &[u8]) {
+        match Message::decode(bytes) {
+            Ok(m) => {
+                let now = d.now();
+                d.machine.handle(now, src as u32, m);
+            }
+            Err(_) => self.dropped_packet(),
+        }
+    }
+
+    /// The driver's message being received ([`Driver::incoming`]), into its machine if it
+    /// completed: whether none is outstanding any more (the later messages may be taken).
+    fn channel_incoming(&mut self, d: &mut Driver) -> bool {
+        let Some(inc) = &d.incoming else { return true };
+        // A request the engine no longer knows counts as ended, its message as lost.
+        if !self.is_complete(inc.req).unwrap_or(true) {
+            return false;
+        }
+        let Some(Incoming { req, mut buf, src }) = d.incoming.take() else { return true };
+        let status = self.status(req);
+        self.release(req);
+        match status {
+            Ok(st) => {
+                buf.truncate(usize::try_from(st.bytes).unwrap_or(usize::MAX));
+                self.channel_message(d, src, &buf);
+            }
+            Err(_) => self.dropped_packet(),
+        }
+        true
     }
 
     fn channel_flush(&mut self, d: &mut Driver) -> MpiResult<bool> {
@@ -1486,12 +1536,13 @@ impl Engine {
     /// synchronization's messages) while this rank waits idle elsewhere: a root that
     /// returned at once would otherwise only answer in its next channel broadcast.
     pub(crate) fn channels_service(&mut self) -> MpiResult<()> {
-        if self.coll.channels.drivers.is_empty() {
+        if self.coll.channels.drivers.is_empty() || self.coll.channels.ended {
             return Ok(());
         }
-        // The drivers leave the engine while they are pumped (a pump may wait, and a wait
-        // services the channels again: it then finds none); whatever was added meanwhile is
-        // kept with them. No allocation: this runs on every idle round of a blocking call.
+        // The drivers leave the engine while they are pumped (should anything a pump calls
+        // service the channels again, it finds none; a pump no longer waits for a message,
+        // see `channel_pump`); whatever was added meanwhile is kept with them. No
+        // allocation: this runs on every idle round of a blocking call.
         let mut drivers = std::mem::take(&mut self.coll.channels.drivers);
         let was = std::mem::replace(&mut self.coll.channels.servicing, true);
         let mut result = Ok(());
@@ -1505,6 +1556,24 @@ impl Engine {
         let added = std::mem::replace(&mut self.coll.channels.drivers, drivers);
         self.coll.channels.drivers.merge(added);
         result
+    }
+
+    /// Every rank of the job reached MPI_Finalize (its barrier completed here), so every
+    /// channel broadcast called anywhere is complete everywhere (the blocking ones returned,
+    /// the nonblocking ones were waited for) and no rank can need a driver of this one any
+    /// more: none is served from now on, and the freed communicators waiting for theirs to
+    /// go quiet go now (their last synchronization may never end: a rank past the barrier
+    /// no longer answers, and one in the launcher's fence runs no progress at all). Until
+    /// this point MPI_Finalize serves them like any blocking call: a rank still in a
+    /// broadcast may be waiting for this one.
+    pub(crate) fn channels_end(&mut self) {
+        self.coll.channels.ended = true;
+        let kept = self.coll.freed_later.len();
+        if kept > 0 {
+            self.release_deferred();
+            let left = self.coll.freed_later.len();
+            tracing::debug!("channel broadcast: every rank in MPI_Finalize; {} of {kept} freed communicators kept so far released, {left} with requests in flight", kept - left);
+        }
     }
 
     /// Communicator `c` is freed and nothing is in progress on it ([`Engine::comm_in_use`]):
@@ -1523,6 +1592,11 @@ impl Engine {
     /// communicator without a driver (the tree for good, or none made yet) goes at once.
     pub(crate) fn channel_retiring(&mut self, c: Handle) -> bool {
         let Ok(ctx) = self.comm(c).map(|c| c.ctx) else { return false };
+        if self.coll.channels.ended {
+            // No rank needs it any more ([`Engine::channels_end`]); its requests, if any,
+            // kept the communicator in use (`Engine::comm_in_use`), so none is left.
+            return false;
+        }
         if self.coll.channels.servicing {
             // Its driver, if any, is out of the table, being pumped: look again later.
             return true;
@@ -1535,7 +1609,7 @@ impl Engine {
             }
             None => return false,
         };
-        let quiet = |d: &Driver| d.machine.quiet() && d.sends.is_empty();
+        let quiet = |d: &Driver| d.machine.quiet() && d.sends.is_empty() && d.incoming.is_none();
         if !d.machine.closing() {
             let now = d.now();
             d.machine.close(now);
@@ -1546,7 +1620,9 @@ impl Engine {
                 Ok(_) => keep = !quiet(&d),
                 Err(e) => {
                     tracing::warn!("channel broadcast on a freed communicator: {e}; dropping its driver");
-                    keep = false;
+                    // Not while a request of its own may still write into (or read from)
+                    // a buffer it holds: the communicator stays in use until they end.
+                    keep = !d.sends.is_empty() || d.incoming.is_some();
                 }
             }
         }
