@@ -94,6 +94,11 @@ pub(crate) fn nb_key(ctx: u32) -> u32 {
     ctx | 1
 }
 
+/// Whether exchange `key` is a communicator's second one ([`nb_key`]).
+fn is_nb_key(key: u32) -> bool {
+    key & 1 == 1
+}
+
 /// Sub-codes of a nonblocking call's tag that carry its background agreement on the second
 /// exchange's segment (the blocking agreements use `TAG_BCAST_LEN`/`TAG_BCAST_DATA`, which
 /// a nonblocking one started in another order on another rank could take); schedules use
@@ -457,21 +462,7 @@ impl Engine {
     /// with the library lock released), if the rule picks them. The first call on a
     /// communicator agrees on its segment in the background (`Setup`).
     pub(crate) fn islot(&mut self, comm: Handle, c: &Coll) -> MpiResult<Option<Handle>> {
-        self.coll.slots.defer = true;
-        let prepared = self.slot_prepare(comm, c);
-        self.coll.slots.defer = false;
-        if let Some(ctx) = self.coll.slots.deferred.take() {
-            prepared?;
-            return self.slot_setup(comm, ctx, c, None).map(Some);
-        }
-        let Some(mut op) = prepared? else { return Ok(None) };
-        if let Err(e) = self.slot_start(&mut op) {
-            self.slot_finish(op, Err(e.clone()))?;
-            return Err(e);
-        }
-        let h = self.coll_request(false);
-        self.coll.slots.ops.push((h, op));
-        Ok(Some(h))
+        self.islot_start(comm, c, None, None)
     }
 
     /// Start nonblocking collective `c` (its tag `tag`, reserved by the caller) through the
@@ -487,7 +478,7 @@ impl Engine {
             self.coll.slots.nb_waiting.push(NbWaiting { user, comm, key, coll: c.clone(), tag });
             return Ok(Some(user));
         }
-        self.islot_nb_now(comm, c, tag, None)
+        self.islot_start(comm, c, Some(tag), None)
     }
 
     /// Whether the second exchange `key` has a call or an agreement under way.
@@ -511,7 +502,7 @@ impl Engine {
             let Some(i) = self.coll.slots.nb_waiting.iter().position(|w| w.key == key) else { return };
             let w = self.coll.slots.nb_waiting.remove(i);
             let r = (|| -> MpiResult<()> {
-                match self.islot_nb_now(w.comm, &w.coll, w.tag, Some(w.user))? {
+                match self.islot_start(w.comm, &w.coll, Some(w.tag), Some(w.user))? {
                     Some(_) => Ok(()),
                     None => {
                         let s = self.prepare(w.comm, &w.coll, Some(w.tag))?;
@@ -527,15 +518,17 @@ impl Engine {
         }
     }
 
-    /// [`Engine::islot_nb`] on a free exchange; the call runs under request `user` if given
-    /// (a call that waited), else under a new one.
-    fn islot_nb_now(&mut self, comm: Handle, c: &Coll, tag: i32, user: Option<Handle>) -> MpiResult<Option<Handle>> {
+    /// Start `c` through the slots as a request if the rule picks them: a blocking call on
+    /// the communicator's exchange (`nb_tag` None), or a nonblocking one on its second
+    /// exchange, free now, with `nb_tag` its tag ([`Engine::islot_nb`]). The call runs under
+    /// request `user` if given (a call that waited), else under a new one.
+    fn islot_start(&mut self, comm: Handle, c: &Coll, nb_tag: Option<i32>, user: Option<Handle>) -> MpiResult<Option<Handle>> {
         self.coll.slots.defer = true;
-        let prepared = self.slot_keyed(true, |e| e.slot_prepare(comm, c));
+        let prepared = self.slot_keyed(nb_tag.is_some(), |e| e.slot_prepare(comm, c));
         self.coll.slots.defer = false;
         if let Some(key) = self.coll.slots.deferred.take() {
             prepared?;
-            let h = self.slot_setup(comm, key, c, Some(tag))?;
+            let h = self.slot_setup(comm, key, c, nb_tag)?;
             let Some(user) = user else { return Ok(Some(h)) };
             // The agreement answers the waiting call's request instead.
             if let Some(st) = self.coll.slots.setups.iter_mut().find(|st| st.user == h) {
@@ -585,7 +578,7 @@ impl Engine {
                 Some(r) => {
                     let (_, mut op) = ops.swap_remove(i);
                     let follow = op.follow.take();
-                    let (comm, nb, key) = (op.comm, op.ctx & 1 == 1, op.ctx);
+                    let (comm, nb, key) = (op.comm, is_nb_key(op.ctx), op.ctx);
                     let mut r = self.slot_finish(op, r);
                     if let (Ok(()), Some(next)) = (&r, follow) {
                         // The second step of a split Allreduce, under the same request.
