@@ -121,12 +121,16 @@ struct Call {
     all_to_all: bool,
     /// A barrier rooted here (`Exchange::start_rooted`).
     root: Option<usize>,
+    /// Its ranks wait for their parent in the broadcast's binomial tree, not for the root
+    /// (the engine's choice).
+    tree: bool,
 }
 
-/// Parent of `r` in the binomial tree rooted at `root` (the broadcast's).
-fn parent(r: usize, root: usize, n: usize) -> Option<usize> {
+/// Whom `r` waits for to leave a barrier rooted at `root`: the root itself, or with `tree`
+/// its parent in the binomial tree rooted there (the broadcast's).
+fn parent(r: usize, root: usize, n: usize, tree: bool) -> Option<usize> {
     let vr = (r + n - root) % n;
-    (vr != 0).then(|| (vr - (vr & vr.wrapping_neg()) + root) % n)
+    (vr != 0).then(|| if tree { (vr - (vr & vr.wrapping_neg()) + root) % n } else { root })
 }
 
 fn byte(seed: u64, call: usize, from: usize, part: usize, i: usize) -> u8 {
@@ -154,10 +158,10 @@ fn run(seed: u64) -> Result<Outcome, String> {
     let ncalls = rng.gen_range(4..40usize);
     let calls: Vec<Call> = (0..ncalls)
         .map(|_| match rng.gen_range(0..4) {
-            0 => Call { parts: 0, len: 0, all_to_all: false, root: None },
-            1 => Call { parts: 1, len: rng.gen_range(0..=cap), all_to_all: false, root: None },
-            2 => Call { parts: 0, len: 0, all_to_all: false, root: Some(rng.gen_range(0..n)) },
-            _ => Call { parts: n, len: rng.gen_range(0..=cap / n), all_to_all: true, root: None },
+            0 => Call { parts: 0, len: 0, all_to_all: false, root: None, tree: false },
+            1 => Call { parts: 1, len: rng.gen_range(0..=cap), all_to_all: false, root: None, tree: false },
+            2 => Call { parts: 0, len: 0, all_to_all: false, root: Some(rng.gen_range(0..n)), tree: rng.gen_bool(0.5) },
+            _ => Call { parts: n, len: rng.gen_range(0..=cap / n), all_to_all: true, root: None, tree: false },
         })
         .collect();
     // An erroneous call: one rank contributes parts of another length (its count differs).
@@ -231,7 +235,7 @@ fn run(seed: u64) -> Result<Outcome, String> {
             owns[r] = (0..c.parts).map(|j| (0..len_of(k, r)).map(|i| byte(seed, k, r, j, i)).collect()).collect();
             let parts: Vec<&[u8]> = owns[r].iter().map(|v| v.as_slice()).collect();
             match c.root {
-                Some(root) => ex[r].start_rooted(&board, root, parent(r, root, n)),
+                Some(root) => ex[r].start_rooted(&board, root, parent(r, root, n, c.tree)),
                 None => ex[r].start(&board, &parts),
             }
             .map_err(|e| format!("rank {r} call {k}: {e}"))?;
@@ -252,7 +256,7 @@ fn run(seed: u64) -> Result<Outcome, String> {
                 if r != root && finished[root] <= k {
                     return Err(format!("rank {r} left rooted call {k} before root {root}"));
                 }
-                if let Some(q) = parent(r, root, n) {
+                if let Some(q) = parent(r, root, n, c.tree) {
                     if finished[q] <= k {
                         return Err(format!("rank {r} left rooted call {k} before its parent {q}"));
                     }
