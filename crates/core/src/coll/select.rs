@@ -40,6 +40,9 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_REDUCE_LINEAR` (default 8): largest communicator whose Reduce of
     /// small vectors is linear.
     pub reduce_linear: usize,
+    /// `STEADFAST_COLL_BCAST_LINEAR` (default 8): largest communicator on a host with more
+    /// ranks than CPUs whose Bcast of small messages is linear.
+    pub bcast_linear: usize,
     /// `STEADFAST_COLL_SCAN_LINEAR` (default 8): largest communicator whose Scan and Exscan
     /// of small vectors use the linear algorithm.
     pub scan_linear: usize,
@@ -108,6 +111,7 @@ impl Default for CollConfig {
             scan_linear: 8,
             scan_segment: 64 << 10,
             reduce_linear: 8,
+            bcast_linear: 8,
             channel_min: 12288,
             channel_max: 1 << 20,
             channels: 16,
@@ -158,6 +162,7 @@ impl CollConfig {
             scan_linear: env_usize("STEADFAST_COLL_SCAN_LINEAR", d.scan_linear),
             scan_segment: env_usize("STEADFAST_COLL_SCAN_SEGMENT", d.scan_segment),
             reduce_linear: env_usize("STEADFAST_COLL_REDUCE_LINEAR", d.reduce_linear),
+            bcast_linear: env_usize("STEADFAST_COLL_BCAST_LINEAR", d.bcast_linear),
             channel_min: env_usize("STEADFAST_COLL_CHANNEL_MIN", d.channel_min),
             channel_max: env_usize("STEADFAST_COLL_CHANNEL_MAX", d.channel_max),
             channels: steadfast_config::parse_or("STEADFAST_COLL_CHANNELS", d.channels, "a number of channels").clamp(1, 1024),
@@ -240,10 +245,20 @@ pub enum Bcast {
     ScatterAllgather,
 }
 
+/// Largest broadcast the root sends to every rank itself on a crowded host
+/// ([`bcast`]).
+pub const BCAST_LINEAR_BYTES: usize = 8192;
+
 /// Choose the broadcast algorithm for `bytes` bytes on `size` ranks. On a host that runs
-/// more ranks than it has CPUs (`crowded`), the binomial tree at every size: the scatter
-/// and the ring's n - 1 steps each wait for a rank to be scheduled, where the tree's few
-/// large messages stream through the rings. Measured OSU-style on 2 CPUs: MPI_Bcast of 4
+/// more ranks than it has CPUs (`crowded`), small messages on up to
+/// [`CollConfig::bcast_linear`] ranks go from the root to every rank: each rank then
+/// waits for the root only, which a barrier before lets out first, not for a rank of the
+/// tree to be scheduled and pass the message on (OSU-style, after `MPI_Barrier`, 2 CPUs,
+/// 4 B-1 KiB: 8 ranks 0.27-0.90 µs against 1.2-3.2 by the tree, 4 ranks 0.18-0.57
+/// against 0.23-0.84; 2-8 KiB on 8 ranks 1.5-2.5 against 2.4-6.1, level on 4). Larger
+/// ones use the binomial tree at every size: the scatter and the ring's n - 1 steps each
+/// wait for a rank to be scheduled, where the tree's few large messages stream through
+/// the rings. Measured OSU-style on 2 CPUs: MPI_Bcast of 4
 /// MiB (above the channels) 4 ranks 470 µs against 725, 8 ranks 1836 against 2339;
 /// MPI_Ibcast of 16 KiB (before it took the channels) 4 ranks 9.7 against 151, 8 ranks 25
 /// against 427.
@@ -256,7 +271,9 @@ pub fn bcast(cfg: &CollConfig, size: i32, bytes: usize, crowded: bool) -> Bcast 
         Some("scatter_allgather") if can_scatter => return Bcast::ScatterAllgather,
         _ => {}
     }
-    if can_scatter && size >= 4 && bytes >= cfg.bcast_long && !crowded {
+    if crowded && size > 2 && size as usize <= cfg.bcast_linear && bytes <= BCAST_LINEAR_BYTES {
+        Bcast::Linear
+    } else if can_scatter && size >= 4 && bytes >= cfg.bcast_long && !crowded {
         Bcast::ScatterAllgather
     } else {
         Bcast::Binomial
@@ -561,6 +578,12 @@ mod tests {
         assert_eq!(bcast(&c, 4, 1 << 20, false), Bcast::ScatterAllgather);
         assert_eq!(bcast(&c, 4, 1 << 20, true), Bcast::Binomial);
         assert_eq!(bcast(&c, 2, 1 << 20, false), Bcast::Binomial);
+        // A crowded host: the root sends small messages to each of up to 8 ranks itself.
+        assert_eq!(bcast(&c, 8, 8, true), Bcast::Linear);
+        assert_eq!(bcast(&c, 4, BCAST_LINEAR_BYTES, true), Bcast::Linear);
+        assert_eq!(bcast(&c, 4, BCAST_LINEAR_BYTES + 1, true), Bcast::Binomial);
+        assert_eq!(bcast(&c, 9, 8, true), Bcast::Binomial);
+        assert_eq!(bcast(&c, 2, 8, true), Bcast::Binomial);
         assert_eq!(allreduce(&c, 4, 1, 8, true), Allreduce::RecursiveDoubling);
         assert_eq!(allreduce(&c, 4, 1 << 16, 1 << 19, true), Allreduce::Rabenseifner);
         assert_eq!(allreduce(&c, 4, 1 << 16, 1 << 19, false), Allreduce::RecursiveDoubling);

@@ -5,7 +5,8 @@
 //! every rank's instructions add up on the shared CPUs. Building a [`Schedule`](super::sched)
 //! (steps, temporaries, requests) costs several times what the messages do, so the blocking
 //! calls below run the *same* algorithms the schedules encode — the binomial tree of
-//! [`super::bcast::binomial`] and the recursive doubling of
+//! [`super::bcast::binomial`] (or [`super::bcast::linear`] on a crowded host), the
+//! recursive doubling of
 //! [`super::reduce::recursive_doubling`] and [`super::reduce::scan`], with the same tags, peers, message order and
 //! reduction order — directly over the request-free primitives: eager sends straight to the
 //! path and the engine's receive slot. Wire traffic is identical, so a rank on this path and
@@ -67,29 +68,50 @@ impl Engine {
         self.coll.cfg.get_or_insert_with(CollConfig::from_env)
     }
 
-    /// MPI_Bcast of a small buffer over the binomial tree; false if the general path must run.
+    /// MPI_Bcast of a small buffer over the binomial tree, or linear on a crowded host;
+    /// false if the general path must run.
     pub(crate) fn bcast_small(&mut self, comm: Handle, b: &Buf, root: i32) -> MpiResult<bool> {
         let Some((rank, size, pctx, ctx)) = self.small_coll_target(comm, &b.dtype, b.count) else { return Ok(false) };
         let bytes = b.dtype.packed_size(b.count);
         if bytes == 0 || !(0..size).contains(&root) {
             return Ok(false);
         }
-        // Whether the host is crowded only matters for broadcasts long enough to scatter,
-        // and finding out walks the group: the common small ones skip it.
-        if select::bcast(self.small_cfg(), size, bytes, false) != select::Bcast::Binomial {
+        // Whether the group is on one crowded host walks the group: only asked where it
+        // can change the choice (a crowded host, or a broadcast long enough to scatter).
+        let mut algo = select::bcast(self.small_cfg(), size, bytes, false);
+        let host_crowded = self.coll.channels.host.as_ref().is_some_and(|h| h.crowded);
+        if algo != select::Bcast::Binomial || host_crowded && size as usize <= self.small_cfg().bcast_linear {
             let crowded = self.topo(comm)?.0.crowded;
-            if select::bcast(self.small_cfg(), size, bytes, crowded) != select::Bcast::Binomial {
-                return Ok(false);
+            algo = select::bcast(self.small_cfg(), size, bytes, crowded);
+        }
+        if algo == select::Bcast::ScatterAllgather {
+            return Ok(false);
+        }
+        // Numbered only once this path runs the call (the general path numbers it otherwise).
+        let tag = tag_of(self.next_tag(pctx), false, 0);
+        let mut mismatch = None;
+        match algo {
+            select::Bcast::Binomial | select::Bcast::ScatterAllgather => {}
+            select::Bcast::Linear => {
+                // As [`super::bcast::linear`]: the root sends to root + 1, root + 2, ….
+                if rank == root {
+                    let mut pending = Vec::new();
+                    for i in 1..size {
+                        self.small_send(comm, (root + i) % size, tag, b.ptr, b.count, &b.dtype, &mut pending, &None)?;
+                    }
+                    self.small_wait_all(pending)?;
+                } else {
+                    self.small_recv(comm, ctx, root, tag, b.ptr, b.count, &b.dtype, &mut mismatch)?;
+                }
+                return mismatch.map_or(Ok(true), Err);
             }
         }
-        let tag = tag_of(self.next_tag(pctx), false, 0);
         let vr = (rank - root + size) % size;
         let mut mask = 1;
         // A truncated or short receive (this rank's count differs from the root's: an
         // erroneous call) is reported after this rank passed an empty message on, so its
         // subtree, which would otherwise wait forever or take part of a message for the
         // whole, fails too (as the schedule's `exact` mode does).
-        let mut mismatch = None;
         while mask < size {
             if vr & mask != 0 {
                 self.small_recv(comm, ctx, (rank - mask + size) % size, tag, b.ptr, b.count, &b.dtype, &mut mismatch)?;
