@@ -1,4 +1,4 @@
-/* ranks: 1 2 3 4 5 8
+/* ranks: 1 2 3 4 5 8 24
  * timeout: 120
  * Bcast / Ibcast / Bcast_init: every root, counts 0, 1, 1000 and 300000 ints (the last
  * uses scatter + allgather and rendezvous transfers), MPI_DOUBLE, MPI_Bcast_c, and a

@@ -1,4 +1,4 @@
-/* ranks: 2 3 4 8
+/* ranks: 2 3 4 8 24
  * timeout: 120
  * MPI_Iallreduce through the slot exchange of ranks sharing memory (docs/collectives.md): a
  * communicator's nonblocking calls have their own exchange, apart from the blocking calls',

@@ -1,4 +1,4 @@
-/* ranks: 2 3 4 8
+/* ranks: 2 3 4 8 24
  * Collectives whose ranks disagree on the amount of data (erroneous programs, MPICH's
  * errors/coll length tests): no rank hangs, every rank the standard's wording lets notice
  * it reports an error (MPI_ERR_TRUNCATE where it got more than its count, MPI_ERR_COUNT

@@ -1,4 +1,4 @@
-/* ranks: 2 3 4 5 8
+/* ranks: 2 3 4 5 8 24
  * timeout: 180
  * The slot exchange (small Barrier, Allreduce, Allgather, Alltoall, Reduce_scatter of ranks
  * sharing memory) under damage: every rank sets STEADFAST_COLL_SLOT_FAULTS=corrupt=0.03

@@ -40,7 +40,7 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_REDUCE_LINEAR` (default 8): largest communicator whose Reduce of
     /// small vectors is linear.
     pub reduce_linear: usize,
-    /// `STEADFAST_COLL_BCAST_LINEAR` (default 8): largest communicator on a host with more
+    /// `STEADFAST_COLL_BCAST_LINEAR` (default 64): largest communicator on a host with more
     /// ranks than CPUs whose Bcast of small messages is linear.
     pub bcast_linear: usize,
     /// `STEADFAST_COLL_SCAN_LINEAR` (default 8): largest communicator whose Scan and Exscan
@@ -73,8 +73,11 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_SLOTS` (default on), `STEADFAST_COLL_SLOT_RANKS` (default 16),
     /// `STEADFAST_COLL_SLOT_BYTES` (default 2 MiB): the slot exchange on communicators whose
     /// ranks share memory, up to that many ranks and bytes of each rank's contribution.
+    /// `STEADFAST_COLL_SLOT_RANKS_CROWDED` (default 64): the rank limit instead on a host
+    /// that runs more ranks than it has CPUs.
     pub slots: bool,
     pub slot_ranks: usize,
+    pub slot_ranks_crowded: usize,
     pub slot_bytes: usize,
     /// `STEADFAST_COLL_SLOT_FAULTS`: fault hook of the slot writes (tests).
     pub slot_faults: Option<String>,
@@ -111,7 +114,7 @@ impl Default for CollConfig {
             scan_linear: 8,
             scan_segment: 64 << 10,
             reduce_linear: 8,
-            bcast_linear: 8,
+            bcast_linear: 64,
             channel_min: 12288,
             channel_max: 1 << 20,
             channels: 16,
@@ -121,6 +124,7 @@ impl Default for CollConfig {
             channel_faults: None,
             slots: true,
             slot_ranks: 16,
+            slot_ranks_crowded: 64,
             slot_bytes: 2 << 20,
             slot_faults: None,
             mcast: Mcast::Auto,
@@ -175,6 +179,7 @@ impl CollConfig {
             channel_faults: steadfast_config::lookup("STEADFAST_COLL_CHANNEL_FAULTS"),
             slots: steadfast_config::parse_or::<u32>("STEADFAST_COLL_SLOTS", 1, "0 or 1") != 0,
             slot_ranks: steadfast_config::parse_or("STEADFAST_COLL_SLOT_RANKS", d.slot_ranks, "a number of ranks").clamp(2, 4096),
+            slot_ranks_crowded: steadfast_config::parse_or("STEADFAST_COLL_SLOT_RANKS_CROWDED", d.slot_ranks_crowded, "a number of ranks").clamp(2, 4096),
             slot_bytes: env_usize("STEADFAST_COLL_SLOT_BYTES", d.slot_bytes).clamp(0, 1 << 28),
             slot_faults: steadfast_config::lookup("STEADFAST_COLL_SLOT_FAULTS"),
             mcast: match steadfast_config::lookup("STEADFAST_COLL_MCAST").as_deref().map(str::trim) {
@@ -255,7 +260,8 @@ pub const BCAST_LINEAR_BYTES: usize = 8192;
 /// waits for the root only, which a barrier before lets out first, not for a rank of the
 /// tree to be scheduled and pass the message on (OSU-style, after `MPI_Barrier`, 2 CPUs,
 /// 4 B-1 KiB: 8 ranks 0.27-0.90 µs against 1.2-3.2 by the tree, 4 ranks 0.18-0.57
-/// against 0.23-0.84; 2-8 KiB on 8 ranks 1.5-2.5 against 2.4-6.1, level on 4). Larger
+/// against 0.23-0.84; 2-8 KiB on 8 ranks 1.5-2.5 against 2.4-6.1, level on 4; 4 B on 12,
+/// 16, 24 and 32 ranks 0.3, 0.6-0.9, 0.8 and 1.2 µs against 2.7-3.3, 7-11, 19 and 33). Larger
 /// ones use the binomial tree at every size: the scatter and the ring's n - 1 steps each
 /// wait for a rank to be scheduled, where the tree's few large messages stream through
 /// the rings. Measured OSU-style on 2 CPUs: MPI_Bcast of 4
@@ -320,13 +326,26 @@ pub const SLOT_ALLREDUCE_BYTES_RANKS: usize = 64 << 10;
 /// the slots: when the vector fits the slot, the count splits into equal blocks and the rule
 /// would take the exchange for those two calls (8 ranks, 1 MiB: 0.5 ms against 1.0 ms for
 /// Open MPI and 1.7 ms for our Rabenseifner).
-pub fn slots_allreduce_split(cfg: &CollConfig, size: i32, bytes: usize, count: usize) -> bool {
+pub fn slots_allreduce_split(cfg: &CollConfig, size: i32, bytes: usize, count: usize, crowded: bool) -> bool {
     size > 2
         && count.is_multiple_of(size as usize)
         && cfg.forced("allreduce").is_none_or(|f| f == "slots")
         && cfg.slots
-        && size as usize <= cfg.slot_ranks
+        && size as usize <= slot_ranks(cfg, crowded)
         && bytes <= cfg.slot_bytes
+}
+
+/// The most ranks the slot exchange serves: more where the host runs more ranks than it has
+/// CPUs (`crowded`), where every round of messages waits for ranks to be scheduled and the
+/// exchange has one. OSU-style on 2 CPUs, 4 bytes, exchange against messages: 24 ranks
+/// Barrier 47 µs against 114 (Open MPI 81), Allreduce 43 against 103, Alltoall 45 against
+/// 156; 32 ranks 69 against 169 (131), 67 against 171, 70 against 243.
+fn slot_ranks(cfg: &CollConfig, crowded: bool) -> usize {
+    if crowded {
+        cfg.slot_ranks.max(cfg.slot_ranks_crowded)
+    } else {
+        cfg.slot_ranks
+    }
 }
 
 /// On two ranks (one CPU each, nobody waits for a CPU) the messages' pipelined copies win
@@ -336,10 +355,11 @@ pub const SLOT_TWO_RANKS_BYTES: usize = 8 << 10;
 /// Whether blocking collective `coll` (`barrier`, `allreduce`, `allgather`, `alltoall`,
 /// `reduce_scatter`) with `bytes` bytes of each rank's contribution on `size` ranks that all
 /// share memory uses the slot exchange (the caller checked the sharing and the fault-tolerance
-/// mode): up to `STEADFAST_COLL_SLOT_RANKS` ranks and the slot's capacity, less for
-/// Allreduce and on two ranks (the constants above). `STEADFAST_COLL_FORCE=coll=slots` takes it
-/// up to the slot's capacity whatever the ranks; any other forced algorithm keeps it off.
-pub fn slots(cfg: &CollConfig, coll: &str, size: i32, bytes: usize) -> bool {
+/// mode): up to `STEADFAST_COLL_SLOT_RANKS` ranks (`STEADFAST_COLL_SLOT_RANKS_CROWDED` on a
+/// `crowded` host) and the slot's capacity, less for Allreduce and on two ranks (the
+/// constants above). `STEADFAST_COLL_FORCE=coll=slots` takes it up to the slot's capacity
+/// whatever the ranks; any other forced algorithm keeps it off.
+pub fn slots(cfg: &CollConfig, coll: &str, size: i32, bytes: usize, crowded: bool) -> bool {
     if size < 2 || bytes > cfg.slot_bytes {
         return false;
     }
@@ -353,7 +373,7 @@ pub fn slots(cfg: &CollConfig, coll: &str, size: i32, bytes: usize) -> bool {
         "allreduce" => bytes.saturating_mul(size as usize) <= SLOT_ALLREDUCE_BYTES_RANKS,
         _ => true,
     };
-    cfg.slots && size as usize <= cfg.slot_ranks && within
+    cfg.slots && size as usize <= slot_ranks(cfg, crowded) && within
 }
 
 /// `STEADFAST_COLL_MCAST`.
@@ -578,11 +598,12 @@ mod tests {
         assert_eq!(bcast(&c, 4, 1 << 20, false), Bcast::ScatterAllgather);
         assert_eq!(bcast(&c, 4, 1 << 20, true), Bcast::Binomial);
         assert_eq!(bcast(&c, 2, 1 << 20, false), Bcast::Binomial);
-        // A crowded host: the root sends small messages to each of up to 8 ranks itself.
+        // A crowded host: the root sends small messages to each of up to 64 ranks itself.
         assert_eq!(bcast(&c, 8, 8, true), Bcast::Linear);
         assert_eq!(bcast(&c, 4, BCAST_LINEAR_BYTES, true), Bcast::Linear);
         assert_eq!(bcast(&c, 4, BCAST_LINEAR_BYTES + 1, true), Bcast::Binomial);
-        assert_eq!(bcast(&c, 9, 8, true), Bcast::Binomial);
+        assert_eq!(bcast(&c, 64, 8, true), Bcast::Linear);
+        assert_eq!(bcast(&c, 65, 8, true), Bcast::Binomial);
         assert_eq!(bcast(&c, 2, 8, true), Bcast::Binomial);
         assert_eq!(allreduce(&c, 4, 1, 8, true), Allreduce::RecursiveDoubling);
         assert_eq!(allreduce(&c, 4, 1 << 16, 1 << 19, true), Allreduce::Rabenseifner);
@@ -637,28 +658,35 @@ mod tests {
     #[test]
     fn slot_rule_limits_by_collective_ranks_and_capacity() {
         let c = CollConfig::default();
-        assert!(slots(&c, "barrier", 8, 0));
-        assert!(slots(&c, "allgather", 8, 2 << 20));
-        assert!(!slots(&c, "allgather", 8, (2 << 20) + 1));
-        assert!(slots(&c, "allreduce", 8, 8 << 10));
-        assert!(!slots(&c, "allreduce", 8, 16 << 10));
-        assert!(slots_allreduce_split(&c, 8, 16 << 10, 2048));
-        assert!(!slots_allreduce_split(&c, 8, 16 << 10, 2047));
-        assert!(slots_allreduce_split(&c, 4, 2 << 20, 1 << 19));
-        assert!(!slots_allreduce_split(&c, 4, (2 << 20) + 8, (1 << 19) + 2));
-        assert!(!slots_allreduce_split(&c, 2, 64 << 10, 1 << 14));
+        assert!(slots(&c, "barrier", 8, 0, false));
+        assert!(slots(&c, "allgather", 8, 2 << 20, false));
+        assert!(!slots(&c, "allgather", 8, (2 << 20) + 1, false));
+        assert!(slots(&c, "allreduce", 8, 8 << 10, false));
+        assert!(!slots(&c, "allreduce", 8, 16 << 10, false));
+        assert!(slots_allreduce_split(&c, 8, 16 << 10, 2048, false));
+        assert!(!slots_allreduce_split(&c, 8, 16 << 10, 2047, false));
+        assert!(slots_allreduce_split(&c, 4, 2 << 20, 1 << 19, false));
+        assert!(!slots_allreduce_split(&c, 4, (2 << 20) + 8, (1 << 19) + 2, false));
+        assert!(!slots_allreduce_split(&c, 2, 64 << 10, 1 << 14, false));
         let forced = CollConfig { force: vec![("allreduce".into(), "rabenseifner".into())], ..Default::default() };
-        assert!(!slots_allreduce_split(&forced, 8, 1 << 20, 1 << 18));
-        assert!(slots(&c, "alltoall", 8, 2 << 20));
-        assert!(!slots(&c, "alltoall", 8, (2 << 20) + 1));
-        assert!(slots(&c, "reduce_scatter", 2, 8 << 10));
-        assert!(!slots(&c, "reduce_scatter", 2, 16 << 10));
-        assert!(!slots(&c, "barrier", 17, 0));
-        assert!(!slots(&c, "barrier", 1, 0));
-        assert!(!slots(&CollConfig { slots: false, ..Default::default() }, "barrier", 4, 0));
+        assert!(!slots_allreduce_split(&forced, 8, 1 << 20, 1 << 18, false));
+        assert!(slots(&c, "alltoall", 8, 2 << 20, false));
+        assert!(!slots(&c, "alltoall", 8, (2 << 20) + 1, false));
+        assert!(slots(&c, "reduce_scatter", 2, 8 << 10, false));
+        assert!(!slots(&c, "reduce_scatter", 2, 16 << 10, false));
+        assert!(!slots(&c, "barrier", 17, 0, false));
+        assert!(!slots(&c, "barrier", 1, 0, false));
+        assert!(!slots(&CollConfig { slots: false, ..Default::default() }, "barrier", 4, 0, false));
         let forced = CollConfig { force: vec![("allreduce".into(), "slots".into())], slots: false, ..Default::default() };
-        assert!(slots(&forced, "allreduce", 64, 1 << 20));
+        assert!(slots(&forced, "allreduce", 64, 1 << 20, false));
         let other = CollConfig { force: vec![("barrier".into(), "linear".into())], ..Default::default() };
-        assert!(!slots(&other, "barrier", 4, 0));
+        assert!(!slots(&other, "barrier", 4, 0, false));
+        // A crowded host: up to 64 ranks.
+        assert!(slots(&c, "barrier", 64, 0, true));
+        assert!(!slots(&c, "barrier", 65, 0, true));
+        assert!(slots(&c, "allreduce", 32, 2 << 10, true));
+        assert!(!slots(&c, "allreduce", 32, 4 << 10, true));
+        assert!(slots_allreduce_split(&c, 32, 64 << 10, 1 << 14, true));
+        assert!(!slots_allreduce_split(&c, 32, 64 << 10, 1 << 14, false));
     }
 }

@@ -906,10 +906,12 @@ impl Engine {
         };
         let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(None) };
         let Some(bytes) = contribution_bytes(c, size) else { return Ok(None) };
+        // The slot target's ranks are all on this host: crowded if the host is.
+        let crowded = self.coll.channels.host.as_ref().is_some_and(|h| h.crowded);
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        let picked = select::slots(cfg, name, size, bytes);
+        let picked = select::slots(cfg, name, size, bytes, crowded);
         if let Coll::Allreduce { buf, red } = c {
-            if !picked && select::slots_allreduce_split(cfg, size, bytes, buf.count) {
+            if !picked && select::slots_allreduce_split(cfg, size, bytes, buf.count, crowded) {
                 return self.slot_allreduce_split(comm, buf, red, rank as usize, size as usize);
             }
         }
