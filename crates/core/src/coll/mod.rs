@@ -208,7 +208,13 @@ impl Engine {
     /// job than it has CPUs online (the host's count, not this process's affinity, so every
     /// rank of the host agrees).
     fn crowded_host(&self, group: &Arc<Vec<u32>>) -> bool {
-        self.coll.channels.host.as_ref().is_some_and(|h| h.crowded) && self.group_on_host(group)
+        self.host_crowded() && self.group_on_host(group)
+    }
+
+    /// Whether this host runs more ranks of the job than it has CPUs online (one flag: no
+    /// walk of a group).
+    fn host_crowded(&self) -> bool {
+        self.coll.channels.host.as_ref().is_some_and(|h| h.crowded)
     }
 
     /// Tag base of the next blocking collective on `comm`.

@@ -907,7 +907,7 @@ impl Engine {
         let Some((rank, size, ctx)) = self.slot_target(comm) else { return Ok(None) };
         let Some(bytes) = contribution_bytes(c, size) else { return Ok(None) };
         // The slot target's ranks are all on this host: crowded if the host is.
-        let crowded = self.coll.channels.host.as_ref().is_some_and(|h| h.crowded);
+        let crowded = self.host_crowded();
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
         let picked = select::slots(cfg, name, size, bytes, crowded);
         if let Coll::Allreduce { buf, red } = c {

@@ -79,8 +79,7 @@ impl Engine {
         // Whether the group is on one crowded host walks the group: only asked where it
         // can change the choice (a crowded host, or a broadcast long enough to scatter).
         let mut algo = select::bcast(self.small_cfg(), size, bytes, false);
-        let host_crowded = self.coll.channels.host.as_ref().is_some_and(|h| h.crowded);
-        if algo != select::Bcast::Binomial || host_crowded && size as usize <= self.small_cfg().bcast_linear {
+        if algo != select::Bcast::Binomial || self.host_crowded() && size as usize <= self.small_cfg().bcast_linear {
             let crowded = self.topo(comm)?.0.crowded;
             algo = select::bcast(self.small_cfg(), size, bytes, crowded);
         }
@@ -90,21 +89,18 @@ impl Engine {
         // Numbered only once this path runs the call (the general path numbers it otherwise).
         let tag = tag_of(self.next_tag(pctx), false, 0);
         let mut mismatch = None;
-        match algo {
-            select::Bcast::Binomial | select::Bcast::ScatterAllgather => {}
-            select::Bcast::Linear => {
-                // As [`super::bcast::linear`]: the root sends to root + 1, root + 2, ….
-                if rank == root {
-                    let mut pending = Vec::new();
-                    for i in 1..size {
-                        self.small_send(comm, (root + i) % size, tag, b.ptr, b.count, &b.dtype, &mut pending, &None)?;
-                    }
-                    self.small_wait_all(pending)?;
-                } else {
-                    self.small_recv(comm, ctx, root, tag, b.ptr, b.count, &b.dtype, &mut mismatch)?;
+        if algo == select::Bcast::Linear {
+            // As [`super::bcast::linear`]: the root sends to root + 1, root + 2, ….
+            if rank == root {
+                let mut pending = Vec::new();
+                for i in 1..size {
+                    self.small_send(comm, (root + i) % size, tag, b.ptr, b.count, &b.dtype, &mut pending, &None)?;
                 }
-                return mismatch.map_or(Ok(true), Err);
+                self.small_wait_all(pending)?;
+            } else {
+                self.small_recv(comm, ctx, root, tag, b.ptr, b.count, &b.dtype, &mut mismatch)?;
             }
+            return mismatch.map_or(Ok(true), Err);
         }
         let vr = (rank - root + size) % size;
         let mut mask = 1;
