@@ -17,6 +17,10 @@ pub struct Config {
     pub spin: u32,
     /// `STEADFAST_YIELDS`: `sched_yield` rounds after spinning, before sleeping (default 20).
     pub yields: u32,
+    /// `STEADFAST_PEER_SPIN`: where waits yield at once (`spin` 0), polls a blocking
+    /// receive makes before each yield while its sender runs on another CPU and owes it
+    /// the message (default 10; 0: none).
+    pub peer_spin: u32,
     /// `STEADFAST_SLEEP_MS`: longest single sleep while blocked (default 100 ms).
     pub sleep: Duration,
     /// `STEADFAST_CMA`: 1 to move large messages between ranks of one host with a single
@@ -54,6 +58,7 @@ impl Config {
             shm_ring: parse("STEADFAST_SHM_RING", "a number of bytes"),
             spin: parse_or("STEADFAST_SPIN", 2000, "a count"),
             yields: parse_or("STEADFAST_YIELDS", 20, "a count"),
+            peer_spin: parse_or("STEADFAST_PEER_SPIN", 10, "a count"),
             sleep: Duration::from_millis(parse_or("STEADFAST_SLEEP_MS", 100, "milliseconds")),
             cma: parse_or::<u32>("STEADFAST_CMA", 0, "0 or 1") != 0,
             paths: steadfast_paths::setup::Settings {

@@ -143,6 +143,22 @@ impl Path for Bridged {
         self.remote_of(peer).map_or(0, |r| self.tcp.room(r))
     }
 
+    fn set_awaiting(&self, peer: Option<u32>) {
+        if let Some(p) = self.inner.as_ref() {
+            p.set_awaiting(peer.filter(|&w| w < self.world));
+        }
+    }
+
+    fn set_off_cpu(&self, off: bool) {
+        if let Some(p) = self.inner.as_ref() {
+            p.set_off_cpu(off);
+        }
+    }
+
+    fn peer_sends_soon(&mut self, peer: u32) -> bool {
+        peer < self.world && self.inner.as_mut().is_some_and(|p| p.peer_sends_soon(peer))
+    }
+
     fn holds_references(&self, peer: u32) -> bool {
         if peer < self.world {
             return self.inner.as_ref().is_some_and(|p| p.holds_references(peer));

@@ -96,6 +96,22 @@ impl Path for CompositePath {
         }
     }
 
+    fn set_awaiting(&self, peer: Option<u32>) {
+        for (_, p) in &self.parts {
+            p.set_awaiting(peer);
+        }
+    }
+
+    fn set_off_cpu(&self, off: bool) {
+        for (_, p) in &self.parts {
+            p.set_off_cpu(off);
+        }
+    }
+
+    fn peer_sends_soon(&mut self, peer: u32) -> bool {
+        self.part(peer).is_ok_and(|p| p.peer_sends_soon(peer))
+    }
+
     fn backlog(&self) -> usize {
         self.parts.iter().map(|(_, p)| p.backlog()).sum()
     }

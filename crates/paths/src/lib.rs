@@ -249,6 +249,17 @@ pub trait Path: Send {
     fn room(&self, _peer: u32) -> usize {
         0
     }
+    /// Say which peer this rank now waits for in a blocking receive (None: none), for
+    /// [`Path::peer_sends_soon`] on the peers' side. Paths without shared state ignore it.
+    fn set_awaiting(&self, _peer: Option<u32>) {}
+    /// Say this rank is about to give up its CPU (`true`: a yield) or has it back.
+    fn set_off_cpu(&self, _off: bool) {}
+    /// Whether `peer` runs on a CPU now and waits for nothing but this rank (or for
+    /// nothing): a message it owes this rank may be a few hundred nanoseconds away. False
+    /// when the path cannot tell.
+    fn peer_sends_soon(&mut self, _peer: u32) -> bool {
+        false
+    }
     /// Counters for the statistics report.
     fn counters(&self) -> PathCounters;
     /// The counters of each kind of path this one is made of, by name (`shm`, `tcp`, `udp`),

@@ -123,6 +123,11 @@ const CTRL_REPAIR: usize = 256;
 /// Rewrites of one record a consumer asks for before it gives up and reports the damage
 /// (damage that survives this many fresh copies is not transient).
 const REPAIR_LIMIT: u32 = 16;
+/// The owner's run state, written only by the owner, read by peers deciding whether to
+/// yield (see [`Path::peer_sends_soon`]): the world rank + 1 it waits for in a blocking
+/// receive (0: none), and 1 while it yields its CPU.
+const CTRL_AWAITING: usize = 320;
+const CTRL_OFF_CPU: usize = 324;
 /// First word of a record's private copy: the payload is in the copy, or only its address
 /// (the caller of [`Path::send_held`] keeps the payload until the message is confirmed).
 const SHADOW_COPY: u32 = 0;
@@ -926,6 +931,31 @@ impl Path for ShmPath {
         self.checksum.enabled()
     }
 
+    fn set_awaiting(&self, peer: Option<u32>) {
+        self.me.atomic_u32(CTRL_AWAITING).store(peer.map_or(0, |p| p + 1), Ordering::Relaxed);
+    }
+
+    fn set_off_cpu(&self, off: bool) {
+        self.me.atomic_u32(CTRL_OFF_CPU).store(u32::from(off), Ordering::Relaxed);
+    }
+
+    fn peer_sends_soon(&mut self, peer: u32) -> bool {
+        if peer >= self.nranks || peer == self.rank {
+            return false;
+        }
+        let me = self.rank + 1;
+        let seg = match self.out[peer as usize].as_ref() {
+            Some(o) => &o.seg,
+            None => match self.peer_segment(peer) {
+                Some(s) => s,
+                None => return false,
+            },
+        };
+        let off = seg.atomic_u32(CTRL_OFF_CPU).load(Ordering::Relaxed) != 0 || seg.waiting().load(Ordering::Relaxed) != 0;
+        let waits = seg.atomic_u32(CTRL_AWAITING).load(Ordering::Relaxed);
+        !off && (waits == 0 || waits == me)
+    }
+
     fn room(&self, peer: u32) -> usize {
         let Some(Some(o)) = self.out.get(peer as usize) else { return 0 };
         let free = o.ring.size as u64 - (o.tail - o.ring.head().load(Ordering::Acquire));
@@ -1206,6 +1236,36 @@ mod tests {
         assert_all_from_rank_0(&got, &expect);
         drop(a);
         drop(b);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A rank sees a peer as about to send to it only while the peer runs (no yield, no
+    /// sleep announced) and waits for nothing or for this rank.
+    #[test]
+    fn a_peer_sends_soon_only_while_it_runs_and_waits_for_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("sf-shm-runs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = ShmPath::create(&dir, 0, 3, 64 << 10).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 3, 64 << 10).unwrap();
+        let _c = ShmPath::create(&dir, 2, 3, 64 << 10).unwrap();
+        // Running, in no receive: it may be about to send.
+        assert!(b.peer_sends_soon(0));
+        a.set_awaiting(Some(1));
+        assert!(b.peer_sends_soon(0), "it waits for this rank, which sent already");
+        a.set_awaiting(Some(2));
+        assert!(!b.peer_sends_soon(0), "it waits for another rank first");
+        a.set_awaiting(None);
+        a.set_off_cpu(true);
+        assert!(!b.peer_sends_soon(0), "it yields its CPU");
+        a.set_off_cpu(false);
+        a.me.waiting().store(1, Ordering::SeqCst);
+        assert!(!b.peer_sends_soon(0), "it sleeps");
+        a.me.waiting().store(0, Ordering::SeqCst);
+        assert!(b.peer_sends_soon(0));
+        // Never oneself, nor a rank outside the job.
+        assert!(!b.peer_sends_soon(1));
+        assert!(!b.peer_sends_soon(3));
+        drop((a, b, _c));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -1219,7 +1219,7 @@ impl Engine {
             if idle < self.cfg.spin {
                 std::hint::spin_loop();
             } else if idle < self.cfg.spin + self.cfg.yields.max(64) {
-                std::thread::yield_now();
+                self.yield_cpu();
             } else if d.machine.syncing() {
                 // The synchronization's messages, and its mailbox writers, ring the path's
                 // doorbell; the mailboxes are looked at again after this rank announced its
@@ -1238,7 +1238,7 @@ impl Engine {
             } else if idle < self.cfg.spin + FRAME_YIELDS {
                 // A slot write rings no doorbell: the root is a yield away when ranks
                 // outnumber CPUs.
-                std::thread::yield_now();
+                self.yield_cpu();
             } else {
                 std::thread::sleep(sleep);
                 sleep = (sleep * 2).min(MAX_SLEEP);

@@ -1044,7 +1044,7 @@ impl Engine {
                 // One-sided mailboxes in use (`Service::awake`): poll as in the spin phase.
                 std::hint::spin_loop();
             } else if idle < spin.saturating_add(yields) || self.service_awake() {
-                std::thread::yield_now();
+                self.yield_cpu();
             } else {
                 let d = &op.d;
                 self.sleep_on_path_unless(sleep, &mut || d.ex.ready(&d.seg))?;
