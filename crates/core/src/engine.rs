@@ -50,6 +50,9 @@ pub const PROC_NULL: i32 = -3;
 
 /// Idle polls before yielding when the job has more ranks than the host has CPUs.
 const OVERSUBSCRIBED_SPIN: u32 = 0;
+/// What a rank that waits for several others at once (a slot collective) publishes as the
+/// rank it waits for (see `peer_spin`): nobody polls on for it.
+pub(crate) const AWAITING_SEVERAL: u32 = u32::MAX - 1;
 /// Largest message sent eagerly where ranks outnumber CPUs when the path has room for it.
 const OVERSUBSCRIBED_EAGER: usize = 64 << 10;
 /// Single-copy reads of one message whose copy fails its CRC32C before the pipelined copy
@@ -311,9 +314,9 @@ pub struct Engine {
     /// is then a few hundred nanoseconds away. 8 ranks on 2 CPUs, 4-byte pairwise
     /// ping-pong timed by the wall clock: 0.55 µs per hop against 3.4-4.2 (Open MPI
     /// 3.0-3.1).
-    peer_spin: u32,
-    /// The world rank a blocking receive waits for, while `peer_spin` is on.
-    awaiting: Option<u32>,
+    pub(crate) peer_spin: u32,
+    /// The world rank this rank's wait is published to be for (see `set_awaiting`).
+    pub(crate) awaiting: Option<u32>,
     chunk: usize,
     next_ctx: u32,
     messages: Slab<ProbedMessage>,
@@ -1896,6 +1899,25 @@ impl Engine {
         }
     }
 
+    /// Publish that this rank waits for world rank `w` (or [`AWAITING_SEVERAL`]), for the
+    /// other ranks' `peer_spin`; true.
+    pub(crate) fn set_awaiting(&mut self, w: u32) -> bool {
+        self.awaiting = Some(w);
+        if let Some(net) = self.net.as_ref() {
+            net.set_awaiting(Some(w));
+        }
+        true
+    }
+
+    /// End what [`Engine::set_awaiting`] published.
+    pub(crate) fn end_awaiting(&mut self) {
+        if self.awaiting.take().is_some() {
+            if let Some(net) = self.net.as_ref() {
+                net.set_awaiting(None);
+            }
+        }
+    }
+
     /// Give up the CPU for one `sched_yield`, telling the ranks that may wait for this one
     /// that it does (so they do not poll on for it, see `peer_spin`).
     pub(crate) fn yield_cpu(&self) {
@@ -1911,8 +1933,8 @@ impl Engine {
 
     /// Whether the rank a blocking receive waits for runs on a CPU now and owes this rank
     /// the message (it waits for nothing else).
-    fn awaited_peer_runs(&mut self) -> bool {
-        match (self.awaiting, self.net.as_mut()) {
+    pub(crate) fn awaited_peer_runs(&mut self) -> bool {
+        match (self.awaiting.filter(|&p| p != AWAITING_SEVERAL), self.net.as_mut()) {
             (Some(p), Some(net)) => net.peer_sends_soon(p),
             _ => false,
         }

@@ -261,17 +261,14 @@ impl Engine {
             None => {}
         }
         self.st.waiting = Some(Waiting { buf, cap, comm, src, tag, ctx, status: None, promoted: None });
-        if self.peer_spin > 0 && src != ANY_SOURCE {
-            self.awaiting = self.comm(comm).ok().and_then(|c| c.peer_world(src));
-            if let (Some(p), Some(net)) = (self.awaiting, self.net.as_ref()) {
-                net.set_awaiting(Some(p));
-            }
-        }
+        // Where waits yield at once: say whom this one waits for (see `peer_spin`).
+        let hinted = self.peer_spin > 0
+            && src != ANY_SOURCE
+            && self.awaiting.is_none()
+            && self.comm(comm).ok().and_then(|c| c.peer_world(src)).is_some_and(|w| self.set_awaiting(w));
         let r = self.block_until(|e| e.st.waiting.as_ref().is_none_or(|w| !w.open()));
-        if self.awaiting.take().is_some() {
-            if let Some(net) = self.net.as_ref() {
-                net.set_awaiting(None);
-            }
+        if hinted {
+            self.end_awaiting();
         }
         let w = self.st.waiting.take();
         let promoted = w.as_ref().and_then(|w| w.promoted);

@@ -1012,10 +1012,28 @@ impl Engine {
         Ok(false)
     }
 
-    /// Wait for the call with the engine's spin, yield and sleep.
+    /// Wait for the call with the engine's spin, yield and sleep. Where waits yield at once,
+    /// this rank publishes whom it waits for (as a blocking receive does, `peer_spin`) and
+    /// polls on while the one rank it waits for runs and waits for nothing else.
     fn slot_wait(&mut self, op: &mut SlotOp) -> MpiResult<()> {
+        let outer = self.awaiting;
+        let r = self.slot_wait_polling(op);
+        if self.awaiting != outer {
+            match outer {
+                Some(w) => self.set_awaiting(w),
+                None => {
+                    self.end_awaiting();
+                    true
+                }
+            };
+        }
+        r
+    }
+
+    fn slot_wait_polling(&mut self, op: &mut SlotOp) -> MpiResult<()> {
         let (spin, yields, sleep) = (self.cfg.spin, self.cfg.yields, self.cfg.sleep);
         let mut idle = 0u32;
+        let mut spun = 0u32;
         loop {
             if self.slot_step(op)? {
                 return Ok(());
@@ -1044,6 +1062,19 @@ impl Engine {
                 // One-sided mailboxes in use (`Service::awake`): poll as in the spin phase.
                 std::hint::spin_loop();
             } else if idle < spin.saturating_add(yields) || self.service_awake() {
+                if self.peer_spin > 0 {
+                    let awaited = op.d.ex.awaited().and_then(|r| self.comm(op.comm).ok().and_then(|c| c.peer_world(r as i32)));
+                    if self.awaiting != Some(awaited.unwrap_or(crate::engine::AWAITING_SEVERAL)) {
+                        self.set_awaiting(awaited.unwrap_or(crate::engine::AWAITING_SEVERAL));
+                    }
+                    if spun < self.peer_spin && awaited.is_some() && self.awaited_peer_runs() {
+                        spun += 1;
+                        idle -= 1;
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    spun = 0;
+                }
                 self.yield_cpu();
             } else {
                 let d = &op.d;

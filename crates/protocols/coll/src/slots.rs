@@ -464,6 +464,20 @@ impl Exchange {
         !self.active && (0..self.size).all(|r| board.done(r) >= self.calls)
     }
 
+    /// The one rank the current call now waits for, if it is one: the last rank whose
+    /// part is not in or, with every part in, the rank whose count releases this one (a
+    /// rooted barrier's non-root rank). None when it waits for several, or for nobody.
+    pub fn awaited(&self) -> Option<usize> {
+        if !self.active {
+            return None;
+        }
+        match self.missing {
+            0 => self.wait_for,
+            1 => self.missing().next(),
+            _ => None,
+        }
+    }
+
     /// Ranks whose part of the current call is not in yet.
     pub fn missing(&self) -> impl Iterator<Item = usize> + '_ {
         self.got.iter().enumerate().filter(|(_, g)| !**g).map(|(r, _)| r)

@@ -245,6 +245,23 @@ fn run(seed: u64) -> Result<Outcome, String> {
         let b = bufs[r].as_mut().unwrap();
         let parts: Vec<&[u8]> = owns[r].iter().map(|v| v.as_slice()).collect();
         let done = ex[r].poll(&board, b, &parts).map_err(|e| format!("rank {r} call {k}: {e}"))?;
+        if !done {
+            // The rank a waiting rank says it waits for (its engine polls on for it while
+            // that rank runs): another rank, one it cannot leave without.
+            if let Some(q) = ex[r].awaited() {
+                let needed = q != r
+                    && q < n
+                    && match c.root {
+                        // A rooted barrier's other ranks wait for their parent's count.
+                        Some(root) if r != root => parent(r, root, n, c.tree) == Some(q),
+                        // Everyone else for the one part not in yet: never its own.
+                        _ => ex[q].calls() as usize <= k || !finished.iter().all(|&f| f > k),
+                    };
+                if !needed {
+                    return Err(format!("rank {r} call {k} says it waits for rank {q}, which it does not need"));
+                }
+            }
+        }
         if done {
             if let Some(root) = c.root {
                 // A rooted barrier: the root leaves only once everyone is in, the others only
