@@ -1899,6 +1899,29 @@ impl Engine {
         }
     }
 
+    /// The world rank every open request among `hs` waits for (a receive from it, a send
+    /// to it), if it is one rank.
+    pub(crate) fn requests_awaited(&self, hs: impl IntoIterator<Item = Handle>) -> Option<u32> {
+        let mut peer = None;
+        for h in hs {
+            let Some(r) = self.st.reqs.get(h) else { continue };
+            if r.complete || (r.persistent && !r.active) {
+                continue;
+            }
+            let (comm, rank) = match &r.op {
+                Op::Recv(s) if s.src >= 0 => (s.comm, s.src),
+                Op::Send(s) if s.dest >= 0 => (s.comm, s.dest),
+                _ => return None,
+            };
+            let w = self.comm(comm).ok()?.peer_world(rank)?;
+            if peer.is_some_and(|p| p != w) {
+                return None;
+            }
+            peer = Some(w);
+        }
+        peer
+    }
+
     /// Publish that this rank waits for world rank `w` (or [`AWAITING_SEVERAL`]), for the
     /// other ranks' `peer_spin`; true.
     pub(crate) fn set_awaiting(&mut self, w: u32) -> bool {
@@ -1976,10 +1999,24 @@ impl Engine {
     /// In run-through mode an `ANY_SOURCE` receive on a communicator with unacknowledged
     /// failures returns `ProcFailedPending` without completing (it stays matchable).
     pub fn wait(&mut self, h: Handle) -> MpiResult<Status> {
-        self.request(h)?;
-        self.block_until(|e| {
+        let r = self.request(h)?;
+        // Where waits yield at once: whom this wait is for, if one rank (see `peer_spin`):
+        // a receive's sender, a send's receiver, a collective's round's one peer.
+        let hinted = self.peer_spin > 0
+            && !r.complete
+            && self.awaiting.is_none()
+            && match r.op {
+                Op::Null => self.coll_awaited(h),
+                _ => self.requests_awaited([h]),
+            }
+            .is_some_and(|w| self.set_awaiting(w));
+        let r = self.block_until(|e| {
             e.st.reqs.get(h).is_none_or(|r| r.complete || (r.persistent && !r.active)) || e.any_source_blocked(h)
-        })?;
+        });
+        if hinted {
+            self.end_awaiting();
+        }
+        r?;
         if !self.request(h)?.complete && self.any_source_blocked(h) {
             return mpi_err!(ProcFailedPending, "a process failed and the failure is not acknowledged on this communicator");
         }

@@ -217,6 +217,13 @@ impl Engine {
         self.coll.channels.host.as_ref().is_some_and(|h| h.crowded)
     }
 
+    /// The world rank every open request of nonblocking collective `h`'s current round
+    /// waits for, if it is one (see `peer_spin`).
+    pub(crate) fn coll_awaited(&self, h: Handle) -> Option<u32> {
+        let (_, s) = self.coll.active.iter().find(|(a, _)| *a == h)?;
+        self.requests_awaited(s.pending().iter().copied())
+    }
+
     /// Tag base of the next blocking collective on `comm`.
     fn next_tag(&mut self, ctx: u32) -> i32 {
         let seq = self.coll.seqs.entry(ctx).or_insert(0);

@@ -125,6 +125,11 @@ impl Default for Schedule {
 }
 
 impl Schedule {
+    /// The requests of the round in progress.
+    pub(crate) fn pending(&self) -> &[Handle] {
+        &self.pending
+    }
+
     /// Reset for reuse, keeping allocations (so the small-message path does not allocate).
     pub(crate) fn reset(&mut self, comm: Handle, tag_base: i32) {
         self.comm = comm;
