@@ -253,6 +253,7 @@ impl Bed {
             shm_ring: None,
             spin: 0,
             yields: 0,
+            peer_spin: 0,
             sleep: Duration::from_millis(1),
             cma: false,
             paths: Default::default(),
