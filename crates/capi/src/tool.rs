@@ -41,7 +41,7 @@ const TUNABLES: &[(&str, &str, &str)] = &[
     ("STEADFAST_CMA", "0", "1: single-copy process_vm_readv for large shm messages instead of the pipelined copy through the ring (measured about half as fast here)"),
     ("STEADFAST_SPIN", "2000 (0 when ranks outnumber CPUs)", "idle progress polls before yielding the CPU"),
     ("STEADFAST_YIELDS", "20", "sched_yield rounds before sleeping on a futex / in poll"),
-    ("STEADFAST_PEER_SPIN", "10", "where waits yield at once: polls a blocking receive makes before each yield while its sender runs on another CPU"),
+    ("STEADFAST_PEER_SPIN", "10", "where waits yield at once: polls a wait for one rank makes before each yield while that rank runs on another CPU"),
     ("STEADFAST_SLEEP_MS", "100", "longest single sleep while blocked"),
     ("STEADFAST_STATS", "unset", "1: print per-rank path counters at MPI_Finalize (faults injected, corruption detected, retransmissions, drops, per-route traffic and failover events)"),
     ("STEADFAST_LOG", "unset", "tracing filter, e.g"),

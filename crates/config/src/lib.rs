@@ -64,7 +64,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_BIND_TO", Tunable, "none", "`core` or `hwthread`: each rank binds itself as the library loads to one core or hardware thread of the CPUs it may use, local rank i to unit i mod units (`steadfast run --bind-to`; needs the local rank our launcher sets)"),
     v("STEADFAST_SPIN", Tunable, "2000 (0 when ranks outnumber CPUs)", "idle progress polls before yielding the CPU"),
     v("STEADFAST_YIELDS", Tunable, "20", "`sched_yield` rounds before sleeping on a futex / in `poll`"),
-    v("STEADFAST_PEER_SPIN", Tunable, "10", "where waits yield at once (`STEADFAST_SPIN` 0): polls a blocking receive from a rank on this host makes before each yield while that rank runs on another CPU and waits for nothing but this one; 0 yields at once"),
+    v("STEADFAST_PEER_SPIN", Tunable, "10", "where waits yield at once (`STEADFAST_SPIN` 0): polls a wait for one rank of this host (a receive, `MPI_Wait`, a slot collective's last part) makes before each yield while that rank runs on another CPU and waits for nothing but this one; 0 yields at once"),
     v("STEADFAST_SLEEP_MS", Tunable, "100", "longest single sleep while blocked"),
     v("STEADFAST_STATS", Tunable, "unset", "`1`: print per-rank path counters at MPI_Finalize (faults injected, corruption detected, retransmissions, drops, per-route traffic and failover events)"),
     v("STEADFAST_CC", Tunable, "cc (as at `make` time)", "C compiler behind `mpicc`"),

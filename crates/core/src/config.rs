@@ -17,9 +17,9 @@ pub struct Config {
     pub spin: u32,
     /// `STEADFAST_YIELDS`: `sched_yield` rounds after spinning, before sleeping (default 20).
     pub yields: u32,
-    /// `STEADFAST_PEER_SPIN`: where waits yield at once (`spin` 0), polls a blocking
-    /// receive makes before each yield while its sender runs on another CPU and owes it
-    /// the message (default 10; 0: none).
+    /// `STEADFAST_PEER_SPIN`: where waits yield at once (`spin` 0), polls a wait for one
+    /// rank makes before each yield while that rank runs on another CPU and owes this one
+    /// its message (default 10; 0: none).
     pub peer_spin: u32,
     /// `STEADFAST_SLEEP_MS`: longest single sleep while blocked (default 100 ms).
     pub sleep: Duration,

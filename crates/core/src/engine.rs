@@ -307,8 +307,8 @@ pub struct Engine {
     /// Largest message above `eager_limit` sent eagerly when the path has room for it now
     /// (0: none; see `eager_fits`).
     room_eager: usize,
-    /// Where waits yield at once: polls a blocking receive makes before each yield while the
-    /// rank it waits for runs on another CPU and waits for nothing but this rank
+    /// Where waits yield at once: polls a wait for one rank makes before each yield while
+    /// that rank runs on another CPU and waits for nothing but this rank
     /// (`STEADFAST_PEER_SPIN`; 0: yield at once). A yield that hands the CPU to another
     /// rank costs about as much as a whole ping-pong hop here, and the message it waits for
     /// is then a few hundred nanoseconds away. 8 ranks on 2 CPUs, 4-byte pairwise
@@ -643,8 +643,8 @@ impl Engine {
         if oversubscribed && !eager_set && eng.net.is_some() {
             eng.room_eager = OVERSUBSCRIBED_EAGER.min(eng.chunk);
         }
-        // Waits that yield at once (ranks outnumber CPUs): a blocking receive whose sender
-        // runs on another CPU and owes it the message polls on a little instead (see
+        // Waits that yield at once (ranks outnumber CPUs): a wait for one rank that runs on
+        // another CPU and owes this one its message polls on a little instead (see
         // `peer_spin`).
         if eng.cfg.spin == 0 {
             eng.peer_spin = eng.cfg.peer_spin;
@@ -1838,7 +1838,7 @@ impl Engine {
             if idle < self.cfg.spin {
                 std::hint::spin_loop();
             } else if idle < self.cfg.spin + self.cfg.yields {
-                // A blocking receive whose sender runs on another CPU and owes it the
+                // A wait for one rank that runs on another CPU and owes this one its
                 // message polls on for a few rounds: the message is nearer than the round
                 // trip of a yield (see `peer_spin`).
                 if spun < self.peer_spin && self.awaited_peer_runs() {
@@ -1954,8 +1954,8 @@ impl Engine {
         }
     }
 
-    /// Whether the rank a blocking receive waits for runs on a CPU now and owes this rank
-    /// the message (it waits for nothing else).
+    /// Whether the one rank this rank's wait is published to be for runs on a CPU now and
+    /// owes this rank its message (it waits for nothing else).
     pub(crate) fn awaited_peer_runs(&mut self) -> bool {
         match (self.awaiting.filter(|&p| p != AWAITING_SEVERAL), self.net.as_mut()) {
             (Some(p), Some(net)) => net.peer_sends_soon(p),
