@@ -1841,13 +1841,8 @@ impl Engine {
                 // A wait for one rank that runs on another CPU and owes this one its
                 // message polls on for a few rounds: the message is nearer than the round
                 // trip of a yield (see `peer_spin`).
-                if spun < self.peer_spin && self.awaited_peer_runs() {
-                    spun += 1;
+                if self.poll_on_or_yield(&mut spun) {
                     idle -= 1;
-                    std::hint::spin_loop();
-                } else {
-                    spun = 0;
-                    self.yield_cpu();
                 }
             } else if !self.coll.channels.ops.is_empty() && sleeps == 0 && idle < self.cfg.spin + crate::coll::channels::FRAME_YIELDS {
                 // A channel broadcast's slot write rings no doorbell: wait for its frame as
@@ -1922,14 +1917,31 @@ impl Engine {
         peer
     }
 
+    /// [`Engine::block_until`] for a wait on world rank `peer` (None: several, or not
+    /// known): the wait is published for the other ranks and polls on for `peer` while it
+    /// runs (see `peer_spin`). Callers name a peer only where `peer_spin` is on.
+    pub(crate) fn block_until_for(&mut self, peer: Option<u32>, done: impl FnMut(&Engine) -> bool) -> MpiResult<()> {
+        let published = match peer {
+            Some(w) if self.awaiting.is_none() => {
+                self.set_awaiting(w);
+                true
+            }
+            _ => false,
+        };
+        let r = self.block_until(done);
+        if published {
+            self.end_awaiting();
+        }
+        r
+    }
+
     /// Publish that this rank waits for world rank `w` (or [`AWAITING_SEVERAL`]), for the
-    /// other ranks' `peer_spin`; true.
-    pub(crate) fn set_awaiting(&mut self, w: u32) -> bool {
+    /// other ranks' `peer_spin`.
+    pub(crate) fn set_awaiting(&mut self, w: u32) {
         self.awaiting = Some(w);
         if let Some(net) = self.net.as_ref() {
             net.set_awaiting(Some(w));
         }
-        true
     }
 
     /// End what [`Engine::set_awaiting`] published.
@@ -1954,9 +1966,24 @@ impl Engine {
         }
     }
 
+    /// One idle round of a wait that yields: poll on (true, counted in `spun`) while the
+    /// one rank the wait is published to be for runs and owes this rank its message, at
+    /// most `peer_spin` rounds in a row; else yield (false).
+    pub(crate) fn poll_on_or_yield(&mut self, spun: &mut u32) -> bool {
+        if *spun < self.peer_spin && self.awaited_peer_runs() {
+            *spun += 1;
+            std::hint::spin_loop();
+            true
+        } else {
+            *spun = 0;
+            self.yield_cpu();
+            false
+        }
+    }
+
     /// Whether the one rank this rank's wait is published to be for runs on a CPU now and
     /// owes this rank its message (it waits for nothing else).
-    pub(crate) fn awaited_peer_runs(&mut self) -> bool {
+    fn awaited_peer_runs(&mut self) -> bool {
         match (self.awaiting.filter(|&p| p != AWAITING_SEVERAL), self.net.as_mut()) {
             (Some(p), Some(net)) => net.peer_sends_soon(p),
             _ => false,
@@ -2002,21 +2029,14 @@ impl Engine {
         let r = self.request(h)?;
         // Where waits yield at once: whom this wait is for, if one rank (see `peer_spin`):
         // a receive's sender, a send's receiver, a collective's round's one peer.
-        let hinted = self.peer_spin > 0
-            && !r.complete
-            && self.awaiting.is_none()
-            && match r.op {
-                Op::Null => self.coll_awaited(h),
-                _ => self.requests_awaited([h]),
-            }
-            .is_some_and(|w| self.set_awaiting(w));
-        let r = self.block_until(|e| {
+        let peer = match r.op {
+            _ if self.peer_spin == 0 || r.complete => None,
+            Op::Null => self.coll_awaited(h),
+            _ => self.requests_awaited([h]),
+        };
+        self.block_until_for(peer, |e| {
             e.st.reqs.get(h).is_none_or(|r| r.complete || (r.persistent && !r.active)) || e.any_source_blocked(h)
-        });
-        if hinted {
-            self.end_awaiting();
-        }
-        r?;
+        })?;
         if !self.request(h)?.complete && self.any_source_blocked(h) {
             return mpi_err!(ProcFailedPending, "a process failed and the failure is not acknowledged on this communicator");
         }

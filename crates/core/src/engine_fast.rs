@@ -261,15 +261,9 @@ impl Engine {
             None => {}
         }
         self.st.waiting = Some(Waiting { buf, cap, comm, src, tag, ctx, status: None, promoted: None });
-        // Where waits yield at once: say whom this one waits for (see `peer_spin`).
-        let hinted = self.peer_spin > 0
-            && src != ANY_SOURCE
-            && self.awaiting.is_none()
-            && self.comm(comm).ok().and_then(|c| c.peer_world(src)).is_some_and(|w| self.set_awaiting(w));
-        let r = self.block_until(|e| e.st.waiting.as_ref().is_none_or(|w| !w.open()));
-        if hinted {
-            self.end_awaiting();
-        }
+        // Where waits yield at once: whom this one waits for (see `peer_spin`).
+        let peer = if self.peer_spin > 0 && src != ANY_SOURCE { self.comm(comm).ok().and_then(|c| c.peer_world(src)) } else { None };
+        let r = self.block_until_for(peer, |e| e.st.waiting.as_ref().is_none_or(|w| !w.open()));
         let w = self.st.waiting.take();
         let promoted = w.as_ref().and_then(|w| w.promoted);
         if let Err(e) = r {

@@ -1018,14 +1018,9 @@ impl Engine {
     fn slot_wait(&mut self, op: &mut SlotOp) -> MpiResult<()> {
         let outer = self.awaiting;
         let r = self.slot_wait_polling(op);
-        if self.awaiting != outer {
-            match outer {
-                Some(w) => self.set_awaiting(w),
-                None => {
-                    self.end_awaiting();
-                    true
-                }
-            };
+        match outer {
+            Some(w) => self.set_awaiting(w),
+            None => self.end_awaiting(),
         }
         r
     }
@@ -1064,18 +1059,14 @@ impl Engine {
             } else if idle < spin.saturating_add(yields) || self.service_awake() {
                 if self.peer_spin > 0 {
                     let awaited = op.d.ex.awaited().and_then(|r| self.comm(op.comm).ok().and_then(|c| c.peer_world(r as i32)));
-                    if self.awaiting != Some(awaited.unwrap_or(crate::engine::AWAITING_SEVERAL)) {
-                        self.set_awaiting(awaited.unwrap_or(crate::engine::AWAITING_SEVERAL));
+                    let word = awaited.unwrap_or(crate::engine::AWAITING_SEVERAL);
+                    if self.awaiting != Some(word) {
+                        self.set_awaiting(word);
                     }
-                    if spun < self.peer_spin && awaited.is_some() && self.awaited_peer_runs() {
-                        spun += 1;
-                        idle -= 1;
-                        std::hint::spin_loop();
-                        continue;
-                    }
-                    spun = 0;
                 }
-                self.yield_cpu();
+                if self.poll_on_or_yield(&mut spun) {
+                    idle -= 1;
+                }
             } else {
                 let d = &op.d;
                 self.sleep_on_path_unless(sleep, &mut || d.ex.ready(&d.seg))?;
