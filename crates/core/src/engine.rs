@@ -435,7 +435,8 @@ unsafe fn copy_into(data: &[u8], buf: *mut u8, count: usize, dtype: &TypeRef) ->
     let n = data.len().min(cap);
     if n > 0 {
         if dtype.is_contiguous() {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), buf, n);
+            // Not `copy_nonoverlapping`: see `steadfast_paths::copy` (glibc's `rep movsb`).
+            steadfast_paths::copy::copy(data.as_ptr(), buf, n);
         } else {
             dtype.unpack(&data[..n], buf, count);
         }
@@ -3057,7 +3058,7 @@ impl State {
             // Our own memory: one copy.
             let mut tmp = vec![0u8; n];
             // SAFETY: the sender's request keeps `addr` valid for `len` bytes until FIN.
-            unsafe { std::ptr::copy_nonoverlapping(addr as *const u8, tmp.as_mut_ptr(), n) };
+            unsafe { steadfast_paths::copy::copy(addr as *const u8, tmp.as_mut_ptr(), n) };
             self.loopback.push_back((fin, Vec::new()));
             self.deliver_bytes(h, src, tag, &tmp, len);
             return;

@@ -54,7 +54,7 @@ impl State {
         }
         let n = payload.len().min(w.cap);
         // SAFETY: the slot's buffer holds `cap` bytes (checked when it was filled).
-        unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), w.buf, n) };
+        unsafe { steadfast_paths::copy::copy(payload.as_ptr(), w.buf, n) };
         let error = (payload.len() > w.cap).then_some(ErrorClass::Truncate);
         w.status = Some(Status { source: h.src, tag: h.tag, error, bytes: n as u64, cancelled: false });
         true
@@ -251,7 +251,7 @@ impl Engine {
                 let Body::Eager { data, .. } = u.msg else { return Ok(None) };
                 let n = data.len().min(cap);
                 // SAFETY: the buffer holds `cap` bytes.
-                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, n) };
+                unsafe { steadfast_paths::copy::copy(data.as_ptr(), buf, n) };
                 let error = (data.len() > cap).then_some(ErrorClass::Truncate);
                 self.st.spares.put(data);
                 self.st.events += 1;

@@ -1,4 +1,5 @@
-//! Copies of a few KiB between buffers that do not overlap.
+//! Copies of a few KiB or more between buffers that do not overlap: one-sided puts and gets,
+//! and the engine's copies of whole messages into contiguous receive buffers.
 //!
 //! glibc's `memcpy` moves 2-64 KiB with `rep movsb` on this machine's CPUs (AMD EPYC), which
 //! is slow when source and destination sit at different offsets within a cache line:
