@@ -87,6 +87,7 @@ unsafe fn wide(src: *const u8, dst: *mut u8, n: usize) {
 
 /// Whether `dst` lies 1-63 bytes past `src` within a page (where `rep movsb` crawls on
 /// Zen 3; the measured slow distances were 1-31, the margin costs nothing).
+#[cfg(target_arch = "x86_64")]
 #[inline]
 fn page_aliased(src: *const u8, dst: *mut u8) -> bool {
     let d = (dst as usize).wrapping_sub(src as usize) & 4095;
