@@ -75,6 +75,33 @@ int main(int argc, char **argv)
             TC_MPI(MPI_Sendrecv(sb, (int)n, MPI_BYTE, tc_rank, 4, rb, (int)n, MPI_BYTE, tc_rank, 4,
                                 MPI_COMM_WORLD, MPI_STATUS_IGNORE));
             tc_verify(rb, n, tc_seed(tc_rank, tc_rank, 4, it), "Sendrecv self size %zu", n);
+
+            /* With oneself into a receive buffer 1-15 bytes past the send buffer's
+             * offset (the copy placement some CPUs' string moves crawl at), and into
+             * every other byte of a strided type. */
+            size_t past = 1 + (size_t)(rep * 5 + s) % 15;
+            memset(rb, 0x33, max + 16);
+            TC_MPI(MPI_Sendrecv(sb, (int)n, MPI_BYTE, tc_rank, 5, rb + past, (int)n, MPI_BYTE,
+                                tc_rank, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+            tc_verify(rb + past, n, tc_seed(tc_rank, tc_rank, 4, it), "Sendrecv self size %zu, %zu past",
+                      n, past);
+            TC_CHECK(rb[past - 1] == 0x33 && rb[past + n] == 0x33, "Sendrecv self size %zu wrote outside", n);
+            if (n <= max / 2) {
+                MPI_Datatype every2;
+                TC_MPI(MPI_Type_vector((int)n, 1, 2, MPI_BYTE, &every2));
+                TC_MPI(MPI_Type_commit(&every2));
+                memset(rb, 0x44, max + 16);
+                TC_MPI(MPI_Sendrecv(sb, (int)n, MPI_BYTE, tc_rank, 6, rb, n ? 1 : 0, every2, tc_rank, 6,
+                                    MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+                for (size_t i = 0; i < 2 * n; i++) {
+                    unsigned char want = (i % 2) ? 0x44 : sb[i / 2];
+                    if (rb[i] != want) {
+                        TC_ERR("Sendrecv self strided size %zu: byte %zu is %#x, want %#x", n, i, rb[i], want);
+                        break;
+                    }
+                }
+                TC_MPI(MPI_Type_free(&every2));
+            }
         }
     }
     free(sb);

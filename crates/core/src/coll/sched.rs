@@ -285,7 +285,14 @@ pub unsafe fn typed_copy(src: *const u8, scount: usize, stype: &TypeRef, dst: *m
         return;
     }
     if stype.is_contiguous() && dtype.is_contiguous() {
-        std::ptr::copy(src, dst, n);
+        let (s, d) = (src as usize, dst as usize);
+        if s.checked_add(n).is_some_and(|e| e <= d) || d.checked_add(n).is_some_and(|e| e <= s) {
+            // Apart (an own block between the application's send and receive buffers):
+            // `steadfast_paths::copy` keeps clear of glibc's `rep movsb` crawl.
+            steadfast_paths::copy::copy(src, dst, n);
+        } else {
+            std::ptr::copy(src, dst, n);
+        }
         return;
     }
     let mut tmp = vec![0u8; stype.packed_size(scount)];

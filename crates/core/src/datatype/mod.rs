@@ -376,7 +376,8 @@ impl Datatype {
         let limit = dst.len().min(total - skip);
         if let Some(off) = self.contiguous_offset() {
             let from = (src as usize).wrapping_add_signed(off).wrapping_add(skip) as *const u8;
-            std::ptr::copy_nonoverlapping(from, dst.as_mut_ptr(), limit);
+            // Not `copy_nonoverlapping`: see `steadfast_paths::copy` (glibc's `rep movsb`).
+            steadfast_paths::copy::copy(from, dst.as_mut_ptr(), limit);
             return limit;
         }
         let mut g = Gather { src: src as usize, dst: dst.as_mut_ptr() };
@@ -431,7 +432,8 @@ impl Datatype {
         let limit = src.len().min(total - skip);
         if let Some(off) = self.contiguous_offset() {
             let to = (dst as usize).wrapping_add_signed(off).wrapping_add(skip) as *mut u8;
-            std::ptr::copy_nonoverlapping(src.as_ptr(), to, limit);
+            // Not `copy_nonoverlapping`: see `steadfast_paths::copy` (glibc's `rep movsb`).
+            steadfast_paths::copy::copy(src.as_ptr(), to, limit);
             return limit;
         }
         let mut s = Scatter { src: src.as_ptr(), dst: dst as usize };
