@@ -60,6 +60,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_RETRIES", Tunable, "6", "sends of a fragment on one route before that route is declared failed"),
     v("STEADFAST_EAGER_LIMIT", Tunable, "16 KiB shm, 64 KiB tcp", "largest message sent eagerly; larger ones use rendezvous. Unset, where a host runs more ranks than it has CPUs, a shm message of up to 64 KiB also goes eagerly while the ring to its receiver has room for it"),
     v("STEADFAST_SHM_RING", Tunable, "128 MiB / ranks², 128 KiB-2 MiB (less, down to 4 KiB, when half the free space of `/dev/shm` holds no more)", "bytes per sender-receiver shared-memory ring (large messages stream through it in quarter-ring chunks of at most 256 KiB)"),
+    v("STEADFAST_SHM_STORES", Tunable, "auto", "how the sender writes shm ring records of 64 KiB and more: `cached` (ordinary stores), `streaming` (non-temporal stores, to memory), or `auto`: cached, switching to streaming while its timed copies run below 8 GB/s (CPUs that exchange cache lines slowly; `docs/performance.md`)"),
     v("STEADFAST_CMA", Tunable, "0", "1: single-copy `process_vm_readv` for large shm messages instead of the pipelined copy through the ring"),
     v("STEADFAST_BIND_TO", Tunable, "none", "`core` or `hwthread`: each rank binds itself as the library loads to one core or hardware thread of the CPUs it may use, local rank i to unit i mod units (`steadfast run --bind-to`; needs the local rank our launcher sets)"),
     v("STEADFAST_SPIN", Tunable, "2000 (0 when ranks outnumber CPUs)", "idle progress polls before yielding the CPU"),

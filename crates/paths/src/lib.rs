@@ -20,6 +20,7 @@ pub mod linger;
 pub mod reliable;
 pub mod setup;
 pub mod shm;
+pub mod stores;
 pub mod tcp;
 pub mod udp;
 
@@ -107,6 +108,8 @@ pub struct PathCounters {
     /// Fault injector: frames damaged in memory at the receiver, after the wire and
     /// before the end-to-end check ("bus error").
     pub injected_bus: u64,
+    /// shm: large ring records written with streaming stores (`STEADFAST_SHM_STORES`).
+    pub records_streamed: u64,
 }
 
 impl PathCounters {
@@ -132,6 +135,7 @@ impl PathCounters {
         self.injected_reorder += o.injected_reorder;
         self.injected_corrupt += o.injected_corrupt;
         self.injected_bus += o.injected_bus;
+        self.records_streamed += o.records_streamed;
     }
 
     /// Faults the injector applied, all kinds.
@@ -160,6 +164,7 @@ impl fmt::Display for PathCounters {
             ("rebound", self.rebound),
             ("route_failures", self.route_failures),
             ("route_restores", self.route_restores),
+            ("records_streamed", self.records_streamed),
         ];
         for (name, v) in rest.iter().filter(|(_, v)| *v > 0) {
             write!(f, " {name}={v}")?;

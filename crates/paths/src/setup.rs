@@ -277,6 +277,11 @@ pub fn build(p: &Params<'_>, ex: &mut dyn Exchange) -> Result<Built, PathError> 
         let mut s = ShmPath::create(p.jobdir, p.rank, p.size, ring)?;
         s.set_dir_hold(hold);
         s.set_checksum(cks("shm")?);
+        let stores = steadfast_config::lookup("STEADFAST_SHM_STORES");
+        s.set_stores(crate::stores::StoreSetting::parse(stores.as_deref()).unwrap_or_else(|why| {
+            steadfast_config::warn(&steadfast_config::ignored("STEADFAST_SHM_STORES", stores.as_deref().unwrap_or(""), &why));
+            crate::stores::StoreSetting::Auto
+        }));
         if let Some(inj) = injector("shm", true) {
             s.set_faults(inj);
         }

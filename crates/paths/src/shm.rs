@@ -64,12 +64,13 @@
 use std::fs::OpenOptions;
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use memmap2::MmapMut;
 
 use crate::checksum::Checksum;
 use crate::fault::Injector;
+use crate::stores::{StoreChoice, StoreSetting};
 use crate::{PacketSink, Path, PathCounters, PathError, RawHeader, SendStatus, HDR_LEN};
 
 const MAGIC: u64 = 0x5354_4446_5348_4d31; // "STDFSHM1"
@@ -406,6 +407,9 @@ struct Outbound {
     /// `head` past it (it does only after the record passed its check), so a damaged
     /// record can be rewritten. Empty while checksums are off (nothing is verified).
     shadow: Vec<u8>,
+    /// Ring offsets below this were written by this process before: their pages are
+    /// mapped (a copy to pages touched the first time faults them in, far slower).
+    written_to: usize,
 }
 
 /// Shared-memory path for the ranks of one host.
@@ -439,6 +443,8 @@ pub struct ShmPath {
     checksum: Checksum,
     /// Boxed: taken out and put back around every send, which then moves a pointer.
     faults: Option<Box<Injector>>,
+    /// Cached or streaming stores for large records ([`crate::stores`]).
+    stores: StoreChoice,
 }
 
 // SAFETY: raw pointers point into mappings owned by the same struct.
@@ -502,12 +508,19 @@ impl ShmPath {
             counters: PathCounters::default(),
             checksum: Checksum::Crc32c,
             faults: None,
+            stores: StoreChoice::new(StoreSetting::Auto),
         })
     }
 
     /// End-to-end checksum of ring records (default CRC32C).
     pub fn set_checksum(&mut self, c: Checksum) {
         self.checksum = c;
+    }
+
+    /// How large records are written (default: chosen from the measured copy speed). Only
+    /// checksummed records are ever streamed, by the fused copy's streaming variant.
+    pub fn set_stores(&mut self, s: StoreSetting) {
+        self.stores = StoreChoice::new(s);
     }
 
     /// Damage records as `inj` decides (`corrupt` at the sender after the checksum,
@@ -551,7 +564,7 @@ impl ShmPath {
             let tail = ring.tail().load(Ordering::Acquire);
             let cached_head = ring.head().load(Ordering::Acquire);
             let fence_free = self.asym && seg.asym();
-            *slot = Some(Outbound { seg, ring, fence_free, tail, cached_head, zeroed_to: tail, shadow: Vec::new() });
+            *slot = Some(Outbound { seg, ring, fence_free, tail, cached_head, zeroed_to: tail, shadow: Vec::new(), written_to: 0 });
         }
         slot.as_mut().ok_or_else(|| PathError::Shm("unreachable".into()))
     }
@@ -805,6 +818,10 @@ impl ShmPath {
             return Err(PathError::Shm(format!("payload {} exceeds packet limit {}", payload.len(), self.max_payload)));
         }
         let checksum = self.checksum.enabled();
+        let stream = checksum && self.stores.stream(payload.len());
+        let may_time = checksum && !stream && self.stores.timed(payload.len());
+        let mut copy_nanos = 0u64;
+        let timed;
         let o = self.outbound(peer)?;
         let size = o.ring.size as u64;
         let rec = align_line(REC_PREFIX + HDR_LEN + payload.len()) as u64;
@@ -859,11 +876,23 @@ impl ShmPath {
             }
             let p = data.add(at);
             let plen = payload.len() as u32;
+            // Not where pages are touched the first time: faulting them in would be timed.
+            timed = may_time && at + rec as usize <= o.written_to;
+            o.written_to = o.written_to.max(at + rec as usize);
             (p.add(4) as *mut u32).write(if checksum { plen } else { plen | REC_NO_CRC });
             let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
             let mut sums = (0, 0);
             if checksum {
-                let (hcrc, crc) = steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload);
+                let (hcrc, crc) = if stream {
+                    steadfast_reliable::crc::copy_record_with_crc32c_streaming(plen, body, hdr, payload)
+                } else if timed {
+                    let t0 = Instant::now();
+                    let r = steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload);
+                    copy_nanos = t0.elapsed().as_nanos() as u64;
+                    r
+                } else {
+                    steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload)
+                };
                 (p.add(8) as *mut u32).write(crc);
                 (p.add(12) as *mut u32).write(hcrc);
                 sums = (crc, hcrc);
@@ -911,6 +940,11 @@ impl ShmPath {
         o.tail += used;
         o.ring.tail().store(o.tail, Ordering::Release);
         ring_doorbell(&o.seg, !o.fence_free);
+        if stream {
+            self.stores.streamed_one();
+        } else if timed {
+            self.stores.cached_copy_took(payload.len(), copy_nanos);
+        }
         self.counters.packets_sent += 1;
         self.counters.bytes_sent += payload.len() as u64;
         Ok(SendStatus::Done)
@@ -1154,6 +1188,7 @@ impl Path for ShmPath {
 
     fn counters(&self) -> PathCounters {
         let mut c = self.counters;
+        c.records_streamed = self.stores.streamed;
         if let Some(inj) = &self.faults {
             c.injected_corrupt += inj.counts.injected_corrupt;
             c.injected_bus += inj.counts.injected_bus;
@@ -1206,15 +1241,29 @@ mod tests {
 
     #[test]
     fn ring_keeps_order_and_bytes_across_wraps() {
-        let dir = std::env::temp_dir().join(format!("sf-shm-test-{}", std::process::id()));
+        ring_round_trip("wraps", 8192, StoreSetting::Auto, 2000);
+    }
+
+    #[test]
+    fn streamed_records_arrive_whole_and_in_order() {
+        // 1 MiB ring: records of up to 256 KiB, most of them past the streaming threshold.
+        ring_round_trip("streaming", 1 << 20, StoreSetting::Streaming, 200);
+        ring_round_trip("cached", 1 << 20, StoreSetting::Cached, 200);
+    }
+
+    /// Sends `count` records of random lengths through a ring of `ring` bytes written as
+    /// `stores` says, polling at random, and checks every one arrived unchanged, in order.
+    fn ring_round_trip(name: &str, ring: usize, stores: StoreSetting, count: u32) {
+        let dir = std::env::temp_dir().join(format!("sf-shm-test-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut a = ShmPath::create(&dir, 0, 2, 8192).unwrap();
-        let mut b = ShmPath::create(&dir, 1, 2, 8192).unwrap();
+        let mut a = ShmPath::create(&dir, 0, 2, ring).unwrap();
+        let mut b = ShmPath::create(&dir, 1, 2, ring).unwrap();
+        a.set_stores(stores);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
         let mut expect = std::collections::VecDeque::new();
         let mut got = Collect(Vec::new());
         let mut sent = 0u32;
-        while sent < 2000 {
+        while sent < count {
             let len = rng.gen_range(0..a.max_payload());
             let payload: Vec<u8> = (0..len).map(|i| (i as u32 ^ sent) as u8).collect();
             let mut hdr = [0u8; HDR_LEN];
@@ -1234,6 +1283,12 @@ mod tests {
         }
         b.poll(&mut got).unwrap();
         assert_all_from_rank_0(&got, &expect);
+        let streamed = a.counters().records_streamed;
+        match stores {
+            StoreSetting::Streaming if steadfast_reliable::crc::streaming_available() => assert!(streamed > 50, "{streamed}"),
+            StoreSetting::Cached => assert_eq!(streamed, 0),
+            _ => {}
+        }
         drop(a);
         drop(b);
         let _ = std::fs::remove_dir_all(&dir);

@@ -33,6 +33,7 @@ const FIELDS: &[(&str, &str)] = &[
     ("injected_reorder", "fault injector: frames held back and sent after later ones"),
     ("injected_corrupt", "fault injector: frames damaged on the wire"),
     ("injected_bus", "fault injector: frames damaged in memory at the receiver"),
+    ("records_streamed", "shm: large ring records written with streaming stores"),
 ];
 
 fn field(c: &PathCounters, f: usize) -> u64 {
@@ -54,7 +55,8 @@ fn field(c: &PathCounters, f: usize) -> u64 {
         14 => c.injected_dup,
         15 => c.injected_reorder,
         16 => c.injected_corrupt,
-        _ => c.injected_bus,
+        17 => c.injected_bus,
+        _ => c.records_streamed,
     }
 }
 

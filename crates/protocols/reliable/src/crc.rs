@@ -88,6 +88,48 @@ pub fn copy_record_with_crc32c(word: u32, dst: &mut [u8], a: &[u8], b: &[u8]) ->
     (head, copy_with_crc32c_append(head, db, b))
 }
 
+/// Whether [`copy_record_with_crc32c_streaming`] streams on this CPU (it needs the folding
+/// kernels, AVX2 or AVX-512 with VPCLMULQDQ); elsewhere it is [`copy_record_with_crc32c`].
+pub fn streaming_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        vpclmul::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// [`copy_record_with_crc32c`] writing the payload with non-temporal stores, which
+/// bypass the caches: no line of `dst` is read for ownership first, none stays in this
+/// CPU's cache after. For a large record that another CPU reads next, this trades the
+/// line transfers between the two CPUs' caches for a write to and a read from memory;
+/// which is faster depends on the machine at the time (the shm path measures it). The
+/// stores are complete (`sfence`) before it returns.
+///
+/// # Panics
+/// If `dst.len() != a.len() + b.len()`.
+pub fn copy_record_with_crc32c_streaming(word: u32, dst: &mut [u8], a: &[u8], b: &[u8]) -> (u32, u32) {
+    assert_eq!(dst.len(), a.len() + b.len(), "copy_record_with_crc32c: length mismatch");
+    #[cfg(target_arch = "x86_64")]
+    {
+        if b.len() >= ALIGN_MIN && vpclmul::available() {
+            // SAFETY: the CPU has the features; `dst` holds both parts, no overlap. The
+            // payload's first bytes up to a line boundary are stored normally, so the
+            // streaming stores are aligned; at least `ALIGN_MIN - 63` bytes remain.
+            unsafe {
+                let head = x86::copy_crc32c_short(x86::crc32c_u32(0, word), dst.as_mut_ptr(), a);
+                let d = dst.as_mut_ptr().add(a.len());
+                let lead = (d as usize).wrapping_neg() & 63;
+                let crc = x86::copy_crc32c_short(head, d, &b[..lead]);
+                return (head, vpclmul::fold_streaming(crc, d.add(lead), &b[lead..]));
+            }
+        }
+    }
+    copy_record_with_crc32c(word, dst, a, b)
+}
+
 /// CRC32C of a record as [`copy_record_with_crc32c`] computes it, without copying.
 #[inline]
 pub fn record_crc32c(word: u32, a: &[u8], b: &[u8]) -> u32 {
@@ -644,15 +686,18 @@ mod vpclmul {
         _mm_xor_si128(_mm_xor_si128(b, lo), hi)
     }
 
-    /// Loads 64 bytes at `s + off` and, when `COPY`, stores them at `d + off`.
+    /// Loads 64 bytes at `s + off` and, when `COPY`, stores them at `d + off`; with
+    /// `STREAM` as a non-temporal store, which bypasses the caches.
     ///
     /// # Safety
-    /// Both ranges valid (`d` only when `COPY`).
+    /// Both ranges valid (`d` only when `COPY`); with `STREAM`, `d + off` 64-byte aligned.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn ld512<const COPY: bool>(s: *const u8, d: *mut u8, off: usize) -> __m512i {
+    unsafe fn ld512<const COPY: bool, const STREAM: bool>(s: *const u8, d: *mut u8, off: usize) -> __m512i {
         let v = _mm512_loadu_si512(s.add(off).cast());
-        if COPY {
+        if COPY && STREAM {
+            _mm512_stream_si512(d.add(off).cast(), v);
+        } else if COPY {
             _mm512_storeu_si512(d.add(off).cast(), v);
         }
         v
@@ -675,16 +720,32 @@ mod vpclmul {
     /// As [`fold`], and the CPU runs `level`'s kernel.
     pub(crate) unsafe fn fold_at(level: Level, crc: u32, dst: *mut u8, src: &[u8]) -> u32 {
         match (level, dst.is_null()) {
-            (Level::Zmm, true) => kernel::<false>(crc, dst, src),
-            (Level::Zmm, false) => kernel::<true>(crc, dst, src),
-            (_, true) => kernel256::<false>(crc, dst, src),
-            (_, false) => kernel256::<true>(crc, dst, src),
+            (Level::Zmm, true) => kernel::<false, false>(crc, dst, src),
+            (Level::Zmm, false) => kernel::<true, false>(crc, dst, src),
+            (_, true) => kernel256::<false, false>(crc, dst, src),
+            (_, false) => kernel256::<true, false>(crc, dst, src),
         }
+    }
+
+    /// [`fold`] copying with non-temporal stores (followed by `sfence`, so that a later
+    /// store that publishes the copy is ordered after it). The stores bypass the caches:
+    /// the copy's lines are neither read for ownership nor left in this CPU's cache.
+    ///
+    /// # Safety
+    /// As [`fold`], `dst` not null and 64-byte aligned.
+    pub(crate) unsafe fn fold_streaming(crc: u32, dst: *mut u8, src: &[u8]) -> u32 {
+        debug_assert!(dst as usize % 64 == 0);
+        let crc = match level() {
+            Level::Zmm => kernel::<true, true>(crc, dst, src),
+            _ => kernel256::<true, true>(crc, dst, src),
+        };
+        _mm_sfence();
+        crc
     }
 
     #[inline]
     #[target_feature(enable = "avx512f,vpclmulqdq,pclmulqdq,sse4.2")]
-    unsafe fn kernel<const COPY: bool>(crc: u32, dst: *mut u8, src: &[u8]) -> u32 {
+    unsafe fn kernel<const COPY: bool, const STREAM: bool>(crc: u32, dst: *mut u8, src: &[u8]) -> u32 {
         debug_assert!(src.len() >= 64);
         let (mut s, mut d, mut rem) = (src.as_ptr(), dst, src.len());
         let wide = |k: (i64, i64)| _mm512_broadcast_i32x4(_mm_set_epi64x(k.1, k.0));
@@ -694,18 +755,18 @@ mod vpclmul {
         let mut z;
         if rem >= 256 {
             let k2048 = wide(K2048);
-            let mut z0 = _mm512_xor_si512(ld512::<COPY>(s, d, 0), init);
-            let mut z1 = ld512::<COPY>(s, d, 64);
-            let mut z2 = ld512::<COPY>(s, d, 128);
-            let mut z3 = ld512::<COPY>(s, d, 192);
+            let mut z0 = _mm512_xor_si512(ld512::<COPY, STREAM>(s, d, 0), init);
+            let mut z1 = ld512::<COPY, STREAM>(s, d, 64);
+            let mut z2 = ld512::<COPY, STREAM>(s, d, 128);
+            let mut z3 = ld512::<COPY, STREAM>(s, d, 192);
             s = s.add(256);
             d = d.wrapping_add(256);
             rem -= 256;
             while rem >= 256 {
-                z0 = fold512(z0, ld512::<COPY>(s, d, 0), k2048);
-                z1 = fold512(z1, ld512::<COPY>(s, d, 64), k2048);
-                z2 = fold512(z2, ld512::<COPY>(s, d, 128), k2048);
-                z3 = fold512(z3, ld512::<COPY>(s, d, 192), k2048);
+                z0 = fold512(z0, ld512::<COPY, STREAM>(s, d, 0), k2048);
+                z1 = fold512(z1, ld512::<COPY, STREAM>(s, d, 64), k2048);
+                z2 = fold512(z2, ld512::<COPY, STREAM>(s, d, 128), k2048);
+                z3 = fold512(z3, ld512::<COPY, STREAM>(s, d, 192), k2048);
                 s = s.add(256);
                 d = d.wrapping_add(256);
                 rem -= 256;
@@ -716,13 +777,13 @@ mod vpclmul {
             z = _mm512_ternarylogic_epi64(a, shift512(z2, k512), z3, 0x96);
         } else {
             // 64–255 bytes: one accumulator, 64 bytes per step.
-            z = _mm512_xor_si512(ld512::<COPY>(s, d, 0), init);
+            z = _mm512_xor_si512(ld512::<COPY, STREAM>(s, d, 0), init);
             s = s.add(64);
             d = d.wrapping_add(64);
             rem -= 64;
         }
         while rem >= 64 {
-            z = fold512(z, ld512::<COPY>(s, d, 0), k512);
+            z = fold512(z, ld512::<COPY, STREAM>(s, d, 0), k512);
             s = s.add(64);
             d = d.wrapping_add(64);
             rem -= 64;
@@ -816,15 +877,18 @@ mod vpclmul {
         _mm256_xor_si256(lo, hi)
     }
 
-    /// Loads 32 bytes at `s + off` and, when `COPY`, stores them at `d + off`.
+    /// Loads 32 bytes at `s + off` and, when `COPY`, stores them at `d + off`; with
+    /// `STREAM` as a non-temporal store.
     ///
     /// # Safety
-    /// Both ranges valid (`d` only when `COPY`).
+    /// Both ranges valid (`d` only when `COPY`); with `STREAM`, `d + off` 32-byte aligned.
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn ld256<const COPY: bool>(s: *const u8, d: *mut u8, off: usize) -> __m256i {
+    unsafe fn ld256<const COPY: bool, const STREAM: bool>(s: *const u8, d: *mut u8, off: usize) -> __m256i {
         let v = _mm256_loadu_si256(s.add(off).cast());
-        if COPY {
+        if COPY && STREAM {
+            _mm256_stream_si256(d.add(off).cast(), v);
+        } else if COPY {
             _mm256_storeu_si256(d.add(off).cast(), v);
         }
         v
@@ -837,7 +901,7 @@ mod vpclmul {
     /// # Safety
     /// [`level`] is at least [`Level::Ymm`]; `src.len() >= 32`; `dst` as in [`fold`].
     #[target_feature(enable = "avx2,vpclmulqdq,pclmulqdq,sse4.2")]
-    unsafe fn kernel256<const COPY: bool>(crc: u32, dst: *mut u8, src: &[u8]) -> u32 {
+    unsafe fn kernel256<const COPY: bool, const STREAM: bool>(crc: u32, dst: *mut u8, src: &[u8]) -> u32 {
         debug_assert!(src.len() >= 32);
         let (mut s, mut d, mut rem) = (src.as_ptr(), dst, src.len());
         let wide = |k: (i64, i64)| _mm256_broadcastsi128_si256(_mm_set_epi64x(k.1, k.0));
@@ -846,18 +910,18 @@ mod vpclmul {
         let mut z;
         if rem >= 128 {
             let k1024 = wide(K1024);
-            let mut z0 = _mm256_xor_si256(ld256::<COPY>(s, d, 0), init);
-            let mut z1 = ld256::<COPY>(s, d, 32);
-            let mut z2 = ld256::<COPY>(s, d, 64);
-            let mut z3 = ld256::<COPY>(s, d, 96);
+            let mut z0 = _mm256_xor_si256(ld256::<COPY, STREAM>(s, d, 0), init);
+            let mut z1 = ld256::<COPY, STREAM>(s, d, 32);
+            let mut z2 = ld256::<COPY, STREAM>(s, d, 64);
+            let mut z3 = ld256::<COPY, STREAM>(s, d, 96);
             s = s.add(128);
             d = d.wrapping_add(128);
             rem -= 128;
             while rem >= 128 {
-                z0 = fold256(z0, ld256::<COPY>(s, d, 0), k1024);
-                z1 = fold256(z1, ld256::<COPY>(s, d, 32), k1024);
-                z2 = fold256(z2, ld256::<COPY>(s, d, 64), k1024);
-                z3 = fold256(z3, ld256::<COPY>(s, d, 96), k1024);
+                z0 = fold256(z0, ld256::<COPY, STREAM>(s, d, 0), k1024);
+                z1 = fold256(z1, ld256::<COPY, STREAM>(s, d, 32), k1024);
+                z2 = fold256(z2, ld256::<COPY, STREAM>(s, d, 64), k1024);
+                z3 = fold256(z3, ld256::<COPY, STREAM>(s, d, 96), k1024);
                 s = s.add(128);
                 d = d.wrapping_add(128);
                 rem -= 128;
@@ -865,13 +929,13 @@ mod vpclmul {
             let a = _mm256_xor_si256(shift256(z0, wide(K768)), shift256(z1, wide(K512)));
             z = _mm256_xor_si256(_mm256_xor_si256(a, shift256(z2, k256)), z3);
         } else {
-            z = _mm256_xor_si256(ld256::<COPY>(s, d, 0), init);
+            z = _mm256_xor_si256(ld256::<COPY, STREAM>(s, d, 0), init);
             s = s.add(32);
             d = d.wrapping_add(32);
             rem -= 32;
         }
         while rem >= 32 {
-            z = fold256(z, ld256::<COPY>(s, d, 0), k256);
+            z = fold256(z, ld256::<COPY, STREAM>(s, d, 0), k256);
             s = s.add(32);
             d = d.wrapping_add(32);
             rem -= 32;
@@ -1010,6 +1074,24 @@ mod tests {
             assert_eq!(&dst[..la], a);
             assert_eq!(&dst[la..], b);
             assert_eq!(record_crc32c(0x1234, a, b), want, "{la}+{lb}");
+        }
+    }
+
+    #[test]
+    fn streaming_records_match_the_cached_copy() {
+        let data: Vec<u8> = (0..70_000u32).map(|i| (i * 131 + 17) as u8).collect();
+        // Destination offsets inside a line (ring payloads start 48 bytes into theirs),
+        // payloads below and above the aligning threshold, odd tails.
+        for off in [0usize, 1, 16, 48, 63] {
+            for (la, lb) in [(40, 0), (40, 100), (40, 511), (40, 512), (40, 575), (40, 4096), (40, 65_536 + 13), (7, 69_000)] {
+                let (a, b) = (&data[..la], &data[la..la + lb]);
+                let mut want_dst = vec![0u8; la + lb];
+                let want = copy_record_with_crc32c(0xbeef, &mut want_dst, a, b);
+                let mut buf = vec![0u8; la + lb + 64 + off];
+                let dst = &mut buf[off..off + la + lb];
+                assert_eq!(copy_record_with_crc32c_streaming(0xbeef, dst, a, b), want, "{off}: {la}+{lb}");
+                assert!(dst == &want_dst[..], "{off}: {la}+{lb}");
+            }
         }
     }
 
