@@ -334,12 +334,13 @@ impl Segment {
         let body = self.body(ch);
         // SAFETY: the header and `bytes` <= cap data bytes lie inside the slot; `dst` holds
         // `bytes` bytes (the caller's buffer of the broadcast's size).
-        let (head, data) = unsafe {
+        // The copy computes the CRC as it goes (one pass over the data, not two).
+        let checked = unsafe {
             let head = std::ptr::read_unaligned(body.cast::<[u8; frame::HEADER]>());
-            std::ptr::copy_nonoverlapping(body.add(frame::HEADER), dst, bytes);
-            (head, std::slice::from_raw_parts(dst.cast_const(), bytes))
+            let src = std::slice::from_raw_parts(body.add(frame::HEADER).cast_const(), bytes);
+            frame::copy_decode(&head, src, std::slice::from_raw_parts_mut(dst, bytes))
         };
-        frame::decode_parts(&head, data).is_ok_and(|h| h.seq == seq && h.root == root)
+        checked.is_ok_and(|h| h.seq == seq && h.root == root)
     }
 
     /// Copy the frame of broadcast `seq` out of channel `ch` into `out` if it is there and
@@ -601,8 +602,9 @@ impl Engine {
         if !(0..size).contains(&root) {
             return Ok(false);
         }
+        let crowded = self.host_crowded();
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        let picked = if spans { select::bcast_multicast(cfg, size, bytes) } else { select::bcast_channels(cfg, size, bytes) };
+        let picked = if spans { select::bcast_multicast(cfg, size, bytes) } else { select::bcast_channels(cfg, size, bytes, crowded) };
         if !picked {
             return Ok(false);
         }
@@ -650,6 +652,7 @@ impl Engine {
         }
         let Ok(c) = self.comm(comm) else { return Ok(false) };
         let (ctx, rank, size) = (c.ctx, c.rank, c.size());
+        let crowded = self.host_crowded();
         let Some(cfg) = self.coll.cfg.as_ref() else { return Ok(false) };
         if !self.coll.channels.ops.is_empty() || !self.coll.channels.waiting.is_empty() {
             // Behind broadcasts started as requests, perhaps on this communicator.
@@ -659,7 +662,7 @@ impl Engine {
             return Ok(false);
         }
         // The size first: the rule keeps small broadcasts on the tree by default.
-        if !select::bcast_channels(cfg, size, bytes) {
+        if !select::bcast_channels(cfg, size, bytes, crowded) {
             if select::bcast_multicast(cfg, size, bytes) {
                 return Ok(false);
             }
@@ -848,8 +851,9 @@ impl Engine {
         // The size first, before the communicator's placement: most MPI_Ibcasts are too
         // small for either rule, and this check is a fifth of their time.
         let Ok(size) = self.comm(comm).map(|c| c.size()) else { return Ok(None) };
+        let crowded = self.host_crowded();
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        if !select::bcast_channels(cfg, size, bytes) && !select::bcast_multicast(cfg, size, bytes) {
+        if !select::bcast_channels(cfg, size, bytes, crowded) && !select::bcast_multicast(cfg, size, bytes) {
             return Ok(None);
         }
         let Some((rank, size, ctx, spans)) = self.channel_target(comm) else { return Ok(None) };
@@ -863,7 +867,7 @@ impl Engine {
             return Ok(None);
         }
         let cfg = self.coll.cfg.get_or_insert_with(super::CollConfig::from_env);
-        let picked = if spans { select::bcast_multicast(cfg, size, bytes) } else { select::bcast_channels(cfg, size, bytes) };
+        let picked = if spans { select::bcast_multicast(cfg, size, bytes) } else { select::bcast_channels(cfg, size, bytes, crowded) };
         if !picked {
             return Ok(None);
         }

@@ -43,6 +43,10 @@ pub struct CollConfig {
     /// `STEADFAST_COLL_BCAST_LINEAR` (default 64): largest communicator on a host with more
     /// ranks than CPUs whose Bcast of small messages is linear.
     pub bcast_linear: usize,
+    /// `STEADFAST_COLL_BCAST_LINEAR_LONG` (default 4): largest communicator on a host with
+    /// more ranks than CPUs whose Bcast of [`BCAST_LINEAR_LONG_BYTES`] or more is linear
+    /// rather than through the channels ([`bcast_linear_long`]); 0 turns it off.
+    pub bcast_linear_long: usize,
     /// `STEADFAST_COLL_SCAN_LINEAR` (default 8): largest communicator whose Scan and Exscan
     /// of small vectors use the linear algorithm.
     pub scan_linear: usize,
@@ -115,6 +119,7 @@ impl Default for CollConfig {
             scan_segment: 64 << 10,
             reduce_linear: 8,
             bcast_linear: 64,
+            bcast_linear_long: 4,
             channel_min: 12288,
             channel_max: 1 << 20,
             channels: 16,
@@ -167,6 +172,7 @@ impl CollConfig {
             scan_segment: env_usize("STEADFAST_COLL_SCAN_SEGMENT", d.scan_segment),
             reduce_linear: env_usize("STEADFAST_COLL_REDUCE_LINEAR", d.reduce_linear),
             bcast_linear: env_usize("STEADFAST_COLL_BCAST_LINEAR", d.bcast_linear),
+            bcast_linear_long: env_usize("STEADFAST_COLL_BCAST_LINEAR_LONG", d.bcast_linear_long),
             channel_min: env_usize("STEADFAST_COLL_CHANNEL_MIN", d.channel_min),
             channel_max: env_usize("STEADFAST_COLL_CHANNEL_MAX", d.channel_max),
             channels: steadfast_config::parse_or("STEADFAST_COLL_CHANNELS", d.channels, "a number of channels").clamp(1, 1024),
@@ -277,13 +283,31 @@ pub fn bcast(cfg: &CollConfig, size: i32, bytes: usize, crowded: bool) -> Bcast 
         Some("scatter_allgather") if can_scatter => return Bcast::ScatterAllgather,
         _ => {}
     }
-    if crowded && size > 2 && size as usize <= cfg.bcast_linear && bytes <= BCAST_LINEAR_BYTES {
+    if bcast_linear_long(cfg, size, bytes, crowded)
+        || crowded && size > 2 && size as usize <= cfg.bcast_linear && bytes <= BCAST_LINEAR_BYTES
+    {
         Bcast::Linear
     } else if can_scatter && size >= 4 && bytes >= cfg.bcast_long && !crowded {
         Bcast::ScatterAllgather
     } else {
         Bcast::Binomial
     }
+}
+
+/// Smallest broadcast that [`bcast_linear_long`] sends linearly.
+pub const BCAST_LINEAR_LONG_BYTES: usize = 256 << 10;
+
+/// Whether a broadcast of `bytes` bytes on `size` ranks of a crowded host goes from the
+/// root to every rank instead of through the channels: from [`BCAST_LINEAR_LONG_BYTES`] on
+/// up to [`CollConfig::bcast_linear_long`] ranks. A channel broadcast is read only once
+/// its root wrote all of it, while the root's messages stream through the rings in 256
+/// KiB records that each receiver copies out as they come; with few receivers the root's
+/// extra copies cost less than that wait. OSU timing on 2 CPUs, medians of 5 alternating
+/// runs (2026-12-02), channels / linear / Open MPI, µs: 4 ranks 256 KiB 39 / 34 / 36,
+/// 512 KiB 84 / 56 / 68, 1 MiB 196 / 100 / 242, 128 KiB 16 / 20 / 18; on 8 ranks the
+/// channels win at every size (1 MiB 184 / 373 / 309).
+pub fn bcast_linear_long(cfg: &CollConfig, size: i32, bytes: usize, crowded: bool) -> bool {
+    crowded && size > 2 && size as usize <= cfg.bcast_linear_long && bytes >= BCAST_LINEAR_LONG_BYTES
 }
 
 /// Broadcasts one synchronization of the channel broadcast releases (`Config::sync_every`):
@@ -303,14 +327,16 @@ pub fn channel_sync(cfg: &CollConfig) -> u32 {
 /// point-to-point copy, pipelined through the ring, beats the slot's two copies (OSU timing,
 /// one CPU each: 16 KiB 0.78 µs against 1.15, 256 KiB 9.9 against 17.5, 1 MiB 29 against
 /// 120; MPI_Ibcast 1 MiB 56 against 252).
-pub fn bcast_channels(cfg: &CollConfig, size: i32, bytes: usize) -> bool {
+/// On a crowded host (`crowded`) large broadcasts on few ranks are linear instead
+/// ([`bcast_linear_long`]).
+pub fn bcast_channels(cfg: &CollConfig, size: i32, bytes: usize, crowded: bool) -> bool {
     if size < 2 || bytes == 0 || bytes > cfg.channel_slot {
         return false;
     }
     match cfg.forced("bcast") {
         Some("channels") => true,
         Some(_) => false,
-        None => size > 2 && (cfg.channel_min..=cfg.channel_max).contains(&bytes),
+        None => size > 2 && (cfg.channel_min..=cfg.channel_max).contains(&bytes) && !bcast_linear_long(cfg, size, bytes, crowded),
     }
 }
 
@@ -596,7 +622,9 @@ mod tests {
         let c = CollConfig::default();
         assert_eq!(bcast(&c, 4, 8, false), Bcast::Binomial);
         assert_eq!(bcast(&c, 4, 1 << 20, false), Bcast::ScatterAllgather);
-        assert_eq!(bcast(&c, 4, 1 << 20, true), Bcast::Binomial);
+        assert_eq!(bcast(&c, 4, 1 << 20, true), Bcast::Linear);
+        assert_eq!(bcast(&c, 4, (256 << 10) - 1, true), Bcast::Binomial);
+        assert_eq!(bcast(&c, 8, 1 << 20, true), Bcast::Binomial);
         assert_eq!(bcast(&c, 2, 1 << 20, false), Bcast::Binomial);
         // A crowded host: the root sends small messages to each of up to 64 ranks itself.
         assert_eq!(bcast(&c, 8, 8, true), Bcast::Linear);
@@ -620,16 +648,25 @@ mod tests {
         assert_eq!(alltoall(&c, 4, Some(8)), Alltoall::Linear);
         assert_eq!(alltoall(&c, 4, Some(1 << 20)), Alltoall::Pairwise);
         assert_eq!(reduce_scatter(&c, 4, 1 << 20, false), ReduceScatter::ReduceThenScatter);
-        assert!(!bcast_channels(&c, 4, 8));
-        assert!(!bcast_channels(&c, 4, 12287));
-        assert!(bcast_channels(&c, 4, 12288));
-        assert!(bcast_channels(&c, 8, 65536));
-        assert!(bcast_channels(&c, 8, 1 << 20));
-        assert!(!bcast_channels(&c, 8, (1 << 20) + 1));
-        assert!(!bcast_channels(&c, 1, 8));
-        assert!(!bcast_channels(&c, 2, 65536));
-        assert!(bcast_channels(&CollConfig { force: vec![("bcast".into(), "channels".into())], ..Default::default() }, 2, 65536));
-        assert!(!bcast_channels(&c, 4, 0));
+        assert!(!bcast_channels(&c, 4, 8, false));
+        assert!(!bcast_channels(&c, 4, 12287, false));
+        assert!(bcast_channels(&c, 4, 12288, false));
+        assert!(bcast_channels(&c, 8, 65536, false));
+        assert!(bcast_channels(&c, 8, 1 << 20, false));
+        assert!(!bcast_channels(&c, 8, (1 << 20) + 1, false));
+        assert!(!bcast_channels(&c, 1, 8, false));
+        assert!(!bcast_channels(&c, 2, 65536, false));
+        assert!(bcast_channels(&CollConfig { force: vec![("bcast".into(), "channels".into())], ..Default::default() }, 2, 65536, false));
+        assert!(!bcast_channels(&c, 4, 0, false));
+        // A crowded host: large broadcasts on up to 4 ranks are linear, not channels.
+        assert!(bcast_channels(&c, 4, (256 << 10) - 1, true));
+        assert!(!bcast_channels(&c, 4, 256 << 10, true));
+        assert_eq!(bcast(&c, 4, 256 << 10, true), Bcast::Linear);
+        assert_eq!(bcast(&c, 3, 1 << 20, true), Bcast::Linear);
+        assert!(bcast_channels(&c, 8, 1 << 20, true));
+        assert_eq!(bcast(&c, 4, 1 << 20, false), Bcast::ScatterAllgather);
+        let off = CollConfig { bcast_linear_long: 0, ..Default::default() };
+        assert!(bcast_channels(&off, 4, 1 << 20, true));
     }
 
     #[test]
@@ -648,11 +685,11 @@ mod tests {
         assert!(!bcast_multicast(&tree, 4, 8));
         let on = CollConfig { force: vec![("bcast".into(), "channels".into())], ..Default::default() };
         assert!(bcast_multicast(&on, 4, 8));
-        assert!(bcast_channels(&on, 4, 1 << 20));
-        assert!(!bcast_channels(&on, 4, (1 << 20) + 1));
+        assert!(bcast_channels(&on, 4, 1 << 20, false));
+        assert!(!bcast_channels(&on, 4, (1 << 20) + 1, false));
         assert!(!bcast_multicast(&on, 4, 65537));
         let off = CollConfig { force: vec![("bcast".into(), "binomial".into())], ..Default::default() };
-        assert!(!bcast_channels(&off, 4, 8));
+        assert!(!bcast_channels(&off, 4, 8, false));
     }
 
     #[test]

@@ -80,9 +80,16 @@ pub fn encode_into(out: &mut [u8], seq: Seq, root: Rank, data: &[u8], crc: bool)
     out[8..12].copy_from_slice(&root.to_le_bytes());
     out[12..16].copy_from_slice(&len.to_le_bytes());
     out[16..20].copy_from_slice(&flags.to_le_bytes());
-    let sum = if crc { checksum(&out[..20], data) } else { 0 };
-    out[20..HEADER].copy_from_slice(&sum.to_le_bytes());
-    out[HEADER..].copy_from_slice(data);
+    // The data's CRC in the same pass as its copy: a large broadcast's root makes one
+    // pass over the caller's buffer here, not two.
+    let (head, body) = out.split_at_mut(HEADER);
+    let sum = if crc {
+        steadfast_reliable::crc::copy_with_crc32c_append(steadfast_reliable::crc::crc32c(&head[..20]), body, data)
+    } else {
+        body.copy_from_slice(data);
+        0
+    };
+    head[20..].copy_from_slice(&sum.to_le_bytes());
 }
 
 /// The CRC32C of the first 20 header bytes followed by the data.
@@ -126,6 +133,36 @@ pub fn decode_parts(head: &[u8; HEADER], data: &[u8]) -> Result<Header, FrameErr
     })
 }
 
+/// [`decode_parts`] of a frame whose data is copied from `src` (where the root wrote it)
+/// into `dst` in the same pass that computes its CRC; `dst` then holds the bytes checked,
+/// damaged or not. Never panics whatever the bytes.
+///
+/// # Panics
+/// If `dst.len() != src.len()` (a caller bug, not a property of the frame).
+pub fn copy_decode(head: &[u8; HEADER], src: &[u8], dst: &mut [u8]) -> Result<Header, FrameError> {
+    let u32_at = |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
+    let (len, flags, sum) = (u32_at(12), u32_at(16), u32_at(20));
+    if src.len() != len as usize || (flags != 0 && flags != FLAG_CRC) {
+        dst.copy_from_slice(src);
+        return decode_parts(head, dst);
+    }
+    if flags == FLAG_CRC {
+        if steadfast_reliable::crc::copy_with_crc32c_append(steadfast_reliable::crc::crc32c(&head[..20]), dst, src) != sum {
+            return Err(FrameError::Crc);
+        }
+    } else {
+        dst.copy_from_slice(src);
+    }
+    let mut seq = [0u8; 8];
+    seq.copy_from_slice(&head[..8]);
+    Ok(Header {
+        seq: u64::from_le_bytes(seq),
+        root: u32_at(8),
+        len,
+        crc: flags == FLAG_CRC,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -164,6 +201,42 @@ mod tests {
         let mut f = encode(1, 0, b"abc", false);
         f[HEADER] ^= 1;
         assert_eq!(decode(&f).map(|h| h.seq), Ok(1));
+    }
+
+    #[test]
+    fn copying_decode_agrees_with_decode_and_copies_what_it_checked() {
+        // Sizes on both sides of the CRC kernels' thresholds; every frame intact, with a
+        // flipped data bit, header bit, unknown flag, and wrong length.
+        for len in [0usize, 5, 255, 256, 4096, 70_000] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 31 + 7) as u8).collect();
+            for crc in [true, false] {
+                let f = encode(9, 2, &data, crc);
+                let mut damaged = vec![f.clone()];
+                if len > 0 {
+                    let mut g = f.clone();
+                    g[HEADER + len / 2] ^= 0x10;
+                    damaged.push(g);
+                }
+                let mut g = f.clone();
+                g[3] ^= 1;
+                damaged.push(g);
+                let mut g = f.clone();
+                g[16] |= 2;
+                damaged.push(g);
+                for g in std::iter::once(f.clone()).chain(damaged) {
+                    let head: &[u8; HEADER] = g[..HEADER].try_into().unwrap();
+                    let mut dst = vec![0u8; g.len() - HEADER];
+                    assert_eq!(copy_decode(head, &g[HEADER..], &mut dst), decode(&g), "{len} {crc}");
+                    assert_eq!(dst, g[HEADER..]);
+                }
+                // The caller's buffer is one byte short of the header's length.
+                if len > 0 {
+                    let head: &[u8; HEADER] = f[..HEADER].try_into().unwrap();
+                    let mut dst = vec![0u8; len - 1];
+                    assert_eq!(copy_decode(head, &f[HEADER..HEADER + len - 1], &mut dst), Err(FrameError::Length));
+                }
+            }
+        }
     }
 
     #[test]
