@@ -470,6 +470,14 @@ pub enum Scan {
 /// Vectors up to this many bytes may take the linear scan.
 pub const SCAN_LINEAR_BYTES: usize = 16 << 10;
 
+/// On a crowded host, vectors up to this many bytes may take the linear scan; longer ones
+/// go along the chain. The last rank of the linear scan receives n - 1 vectors, each a
+/// message whose sender must be scheduled first; the chain moves each vector once. OSU
+/// timing on 2 CPUs (fastest of 3 batches, medians of 3 alternating rounds, 2026-12-02), linear
+/// against chain, 2 / 4 / 8 / 16 KiB: 8 ranks 9.9 / 16.0 / 27.4 / 42.4 µs against 15.1 /
+/// 14.1 / 21.6 / 25.4; 4 ranks 2.3 / 2.9 / 7.2 / 11.9 against 3.3 / 4.9 / 6.6 / 8.5.
+pub const SCAN_LINEAR_BYTES_CROWDED: usize = 4 << 10;
+
 /// Choose the scan algorithm: linear up to `STEADFAST_COLL_SCAN_LINEAR` ranks (default 8)
 /// for vectors up to [`SCAN_LINEAR_BYTES`], recursive doubling otherwise. Measured OSU-style
 /// on 2 CPUs (docs/collectives.md): 4-byte scan on 4 ranks 0.6-2 µs linear against 6-20 µs by
@@ -488,7 +496,8 @@ pub fn scan(cfg: &CollConfig, size: i32, bytes: usize, crowded: bool) -> Scan {
         Some("chain") => return Scan::Chain,
         _ => {}
     }
-    if size as usize <= cfg.scan_linear && bytes <= SCAN_LINEAR_BYTES {
+    let linear_max = if crowded { SCAN_LINEAR_BYTES_CROWDED } else { SCAN_LINEAR_BYTES };
+    if size as usize <= cfg.scan_linear && bytes <= linear_max {
         Scan::Linear
     } else if crowded {
         Scan::Chain
@@ -626,6 +635,12 @@ mod tests {
         assert_eq!(bcast(&c, 4, (256 << 10) - 1, true), Bcast::Binomial);
         assert_eq!(bcast(&c, 8, 1 << 20, true), Bcast::Binomial);
         assert_eq!(bcast(&c, 2, 1 << 20, false), Bcast::Binomial);
+        // Scan: linear up to 16 KiB, 4 KiB on a crowded host, then the chain there.
+        assert_eq!(scan(&c, 8, 16 << 10, false), Scan::Linear);
+        assert_eq!(scan(&c, 8, 16 << 10, true), Scan::Chain);
+        assert_eq!(scan(&c, 8, 4 << 10, true), Scan::Linear);
+        assert_eq!(scan(&c, 9, 8, true), Scan::Chain);
+        assert_eq!(scan(&c, 8, (16 << 10) + 1, false), Scan::RecursiveDoubling);
         // A crowded host: the root sends small messages to each of up to 64 ranks itself.
         assert_eq!(bcast(&c, 8, 8, true), Bcast::Linear);
         assert_eq!(bcast(&c, 4, BCAST_LINEAR_BYTES, true), Bcast::Linear);

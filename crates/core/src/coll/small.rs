@@ -341,10 +341,11 @@ impl Engine {
         }
         let bytes = t.packed_size(count);
         // The chain runs as a schedule (before a tag is taken: the schedule takes its own).
-        // Whether the host is crowded only matters where the linear scan is not taken, and
-        // finding out walks the group: small vectors on few ranks skip it.
+        // Whether the host is crowded only matters where the linear scan is not taken or the
+        // vector is too long for it on a crowded host, and finding out walks the group:
+        // small vectors on few ranks skip it.
         let mut algo = select::scan(self.small_cfg(), size, bytes, false);
-        if algo != select::Scan::Linear {
+        if algo != select::Scan::Linear || bytes > select::SCAN_LINEAR_BYTES_CROWDED && self.host_crowded() {
             let crowded = self.topo(comm)?.0.crowded;
             algo = select::scan(self.small_cfg(), size, bytes, crowded);
         }
