@@ -819,8 +819,8 @@ impl ShmPath {
         }
         let checksum = self.checksum.enabled();
         let stream = checksum && self.stores.stream(payload.len());
-        let may_time = checksum && !stream && self.stores.timed(payload.len());
-        let mut copy_nanos = 0u64;
+        let may_time = checksum && self.stores.timed(payload.len());
+        let mut copy_nanos = None;
         let timed;
         let o = self.outbound(peer)?;
         let size = o.ring.size as u64;
@@ -883,16 +883,13 @@ impl ShmPath {
             let body = std::slice::from_raw_parts_mut(p.add(REC_PREFIX), HDR_LEN + payload.len());
             let mut sums = (0, 0);
             if checksum {
+                let t0 = timed.then(Instant::now);
                 let (hcrc, crc) = if stream {
                     steadfast_reliable::crc::copy_record_with_crc32c_streaming(plen, body, hdr, payload)
-                } else if timed {
-                    let t0 = Instant::now();
-                    let r = steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload);
-                    copy_nanos = t0.elapsed().as_nanos() as u64;
-                    r
                 } else {
                     steadfast_reliable::crc::copy_record_with_crc32c(plen, body, hdr, payload)
                 };
+                copy_nanos = t0.map(|t| t.elapsed().as_nanos() as u64);
                 (p.add(8) as *mut u32).write(crc);
                 (p.add(12) as *mut u32).write(hcrc);
                 sums = (crc, hcrc);
@@ -940,10 +937,8 @@ impl ShmPath {
         o.tail += used;
         o.ring.tail().store(o.tail, Ordering::Release);
         ring_doorbell(&o.seg, !o.fence_free);
-        if stream {
-            self.stores.streamed_one();
-        } else if timed {
-            self.stores.cached_copy_took(payload.len(), copy_nanos);
+        if checksum {
+            self.stores.copied(payload.len(), stream, copy_nanos);
         }
         self.counters.packets_sent += 1;
         self.counters.bytes_sent += payload.len() as u64;

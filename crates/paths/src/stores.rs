@@ -10,28 +10,58 @@
 //! (non-temporal) stores send the record to memory instead, without reading its lines for
 //! ownership first, and the receiver reads it from memory: 75-90 µs in either state.
 //!
-//! So the sender times its cached copies of large records. Two slow ones in a row (below
-//! [`SLOW_BYTES_PER_NS`]) start a run of streamed records; after the run one record is
-//! copied cached again as a probe. A slow probe starts a run twice as long (up to
-//! [`MAX_RUN`], so that probes cost little while the state lasts); a fast one ends
-//! streaming. One slow copy alone (the process preempted in the middle of it, pages
-//! touched for the first time) does not switch. The choice is a state machine fed with
-//! sizes and durations; the path does the timing.
+//! So the sender times its copies of large records. Two cached copies in a row below
+//! [`SLOW_BYTES_PER_NS`] start a trial: the next [`TRIAL`] records are streamed and timed.
+//! Where they ran faster per byte than the two slow cached copies, a run of streamed
+//! records follows; after the run one record is copied cached again as a probe, and while
+//! it is still slow and slower than the run's copies, the next run is twice as long (up to
+//! [`MAX_RUN`], so that probes cost little while the state lasts). Otherwise the sender
+//! stays with cached stores and waits longer before its next trial (from [`FIRST_GAP`]
+//! large records, doubling to [`MAX_GAP`]): a machine whose streaming stores are slow
+//! keeps its cached ones.
+//!
+//! Measured per 256 KiB record: far-apart CPUs (above) cached 40-72 µs, streamed 8-18.
+//! Records that miss every cache anyway, a 1 MiB `MPI_Alltoall` on 4 ranks whose buffers
+//! and rings far exceed the caches, cached 28-44 µs, streamed 12-24: there it streams too,
+//! and neither gains nor loses (the receivers read from memory what the sender no longer
+//! reads for ownership: 1262-2125 µs cached against 1285-1793 streamed over six launches).
+//! Where the CPUs are near and the caches hold the records, cached copies run at 9-65 GB/s
+//! and no trial starts; streaming would lose there (`MPI_Isend` windows of 1-4 MiB: 30 %
+//! less bandwidth). One slow copy alone (the process preempted in the middle of it) does
+//! not start a trial. The sender sees only its own side: a slow state in which only the
+//! receiver's copies slow down goes unnoticed. The choice is a state machine fed with sizes
+//! and durations; the path does the timing.
 
 /// Records from this many payload bytes are timed and may be streamed: a copy this long
 /// (microseconds) dwarfs the clock reads, and smaller records stay hot in the caches.
 pub const MIN_BYTES: usize = 64 << 10;
 
 /// A cached copy below this speed (bytes per nanosecond, i.e. GB/s) counts as slow.
-/// Measured on the Zen 4 guest, 256 KiB records: 20-60 GB/s in the fast state, 2-5 in the
-/// slow one.
+/// Measured on the Zen 4 guest, 256 KiB records: 9-65 GB/s where the receiver's CPU is
+/// near, 3.6-6.5 where it is far, 6-9 where the records miss the caches.
 pub const SLOW_BYTES_PER_NS: u64 = 8;
 
-/// Streamed records after the first switch, before the first probe.
+/// Streaming wins where slow cached copies take more than this many times as long per byte
+/// as streamed ones. Not more than 1: a trial is two records, and in the slow state the
+/// first streamed records may still find their lines in the other CPU's cache. With 2,
+/// trials lost in 2 of 3 slow runs (4 MiB ping-pong 406-563 µs, against 190 where
+/// streaming took over).
+pub const RATIO: u64 = 1;
+
+/// Streamed records of a trial.
+pub const TRIAL: u32 = 2;
+
+/// Streamed records of the first run, before the first probe.
 pub const FIRST_RUN: u32 = 16;
 
 /// Longest run of streamed records between two probes.
 pub const MAX_RUN: u32 = 512;
+
+/// Large records after a trial that lost before the next trial; doubles with every loss.
+pub const FIRST_GAP: u32 = 64;
+
+/// Longest wait between two trials, in large records.
+pub const MAX_GAP: u32 = 4096;
 
 /// `STEADFAST_SHM_STORES`: how large ring records are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,68 +90,156 @@ impl StoreSetting {
 #[derive(Debug, Clone)]
 pub struct StoreChoice {
     setting: StoreSetting,
-    /// Slow cached copies in a row.
+    /// Slow cached copies in a row; the last one's nanoseconds and bytes, and the two that
+    /// started the current trial's together.
     slow_in_row: u32,
-    /// Records still to stream in the current run.
-    streaming_left: u32,
-    /// Length of the next run.
-    next_run: u32,
+    last_slow: (u64, u64),
+    /// Fast cached copies in a row.
+    fast_in_row: u32,
+    slow_cost: (u64, u64),
+    /// Streamed records still to come in the current trial, and in the current run.
+    trial_left: u32,
+    run_left: u32,
+    /// Nanoseconds and bytes of the streamed copies of the current trial or run.
+    stream_cost: (u64, u64),
     /// The next cached copy is the probe after a run.
     probing: bool,
+    /// Length of the next run.
+    next_run: u32,
+    /// Large cached records to go before another trial, and the wait after the next loss.
+    no_trial_for: u32,
+    gap: u32,
     /// Records streamed so far.
     pub streamed: u64,
     /// Runs started so far.
     pub runs: u64,
 }
 
+/// Whether copies of `slow` (nanoseconds, bytes) took more than [`RATIO`] times as long
+/// per byte as those of `fast`.
+fn ratio_exceeded(slow: (u64, u64), fast: (u64, u64)) -> bool {
+    fast.1 > 0 && slow.1 > 0 && u128::from(slow.0) * u128::from(fast.1) > u128::from(RATIO) * u128::from(fast.0) * u128::from(slow.1)
+}
+
 impl StoreChoice {
     pub fn new(setting: StoreSetting) -> StoreChoice {
-        StoreChoice { setting, slow_in_row: 0, streaming_left: 0, next_run: FIRST_RUN, probing: false, streamed: 0, runs: 0 }
+        StoreChoice {
+            setting,
+            slow_in_row: 0,
+            last_slow: (0, 0),
+            fast_in_row: 0,
+            slow_cost: (0, 0),
+            trial_left: 0,
+            run_left: 0,
+            stream_cost: (0, 0),
+            probing: false,
+            next_run: FIRST_RUN,
+            no_trial_for: 0,
+            gap: FIRST_GAP,
+            streamed: 0,
+            runs: 0,
+        }
     }
 
-    /// Whether to stream a record of `bytes` payload bytes. The sender reports a streamed
-    /// record with [`StoreChoice::streamed_one`]; a cached one that is [`StoreChoice::timed`]
-    /// with [`StoreChoice::cached_copy_took`].
+    /// Whether to stream a record of `bytes` payload bytes. The sender reports every record
+    /// of [`MIN_BYTES`] or more with [`StoreChoice::copied`], timed where
+    /// [`StoreChoice::timed`] says so.
     pub fn stream(&self, bytes: usize) -> bool {
         bytes >= MIN_BYTES
             && match self.setting {
                 StoreSetting::Cached => false,
                 StoreSetting::Streaming => true,
-                StoreSetting::Auto => self.streaming_left > 0,
+                StoreSetting::Auto => self.trial_left > 0 || self.run_left > 0,
             }
     }
 
-    /// A record was streamed.
-    pub fn streamed_one(&mut self) {
-        self.streamed += 1;
-        if self.streaming_left > 0 {
-            self.streaming_left -= 1;
-            self.probing = self.streaming_left == 0;
-        }
-    }
-
-    /// Whether a cached copy of `bytes` payload bytes is to be timed.
+    /// Whether the copy of a record of `bytes` payload bytes is to be timed.
     pub fn timed(&self, bytes: usize) -> bool {
         bytes >= MIN_BYTES && self.setting == StoreSetting::Auto
     }
 
-    /// A timed cached copy of `bytes` took `nanos`.
-    pub fn cached_copy_took(&mut self, bytes: usize, nanos: u64) {
-        let slow = (bytes as u64) < nanos.saturating_mul(SLOW_BYTES_PER_NS);
-        if !slow {
-            self.slow_in_row = 0;
-            self.next_run = FIRST_RUN;
-            self.probing = false;
+    /// A record of `bytes` payload bytes was copied, `streamed` or not, in `nanos`
+    /// (`None` where it was not timed: its pages were touched for the first time, or the
+    /// setting is fixed).
+    pub fn copied(&mut self, bytes: usize, streamed: bool, nanos: Option<u64>) {
+        if bytes < MIN_BYTES {
             return;
         }
-        self.slow_in_row += 1;
-        if self.probing || self.slow_in_row >= 2 {
-            self.streaming_left = self.next_run;
-            self.next_run = (self.next_run * 2).min(MAX_RUN);
-            self.slow_in_row = 0;
-            self.probing = false;
-            self.runs += 1;
+        self.streamed += u64::from(streamed);
+        if self.setting != StoreSetting::Auto {
+            return;
         }
+        let cost = (nanos.unwrap_or(0), if nanos.is_some() { bytes as u64 } else { 0 });
+        if streamed {
+            self.stream_cost = (self.stream_cost.0 + cost.0, self.stream_cost.1 + cost.1);
+            if self.trial_left > 0 {
+                self.trial_left -= 1;
+                if self.trial_left == 0 {
+                    if ratio_exceeded(self.slow_cost, self.stream_cost) {
+                        self.start_run();
+                    } else {
+                        self.lose();
+                    }
+                }
+            } else if self.run_left > 0 {
+                self.run_left -= 1;
+                self.probing = self.run_left == 0;
+            }
+            return;
+        }
+        let Some(nanos) = nanos else { return };
+        let slow = (bytes as u64) < nanos.saturating_mul(SLOW_BYTES_PER_NS);
+        if std::mem::take(&mut self.probing) {
+            if slow && ratio_exceeded(cost, self.stream_cost) {
+                self.start_run();
+            } else {
+                self.next_run = FIRST_RUN;
+                if slow {
+                    self.lose();
+                } else {
+                    self.gap = FIRST_GAP;
+                }
+            }
+            return;
+        }
+        self.no_trial_for = self.no_trial_for.saturating_sub(1);
+        if !slow {
+            self.slow_in_row = 0;
+            self.last_slow = (0, 0);
+            // A long stretch of fast copies: the conditions that lost the trials are gone.
+            self.fast_in_row += 1;
+            if self.fast_in_row >= FIRST_GAP {
+                self.gap = FIRST_GAP;
+            }
+            return;
+        }
+        self.fast_in_row = 0;
+        self.slow_in_row += 1;
+        // The trial compares with the two slow copies just before it.
+        let last = std::mem::replace(&mut self.last_slow, cost);
+        if self.slow_in_row >= 2 && self.no_trial_for == 0 {
+            self.slow_cost = (last.0 + cost.0, last.1 + cost.1);
+            self.trial_left = TRIAL;
+            self.stream_cost = (0, 0);
+        }
+    }
+
+    /// Streaming won: a run, each one twice as long as the last.
+    fn start_run(&mut self) {
+        self.run_left = self.next_run;
+        self.next_run = (self.next_run * 2).min(MAX_RUN);
+        self.stream_cost = (0, 0);
+        self.slow_in_row = 0;
+        self.last_slow = (0, 0);
+        self.runs += 1;
+    }
+
+    /// Streaming lost: cached stores, and a longer wait before the next trial.
+    fn lose(&mut self) {
+        self.no_trial_for = self.gap;
+        self.gap = (self.gap * 2).min(MAX_GAP);
+        self.slow_in_row = 0;
+        self.last_slow = (0, 0);
     }
 }
 
@@ -130,27 +248,31 @@ mod tests {
     use super::*;
 
     const BIG: usize = 256 << 10;
-    const FAST: u64 = 6_000; // 256 KiB in 6 µs: 44 GB/s
-    const SLOW: u64 = 80_000; // 3.3 GB/s
+    /// 256 KiB copy times, ns: near CPUs; far CPUs; a machine whose streaming stores are
+    /// slow, with cached copies slow enough for trials.
+    const FAST: u64 = 6_000;
+    const FAR_CACHED: u64 = 55_000;
+    const FAR_STREAMED: u64 = 13_000;
+    const MISS_CACHED: u64 = 36_000;
+    const MISS_STREAMED: u64 = 45_000;
 
-    /// Sends `n` records whose cached copies take `nanos`; returns how many were streamed.
-    fn send(c: &mut StoreChoice, n: u32, nanos: u64) -> u32 {
-        let mut streamed = 0;
+    /// Sends `n` records whose cached copies take `cached` ns and streamed ones `streamed`;
+    /// returns how many were streamed.
+    fn send(c: &mut StoreChoice, n: u32, cached: u64, streamed: u64) -> u32 {
+        let mut count = 0;
         for _ in 0..n {
-            if c.stream(BIG) {
-                c.streamed_one();
-                streamed += 1;
-            } else if c.timed(BIG) {
-                c.cached_copy_took(BIG, nanos);
-            }
+            let s = c.stream(BIG);
+            let nanos = if s { streamed } else { cached };
+            c.copied(BIG, s, c.timed(BIG).then_some(nanos));
+            count += u32::from(s);
         }
-        streamed
+        count
     }
 
     #[test]
     fn fast_copies_never_stream_and_small_records_are_not_timed() {
         let mut c = StoreChoice::new(StoreSetting::Auto);
-        assert_eq!(send(&mut c, 1000, FAST), 0);
+        assert_eq!(send(&mut c, 1000, FAST, FAR_STREAMED), 0);
         assert!(!c.timed(MIN_BYTES - 1));
         assert!(!c.stream(MIN_BYTES - 1));
     }
@@ -159,43 +281,106 @@ mod tests {
     fn one_slow_copy_alone_does_not_switch() {
         let mut c = StoreChoice::new(StoreSetting::Auto);
         for _ in 0..100 {
-            assert_eq!(send(&mut c, 1, SLOW) + send(&mut c, 1, FAST), 0);
+            assert_eq!(send(&mut c, 1, FAR_CACHED, FAR_STREAMED) + send(&mut c, 1, FAST, FAR_STREAMED), 0);
         }
     }
 
     #[test]
-    fn a_slow_state_streams_with_ever_rarer_probes_and_a_fast_probe_ends_it() {
+    fn untimed_copies_do_not_count() {
         let mut c = StoreChoice::new(StoreSetting::Auto);
-        // Two slow copies, then the first run.
-        assert_eq!(send(&mut c, 2, SLOW), 0);
-        assert_eq!(send(&mut c, FIRST_RUN, SLOW), FIRST_RUN);
+        for _ in 0..10 {
+            c.copied(BIG, false, None);
+        }
+        assert!(!c.stream(BIG));
+    }
+
+    #[test]
+    fn far_cpus_stream_with_ever_rarer_probes_and_a_fast_probe_ends_it() {
+        let mut c = StoreChoice::new(StoreSetting::Auto);
+        // Two slow cached copies, a trial, then the first run.
+        assert_eq!(send(&mut c, 2, FAR_CACHED, FAR_STREAMED), 0);
+        assert_eq!(send(&mut c, TRIAL + FIRST_RUN, FAR_CACHED, FAR_STREAMED), TRIAL + FIRST_RUN);
         // Each slow probe starts a run twice as long, up to MAX_RUN.
         let mut run = FIRST_RUN;
-        let mut cached = 0;
-        let mut streamed = 0;
+        let (mut cached, mut streamed) = (0, 0);
         for _ in 0..12 {
             run = (run * 2).min(MAX_RUN);
-            assert_eq!(send(&mut c, 1, SLOW), 0, "the probe is cached");
+            assert_eq!(send(&mut c, 1, FAR_CACHED, FAR_STREAMED), 0, "the probe is cached");
             cached += 1;
-            assert_eq!(send(&mut c, run, SLOW), run);
+            assert_eq!(send(&mut c, run, FAR_CACHED, FAR_STREAMED), run);
             streamed += run;
         }
         assert!(cached * 100 < streamed, "probes {cached} of {streamed}");
-        // The state ends: one fast probe, and nothing more is streamed.
-        assert_eq!(send(&mut c, 1, FAST), 0);
-        assert_eq!(send(&mut c, 1000, FAST), 0);
-        // A later slow state starts again with the first run's length.
-        assert_eq!(send(&mut c, 2, SLOW), 0);
-        assert_eq!(send(&mut c, FIRST_RUN + 1, SLOW), FIRST_RUN);
+        // The CPUs are near again: one fast probe, and nothing more is streamed.
+        assert_eq!(send(&mut c, 1, FAST, FAR_STREAMED), 0);
+        assert_eq!(send(&mut c, 1000, FAST, FAR_STREAMED), 0);
+        // Far again later: a trial and the first run's length.
+        assert_eq!(send(&mut c, 2, FAR_CACHED, FAR_STREAMED), 0);
+        assert_eq!(send(&mut c, TRIAL + FIRST_RUN + 1, FAR_CACHED, FAR_STREAMED), TRIAL + FIRST_RUN);
+    }
+
+    #[test]
+    fn slow_streaming_stays_cached_with_ever_rarer_trials() {
+        let mut c = StoreChoice::new(StoreSetting::Auto);
+        let streamed = send(&mut c, 20_000, MISS_CACHED, MISS_STREAMED);
+        assert_eq!(c.runs, 0);
+        assert!(streamed > 0 && streamed * 200 < 20_000, "{streamed} trial records");
+        // The CPUs move apart: streaming takes over after at most one gap.
+        let streamed = send(&mut c, MAX_GAP + 100, FAR_CACHED, FAR_STREAMED);
+        assert!(c.runs > 0 && streamed > 0, "{streamed}");
+        assert!(c.stream(BIG) || send(&mut c, 1, FAR_CACHED, FAR_STREAMED) == 0);
+    }
+
+    #[test]
+    fn a_run_ends_when_its_probe_is_slow_but_not_slow_enough() {
+        let mut c = StoreChoice::new(StoreSetting::Auto);
+        send(&mut c, 2 + TRIAL + FIRST_RUN, FAR_CACHED, 40_000);
+        assert_eq!(c.runs, 1);
+        // The probe is slow (7.5 GB/s), but faster than the run's copies.
+        assert_eq!(send(&mut c, 1, 35_000, 40_000), 0);
+        assert_eq!(send(&mut c, 50, MISS_CACHED, MISS_STREAMED), 0, "cached, no trial within the gap");
+    }
+
+    /// Seeded phases of near CPUs, far CPUs and slow streaming stores, with copy times
+    /// jittered by ±20 %: near phases stream at most what a run in progress has left; long
+    /// far phases stream most of their records past the wait; a trial and a run never
+    /// overlap.
+    #[test]
+    fn random_phases_keep_the_bounds() {
+        use rand::{Rng, SeedableRng};
+        for seed in 0..200u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let mut c = StoreChoice::new(StoreSetting::Auto);
+            for _ in 0..30 {
+                let kind = rng.gen_range(0..3);
+                let len = rng.gen_range(1..20_000u32);
+                let (cached, streamed) = [(FAST, FAR_STREAMED), (FAR_CACHED, FAR_STREAMED), (MISS_CACHED, MISS_STREAMED)][kind];
+                let mut count = 0;
+                for _ in 0..len {
+                    let jitter = |t: u64, rng: &mut rand_chacha::ChaCha8Rng| t * rng.gen_range(80..120) / 100;
+                    let (a, b) = (jitter(cached, &mut rng), jitter(streamed, &mut rng));
+                    count += send(&mut c, 1, a, b);
+                    assert!(c.trial_left == 0 || c.run_left == 0, "seed {seed}");
+                }
+                match kind {
+                    0 => assert!(count <= MAX_RUN, "seed {seed}: near phase streamed {count}"),
+                    // A far phase may first wait out the gap a miss phase left, and lose a
+                    // trial to the jitter once.
+                    1 if len > 3 * MAX_GAP => assert!(count * 2 > len - 2 * MAX_GAP, "seed {seed}: far phase of {len} streamed {count}"),
+                    _ => {}
+                }
+            }
+        }
     }
 
     #[test]
     fn fixed_settings_ignore_the_clock() {
         let mut c = StoreChoice::new(StoreSetting::Cached);
         assert!(!c.timed(BIG));
-        assert_eq!(send(&mut c, 100, SLOW), 0);
+        assert_eq!(send(&mut c, 100, FAR_CACHED, FAR_STREAMED), 0);
         let mut s = StoreChoice::new(StoreSetting::Streaming);
-        assert_eq!(send(&mut s, 100, FAST), 100);
+        assert_eq!(send(&mut s, 100, FAST, FAST), 100);
+        assert_eq!(s.streamed, 100);
         assert!(!s.stream(MIN_BYTES - 1));
     }
 
