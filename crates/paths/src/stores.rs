@@ -43,9 +43,9 @@ pub const SLOW_BYTES_PER_NS: u64 = 8;
 
 /// Streaming wins where slow cached copies take more than this many times as long per byte
 /// as streamed ones. Not more than 1: a trial is two records, and in the slow state the
-/// first streamed records may still find their lines in the other CPU's cache. With 2,
-/// trials lost in 2 of 3 slow runs (4 MiB ping-pong 406-563 µs, against 190 where
-/// streaming took over).
+/// first streamed records may still find their lines in the other CPU's cache. With 2, no
+/// launch of 50 streamed past a trial, and a slow one lost its trial (4 MiB ping-pong
+/// 406 µs, against 221-269 where streaming takes over).
 pub const RATIO: u64 = 1;
 
 /// Streamed records of a trial.
