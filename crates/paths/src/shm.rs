@@ -818,8 +818,11 @@ impl ShmPath {
             return Err(PathError::Shm(format!("payload {} exceeds packet limit {}", payload.len(), self.max_payload)));
         }
         let checksum = self.checksum.enabled();
-        let stream = checksum && self.stores.stream(payload.len());
-        let may_time = checksum && self.stores.timed(payload.len());
+        // Only checksummed records of MIN_BYTES or more are timed, streamed and reported:
+        // small messages skip the store choice altogether.
+        let large = checksum && payload.len() >= crate::stores::MIN_BYTES;
+        let stream = large && self.stores.stream(payload.len());
+        let may_time = large && self.stores.timed(payload.len());
         let mut copy_nanos = None;
         let timed;
         let o = self.outbound(peer)?;
@@ -937,7 +940,7 @@ impl ShmPath {
         o.tail += used;
         o.ring.tail().store(o.tail, Ordering::Release);
         ring_doorbell(&o.seg, !o.fence_free);
-        if checksum {
+        if large {
             self.stores.copied(payload.len(), stream, copy_nanos);
         }
         self.counters.packets_sent += 1;

@@ -110,19 +110,29 @@ pub fn decode(frame: &[u8]) -> Result<Header, FrameError> {
 /// [`decode`] of a frame whose header and data lie apart (a driver that copied the data
 /// straight to its destination); never panics whatever the bytes.
 pub fn decode_parts(head: &[u8; HEADER], data: &[u8]) -> Result<Header, FrameError> {
-    let u32_at = |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
+    check(head, data.len(), || checksum(&head[..20], data))
+}
+
+/// The header's word at byte `i`.
+fn u32_at(head: &[u8; HEADER], i: usize) -> u32 {
+    u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]])
+}
+
+/// Checks a header against `data_len` data bytes, asking `crc_of` for the CRC of header
+/// and data only where the frame carries one and its length is right.
+fn check(head: &[u8; HEADER], data_len: usize, crc_of: impl FnOnce() -> u32) -> Result<Header, FrameError> {
     let mut seq = [0u8; 8];
     seq.copy_from_slice(&head[..8]);
     let seq = u64::from_le_bytes(seq);
-    let (root, len, flags, sum) = (u32_at(8), u32_at(12), u32_at(16), u32_at(20));
-    if data.len() != len as usize {
+    let (root, len, flags, sum) = (u32_at(head, 8), u32_at(head, 12), u32_at(head, 16), u32_at(head, 20));
+    if data_len != len as usize {
         return Err(FrameError::Length);
     }
     if flags != 0 && flags != FLAG_CRC {
         return Err(FrameError::Flags);
     }
     let crc = flags == FLAG_CRC;
-    if crc && checksum(&head[..20], data) != sum {
+    if crc && crc_of() != sum {
         return Err(FrameError::Crc);
     }
     Ok(Header {
@@ -140,27 +150,16 @@ pub fn decode_parts(head: &[u8; HEADER], data: &[u8]) -> Result<Header, FrameErr
 /// # Panics
 /// If `dst.len() != src.len()` (a caller bug, not a property of the frame).
 pub fn copy_decode(head: &[u8; HEADER], src: &[u8], dst: &mut [u8]) -> Result<Header, FrameError> {
-    let u32_at = |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
-    let (len, flags, sum) = (u32_at(12), u32_at(16), u32_at(20));
-    if src.len() != len as usize || (flags != 0 && flags != FLAG_CRC) {
-        dst.copy_from_slice(src);
-        return decode_parts(head, dst);
-    }
-    if flags == FLAG_CRC {
-        if steadfast_reliable::crc::copy_with_crc32c_append(steadfast_reliable::crc::crc32c(&head[..20]), dst, src) != sum {
-            return Err(FrameError::Crc);
-        }
+    // The CRC is computed with the copy where `check` will ask for it: a frame that says
+    // it carries one and whose length is right.
+    let fused = u32_at(head, 16) == FLAG_CRC && src.len() == u32_at(head, 12) as usize;
+    let sum = if fused {
+        steadfast_reliable::crc::copy_with_crc32c_append(steadfast_reliable::crc::crc32c(&head[..20]), dst, src)
     } else {
         dst.copy_from_slice(src);
-    }
-    let mut seq = [0u8; 8];
-    seq.copy_from_slice(&head[..8]);
-    Ok(Header {
-        seq: u64::from_le_bytes(seq),
-        root: u32_at(8),
-        len,
-        crc: flags == FLAG_CRC,
-    })
+        0
+    };
+    check(head, src.len(), || sum)
 }
 
 #[cfg(test)]

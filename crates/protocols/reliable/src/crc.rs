@@ -115,15 +115,10 @@ pub fn copy_record_with_crc32c_streaming(word: u32, dst: &mut [u8], a: &[u8], b:
     #[cfg(target_arch = "x86_64")]
     {
         if b.len() >= ALIGN_MIN && vpclmul::available() {
-            // SAFETY: the CPU has the features; `dst` holds both parts, no overlap. The
-            // payload's first bytes up to a line boundary are stored normally, so the
-            // streaming stores are aligned; at least `ALIGN_MIN - 63` bytes remain.
+            // SAFETY: the CPU has the features; `dst` holds both parts, no overlap.
             unsafe {
                 let head = x86::copy_crc32c_short(x86::crc32c_u32(0, word), dst.as_mut_ptr(), a);
-                let d = dst.as_mut_ptr().add(a.len());
-                let lead = (d as usize).wrapping_neg() & 63;
-                let crc = x86::copy_crc32c_short(head, d, &b[..lead]);
-                return (head, vpclmul::fold_streaming(crc, d.add(lead), &b[lead..]));
+                return (head, copy_line_aligned::<true>(head, dst.as_mut_ptr().add(a.len()), b));
             }
         }
     }
@@ -260,16 +255,7 @@ unsafe fn copy_raw(crc: u32, dst: *mut u8, src: &[u8]) -> u32 {
             if src.len() < ALIGN_MIN {
                 return vpclmul::fold(crc, dst, src);
             }
-            // Align the destination to a cache line first: a 64-byte store that straddles
-            // two lines costs about twice one that does not (ring payloads start 48 bytes
-            // into their line), and stores, unlike loads, cannot be issued two per cycle.
-            let head = (dst as usize).wrapping_neg() & 63;
-            let crc = if head > 0 { x86::copy_crc32c_short(crc, dst, &src[..head]) } else { crc };
-            let (dst, src) = (dst.add(head), &src[head..]);
-            if src.len() >= VPCLMUL_MIN {
-                return vpclmul::fold(crc, dst, src);
-            }
-            return x86::copy_crc32c_sse42(crc, dst, src);
+            return copy_line_aligned::<false>(crc, dst, src);
         }
         // `is_x86_feature_detected!` caches its answer in an atomic: cheap per call.
         if std::arch::is_x86_feature_detected!("sse4.2") {
@@ -280,6 +266,29 @@ unsafe fn copy_raw(crc: u32, dst: *mut u8, src: &[u8]) -> u32 {
         }
     }
     copy_raw_portable(crc, dst, src)
+}
+
+/// [`copy_raw`] from [`ALIGN_MIN`] bytes on: the first bytes up to a cache-line boundary of
+/// `dst` in a short chain, the rest folded, with non-temporal stores when `STREAM`. A
+/// 64-byte store that straddles two lines costs about twice one that does not (ring
+/// payloads start 48 bytes into their line), and stores, unlike loads, cannot be issued two
+/// per cycle; streaming stores must be aligned.
+///
+/// # Safety
+/// As [`copy_raw`]; `src.len() >= ALIGN_MIN` and [`vpclmul::available`].
+#[cfg(target_arch = "x86_64")]
+unsafe fn copy_line_aligned<const STREAM: bool>(crc: u32, dst: *mut u8, src: &[u8]) -> u32 {
+    let head = (dst as usize).wrapping_neg() & 63;
+    let crc = if head > 0 { x86::copy_crc32c_short(crc, dst, &src[..head]) } else { crc };
+    let (dst, src) = (dst.add(head), &src[head..]);
+    // At least ALIGN_MIN - 63 bytes remain, past VPCLMUL_MIN.
+    if STREAM {
+        vpclmul::fold_streaming(crc, dst, src)
+    } else if src.len() >= VPCLMUL_MIN {
+        vpclmul::fold(crc, dst, src)
+    } else {
+        x86::copy_crc32c_sse42(crc, dst, src)
+    }
 }
 
 /// Portable fallback: a plain copy followed by a checksum of the (cache-hot) destination.
