@@ -575,6 +575,15 @@ fn build_net(job: &JobInfo, b: &mut dyn Bootstrap, cfg: &Config, stream_from: u6
     Ok(BuiltNet { net: built.path, pids, shm_peer, eager_limit })
 }
 
+/// The status a collective's receive request completes with (as [`Engine::coll_request_done`]
+/// gives a schedule's request): no source or tag, and a message shorter than the receive's
+/// count is MPI_ERR_COUNT — the ranks' counts differ.
+fn coll_recv_status(op: &Op, s: Status) -> Status {
+    let short = matches!(op, Op::Recv(spec) if s.bytes < spec.dtype.packed_size(spec.count) as u64);
+    let error = s.error.or(short.then_some(ErrorClass::Count));
+    Status { source: ANY_SOURCE, tag: ANY_TAG, error, bytes: 0, cancelled: false }
+}
+
 fn failed_status(peer: i32, tag: i32) -> Status {
     Status { source: peer, tag, error: Some(ErrorClass::ProcFailed), bytes: 0, cancelled: false }
 }
@@ -1379,7 +1388,7 @@ impl Engine {
         if matches!(r.op, Op::Send(_)) || r.send.sent.is_some() {
             return self.cancel_send(h);
         }
-        if r.complete || !r.recv.posted {
+        if r.complete || !r.recv.posted || r.recv.coll {
             return Ok(());
         }
         let ctx = r.recv.ctx;
@@ -2550,6 +2559,17 @@ impl Engine {
         }
     }
 
+    /// Make receive request `h` the whole of a nonblocking collective at this rank
+    /// ([`crate::request::RecvState::coll`]).
+    pub(crate) fn coll_recv_request(&mut self, h: Handle) {
+        if let Some(r) = self.st.reqs.get_mut(h) {
+            r.recv.coll = true;
+            if r.complete {
+                r.status = coll_recv_status(&r.op, r.status);
+            }
+        }
+    }
+
     /// A request standing for a collective: active (unless persistent) and not complete.
     pub(crate) fn coll_request(&mut self, persistent: bool) -> Handle {
         let mut r = Request::new(Op::Null, persistent);
@@ -2782,7 +2802,7 @@ impl State {
         self.events += 1;
         let Some(r) = self.reqs.get_mut(h) else { return };
         r.complete = true;
-        r.status = status;
+        r.status = if r.recv.coll { coll_recv_status(&r.op, status) } else { status };
         r.recv.posted = false;
         if r.send.bsend_reserved > 0 || r.send.owned.is_some() || r.freed {
             self.complete_rest(h);

@@ -94,6 +94,10 @@ pub struct RecvState {
     pub ctx: u32,
     /// Posted in the matcher (cancellable).
     pub posted: bool,
+    /// The whole of a nonblocking collective at this rank (a leaf of a small MPI_Ibcast,
+    /// `coll/small.rs`): it completes with a collective's status, reports a message shorter
+    /// than its count as MPI_ERR_COUNT as a schedule would, and is not cancelled.
+    pub coll: bool,
     /// Total length announced by the sender.
     pub expected: u64,
     /// Bytes arrived so far (rendezvous data).

@@ -1,7 +1,8 @@
 /* ranks: 2 3 4 5 7 8
  * timeout: 120
- * Small blocking Bcast, Allreduce, Reduce, Scatter and Gather take a path without schedules;
- * larger ones, and nonblocking ones, use schedules. This mixes them: every root, sizes from one element to
+ * Small blocking Bcast, Allreduce, Reduce, Scatter and Gather take a path without schedules,
+ * and so does a small Ibcast where the broadcast is linear; larger ones, and other
+ * nonblocking ones, use schedules. This mixes them: every root, sizes from one element to
  * past the eager limit, a nonblocking Iallreduce in flight around blocking calls, and ranks
  * with different eager limits (odd ranks set STEADFAST_EAGER_LIMIT=64 before MPI_Init), so
  * one side of a message may take the small path while the other builds a schedule.
@@ -37,6 +38,28 @@ int main(int argc, char **argv)
             for (int i = 0; i < n; i++)
                 if (a[i] != (root + k) * 1000.0 + i) {
                     CT_ERR("bcast n=%d root=%d: a[%d]=%g", n, root, i, a[i]);
+                    break;
+                }
+        }
+        /* Nonblocking broadcasts from every root, two in flight around a blocking one (small
+         * ones on a crowded host take a path without schedules too). */
+        for (int root = 0; root < ct_size; root++) {
+            int root2 = (root + 1) % ct_size;
+            fill(a, n, ct_rank == root ? root + k : -1);
+            fill(c, n, ct_rank == root2 ? root2 + 2 * k : -1);
+            MPI_Request two[2];
+            MPI_Status st[2];
+            MPI_Ibcast(a, n, MPI_DOUBLE, root, MPI_COMM_WORLD, &two[0]);
+            MPI_Ibcast(c, n, MPI_DOUBLE, root2, MPI_COMM_WORLD, &two[1]);
+            double w = ct_rank == root2 ? 7.0 + k : -1;
+            MPI_Bcast(&w, 1, MPI_DOUBLE, root2, MPI_COMM_WORLD);
+            if (MPI_Waitall(2, two, st) != MPI_SUCCESS)
+                CT_ERR("ibcast n=%d root=%d: Waitall failed", n, root);
+            if (w != 7.0 + k)
+                CT_ERR("bcast between ibcasts n=%d root=%d: %g", n, root2, w);
+            for (int i = 0; i < n; i++)
+                if (a[i] != (root + k) * 1000.0 + i || c[i] != (root2 + 2 * k) * 1000.0 + i) {
+                    CT_ERR("ibcast n=%d roots %d %d: [%d] = %g %g", n, root, root2, i, a[i], c[i]);
                     break;
                 }
         }

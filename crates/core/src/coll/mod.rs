@@ -320,8 +320,11 @@ impl Engine {
         // their broadcasts in call order, which MPI makes the same on every rank for
         // blocking and nonblocking collectives together. The tag stays reserved for the
         // messages should the communicator's first one find no segment.
-        if matches!(c, Coll::Bcast { .. }) {
+        if let Coll::Bcast { buf, root } = &c {
             if let Some(h) = self.ichannel(comm, &c, Some(tag))? {
+                return Ok(h);
+            }
+            if let Some(h) = self.ibcast_small(comm, buf, *root, tag)? {
                 return Ok(h);
             }
         }

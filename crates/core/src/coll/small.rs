@@ -127,6 +127,72 @@ impl Engine {
         mismatch.map_or(Ok(true), Err)
     }
 
+    /// MPI_Ibcast of a small contiguous buffer where the rule picks the linear broadcast (a
+    /// crowded host; on two ranks the binomial tree is the same): without a schedule, as
+    /// [`Engine::bcast_small`] runs MPI_Bcast. The root sends to every rank at once (eager
+    /// sends leave or queue without a request) and returns a completed request; any other
+    /// rank's request is its one receive ([`crate::request::RecvState::coll`]). Same tags,
+    /// peers and messages as [`super::bcast::linear`] under `tag`, so ranks that build the
+    /// schedule still match. None if the general path must run.
+    pub(crate) fn ibcast_small(&mut self, comm: Handle, b: &Buf, root: i32, tag: i32) -> MpiResult<Option<Handle>> {
+        if self.coordinated() {
+            return Ok(None);
+        }
+        let Some((rank, size, _, _)) = self.small_coll_target(comm, &b.dtype, b.count) else { return Ok(None) };
+        let bytes = b.dtype.packed_size(b.count);
+        if bytes == 0 || !(0..size).contains(&root) {
+            return Ok(None);
+        }
+        if size > 2 {
+            if !(self.host_crowded() && size as usize <= self.small_cfg().bcast_linear) {
+                return Ok(None);
+            }
+            let crowded = self.topo(comm)?.0.crowded;
+            if select::bcast(self.small_cfg(), size, bytes, crowded) != select::Bcast::Linear {
+                return Ok(None);
+            }
+        }
+        let tag = tag_of(tag, false, 0);
+        if rank == root {
+            let mut rest = Vec::new();
+            for i in 1..size {
+                let peer = (root + i) % size;
+                if !rest.is_empty() || !self.coll_send_now(comm, peer, false, tag, b.ptr, b.count, &b.dtype)? {
+                    rest.push(peer);
+                }
+            }
+            let h = self.coll_request(false);
+            if rest.is_empty() {
+                self.coll_request_done(h, None);
+                return Ok(Some(h));
+            }
+            // Not reached while the buffer is contiguous and within the eager limit; should
+            // a send need a request after all, the rest go through a schedule.
+            let mut s = self.coll.schedule();
+            s.reset(comm, tag);
+            for peer in rest {
+                s.send(peer, 0, b.ptr, b.count, &b.dtype);
+            }
+            s.round();
+            self.coll_launch(h, s)?;
+            return Ok(Some(h));
+        }
+        let (mut error, mut received) = (None, 0);
+        match self.coll_recv_or_post(comm, root, tag, b.ptr, b.count, b.dtype.clone(), &mut error, &mut received)? {
+            Some(h) => {
+                self.coll_recv_request(h);
+                Ok(Some(h))
+            }
+            None => {
+                // It had arrived and is copied: a completed request.
+                let h = self.coll_request(false);
+                let short = error.is_none() && received < bytes as u64;
+                self.coll_request_done(h, error.or(short.then_some(ErrorClass::Count)));
+                Ok(Some(h))
+            }
+        }
+    }
+
     /// Where a small linear Scatter or Gather applies: this rank's messages go from or to
     /// `at_root` at the root, which copies its own block to or from `local` (None: in
     /// place), and from or to `elsewhere` at the other ranks (None there is an error the
