@@ -281,15 +281,15 @@ unsafe fn copy_line_aligned<const STREAM: bool>(crc: u32, dst: *mut u8, src: &[u
     let head = (dst as usize).wrapping_neg() & 63;
     let crc = if head > 0 { x86::copy_crc32c_short(crc, dst, &src[..head]) } else { crc };
     let (dst, src) = (dst.add(head), &src[head..]);
-    // At least ALIGN_MIN - 63 bytes remain, past VPCLMUL_MIN.
+    // At least ALIGN_MIN - 63 bytes remain, past VPCLMUL_MIN (checked below).
     if STREAM {
         vpclmul::fold_streaming(crc, dst, src)
-    } else if src.len() >= VPCLMUL_MIN {
-        vpclmul::fold(crc, dst, src)
     } else {
-        x86::copy_crc32c_sse42(crc, dst, src)
+        vpclmul::fold(crc, dst, src)
     }
 }
+
+const _: () = assert!(ALIGN_MIN - 63 >= VPCLMUL_MIN, "aligned copies must stay long enough for the folding kernel");
 
 /// Portable fallback: a plain copy followed by a checksum of the (cache-hot) destination.
 ///
