@@ -318,6 +318,10 @@ pub struct Engine {
     /// The world rank this rank's wait is published to be for (see `set_awaiting`).
     pub(crate) awaiting: Option<u32>,
     chunk: usize,
+    /// Stream large messages in the path's pieces ([`Path::stream_piece`]) rather than in
+    /// `chunk`s: not where ranks outnumber CPUs, where sender and receiver seldom run at the
+    /// same time and smaller pieces only add packets.
+    pieces: bool,
     next_ctx: u32,
     messages: Slab<ProbedMessage>,
     /// Bytes of the attached Bsend buffer (0 = none).
@@ -653,6 +657,7 @@ impl Engine {
         if oversubscribed && !eager_set && eng.net.is_some() {
             eng.room_eager = OVERSUBSCRIBED_EAGER.min(eng.chunk);
         }
+        eng.pieces = !oversubscribed;
         // Waits that yield at once (ranks outnumber CPUs): a wait for one rank that runs on
         // another CPU and owes this one its message polls on a little instead (see
         // `peer_spin`).
@@ -752,6 +757,7 @@ impl Engine {
             peer_spin: 0,
             awaiting: None,
             chunk,
+            pieces: true,
             next_ctx: 4,
             messages: Slab::default(),
             bsend_capacity: 0,
@@ -1752,8 +1758,9 @@ impl Engine {
                         let held = net.holds_references(peer);
                         let fin_to = if held { sreq.0.wrapping_add(1) } else { 0 };
                         let mut full = false;
+                        let piece = if self.pieces { net.stream_piece(peer, *len).clamp(1, chunk) } else { chunk };
                         while *off < *len {
-                            let n = (*len - *off).min(chunk);
+                            let n = (*len - *off).min(piece);
                             let hdr = self.st.door.control(Kind::Data, 0, 0, 0, *off as u64, *rreq, fin_to);
                             // SAFETY: the send request keeps its buffer valid until complete,
                             // which with `held` is only once the receiver answered FIN.

@@ -89,6 +89,13 @@ impl Path for CompositePath {
         }
     }
 
+    fn stream_piece(&self, peer: u32, len: usize) -> usize {
+        match self.via.get(peer as usize).copied().flatten() {
+            Some(i) => self.parts[i].1.stream_piece(peer, len).min(self.max_payload),
+            None => self.max_payload,
+        }
+    }
+
     fn room(&self, peer: u32) -> usize {
         match self.via.get(peer as usize).copied().flatten() {
             Some(i) => self.parts[i].1.room(peer),

@@ -234,6 +234,12 @@ pub trait Path: Send {
     fn poll(&mut self, sink: &mut dyn PacketSink) -> Result<usize, PathError>;
     /// Largest payload a single packet may carry on this path.
     fn max_payload(&self) -> usize;
+    /// Payload bytes of each piece a message of `len` bytes is streamed to `peer` in, where
+    /// sender and receiver run at the same time (at most [`Path::max_payload`]): smaller
+    /// pieces let the receiver start copying out sooner, larger ones cost fewer packets.
+    fn stream_piece(&self, _peer: u32, _len: usize) -> usize {
+        self.max_payload()
+    }
     /// Sleep until something may have arrived for this rank, or `timeout` passes.
     fn wait(&mut self, timeout: Duration) -> Result<(), PathError>;
     /// As [`Path::wait`], but no sleep when `ready` says something this path does not

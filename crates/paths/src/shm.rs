@@ -92,6 +92,15 @@ const REC_NO_CRC: u32 = 1 << 31;
 const FUSED_CHECK_MIN: usize = 256;
 /// Rendezvous payloads at least this long are kept by reference, not copied, for repair.
 const SHADOW_REF_MIN: usize = 4096;
+/// A message streamed through a ring goes in about this many pieces, none smaller than
+/// [`STREAM_PIECE_MIN`] (nor larger than a record may be): the receiver copies a piece out
+/// while the sender copies the next one in, so a ping-pong waits for one piece's copy
+/// beyond the sender's, not the whole message's. Two ranks, ping-pong of 64 KiB, 256 KiB
+/// and 1 MiB: 8.3-8.7, 26.5-27.4 and 96-98 µs in quarter-ring pieces (256 KiB), 6.6-6.8,
+/// 17.1-17.3 and 83-89 in sixteenths. Streaming 1 MiB messages lost 6 % (7.3-7.6 GB/s
+/// against 6.9-7.1); in pieces of 16 KiB throughout, 15 %.
+const STREAM_PIECES: usize = 16;
+const STREAM_PIECE_MIN: usize = 16 << 10;
 /// Second word of a skip record (a data record holds its exact payload length there).
 const SKIP: u32 = u32::MAX;
 /// Records of up to [`HOT_RECORD_MAX`] bytes stay in the first `HOT_WINDOW` bytes of a ring
@@ -1153,6 +1162,10 @@ impl Path for ShmPath {
 
     fn max_payload(&self) -> usize {
         self.max_payload
+    }
+
+    fn stream_piece(&self, _peer: u32, len: usize) -> usize {
+        (len / STREAM_PIECES).clamp(STREAM_PIECE_MIN, self.max_payload)
     }
 
     fn wait(&mut self, timeout: Duration) -> Result<(), PathError> {
