@@ -39,7 +39,7 @@ const TUNABLES: &[(&str, &str, &str)] = &[
     ("STEADFAST_EAGER_LIMIT", "16 KiB shm, 64 KiB tcp", "largest message sent eagerly (more ranks than CPUs: shm up to 64 KiB while the ring has room)"),
     ("STEADFAST_SHM_RING", "128 MiB / ranks², 128 KiB–2 MiB (less, down to 4 KiB, when half the free space of `/dev/shm` holds no more)", "bytes per sender→receiver shared-memory ring (large messages stream through it in quarter-ring chunks of at most 256 KiB)"),
     ("STEADFAST_SHM_STORES", "auto", "how shm ring records of 64 KiB and more are written: cached, streaming (non-temporal stores), or auto (streaming while timed cached copies run below 8 GB/s and slower than streamed ones)"),
-    ("STEADFAST_CMA", "0", "1: single-copy process_vm_readv for large shm messages instead of the pipelined copy through the ring (measured about half as fast here)"),
+    ("STEADFAST_CMA", "unset", "single-copy process_vm_readv for large shm messages: 1 for every one, 0 for none; unset, only for the root's blocks of a linear Scatter (and of a linear Bcast where this host's single copy is fast), the rest through the pipelined copy through the ring"),
     ("STEADFAST_SPIN", "2000 (0 when ranks outnumber CPUs)", "idle progress polls before yielding the CPU"),
     ("STEADFAST_YIELDS", "20", "sched_yield rounds before sleeping on a futex / in poll"),
     ("STEADFAST_PEER_SPIN", "10", "where waits yield at once: polls a wait for one rank makes before each yield while that rank runs on another CPU"),

@@ -23,10 +23,12 @@ pub struct Config {
     pub peer_spin: u32,
     /// `STEADFAST_SLEEP_MS`: longest single sleep while blocked (default 100 ms).
     pub sleep: Duration,
-    /// `STEADFAST_CMA`: 1 to move large messages between ranks of one host with a single
-    /// `process_vm_readv` copy (default 0: the pipelined copy through the shared ring, which
-    /// both ranks' CPUs share, measured faster at every size on the test machine).
-    pub cma: bool,
+    /// `STEADFAST_CMA`: 1 to move every large message between ranks of one host with a
+    /// single `process_vm_readv` copy, 0 never to. Unset: the pipelined copy through the
+    /// shared ring, which both ranks' CPUs share, except for the root's messages of a linear
+    /// Scatter or Bcast, read by their receivers, where this host's single copy is fast
+    /// (see [`steadfast_paths::cma::fast_here`]).
+    pub cma: Option<bool>,
     /// Path settings (parsed by `steadfast_paths::setup`):
     /// - `STEADFAST_CHECKSUM`: `crc32c` (default) or `none`, for every path or per path
     ///   (`udp=crc32c,shm=none`): end-to-end CRC32C of frames and ring records.
@@ -60,7 +62,7 @@ impl Config {
             yields: parse_or("STEADFAST_YIELDS", 20, "a count"),
             peer_spin: parse_or("STEADFAST_PEER_SPIN", 10, "a count"),
             sleep: Duration::from_millis(parse_or("STEADFAST_SLEEP_MS", 100, "milliseconds")),
-            cma: parse_or::<u32>("STEADFAST_CMA", 0, "0 or 1") != 0,
+            cma: parse::<u32>("STEADFAST_CMA", "0 or 1").map(|v| v != 0),
             paths: steadfast_paths::setup::Settings {
                 checksum: lookup("STEADFAST_CHECKSUM"),
                 faults: lookup("STEADFAST_FAULTS"),

@@ -230,6 +230,13 @@ struct State {
     loopback: VecDeque<(RawHeader, Vec<u8>)>,
     pids: Vec<u32>,
     cma_ok: Vec<bool>,
+    /// `STEADFAST_CMA=1`: every rendezvous message to a rank of this host is read with a
+    /// single copy; otherwise only where `single_copy_send` asks for it.
+    cma_always: bool,
+    /// Set by a schedule while it starts the root's sends of a linear Scatter or Bcast: one
+    /// process would otherwise copy every block into the rings while the receivers wait;
+    /// with a single copy each receiver reads its own (see `Engine::single_copy`).
+    pub(crate) single_copy_send: crate::coll::sched::SingleCopy,
     events: u64,
     dropped: u64,
     /// Headers, identities, incarnations, determinants and the interposition hook.
@@ -642,7 +649,9 @@ impl Engine {
         }
         let ft = ft.start(boot.as_mut())?;
         let run_through = job.as_ref().is_some_and(|j| j.run_through);
-        let cma_enabled = cfg.cma && job.as_ref().is_some_and(|j| j.path == PathKind::Shm);
+        // Receivers take single-copy announcements unless turned off; senders make them as
+        // `STEADFAST_CMA` says (see `State::cma_always`, `single_copy_send`).
+        let cma_enabled = cfg.cma != Some(false) && job.as_ref().is_some_and(|j| j.path == PathKind::Shm);
         let cma_ok: Vec<bool> = shm_peer.iter().map(|&s| s && cma_enabled).collect();
         let incarnation = job.as_ref().map_or(0, |j| j.incarnation);
         let relaunch = job.as_ref().is_some_and(|j| j.relaunch);
@@ -685,6 +694,7 @@ impl Engine {
     /// I/O is done here, so a test can hand it an in-memory path (`crates/core/tests/bed`).
     pub fn assemble(parts: Parts) -> Engine {
         let Parts { rank, size, incarnation, cfg, net, boot, ft, run_through, relaunch, pids, cma_ok, eager_limit } = parts;
+        let cma_always = cfg.cma == Some(true);
         let chunk = net.as_ref().map_or(1 << 20, |n| n.max_payload());
         let eager_limit = eager_limit.min(chunk);
         // Single-copy reads are checked and damaged as the shm path's records are.
@@ -701,6 +711,8 @@ impl Engine {
             loopback: VecDeque::new(),
             pids,
             cma_ok,
+            cma_always,
+            single_copy_send: crate::coll::sched::SingleCopy::No,
             events: 0,
             dropped: 0,
             last_sent: None,
@@ -1204,7 +1216,7 @@ impl Engine {
             }
             self.st.complete(h, Status { source: PROC_NULL, tag: s.tag, error: None, bytes: 0, cancelled: false });
         } else {
-            let cma = self.st.cma_ok[peer as usize];
+            let cma = self.st.cma_ok[peer as usize] && (self.st.cma_always || self.single_copy());
             let mut flags = if cma || peer == self.rank { FLAG_CMA } else { 0 };
             // A single-copy read bypasses the ring and its records' checksums: the data's
             // own CRC32C goes with the announcement for the receiver to check its copy.
@@ -2427,6 +2439,24 @@ impl Engine {
         self.wait(h)?;
         self.release(h);
         Ok(())
+    }
+
+    /// Whether the send being started is read by its receiver with a single copy because a
+    /// collective asked for it (`State::single_copy_send`): not in the fault-tolerance
+    /// modes that keep, replay or cut messages (their data passes the rings).
+    fn single_copy(&self) -> bool {
+        use crate::coll::sched::SingleCopy;
+        let asked = match self.st.single_copy_send {
+            SingleCopy::No => return false,
+            SingleCopy::Yes => true,
+            SingleCopy::WhereFast => steadfast_paths::cma::fast_here(),
+        };
+        asked && !self.st.logging && self.coord.is_none() && !self.st.ft.run_through
+    }
+
+    /// See `State::single_copy_send`.
+    pub(crate) fn set_single_copy_send(&mut self, how: crate::coll::sched::SingleCopy) {
+        self.st.single_copy_send = how;
     }
 
     /// Nonblocking send on the collective context of `c`.

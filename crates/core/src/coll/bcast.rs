@@ -144,6 +144,7 @@ pub fn binomial(s: &mut Schedule, rank: i32, size: i32, root: i32, buf: *mut u8,
 /// Linear: the root sends to every other rank in one round.
 pub fn linear(s: &mut Schedule, rank: i32, size: i32, root: i32, buf: *mut u8, count: usize, t: &TypeRef) {
     if rank == root {
+        s.single_copy = super::sched::SingleCopy::WhereFast;
         for i in 1..size {
             s.send((root + i) % size, 0, buf, count, t);
         }

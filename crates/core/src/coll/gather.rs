@@ -34,6 +34,7 @@ pub fn gatherv(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<&
 pub fn scatterv(s: &mut Schedule, rank: i32, size: i32, root: i32, send: &VBuf, recv: Option<&Buf>) -> MpiResult<()> {
     let t = &send.dtype;
     if rank == root {
+        s.single_copy = super::sched::SingleCopy::Yes;
         for i in 0..size as usize {
             if i as i32 != root {
                 s.send(i as i32, 0, send.ptr.wrapping_offset(send.displs[i] * t.extent), send.counts[i], t);

@@ -47,6 +47,20 @@ pub enum Step {
     Round,
 }
 
+/// Whether a schedule's large sends are read by their receivers with a single copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SingleCopy {
+    /// Through the rings, as any message.
+    No,
+    /// Where the host allows cross-memory reads: one process would otherwise copy every
+    /// block into the rings while the receivers wait (a Scatter's root). Measured faster on
+    /// every machine tried (docs/performance.md).
+    Yes,
+    /// Only where this host's single copy is fast (`steadfast_paths::cma::fast_here`): a
+    /// linear Bcast's root, whose one buffer every receiver reads and checks.
+    WhereFast,
+}
+
 /// A collective ready to run (or running).
 pub struct Schedule {
     /// Communicator the traffic goes over.
@@ -60,6 +74,9 @@ pub struct Schedule {
     /// While set, [`Schedule::send`] and [`Schedule::recv`] address the local group of an
     /// intercommunicator (so intracommunicator algorithms can run inside one group).
     pub local: bool,
+    /// Whether the receivers of this schedule's sends read them with a single copy (a
+    /// linear Scatter's or Bcast's root; see `State::single_copy_send`).
+    pub single_copy: SingleCopy,
     temps: Vec<Vec<u8>>,
     spare: Vec<Vec<u8>>,
     // Execution state.
@@ -105,6 +122,7 @@ impl Default for Schedule {
             steps: Vec::new(),
             red: None,
             local: false,
+            single_copy: SingleCopy::No,
             temps: Vec::new(),
             spare: Vec::new(),
             pc: 0,
@@ -437,7 +455,10 @@ impl Engine {
                             if self.coll_send_now(s.comm, *peer, *local, tag, *buf, count, dtype)? {
                                 continue;
                             }
-                            self.coll_isend_typed(s.comm, *peer, *local, tag, *buf, count, dtype.clone())?
+                            self.set_single_copy_send(s.single_copy);
+                            let h = self.coll_isend_typed(s.comm, *peer, *local, tag, *buf, count, dtype.clone());
+                            self.set_single_copy_send(SingleCopy::No);
+                            h?
                         }
                         _ => continue,
                     };
