@@ -2448,8 +2448,13 @@ impl Engine {
     /// collective asked for it (`State::single_copy_send`): not in the fault-tolerance
     /// modes that keep, replay or cut messages (their data passes the rings).
     fn single_copy(&self) -> bool {
+        self.single_copy_usable(self.st.single_copy_send)
+    }
+
+    /// Whether a send a collective marks `how` would be read with a single copy.
+    pub(crate) fn single_copy_usable(&self, how: crate::coll::sched::SingleCopy) -> bool {
         use crate::coll::sched::SingleCopy;
-        let asked = match self.st.single_copy_send {
+        let asked = match how {
             SingleCopy::No => return false,
             SingleCopy::Yes => true,
             SingleCopy::WhereFast => steadfast_paths::cma::fast_here(),

@@ -1,6 +1,7 @@
 /* ranks: 1 2 3 4 5 8
  * timeout: 120
- * Alltoall (small blocks: Bruck on 8 ranks; medium; 40000-int blocks: pairwise),
+ * Alltoall (small blocks: Bruck on 8 ranks; medium; 40000-int blocks: pairwise; 70000-int
+ * blocks: linear, read with a single copy where the host runs more ranks than CPUs),
  * Alltoallv with uneven counts and gaps, Alltoallw with byte displacements and mixed
  * types, each with MPI_IN_PLACE, nonblocking, persistent and _c forms.
  */
@@ -124,10 +125,10 @@ static void alltoallw(int form)
 int main(int argc, char **argv)
 {
     ct_init(&argc, &argv, "alltoall");
-    sb = malloc(sizeof(int) * 40000 * 8 + 64);
-    rb = malloc(sizeof(int) * 40000 * 8 + 64);
-    static const int ns[] = {0, 1, 2, 100, 40000};
-    for (int k = 0; k < 5; k++)
+    sb = malloc(sizeof(int) * 70000 * 8 + 64);
+    rb = malloc(sizeof(int) * 70000 * 8 + 64);
+    static const int ns[] = {0, 1, 2, 100, 40000, 70000};
+    for (int k = 0; k < 6; k++)
         for (int f = 0; f < 4; f++)
             alltoall(ns[k], f);
     for (int f = 0; f < 3; f++)

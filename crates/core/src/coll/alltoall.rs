@@ -11,7 +11,10 @@ use crate::error::MpiResult;
 type Block = (*mut u8, usize, TypeRef);
 
 /// MPI_Alltoall.
-pub fn alltoall(s: &mut Schedule, rank: i32, size: i32, send: Option<&Buf>, recv: &Buf, cfg: &CollConfig) -> MpiResult<()> {
+///
+/// `single_copy`: this rank's large blocks may be read with a fast single copy on a crowded
+/// host (see `select::alltoall_single_copy`).
+pub fn alltoall(s: &mut Schedule, rank: i32, size: i32, send: Option<&Buf>, recv: &Buf, cfg: &CollConfig, single_copy: bool) -> MpiResult<()> {
     let block = recv.dtype.packed_size(recv.count);
     if block == 0 {
         return Ok(());
@@ -22,6 +25,20 @@ pub fn alltoall(s: &mut Schedule, rank: i32, size: i32, send: Option<&Buf>, recv
     }
     let r = uniform(recv, size);
     let sv = send.map(|b| uniform(b, size));
+    if single_copy && select::alltoall_single_copy(cfg, block) {
+        // Every rank still sends each other rank one message with the same tag, so ranks
+        // that decided otherwise (pairwise, through the rings) exchange with this one.
+        s.single_copy = super::sched::SingleCopy::Yes;
+        let rb = |j: usize| (r.ptr.wrapping_offset(r.displs[j] * r.dtype.extent), r.counts[j], r.dtype.clone());
+        match sv.as_ref() {
+            Some(sv) => {
+                let sb = |j: usize| (sv.ptr.wrapping_offset(sv.displs[j] * sv.dtype.extent), sv.counts[j], sv.dtype.clone());
+                exchange(s, rank, size, &sb, &rb, select::Alltoall::Linear);
+            }
+            None => in_place(s, rank, size, &rb, select::Alltoall::Linear),
+        }
+        return Ok(());
+    }
     alltoallv(s, rank, size, sv.as_ref(), &r, cfg, Some(block))
 }
 

@@ -128,6 +128,10 @@ pub struct Topo {
     /// rules may depend on it. There a rank waiting for a CPU is the cost that matters, and
     /// algorithms that trade more data moved for parallel work lose (`select::reduce`).
     pub crowded: bool,
+    /// Large blocks of this rank's sends may be read by their receivers with a fast single
+    /// copy (`Engine::single_copy`, `SingleCopy::WhereFast`): a rule may depend on it only
+    /// where ranks that disagree still exchange the same messages.
+    pub single_copy: bool,
 }
 
 /// A persistent collective: the call it repeats and its tag.
@@ -201,7 +205,8 @@ impl Engine {
     fn topo(&self, comm: Handle) -> MpiResult<(Topo, u32)> {
         let c = self.comm(comm)?;
         let crowded = c.remote.is_none() && self.crowded_host(&c.group);
-        Ok((Topo { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.len() as i32), crowded }, c.ctx))
+        let single_copy = self.single_copy_usable(crate::coll::sched::SingleCopy::WhereFast);
+        Ok((Topo { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.len() as i32), crowded, single_copy }, c.ctx))
     }
 
     /// Whether the world ranks `group` are all on this host and it runs more ranks of the
@@ -581,7 +586,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         }
         Coll::Alltoall { send, recv } => {
             refuse_unequal(s, send.as_ref(), recv.dtype.packed_size(recv.count));
-            alltoall::alltoall(s, rank, size, send.as_ref(), recv, cfg)
+            alltoall::alltoall(s, rank, size, send.as_ref(), recv, cfg, t.crowded && t.single_copy)
         }
         Coll::Alltoallv { send, recv } => {
             check_v(recv, size, true)?;

@@ -599,6 +599,18 @@ pub fn alltoall(cfg: &CollConfig, size: i32, block: Option<usize>) -> Alltoall {
     }
 }
 
+/// Whether an Alltoall of `block`-byte blocks on a crowded host whose single copy is fast
+/// runs linear with every block read by its receiver, instead of the usual rule: from
+/// 256 KiB. 1 MiB blocks on 2 CPUs (pairwise through the rings / linear with single copy,
+/// Open MPI): 4 ranks 1.21 / 0.85-0.95 / 0.64 ms, 8 ranks 8.5-9.0 / 5.3-5.6 / 3.5-3.8 ms;
+/// 256 KiB 4 ranks 242-246 / 210-216 µs, 8 ranks 956-962 / 830-854; at 64 KiB linear lost
+/// on 8 ranks (263-345 against 234-249). A forced algorithm wins.
+pub fn alltoall_single_copy(cfg: &CollConfig, block: usize) -> bool {
+    cfg.forced("alltoall").is_none() && block >= ALLTOALL_SINGLE_COPY_MIN
+}
+
+const ALLTOALL_SINGLE_COPY_MIN: usize = 256 << 10;
+
 /// Reduce-scatter algorithms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReduceScatter {

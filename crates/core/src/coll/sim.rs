@@ -187,7 +187,7 @@ fn sum_reduction(t: &TypeRef) -> Reduction {
 }
 
 fn topo(rank: usize, size: usize) -> Topo {
-    Topo { rank: rank as i32, size: size as i32, remote: None, crowded: false }
+    Topo { rank: rank as i32, size: size as i32, remote: None, crowded: false, single_copy: false }
 }
 
 /// Build every rank's schedule for the call `make(rank)` returns and run them.
@@ -802,7 +802,7 @@ fn run_inter(na: usize, nb: usize, make: impl Fn(usize, usize) -> Coll) -> Resul
         for r in 0..n {
             let mut s = Schedule::default();
             s.reset(Handle(0), 0);
-            let t = Topo { rank: r as i32, size: n as i32, remote: Some(other as i32), crowded: false };
+            let t = Topo { rank: r as i32, size: n as i32, remote: Some(other as i32), crowded: false, single_copy: false };
             build(&mut s, t, &make(g, r), &cfg).map_err(|e| format!("group {g} rank {r}: build: {e}"))?;
             scheds.push(s);
         }
