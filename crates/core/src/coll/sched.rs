@@ -54,7 +54,7 @@ pub enum SingleCopy {
     No,
     /// Where the host allows cross-memory reads: one process would otherwise copy every
     /// block into the rings while the receivers wait (a Scatter's root). Measured faster on
-    /// every machine tried (docs/performance.md).
+    /// the Intel and AMD guests (docs/performance.md).
     Yes,
     /// Only where this host's single copy is fast (`steadfast_paths::cma::fast_here`): a
     /// linear Bcast's root, whose one buffer every receiver reads and checks.
