@@ -128,9 +128,10 @@ pub struct Topo {
     /// rules may depend on it. There a rank waiting for a CPU is the cost that matters, and
     /// algorithms that trade more data moved for parallel work lose (`select::reduce`).
     pub crowded: bool,
-    /// Large blocks of this rank's sends may be read by their receivers with a fast single
-    /// copy (`Engine::single_copy`, `SingleCopy::WhereFast`): a rule may depend on it only
-    /// where ranks that disagree still exchange the same messages.
+    /// `crowded`, and large blocks of this rank's sends may be read by their receivers with
+    /// a fast single copy (`Engine::single_copy`, `SingleCopy::WhereFast`; measured once per
+    /// process, so a rule may depend on it only where ranks that disagree still exchange
+    /// the same messages).
     pub single_copy: bool,
 }
 
@@ -205,7 +206,9 @@ impl Engine {
     fn topo(&self, comm: Handle) -> MpiResult<(Topo, u32)> {
         let c = self.comm(comm)?;
         let crowded = c.remote.is_none() && self.crowded_host(&c.group);
-        let single_copy = self.single_copy_usable(crate::coll::sched::SingleCopy::WhereFast);
+        // Asked only of crowded communicators: elsewhere no rule uses it, and the first
+        // answer costs a measurement.
+        let single_copy = crowded && self.single_copy_usable(crate::coll::sched::SingleCopy::WhereFast);
         Ok((Topo { rank: c.rank, size: c.size(), remote: c.remote.as_ref().map(|r| r.len() as i32), crowded, single_copy }, c.ctx))
     }
 
@@ -586,7 +589,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         }
         Coll::Alltoall { send, recv } => {
             refuse_unequal(s, send.as_ref(), recv.dtype.packed_size(recv.count));
-            alltoall::alltoall(s, rank, size, send.as_ref(), recv, cfg, t.crowded && t.single_copy)
+            alltoall::alltoall(s, rank, size, send.as_ref(), recv, cfg, t.single_copy)
         }
         Coll::Alltoallv { send, recv } => {
             check_v(recv, size, true)?;

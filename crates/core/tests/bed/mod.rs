@@ -255,7 +255,7 @@ impl Bed {
             yields: 0,
             peer_spin: 0,
             sleep: Duration::from_millis(1),
-            cma: false,
+            cma: Some(false),
             paths: Default::default(),
         };
         let net = BedPath { me: rank, incarnation, max_payload: self.cfg.max_payload, net: self.net.clone() };
