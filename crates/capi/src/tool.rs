@@ -37,7 +37,7 @@ const TUNABLES: &[(&str, &str, &str)] = &[
     ("STEADFAST_PROBE_MS", "50", "route heartbeat / fail-back probe interval"),
     ("STEADFAST_RETRIES", "6", "sends of a fragment on one route before that route is declared failed"),
     ("STEADFAST_EAGER_LIMIT", "16 KiB shm, 64 KiB tcp", "largest message sent eagerly (more ranks than CPUs: shm up to 64 KiB while the ring has room)"),
-    ("STEADFAST_SHM_RING", "128 MiB / ranks², 128 KiB–2 MiB (less, down to 4 KiB, when half the free space of `/dev/shm` holds no more)", "bytes per sender→receiver shared-memory ring (large messages stream through it in quarter-ring chunks of at most 256 KiB)"),
+    ("STEADFAST_SHM_RING", "128 MiB / ranks², 128 KiB–2 MiB (less, down to 4 KiB, when half the free space of `/dev/shm` holds no more)", "bytes per sender→receiver shared-memory ring (large messages stream through it in pieces of a sixteenth of the message, from 16 KiB up to a quarter of the ring or 256 KiB; whole quarters where ranks outnumber CPUs)"),
     ("STEADFAST_SHM_STORES", "auto", "how shm ring records of 64 KiB and more are written: cached, streaming (non-temporal stores), or auto (streaming while timed cached copies run below 8 GB/s and slower than streamed ones)"),
     ("STEADFAST_CMA", "unset", "single-copy process_vm_readv for large shm messages: 1 for every one, 0 for none; unset, only for the root's blocks of a linear Scatter (and of a linear Bcast where this host's single copy is fast), the rest through the pipelined copy through the ring"),
     ("STEADFAST_SPIN", "2000 (0 when ranks outnumber CPUs)", "idle progress polls before yielding the CPU"),
