@@ -1165,7 +1165,8 @@ impl Path for ShmPath {
     }
 
     fn stream_piece(&self, _peer: u32, len: usize) -> usize {
-        (len / STREAM_PIECES).clamp(STREAM_PIECE_MIN, self.max_payload)
+        // Not `clamp`: a small ring's records hold less than the minimum piece.
+        (len / STREAM_PIECES).max(STREAM_PIECE_MIN).min(self.max_payload)
     }
 
     fn wait(&mut self, timeout: Duration) -> Result<(), PathError> {
@@ -1347,6 +1348,22 @@ mod tests {
         assert!(!b.peer_sends_soon(3));
         drop((a, b, _c));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Pieces fit a record on every ring size, also where a record holds less than the
+    /// smallest piece (a 16 KiB ring's quarter).
+    #[test]
+    fn stream_pieces_fit_a_record_on_every_ring() {
+        let dir = std::env::temp_dir().join(format!("sf-shm-piece-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for ring in [RING_MIN, 16 << 10, 64 << 10, 256 << 10, 2 << 20] {
+            let a = ShmPath::create(&dir, 0, 2, ring).unwrap();
+            for len in [1, STREAM_PIECE_MIN, 64 << 10, 1 << 20, 8 << 20] {
+                let piece = a.stream_piece(1, len);
+                assert!(piece >= 1 && piece <= a.max_payload(), "ring {ring}, message {len}: piece {piece}");
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// `room` is a promise: a record of at most that much payload is taken at once, wherever
