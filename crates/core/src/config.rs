@@ -25,9 +25,10 @@ pub struct Config {
     pub sleep: Duration,
     /// `STEADFAST_CMA`: 1 to move every large message between ranks of one host with a
     /// single `process_vm_readv` copy, 0 never to. Unset: the pipelined copy through the
-    /// shared ring, which both ranks' CPUs share, except for the root's messages of a linear
-    /// Scatter or Bcast, read by their receivers, where this host's single copy is fast
-    /// (see [`steadfast_paths::cma::fast_here`]).
+    /// shared ring, which both ranks' CPUs share, except for the blocks the collectives ask
+    /// to be read by their receivers (`coll::sched::SingleCopy`: a linear Scatter's, and
+    /// where this host's single copy is fast, [`steadfast_paths::cma::fast_here`], a linear
+    /// Bcast's and a crowded Alltoall's of 256 KiB blocks).
     pub cma: Option<bool>,
     /// Path settings (parsed by `steadfast_paths::setup`):
     /// - `STEADFAST_CHECKSUM`: `crc32c` (default) or `none`, for every path or per path

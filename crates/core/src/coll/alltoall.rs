@@ -29,14 +29,7 @@ pub fn alltoall(s: &mut Schedule, rank: i32, size: i32, send: Option<&Buf>, recv
         // Every rank still sends each other rank one message with the same tag, so ranks
         // that decided otherwise (pairwise, through the rings) exchange with this one.
         s.single_copy = super::sched::SingleCopy::Yes;
-        let rb = |j: usize| (r.ptr.wrapping_offset(r.displs[j] * r.dtype.extent), r.counts[j], r.dtype.clone());
-        match sv.as_ref() {
-            Some(sv) => {
-                let sb = |j: usize| (sv.ptr.wrapping_offset(sv.displs[j] * sv.dtype.extent), sv.counts[j], sv.dtype.clone());
-                exchange(s, rank, size, &sb, &rb, select::Alltoall::Linear);
-            }
-            None => in_place(s, rank, size, &rb, select::Alltoall::Linear),
-        }
+        exchange_v(s, rank, size, sv.as_ref(), &r, select::Alltoall::Linear);
         return Ok(());
     }
     alltoallv(s, rank, size, sv.as_ref(), &r, cfg, Some(block))
@@ -44,8 +37,13 @@ pub fn alltoall(s: &mut Schedule, rank: i32, size: i32, send: Option<&Buf>, recv
 
 /// MPI_Alltoallv; `block` is the bytes per block when they are all equal.
 pub fn alltoallv(s: &mut Schedule, rank: i32, size: i32, send: Option<&VBuf>, recv: &VBuf, cfg: &CollConfig, block: Option<usize>) -> MpiResult<()> {
+    exchange_v(s, rank, size, send, recv, select::alltoall(cfg, size, block));
+    Ok(())
+}
+
+/// The linear or pairwise exchange of the blocks `send` and `recv` describe.
+fn exchange_v(s: &mut Schedule, rank: i32, size: i32, send: Option<&VBuf>, recv: &VBuf, algo: select::Alltoall) {
     let rb = |j: usize| (recv.ptr.wrapping_offset(recv.displs[j] * recv.dtype.extent), recv.counts[j], recv.dtype.clone());
-    let algo = select::alltoall(cfg, size, block);
     match send {
         Some(sv) => {
             let sb = |j: usize| (sv.ptr.wrapping_offset(sv.displs[j] * sv.dtype.extent), sv.counts[j], sv.dtype.clone());
@@ -53,7 +51,6 @@ pub fn alltoallv(s: &mut Schedule, rank: i32, size: i32, send: Option<&VBuf>, re
         }
         None => in_place(s, rank, size, &rb, algo),
     }
-    Ok(())
 }
 
 /// MPI_Alltoallw (displacements in bytes, one datatype per block).
