@@ -234,6 +234,15 @@ int main(int argc, char **argv)
             if (ct_rank == root)
                 for (int i = 0; i < n; i++)
                     if (out[i] != ct_size - 1 + i % 17) { CT_ERR("large Reduce MAX [%d]", i); break; }
+            /* SUM counts every contribution once (a binomial tree on a crowded host reads
+             * vectors this long with a single copy, every child's at once) */
+            memset(out, 0x5a, sizeof(double) * n);
+            CT_MPI(MPI_Reduce(in, out, n, MPI_DOUBLE, MPI_SUM, root, MPI_COMM_WORLD));
+            if (ct_rank == root)
+                for (int i = 0; i < n; i++) {
+                    double w = (double)ct_size * (ct_size - 1) / 2 + (double)ct_size * (i % 17);
+                    if (out[i] != w) { CT_ERR("large Reduce SUM [%d] = %g want %g", i, out[i], w); break; }
+                }
         }
         free(in);
         free(out);

@@ -608,7 +608,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         Coll::Reduce { buf, red, root } => {
             check_root(*root)?;
             s.red = Some(red.clone());
-            reduce::reduce(s, rank, size, *root, buf, red, cfg, t.crowded)
+            reduce::reduce(s, rank, size, *root, buf, red, cfg, t.crowded, t.single_copy)
         }
         Coll::Allreduce { buf, red } => {
             s.red = Some(red.clone());
