@@ -155,6 +155,7 @@ impl Schedule {
         self.steps.clear();
         self.red = None;
         self.local = false;
+        self.single_copy = SingleCopy::No;
         self.spare.append(&mut self.temps);
         // Keep a few modest buffers; let large ones go back to the allocator.
         self.spare.retain(|b| b.capacity() <= 1 << 20);
@@ -605,4 +606,22 @@ impl Engine {
 /// Tag of a collective message: the instance's base, the step's sub-code, the local bit.
 pub(crate) fn tag_of(base: i32, local: bool, sub: u16) -> i32 {
     base | (sub as i32 & ((1 << SUB_BITS) - 1)) | if local { LOCAL_BIT } else { 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A recycled schedule must not send the next collective's messages for single-copy
+    /// reads because the last one did (a 4-rank Gather of 256 KiB after a Reduce took
+    /// 111-117 µs instead of 58-66).
+    #[test]
+    fn reset_forgets_the_last_collectives_single_copy() {
+        let mut s = Schedule::default();
+        s.single_copy = SingleCopy::Yes;
+        s.local = true;
+        s.reset(Handle(1), 7);
+        assert_eq!(s.single_copy, SingleCopy::No);
+        assert!(!s.local);
+    }
 }
