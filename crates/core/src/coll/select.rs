@@ -439,6 +439,12 @@ pub enum Allreduce {
     Rabenseifner,
 }
 
+/// On two ranks recursive doubling is one exchange of the whole vector, Rabenseifner two of
+/// its halves: the halves win only from here (OSU-style on 2 CPUs, medians of 5 launches,
+/// Rabenseifner / recursive doubling: 16 KiB 4.65 / 3.36 µs, 64 KiB 11.9 / 11.0, 256 KiB
+/// 38.5 / 40.3, 1 MiB 211 / 251).
+pub const ALLREDUCE_LONG_TWO_RANKS: usize = 256 << 10;
+
 /// Choose the allreduce algorithm.
 pub fn allreduce(cfg: &CollConfig, size: i32, count: usize, bytes: usize, commutative: bool) -> Allreduce {
     let can_split = commutative && size > 1 && count >= super::pof2_floor(size) as usize;
@@ -447,7 +453,8 @@ pub fn allreduce(cfg: &CollConfig, size: i32, count: usize, bytes: usize, commut
         Some("rabenseifner") if can_split => return Allreduce::Rabenseifner,
         _ => {}
     }
-    if can_split && bytes >= cfg.allreduce_long {
+    let long = if size == 2 { cfg.allreduce_long.max(ALLREDUCE_LONG_TWO_RANKS) } else { cfg.allreduce_long };
+    if can_split && bytes >= long {
         Allreduce::Rabenseifner
     } else {
         Allreduce::RecursiveDoubling
@@ -519,7 +526,10 @@ pub enum Reduce {
 /// Vectors up to this many bytes may take the linear reduce.
 pub const REDUCE_LINEAR_BYTES: usize = 16 << 10;
 
-/// Choose the reduce algorithm. `crowded` ([`super::Topo::crowded`]: one host running more
+/// Choose the reduce algorithm. On two ranks reduce-scatter + gather sends half the vector
+/// each way and half back where the tree sends it once: the tree won at every size
+/// (OSU-style on 2 CPUs, medians of 5 launches: 16 KiB 3.85 → 2.18 µs, 64 KiB 12.3 → 8.0,
+/// 256 KiB 35.4 → 25.5, 1 MiB 183 → 152). `crowded` ([`super::Topo::crowded`]: one host running more
 /// ranks than it has CPUs) keeps the binomial tree for long vectors too: reduce-scatter +
 /// gather moves twice the data (2(n-1)/n of the vector per rank against at most one vector
 /// per tree edge) to spread the reductions over ranks, which only pays with CPUs to spare.
@@ -534,7 +544,7 @@ pub fn reduce(cfg: &CollConfig, size: i32, count: usize, bytes: usize, commutati
         Some("linear") => return Reduce::Linear,
         _ => {}
     }
-    if can_split && bytes >= cfg.reduce_long && !crowded {
+    if can_split && size > 2 && bytes >= cfg.reduce_long && !crowded {
         Reduce::ReduceScatterGather
     } else if size as usize <= cfg.reduce_linear && bytes <= REDUCE_LINEAR_BYTES {
         Reduce::Linear
@@ -680,6 +690,11 @@ mod tests {
         // More ranks than CPUs on one host: the tree moves half the data.
         assert_eq!(reduce(&c, 8, 1 << 18, 1 << 20, true, true), Reduce::Binomial);
         assert_eq!(reduce(&c, 4, 16, 64, true, true), Reduce::Linear);
+        // Two ranks: the tree sends the vector once, the split sends one and a half.
+        assert_eq!(reduce(&c, 2, 1 << 18, 1 << 20, true, false), Reduce::Binomial);
+        assert_eq!(allreduce(&c, 2, 1 << 14, 1 << 16, true), Allreduce::RecursiveDoubling);
+        assert_eq!(allreduce(&c, 2, 1 << 16, 1 << 18, true), Allreduce::Rabenseifner);
+        assert_eq!(allreduce(&c, 4, 1 << 10, 1 << 12, true), Allreduce::Rabenseifner);
         assert_eq!(allgather(&c, 4, 64), Allgather::RecursiveDoubling);
         assert_eq!(allgather(&c, 5, 64), Allgather::Bruck);
         assert_eq!(allgather(&c, 5, 1 << 20), Allgather::Ring);
