@@ -37,7 +37,7 @@ pub fn reduce(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RBuf, red: 
     match select::reduce(cfg, size, b.count, bytes, red.commutative(), crowded) {
         select::Reduce::Binomial => {
             if single_copy && select::reduce_single_copy(cfg, bytes) {
-                s.single_copy = super::sched::SingleCopy::Yes;
+                s.single_copy = SingleCopy::Yes;
             }
             binomial(s, rank, size, root, b.send, b.recv, b.count, red)
         }

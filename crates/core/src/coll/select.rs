@@ -624,9 +624,10 @@ const ALLTOALL_SINGLE_COPY_MIN: usize = 256 << 10;
 /// Whether a binomial Reduce of `bytes`-byte vectors on a crowded host whose single copy is
 /// fast has each parent read its children's vectors with a single copy (the child then
 /// needs no CPU time to hand its vector over, where it would copy it into the ring once
-/// scheduled), from REDUCE_SINGLE_COPY_MIN on. Measured on 2 CPUs, medians of 8 launches
-/// (through the rings / single copy, all children at once): 4 ranks 256 KiB 70 / 52 µs,
-/// 1 MiB 394 / 343; 8 ranks 256 KiB 171 / 141, 1 MiB 697 / 499. A forced algorithm wins.
+/// scheduled), from 128 KiB on. Measured on 2 CPUs, medians of 5-8 launches (through the
+/// rings / single copy, all children at once): 4 ranks 128 KiB 74 / 28 µs, 256 KiB 70 / 52,
+/// 1 MiB 394 / 343; 8 ranks 128 KiB 128 / 57, 256 KiB 171 / 141, 1 MiB 697 / 499; at 64 KiB
+/// the single copy lost (4 ranks 13.6 / 17.6 µs). A forced algorithm wins.
 pub fn reduce_single_copy(cfg: &CollConfig, bytes: usize) -> bool {
     cfg.forced("reduce").is_none() && bytes >= REDUCE_SINGLE_COPY_MIN
 }
