@@ -28,7 +28,8 @@ pub struct Config {
     /// shared ring, which both ranks' CPUs share, except for the blocks the collectives ask
     /// to be read by their receivers (`coll::sched::SingleCopy`: a linear Scatter's, and
     /// where this host's single copy is fast, [`steadfast_paths::cma::fast_here`], a linear
-    /// Bcast's and a crowded Alltoall's of 256 KiB blocks).
+    /// Bcast's, a crowded Alltoall's of 256 KiB blocks and a crowded binomial Reduce's of
+    /// 128 KiB vectors).
     pub cma: Option<bool>,
     /// Path settings (parsed by `steadfast_paths::setup`):
     /// - `STEADFAST_CHECKSUM`: `crc32c` (default) or `none`, for every path or per path
