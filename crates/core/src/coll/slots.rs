@@ -944,9 +944,15 @@ impl Engine {
     /// [`Engine::slot_prepare_picked`] where the caller already has the communicator's
     /// rank, size and context (`Engine::slot_target`).
     fn slot_prepare_at(&mut self, comm: Handle, c: &Coll, rank: i32, size: i32, ctx: u32) -> MpiResult<Option<SlotOp>> {
-        // A barrier lets rank 0 out first, then the others (the reason is the message
-        // barrier's: docs/collectives.md, "Barrier on few ranks").
-        let rooted = matches!(c, Coll::Barrier).then_some(0);
+        // A barrier of more than 2 ranks lets rank 0 out first, then the others (the reason
+        // is the message barrier's: docs/collectives.md, "Barrier on few ranks"). On 2 ranks
+        // both leave once both arrived, as from the message rule's dissemination barrier:
+        // one crossing of a cache line instead of two, and a Reduce, Gather or Allreduce
+        // after it does not wait for the rank released last (OSU-style on 2 CPUs, 11-15
+        // alternating rounds: the barrier 13-17 % faster, Reduce, Allreduce, Gather,
+        // Allgather, Alltoall and Reduce_scatter after it up to 23 %, Bcast the same, Scan
+        // and Scatter up to 15 % slower; docs/performance.md).
+        let rooted = (matches!(c, Coll::Barrier) && size > 2).then_some(0);
         let Some(mut d) = self.slot_driver(comm, ctx, rank, size)? else { return Ok(None) };
         // The rule let no contribution above the setting through; a segment made smaller
         // (`fitted_cap`) is checked again. Every rank reads the same capacity, so all of them
