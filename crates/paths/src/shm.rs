@@ -4,7 +4,7 @@
 //! Segment layout (file `JOBDIR/shm-<rank>`, mapped shared by every rank of the host):
 //! ```text
 //! 0       control page: magic, pid, nranks, ring size, doorbell (futex word), waiting flag
-//! 4096    ring from sender 0: [head line][tail line][blocked line][data: ring_size bytes]
+//! 4096    ring from sender 0: [head line][blocked line][tail line][unused line][data: ring_size bytes]
 //! ...     ring from sender i at 4096 + i * (RING_META + ring_size)
 //! ```
 //! Records in a ring are `[u32 record len][u32 payload len][u32 crc][u32 hcrc][header][payload]`,
@@ -75,14 +75,22 @@ use crate::{PacketSink, Path, PathCounters, PathError, RawHeader, SendStatus, HD
 
 const MAGIC: u64 = 0x5354_4446_5348_4d31; // "STDFSHM1"
 const CTRL_LEN: usize = 4096;
-const RING_META: usize = 192;
+/// A ring's metadata: two pairs of cache lines, so that every ring's data starts on a pair
+/// (the control page and the ring sizes are multiples of 128 bytes). Records are placed on
+/// pairs counted from the data's start (see `GRANULE`); with 192 bytes of metadata the
+/// rings of even-numbered senders started on the second line of a pair, and there a
+/// two-line record's second line shared its pair with the next record's first. Within the
+/// metadata, the line the consumer writes with every record (`head`) shares its pair with
+/// the one written only around sleeps (`blocked`), and the producer's `tail` has a pair to
+/// itself.
+const RING_META: usize = 256;
 const OFF_HEAD: usize = 0;
-const OFF_TAIL: usize = 64;
-const OFF_BLOCKED: usize = 128;
+const OFF_BLOCKED: usize = 64;
 /// Repair request (u64, in the blocked line, which only changes when a side sleeps):
 /// 0, or 1 + the ring position of a record the consumer found damaged and wants
 /// rewritten. Written by the consumer, cleared by the producer when it rewrote the record.
-const OFF_REPAIR: usize = 136;
+const OFF_REPAIR: usize = 72;
+const OFF_TAIL: usize = 128;
 const REC_PREFIX: usize = 16;
 /// Payload-length word flag: the record carries no checksum.
 const REC_NO_CRC: u32 = 1 << 31;
