@@ -950,8 +950,8 @@ impl Engine {
         // one crossing of a cache line instead of two, and a Reduce, Gather or Allreduce
         // after it does not wait for the rank released last (OSU-style on 2 CPUs, 11-15
         // alternating rounds: the barrier 13-17 % faster, Reduce, Allreduce, Gather,
-        // Allgather, Alltoall and Reduce_scatter after it up to 23 %, Bcast the same, Scan
-        // and Scatter up to 15 % slower; docs/performance.md).
+        // Allgather, Alltoall and Reduce_scatter after it up to 23 %, Bcast within 9 %
+        // either way, Scan and Scatter up to 15 % slower; docs/performance.md).
         let rooted = (matches!(c, Coll::Barrier) && size > 2).then_some(0);
         let Some(mut d) = self.slot_driver(comm, ctx, rank, size)? else { return Ok(None) };
         // The rule let no contribution above the setting through; a segment made smaller
