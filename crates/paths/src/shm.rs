@@ -158,6 +158,10 @@ const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
 const MEMBARRIER_CMD_GLOBAL_EXPEDITED: libc::c_int = 1 << 1;
 const MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED: libc::c_int = 1 << 2;
 
+/// This process registered for global expedited barriers (set by [`ShmPath::create`]): a
+/// [`ShmWaker`] of a rank that registered too may then ring without a fence of its own.
+static FENCES_REGISTERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Register this process for global expedited barriers; false where the kernel lacks them.
 fn register_asymmetric_fences() -> bool {
     // SAFETY: membarrier takes plain integer arguments and touches no memory of ours.
@@ -506,6 +510,7 @@ impl ShmPath {
         map[CTRL_NRANKS..CTRL_NRANKS + 4].copy_from_slice(&nranks.to_ne_bytes());
         map[CTRL_RING..CTRL_RING + 8].copy_from_slice(&(ring_size as u64).to_ne_bytes());
         let asym = register_asymmetric_fences();
+        FENCES_REGISTERED.store(asym, Ordering::Relaxed);
         map[CTRL_ASYM..CTRL_ASYM + 4].copy_from_slice(&u32::from(asym).to_ne_bytes());
         map[CTRL_MAGIC..CTRL_MAGIC + 8].copy_from_slice(&MAGIC.to_ne_bytes());
         // Publish under the final name only once fully initialised.
@@ -1231,15 +1236,22 @@ impl Path for ShmPath {
     }
 }
 
-/// Wake a rank sleeping in [`ShmPath::wait`] from another thread of the same process.
+/// Wake a rank sleeping in [`ShmPath::wait`] from another process or thread, after
+/// publishing something it waits for.
 pub struct ShmWaker {
     seg: Segment,
+    /// This process and the sleeper both use asymmetric fences: the sleeper's heavy fence
+    /// orders our publication before our look at its `waiting` word (as for a ring's
+    /// producer, see the module documentation).
+    fence_free: bool,
 }
 
 impl ShmWaker {
     /// Map `rank`'s segment for waking it.
     pub fn open(jobdir: &FsPath, rank: u32) -> Result<ShmWaker, PathError> {
-        Ok(ShmWaker { seg: Segment::open(&segment_path(jobdir, rank))? })
+        let seg = Segment::open(&segment_path(jobdir, rank))?;
+        let fence_free = FENCES_REGISTERED.load(Ordering::Relaxed) && seg.asym();
+        Ok(ShmWaker { seg, fence_free })
     }
     /// Ring the doorbell.
     pub fn wake(&self) {
@@ -1249,6 +1261,11 @@ impl ShmWaker {
     /// for waking several ranks).
     pub fn wake_fenced(&self) {
         ring_doorbell(&self.seg, false);
+    }
+    /// Whether [`ShmWaker::wake_fenced`] needs no fence before it at all: the sleeper's
+    /// heavy fence stands in for it.
+    pub fn fence_free(&self) -> bool {
+        self.fence_free
     }
 }
 
