@@ -934,7 +934,7 @@ impl Engine {
         let scatter = Coll::ReduceScatterBlock { buf: RBuf { send: Some(input), recv: buf.recv.wrapping_add(me * block_bytes), count: block }, red: red.clone() };
         let gather = Coll::Allgather { send: None, recv: Buf { ptr: buf.recv, count: block, dtype: red.dtype.clone() } };
         let Some(mut op) = self.slot_prepare_picked(comm, &scatter)? else { return Ok(None) };
-        op.follow = Some(gather);
+        op.follow = Some(Box::new(gather));
         Ok(Some(op))
     }
 
@@ -1253,7 +1253,9 @@ pub(crate) struct SlotOp {
     /// Corrupt parts seen and repairs served when the doorbells were last rung.
     seen: (u64, u64),
     /// A second exchange that completes the collective (a split Allreduce's Allgather).
-    follow: Option<Coll>,
+    /// Boxed: a call is moved a few times on its way, and the rare second step made every
+    /// call 150 bytes larger.
+    follow: Option<Box<Coll>>,
     /// A barrier rooted at this rank (`Exchange::start_rooted`), and whether this rank is
     /// the root (it publishes last).
     rooted: Option<usize>,
