@@ -341,11 +341,21 @@ impl Exchange {
     /// when there is none: one load. Call it while idle too: a rank that finished a call may
     /// be the one a slower rank needs a rewrite from. `parts`: the current call's
     /// contribution when it is held (not kept), else ignored.
+    #[inline]
     pub fn serve(&mut self, board: &impl Board, parts: &[&[u8]]) -> bool {
         let r = board.repairs(self.me);
         if r == self.repairs_seen {
             return false;
         }
+        self.serve_requests(board, parts, r)
+    }
+
+    /// The rewrites [`Exchange::serve`] found asked for: apart, so that the check, made
+    /// at every start and poll, is inlined without the rewrite's register saves (28
+    /// instructions per check as one function).
+    #[cold]
+    #[inline(never)]
+    fn serve_requests(&mut self, board: &impl Board, parts: &[&[u8]], r: u64) -> bool {
         self.repairs_seen = r;
         for p in 0..2 {
             if self.kept[p].call != 0 {
