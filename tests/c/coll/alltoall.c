@@ -1,7 +1,8 @@
 /* ranks: 1 2 3 4 5 8
  * timeout: 120
  * Alltoall (small blocks: Bruck on 8 ranks; medium; 40000-int blocks: pairwise; 70000-int
- * blocks: linear, read with a single copy where the host runs more ranks than CPUs),
+ * blocks: linear where the host runs more ranks than CPUs, read with a single copy where
+ * that is fast there),
  * Alltoallv with uneven counts and gaps, Alltoallw with byte displacements and mixed
  * types, each with MPI_IN_PLACE, nonblocking, persistent and _c forms.
  */

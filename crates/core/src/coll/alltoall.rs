@@ -12,9 +12,10 @@ type Block = (*mut u8, usize, TypeRef);
 
 /// MPI_Alltoall.
 ///
-/// `single_copy`: this rank's large blocks may be read with a fast single copy on a crowded
-/// host (see `select::alltoall_single_copy`).
-pub fn alltoall(s: &mut Schedule, rank: i32, size: i32, send: Option<&Buf>, recv: &Buf, cfg: &CollConfig, single_copy: bool) -> MpiResult<()> {
+/// `crowded`: this host runs more ranks than it has CPUs (see
+/// `select::alltoall_linear_crowded`); `single_copy`: this rank's large blocks may be read
+/// with a fast single copy there (see `select::alltoall_single_copy`).
+pub fn alltoall(s: &mut Schedule, rank: i32, size: i32, send: Option<&Buf>, recv: &Buf, cfg: &CollConfig, crowded: bool, single_copy: bool) -> MpiResult<()> {
     let block = recv.dtype.packed_size(recv.count);
     if block == 0 {
         return Ok(());
@@ -29,6 +30,10 @@ pub fn alltoall(s: &mut Schedule, rank: i32, size: i32, send: Option<&Buf>, recv
         // Every rank still sends each other rank one message with the same tag, so ranks
         // that decided otherwise (pairwise, through the rings) exchange with this one.
         s.single_copy = super::sched::SingleCopy::Yes;
+        exchange_v(s, rank, size, sv.as_ref(), &r, select::Alltoall::Linear);
+        return Ok(());
+    }
+    if crowded && select::alltoall_linear_crowded(cfg, size, block) {
         exchange_v(s, rank, size, sv.as_ref(), &r, select::Alltoall::Linear);
         return Ok(());
     }

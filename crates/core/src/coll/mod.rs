@@ -589,7 +589,7 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         }
         Coll::Alltoall { send, recv } => {
             refuse_unequal(s, send.as_ref(), recv.dtype.packed_size(recv.count));
-            alltoall::alltoall(s, rank, size, send.as_ref(), recv, cfg, t.single_copy)
+            alltoall::alltoall(s, rank, size, send.as_ref(), recv, cfg, t.crowded, t.single_copy)
         }
         Coll::Alltoallv { send, recv } => {
             check_v(recv, size, true)?;
