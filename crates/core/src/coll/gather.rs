@@ -1,6 +1,6 @@
 //! Gather, scatter and allgather schedules.
 
-use super::sched::{at, Schedule};
+use super::sched::{at, Schedule, SingleCopy};
 use super::select::{self, CollConfig};
 use super::{byte_type, Buf, VBuf};
 use crate::error::{ErrorClass, MpiError, MpiResult};
@@ -30,11 +30,12 @@ pub fn gatherv(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<&
     Ok(())
 }
 
-/// Linear scatter: the root starts every send at once.
-pub fn scatterv(s: &mut Schedule, rank: i32, size: i32, root: i32, send: &VBuf, recv: Option<&Buf>) -> MpiResult<()> {
+/// Linear scatter: the root starts every send at once; its blocks above the eager limit are
+/// read by their receivers with a single copy as `single_copy` says.
+pub fn scatterv(s: &mut Schedule, rank: i32, size: i32, root: i32, send: &VBuf, recv: Option<&Buf>, single_copy: SingleCopy) -> MpiResult<()> {
     let t = &send.dtype;
     if rank == root {
-        s.single_copy = super::sched::SingleCopy::Yes;
+        s.single_copy = single_copy;
         for i in 0..size as usize {
             if i as i32 != root {
                 s.send(i as i32, 0, send.ptr.wrapping_offset(send.displs[i] * t.extent), send.counts[i], t);

@@ -229,7 +229,7 @@ fn reduce_scatter(s: &mut Schedule, rank: i32, size: i32, buf: &RBuf, counts: &[
     let v = VBuf { ptr: theirs, counts: counts.to_vec(), displs, dtype: t.clone() };
     let r = Buf { ptr: buf.recv, count: counts[rank as usize], dtype: t.clone() };
     s.local = true;
-    gather::scatterv(s, rank, size, 0, &v, Some(&r))?;
+    gather::scatterv(s, rank, size, 0, &v, Some(&r), super::sched::SingleCopy::Yes)?;
     s.local = false;
     Ok(())
 }

@@ -572,12 +572,12 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         Coll::Scatter { send, recv, root } => {
             check_root(*root)?;
             let v = uniform(send, size);
-            gather::scatterv(s, rank, size, *root, &v, recv.as_ref())
+            gather::scatterv(s, rank, size, *root, &v, recv.as_ref(), select::scatter_single_copy(t.crowded))
         }
         Coll::Scatterv { send, recv, root } => {
             check_root(*root)?;
             check_v(send, size, rank == *root)?;
-            gather::scatterv(s, rank, size, *root, send, recv.as_ref())
+            gather::scatterv(s, rank, size, *root, send, recv.as_ref(), select::scatter_single_copy(t.crowded))
         }
         Coll::Allgather { send, recv } => {
             refuse_unequal(s, send.as_ref(), recv.dtype.packed_size(recv.count));

@@ -518,7 +518,7 @@ pub fn reduce_scatter(s: &mut Schedule, rank: i32, size: i32, b: &RBuf, counts: 
             }
             let v = VBuf { ptr: full, counts: counts.to_vec(), displs: displs.iter().map(|&x| x as isize).collect(), dtype: t.clone() };
             let r = Buf { ptr: b.recv, count: mine, dtype: t.clone() };
-            gather::scatterv(s, rank, size, 0, &v, Some(&r))?;
+            gather::scatterv(s, rank, size, 0, &v, Some(&r), super::sched::SingleCopy::Yes)?;
         }
     }
     Ok(())

@@ -53,11 +53,13 @@ pub enum SingleCopy {
     /// Through the rings, as any message.
     No,
     /// Where the host allows cross-memory reads: one process would otherwise copy every
-    /// block into the rings while the receivers wait (a Scatter's root). Measured faster on
-    /// the Intel and AMD guests (docs/performance.md).
+    /// block into the rings while the receivers wait (a Scatter's root on a host with more
+    /// ranks than CPUs, `select::scatter_single_copy`). Measured faster on the Intel and AMD
+    /// guests (docs/performance.md).
     Yes,
     /// Only where this host's single copy is fast (`steadfast_paths::cma::fast_here`): a
-    /// linear Bcast's root, whose one buffer every receiver reads and checks.
+    /// linear Bcast's root, whose one buffer every receiver reads and checks, and a
+    /// Scatter's root where every rank has a CPU.
     WhereFast,
 }
 

@@ -635,6 +635,21 @@ pub fn alltoall_linear_crowded(cfg: &CollConfig, size: i32, block: usize) -> boo
     cfg.forced("alltoall").is_none() && size <= 16 && block >= ALLTOALL_SINGLE_COPY_MIN
 }
 
+/// How the receivers of a linear Scatter read the root's blocks above the eager limit: with a
+/// single copy where the host runs more ranks than CPUs (the root would otherwise copy every
+/// block into the rings while the receivers wait for it to be scheduled), elsewhere only
+/// where this host's single copy is fast. 2 ranks on the AMD guest, whose single copy runs
+/// at 8-9.5 GB/s (OSU timing, four alternating rounds, single copy / rings): 64 KiB 16.9 /
+/// 6.4 µs, 256 KiB 55 / 22, 1 MiB 219 / 74 (Open MPI 10.8, 39, 154). Crowded, 8 ranks:
+/// 64 KiB 42 / 60, 256 KiB 128 / 165, 1 MiB 541 / 710; 4 ranks 1.04-1.19 the other way.
+pub fn scatter_single_copy(crowded: bool) -> super::sched::SingleCopy {
+    if crowded {
+        super::sched::SingleCopy::Yes
+    } else {
+        super::sched::SingleCopy::WhereFast
+    }
+}
+
 /// Whether a binomial Reduce of `bytes`-byte vectors on a crowded host whose single copy is
 /// fast has each parent read its children's vectors with a single copy (the child then
 /// needs no CPU time to hand its vector over, where it would copy it into the ring once
