@@ -26,14 +26,13 @@ pub fn alltoall(s: &mut Schedule, rank: i32, size: i32, send: Option<&Buf>, recv
     }
     let r = uniform(recv, size);
     let sv = send.map(|b| uniform(b, size));
-    if single_copy && select::alltoall_single_copy(cfg, block) {
+    let read_once = single_copy && select::alltoall_single_copy(cfg, block);
+    if read_once || crowded && select::alltoall_linear_crowded(cfg, size, block) {
         // Every rank still sends each other rank one message with the same tag, so ranks
         // that decided otherwise (pairwise, through the rings) exchange with this one.
-        s.single_copy = super::sched::SingleCopy::Yes;
-        exchange_v(s, rank, size, sv.as_ref(), &r, select::Alltoall::Linear);
-        return Ok(());
-    }
-    if crowded && select::alltoall_linear_crowded(cfg, size, block) {
+        if read_once {
+            s.single_copy = super::sched::SingleCopy::Yes;
+        }
         exchange_v(s, rank, size, sv.as_ref(), &r, select::Alltoall::Linear);
         return Ok(());
     }
