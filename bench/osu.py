@@ -172,7 +172,7 @@ def run_suite(args, cfgs, out_dir, built):
     data, notes = {}, []
     jobs = jobs_for(args)
     for rnd in range(args.rounds):
-        for ranks, tests, extra in jobs:
+        for job, (ranks, tests, extra) in enumerate(jobs):
             for cfg in cfgs:
                 ok, why = built[cfg["family"]]
                 if not ok:
@@ -182,7 +182,9 @@ def run_suite(args, cfgs, out_dir, built):
                 binary = out_dir / "build" / cfg["family"] / "osu"
                 argv = [str(binary), "-b", ",".join(tests), "-t", str(args.ms),
                         "-k", str(args.batches)] + extra
-                log_file = out_dir / f"{cfg['key']}.n{ranks}.{rnd}.log"
+                # One file per launch: with 2 ranks the point-to-point tests and the
+                # collectives are separate launches of the same round.
+                log_file = out_dir / f"{cfg['key']}.n{ranks}.j{job}.{rnd}.log"
                 t0 = time.monotonic()
                 out, why = pp.run(cfg, ranks, argv, args.timeout, log_file)
                 if out is None and cfg["family"] == "openmpi" and \
