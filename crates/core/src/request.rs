@@ -67,6 +67,10 @@ pub struct SendState {
     pub sent: Option<Sent>,
     /// MPI_Cancel asked the receiver to withdraw the message; the answer is pending.
     pub cancelling: bool,
+    /// Streamed, this send completes once its data is in the path, the path copying what it
+    /// may have to resend, not on the receiver's FIN after the path held the buffer (see
+    /// `State::copy_sends`).
+    pub unheld: bool,
 }
 
 /// Where a send went, for MPI_Cancel.

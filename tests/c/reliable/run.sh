@@ -43,6 +43,7 @@ fi
 
 "$mpicc" -O2 -Wall -Werror -I"$root/tests/c" -o "$build/bigxfer" "$here/bigxfer.c" || { fail "bigxfer (compile)"; exit 1; }
 "$mpicc" -O2 -I"$root/tests/c" -o "$build/pingpong_sizes" "$root/tests/c/pingpong_sizes.c" || { fail "pingpong_sizes (compile)"; exit 1; }
+"$mpicc" -O2 -I"$root/tests/c/coll" -o "$build/gather" "$root/tests/c/coll/gather.c" || { fail "gather (compile)"; exit 1; }
 
 # Value of counter NAME summed over the "steadfast stats rank R: packets ..." lines.
 counter() {
@@ -91,14 +92,14 @@ survived() {   # survived EXIT LOG WHAT
     fi
 }
 
-repaired() {   # [RESYNC=1] repaired PATH FAULTS PROGRAM ARGS...  (RESYNC=1: resyncs required)
-    local path=$1 f=$2 prog=$3 need_resync=${RESYNC:-0}
+repaired() {   # [RESYNC=1] [NP=N] repaired PATH FAULTS PROGRAM ARGS...  (RESYNC=1: resyncs required)
+    local path=$1 f=$2 prog=$3 need_resync=${RESYNC:-0} np=${NP:-2}
     shift 3
     local log="$build/logs/repair-$path-${f#path=*,}-$prog.log"
     log=${log//[=,]/_}
     echo "== $prog over $path with STEADFAST_FAULTS=$f"
     STEADFAST_STATS=1 STEADFAST_CMA=0 STEADFAST_FAULTS="$f" timeout -k 5 90 \
-        "$mpiexec" --path "$path" -n 2 "$build/$prog" "$@" >"$log" 2>&1 </dev/null
+        "$mpiexec" --path "$path" -n "$np" "$build/$prog" "$@" >"$log" 2>&1 </dev/null
     local rc=$?
     local inj det re rs
     rs=$(counter resynced "$log")
@@ -125,6 +126,10 @@ for path in shm tcp; do
     repaired $path "path=$path,bus=0.02,seed=3" pingpong_sizes
     repaired $path "path=$path,corrupt=0.05,bus=0.05,seed=6" bigxfer -m 16 -s 512
 done
+# Gathers of 80 KB blocks on 4 ranks: on a host with fewer CPUs the blocks of the ranks
+# other than the root do not wait for the root's FIN, and what is resent comes from the
+# path's copy, not from the sender's buffer.
+NP=4 repaired shm "path=shm,corrupt=0.05,bus=0.05,seed=3" gather
 
 # Heavy damage on tcp anywhere in a frame, length words and control frames included:
 # small messages (a length word is a large part of their frames) and a bulk transfer

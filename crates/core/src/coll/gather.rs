@@ -10,7 +10,7 @@ fn need_send(b: Option<&Buf>) -> MpiResult<&Buf> {
 }
 
 /// Linear gather: the root posts every receive at once.
-pub fn gatherv(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<&Buf>, recv: &VBuf) -> MpiResult<()> {
+pub fn gatherv(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<&Buf>, recv: &VBuf, crowded: bool) -> MpiResult<()> {
     let t = &recv.dtype;
     if rank == root {
         for i in 0..size as usize {
@@ -24,6 +24,8 @@ pub fn gatherv(s: &mut Schedule, rank: i32, size: i32, root: i32, send: Option<&
         }
     } else {
         let sb = need_send(send)?;
+        // A large block does not wait for the root's FIN on a crowded host (`State::copy_sends`).
+        s.copy_sends = crowded;
         s.send(root, 0, sb.ptr, sb.count, &sb.dtype);
     }
     s.round();

@@ -562,12 +562,12 @@ pub fn build(s: &mut Schedule, t: Topo, c: &Coll, cfg: &CollConfig) -> MpiResult
         Coll::Gather { send, recv, root } => {
             check_root(*root)?;
             let v = uniform(recv, size);
-            gather::gatherv(s, rank, size, *root, send.as_ref(), &v)
+            gather::gatherv(s, rank, size, *root, send.as_ref(), &v, t.crowded)
         }
         Coll::Gatherv { send, recv, root } => {
             check_root(*root)?;
             check_v(recv, size, rank == *root)?;
-            gather::gatherv(s, rank, size, *root, send.as_ref(), recv)
+            gather::gatherv(s, rank, size, *root, send.as_ref(), recv, t.crowded)
         }
         Coll::Scatter { send, recv, root } => {
             check_root(*root)?;

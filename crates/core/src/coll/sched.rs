@@ -79,6 +79,10 @@ pub struct Schedule {
     /// Whether the receivers of this schedule's sends read them with a single copy (a
     /// linear Scatter's or Bcast's root; see `State::single_copy_send`).
     pub single_copy: SingleCopy,
+    /// Whether this schedule's sends complete once their data is in the path rather than on
+    /// the receiver's FIN (`State::copy_sends`: a Gather's non-root ranks on a host with more
+    /// ranks than CPUs).
+    pub copy_sends: bool,
     temps: Vec<Vec<u8>>,
     spare: Vec<Vec<u8>>,
     // Execution state.
@@ -125,6 +129,7 @@ impl Default for Schedule {
             red: None,
             local: false,
             single_copy: SingleCopy::No,
+            copy_sends: false,
             temps: Vec::new(),
             spare: Vec::new(),
             pc: 0,
@@ -158,6 +163,7 @@ impl Schedule {
         self.red = None;
         self.local = false;
         self.single_copy = SingleCopy::No;
+        self.copy_sends = false;
         self.spare.append(&mut self.temps);
         // Keep a few modest buffers; let large ones go back to the allocator.
         self.spare.retain(|b| b.capacity() <= 1 << 20);
@@ -462,8 +468,10 @@ impl Engine {
                                 continue;
                             }
                             self.set_single_copy_send(s.single_copy);
+                            self.set_copy_sends(s.copy_sends);
                             let h = self.coll_isend_typed(s.comm, *peer, *local, tag, *buf, count, dtype.clone());
                             self.set_single_copy_send(SingleCopy::No);
+                            self.set_copy_sends(false);
                             h?
                         }
                         _ => continue,
