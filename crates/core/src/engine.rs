@@ -239,15 +239,15 @@ struct State {
     /// process would otherwise copy every block into the rings while the receivers wait;
     /// with a single copy each receiver reads its own (see `Engine::single_copy`).
     pub(crate) single_copy_send: crate::coll::sched::SingleCopy,
-    /// Set by a schedule while it starts a Gather's sends from the ranks other than the root
-    /// where ranks outnumber CPUs: each such rank has nothing else to do but this send, and
-    /// holding its buffer until the root's FIN made it wait to be scheduled once more after
-    /// the root had read its data (a 4-rank Gather of 256 KiB blocks on 2 CPUs took 2.1-2.5
-    /// times Open MPI's time). Such a send completes once its data is in the ring, the path
-    /// copying what it may have to resend, as for an eager message. Not for everything on a
-    /// crowded host: where every rank sends and receives (Alltoall, Bcast by scatter and
-    /// allgather) that extra copy cost more than the FIN (1 MiB Alltoall on 4 ranks 1.36-1.5
-    /// times as long, 1 MiB Bcast 1.6-2).
+    /// Set by a schedule while it starts a Gather's sends from the ranks other than the root,
+    /// or a binomial Reduce's sends to the parents, where ranks outnumber CPUs. Each such send
+    /// is its rank's last step, and holding its buffer until the receiver's FIN made the
+    /// sender wait to be scheduled once more after the receiver had read the data (a 4-rank
+    /// Gather of 256 KiB blocks on 2 CPUs took 2.1-2.5 times Open MPI's time). Such a send
+    /// completes once its data is in the ring, the path copying what it may have to resend,
+    /// as for an eager message. Not every send on a crowded host: applied to all, the extra
+    /// copy cost more than the FIN where ranks send a lot (1 MiB Alltoall on 4 ranks 1.36-1.5
+    /// times as long, 1 MiB binomial Bcast 1.6-2).
     pub(crate) copy_sends: bool,
     events: u64,
     dropped: u64,

@@ -39,6 +39,9 @@ pub fn reduce(s: &mut Schedule, rank: i32, size: i32, root: i32, b: &RBuf, red: 
             if single_copy && select::reduce_single_copy(cfg, bytes) {
                 s.single_copy = SingleCopy::Yes;
             }
+            // A rank's one send, to its parent, is its last step: on a crowded host it does
+            // not wait for the parent's FIN (`State::copy_sends`).
+            s.copy_sends = crowded;
             binomial(s, rank, size, root, b.send, b.recv, b.count, red)
         }
         select::Reduce::ReduceScatterGather => reduce_scatter_gather(s, rank, size, root, b.send, b.recv, b.count, red),
