@@ -80,8 +80,8 @@ pub struct Schedule {
     /// linear Scatter's or Bcast's root; see `State::single_copy_send`).
     pub single_copy: SingleCopy,
     /// Whether this schedule's sends complete once their data is in the path rather than on
-    /// the receiver's FIN (`State::copy_sends`: a Gather's non-root ranks on a host with more
-    /// ranks than CPUs).
+    /// the receiver's FIN (`State::copy_sends`: a Gather's non-root ranks and a binomial
+    /// Reduce's sends to the parents, on a host with more ranks than CPUs).
     pub copy_sends: bool,
     temps: Vec<Vec<u8>>,
     spare: Vec<Vec<u8>>,
