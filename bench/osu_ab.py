@@ -91,13 +91,15 @@ def main():
                 f = line.split()
                 if line.startswith("#") or len(f) < 3:
                     continue
+                # The first value is what bench/osu.py reports too: osu has already kept
+                # the fastest batch; collectives add the fastest and slowest rank's time
+                # after the average over the ranks.
                 try:
-                    values = [float(x) for x in f[2:]]
+                    value = float(f[2])
                     size = int(f[1])
                 except ValueError:
                     continue
-                best = max(values) if f[0] in ("bw", "bibw", "mr") else min(values)
-                res[(name, f[0], size)].append(best)
+                res[(name, f[0], size)].append(value)
         print(f"round {rnd + 1}/{a.rounds} done", file=sys.stderr)
     keys = sorted({(t, s) for (_, t, s) in res})
     names = [c[0] for c in cfgs]
