@@ -642,6 +642,8 @@ pub fn alltoall_linear_crowded(cfg: &CollConfig, size: i32, block: usize) -> boo
 /// at 8-9.5 GB/s (OSU timing, four alternating rounds, single copy / rings): 64 KiB 16.9 /
 /// 6.4 µs, 256 KiB 55 / 22, 1 MiB 219 / 74 (Open MPI 10.8, 39, 154). Crowded, 8 ranks:
 /// 64 KiB 42 / 60, 256 KiB 128 / 165, 1 MiB 541 / 710; 4 ranks 1.04-1.19 the other way.
+/// On a crowded host with the shm checksum on, a block that fits the receiver's ring goes
+/// eagerly all the same (`Engine::start_send`'s eager rule).
 pub fn scatter_single_copy(crowded: bool) -> super::sched::SingleCopy {
     if crowded {
         super::sched::SingleCopy::Yes
