@@ -83,7 +83,7 @@ pub static VARS: &[Var] = &[
     v("STEADFAST_COLL_REDUCE_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Reduce uses its long-message algorithm"),
     v("STEADFAST_COLL_ALLGATHER_LONG", Tunable, "see docs/collectives.md", "bytes from which MPI_Allgather uses its long-message algorithm"),
     v("STEADFAST_COLL_REDUCE_LINEAR", Tunable, "8", "largest communicator whose Reduce of vectors up to 16 KiB is linear (every rank sends to the root); larger ones use the binomial tree"),
-    v("STEADFAST_COLL_BCAST_LINEAR_LONG", Tunable, "4", "largest communicator on a host running more ranks than it has CPUs whose Bcast of 256 KiB or more is linear instead of through the shared-memory channels; 0: never"),
+    v("STEADFAST_COLL_BCAST_LINEAR_LONG", Tunable, "4", "largest communicator on a host running more ranks than it has CPUs whose Bcast of 1 MiB or more is linear instead of through the shared-memory channels; 0: never"),
     v("STEADFAST_COLL_BCAST_LINEAR", Tunable, "64", "largest communicator on a host running more ranks than it has CPUs whose Bcast of up to 8 KiB is linear (the root sends to every rank); elsewhere and larger ones use the binomial tree"),
     v("STEADFAST_COLL_SCAN_LINEAR", Tunable, "8", "largest communicator whose Scan and Exscan of vectors up to 16 KiB use the linear algorithm (every rank sends to every higher rank); larger ones use recursive doubling"),
     v("STEADFAST_COLL_SCAN_SEGMENT", Tunable, "65536", "bytes of the segments in which the chained Scan and Exscan (a host running more ranks than it has CPUs) pass long vectors down the chain of ranks; 0 passes whole vectors"),

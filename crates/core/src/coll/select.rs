@@ -295,7 +295,7 @@ pub fn bcast(cfg: &CollConfig, size: i32, bytes: usize, crowded: bool) -> Bcast 
 }
 
 /// Smallest broadcast that [`bcast_linear_long`] sends linearly.
-pub const BCAST_LINEAR_LONG_BYTES: usize = 256 << 10;
+pub const BCAST_LINEAR_LONG_BYTES: usize = 1 << 20;
 
 /// Whether a broadcast of `bytes` bytes on `size` ranks of a crowded host goes from the
 /// root to every rank instead of through the channels: from [`BCAST_LINEAR_LONG_BYTES`] on
@@ -303,9 +303,12 @@ pub const BCAST_LINEAR_LONG_BYTES: usize = 256 << 10;
 /// its root wrote all of it, while the root's messages stream through the rings in 256
 /// KiB records that each receiver copies out as they come; with few receivers the root's
 /// extra copies cost less than that wait. OSU timing on 2 CPUs, medians of 5 alternating
-/// runs (2026-12-02), channels / linear / Open MPI, µs: 4 ranks 256 KiB 39 / 34 / 36,
-/// 512 KiB 84 / 56 / 68, 1 MiB 196 / 100 / 242, 128 KiB 16 / 20 / 18; on 8 ranks the
-/// channels win at every size (1 MiB 184 / 373 / 309).
+/// runs (2026-12-02, an AMD Zen 4 guest), channels / linear / Open MPI, µs: 4 ranks 256 KiB
+/// 39 / 34 / 36, 512 KiB 84 / 56 / 68, 1 MiB 196 / 100 / 242, 128 KiB 16 / 20 / 18; on 8
+/// ranks the channels win at every size (1 MiB 184 / 373 / 309). On an AMD Zen 3 guest
+/// (2026-12-03, medians of 6-10 alternating launches) the channels won up to 512 KiB: 4
+/// ranks 256 KiB 33-34 / 55-64 / 40-41, 3 ranks 32 / 49 / 40; 512 KiB 67-92 / 76-112 / 74-79
+/// (the channels ahead in two runs of three); 1 MiB 178 / 141 / 222. Hence linear from 1 MiB.
 pub fn bcast_linear_long(cfg: &CollConfig, size: i32, bytes: usize, crowded: bool) -> bool {
     crowded && size > 2 && size as usize <= cfg.bcast_linear_long && bytes >= BCAST_LINEAR_LONG_BYTES
 }
@@ -698,7 +701,7 @@ mod tests {
         assert_eq!(bcast(&c, 4, 8, false), Bcast::Binomial);
         assert_eq!(bcast(&c, 4, 1 << 20, false), Bcast::ScatterAllgather);
         assert_eq!(bcast(&c, 4, 1 << 20, true), Bcast::Linear);
-        assert_eq!(bcast(&c, 4, (256 << 10) - 1, true), Bcast::Binomial);
+        assert_eq!(bcast(&c, 4, (1 << 20) - 1, true), Bcast::Binomial);
         assert_eq!(bcast(&c, 8, 1 << 20, true), Bcast::Binomial);
         assert_eq!(bcast(&c, 2, 1 << 20, false), Bcast::Binomial);
         // Scan: linear up to 16 KiB, 4 KiB on a crowded host, then the chain there.
@@ -749,9 +752,10 @@ mod tests {
         assert!(bcast_channels(&CollConfig { force: vec![("bcast".into(), "channels".into())], ..Default::default() }, 2, 65536, false));
         assert!(!bcast_channels(&c, 4, 0, false));
         // A crowded host: large broadcasts on up to 4 ranks are linear, not channels.
-        assert!(bcast_channels(&c, 4, (256 << 10) - 1, true));
-        assert!(!bcast_channels(&c, 4, 256 << 10, true));
-        assert_eq!(bcast(&c, 4, 256 << 10, true), Bcast::Linear);
+        assert!(bcast_channels(&c, 4, 256 << 10, true));
+        assert!(bcast_channels(&c, 4, (1 << 20) - 1, true));
+        assert!(!bcast_channels(&c, 4, 1 << 20, true));
+        assert_eq!(bcast(&c, 4, 1 << 20, true), Bcast::Linear);
         assert_eq!(bcast(&c, 3, 1 << 20, true), Bcast::Linear);
         assert!(bcast_channels(&c, 8, 1 << 20, true));
         assert_eq!(bcast(&c, 4, 1 << 20, false), Bcast::ScatterAllgather);
