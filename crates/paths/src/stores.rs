@@ -32,9 +32,23 @@
 //! receiver's copies slow down goes unnoticed. The choice is a state machine fed with sizes
 //! and durations; the path does the timing.
 
-/// Records from this many payload bytes are timed and may be streamed: a copy this long
-/// (microseconds) dwarfs the clock reads, and smaller records stay hot in the caches.
-pub const MIN_BYTES: usize = 64 << 10;
+/// Records from this many payload bytes may be timed and streamed. A message between 16
+/// and 256 KiB crosses the ring in pieces of 16 KiB (`shm.rs`, `STREAM_PIECE_MIN`), so
+/// from 64 KiB only 1 MiB messages took part: in the far state of an AMD Zen 3 guest,
+/// 2-rank ping-pong of 64 and 256 KiB took 15-17 and 50-57 µs cached, 8.9-9.3 and 27
+/// with these pieces in the choice (Open MPI 8.4-8.6, 27-28), and streaming bandwidth went
+/// from 4.7-4.9 to 9.9-10.6 GB/s at 64 KiB; where the CPUs are near nothing changed (within
+/// ±5 %). Smaller records stay hot in the caches.
+pub const MIN_BYTES: usize = 16 << 10;
+
+/// Below this many payload bytes one record in [`SAMPLE_EVERY`] is timed (and every one of
+/// a trial, and a probe): the two clock reads cost about 60 ns there, 9 % of a 16 KiB
+/// copy near the receiver, which timing every record cost the bandwidth (6-12 % at 16-256
+/// KiB on the Zen 3 guest).
+pub const SAMPLE_BELOW: usize = 64 << 10;
+
+/// See [`SAMPLE_BELOW`].
+pub const SAMPLE_EVERY: u32 = 8;
 
 /// A cached copy below this speed (bytes per nanosecond, i.e. GB/s) counts as slow.
 /// Measured on the Zen 4 guest, 256 KiB records: 9-65 GB/s where the receiver's CPU is
@@ -109,6 +123,8 @@ pub struct StoreChoice {
     /// Large cached records to go before another trial, and the wait after the next loss.
     no_trial_for: u32,
     gap: u32,
+    /// Records below [`SAMPLE_BELOW`] considered for timing, for the sampling.
+    sampled: u32,
     /// Records streamed so far.
     pub streamed: u64,
     /// Runs started so far.
@@ -136,6 +152,7 @@ impl StoreChoice {
             next_run: FIRST_RUN,
             no_trial_for: 0,
             gap: FIRST_GAP,
+            sampled: 0,
             streamed: 0,
             runs: 0,
         }
@@ -153,9 +170,17 @@ impl StoreChoice {
             }
     }
 
-    /// Whether the copy of a record of `bytes` payload bytes is to be timed.
-    pub fn timed(&self, bytes: usize) -> bool {
-        bytes >= MIN_BYTES && self.setting == StoreSetting::Auto
+    /// Whether the copy of a record of `bytes` payload bytes is to be timed (below
+    /// [`SAMPLE_BELOW`] one in [`SAMPLE_EVERY`], but every record of a trial and a probe).
+    pub fn timed(&mut self, bytes: usize) -> bool {
+        if bytes < MIN_BYTES || self.setting != StoreSetting::Auto {
+            return false;
+        }
+        if bytes >= SAMPLE_BELOW || self.trial_left > 0 || self.probing {
+            return true;
+        }
+        self.sampled = self.sampled.wrapping_add(1);
+        self.sampled % SAMPLE_EVERY == 0
     }
 
     /// A record of `bytes` payload bytes was copied, `streamed` or not, in `nanos`
@@ -263,10 +288,29 @@ mod tests {
         for _ in 0..n {
             let s = c.stream(BIG);
             let nanos = if s { streamed } else { cached };
-            c.copied(BIG, s, c.timed(BIG).then_some(nanos));
+            let timed = c.timed(BIG);
+            c.copied(BIG, s, timed.then_some(nanos));
             count += u32::from(s);
         }
         count
+    }
+
+    #[test]
+    fn pieces_below_the_sample_size_are_timed_one_in_eight_and_stream_where_far() {
+        const PIECE: usize = 16 << 10;
+        let mut c = StoreChoice::new(StoreSetting::Auto);
+        let timed = (0..64).filter(|_| c.timed(PIECE)).count();
+        assert_eq!(timed, 64 / SAMPLE_EVERY as usize);
+        // Far CPUs, 16 KiB pieces: cached 3.4 µs (4.8 GB/s), streamed 1.2 µs.
+        let mut c = StoreChoice::new(StoreSetting::Auto);
+        let mut streamed = 0;
+        for _ in 0..4000 {
+            let s = c.stream(PIECE);
+            let timed = c.timed(PIECE);
+            c.copied(PIECE, s, timed.then_some(if s { 1_200 } else { 3_400 }));
+            streamed += u32::from(s);
+        }
+        assert!(streamed > 3000, "{streamed}");
     }
 
     #[test]
