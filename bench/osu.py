@@ -233,13 +233,35 @@ def ratios(med, a, b):
     return out
 
 
+def paired_ratios(data, a, b):
+    """{(ranks, test): {size: median over the rounds of round i's time ratio a/b}}: where the
+    machine switches between a fast and a slow state for tens of seconds at a time, both
+    launches of a round mostly land in the same state, and the medians of each MPI's own
+    rounds may not (one landing three slow rounds of five, the other two)."""
+    out = {}
+    for ranks, tests in data.get(a, {}).items():
+        for test, rows in tests.items():
+            if test.endswith("%"):
+                continue
+            other = data.get(b, {}).get(ranks, {}).get(test, {})
+            for n, va in rows.items():
+                vb = other.get(n, [])
+                if len(va) != len(vb):
+                    continue
+                rs = [as_time(test, x) / as_time(test, y) for x, y in zip(va, vb)
+                      if as_time(test, x) and as_time(test, y)]
+                if rs:
+                    out.setdefault((ranks, test), {})[n] = statistics.median(rs)
+    return out
+
+
 def test_order(key):
     ranks, test = key
     order = P2P + PINGS + MULTI
     return (test not in P2P, ranks, order.index(test) if test in order else 99)
 
 
-def report(args, cfgs, med, notes, out_dir, load0, load1):
+def report(args, cfgs, med, notes, out_dir, load0, load1, data=None):
     shown = [c["key"] for c in cfgs]
     labels = {c["key"]: c["label"] for c in cfgs}
     # Steadfast tcp is compared with Open MPI tcp when that ran, else with Open MPI's default.
@@ -250,19 +272,24 @@ def report(args, cfgs, med, notes, out_dir, load0, load1):
               ("sf-tcp", tcp_ref, "tcp/OMPI" + ("-tcp" if tcp_ref == "ompi-tcp" else ""))]
              if a in med and b in med]
     rat = {p[2]: ratios(med, p[0], p[1]) for p in pairs}
+    # The same ratios paired by round (see `paired_ratios`), for the summary.
+    paired = [(p[2] + " paired", paired_ratios(data, p[0], p[1])) for p in pairs
+              if data and p[0] == "sf-shm" and p[1] == "ompi-vader" and args.rounds > 1]
     keys = sorted({k for r in rat.values() for k in r}, key=test_order)
     lines = [f"# OSU-style suite: {args.rounds} alternating rounds, "
              + ("medians" if args.stat == "median" else "best of the rounds")
              + (f", fastest of {args.batches} batches" if args.batches > 1 else ""), "",
              "Ratios are Steadfast's time per operation over the other MPI's (for bw, bibw "
              "and mr: the other's throughput over Steadfast's): < 1 means Steadfast is faster.",
-             "", "## Summary: geometric mean over sizes (worst size in brackets)", "",
-             "| test | ranks | " + " | ".join(p[2] for p in pairs) + " |",
-             "|---|---:|" + "---:|" * len(pairs)]
+             "", "## Summary: geometric mean over sizes (worst size in brackets)", ""]
+    if paired:
+        lines += ["A *paired* column takes, for each size, the median over the rounds of that "
+                  "round's ratio instead of the ratio of the medians.", ""]
+    lines += ["| test | ranks | " + " | ".join([p[2] for p in pairs] + [q[0] for q in paired]) + " |",
+              "|---|---:|" + "---:|" * (len(pairs) + len(paired))]
     for key in keys:
         row = [key[1], str(key[0])]
-        for p in pairs:
-            r = rat[p[2]].get(key)
+        for r in [rat[p[2]].get(key) for p in pairs] + [q[1].get(key) for q in paired]:
             if not r:
                 row.append("-")
                 continue
@@ -463,7 +490,7 @@ def main():
     load1 = os.getloadavg()[0]
     (out_dir / "medians.json").write_text(json.dumps(
         {k: {str(r): t for r, t in v.items()} for k, v in med.items()}, indent=1))
-    text, rat = report(args, cfgs, med, notes, out_dir, load0, load1)
+    text, rat = report(args, cfgs, med, notes, out_dir, load0, load1, data)
     (out_dir / "report.md").write_text(text)
     log(f"suite took {time.monotonic() - t0:.0f} s")
     if args.ci:
@@ -480,7 +507,7 @@ def main():
                                 .setdefault(n, []).extend(vs)
             args.rounds *= 2  # the report counts both sets
             text, rat = report(args, cfgs, medians(data, args.stat), notes + notes2, out_dir,
-                               load0, os.getloadavg()[0])
+                               load0, os.getloadavg()[0], data)
             (out_dir / "report.md").write_text(text)
             status = ci_check(args, rat, args.baseline)
         if status != 0:
