@@ -218,18 +218,26 @@ def medians(data, stat):
             for k, per in data.items()}
 
 
-def ratios(med, a, b):
-    """{(ranks, test): {size: time ratio a/b}} where both have a value."""
-    out = {}
-    for ranks, tests in med.get(a, {}).items():
+def both(src, a, b):
+    """(ranks, test, size, a's entry, b's entry) for every size both have in `src`
+    (medians or per-round lists); not the overlap percentages."""
+    for ranks, tests in src.get(a, {}).items():
         for test, rows in tests.items():
             if test.endswith("%"):
                 continue
-            other = med.get(b, {}).get(ranks, {}).get(test, {})
-            for n, v in rows.items():
-                ta, tb = as_time(test, v), as_time(test, other.get(n))
-                if ta and tb:
-                    out.setdefault((ranks, test), {})[n] = ta / tb
+            other = src.get(b, {}).get(ranks, {}).get(test, {})
+            for n, va in rows.items():
+                if n in other:
+                    yield ranks, test, n, va, other[n]
+
+
+def ratios(med, a, b):
+    """{(ranks, test): {size: time ratio a/b}} where both have a value."""
+    out = {}
+    for ranks, test, n, va, vb in both(med, a, b):
+        ta, tb = as_time(test, va), as_time(test, vb)
+        if ta and tb:
+            out.setdefault((ranks, test), {})[n] = ta / tb
     return out
 
 
@@ -239,19 +247,11 @@ def paired_ratios(data, a, b):
     launches of a round mostly land in the same state, and the medians of each MPI's own
     rounds may not (one landing three slow rounds of five, the other two)."""
     out = {}
-    for ranks, tests in data.get(a, {}).items():
-        for test, rows in tests.items():
-            if test.endswith("%"):
-                continue
-            other = data.get(b, {}).get(ranks, {}).get(test, {})
-            for n, va in rows.items():
-                vb = other.get(n, [])
-                if len(va) != len(vb):
-                    continue
-                rs = [as_time(test, x) / as_time(test, y) for x, y in zip(va, vb)
-                      if as_time(test, x) and as_time(test, y)]
-                if rs:
-                    out.setdefault((ranks, test), {})[n] = statistics.median(rs)
+    for ranks, test, n, va, vb in both(data, a, b):
+        rs = [as_time(test, x) / as_time(test, y) for x, y in zip(va, vb)
+              if as_time(test, x) and as_time(test, y)]
+        if len(va) == len(vb) and rs:
+            out.setdefault((ranks, test), {})[n] = statistics.median(rs)
     return out
 
 
