@@ -526,6 +526,19 @@ NONPORTABLE_REASON = "test is not portable: it uses MPI handles as integers (swi
 # the library.  MPICH's integer handles never trigger these.
 HANDLE = r"(MPI_(Datatype|Comm|Group|Op|Request|Info|Errhandler|Win|File|Message|Session)\b[^']*" \
     r"|struct \w+ \*)"
+# Defects of MPICH 4.0.2's tests, fixed in a copy that is built instead of the source:
+# (directory, source file) -> [(text, replacement, why)]. A fix applies only where its text
+# is found, so a newer test without the defect is built as it is.
+TEST_DEFECTS = {
+    ("ft", "gather.c"): [(
+        "recvbuf = (int *) malloc(size * sizeof(int));",
+        "recvbuf = (int *) malloc(size * size * sizeof(int));",
+        "MPI_Gather receives `size` ints from each rank into a buffer of `size` ints: the "
+        "blocks of ranks 2 and 3 land past its end (valgrind: an invalid write 16 bytes "
+        "after the 16-byte block), which glibc sometimes reports as a damaged heap at exit",
+    )],
+}
+
 INT_HANDLE_WARNINGS = [
     re.compile(r"warning: assignment to 'int' from '%s' makes integer from pointer" % HANDLE),
     re.compile(r"note: expected '(const )?%s\*?( const)?\*?' but argument is of type "
@@ -702,8 +715,10 @@ class Builder:
         libs += [x for x in recipe["extra"] if x.startswith("-l")] + ["-lm"]
         if os.path.exists(exe):
             os.remove(exe)
+        sources = [self.fixed_source(d, src, odir) for src in recipe["sources"]]
         cmd = (self.tc.mpicc + self.tc.cflags + extra_cflags + recipe["cppflags"]
-               + self.incflags() + ["-o", exe] + recipe["sources"] + libs + self.tc.ldflags)
+               + self.incflags() + ["-I", os.path.join(self.srcdir, d), "-o", exe] + sources
+               + libs + self.tc.ldflags)
         if kind or d.startswith("cxx"):
             # Each program gets its own module directory: tests of one directory are built
             # in parallel and some define modules of the same name.
@@ -726,6 +741,25 @@ class Builder:
             return self.portability(out)
         st, reason, missing = classify_build_failure(out)
         return {"ok": False, "status": st, "reason": reason, "missing": missing}
+
+    @staticmethod
+    def fixed_source(d, src, odir):
+        """`src`, or a copy in `odir` with the fixes `TEST_DEFECTS` lists for it."""
+        fixes = TEST_DEFECTS.get((d, os.path.basename(src)))
+        if not fixes:
+            return src
+        with open(src, errors="replace") as f:
+            text = f.read()
+        changed = False
+        for old, new, _why in fixes:
+            if old in text:
+                text = text.replace(old, new)
+                changed = True
+        if not changed:
+            return src
+        fixed = os.path.join(odir, "fixed-" + os.path.basename(src))
+        write_if_changed(fixed, text)
+        return fixed
 
     @staticmethod
     def portability(out):
