@@ -716,9 +716,10 @@ class Builder:
         if os.path.exists(exe):
             os.remove(exe)
         sources = [self.fixed_source(d, src, odir) for src in recipe["sources"]]
+        # A fixed copy lives in the build directory: its own directory's headers by -I.
+        local = ["-I", os.path.join(self.srcdir, d)] if sources != recipe["sources"] else []
         cmd = (self.tc.mpicc + self.tc.cflags + extra_cflags + recipe["cppflags"]
-               + self.incflags() + ["-I", os.path.join(self.srcdir, d), "-o", exe] + sources
-               + libs + self.tc.ldflags)
+               + self.incflags() + local + ["-o", exe] + sources + libs + self.tc.ldflags)
         if kind or d.startswith("cxx"):
             # Each program gets its own module directory: tests of one directory are built
             # in parallel and some define modules of the same name.
