@@ -46,7 +46,7 @@ fn main() {
         "{:>9} {:>9} {:>9} {:>12} {:>9} {:>9} {:>10} {:>10}   (GB/s)",
         "size", "memcpy", "crc32c", "memcpy+crc", "fused", "portable", "memcpy@48", "fused@48"
     );
-    for size in [4096usize, 8192, 65536, 1 << 20, 8 << 20] {
+    for size in [4096usize, 8192, 16384, 65536, 262_144, 1 << 20, 8 << 20, 128 << 20] {
         let src: Vec<u8> = (0..size).map(|i| (i * 131 + 7) as u8).collect();
         let mut dst = vec![0u8; size];
         let memcpy = rate(size, budget, || {
