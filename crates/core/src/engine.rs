@@ -440,6 +440,9 @@ impl PacketSink for Sink<'_> {
                 return intact;
             }
         }
+        if let Some(intact) = self.0.eager_to_posted_checked(peer, &h, payload, seed, expected) {
+            return intact;
+        }
         if steadfast_paths::checksum::crc32c_append(seed, payload) != expected {
             return false;
         }

@@ -21,6 +21,10 @@
 use super::*;
 use crate::matching::accepts;
 
+/// Shortest eager payload copied into a posted receive while being checked (below it, the
+/// separate check costs less than looking the receive up twice).
+const FUSED_POSTED_MIN: usize = 1024;
+
 /// A blocking receive waiting without a request: `cap` bytes at `buf` (a contiguous buffer).
 pub(super) struct Waiting {
     buf: *mut u8,
@@ -92,6 +96,48 @@ impl State {
         }
         self.door.matched(from, h.ctx, h.src, h.tag);
         self.sync_matched(from);
+        Some(true)
+    }
+
+    /// An eager message whose payload the path has not checked yet, for a receive posted
+    /// with a request (MPI_Irecv, a collective's receive) into a contiguous buffer: copy it
+    /// in while checking its CRC32C, then match it, where the general code would check it in
+    /// one pass and copy it in another. Some(whether it was intact), as
+    /// [`State::eager_to_waiting_checked`] (a damaged payload leaves the receive posted);
+    /// None, having done nothing, when no such receive takes it or it is too short to gain.
+    pub(super) fn eager_to_posted_checked(&mut self, peer: u32, h: &Header, payload: &[u8], seed: u32, expected: u32) -> Option<bool> {
+        if h.kind != Kind::Eager || h.len != payload.len() as u64 || self.logging || payload.len() < FUSED_POSTED_MIN {
+            return None;
+        }
+        let r = self.matcher.first_posted(h.ctx, h.src, h.tag)?;
+        let Some(Op::Recv(s)) = self.reqs.get(r).map(|q| &q.op) else { return None };
+        if !s.dtype.is_contiguous() {
+            return None;
+        }
+        let cap = s.dtype.packed_size(s.count);
+        let n = payload.len().min(cap);
+        if n == 0 {
+            return None;
+        }
+        // SAFETY: the receive request's buffer holds `count` elements of its contiguous type,
+        // `cap` ≥ `n` bytes; the application's buffer cannot overlap the path's memory.
+        let into = unsafe { std::slice::from_raw_parts_mut(s.buf, n) };
+        let crc = steadfast_paths::checksum::copy_with_crc32c_append(seed, into, &payload[..n]);
+        if steadfast_paths::checksum::crc32c_append(crc, &payload[n..]) != expected {
+            return Some(false);
+        }
+        let error = (payload.len() > cap).then_some(ErrorClass::Truncate);
+        // What `handle_packet` does for an eager message a posted receive matches.
+        self.events += 1;
+        let from = self.door.ident(peer, h.a);
+        if self.channel_memory && h.flags & crate::wire::FLAG_SYNC != 0 {
+            self.sync_from.insert((peer, h.a));
+        }
+        let taken = self.matcher.arrive(h.ctx, h.src, h.tag, || unreachable!("a posted receive matches"));
+        debug_assert_eq!(taken, Some(r));
+        self.door.matched(from, h.ctx, h.src, h.tag);
+        self.sync_matched(from);
+        self.complete(r, Status { source: h.src, tag: h.tag, error, bytes: n as u64, cancelled: false });
         Some(true)
     }
 

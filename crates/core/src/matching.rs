@@ -161,6 +161,12 @@ impl<R: Copy + PartialEq, U> Matcher<R, U> {
         None
     }
 
+    /// The receive a message from `src` with `tag` on `ctx` would match now, left posted (the
+    /// caller fills its buffer before [`Matcher::arrive`] takes it).
+    pub fn first_posted(&self, ctx: u32, src: i32, tag: i32) -> Option<R> {
+        self.queues(ctx)?.posted.iter().find(|p| accepts(p.src, p.tag, src, tag)).map(|p| p.id)
+    }
+
     /// Remove the first unexpected message of context `ctx` that `pred` selects; true if
     /// there was one (a cancelled send).
     pub fn remove_unexpected(&mut self, ctx: u32, pred: impl Fn(&Unexpected<U>) -> bool) -> bool {
