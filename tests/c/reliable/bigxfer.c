@@ -4,7 +4,7 @@
  * consecutive message completions (the failover time when a route goes down
  * mid-transfer).
  *
- *   bigxfer [-m MIB] [-s KIB] [-f STOPFILE] [-p MIB] [-w MS]
+ *   bigxfer [-m MIB] [-s KIB] [-f STOPFILE] [-p MIB] [-w MS] [-r]
  *
  *   -m MIB      transfer at least this much (default 256)
  *   -s KIB      message size (default 1024)
@@ -12,6 +12,9 @@
  *               creates it when it has seen what it wanted: failover, fail-back)
  *   -p MIB      print a progress line every MIB received (default 32)
  *   -w MS       rank 0 pauses MS milliseconds between messages (default 0)
+ *   -r          rank 1 keeps RWIN receives posted with MPI_Irecv (instead of one
+ *               MPI_Recv at a time), so messages arrive into receives posted
+ *               before them
  *
  * Output of rank 1 (one line each, stdout):
  *   progress MIB SECONDS
@@ -25,6 +28,7 @@
 
 #define DATA_TAG 1
 #define STOP_TAG 2
+#define RWIN 4
 
 static double now_s(void)
 {
@@ -64,16 +68,18 @@ int main(int argc, char **argv)
 {
     tc_init(&argc, &argv, "bigxfer");
     long mib = 256, kib = 1024, every = 32, pause_ms = 0;
+    int posted = 0;
     const char *stopfile = NULL;
     int opt;
-    while ((opt = getopt(argc, argv, "m:s:f:p:w:")) != -1) {
+    while ((opt = getopt(argc, argv, "m:s:f:p:w:r")) != -1) {
         switch (opt) {
         case 'm': mib = atol(optarg); break;
         case 's': kib = atol(optarg); break;
         case 'f': stopfile = optarg; break;
         case 'p': every = atol(optarg); break;
         case 'w': pause_ms = atol(optarg); break;
-        default: tc_die("usage: bigxfer [-m MIB] [-s KIB] [-f STOPFILE] [-p MIB] [-w MS]");
+        case 'r': posted = 1; break;
+        default: tc_die("usage: bigxfer [-m MIB] [-s KIB] [-f STOPFILE] [-p MIB] [-w MS] [-r]");
         }
     }
     if (tc_size < 2)
@@ -82,6 +88,13 @@ int main(int argc, char **argv)
     if (nw == 0)
         tc_die("message size too small");
     uint64_t *buf = tc_malloc(len);
+    uint64_t *win[RWIN];
+    MPI_Request wreq[RWIN];
+    for (int i = 0; i < RWIN; i++)
+        win[i] = posted && tc_rank == 1 ? tc_malloc(len) : NULL;
+    if (posted && tc_rank == 1)
+        for (int i = 0; i < RWIN; i++)
+            TC_MPI(MPI_Irecv(win[i], (int)len, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &wreq[i]));
     long want = (mib << 20) / (long)len;
     if (want < 1)
         want = 1;
@@ -101,20 +114,36 @@ int main(int argc, char **argv)
         long next_report = every, k = 0;
         for (;; k++) {
             MPI_Status st;
-            TC_MPI(MPI_Recv(buf, (int)len, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            const uint64_t *got = buf;
+            if (posted) {
+                /* Messages complete the receives in the order they were posted. */
+                int i = (int)(k % RWIN);
+                TC_MPI(MPI_Wait(&wreq[i], &st));
+                got = win[i];
+            } else {
+                TC_MPI(MPI_Recv(buf, (int)len, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
+            }
             double t = now_s();
-            if (st.MPI_TAG == STOP_TAG)
+            if (st.MPI_TAG == STOP_TAG) {
+                for (int i = 1; posted && i < RWIN; i++) {
+                    MPI_Request *r = &wreq[(k + i) % RWIN];
+                    TC_MPI(MPI_Cancel(r));
+                    TC_MPI(MPI_Wait(r, MPI_STATUS_IGNORE));
+                }
                 break;
+            }
             int cnt = -1;
             TC_MPI(MPI_Get_count(&st, MPI_BYTE, &cnt));
             TC_CHECK(cnt == (int)len, "message %ld: %d bytes, want %zu", k, cnt, len);
-            long bad = check(buf, nw, k);
+            long bad = check(got, nw, k);
             TC_CHECK(bad == 0, "message %ld: %ld of %zu words wrong", k, bad, nw);
             if (t - last > stall) {
                 stall = t - last;
                 stall_at = last - t0;
             }
             last = t;
+            if (posted)
+                TC_MPI(MPI_Irecv(win[k % RWIN], (int)len, MPI_BYTE, 0, MPI_ANY_TAG, MPI_COMM_WORLD, &wreq[k % RWIN]));
             long got_mib = (long)(((k + 1) * (long)len) >> 20);
             if (got_mib >= next_report) {
                 printf("progress %ld %.3f\n", got_mib, t - t0);
@@ -127,5 +156,7 @@ int main(int argc, char **argv)
                dt > 0 ? total / dt / 1e6 : 0.0, stall * 1e3, stall_at);
     }
     free(buf);
+    for (int i = 0; i < RWIN; i++)
+        free(win[i]);
     return tc_finalize();
 }

@@ -125,6 +125,10 @@ for path in shm tcp; do
     repaired $path "path=$path,corrupt=0.02,seed=3" pingpong_sizes
     repaired $path "path=$path,bus=0.02,seed=3" pingpong_sizes
     repaired $path "path=$path,corrupt=0.05,bus=0.05,seed=6" bigxfer -m 16 -s 512
+    # Eager messages of 1 and 4 KiB into receives posted ahead of them (on shm these are
+    # copied into the receive while being checked: a damaged one must leave it posted).
+    repaired $path "path=$path,corrupt=0.02,bus=0.02,seed=4" bigxfer -m 4 -s 1 -r
+    repaired $path "path=$path,corrupt=0.02,bus=0.02,seed=5" bigxfer -m 8 -s 4 -r
 done
 # Gathers of 80 KB blocks on 4 ranks: on a host with fewer CPUs the blocks of the ranks
 # other than the root do not wait for the root's FIN, and what is resent comes from the
