@@ -78,17 +78,18 @@ impl State {
         if !(w.open() && w.ctx == h.ctx && accepts(w.src, w.tag, h.src, h.tag)) {
             return None;
         }
-        let n = payload.len().min(w.cap);
-        // SAFETY: the slot's buffer holds `cap` bytes (checked when it was filled); the
-        // application's buffer cannot overlap the path's memory.
-        let into = unsafe { std::slice::from_raw_parts_mut(w.buf, n) };
-        let crc = steadfast_paths::checksum::copy_with_crc32c_append(seed, into, &payload[..n]);
-        if steadfast_paths::checksum::crc32c_append(crc, &payload[n..]) != expected {
+        // SAFETY: the slot's buffer holds `cap` bytes (checked when it was filled).
+        let Some((n, error)) = (unsafe { copy_checked(w.buf, w.cap, payload, seed, expected) }) else {
             return Some(false);
-        }
-        let error = (payload.len() > w.cap).then_some(ErrorClass::Truncate);
+        };
         w.status = Some(Status { source: h.src, tag: h.tag, error, bytes: n as u64, cancelled: false });
-        // What `handle_packet` does for an eager message the slot took.
+        self.eager_taken(peer, h);
+        Some(true)
+    }
+
+    /// What `handle_packet` does for an eager message a receive took, for the checked copies
+    /// that take it without going through there.
+    fn eager_taken(&mut self, peer: u32, h: &Header) {
         self.events += 1;
         let from = self.door.ident(peer, h.a);
         if self.channel_memory && h.flags & crate::wire::FLAG_SYNC != 0 {
@@ -96,7 +97,6 @@ impl State {
         }
         self.door.matched(from, h.ctx, h.src, h.tag);
         self.sync_matched(from);
-        Some(true)
     }
 
     /// An eager message whose payload the path has not checked yet, for a receive posted
@@ -115,28 +115,16 @@ impl State {
             return None;
         }
         let cap = s.dtype.packed_size(s.count);
-        let n = payload.len().min(cap);
-        if n == 0 {
+        if cap == 0 {
             return None;
         }
-        // SAFETY: the receive request's buffer holds `count` elements of its contiguous type,
-        // `cap` ≥ `n` bytes; the application's buffer cannot overlap the path's memory.
-        let into = unsafe { std::slice::from_raw_parts_mut(s.buf, n) };
-        let crc = steadfast_paths::checksum::copy_with_crc32c_append(seed, into, &payload[..n]);
-        if steadfast_paths::checksum::crc32c_append(crc, &payload[n..]) != expected {
+        // SAFETY: the receive request's buffer holds `count` elements of its contiguous type.
+        let Some((n, error)) = (unsafe { copy_checked(s.buf, cap, payload, seed, expected) }) else {
             return Some(false);
-        }
-        let error = (payload.len() > cap).then_some(ErrorClass::Truncate);
-        // What `handle_packet` does for an eager message a posted receive matches.
-        self.events += 1;
-        let from = self.door.ident(peer, h.a);
-        if self.channel_memory && h.flags & crate::wire::FLAG_SYNC != 0 {
-            self.sync_from.insert((peer, h.a));
-        }
+        };
         let taken = self.matcher.arrive(h.ctx, h.src, h.tag, || unreachable!("a posted receive matches"));
         debug_assert_eq!(taken, Some(r));
-        self.door.matched(from, h.ctx, h.src, h.tag);
-        self.sync_matched(from);
+        self.eager_taken(peer, h);
         self.complete(r, Status { source: h.src, tag: h.tag, error, bytes: n as u64, cancelled: false });
         Some(true)
     }
@@ -329,4 +317,20 @@ impl Engine {
             (None, None) => mpi_err!(Intern, "blocking receive ended without a message"),
         }
     }
+}
+
+/// Copy what fits of `payload` into the `cap` bytes at `buf` while checking the whole
+/// payload's CRC32C (`seed`: the CRC of what precedes it; `expected`: the sender's).
+/// Some((bytes copied, Truncate if the payload was longer)) when it is intact; None when
+/// it is damaged (the bytes copied are then not a result).
+///
+/// # Safety
+/// `buf` must be valid for `cap` byte writes; it is an application buffer, which cannot
+/// overlap the path's memory `payload` lies in.
+unsafe fn copy_checked(buf: *mut u8, cap: usize, payload: &[u8], seed: u32, expected: u32) -> Option<(usize, Option<ErrorClass>)> {
+    let n = payload.len().min(cap);
+    let into = std::slice::from_raw_parts_mut(buf, n);
+    let crc = steadfast_paths::checksum::copy_with_crc32c_append(seed, into, &payload[..n]);
+    let intact = steadfast_paths::checksum::crc32c_append(crc, &payload[n..]) == expected;
+    intact.then(|| (n, (payload.len() > cap).then_some(ErrorClass::Truncate)))
 }
